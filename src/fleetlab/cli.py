@@ -1,0 +1,160 @@
+"""The ``fleetlab`` command: thin wrappers that parse arguments, call one function, render with rich."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from fleetlab import __version__
+from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, compare, run_one
+from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
+from fleetlab.spec.errors import SpecError
+from fleetlab.spec.loader import builtin_scenarios, load
+
+app = typer.Typer(
+    help="fleetlab: replay GPU workloads on a model of your Kubernetes cluster, one policy change at a time.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out_console = Console()
+err_console = Console(stderr=True)
+
+ScenarioArg = Annotated[
+    str | None,
+    typer.Argument(help="Scenario YAML file, or a built-in scenario name (default: the built-in 'default')."),
+]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="Write jobs/nodes/timeline Parquet and summary.json here (atomically)."),
+]
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        out_console.print(f"fleetlab {__version__}")
+        raise typer.Exit(0)
+
+
+@app.command()
+def simulate(
+    scenario: ScenarioArg = None,
+    policy: Annotated[
+        str, typer.Option("--policy", help=f"'{SCENARIO_POLICY}' (the file's scheduler section) or a preset.")
+    ] = SCENARIO_POLICY,
+    seed: SeedOpt = None,
+    out: OutOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+) -> None:
+    """Run one scenario under one policy and print where time and money went."""
+    from fleetlab.experiment.output import write_results
+    from fleetlab.metrics.summary import summarize
+    from fleetlab.report.progress import DelayedProgress
+    from fleetlab.report.table import print_runs
+
+    try:
+        resolved = load(scenario)
+        with DelayedProgress(err_console) as progress:
+            run = run_one(resolved, policy, seed, lambda d, t: progress(policy, d, t))
+    except (SpecError, UnknownPolicyError) as exc:
+        raise _fail(str(exc)) from None
+    if out is not None:
+        write_results([run], out, single=True)
+    if json_out:
+        out_console.print_json(json.dumps(summarize(run.result).as_dict()))
+    else:
+        print_runs(out_console, [run], f"{resolved.scenario.name}: {len(resolved.jobs)} jobs, seed {run.result.seed}")
+    if out is not None and not json_out:
+        out_console.print(f"results written to {out}", highlight=False)
+
+
+@app.command(name="compare")
+def compare_cmd(
+    scenario: ScenarioArg = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--policy",
+            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; '{SCENARIO_POLICY}' = the file's. "
+            f"Default: {', '.join(DEFAULT_COMPARE)}.",
+        ),
+    ] = None,
+    seed: SeedOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """Run the same workload and seed under several policies and print them side by side."""
+    from fleetlab.experiment.output import write_results
+    from fleetlab.report.progress import DelayedProgress
+    from fleetlab.report.table import print_runs
+
+    policies = list(dict.fromkeys(policy or DEFAULT_COMPARE))
+    try:
+        resolved = load(scenario)
+        with DelayedProgress(err_console) as progress:
+            runs = compare(resolved, policies, seed, progress)
+    except (SpecError, UnknownPolicyError) as exc:
+        raise _fail(str(exc)) from None
+    title = (
+        f"{resolved.scenario.name}: {len(resolved.jobs)} jobs on {resolved.scenario.cluster.node_count} nodes, "
+        f"seed {runs[0].result.seed}"
+    )
+    print_runs(out_console, runs, title)
+    if out is not None:
+        write_results(runs, out)
+        out_console.print(f"results written to {out}", highlight=False)
+
+
+@app.command()
+def validate(scenario: Annotated[str, typer.Argument(help="Scenario YAML file to check.")]) -> None:
+    """Check a scenario file (and its trace or generator) without running it."""
+    from fleetlab.experiment.run import preflight, profile_for
+
+    try:
+        resolved = load(scenario)
+        profile = profile_for(resolved, None)
+        warnings = preflight(resolved, profile)
+    except (SpecError, UnknownPolicyError) as exc:
+        raise _fail(str(exc)) from None
+    s = resolved.scenario
+    out_console.print(
+        f"{scenario}: ok — {len(s.cluster.pools)} node pool(s), {s.cluster.node_count} nodes, "
+        f"{len(resolved.jobs)} jobs, policy {profile.name}",
+        highlight=False,
+    )
+    for warning in [*resolved.warnings, *warnings]:
+        err_console.print(f"warning: {warning}", highlight=False, markup=False)
+
+
+@app.command()
+def policies() -> None:
+    """List the placement policy presets."""
+    for name, (_, _, _, description) in PRESETS.items():
+        out_console.print(f"[bold]{name}[/bold]: {description}", highlight=False)
+    out_console.print(f"built-in scenarios: {', '.join(builtin_scenarios())}", highlight=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err_console.print("interrupted; nothing was written")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Write run results atomically: everything goes to a temporary sibling folder that is renamed into place.
+
+A run killed half-way leaves the previous results (or nothing) at ``--out``, never a half-written file;
+rerunning is always safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fleetlab.experiment.run import Run
+from fleetlab.metrics.summary import summarize
+from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
+
+
+def _write_parquet(columns: dict[str, Any], path: Path) -> None:
+    table = pa.table(columns)
+    pq.write_table(table, path, compression="zstd")
+
+
+def _run_payload(run: Run) -> dict[str, Any]:
+    result = run.result
+    return {
+        "policy": run.label,
+        "policy_description": run.profile.description,
+        "scenario": result.scenario,
+        "seed": result.seed,
+        "summary": summarize(result).as_dict(),
+        "pending": [
+            {"job_id": p.job_id, "pods_pending": p.pods_pending, "message": p.message,
+             "blocked_by": p.blocked_by, "detail": p.detail}
+            for p in result.pending
+        ],
+        "warnings": list(result.warnings),
+    }
+
+
+def write_run_files(run: Run, folder: Path) -> None:
+    """jobs.parquet, nodes.parquet, timeline.parquet and summary.json for one run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_parquet(job_columns(run.result), folder / "jobs.parquet")
+    _write_parquet(node_columns(run.result), folder / "nodes.parquet")
+    _write_parquet(timeline_columns(run.result), folder / "timeline.parquet")
+    text = json.dumps(_run_payload(run), indent=2, sort_keys=True, allow_nan=False, default=_json_default)
+    (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
+
+
+def _json_default(value: Any) -> Any:
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def safe_name(label: str) -> str:
+    """A folder name for a policy label."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "run"
+
+
+def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
+    """Write one run into ``out`` (single) or one sub-folder per policy plus a combined summary.json."""
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        if single:
+            write_run_files(runs[0], staging)
+        else:
+            combined = []
+            for run in runs:
+                write_run_files(run, staging / safe_name(run.label))
+                combined.append(_run_payload(run))
+            text = json.dumps({"runs": combined}, indent=2, sort_keys=True, allow_nan=False)
+            (staging / "summary.json").write_text(text + "\n", encoding="utf-8")
+        _swap_into_place(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _swap_into_place(staging: Path, out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a directory")
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+        os.replace(staging, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, out)

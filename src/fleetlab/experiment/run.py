@@ -1,0 +1,87 @@
+"""Run a scenario under one or several policies: same workload, same seed, one change per run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fleetlab.model.scenario import ResolvedScenario
+from fleetlab.model.scheduler import SchedulerConfig
+from fleetlab.placement.feasibility import unsatisfiable
+from fleetlab.placement.profiles import PRESETS, Profile, UnknownPolicyError, resolve_profile
+from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.simulator import Simulator, build_nodes, pod_spec
+
+SCENARIO_POLICY = "scenario"
+DEFAULT_COMPARE = ("default", "least-allocated", "most-allocated", "bin-packing")
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One policy's result."""
+
+    label: str
+    profile: Profile
+    result: SimulationResult
+
+
+def profile_for(resolved: ResolvedScenario, policy: str | None) -> Profile:
+    """The scenario's own scheduler section (``None`` or ``scenario``), or a preset by name."""
+    config = resolved.scenario.scheduler
+    if policy is None or policy == SCENARIO_POLICY:
+        return resolve_profile(config)
+    if policy not in PRESETS:
+        raise UnknownPolicyError(
+            f"unknown policy {policy!r}; choose one of: {', '.join([SCENARIO_POLICY, *PRESETS])}"
+        )
+    return resolve_profile(
+        SchedulerConfig(
+            policy=policy,
+            tie_break=config.tie_break,
+            kubernetes_version=config.kubernetes_version,
+            plugin_weights=config.plugin_weights,
+        )
+    )
+
+
+def preflight(resolved: ResolvedScenario, profile: Profile) -> list[str]:
+    """Warnings for jobs whose pods no node type could ever satisfy."""
+    nodes = build_nodes(resolved)
+    specs = [(job.id, pod_spec(job)) for job in resolved.jobs]
+    bad = unsatisfiable(nodes, specs, profile, resolved.scenario.cluster.extended_resource_toleration)
+    out: list[str] = []
+    for spec, ids in bad.items():
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        req = ", ".join(f"{k}={v}" for k, v in spec.requests)
+        out.append(f"no node could ever run a pod requesting {req} with its constraints: job(s) {shown}")
+    return out
+
+
+def run_one(
+    resolved: ResolvedScenario, policy: str | None = None, seed: int | None = None, progress: Progress | None = None
+) -> Run:
+    """Simulate under one policy."""
+    profile = profile_for(resolved, policy)
+    result = Simulator(resolved, profile, seed=seed).run(progress)
+    result.warnings.extend(preflight(resolved, profile))
+    label = profile.name if policy in (None, SCENARIO_POLICY) else policy
+    return Run(label=label, profile=profile, result=result)
+
+
+def compare(
+    resolved: ResolvedScenario,
+    policies: Sequence[str] = DEFAULT_COMPARE,
+    seed: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[Run]:
+    """One run per policy on the same jobs and seed."""
+    runs: list[Run] = []
+    for policy in policies:
+        cb: Progress | None = None
+        if progress is not None:
+            def cb(done: int, total: int, _p: str = policy) -> None:
+                progress(_p, done, total)
+        runs.append(run_one(resolved, policy, seed, cb))
+    return runs

@@ -1,0 +1,115 @@
+"""The headline figures of one run: waits, completion times, allocation, idle GPU-hours and dollars.
+
+Reads a SimulationResult and the cost split; changes nothing. Percentiles use numpy's default linear
+interpolation over the jobs that got every pod placed; jobs still pending are counted separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fleetlab.cost.billing import MS_PER_HOUR, node_costs
+from fleetlab.sim.result import SimulationResult, Timeline
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One row of the comparison table (seconds, hours and dollars as floats)."""
+
+    policy: str
+    jobs: int
+    jobs_completed: int
+    jobs_pending: int
+    queue_wait_mean_s: float
+    queue_wait_p50_s: float
+    queue_wait_p95_s: float
+    queue_wait_p99_s: float
+    prep_mean_s: float
+    completion_mean_s: float
+    gpu_allocation_ratio: float
+    whole_free_gpu_nodes_mean: float
+    gpu_hours_billed: float
+    gpu_hours_busy: float
+    gpu_hours_prep: float
+    gpu_hours_idle: float
+    cost_total: float
+    cost_compute: float
+    cost_prep: float
+    cost_idle: float
+    cost_per_completed_job: float
+    makespan_s: float
+    placements: int
+
+    def as_dict(self) -> dict[str, float | int | str | None]:
+        """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
+        out: dict[str, float | int | str | None] = {}
+        for key, value in asdict(self).items():
+            out[key] = None if isinstance(value, float) and value != value else value
+        return out
+
+
+def time_weighted_mean(t_ms: NDArray[np.int64], values: NDArray[np.float64], end_ms: int) -> float:
+    """Mean of a step function over [0, end_ms] (value 0 before the first step)."""
+    if end_ms <= 0 or len(t_ms) == 0:
+        return float(values[-1]) if len(values) else 0.0
+    t = np.clip(t_ms, 0, end_ms)
+    widths = np.diff(np.append(t, end_ms))
+    return float(np.dot(widths, values) / end_ms)
+
+
+def allocation_ratio(timeline: Timeline, end_ms: int) -> float:
+    """Time-weighted allocated GPUs over time-weighted allocatable GPUs of ready nodes."""
+    if len(timeline.t_ms) == 0:
+        return 0.0
+    alloc = time_weighted_mean(timeline.t_ms, timeline.allocated_gpus.astype(np.float64), end_ms)
+    total = time_weighted_mean(timeline.t_ms, timeline.total_gpus.astype(np.float64), end_ms)
+    return alloc / total if total > 0 else 0.0
+
+
+def _percentile(values: NDArray[np.float64], q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else 0.0
+
+
+def summarize(result: SimulationResult) -> Summary:
+    """Compute the comparison row for one run."""
+    jobs = result.jobs
+    started = jobs.last_bound_ms >= 0
+    waits = (jobs.last_bound_ms[started] - jobs.submit_ms[started]) / 1000.0
+    prep = (jobs.running_ms - jobs.last_bound_ms)[jobs.running_ms >= 0] / 1000.0
+    completed = jobs.completed
+    jct = (jobs.end_ms[completed] - jobs.submit_ms[completed]) / 1000.0
+    cost = node_costs(result)
+    gpu_nodes = result.nodes.gpus > 0
+    total = float(cost.total_billed)
+    n_completed = int(np.count_nonzero(completed))
+    end_ms = result.end_ms
+    return Summary(
+        policy=result.policy,
+        jobs=len(jobs.ids),
+        jobs_completed=n_completed,
+        jobs_pending=int(np.count_nonzero(~started)),
+        queue_wait_mean_s=float(waits.mean()) if len(waits) else 0.0,
+        queue_wait_p50_s=_percentile(waits, 50),
+        queue_wait_p95_s=_percentile(waits, 95),
+        queue_wait_p99_s=_percentile(waits, 99),
+        prep_mean_s=float(prep.mean()) if len(prep) else 0.0,
+        completion_mean_s=float(jct.mean()) if len(jct) else 0.0,
+        gpu_allocation_ratio=allocation_ratio(result.timeline, end_ms),
+        whole_free_gpu_nodes_mean=time_weighted_mean(
+            result.timeline.t_ms, result.timeline.whole_free_gpu_nodes.astype(np.float64), end_ms
+        ),
+        gpu_hours_billed=float(cost.unit_total[gpu_nodes].sum()) / MS_PER_HOUR,
+        gpu_hours_busy=float(cost.unit_compute[gpu_nodes].sum()) / MS_PER_HOUR,
+        gpu_hours_prep=float(cost.unit_prep[gpu_nodes].sum()) / MS_PER_HOUR,
+        gpu_hours_idle=float(cost.unit_idle[gpu_nodes].sum()) / MS_PER_HOUR,
+        cost_total=total,
+        cost_compute=float(sum(cost.compute)),
+        cost_prep=float(sum(cost.prep)),
+        cost_idle=float(sum(cost.idle)),
+        cost_per_completed_job=total / n_completed if n_completed else float("nan"),
+        makespan_s=end_ms / 1000.0,
+        placements=result.placements,
+    )

@@ -1,0 +1,80 @@
+"""Per-job and per-node result tables as plain columns, ready for Parquet or a terminal table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fleetlab.cost.billing import MS_PER_HOUR, job_costs, node_costs
+from fleetlab.sim.result import SimulationResult
+
+Columns = dict[str, Any]
+
+
+def _seconds(ms: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    return np.where(valid, ms / 1000.0, np.nan)
+
+
+def job_columns(result: SimulationResult) -> Columns:
+    """One row per job: where its time went (queue wait, prep, compute) and what it cost."""
+    jobs = result.jobs
+    bound = jobs.last_bound_ms >= 0
+    running = jobs.running_ms >= 0
+    done = jobs.completed
+    state = np.where(done, "completed", np.where(running, "running", np.where(bound, "preparing", "pending")))
+    pending_by_id = {p.job_id: p for p in result.pending}
+    return {
+        "job_id": list(jobs.ids),
+        "class": list(jobs.job_class),
+        "team": list(jobs.team),
+        "priority": jobs.priority,
+        "pods": jobs.pods,
+        "gpus_per_pod": jobs.gpus_per_pod,
+        "submit_s": jobs.submit_ms / 1000.0,
+        "queue_wait_s": _seconds(jobs.last_bound_ms - jobs.submit_ms, bound),
+        "prep_s": _seconds(jobs.running_ms - jobs.last_bound_ms, running & bound),
+        "compute_s": _seconds(jobs.end_ms - jobs.running_ms, done),
+        "completion_s": _seconds(jobs.end_ms - jobs.submit_ms, done),
+        "state": [str(s) for s in state],
+        "cost_usd": job_costs(result),
+        "pending_reason": [pending_by_id[i].message if i in pending_by_id else "" for i in jobs.ids],
+    }
+
+
+def node_columns(result: SimulationResult) -> Columns:
+    """One row per node: billed window and the exact compute / prep / idle split of its bill."""
+    nodes = result.nodes
+    cost = node_costs(result)
+    gpu = nodes.gpus > 0
+    unit_hours = np.where(gpu, 1.0, 0.0) / MS_PER_HOUR
+    return {
+        "node": list(nodes.names),
+        "pool": list(nodes.pool),
+        "gpu_model": list(nodes.gpu_model),
+        "capacity_type": list(nodes.capacity_type),
+        "gpus": nodes.gpus,
+        "price_per_hour": nodes.price_per_hour,
+        "billed_s": (nodes.billed_end_ms - nodes.billed_start_ms) / 1000.0,
+        "ready_s": np.where(nodes.ready_ms >= 0, nodes.ready_ms / 1000.0, np.nan),
+        "gpu_hours_billed": cost.unit_total * unit_hours,
+        "gpu_hours_busy": cost.unit_compute * unit_hours,
+        "gpu_hours_prep": cost.unit_prep * unit_hours,
+        "gpu_hours_idle": cost.unit_idle * unit_hours,
+        "cost_billed_usd": np.asarray([float(x) for x in cost.billed]),
+        "cost_compute_usd": np.asarray([float(x) for x in cost.compute]),
+        "cost_prep_usd": np.asarray([float(x) for x in cost.prep]),
+        "cost_idle_usd": np.asarray([float(x) for x in cost.idle]),
+    }
+
+
+def timeline_columns(result: SimulationResult) -> Columns:
+    """The cluster's GPU allocation step function."""
+    tl = result.timeline
+    return {
+        "t_s": tl.t_ms / 1000.0,
+        "allocated_gpus": tl.allocated_gpus,
+        "total_gpus": tl.total_gpus,
+        "whole_free_gpu_nodes": tl.whole_free_gpu_nodes,
+        "gpu_nodes": tl.gpu_nodes,
+    }

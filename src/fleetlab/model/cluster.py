@@ -1,0 +1,145 @@
+"""The cluster: node pools of identical nodes, and the labels each node gets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.kube import Taint
+from fleetlab.model.resources import is_extended
+from fleetlab.model.units import Bytes, MilliCpu, Seconds
+
+CapacityType = Literal["on-demand", "spot"]
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+RACK_LABEL = "fleetlab.io/rack"
+POOL_LABEL = "fleetlab.io/pool"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+
+
+class SpecModel(BaseModel):
+    """Base for fleetlab's own scenario objects: frozen, unknown fields rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class NodePool(SpecModel):
+    """A group of identical nodes: shape, labels, taints, price and lifecycle timings."""
+
+    name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    count: int = Field(ge=0)
+    gpu_model: str | None = None
+    gpus_per_node: int = Field(default=0, ge=0)
+    gpu_memory: Bytes | None = None
+    cpu: MilliCpu
+    memory: Bytes
+    ephemeral_storage: Bytes = 500 * 1024**3
+    max_pods: int = Field(default=110, ge=1)
+    extended_resources: dict[str, int] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    zones: tuple[str, ...] = ("zone-a",)
+    racks_per_zone: int = Field(default=1, ge=1)
+    capacity_type: CapacityType = "on-demand"
+    instance_type: str | None = None
+    price_per_hour: float = Field(default=0.0, ge=0)
+    boot_time_s: Seconds = 0.0
+    initially_ready: bool = True
+    image_pull_bandwidth: Bytes = 200 * 1024**2
+    data_bandwidth: Bytes = 500 * 1024**2
+    unschedulable: bool = False
+
+    @field_validator("gpu_model")
+    @classmethod
+    def _known_model(cls, value: str | None) -> str | None:
+        if value is not None and value not in GPU_MODELS:
+            raise ValueError(f"unknown GPU model {value!r}; known models: {', '.join(known_gpu_models())}")
+        return value
+
+    @field_validator("extended_resources")
+    @classmethod
+    def _extended_names(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, amount in value.items():
+            if not is_extended(name):
+                raise ValueError(f"{name!r} is not an extended resource name (it needs a domain, e.g. example.com/x)")
+            if amount < 0:
+                raise ValueError(f"{name}: {amount} must be greater than or equal to 0")
+        return value
+
+    @model_validator(mode="after")
+    def _gpu_consistency(self) -> NodePool:
+        if self.gpus_per_node > 0 and self.gpu_model is None:
+            raise ValueError("gpus_per_node > 0 needs gpu_model")
+        if self.gpu_model is not None and self.gpus_per_node == 0:
+            raise ValueError(f"gpu_model {self.gpu_model!r} given but gpus_per_node is 0")
+        if self.image_pull_bandwidth <= 0 or self.data_bandwidth <= 0:
+            raise ValueError("image_pull_bandwidth and data_bandwidth must be > 0 bytes per second")
+        if not self.zones:
+            raise ValueError("zones must name at least one zone")
+        return self
+
+    @property
+    def gpu_memory_bytes(self) -> int | None:
+        """Memory per GPU: the declared value, else the model's datasheet figure."""
+        if self.gpu_memory is not None:
+            return self.gpu_memory
+        if self.gpu_model is None:
+            return None
+        gib = GPU_MODELS[self.gpu_model].memory_gib
+        return None if gib is None else int(gib * 1024**3)
+
+    def node_name(self, index: int) -> str:
+        """Stable node names: ``<pool>-<index>``."""
+        return f"{self.name}-{index}"
+
+    def node_labels(self, index: int) -> dict[str, str]:
+        """Labels a node gets: the pool's own plus well-known topology, GPU and capacity-type labels."""
+        zone = self.zones[index % len(self.zones)]
+        rack = (index // len(self.zones)) % self.racks_per_zone
+        labels = {
+            HOSTNAME_LABEL: self.node_name(index),
+            ZONE_LABEL: zone,
+            RACK_LABEL: f"{zone}-rack-{rack}",
+            POOL_LABEL: self.name,
+            CAPACITY_TYPE_LABEL: self.capacity_type,
+        }
+        if self.instance_type:
+            labels[INSTANCE_TYPE_LABEL] = self.instance_type
+        if self.gpu_model is not None:
+            labels[GPU_PRESENT_LABEL] = "true"
+            labels[GPU_PRODUCT_LABEL] = GPU_MODELS[self.gpu_model].product
+            labels[GPU_COUNT_LABEL] = str(self.gpus_per_node)
+            mem = self.gpu_memory_bytes
+            if mem is not None:
+                labels[GPU_MEMORY_LABEL] = str(mem // 1024**2)
+        labels.update(self.labels)
+        return labels
+
+
+class Cluster(SpecModel):
+    """All node pools; ``extended_resource_toleration`` mirrors the admission plugin GKE enables."""
+
+    pools: tuple[NodePool, ...] = Field(min_length=1)
+    extended_resource_toleration: bool = False
+
+    @model_validator(mode="after")
+    def _unique_pools(self) -> Cluster:
+        seen: set[str] = set()
+        for pool in self.pools:
+            if pool.name in seen:
+                raise ValueError(f"duplicate node pool name {pool.name!r}")
+            seen.add(pool.name)
+        return self
+
+    @property
+    def node_count(self) -> int:
+        """Nodes across all pools."""
+        return sum(p.count for p in self.pools)

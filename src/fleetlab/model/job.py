@@ -1,0 +1,100 @@
+"""Jobs: what a team submits — pods with requests, constraints, runtime and the data they need first."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from fleetlab.model.cluster import SpecModel
+from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
+from fleetlab.model.units import Bytes, Seconds
+
+
+class JobClass(StrEnum):
+    """The four kinds of GPU work a platform team runs."""
+
+    TRAINING = "training"
+    INFERENCE = "inference"
+    BATCH = "batch"
+    EXPERIMENT = "experiment"
+
+
+class Image(SpecModel):
+    """A container image; pulled once per node and then cached."""
+
+    name: str = Field(min_length=1)
+    size: Bytes = 0
+
+
+class Runtime(SpecModel):
+    """Compute time once running: a default, optionally overridden per GPU model."""
+
+    default: Seconds
+    by_gpu: dict[str, Seconds] = Field(default_factory=dict)
+
+    @field_validator("by_gpu")
+    @classmethod
+    def _models(cls, value: dict[str, float]) -> dict[str, float]:
+        for name in value:
+            if name not in GPU_MODELS:
+                raise ValueError(f"unknown GPU model {name!r}; known models: {', '.join(known_gpu_models())}")
+        return value
+
+    def on(self, gpu_model: str | None) -> float:
+        """Runtime on a node with ``gpu_model`` (the default where no override is given)."""
+        if gpu_model is not None and gpu_model in self.by_gpu:
+            return self.by_gpu[gpu_model]
+        return self.default
+
+
+class Job(SpecModel):
+    """One job of ``pods`` identical pods; requests are per pod and equal to limits for GPUs."""
+
+    id: str = Field(min_length=1)
+    submit_s: Seconds = 0.0
+    job_class: JobClass = Field(default=JobClass.BATCH, alias="class")
+    priority: int = 0
+    team: str = "default"
+    pods: int = Field(default=1, ge=1)
+    requests: ResourceList
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    affinity: Affinity | None = None
+    runtime: Runtime
+    image: Image | None = None
+    data_size: Bytes = 0
+    preemptible: bool = False
+
+    @field_validator("requests", mode="before")
+    @classmethod
+    def _parse_requests(cls, value: Any) -> ResourceList:
+        if not isinstance(value, dict):
+            raise ValueError("requests must be a mapping such as {cpu: '4', memory: 16Gi, nvidia.com/gpu: 1}")
+        return parse_resource_list(value)
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _runtime_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, int | float | str):
+            return {"default": value}
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> Job:
+        if "pods" in self.requests:
+            raise ValueError("requests must not name 'pods'; every pod counts as one against a node's max pods")
+        return self
+
+    @property
+    def gpus_per_pod(self) -> int:
+        """Whole GPUs each pod asks for."""
+        return self.requests.get(GPU, 0)
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs the whole job needs at once."""
+        return self.gpus_per_pod * self.pods

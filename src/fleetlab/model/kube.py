@@ -1,0 +1,110 @@
+"""Kubernetes scheduling objects as plain data: taints, tolerations, node selectors and affinity.
+
+Field names follow the Kubernetes API (camelCase aliases) so users can paste real pod spec fragments into
+a scenario; matching semantics live in ``fleetlab.placement``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class KubeModel(BaseModel):
+    """Base for API-shaped objects: frozen, camelCase aliases accepted, unknown fields rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class Taint(KubeModel):
+    """A node taint (core/v1 Taint)."""
+
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(KubeModel):
+    """A pod toleration (core/v1 Toleration); an empty key with Exists tolerates every taint."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
+
+    @model_validator(mode="after")
+    def _check(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise ValueError("a toleration with operator Exists must not have a value")
+        if not self.key and self.operator != "Exists":
+            raise ValueError("a toleration with an empty key must use operator Exists")
+        return self
+
+
+class NodeSelectorRequirement(KubeModel):
+    """One ``matchExpressions`` entry; Gt/Lt compare the label value as an integer."""
+
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> NodeSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        if self.operator in ("Gt", "Lt"):
+            if len(self.values) != 1:
+                raise ValueError(f"operator {self.operator} needs exactly one integer value")
+            try:
+                int(self.values[0])
+            except ValueError:
+                raise ValueError(f"operator {self.operator} needs an integer value, got {self.values[0]!r}") from None
+        return self
+
+
+class NodeSelectorTerm(KubeModel):
+    """A node selector term: all expressions must match (an empty term matches no node)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = Field(default=(), alias="matchExpressions")
+    match_fields: tuple[NodeSelectorRequirement, ...] = Field(default=(), alias="matchFields")
+
+    @model_validator(mode="after")
+    def _check(self) -> NodeSelectorTerm:
+        for field in self.match_fields:
+            if field.key != "metadata.name":
+                raise ValueError(f"matchFields supports only metadata.name, got {field.key!r}")
+        return self
+
+
+class NodeSelector(KubeModel):
+    """Required node affinity: the terms are ORed."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = Field(alias="nodeSelectorTerms", min_length=1)
+
+
+class PreferredSchedulingTerm(KubeModel):
+    """A weighted preferred term; matching nodes get ``weight`` added before normalisation."""
+
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(KubeModel):
+    """core/v1 NodeAffinity, the two scheduling-time parts."""
+
+    required: NodeSelector | None = Field(default=None, alias="requiredDuringSchedulingIgnoredDuringExecution")
+    preferred: tuple[PreferredSchedulingTerm, ...] = Field(
+        default=(), alias="preferredDuringSchedulingIgnoredDuringExecution"
+    )
+
+
+class Affinity(KubeModel):
+    """core/v1 Affinity; only node affinity is modelled so far."""
+
+    node_affinity: NodeAffinity | None = Field(default=None, alias="nodeAffinity")

@@ -1,0 +1,98 @@
+"""Scheduler configuration as data, shaped like KubeSchedulerConfiguration's profile and plugin args."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fleetlab.model.cluster import SpecModel
+
+StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
+KubernetesVersion = Literal["1.34", "1.35", "1.36"]
+
+#: Score plugins fleetlab implements and the default profile's weights (default_plugins.go @01db4ae9).
+DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
+}
+
+
+class ResourceWeight(SpecModel):
+    """A resource a scoring strategy looks at; weights are 1..100 (0 is defaulted to 1 as upstream)."""
+
+    name: str = Field(min_length=1)
+    weight: int = Field(default=1, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _default_zero(self) -> ResourceWeight:
+        if self.weight == 0:
+            object.__setattr__(self, "weight", 1)
+        return self
+
+
+class UtilizationShapePoint(SpecModel):
+    """One point of RequestedToCapacityRatio's shape: utilization 0..100 -> score 0..10."""
+
+    utilization: int = Field(ge=0, le=100)
+    score: int = Field(ge=0, le=10)
+
+
+class RequestedToCapacityRatioParam(SpecModel):
+    """The broken-linear shape; utilization must strictly increase."""
+
+    shape: tuple[UtilizationShapePoint, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _increasing(self) -> RequestedToCapacityRatioParam:
+        points = [p.utilization for p in self.shape]
+        if any(b <= a for a, b in zip(points, points[1:], strict=False)):
+            raise ValueError(f"shape utilization values must be strictly increasing, got {points}")
+        return self
+
+
+def _default_resources() -> tuple[ResourceWeight, ...]:
+    return (ResourceWeight(name="cpu", weight=1), ResourceWeight(name="memory", weight=1))
+
+
+class ScoringStrategy(SpecModel):
+    """NodeResourcesFitArgs.scoringStrategy; an empty resource list gets upstream's cpu+memory default."""
+
+    type: StrategyType = "LeastAllocated"
+    resources: tuple[ResourceWeight, ...] = Field(default_factory=_default_resources)
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = Field(
+        default=None, alias="requestedToCapacityRatio"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ScoringStrategy:
+        if not self.resources:
+            object.__setattr__(self, "resources", _default_resources())
+        if self.type == "RequestedToCapacityRatio" and self.requested_to_capacity_ratio is None:
+            raise ValueError("type RequestedToCapacityRatio needs requestedToCapacityRatio.shape")
+        return self
+
+
+class SchedulerConfig(SpecModel):
+    """A scheduling profile: a named preset, optionally with its parts overridden."""
+
+    policy: str = "default"
+    scoring_strategy: ScoringStrategy | None = Field(default=None, alias="scoringStrategy")
+    balanced_allocation_resources: tuple[ResourceWeight, ...] | None = None
+    plugin_weights: dict[str, int] = Field(default_factory=dict)
+    tie_break: Literal["random", "first"] = "random"
+    kubernetes_version: KubernetesVersion = "1.35"
+
+    @model_validator(mode="after")
+    def _check(self) -> SchedulerConfig:
+        for name, weight in self.plugin_weights.items():
+            if name not in DEFAULT_PLUGIN_WEIGHTS:
+                raise ValueError(
+                    f"unknown score plugin {name!r}; allowed: {', '.join(sorted(DEFAULT_PLUGIN_WEIGHTS))}"
+                )
+            if weight < 0:
+                raise ValueError(f"plugin weight for {name} must be >= 0 (0 disables it), got {weight}")
+        return self

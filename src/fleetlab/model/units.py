@@ -1,0 +1,73 @@
+"""Annotated field types that parse Kubernetes quantities and durations as pydantic validates a spec."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from fleetlab.model.quantity import QuantityError, to_int, to_milli, to_whole
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from a number or a Go-style duration string such as ``1h30m``, ``90s`` or ``2d``."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration: use seconds (a number) or a string like '1h30m'")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            pos, seconds = 0, 0.0
+            for match in _DURATION_PART.finditer(text):
+                if match.start() != pos:
+                    break
+                seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+                pos = match.end()
+            if pos != len(text) or not text:
+                raise ValueError(
+                    f"{value!r} is not a duration: use seconds (a number) or units ms, s, m, h, d as in '1h30m'"
+                ) from None
+    else:
+        raise ValueError(f"{value!r} is not a duration: use seconds (a number) or a string like '1h30m'")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{value!r} must be a finite duration >= 0")
+    return seconds
+
+
+def _milli(value: Any) -> int:
+    amount = to_milli(value)
+    if amount < 0:
+        raise QuantityError(f"{value!r} must be greater than or equal to 0")
+    return amount
+
+
+def _bytes(value: Any) -> int:
+    amount = to_int(value)
+    if amount < 0:
+        raise QuantityError(f"{value!r} must be greater than or equal to 0")
+    return amount
+
+
+def _whole(value: Any) -> int:
+    amount = to_whole(value, "count")
+    if amount < 0:
+        raise QuantityError(f"{value!r} must be greater than or equal to 0")
+    return amount
+
+
+#: CPU quantity (``500m``, ``8``) held as milli-cores.
+MilliCpu = Annotated[int, BeforeValidator(_milli)]
+#: Byte quantity (``16Gi``, ``1.5G``) held as bytes.
+Bytes = Annotated[int, BeforeValidator(_bytes)]
+#: Whole-number quantity (``8``, ``3Ki``).
+Whole = Annotated[int, BeforeValidator(_whole)]
+#: Duration in seconds (``90``, ``1h30m``).
+Seconds = Annotated[float, BeforeValidator(parse_duration)]

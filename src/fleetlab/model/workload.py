@@ -1,0 +1,105 @@
+"""Workload sources: an inline job list, a trace file, or a seeded generator of job classes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fleetlab.model.cluster import SpecModel
+from fleetlab.model.job import Image, Job, JobClass
+from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.units import Bytes, MilliCpu, Seconds
+
+
+class Choice(SpecModel):
+    """A discrete distribution: ``values`` drawn with relative ``weights`` (uniform when omitted)."""
+
+    values: tuple[int, ...] = Field(min_length=1)
+    weights: tuple[float, ...] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Choice:
+        if self.weights is not None:
+            if len(self.weights) != len(self.values):
+                raise ValueError(f"weights has {len(self.weights)} entries but values has {len(self.values)}")
+            if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
+                raise ValueError("weights must be >= 0 and not all 0")
+        if any(v < 0 for v in self.values):
+            raise ValueError("values must be >= 0")
+        return self
+
+
+class DurationDistribution(SpecModel):
+    """Runtime distribution: lognormal by median and sigma, exponential by mean, or fixed."""
+
+    kind: Literal["lognormal", "exponential", "fixed"] = "lognormal"
+    median: Seconds | None = None
+    sigma: float = Field(default=1.0, ge=0)
+    mean: Seconds | None = None
+    min: Seconds = 1.0
+    max: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> DurationDistribution:
+        if self.kind in ("lognormal", "fixed") and self.median is None:
+            raise ValueError(f"kind {self.kind} needs 'median'")
+        if self.kind == "exponential" and self.mean is None:
+            raise ValueError("kind exponential needs 'mean'")
+        return self
+
+
+class JobClassSpec(SpecModel):
+    """One class of generated jobs: Poisson arrivals and per-job size and duration draws."""
+
+    name: str = Field(min_length=1)
+    job_class: JobClass = Field(alias="class")
+    arrivals_per_hour: float = Field(gt=0)
+    count: int = Field(ge=0)
+    priority: int = 0
+    teams: tuple[str, ...] = ("default",)
+    pods: Choice = Choice(values=(1,))
+    gpus_per_pod: Choice = Choice(values=(1,))
+    cpu_per_gpu: MilliCpu = 8000
+    memory_per_gpu: Bytes = 64 * 1024**3
+    cpu_per_pod: MilliCpu | None = None
+    memory_per_pod: Bytes | None = None
+    duration: DurationDistribution
+    speedup_by_gpu: dict[str, float] = Field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    affinity: Affinity | None = None
+    image: Image | None = None
+    data_size: Bytes = 0
+    preemptible: bool = False
+
+
+class Generator(SpecModel):
+    """A seeded mix of job classes; the scenario seed drives every draw."""
+
+    classes: tuple[JobClassSpec, ...] = Field(min_length=1)
+    start_s: Seconds = 0.0
+
+
+class TraceSource(SpecModel):
+    """A trace file: fleetlab's native CSV/Parquet job table, or the Alibaba 2023 "openb" pod list."""
+
+    path: str = Field(min_length=1)
+    format: Literal["native", "alibaba-openb"] = "native"
+    limit: int | None = Field(default=None, ge=1)
+    time_scale: float = Field(default=1.0, gt=0)
+
+
+class Workload(SpecModel):
+    """Exactly one of ``jobs``, ``trace`` or ``generator``."""
+
+    jobs: tuple[Job, ...] | None = None
+    trace: TraceSource | None = None
+    generator: Generator | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Workload:
+        given = [n for n in ("jobs", "trace", "generator") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of jobs, trace or generator (got {', '.join(given) or 'none'})")
+        return self

@@ -1,0 +1,121 @@
+"""The scheduling framework's shapes: a compiled pod, filter and score plugin bases, and the FitError.
+
+Modelled on kube-scheduler's framework: each plugin implements one extension point, failure reasons are
+data, and the aggregate ``0/N nodes are available: ...`` message is assembled from the same filter results
+that decide placement, so an explanation can never disagree with a decision.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.placement.state import BoolArray, ClusterState, IntArray
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """What placement needs to know about a pod: requests and constraints (shared by a job's pods)."""
+
+    requests: tuple[tuple[str, int], ...]
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: Affinity | None = None
+    image: str | None = None
+    image_size: int = 0
+    containers: int = 1
+    #: Requests with no cpu/memory key get the scorers' non-zero defaults only when the key is absent.
+    explicit_keys: frozenset[str] = frozenset()
+
+    @property
+    def request_map(self) -> dict[str, int]:
+        """Requests as a dict."""
+        return dict(self.requests)
+
+
+@dataclass
+class CompiledPod:
+    """A pod spec turned into arrays against one cluster state, plus per-plugin cached results."""
+
+    key: Hashable
+    spec: PodSpec
+    request: IntArray
+    nonzero: IntArray
+    request_cols: IntArray
+    tolerations: tuple[Toleration, ...]
+    cache: dict[str, Any] = field(default_factory=dict)
+    static_mask: BoolArray | None = None
+    static_generation: int = -1
+
+
+@dataclass(frozen=True)
+class FilterFailure:
+    """Why one plugin rejected some nodes: reason string -> node count, and whether preemption could help."""
+
+    plugin: str
+    reasons: dict[str, int]
+    nodes: int
+    unresolvable: bool
+
+
+@dataclass(frozen=True)
+class FitError:
+    """A pod found no feasible node: the per-plugin failures and kube-scheduler's aggregate message."""
+
+    num_nodes: int
+    failures: tuple[FilterFailure, ...]
+
+    @property
+    def histogram(self) -> dict[str, int]:
+        """Reason -> count over all nodes (counts may sum to more than the node count)."""
+        counts: Counter[str] = Counter()
+        for failure in self.failures:
+            counts.update(failure.reasons)
+        return dict(counts)
+
+    @property
+    def message(self) -> str:
+        """``0/N nodes are available: ...`` in FitError.Error()'s format (parts sorted as strings)."""
+        if self.num_nodes == 0:
+            return "no nodes available to schedule pods"
+        parts = sorted(f"{count} {reason}" for reason, count in self.histogram.items())
+        msg = f"0/{self.num_nodes} nodes are available:"
+        if parts:
+            msg += " " + ", ".join(parts) + "."
+        return msg
+
+
+class FilterPlugin(ABC):
+    """A Filter extension point. ``static`` plugins depend only on node facts, so results are cached."""
+
+    name: ClassVar[str]
+    static: ClassVar[bool] = False
+
+    @abstractmethod
+    def passes(self, state: ClusterState, pod: CompiledPod) -> BoolArray:
+        """Per node, whether the pod passes this filter (all nodes, readiness ignored)."""
+
+    @abstractmethod
+    def failure(self, state: ClusterState, pod: CompiledPod, failing: BoolArray) -> FilterFailure:
+        """Reasons for the nodes in ``failing`` (all of which this plugin rejected)."""
+
+
+class ScorePlugin(ABC):
+    """A Score extension point (with its NormalizeScore folded in); returns None to Skip."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
+        """Normalised scores 0..100 for the feasible ``nodes``, or None when the plugin skips this pod."""
+
+
+def count_true(mask: BoolArray) -> int:
+    """Number of True entries, as a Python int."""
+    return int(np.count_nonzero(mask))

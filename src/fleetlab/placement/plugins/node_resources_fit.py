@@ -1,0 +1,130 @@
+"""NodeResourcesFit: the resource filter (incl. pod count) and the LeastAllocated / MostAllocated /
+RequestedToCapacityRatio scores.
+
+Upstream: pkg/scheduler/framework/plugins/noderesources/fit.go and resource_allocation.go (v1.35 era).
+The filter uses true requests; the scores use cpu/memory with the non-zero defaults (100m / 200Mi).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, ScorePlugin
+from fleetlab.placement.scoring import least_allocated, most_allocated, requested_to_capacity_ratio
+from fleetlab.placement.state import BoolArray, ClusterState, IntArray
+
+TOO_MANY_PODS = "Too many pods"
+
+
+class NodeResourcesFitFilter(FilterPlugin):
+    """A node fits when every requested resource (and one more pod) is within allocatable − requested."""
+
+    name = "NodeResourcesFit"
+    static = False
+
+    def passes(self, state: ClusterState, pod: CompiledPod) -> BoolArray:
+        cols = pod.request_cols
+        if len(cols) == 1:
+            return np.asarray(state.free[:, cols[0]] >= pod.request[cols[0]], dtype=bool)
+        return np.asarray((state.free[:, cols] >= pod.request[cols]).all(axis=1), dtype=bool)
+
+    def failure(self, state: ClusterState, pod: CompiledPod, failing: BoolArray) -> FilterFailure:
+        counts: Counter[str] = Counter()
+        unresolvable = False
+        for col in pod.request_cols:
+            short = failing & (state.free[:, col] < pod.request[col])
+            n = int(np.count_nonzero(short))
+            if not n:
+                continue
+            name = state.resource_names[int(col)]
+            counts[TOO_MANY_PODS if col == state.pods_col else f"Insufficient {name}"] += n
+            if np.any(short & (state.allocatable[:, col] < pod.request[col])):
+                unresolvable = True
+        return FilterFailure(self.name, dict(counts), int(np.count_nonzero(failing)), unresolvable=unresolvable)
+
+
+class ScoreColumns:
+    """Which state columns feed a resource scorer, and what the incoming pod adds to each."""
+
+    def __init__(self, state: ClusterState, pod: CompiledPod, names: Sequence[str], nonzero: bool) -> None:
+        alloc_cols: list[int] = []
+        req_cols: list[int] = []
+        use_nonzero: list[bool] = []
+        add: list[int] = []
+        for name in names:
+            col = state.column.get(name)
+            if name in ("cpu", "memory"):
+                nz_index = 0 if name == "cpu" else 1
+                assert col is not None
+                alloc_cols.append(col)
+                if nonzero:
+                    req_cols.append(nz_index)
+                    use_nonzero.append(True)
+                    add.append(int(pod.nonzero[nz_index]))
+                else:
+                    req_cols.append(col)
+                    use_nonzero.append(False)
+                    add.append(int(pod.request[col]))
+            elif col is None or (name != "ephemeral-storage" and pod.request[col] == 0):
+                alloc_cols.append(-1)  # not requested, or no node has it: bypassed (0, 0)
+                req_cols.append(-1)
+                use_nonzero.append(False)
+                add.append(0)
+            else:
+                alloc_cols.append(col)
+                req_cols.append(col)
+                use_nonzero.append(False)
+                add.append(int(pod.request[col]))
+        self.alloc_cols = alloc_cols
+        self.req_cols = req_cols
+        self.use_nonzero = use_nonzero
+        self.add = np.asarray(add, dtype=np.int64)
+        self.any_requested = bool(np.any(self.add > 0))
+
+    def arrays(self, state: ClusterState, nodes: IntArray, with_pod: bool = True) -> tuple[IntArray, IntArray]:
+        """(requested, allocatable) of shape (len(nodes), len(names)), bypassed columns zero."""
+        k, s = len(nodes), len(self.alloc_cols)
+        requested = np.zeros((k, s), dtype=np.int64)
+        allocatable = np.zeros((k, s), dtype=np.int64)
+        for j in range(s):
+            col = self.alloc_cols[j]
+            if col < 0:
+                continue
+            allocatable[:, j] = state.allocatable[nodes, col]
+            source = state.nonzero_requested if self.use_nonzero[j] else state.requested
+            requested[:, j] = source[nodes, self.req_cols[j]]
+        if with_pod:
+            requested += self.add
+        return requested, allocatable
+
+
+class NodeResourcesFitScore(ScorePlugin):
+    """Scores the node by the configured strategy over the configured resources and weights."""
+
+    name = "NodeResourcesFit"
+
+    def __init__(
+        self,
+        strategy: str,
+        resources: Sequence[tuple[str, int]],
+        shape: Sequence[tuple[int, int]] = (),
+    ) -> None:
+        self.strategy = strategy
+        self.names = [name for name, _ in resources]
+        self.weights = np.asarray([w for _, w in resources], dtype=np.int64)
+        self.shape = tuple(shape)
+
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
+        cols = pod.cache.get("fit_score_cols")
+        if cols is None:
+            cols = ScoreColumns(state, pod, self.names, nonzero=True)
+            pod.cache["fit_score_cols"] = cols
+        requested, allocatable = cols.arrays(state, nodes)
+        if self.strategy == "LeastAllocated":
+            return least_allocated(requested, allocatable, self.weights)
+        if self.strategy == "MostAllocated":
+            return most_allocated(requested, allocatable, self.weights)
+        return requested_to_capacity_ratio(requested, allocatable, self.weights, self.shape)

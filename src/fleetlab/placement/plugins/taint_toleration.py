@@ -1,0 +1,102 @@
+"""TaintToleration: filter on NoSchedule/NoExecute taints, score by untolerated PreferNoSchedule taints.
+
+Upstream: pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go (v1.35 wording after
+PR #134740: ``node(s) had untolerated taint(s)``; earlier releases name the first taint ``{key: value}``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from fleetlab.model.kube import Taint, Toleration
+from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, ScorePlugin
+from fleetlab.placement.scoring import default_normalize_score
+from fleetlab.placement.state import BoolArray, ClusterState, IntArray
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """core/v1 ToleratesTaint: effect empty or equal, key empty (Exists) or equal, Exists or equal value."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
+def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint no toleration covers (what Filter reports)."""
+    for taint in taints:
+        if taint.effect == "PreferNoSchedule":
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
+
+
+class TaintTolerationFilter(FilterPlugin):
+    """Rejects nodes with a NoSchedule/NoExecute taint the pod does not tolerate (unresolvable)."""
+
+    name = "TaintToleration"
+    static = True
+
+    def __init__(self, kubernetes_version: str = "1.35") -> None:
+        self.named_taint = kubernetes_version < "1.35"
+
+    def _per_class(self, state: ClusterState, pod: CompiledPod) -> list[Taint | None]:
+        cached = pod.cache.get("taint_first_untolerated")
+        if cached is None:
+            cached = [first_untolerated(ts, pod.tolerations) for ts in state.taint_classes.sets]
+            pod.cache["taint_first_untolerated"] = cached
+        return list(cached)
+
+    def passes(self, state: ClusterState, pod: CompiledPod) -> BoolArray:
+        ok = np.asarray([t is None for t in self._per_class(state, pod)], dtype=bool)
+        return ok[state.taint_classes.of_node]
+
+    def failure(self, state: ClusterState, pod: CompiledPod, failing: BoolArray) -> FilterFailure:
+        per_class = self._per_class(state, pod)
+        counts: Counter[str] = Counter()
+        classes = state.taint_classes.of_node[failing]
+        for cls, n in zip(*np.unique(classes, return_counts=True), strict=True):
+            taint = per_class[int(cls)]
+            if taint is None:
+                continue
+            if self.named_taint:
+                counts[f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"] += int(n)
+            else:
+                counts["node(s) had untolerated taint(s)"] += int(n)
+        return FilterFailure(self.name, dict(counts), int(np.count_nonzero(failing)), unresolvable=True)
+
+
+class TaintTolerationScore(ScorePlugin):
+    """Fewer untolerated PreferNoSchedule taints score higher (DefaultNormalizeScore, reversed)."""
+
+    name = "TaintToleration"
+
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
+        raw = pod.cache.get("taint_prefer_counts")
+        if raw is None:
+            relevant = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
+            per_class = np.asarray(
+                [
+                    sum(
+                        1
+                        for taint in ts
+                        if taint.effect == "PreferNoSchedule" and not any(tolerates(t, taint) for t in relevant)
+                    )
+                    for ts in state.taint_classes.sets
+                ],
+                dtype=np.int64,
+            )
+            raw = per_class[state.taint_classes.of_node]
+            pod.cache["taint_prefer_counts"] = raw
+            pod.cache["taint_prefer_any"] = bool(raw.any())
+        if not pod.cache["taint_prefer_any"]:
+            # Every node counts 0 untolerated taints: reverse-normalised, every node scores 100.
+            return np.full(len(nodes), 100, dtype=np.int64)
+        return default_normalize_score(raw[nodes], reverse=True)

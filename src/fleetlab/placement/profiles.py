@@ -1,0 +1,103 @@
+"""Scheduling profiles: named presets and their resolution from a scenario's scheduler section.
+
+A profile is configuration, not code: the strategy, the resources it weighs, the plugin weights. The
+``default`` preset is kube-scheduler's default profile (default_plugins.go @01db4ae9): LeastAllocated over
+cpu and memory only, so GPUs do not influence scores. The other presets add ``nvidia.com/gpu`` the way a
+GPU platform team configures NodeResourcesFitArgs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleetlab.model.scheduler import DEFAULT_PLUGIN_WEIGHTS, SchedulerConfig, ScoringStrategy
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A fully resolved scheduling profile."""
+
+    name: str
+    strategy: str
+    resources: tuple[tuple[str, int], ...]
+    shape: tuple[tuple[int, int], ...]
+    balanced_resources: tuple[str, ...]
+    plugin_weights: dict[str, int]
+    tie_break: str
+    kubernetes_version: str
+    description: str = ""
+
+
+_GPU_WEIGHTED = (("cpu", 1), ("memory", 1), ("nvidia.com/gpu", 3))
+
+PRESETS: dict[str, tuple[str, tuple[tuple[str, int], ...], tuple[tuple[int, int], ...], str]] = {
+    "default": (
+        "LeastAllocated",
+        (("cpu", 1), ("memory", 1)),
+        (),
+        "kube-scheduler default profile: LeastAllocated over cpu and memory (GPUs not scored)",
+    ),
+    "least-allocated": (
+        "LeastAllocated",
+        _GPU_WEIGHTED,
+        (),
+        "spread: LeastAllocated over cpu 1, memory 1, nvidia.com/gpu 3",
+    ),
+    "most-allocated": (
+        "MostAllocated",
+        _GPU_WEIGHTED,
+        (),
+        "pack: MostAllocated over cpu 1, memory 1, nvidia.com/gpu 3",
+    ),
+    "bin-packing": (
+        "RequestedToCapacityRatio",
+        _GPU_WEIGHTED,
+        ((0, 0), (100, 10)),
+        "pack: RequestedToCapacityRatio shape (0,0)->(100,10) over cpu 1, memory 1, nvidia.com/gpu 3",
+    ),
+}
+
+
+class UnknownPolicyError(ValueError):
+    """A policy name that is neither a preset nor resolvable."""
+
+
+def preset_names() -> list[str]:
+    """Preset policy names, in the order ``compare`` shows them by default."""
+    return list(PRESETS)
+
+
+def resolve_profile(config: SchedulerConfig) -> Profile:
+    """Turn a scheduler section (preset + overrides) into a Profile."""
+    if config.policy not in PRESETS:
+        raise UnknownPolicyError(f"unknown policy {config.policy!r}; presets: {', '.join(PRESETS)}")
+    strategy, resources, shape, description = PRESETS[config.policy]
+    override: ScoringStrategy | None = config.scoring_strategy
+    if override is not None:
+        strategy = override.type
+        resources = tuple((r.name, r.weight) for r in override.resources)
+        if override.requested_to_capacity_ratio is not None:
+            shape = tuple((p.utilization, p.score) for p in override.requested_to_capacity_ratio.shape)
+        description = f"{config.policy} with scoringStrategy {strategy} over " + ", ".join(
+            f"{n} {w}" for n, w in resources
+        )
+    if strategy == "RequestedToCapacityRatio" and not shape:
+        raise UnknownPolicyError("RequestedToCapacityRatio needs a shape")
+    balanced = (
+        tuple(r.name for r in config.balanced_allocation_resources)
+        if config.balanced_allocation_resources
+        else ("cpu", "memory")
+    )
+    weights = dict(DEFAULT_PLUGIN_WEIGHTS)
+    weights.update(config.plugin_weights)
+    return Profile(
+        name=config.policy,
+        strategy=strategy,
+        resources=resources,
+        shape=shape,
+        balanced_resources=balanced,
+        plugin_weights=weights,
+        tie_break=config.tie_break,
+        kubernetes_version=config.kubernetes_version,
+        description=description,
+    )

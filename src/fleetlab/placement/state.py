@@ -1,0 +1,205 @@
+"""Node state as arrays: one class owns every per-node number the filters and scorers read.
+
+Rows are nodes, columns resources. ``requested`` holds true requests (the Fit filter's view);
+``nonzero_requested`` holds cpu/memory with kube-scheduler's non-zero defaults (the scorers' view).
+Binds and releases update single rows, so the cost of a placement never grows with a Python loop over nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fleetlab.model.kube import Taint
+from fleetlab.model.resources import BASE_RESOURCES, CPU, GPU, MEMORY, PODS
+
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """Static facts of one node, as the state is built from them."""
+
+    name: str
+    pool: int
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: dict[str, int]
+    gpu_model: str | None = None
+    unschedulable: bool = False
+
+
+class LabelIndex:
+    """Per label key, an integer code per node (-1 when absent), so selectors evaluate as array ops."""
+
+    def __init__(self, labels: Sequence[dict[str, str]]) -> None:
+        self._n = len(labels)
+        self._codes: dict[str, IntArray] = {}
+        self._values: dict[str, dict[str, int]] = {}
+        self._numeric: dict[str, NDArray[np.float64]] = {}
+        keys = sorted({k for node in labels for k in node})
+        for key in keys:
+            values: dict[str, int] = {}
+            codes = np.full(self._n, -1, dtype=np.int64)
+            for i, node in enumerate(labels):
+                value = node.get(key)
+                if value is not None:
+                    codes[i] = values.setdefault(value, len(values))
+            self._codes[key] = codes
+            self._values[key] = values
+
+    def has(self, key: str) -> BoolArray:
+        """Nodes carrying label ``key``."""
+        codes = self._codes.get(key)
+        return np.zeros(self._n, dtype=bool) if codes is None else codes >= 0
+
+    def equals_any(self, key: str, values: Sequence[str]) -> BoolArray:
+        """Nodes whose label ``key`` is one of ``values``."""
+        codes = self._codes.get(key)
+        if codes is None:
+            return np.zeros(self._n, dtype=bool)
+        table = self._values[key]
+        wanted = [table[v] for v in values if v in table]
+        if not wanted:
+            return np.zeros(self._n, dtype=bool)
+        return np.isin(codes, np.asarray(wanted, dtype=np.int64))
+
+    def as_int(self, key: str) -> NDArray[np.float64]:
+        """The label parsed as an integer (NaN when absent or not an integer), for Gt/Lt."""
+        cached = self._numeric.get(key)
+        if cached is not None:
+            return cached
+        out = np.full(self._n, np.nan)
+        codes = self._codes.get(key)
+        if codes is not None:
+            lookup = np.full(len(self._values[key]), np.nan)
+            for value, code in self._values[key].items():
+                try:
+                    lookup[code] = float(int(value))
+                except ValueError:
+                    pass
+            present = codes >= 0
+            out[present] = lookup[codes[present]]
+        self._numeric[key] = out
+        return out
+
+
+@dataclass
+class TaintClasses:
+    """Nodes grouped by identical taint lists, so toleration checks run once per group."""
+
+    sets: list[tuple[Taint, ...]] = field(default_factory=list)
+    of_node: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+class ClusterState:
+    """All nodes' capacity, usage, readiness and labels; the single owner of node arrays."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], extra_resources: Sequence[str] = ()) -> None:
+        names = list(BASE_RESOURCES)
+        for node in nodes:
+            for r in node.allocatable:
+                if r not in names:
+                    names.append(r)
+        for r in extra_resources:
+            if r not in names:
+                names.append(r)
+        self.resource_names: tuple[str, ...] = tuple(names)
+        self.column: dict[str, int] = {r: i for i, r in enumerate(names)}
+        n, width = len(nodes), len(names)
+        self.n = n
+        self.node_names: list[str] = [node.name for node in nodes]
+        self.pool = np.asarray([node.pool for node in nodes], dtype=np.int64)
+        self.gpu_model: list[str | None] = [node.gpu_model for node in nodes]
+        self.allocatable = np.zeros((n, width), dtype=np.int64)
+        for i, node in enumerate(nodes):
+            for r, amount in node.allocatable.items():
+                self.allocatable[i, self.column[r]] = amount
+        self.requested = np.zeros((n, width), dtype=np.int64)
+        self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
+        self.free = self.allocatable.copy()
+        self.ready = np.zeros(n, dtype=bool)
+        self.unschedulable = np.asarray([node.unschedulable for node in nodes], dtype=bool)
+        self.labels = LabelIndex([node.labels for node in nodes])
+        self.taint_classes = _taint_classes(nodes)
+        self.images: dict[str, BoolArray] = {}
+        self.image_nodes: dict[str, int] = {}
+        self.pod_count = np.zeros(n, dtype=np.int64)
+        #: Bumped whenever a change could make a previously unschedulable pod fit.
+        self.release_generation = 0
+        #: Bumped whenever node membership, readiness or cordon state changes (static masks go stale).
+        self.topology_generation = 0
+        self.gpu_col = self.column[GPU]
+        self.cpu_col = self.column[CPU]
+        self.mem_col = self.column[MEMORY]
+        self.pods_col = self.column[PODS]
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def set_ready(self, node: int, ready: bool = True) -> None:
+        """Make a node visible to (or hidden from) the scheduler."""
+        self.ready[node] = ready
+        self.topology_generation += 1
+        if ready:
+            self.release_generation += 1
+
+    def set_unschedulable(self, node: int, unschedulable: bool) -> None:
+        """Cordon or uncordon a node."""
+        self.unschedulable[node] = unschedulable
+        self.topology_generation += 1
+        if not unschedulable:
+            self.release_generation += 1
+
+    # -- accounting of pods --------------------------------------------------------------------------
+    def bind(self, node: int, request: IntArray, nonzero: IntArray) -> None:
+        """Add a pod's requests (``request`` has 1 in the pods column) to a node."""
+        self.requested[node] += request
+        self.free[node] -= request
+        self.nonzero_requested[node] += nonzero
+        self.pod_count[node] += 1
+
+    def release(self, node: int, request: IntArray, nonzero: IntArray) -> None:
+        """Remove a finished pod's requests from a node."""
+        self.requested[node] -= request
+        self.free[node] += request
+        self.nonzero_requested[node] -= nonzero
+        self.pod_count[node] -= 1
+        self.release_generation += 1
+
+    def add_image(self, node: int, image: str) -> None:
+        """Record that ``node`` now holds ``image`` (ImageLocality reads this)."""
+        present = self.images.get(image)
+        if present is None:
+            present = np.zeros(self.n, dtype=bool)
+            self.images[image] = present
+            self.image_nodes[image] = 0
+        if not present[node]:
+            present[node] = True
+            self.image_nodes[image] += 1
+
+    def has_image(self, node: int, image: str) -> bool:
+        """Whether ``node`` already holds ``image``."""
+        present = self.images.get(image)
+        return bool(present is not None and present[node])
+
+    # -- summaries -----------------------------------------------------------------------------------
+    def gpu_totals(self) -> tuple[int, int]:
+        """(allocated GPUs, allocatable GPUs) over ready nodes."""
+        ready = self.ready
+        return int(self.requested[ready, self.gpu_col].sum()), int(self.allocatable[ready, self.gpu_col].sum())
+
+    def whole_free_gpu_nodes(self) -> int:
+        """Ready GPU nodes with every GPU free: the capacity an 8-GPU job can actually use."""
+        gpus = self.allocatable[:, self.gpu_col]
+        return int(np.count_nonzero(self.ready & (gpus > 0) & (self.requested[:, self.gpu_col] == 0)))
+
+
+def _taint_classes(nodes: Sequence[NodeInfo]) -> TaintClasses:
+    index: dict[tuple[Taint, ...], int] = {}
+    of_node = np.zeros(len(nodes), dtype=np.int64)
+    for i, node in enumerate(nodes):
+        of_node[i] = index.setdefault(node.taints, len(index))
+    return TaintClasses(sets=list(index), of_node=of_node)

@@ -1,0 +1,105 @@
+"""Terminal rendering: the side-by-side comparison table and pending-job explanations (rich)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fleetlab.experiment.run import Run
+from fleetlab.metrics.summary import Summary, summarize
+
+
+def _duration(seconds: float) -> str:
+    if math.isnan(seconds):
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.2f}h"
+
+
+def _money(value: float) -> str:
+    return "-" if math.isnan(value) else f"${value:,.2f}"
+
+
+Row = tuple[str, Callable[[Summary], float], Callable[[float], str], str]
+
+
+def _row(label: str, value: Callable[[Summary], float], fmt: Callable[[float], str], better: str) -> Row:
+    return (label, value, fmt, better)
+
+
+ROWS: list[Row] = [
+    _row("jobs completed", lambda s: s.jobs_completed, lambda v: f"{v:.0f}", "max"),
+    _row("jobs pending at end", lambda s: s.jobs_pending, lambda v: f"{v:.0f}", "min"),
+    _row("queue wait mean", lambda s: s.queue_wait_mean_s, _duration, "min"),
+    _row("queue wait p50", lambda s: s.queue_wait_p50_s, _duration, "min"),
+    _row("queue wait p95", lambda s: s.queue_wait_p95_s, _duration, "min"),
+    _row("queue wait p99", lambda s: s.queue_wait_p99_s, _duration, "min"),
+    _row("prep (pull + data) mean", lambda s: s.prep_mean_s, _duration, "min"),
+    _row("completion time mean", lambda s: s.completion_mean_s, _duration, "min"),
+    _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
+    _row("whole free GPU nodes (mean)", lambda s: s.whole_free_gpu_nodes_mean, lambda v: f"{v:.2f}", "max"),
+    _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),
+    _row("total cost", lambda s: s.cost_total, _money, "min"),
+    _row("  of which compute", lambda s: s.cost_compute, _money, ""),
+    _row("  of which prep", lambda s: s.cost_prep, _money, ""),
+    _row("  of which idle", lambda s: s.cost_idle, _money, "min"),
+    _row("cost per completed job", lambda s: s.cost_per_completed_job, _money, "min"),
+    _row("makespan", lambda s: s.makespan_s, _duration, "min"),
+]
+
+
+def comparison_table(runs: Sequence[Run], title: str) -> Table:
+    """Policies as columns, metrics as rows; the best value per row is bold (ties all bold)."""
+    summaries = [summarize(run.result) for run in runs]
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("metric", style="bold")
+    for run in runs:
+        table.add_column(run.label, justify="right")
+    for label, value, fmt, better in ROWS:
+        values = [float(value(s)) for s in summaries]
+        cells: list[Text] = [Text(fmt(v)) for v in values]
+        if better and len(summaries) > 1:
+            finite = [v for v in values if not math.isnan(v)]
+            if finite:
+                best = max(finite) if better == "max" else min(finite)
+                if not all(v == best for v in finite):
+                    for cell, v in zip(cells, values, strict=True):
+                        if v == best:
+                            cell.stylize("bold green")
+        table.add_row(label, *cells)
+    return table
+
+
+def pending_table(run: Run, limit: int = 10) -> Table | None:
+    """The first pending jobs of a run with kube-scheduler's message and the shortage/fragmentation verdict."""
+    pending = run.result.pending
+    if not pending:
+        return None
+    table = Table(title=f"{run.label}: {len(pending)} job(s) still pending", title_justify="left")
+    table.add_column("job")
+    table.add_column("pods")
+    table.add_column("blocked by")
+    table.add_column("why")
+    for p in pending[:limit]:
+        table.add_row(p.job_id, str(p.pods_pending), p.blocked_by, f"{p.message}\n{p.detail}")
+    return table
+
+
+def print_runs(console: Console, runs: Sequence[Run], title: str, show_pending: bool = True) -> None:
+    """The comparison table, then warnings and pending explanations."""
+    console.print(comparison_table(runs, title))
+    for run in runs:
+        for warning in dict.fromkeys(run.result.warnings):
+            console.print(Text.assemble(("warning", "yellow"), f" ({run.label}): {warning}"), highlight=False)
+    if show_pending:
+        for run in runs:
+            table = pending_table(run)
+            if table is not None:
+                console.print(table)

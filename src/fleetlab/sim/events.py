@@ -1,0 +1,54 @@
+"""The clock and the event heap: integer milliseconds, ordered by (time, sequence) for determinism.
+
+Like SimPy's core, the heap knows nothing of what events mean; the simulator dispatches on the kind.
+"""
+
+from __future__ import annotations
+
+import heapq
+from enum import IntEnum
+
+
+class EventKind(IntEnum):
+    """What happened; the payload is an index into the simulator's node or pod arrays."""
+
+    NODE_READY = 0
+    PREP_DONE = 1
+    POD_FINISH = 2
+
+
+class EventQueue:
+    """A min-heap of (time_ms, seq, kind, index); equal times pop in insertion order."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, int, int]] = []
+        self._seq = 0
+
+    def push(self, time_ms: int, kind: EventKind, index: int) -> None:
+        """Schedule an event."""
+        heapq.heappush(self._heap, (time_ms, self._seq, int(kind), index))
+        self._seq += 1
+
+    def pop(self) -> tuple[int, int, int]:
+        """Remove and return the earliest (time_ms, kind, index)."""
+        time_ms, _, kind, index = heapq.heappop(self._heap)
+        return time_ms, kind, index
+
+    def peek_time(self) -> int | None:
+        """Time of the earliest event, or None when empty."""
+        return self._heap[0][0] if self._heap else None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+def to_ms(seconds: float) -> int:
+    """Seconds to the engine's integer milliseconds (rounded half up)."""
+    return int(seconds * 1000 + 0.5)
+
+
+def transfer_ms(size_bytes: int, bytes_per_second: int) -> int:
+    """Time to move ``size_bytes`` at ``bytes_per_second``, rounded up to a whole millisecond."""
+    if size_bytes <= 0:
+        return 0
+    return -(-size_bytes * 1000 // bytes_per_second)

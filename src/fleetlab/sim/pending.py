@@ -1,0 +1,75 @@
+"""Why pods are still pending: kube-scheduler's message plus what it cannot say (shortage vs fragmentation).
+
+The message comes from the same filters that made the decision (``Scheduler.explain``); the
+classification looks at free capacity on the nodes that pass the static filters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+
+from fleetlab.model.job import Job
+from fleetlab.model.resources import format_amount
+from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.scheduler import Scheduler
+from fleetlab.sim.result import PendingJob
+
+
+def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
+    """("constraints" | "shortage" | "fragmentation" | "none", a one-line detail)."""
+    state = scheduler.state
+    pod = scheduler.compile(spec)
+    static = scheduler.static_mask(pod)
+    nodes = np.flatnonzero(static)
+    if len(nodes) == 0:
+        return "constraints", "no ready node passes the taint, selector, affinity and cordon filters"
+    for col in pod.request_cols:
+        want = int(pod.request[col])
+        free = state.free[nodes, col]
+        name = state.resource_names[int(col)]
+        total = int(free.clip(min=0).sum())
+        best = int(free.max())
+        if best >= want:
+            continue
+        holding = int(np.count_nonzero(free > 0))
+        what = "pod slots" if name == "pods" else name
+        if total < want:
+            return "shortage", (
+                f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s); "
+                f"the pod needs {format_amount(name, want)}"
+            )
+        return "fragmentation", (
+            f"{format_amount(name, total)} {what} free across {holding} node(s), at most "
+            f"{format_amount(name, best)} on one node; the pod needs {format_amount(name, want)}"
+        )
+    if len(scheduler.feasible_nodes(pod)):
+        return "none", "a node fits now; the pod would be placed at the next scheduling cycle"
+    return "fragmentation", "no single node has every requested resource free at once"
+
+
+def explain_pending(
+    scheduler: Scheduler,
+    groups: dict[Hashable, list[int]],
+    jobs: list[Job],
+    pod_job: np.ndarray,
+) -> list[PendingJob]:
+    """One entry per job with unplaced pods, sorted by job id."""
+    per_job: dict[int, tuple[int, PodSpec]] = {}
+    for group, pods in groups.items():
+        for pod in pods:
+            j = int(pod_job[pod])
+            count, _ = per_job.get(j, (0, group))
+            per_job[j] = (count + 1, group)  # type: ignore[assignment]
+    explained: dict[PodSpec, tuple[str, str, str]] = {}
+    out: list[PendingJob] = []
+    for j, (count, spec) in per_job.items():
+        if spec not in explained:
+            error = scheduler.explain(scheduler.compile(spec))
+            blocked_by, detail = classify(scheduler, spec)
+            explained[spec] = (error.message, blocked_by, detail)
+        message, blocked_by, detail = explained[spec]
+        out.append(PendingJob(jobs[j].id, count, message, blocked_by, detail))
+    out.sort(key=lambda p: p.job_id)
+    return out

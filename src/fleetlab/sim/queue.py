@@ -1,0 +1,61 @@
+"""The scheduling queue: pending pods ordered as PrioritySort orders them, grouped by pod spec.
+
+Pods with the same spec have the same feasibility, so once one fails in a cycle the rest of its group is
+skipped, and the group stays skipped until something is released (the cluster's release generation moves).
+This keeps a cycle's cost proportional to binds plus distinct pending specs, not to pending pods.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Hashable
+
+QueueKey = tuple[int, int, int]  # (-priority, submit_ms, pod index)
+
+
+class SchedulingQueue:
+    """activeQ + unschedulable pool in one: a heap per spec group and a failure memo per group."""
+
+    def __init__(self) -> None:
+        self._groups: dict[Hashable, list[QueueKey]] = {}
+        self._failed_at: dict[Hashable, int] = {}
+        self._size = 0
+
+    def add(self, group: Hashable, priority: int, submit_ms: int, pod: int) -> None:
+        """Enqueue a pod; a group that already failed stays skipped until a release (same spec, same fate)."""
+        heap = self._groups.get(group)
+        if heap is None:
+            heap = []
+            self._groups[group] = heap
+        heapq.heappush(heap, (-priority, submit_ms, pod))
+        self._size += 1
+
+    def __len__(self) -> int:
+        return self._size
+
+    def cycle(self, generation: int, try_place: Callable[[Hashable, int], bool]) -> int:
+        """Offer pods in queue order until every group has bound or failed; returns pods bound."""
+        heads: list[tuple[QueueKey, int, Hashable]] = []
+        for order, (group, heap) in enumerate(self._groups.items()):
+            if heap and self._failed_at.get(group) != generation:
+                heads.append((heap[0], order, group))
+        heapq.heapify(heads)
+        bound = 0
+        while heads:
+            key, order, group = heapq.heappop(heads)
+            if try_place(group, key[2]):
+                heap = self._groups[group]
+                heapq.heappop(heap)
+                self._size -= 1
+                bound += 1
+                if heap:
+                    heapq.heappush(heads, (heap[0], order, group))
+                else:
+                    del self._groups[group]
+            else:
+                self._failed_at[group] = generation
+        return bound
+
+    def pending(self) -> dict[Hashable, list[int]]:
+        """Pods still waiting, by group."""
+        return {g: [k[2] for k in sorted(h)] for g, h in self._groups.items() if h}

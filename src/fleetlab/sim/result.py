@@ -1,0 +1,104 @@
+"""What a run recorded: per-job, per-pod and per-node columns, the cluster timeline, pending reasons.
+
+Columnar numpy arrays keep 100k-job results cheap to hold, summarise and write to Parquet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+IntArray = NDArray[np.int64]
+
+#: Sentinel for "never happened" in time columns.
+NEVER = -1
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    """A job with pods still unplaced when the run ended, and kube-scheduler's words for why."""
+
+    job_id: str
+    pods_pending: int
+    message: str
+    blocked_by: str
+    detail: str
+
+
+@dataclass
+class JobTable:
+    """One row per job; times in ms, NEVER where the job did not get that far."""
+
+    ids: list[str]
+    job_class: list[str]
+    team: list[str]
+    priority: IntArray
+    pods: IntArray
+    gpus_per_pod: IntArray
+    cpu_milli_per_pod: IntArray
+    submit_ms: IntArray
+    last_bound_ms: IntArray
+    running_ms: IntArray
+    end_ms: IntArray
+    completed: NDArray[np.bool_]
+
+
+@dataclass
+class PodTable:
+    """One row per pod: its job, node (-1 unplaced) and lifecycle times."""
+
+    job: IntArray
+    node: IntArray
+    bound_ms: IntArray
+    running_ms: IntArray
+    end_ms: IntArray
+    image_wait_ms: IntArray
+    data_ms: IntArray
+
+
+@dataclass
+class NodeTable:
+    """One row per node: identity, capacity, price and billed window."""
+
+    names: list[str]
+    pool: list[str]
+    gpu_model: list[str]
+    capacity_type: list[str]
+    gpus: IntArray
+    cpu_milli: IntArray
+    price_per_hour: NDArray[np.float64]
+    billed_start_ms: IntArray
+    billed_end_ms: IntArray
+    ready_ms: IntArray
+
+
+@dataclass
+class Timeline:
+    """Cluster totals after each time step that changed them (step functions)."""
+
+    t_ms: IntArray
+    allocated_gpus: IntArray
+    total_gpus: IntArray
+    whole_free_gpu_nodes: IntArray
+    gpu_nodes: IntArray
+
+
+@dataclass
+class SimulationResult:
+    """Everything one run produced; ``cost`` and ``metrics`` read it, never change it."""
+
+    scenario: str
+    policy: str
+    policy_description: str
+    seed: int
+    end_ms: int
+    jobs: JobTable
+    pods: PodTable
+    nodes: NodeTable
+    timeline: Timeline
+    pending: list[PendingJob] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    placements: int = 0
+    wall_s: float = 0.0

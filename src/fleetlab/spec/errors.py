@@ -1,0 +1,69 @@
+"""Input errors that name the file, the place inside it, the bad value and what is allowed.
+
+The CLI turns a SpecError into one paragraph on stderr and exit code 2; nothing else about bad input
+ever reaches the user as a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+MAX_LISTED = 8
+
+
+class SpecError(Exception):
+    """A scenario, trace or catalog that cannot be used as given."""
+
+    def __init__(self, source: str, problems: Sequence[str]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """One paragraph: the file, then each problem (the first few, with a count of the rest)."""
+        shown = self.problems[:MAX_LISTED]
+        more = len(self.problems) - len(shown)
+        text = f"{self.source}: " + "; ".join(shown)
+        if more > 0:
+            text += f"; and {more} more problem(s)"
+        return text
+
+
+def location(loc: Sequence[int | str], prefix: str = "") -> str:
+    """A pydantic error location as a path, e.g. ``cluster.pools[1].gpu_model``."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("function-after", "function-before") or str(part).startswith("function-"):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "<top level>"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def problems_from_validation(error: ValidationError, prefix: str = "") -> list[str]:
+    """Each pydantic error as ``path: message (got value)``."""
+    out: list[str] = []
+    for item in error.errors(include_url=False):
+        msg = str(item.get("msg", "invalid"))
+        for lead in ("Value error, ", "Assertion failed, "):
+            if msg.startswith(lead):
+                msg = msg[len(lead) :]
+        where = location(item.get("loc", ()), prefix)
+        kind = item.get("type", "")
+        if kind == "missing":
+            out.append(f"{where}: required field is missing")
+        elif kind == "extra_forbidden":
+            out.append(f"{where}: unknown field (check the spelling; see the README for the allowed fields)")
+        else:
+            out.append(f"{where}: {msg} (got {_short(item.get('input'))})")
+    return out

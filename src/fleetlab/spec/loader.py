@@ -1,0 +1,112 @@
+"""Read a scenario file (YAML), validate it, and materialise its workload into a job list.
+
+This is the only module that knows scenario files exist; everything after it works on model objects.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from fleetlab.model.job import Job
+from fleetlab.model.scenario import ResolvedScenario, Scenario
+from fleetlab.spec.errors import SpecError, problems_from_validation
+
+BUILTIN = "default"
+
+
+def builtin_scenarios() -> list[str]:
+    """Names of scenarios shipped inside the package."""
+    folder = resources.files("fleetlab") / "scenarios"
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_text(path: str | None) -> tuple[str, str, Path | None]:
+    """(label, text, directory for relative paths) of a file or a built-in scenario name."""
+    if path is None or (not Path(path).exists() and path in builtin_scenarios()):
+        name = path or BUILTIN
+        text = (resources.files("fleetlab") / "scenarios" / f"{name}.yaml").read_text(encoding="utf-8")
+        return f"<built-in scenario {name}>", text, None
+    file = Path(path)
+    try:
+        return str(file), file.read_text(encoding="utf-8"), file.resolve().parent
+    except FileNotFoundError:
+        raise SpecError(str(file), ["file not found (give a scenario YAML file or a built-in name: "
+                                    + ", ".join(builtin_scenarios()) + ")"]) from None
+    except IsADirectoryError:
+        raise SpecError(str(file), ["is a directory, not a scenario file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(file), [f"cannot be read: {exc}"]) from None
+
+
+def parse_yaml(label: str, text: str) -> dict[str, Any]:
+    """YAML text to a mapping, with line and column on syntax errors."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(label, [f"{where}invalid YAML: {problem}"]) from None
+    if not isinstance(data, dict):
+        raise SpecError(label, ["the top level must be a mapping with cluster, workload and scheduler sections"])
+    return data
+
+
+def load_scenario(path: str | None = None) -> tuple[Scenario, str, Path | None]:
+    """Validate a scenario file (or the built-in default); returns (scenario, label, base directory)."""
+    label, text, base = _read_text(path)
+    data = parse_yaml(label, text)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(label, problems_from_validation(exc)) from None
+    return scenario, label, base
+
+
+def check_unique_ids(label: str, jobs: tuple[Job, ...] | list[Job]) -> None:
+    """Duplicate job ids make per-job results ambiguous: refuse them."""
+    seen: dict[str, int] = {}
+    dups: list[str] = []
+    for i, job in enumerate(jobs):
+        if job.id in seen:
+            dups.append(f"job id {job.id!r} is used twice (entries {seen[job.id]} and {i}); ids must be unique")
+        else:
+            seen[job.id] = i
+    if dups:
+        raise SpecError(label, dups)
+
+
+def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = None) -> ResolvedScenario:
+    """Materialise the workload (inline, trace or generator) into a job list."""
+    from fleetlab.spec.generator import generate_jobs
+
+    workload = scenario.workload
+    warnings: list[str] = []
+    if workload.jobs is not None:
+        jobs = list(workload.jobs)
+        source = label
+    elif workload.trace is not None:
+        from fleetlab.spec.traces import load_trace
+
+        trace_path = Path(workload.trace.path)
+        if not trace_path.is_absolute() and base is not None:
+            trace_path = base / trace_path
+        jobs, warnings = load_trace(trace_path, workload.trace)
+        source = str(trace_path)
+    else:
+        assert workload.generator is not None
+        jobs = generate_jobs(workload.generator, scenario.seed)
+        source = f"{label} (generator, seed {scenario.seed})"
+    check_unique_ids(source, jobs)
+    return ResolvedScenario(scenario=scenario, jobs=tuple(jobs), source=source, warnings=tuple(warnings))
+
+
+def load(path: str | None = None) -> ResolvedScenario:
+    """Load and resolve in one step."""
+    scenario, label, base = load_scenario(path)
+    return resolve(scenario, label, base)
