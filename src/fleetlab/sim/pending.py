@@ -18,7 +18,7 @@ from fleetlab.sim.result import PendingJob
 
 
 def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
-    """("constraints" | "shortage" | "fragmentation" | "none", a one-line detail)."""
+    """("constraints" | "too-large" | "shortage" | "fragmentation" | "none", a one-line detail)."""
     state = scheduler.state
     pod = scheduler.compile(spec)
     static = scheduler.static_mask(pod)
@@ -35,6 +35,12 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
             continue
         holding = int(np.count_nonzero(free > 0))
         what = "pod slots" if name == "pods" else name
+        largest = int(state.allocatable[nodes, col].max())
+        if largest < want:
+            return "too-large", (
+                f"the pod needs {format_amount(name, want)} {what} but the largest eligible node has "
+                f"{format_amount(name, largest)}"
+            )
         if total < want:
             return "shortage", (
                 f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s); "

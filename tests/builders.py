@@ -1,0 +1,40 @@
+"""Small scenario builders shared by the engine, cost and property tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleetlab.model.scenario import ResolvedScenario, Scenario
+from fleetlab.spec.loader import resolve
+
+
+def pool(name: str = "gpu", count: int = 1, gpus: int = 8, **extra: Any) -> dict[str, Any]:
+    """A node pool dict: 8×H100 nodes with 64 CPUs and 512Gi by default ($8/h)."""
+    out: dict[str, Any] = {
+        "name": name,
+        "count": count,
+        "cpu": "64",
+        "memory": "512Gi",
+        "price_per_hour": 8.0,
+    }
+    if gpus:
+        out.update(gpu_model="H100", gpus_per_node=gpus)
+    out.update(extra)
+    return out
+
+
+def job(job_id: str, gpus: int = 1, submit_s: float = 0, runtime: Any = 100, **extra: Any) -> dict[str, Any]:
+    """A job dict with one pod requesting ``gpus`` GPUs, 1 CPU and 1Gi."""
+    requests: dict[str, Any] = {"cpu": "1", "memory": "1Gi"}
+    if gpus:
+        requests["nvidia.com/gpu"] = gpus
+    out: dict[str, Any] = {"id": job_id, "submit_s": submit_s, "requests": requests, "runtime": runtime}
+    out.update(extra)
+    return out
+
+
+def scenario(pools: list[dict[str, Any]], jobs: list[dict[str, Any]], **extra: Any) -> ResolvedScenario:
+    """Validate and resolve an inline scenario."""
+    data: dict[str, Any] = {"cluster": {"pools": pools}, "workload": {"jobs": jobs}}
+    data.update(extra)
+    return resolve(Scenario.model_validate(data))

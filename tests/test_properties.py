@@ -1,0 +1,139 @@
+"""Invariants under random clusters and workloads (hypothesis).
+
+No node is ever over-allocated; every job ends completed or pending with a reason; GPU-hours and
+dollars are conserved (busy + prep + idle = billed, exactly); the same inputs replay identically.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from builders import scenario
+from fleetlab.cost.billing import job_costs, node_costs
+from fleetlab.experiment.run import run_one
+from fleetlab.metrics.summary import summarize
+from fleetlab.sim.result import SimulationResult
+
+POLICIES = ["default", "least-allocated", "most-allocated", "bin-packing"]
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[Any, str]:
+    pools = []
+    for p in range(draw(st.integers(1, 3))):
+        gpus = draw(st.sampled_from([0, 2, 4, 8]))
+        entry: dict[str, Any] = {
+            "name": f"p{p}",
+            "count": draw(st.integers(1, 4)),
+            "cpu": str(draw(st.sampled_from([8, 16, 64]))),
+            "memory": f"{draw(st.sampled_from([32, 128, 512]))}Gi",
+            "max_pods": draw(st.sampled_from([3, 110])),
+            "price_per_hour": draw(st.sampled_from([0.0, 1.37, 8.0, 55.04])),
+            "initially_ready": draw(st.booleans()),
+            "boot_time_s": draw(st.sampled_from([0, 30, 300])),
+        }
+        if gpus:
+            entry.update(gpu_model=draw(st.sampled_from(["H100", "A100-80GB"])), gpus_per_node=gpus)
+        if draw(st.booleans()):
+            entry["taints"] = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+        pools.append(entry)
+    jobs = []
+    for j in range(draw(st.integers(1, 25))):
+        requests: dict[str, Any] = {
+            "cpu": f"{draw(st.sampled_from([500, 1000, 4000, 12000]))}m",
+            "memory": f"{draw(st.sampled_from([1, 8, 64]))}Gi",
+        }
+        g = draw(st.sampled_from([0, 1, 2, 4, 8]))
+        if g:
+            requests["nvidia.com/gpu"] = g
+        entry = {
+            "id": f"j{j}",
+            "submit_s": draw(st.integers(0, 500)),
+            "pods": draw(st.integers(1, 3)),
+            "priority": draw(st.integers(0, 3)),
+            "requests": requests,
+            "runtime": draw(st.integers(1, 2000)),
+        }
+        if draw(st.booleans()):
+            entry["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        if draw(st.booleans()):
+            entry["image"] = {"name": draw(st.sampled_from(["a", "b"])), "size": "3Gi"}
+            entry["data_size"] = draw(st.sampled_from([0, "2Gi"]))
+        jobs.append(entry)
+    horizon = draw(st.sampled_from([None, None, 700]))
+    extra = {"horizon_s": horizon} if horizon is not None else {}
+    return scenario(pools, jobs, **extra), draw(st.sampled_from(POLICIES))
+
+
+def _usage_never_exceeds_allocatable(result: SimulationResult, resolved: Any) -> None:
+    pods = result.pods
+    placed = np.flatnonzero(pods.node >= 0)
+    jobs = resolved.jobs
+    ids = {job.id: job for job in jobs}
+    job_of_pod = [ids[result.jobs.ids[int(j)]] for j in pods.job]
+    from fleetlab.sim.simulator import build_nodes
+
+    infos = build_nodes(resolved)
+    per_node: dict[int, list[tuple[int, int, dict[str, int]]]] = {}
+    for p in placed:
+        start = int(pods.bound_ms[p])
+        end = int(pods.end_ms[p]) if pods.end_ms[p] >= 0 else 1 << 62
+        req = dict(job_of_pod[p].requests)
+        req["pods"] = 1
+        per_node.setdefault(int(pods.node[p]), []).append((start, end, req))
+    for node, intervals in per_node.items():
+        alloc = infos[node].allocatable
+        times = sorted({t for s, _, _ in intervals for t in (s,)})
+        for t in times:
+            active = [r for s, e, r in intervals if s <= t < e]
+            for name in ("cpu", "memory", "nvidia.com/gpu", "pods"):
+                used = sum(r.get(name, 0) for r in active)
+                assert used <= alloc.get(name, 0), f"node {node} over-allocated {name} at {t}: {used}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds())
+def test_invariants_hold(world: tuple[Any, str]) -> None:
+    resolved, policy = world
+    result = run_one(resolved, policy).result
+
+    # No node is ever over-allocated (true requests, incl. the pod count).
+    _usage_never_exceeds_allocatable(result, resolved)
+
+    # Every job ends completed, or (without a horizon) pending with kube-scheduler's reason.
+    jobs = result.jobs
+    pending = {p.job_id: p for p in result.pending}
+    for i, job_id in enumerate(jobs.ids):
+        if jobs.completed[i]:
+            assert job_id not in pending
+            wait = jobs.last_bound_ms[i] - jobs.submit_ms[i]
+            prep = jobs.running_ms[i] - jobs.last_bound_ms[i]
+            compute = jobs.end_ms[i] - jobs.running_ms[i]
+            assert min(wait, prep, compute) >= 0
+            assert wait + prep + compute == jobs.end_ms[i] - jobs.submit_ms[i]
+        elif resolved.scenario.horizon_s is None:
+            assert job_id in pending
+            assert pending[job_id].message.startswith(("0/", "no nodes available"))
+            assert pending[job_id].blocked_by in {"constraints", "too-large", "shortage", "fragmentation"}
+
+    # GPU-hours (unit-ms) conserved per node, nothing negative.
+    cost = node_costs(result)
+    assert np.all(cost.unit_idle >= 0)
+    assert np.array_equal(cost.unit_compute + cost.unit_prep + cost.unit_idle, cost.unit_total)
+
+    # Dollars conserved exactly, and per-job attribution covers compute + prep.
+    for billed, c, p, idle in zip(cost.billed, cost.compute, cost.prep, cost.idle, strict=True):
+        assert c + p + idle == billed
+        assert min(c, p, idle) >= 0
+    attributed = float(job_costs(result).sum())
+    assert abs(attributed - float(sum(cost.compute, Fraction(0)) + sum(cost.prep, Fraction(0)))) < 1e-6
+
+    # Determinism: the same scenario and seed give the same placements and summary.
+    again = run_one(resolved, policy).result
+    assert again.pods.node.tolist() == result.pods.node.tolist()
+    assert summarize(again).as_dict() == summarize(result).as_dict()
