@@ -19,6 +19,10 @@ from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
 
+#: One node's (allocatable, requested, nonzero_requested) rows as Python lists, for one-node rescoring.
+NodeRows = tuple[list[int], list[int], list[int]]
+
+
 @dataclass(frozen=True)
 class PodSpec:
     """What placement needs to know about a pod: requests and constraints (shared by a job's pods)."""
@@ -107,9 +111,18 @@ class FilterPlugin(ABC):
 
 
 class ScorePlugin(ABC):
-    """A Score extension point (with its NormalizeScore folded in); returns None to Skip."""
+    """A Score extension point (with its NormalizeScore folded in); returns None to Skip.
+
+    ``per_node`` plugins score a node from that node's state alone (no normalisation across nodes), so
+    the scheduler may cache their scores and rescore only the nodes a bind or release changed.
+    """
 
     name: ClassVar[str]
+    per_node: ClassVar[bool] = False
+
+    def score_one(self, state: ClusterState, pod: CompiledPod, rows: NodeRows) -> int | None:
+        """One node's score from its rows (only ``per_node`` plugins); must equal ``score`` on that node."""
+        raise NotImplementedError(f"{self.name} is not a per-node plugin")
 
     @abstractmethod
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:

@@ -7,7 +7,9 @@ array operations over the nodes that pass, never a Python loop over nodes.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Hashable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,6 +24,26 @@ from fleetlab.placement.plugins.node_unschedulable import NodeUnschedulableFilte
 from fleetlab.placement.plugins.taint_toleration import TaintTolerationFilter, TaintTolerationScore
 from fleetlab.placement.profiles import Profile
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
+
+
+#: Keep incremental caches for at most this many bytes of per-node arrays (oldest specs are dropped).
+CACHE_BUDGET_BYTES = 256 * 1024 * 1024
+#: When more nodes changed than this fraction of the cluster, a full vectorised rescore is cheaper.
+FULL_RESCORE_FRACTION = 8
+#: The change log is cleared (and every cache rebuilt on next use) once it grows this long.
+MAX_CHANGE_LOG = 2_000_000
+
+
+@dataclass
+class _Incremental:
+    """Per pod spec: which nodes fit now and the per-node plugins' weighted score, kept up to date."""
+
+    epoch: int
+    log_pos: int
+    topology: int
+    static: BoolArray
+    fits: BoolArray
+    local: IntArray
 
 
 class Scheduler:
@@ -58,7 +80,12 @@ class Scheduler:
             for p in candidates
             if profile.plugin_weights.get(p.name, 0) > 0
         ]
+        self.local_scorers = [(p, w) for p, w in self.scorers if p.per_node]
+        self.global_scorers = [(p, w) for p, w in self.scorers if not p.per_node]
         self._compiled: dict[Hashable, CompiledPod] = {}
+        self._cached: OrderedDict[int, CompiledPod] = OrderedDict()
+        self._max_cached = max(8, CACHE_BUDGET_BYTES // max(1, state.n * 10))
+        self._epoch = 0
 
     # -- compile -------------------------------------------------------------------------------------
     def compile(self, spec: PodSpec) -> CompiledPod:
@@ -115,15 +142,73 @@ class Scheduler:
 
     def feasible_nodes(self, pod: CompiledPod) -> IntArray:
         """Indices of nodes where the pod fits now."""
-        self.static_mask(pod)
-        nodes: IntArray = pod.cache["static_nodes"]
-        if len(nodes) == 0:
-            return nodes
-        state = self.state
+        return np.flatnonzero(self._incremental(pod).fits)
+
+    def _fits(self, pod: CompiledPod, nodes: IntArray) -> BoolArray:
         cols = pod.request_cols
-        free = state.free[nodes]
-        fits = (free[:, cols] >= pod.request[cols]).all(axis=1)
-        return nodes[fits]
+        return np.asarray((self.state.free[nodes][:, cols] >= pod.request[cols]).all(axis=1), dtype=bool)
+
+    def _rebuild(self, pod: CompiledPod) -> _Incremental:
+        state = self.state
+        static = self.static_mask(pod)
+        nodes = np.flatnonzero(static)
+        fits = np.zeros(state.n, dtype=bool)
+        local = np.zeros(state.n, dtype=np.int64)
+        if len(nodes):
+            fits[nodes] = self._fits(pod, nodes)
+            for plugin, weight in self.local_scorers:
+                scores = plugin.score(state, pod, nodes)
+                if scores is not None:
+                    local[nodes] += weight * scores
+        return _Incremental(self._epoch, len(state.changes), state.topology_generation, static, fits, local)
+
+    def _incremental(self, pod: CompiledPod) -> _Incremental:
+        """Bring the pod spec's cached fit mask and per-node scores up to date with the change log."""
+        state = self.state
+        log = state.changes
+        if len(log) > MAX_CHANGE_LOG:
+            log.clear()
+            self._epoch += 1
+        inc: _Incremental | None = pod.cache.get("incremental")
+        if inc is None or inc.topology != state.topology_generation or inc.epoch != self._epoch:
+            inc = self._rebuild(pod)
+        elif inc.log_pos < len(log):
+            changed = set(log[inc.log_pos :])
+            if len(changed) * FULL_RESCORE_FRACTION > state.n:
+                inc = self._rebuild(pod)
+            else:
+                wanted = pod.cache.get("wanted")
+                if wanted is None:
+                    wanted = [(int(c), int(pod.request[c])) for c in pod.request_cols]
+                    pod.cache["wanted"] = wanted
+                free, allocatable, requested, nonzero = (
+                    state.free,
+                    state.allocatable,
+                    state.requested,
+                    state.nonzero_requested,
+                )
+                static, fits, local = inc.static, inc.fits, inc.local
+                for node in changed:
+                    if not static[node]:
+                        continue
+                    row = free[node].tolist()
+                    fits[node] = all(row[c] >= amount for c, amount in wanted)
+                    rows = (allocatable[node].tolist(), requested[node].tolist(), nonzero[node].tolist())
+                    total = 0
+                    for plugin, weight in self.local_scorers:
+                        score = plugin.score_one(state, pod, rows)
+                        if score is not None:
+                            total += weight * score
+                    local[node] = total
+                inc.log_pos = len(log)
+        pod.cache["incremental"] = inc
+        key = id(pod)
+        self._cached[key] = pod
+        self._cached.move_to_end(key)
+        if len(self._cached) > self._max_cached:
+            _, oldest = self._cached.popitem(last=False)
+            oldest.cache.pop("incremental", None)
+        return inc
 
     # -- score ---------------------------------------------------------------------------------------
     def score(self, pod: CompiledPod, nodes: IntArray) -> IntArray:
@@ -141,14 +226,16 @@ class Scheduler:
 
     def select(self, pod: CompiledPod) -> int:
         """The node the pod goes to, or -1 when none is feasible (call ``explain`` for why)."""
-        nodes = self.feasible_nodes(pod)
-        if len(nodes) == 0:
-            return -1
-        if len(nodes) == 1:
-            return int(nodes[0])
-        total = self.score(pod, nodes)
-        best = total.max()
-        tied = nodes[total == best]
+        inc = self._incremental(pod)
+        nodes = np.flatnonzero(inc.fits)
+        if len(nodes) <= 1:
+            return int(nodes[0]) if len(nodes) else -1
+        total = inc.local[nodes]
+        for plugin, weight in self.global_scorers:
+            scores = plugin.score(self.state, pod, nodes)
+            if scores is not None:
+                total = total + weight * scores
+        tied = nodes[total == total.max()]
         if len(tied) == 1 or self.profile.tie_break == "first":
             return int(tied[0])
         return int(tied[self.rng.integers(len(tied))])

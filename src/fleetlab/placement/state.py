@@ -129,6 +129,8 @@ class ClusterState:
         self.images: dict[str, BoolArray] = {}
         self.image_nodes: dict[str, int] = {}
         self.pod_count = np.zeros(n, dtype=np.int64)
+        #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
+        self.changes: list[int] = []
         #: Bumped whenever a change could make a previously unschedulable pod fit.
         self.release_generation = 0
         #: Bumped whenever node membership, readiness or cordon state changes (static masks go stale).
@@ -160,6 +162,7 @@ class ClusterState:
         self.free[node] -= request
         self.nonzero_requested[node] += nonzero
         self.pod_count[node] += 1
+        self.changes.append(node)
 
     def release(self, node: int, request: IntArray, nonzero: IntArray) -> None:
         """Remove a finished pod's requests from a node."""
@@ -168,6 +171,7 @@ class ClusterState:
         self.nonzero_requested[node] -= nonzero
         self.pod_count[node] -= 1
         self.release_generation += 1
+        self.changes.append(node)
 
     def add_image(self, node: int, image: str) -> None:
         """Record that ``node`` now holds ``image`` (ImageLocality reads this)."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleetlab.placement.framework import CompiledPod, ScorePlugin
+from fleetlab.placement.framework import CompiledPod, NodeRows, ScorePlugin
 from fleetlab.placement.plugins.node_resources_fit import ScoreColumns
 from fleetlab.placement.scoring import balanced_allocation, balanced_allocation_v136
+from fleetlab.placement.scoring_scalar import balanced_allocation_one, balanced_allocation_v136_one
 from fleetlab.placement.state import ClusterState, IntArray
 
 
@@ -19,16 +20,31 @@ class BalancedAllocationScore(ScorePlugin):
     """Scores 100 × (1 − std of the requested/allocatable fractions)."""
 
     name = "NodeResourcesBalancedAllocation"
+    per_node = True
 
     def __init__(self, resources: Sequence[str], kubernetes_version: str = "1.35") -> None:
         self.names = list(resources)
         self.v136 = kubernetes_version >= "1.36"
 
-    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
-        cols = pod.cache.get("balanced_cols")
+    def _columns(self, state: ClusterState, pod: CompiledPod) -> ScoreColumns:
+        cols: ScoreColumns | None = pod.cache.get("balanced_cols")
         if cols is None:
             cols = ScoreColumns(state, pod, self.names, nonzero=False)
             pod.cache["balanced_cols"] = cols
+        return cols
+
+    def score_one(self, state: ClusterState, pod: CompiledPod, rows: NodeRows) -> int | None:
+        cols = self._columns(state, pod)
+        if not cols.any_requested:
+            return None
+        requested, allocatable = cols.row(rows)
+        if not self.v136:
+            return balanced_allocation_one(requested, allocatable)
+        without, _ = cols.row(rows, with_pod=False)
+        return balanced_allocation_v136_one(requested, without, allocatable)
+
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
+        cols = self._columns(state, pod)
         if not cols.any_requested:
             return None  # best-effort pod: PreScore returns Skip
         requested, allocatable = cols.arrays(state, nodes)

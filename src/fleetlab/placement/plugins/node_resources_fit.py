@@ -12,8 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, ScorePlugin
+from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, NodeRows, ScorePlugin
 from fleetlab.placement.scoring import least_allocated, most_allocated, requested_to_capacity_ratio
+from fleetlab.placement.scoring_scalar import (
+    least_allocated_one,
+    most_allocated_one,
+    requested_to_capacity_ratio_one,
+)
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
 TOO_MANY_PODS = "Too many pods"
@@ -82,6 +87,7 @@ class ScoreColumns:
         self.req_cols = req_cols
         self.use_nonzero = use_nonzero
         self.add = np.asarray(add, dtype=np.int64)
+        self.items = list(zip(alloc_cols, req_cols, use_nonzero, add, strict=True))
         self.any_requested = bool(np.any(self.add > 0))
 
     def arrays(self, state: ClusterState, nodes: IntArray, with_pod: bool = True) -> tuple[IntArray, IntArray]:
@@ -100,11 +106,27 @@ class ScoreColumns:
             requested += self.add
         return requested, allocatable
 
+    def row(self, rows: NodeRows, with_pod: bool = True) -> tuple[list[int], list[int]]:
+        """(requested, allocatable) of one node as Python ints, for incremental rescoring."""
+        alloc_row, req_row, nz_row = rows
+        requested: list[int] = []
+        allocatable: list[int] = []
+        for col, req_col, nz, add in self.items:
+            if col < 0:
+                requested.append(0)
+                allocatable.append(0)
+                continue
+            allocatable.append(alloc_row[col])
+            used = nz_row[req_col] if nz else req_row[req_col]
+            requested.append(used + add if with_pod else used)
+        return requested, allocatable
+
 
 class NodeResourcesFitScore(ScorePlugin):
     """Scores the node by the configured strategy over the configured resources and weights."""
 
     name = "NodeResourcesFit"
+    per_node = True
 
     def __init__(
         self,
@@ -116,13 +138,25 @@ class NodeResourcesFitScore(ScorePlugin):
         self.names = [name for name, _ in resources]
         self.weights = np.asarray([w for _, w in resources], dtype=np.int64)
         self.shape = tuple(shape)
+        self.weight_list = [int(w) for w in self.weights]
 
-    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
-        cols = pod.cache.get("fit_score_cols")
+    def _columns(self, state: ClusterState, pod: CompiledPod) -> ScoreColumns:
+        cols: ScoreColumns | None = pod.cache.get("fit_score_cols")
         if cols is None:
             cols = ScoreColumns(state, pod, self.names, nonzero=True)
             pod.cache["fit_score_cols"] = cols
-        requested, allocatable = cols.arrays(state, nodes)
+        return cols
+
+    def score_one(self, state: ClusterState, pod: CompiledPod, rows: NodeRows) -> int | None:
+        requested, allocatable = self._columns(state, pod).row(rows)
+        if self.strategy == "LeastAllocated":
+            return least_allocated_one(requested, allocatable, self.weight_list)
+        if self.strategy == "MostAllocated":
+            return most_allocated_one(requested, allocatable, self.weight_list)
+        return requested_to_capacity_ratio_one(requested, allocatable, self.weight_list, self.shape)
+
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
+        requested, allocatable = self._columns(state, pod).arrays(state, nodes)
         if self.strategy == "LeastAllocated":
             return least_allocated(requested, allocatable, self.weights)
         if self.strategy == "MostAllocated":

@@ -1,0 +1,755 @@
+"""fleetlab's native job table: one row per job, as CSV or Parquet (chosen by the file suffix).
+
+``.csv`` files are read with every column as text; ``.parquet``/``.pq`` files may use text or typed
+columns (integers, floats, booleans). An empty cell always means "the default". Rows are numbered from 1,
+the header not counted. Columns (see also ``docs/trace-format.md``):
+
+=====================  ========  =====================================================================
+column                 default   meaning
+=====================  ========  =====================================================================
+``id``                 required  job id, unique in the file
+``submit_s``           required  submit time in seconds, a number >= 0
+``class``              batch     ``training``, ``inference``, ``batch`` or ``experiment``
+``priority``           0         integer
+``team``               default   team name
+``pods``               1         identical pods in the job, integer >= 1
+``cpu``                unset     CPU request per pod, a Kubernetes quantity (``8``, ``500m``)
+``memory``             unset     memory request per pod, a quantity (``64Gi``, ``1.5G``)
+``gpus``               0         whole ``nvidia.com/gpu`` per pod, integer >= 0 (0 = no GPU request)
+``runtime_s``          required  compute time once running, seconds > 0
+``runtime_s[MODEL]``   none      runtime on nodes with GPU model ``MODEL`` (e.g. ``runtime_s[H100]``)
+``image``              none      container image name
+``image_size``         0         image size, a quantity (needs ``image``)
+``data_size``          0         data the job reads before starting, a quantity
+``preemptible``        false     ``true``/``false``/``1``/``0``/``yes``/``no``
+``node_selector``      none      ``key=value;key2=value2``
+``tolerations``        none      ``key=value:Effect;key:Effect;key=value``; Exists without a value,
+                                 Equal with one, effect optional; ``*`` tolerates every taint
+``affinity``           none      a core/v1 Affinity as JSON (``{"nodeAffinity": {...}}``)
+=====================  ========  =====================================================================
+
+An unset ``cpu``/``memory`` leaves the request out (kube-scheduler then scores with its non-zero
+defaults), while ``0`` is an explicit zero request. Unknown columns are reported as warnings.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.job import Image, Job, JobClass
+from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.quantity import QuantityError, format_quantity, to_int, to_milli
+from fleetlab.model.resources import CPU, GPU, MEMORY, format_amount
+from fleetlab.spec.errors import SpecError, problems_from_validation
+
+__all__ = [
+    "COLUMNS",
+    "MAX_PROBLEMS",
+    "CellProblems",
+    "load_native_trace",
+    "parse_cells",
+    "parse_int",
+    "read_string_columns",
+    "write_native_trace",
+]
+
+#: Bad cells listed before a load gives up.
+MAX_PROBLEMS = 10
+
+#: Known columns in the order the writer emits them (per-GPU runtimes follow ``runtime_s``).
+COLUMNS: tuple[str, ...] = (
+    "id",
+    "submit_s",
+    "class",
+    "priority",
+    "team",
+    "pods",
+    "cpu",
+    "memory",
+    "gpus",
+    "runtime_s",
+    "image",
+    "image_size",
+    "data_size",
+    "preemptible",
+    "node_selector",
+    "tolerations",
+    "affinity",
+)
+REQUIRED: tuple[str, ...] = ("id", "submit_s", "runtime_s")
+RUNTIME_PREFIX = "runtime_s["
+
+CSV_SUFFIXES = (".csv",)
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+_CLASSES = {c.value: c.value for c in JobClass}
+
+_SELECTOR_SYNTAX = 'use "key=value;key2=value2"'
+_TOLERATION_SYNTAX = (
+    'use "key=value:Effect;key:Effect;key=value" (Exists when no value is given, Equal otherwise; '
+    'the effect is optional; "*" tolerates every taint)'
+)
+
+
+class _Bad:
+    """A cell that failed to parse; ``reason`` says why and what is allowed."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class CellProblems:
+    """Bad cells of one table, kept in row order; the first :data:`MAX_PROBLEMS` get a message."""
+
+    def __init__(self, source: str, limit: int = MAX_PROBLEMS) -> None:
+        self.source = source
+        self.limit = limit
+        self.total = 0
+        self._items: list[tuple[int, int, str, str, str]] = []
+
+    def add(self, row: int, column_order: int, column: str, value: str, reason: str) -> None:
+        """Record a bad cell at 0-based ``row``; ``column_order`` orders cells within a row."""
+        self.total += 1
+        self._items.append((row, column_order, column, value, reason))
+        if len(self._items) > 4 * self.limit:
+            self._items.sort()
+            del self._items[self.limit :]
+
+    def add_row(self, row: int, reason: str) -> None:
+        """Record a problem that belongs to a row rather than one cell."""
+        self.add(row, 1 << 30, "", "", reason)
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def raise_if_any(self, ids: Sequence[str | None] | None = None) -> None:
+        """Raise :class:`SpecError` listing the first problems (row, job id, column, value, reason)."""
+        if not self.total:
+            return
+        self._items.sort()
+        out: list[str] = []
+        for row, _, column, value, reason in self._items[: self.limit]:
+            job = ids[row] if ids is not None and row < len(ids) else None
+            where = f"row {row + 1}" + (f" (id {job!r})" if job else "")
+            if column:
+                out.append(f"{where}, column {column!r}, value {value!r}: {reason}")
+            else:
+                out.append(f"{where}: {reason}")
+        shown = min(self.total, self.limit)
+        if self.total > shown:
+            out.append(f"{self.total - shown} more bad cell(s) not listed; fix the ones above first")
+        raise SpecError(self.source, out)
+
+
+def _strings(column: Any, name: str, source: str) -> list[str | None]:
+    """One Arrow column as text cells (None where null); typed Parquet columns are rendered exactly."""
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        column = column.cast(kind.value_type)
+        kind = kind.value_type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        values: list[str | None] = column.to_pylist()
+        return values
+    if pa.types.is_null(kind):
+        return [None] * len(column)
+    if pa.types.is_boolean(kind):
+        return [None if v is None else ("true" if v else "false") for v in column.to_pylist()]
+    if pa.types.is_integer(kind) or pa.types.is_decimal(kind):
+        return [None if v is None else str(v) for v in column.to_pylist()]
+    if pa.types.is_floating(kind):
+        return [None if v is None else repr(float(v)) for v in column.to_pylist()]
+    raise SpecError(source, [f"column {name!r} has type {kind}; use text or number columns"])
+
+
+def _csv_header(path: Path, source: str) -> list[str]:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        try:
+            header = next(csv.reader(handle))
+        except StopIteration:
+            raise SpecError(source, ["the file is empty; it needs a header row naming the columns"]) from None
+    return [name.strip() for name in header]
+
+
+def read_string_columns(
+    path: Path, limit: int | None = None, source: str | None = None
+) -> tuple[list[str], dict[str, list[str | None]]]:
+    """Column names and text cells of a CSV or Parquet table (first ``limit`` rows), or a SpecError."""
+    label = source or str(path)
+    suffix = path.suffix.lower()
+    if suffix not in CSV_SUFFIXES + PARQUET_SUFFIXES:
+        raise SpecError(label, [f"unknown table suffix {path.suffix!r}: use .csv, .parquet or .pq"])
+    try:
+        if suffix in CSV_SUFFIXES:
+            names = _csv_header(path, label)
+            dups = sorted({n for n in names if names.count(n) > 1})
+            if dups:
+                raise SpecError(label, [f"column {n!r} appears more than once in the header" for n in dups])
+            table = pacsv.read_csv(
+                path,
+                read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+                parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: pa.string() for n in names},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        else:
+            table = pq.read_table(path)
+            names = [str(n) for n in table.column_names]
+            if len(set(names)) != len(names):
+                dups = sorted({n for n in names if names.count(n) > 1})
+                raise SpecError(label, [f"column {n!r} appears more than once" for n in dups])
+    except FileNotFoundError:
+        raise SpecError(label, ["file not found"]) from None
+    except IsADirectoryError:
+        raise SpecError(label, ["is a directory, not a trace file"]) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(label, [f"is not UTF-8 text: {exc}"]) from None
+    except (pa.ArrowInvalid, pa.ArrowException, OSError) as exc:
+        kind = "CSV" if suffix in CSV_SUFFIXES else "Parquet"
+        raise SpecError(label, [f"cannot be read as {kind}: {exc}"]) from None
+    if limit is not None:
+        table = table.slice(0, limit)
+    return names, {n: _strings(table.column(i), n, label) for i, n in enumerate(names)}
+
+
+def parse_cells(
+    cells: Sequence[str | None],
+    parse: Callable[[str], Any],
+    column: str,
+    order: int,
+    problems: CellProblems,
+    cache: bool = True,
+) -> list[Any]:
+    """Parse one column: None for empty cells, the parsed value, or a :class:`_Bad` (recorded)."""
+    out: list[Any] = []
+    append = out.append
+    memo: dict[str, Any] = {}
+    for row, raw in enumerate(cells):
+        if raw is None:
+            append(None)
+            continue
+        if cache:
+            value = memo.get(raw, memo)
+            if value is memo:
+                value = _try(parse, raw)
+                memo[raw] = value
+        else:
+            value = _try(parse, raw)
+        if type(value) is _Bad:
+            problems.add(row, order, column, raw, value.reason)
+        append(value)
+    return out
+
+
+def _try(parse: Callable[[str], Any], raw: str) -> Any:
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        return parse(text)
+    except (ValueError, QuantityError) as exc:
+        return _Bad(str(exc))
+    except ValidationError as exc:
+        return _Bad("; ".join(problems_from_validation(exc)))
+
+
+# --- cell parsers: each raises ValueError with what is allowed -------------------------------------------
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("not a number") from None
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+def _seconds_ge0(text: str) -> float:
+    try:
+        value = _number(text)
+    except ValueError:
+        raise ValueError("must be a number of seconds >= 0") from None
+    if value < 0:
+        raise ValueError("must be a number of seconds >= 0")
+    return value
+
+
+def _seconds_gt0(text: str) -> float:
+    try:
+        value = _number(text)
+    except ValueError:
+        raise ValueError("must be a number of seconds > 0") from None
+    if value <= 0:
+        raise ValueError("must be a number of seconds > 0")
+    return value
+
+
+def parse_int(text: str) -> int:
+    """An integer cell (``5``, ``-3``, or an integral float such as ``5.0`` from a typed column)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("must be an integer") from None
+    if not value.is_integer():
+        raise ValueError("must be an integer")
+    return int(value)
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = parse_int(text)
+        except ValueError:
+            raise ValueError(f"must be an integer >= {minimum}") from None
+        if value < minimum:
+            raise ValueError(f"must be an integer >= {minimum}")
+        return value
+
+    return parse
+
+
+def _any_int(text: str) -> int:
+    return parse_int(text)
+
+
+def _job_class(text: str) -> str:
+    value = _CLASSES.get(text.lower())
+    if value is None:
+        raise ValueError(f"must be one of {', '.join(_CLASSES)}")
+    return value
+
+
+def _cpu(text: str) -> int:
+    milli = to_milli(text)
+    if milli < 0:
+        raise ValueError("must be a CPU quantity >= 0 such as 8 or 500m")
+    return milli
+
+
+def _bytes(text: str) -> int:
+    amount = to_int(text)
+    if amount < 0:
+        raise ValueError("must be a byte quantity >= 0 such as 64Gi or 1.5G")
+    return amount
+
+
+def _bool(text: str) -> bool:
+    value = _BOOLS.get(text.lower())
+    if value is None:
+        raise ValueError("must be true, false, 1, 0, yes or no")
+    return value
+
+
+def _node_selector(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"entry {part!r} has no '='; {_SELECTOR_SYNTAX}")
+        key, value = (s.strip() for s in part.split("=", 1))
+        if not key:
+            raise ValueError(f"entry {part!r} has an empty key; {_SELECTOR_SYNTAX}")
+        if key in out:
+            raise ValueError(f"key {key!r} is given twice; {_SELECTOR_SYNTAX}")
+        out[key] = value
+    return out
+
+
+def _tolerations(text: str) -> tuple[Toleration, ...]:
+    out: list[Toleration] = []
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        body, effect = part, ""
+        if ":" in part:
+            body, effect = (s.strip() for s in part.rsplit(":", 1))
+            if effect not in _EFFECTS:
+                raise ValueError(
+                    f"effect {effect!r} in {part!r} is not one of {', '.join(_EFFECTS)}; {_TOLERATION_SYNTAX}"
+                )
+        if body == "*":
+            spec = {"key": "", "operator": "Exists", "effect": effect}
+        elif "=" in body:
+            key, value = (s.strip() for s in body.split("=", 1))
+            spec = {"key": key, "operator": "Equal", "value": value, "effect": effect}
+        else:
+            spec = {"key": body, "operator": "Exists", "effect": effect}
+        if not spec["key"] and body != "*":
+            raise ValueError(f"entry {part!r} has an empty key; {_TOLERATION_SYNTAX}")
+        try:
+            out.append(Toleration.model_validate(spec))
+        except ValidationError as exc:
+            raise ValueError(f"entry {part!r}: " + "; ".join(problems_from_validation(exc))) from None
+    return tuple(out)
+
+
+def _affinity(text: str) -> Affinity:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f'is not JSON ({exc.msg}); give a core/v1 Affinity such as {{"nodeAffinity": ...}}'
+        ) from None
+    try:
+        return Affinity.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(
+            "is not a core/v1 Affinity: " + "; ".join(problems_from_validation(exc, "affinity"))
+        ) from None
+
+
+# --- reading ---------------------------------------------------------------------------------------------
+
+#: Job field (first element of a pydantic error location) -> column, to place model errors.
+_FIELD_COLUMN = {
+    "id": "id",
+    "submit_s": "submit_s",
+    "class": "class",
+    "job_class": "class",
+    "priority": "priority",
+    "team": "team",
+    "pods": "pods",
+    "requests": "cpu/memory/gpus",
+    "runtime": "runtime_s",
+    "image": "image",
+    "data_size": "data_size",
+    "preemptible": "preemptible",
+    "nodeSelector": "node_selector",
+    "node_selector": "node_selector",
+    "tolerations": "tolerations",
+    "affinity": "affinity",
+}
+
+
+def _runtime_columns(names: Sequence[str], source: str) -> dict[str, str]:
+    """``runtime_s[MODEL]`` columns -> model, refusing unknown models."""
+    out: dict[str, str] = {}
+    bad: list[str] = []
+    for name in names:
+        if name.startswith(RUNTIME_PREFIX):
+            model = name[len(RUNTIME_PREFIX) : -1] if name.endswith("]") else ""
+            if model not in GPU_MODELS:
+                bad.append(
+                    f"column {name!r}: per-GPU runtime columns are runtime_s[MODEL] with MODEL one of "
+                    + ", ".join(known_gpu_models())
+                )
+            else:
+                out[name] = model
+    if bad:
+        raise SpecError(source, bad)
+    return out
+
+
+def load_native_trace(
+    path: Path, limit: int | None = None, time_scale: float = 1.0
+) -> tuple[list[Job], list[str]]:
+    """Jobs of a native CSV/Parquet table in file order, plus warnings; bad cells raise SpecError.
+
+    ``limit`` keeps the first rows; ``time_scale`` multiplies submit times and runtimes."""
+    source = str(path)
+    names, cells = read_string_columns(path, limit, source)
+    missing = [c for c in REQUIRED if c not in cells]
+    if missing:
+        raise SpecError(
+            source,
+            [
+                f"required column {c!r} is missing (columns found: {', '.join(names) or 'none'})"
+                for c in missing
+            ],
+        )
+    by_gpu_cols = _runtime_columns(names, source)
+    warnings = [
+        f"{source}: unknown column {n!r} ignored (known: {', '.join(COLUMNS)}, runtime_s[MODEL])"
+        for n in names
+        if n not in COLUMNS and n not in by_gpu_cols
+    ]
+    rows = len(cells["id"])
+    if rows == 0:
+        warnings.append(f"{source}: the table has no rows")
+        return [], warnings
+
+    problems = CellProblems(source)
+    order = {n: i for i, n in enumerate(names)}
+
+    def column(name: str, parse: Callable[[str], Any], cache: bool = True) -> list[Any] | None:
+        if name not in cells:
+            return None
+        return parse_cells(cells[name], parse, name, order[name], problems, cache)
+
+    ids: list[str | None] = [None if c is None or not c.strip() else c.strip() for c in cells["id"]]
+    first_row: dict[str, int] = {}
+    for row, job_id in enumerate(ids):
+        if job_id is None:
+            problems.add(row, order["id"], "id", cells["id"][row] or "", "every job needs an id")
+        elif job_id in first_row:
+            problems.add(
+                row,
+                order["id"],
+                "id",
+                job_id,
+                f"id already used on row {first_row[job_id] + 1}; ids must be unique",
+            )
+        else:
+            first_row[job_id] = row
+
+    submit = column("submit_s", _seconds_ge0, cache=False)
+    runtime = column("runtime_s", _seconds_gt0, cache=False)
+    assert submit is not None and runtime is not None
+    for name, values in (("submit_s", submit), ("runtime_s", runtime)):
+        for row, value in enumerate(values):
+            if value is None:
+                problems.add(row, order[name], name, "", "required: give a number of seconds")
+    by_gpu = {model: column(name, _seconds_gt0, cache=False) for name, model in by_gpu_cols.items()}
+    job_class = column("class", _job_class)
+    priority = column("priority", _any_int)
+    team = column("team", str)
+    pods = column("pods", _int_at_least(1))
+    cpu = column("cpu", _cpu)
+    memory = column("memory", _bytes)
+    gpus = column("gpus", _int_at_least(0))
+    image = column("image", str)
+    image_size = column("image_size", _bytes)
+    data_size = column("data_size", _bytes)
+    preemptible = column("preemptible", _bool)
+    selector = column("node_selector", _node_selector)
+    tolerations = column("tolerations", _tolerations)
+    affinity = column("affinity", _affinity)
+    if image_size is not None:
+        for row, size in enumerate(image_size):
+            if size is not None and (image is None or image[row] is None):
+                problems.add(
+                    row,
+                    order["image_size"],
+                    "image_size",
+                    cells["image_size"][row] or "",
+                    "an image size needs an image name in column 'image'",
+                )
+    problems.raise_if_any(ids)
+
+    images: dict[tuple[str, int], Image] = {}
+    jobs: list[Job] = []
+    validate = Job.model_validate
+    scale = float(time_scale)
+    for row in range(rows):
+        requests: dict[str, int | str] = {}
+        if cpu is not None and cpu[row] is not None:
+            milli = cpu[row]
+            requests[CPU] = milli // 1000 if milli % 1000 == 0 else f"{milli}m"
+        if memory is not None and memory[row] is not None:
+            requests[MEMORY] = memory[row]
+        if gpus is not None and gpus[row]:
+            requests[GPU] = gpus[row]
+        run: dict[str, Any] = {"default": runtime[row] * scale}
+        overrides = {m: v[row] * scale for m, v in by_gpu.items() if v is not None and v[row] is not None}
+        if overrides:
+            run["by_gpu"] = overrides
+        spec: dict[str, Any] = {
+            "id": ids[row],
+            "submit_s": submit[row] * scale,
+            "requests": requests,
+            "runtime": run,
+        }
+        if job_class is not None and job_class[row] is not None:
+            spec["class"] = job_class[row]
+        if priority is not None and priority[row] is not None:
+            spec["priority"] = priority[row]
+        if team is not None and team[row] is not None:
+            spec["team"] = team[row]
+        if pods is not None and pods[row] is not None:
+            spec["pods"] = pods[row]
+        if image is not None and image[row] is not None:
+            size = image_size[row] if image_size is not None and image_size[row] is not None else 0
+            key = (image[row], size)
+            if key not in images:
+                images[key] = Image(name=image[row], size=size)
+            spec["image"] = images[key]
+        if data_size is not None and data_size[row] is not None:
+            spec["data_size"] = data_size[row]
+        if preemptible is not None and preemptible[row] is not None:
+            spec["preemptible"] = preemptible[row]
+        if selector is not None and selector[row]:
+            spec["nodeSelector"] = selector[row]
+        if tolerations is not None and tolerations[row]:
+            spec["tolerations"] = tolerations[row]
+        if affinity is not None and affinity[row] is not None:
+            spec["affinity"] = affinity[row]
+        try:
+            jobs.append(validate(spec))
+        except ValidationError as exc:
+            for item in exc.errors(include_url=False):
+                loc = item.get("loc", ())
+                where = _FIELD_COLUMN.get(str(loc[0]), str(loc[0])) if loc else "<row>"
+                msg = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+                problems.add(row, order.get(where, len(order)), where, repr(item.get("input"))[:60], msg)
+            if problems.total >= problems.limit:
+                break
+    problems.raise_if_any(ids)
+    return jobs, warnings
+
+
+# --- writing ---------------------------------------------------------------------------------------------
+
+
+def _format_seconds(value: float) -> str:
+    return repr(float(value))
+
+
+def _check_text(job: Job, what: str, text: str, forbidden: str) -> str:
+    bad = [c for c in forbidden if c in text]
+    if bad or "\n" in text:
+        raise ValueError(
+            f"job {job.id!r}: {what} {text!r} contains {bad[0] if bad else 'a newline'!r}, "
+            "which the native trace format cannot represent"
+        )
+    return text
+
+
+def _format_tolerations(job: Job) -> str:
+    parts: list[str] = []
+    for t in job.tolerations:
+        if t.toleration_seconds is not None:
+            raise ValueError(f"job {job.id!r}: tolerationSeconds cannot be written to a native trace")
+        key = _check_text(job, "toleration key", t.key, ";:=")
+        if t.operator == "Exists":
+            if not key:
+                body = "*"
+            elif key == "*":
+                raise ValueError(f"job {job.id!r}: toleration key '*' cannot be written to a native trace")
+            else:
+                body = key
+        else:
+            body = f"{key}={_check_text(job, 'toleration value', t.value, ';:')}"
+        parts.append(f"{body}:{t.effect}" if t.effect else body)
+    return ";".join(parts)
+
+
+def _format_selector(job: Job) -> str:
+    return ";".join(
+        f"{_check_text(job, 'node selector key', k, ';=')}={_check_text(job, 'node selector value', v, ';')}"
+        for k, v in job.node_selector.items()
+    )
+
+
+def _row(job: Job, models: Sequence[str]) -> dict[str, Any]:
+    extra = sorted(set(job.requests) - {CPU, MEMORY, GPU})
+    if extra:
+        raise ValueError(
+            f"job {job.id!r}: requests {', '.join(extra)} cannot be written to a native trace "
+            "(only cpu, memory and nvidia.com/gpu have columns)"
+        )
+    row: dict[str, Any] = {
+        "id": job.id,
+        "submit_s": float(job.submit_s),
+        "class": job.job_class.value,
+        "priority": job.priority,
+        "team": job.team,
+        "pods": job.pods,
+        "cpu": format_amount(CPU, job.requests[CPU]) if CPU in job.requests else None,
+        "memory": format_quantity(job.requests[MEMORY]) if MEMORY in job.requests else None,
+        "gpus": job.requests.get(GPU, 0),
+        "runtime_s": float(job.runtime.default),
+        "image": job.image.name if job.image is not None else None,
+        "image_size": format_quantity(job.image.size) if job.image is not None else None,
+        "data_size": format_quantity(job.data_size),
+        "preemptible": job.preemptible,
+        "node_selector": _format_selector(job),
+        "tolerations": _format_tolerations(job),
+        "affinity": (
+            json.dumps(
+                job.affinity.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+                separators=(",", ":"),
+            )
+            if job.affinity is not None
+            else None
+        ),
+    }
+    for model in models:
+        value = job.runtime.by_gpu.get(model)
+        row[f"{RUNTIME_PREFIX}{model}]"] = None if value is None else float(value)
+    return row
+
+
+def _csv_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _format_seconds(value)
+    return str(value)
+
+
+def write_native_trace(jobs: Sequence[Job], path: Path) -> None:
+    """Write jobs as a native CSV/Parquet table (by suffix) that loads back to equal jobs.
+
+    The file is written next to ``path`` and moved into place, so a reader never sees half a table."""
+    suffix = path.suffix.lower()
+    if suffix not in CSV_SUFFIXES + PARQUET_SUFFIXES:
+        raise ValueError(f"unknown table suffix {path.suffix!r}: use .csv, .parquet or .pq")
+    models = sorted({m for job in jobs for m in job.runtime.by_gpu})
+    columns = [c for c in COLUMNS if c != "affinity" or any(j.affinity is not None for j in jobs)]
+    runtime_at = columns.index("runtime_s") + 1
+    columns[runtime_at:runtime_at] = [f"{RUNTIME_PREFIX}{m}]" for m in models]
+    rows = [_row(job, models) for job in jobs]
+
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(name)
+    try:
+        if suffix in CSV_SUFFIXES:
+            with open(fd, "w", encoding="utf-8", newline="") as text:
+                writer = csv.writer(text, lineterminator="\n")
+                writer.writerow(columns)
+                for row in rows:
+                    writer.writerow([_csv_text(row[c]) for c in columns])
+        else:
+            os.close(fd)
+            types = {
+                "submit_s": pa.float64(),
+                "runtime_s": pa.float64(),
+                "priority": pa.int64(),
+                "pods": pa.int64(),
+                "gpus": pa.int64(),
+                "preemptible": pa.bool_(),
+            }
+            arrays = [
+                pa.array(
+                    [row[c] for row in rows],
+                    type=types.get(c, pa.float64() if c.startswith(RUNTIME_PREFIX) else pa.string()),
+                )
+                for c in columns
+            ]
+            pq.write_table(pa.Table.from_arrays(arrays, names=columns), str(tmp))
+        # mkstemp makes the file private (0600); give it the mode the file it replaces had, else 0644.
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
