@@ -19,7 +19,16 @@ def test_single_job_time_split_adds_up() -> None:
     """Queue wait + prep + compute = completion time, with image pull at the pool's bandwidth."""
     resolved = scenario(
         [pool(image_pull_bandwidth="100Mi", data_bandwidth="50Mi")],
-        [job("a", gpus=2, submit_s=10, runtime=300, image={"name": "img", "size": "1000Mi"}, data_size="500Mi")],
+        [
+            job(
+                "a",
+                gpus=2,
+                submit_s=10,
+                runtime=300,
+                image={"name": "img", "size": "1000Mi"},
+                data_size="500Mi",
+            )
+        ],
     )
     run, idx, cols = _times(resolved)
     i = idx["a"]

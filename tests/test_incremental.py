@@ -36,7 +36,11 @@ def _nodes(shapes: list[tuple[int, int, int]]) -> list[NodeInfo]:
 @settings(max_examples=40, deadline=None)
 @given(
     shapes=st.lists(
-        st.tuples(st.sampled_from([8000, 32000, 96000]), st.sampled_from([64 * GI, 512 * GI]), st.sampled_from([0, 4, 8])),
+        st.tuples(
+            st.sampled_from([8000, 32000, 96000]),
+            st.sampled_from([64 * GI, 512 * GI]),
+            st.sampled_from([0, 4, 8]),
+        ),
         min_size=2,
         max_size=40,
     ),

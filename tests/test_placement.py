@@ -26,7 +26,13 @@ def node(name: str, cpu: int = 32_000, mem: int = 256 * GI, gpus: int = 8, pods:
         pool=0,
         labels=labels,
         taints=tuple(kw.pop("taints", ())),
-        allocatable={"cpu": cpu, "memory": mem, "pods": pods, "nvidia.com/gpu": gpus, "ephemeral-storage": 100 * GI},
+        allocatable={
+            "cpu": cpu,
+            "memory": mem,
+            "pods": pods,
+            "nvidia.com/gpu": gpus,
+            "ephemeral-storage": 100 * GI,
+        },
         gpu_model="H100" if gpus else None,
         unschedulable=kw.pop("unschedulable", False),
     )
@@ -157,7 +163,9 @@ def test_node_selector_and_required_affinity() -> None:
         node("c", labels={"nvidia.com/gpu.memory": "81559", "zone": "z2"}),
     ]
     s = make(nodes)
-    aff = _affinity({"matchExpressions": [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["50000"]}]})
+    aff = _affinity(
+        {"matchExpressions": [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["50000"]}]}
+    )
     pod = s.compile(spec(gpus=1, node_selector=(("zone", "z1"),), affinity=aff))
     assert s.select(pod) == 0
     bind(s, 0, spec(gpus=8))
@@ -170,12 +178,18 @@ def test_empty_term_matches_nothing_and_notin_doesnotexist() -> None:
     """Upstream: an empty nodeSelectorTerm matches no node; NotIn and DoesNotExist match absent labels."""
     s = make([node("a", labels={"k": "v"}), node("b")])
     assert not s.static_mask(s.compile(spec(affinity=_affinity({})))).any()
-    notin = s.compile(spec(affinity=_affinity({"matchExpressions": [{"key": "k", "operator": "NotIn", "values": ["v"]}]})))
+    notin = s.compile(
+        spec(affinity=_affinity({"matchExpressions": [{"key": "k", "operator": "NotIn", "values": ["v"]}]}))
+    )
     assert s.static_mask(notin).tolist() == [False, True]
-    absent = s.compile(spec(affinity=_affinity({"matchExpressions": [{"key": "k", "operator": "DoesNotExist"}]})))
+    absent = s.compile(
+        spec(affinity=_affinity({"matchExpressions": [{"key": "k", "operator": "DoesNotExist"}]}))
+    )
     assert s.static_mask(absent).tolist() == [False, True]
     by_name = s.compile(
-        spec(affinity=_affinity({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]}))
+        spec(
+            affinity=_affinity({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]})
+        )
     )
     assert s.static_mask(by_name).tolist() == [True, False]
 
@@ -246,7 +260,12 @@ def test_preferred_affinity_and_prefer_no_schedule() -> None:
         {
             "nodeAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 50, "preference": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["fast"]}]}}
+                    {
+                        "weight": 50,
+                        "preference": {
+                            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["fast"]}]
+                        },
+                    }
                 ]
             }
         }

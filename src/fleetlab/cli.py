@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 
 from fleetlab import __version__
-from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, compare, run_one
+from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
+from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import builtin_scenarios, load
@@ -22,8 +23,14 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out_console = Console()
-err_console = Console(stderr=True)
+def _console(stderr: bool = False) -> Console:
+    """A console that does not wrap tables at 80 columns when output goes to a file or a pipe."""
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=200)
+
+
+out_console = _console()
+err_console = _console(stderr=True)
 
 ScenarioArg = Annotated[
     str | None,
@@ -34,6 +41,36 @@ OutOpt = Annotated[
     Path | None,
     typer.Option("--out", help="Write jobs/nodes/timeline Parquet and summary.json here (atomically)."),
 ]
+
+
+def _check_out(out: Path | None) -> None:
+    """Refuse an --out that can never be written before spending time on the run."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory; give a folder path (it is created if missing)")
+
+
+def _write(runs: list[Run], out: Path, single: bool) -> None:
+    from fleetlab.experiment.output import write_results
+
+    try:
+        write_results(runs, out, single=single)
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+
+
+def _check_out(out: Path | None) -> None:
+    """Refuse an --out that can never be written before spending time on the run."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory; give a folder path (it is created if missing)")
+
+
+def _write(runs: list[Run], out: Path, single: bool) -> None:
+    from fleetlab.experiment.output import write_results
+
+    try:
+        write_results(runs, out, single=single)
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -58,28 +95,31 @@ def simulate(
     ] = SCENARIO_POLICY,
     seed: SeedOpt = None,
     out: OutOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
+    ] = False,
 ) -> None:
     """Run one scenario under one policy and print where time and money went."""
-    from fleetlab.experiment.output import write_results
     from fleetlab.metrics.summary import summarize
     from fleetlab.report.progress import DelayedProgress
-    from fleetlab.report.table import print_runs
+    from fleetlab.report.table import print_notes, print_runs
 
+    _check_out(out)
     try:
-        resolved = load(scenario)
+        resolved = load(scenario, seed)
         with DelayedProgress(err_console) as progress:
-            run = run_one(resolved, policy, seed, lambda d, t: progress(policy, d, t))
+            run = run_one(resolved, policy, None, lambda d, t: progress(policy, d, t))
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     if out is not None:
-        write_results([run], out, single=True)
+        _write([run], out, single=True)
     if json_out:
         out_console.print_json(json.dumps(summarize(run.result).as_dict()))
+        print_notes(err_console, [run])
     else:
-        print_runs(out_console, [run], f"{resolved.scenario.name}: {len(resolved.jobs)} jobs, seed {run.result.seed}")
-    if out is not None and not json_out:
-        out_console.print(f"results written to {out}", highlight=False)
+        print_runs(out_console, [run], _title(resolved, run))
+        if out is not None:
+            out_console.print(f"results written to {out}", highlight=False)
 
 
 @app.command(name="compare")
@@ -89,33 +129,34 @@ def compare_cmd(
         list[str] | None,
         typer.Option(
             "--policy",
-            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; '{SCENARIO_POLICY}' = the file's. "
-            f"Default: {', '.join(DEFAULT_COMPARE)}.",
+            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; "
+            f"'{SCENARIO_POLICY}' = the file's. Default: {', '.join(DEFAULT_COMPARE)}.",
         ),
     ] = None,
     seed: SeedOpt = None,
     out: OutOpt = None,
 ) -> None:
     """Run the same workload and seed under several policies and print them side by side."""
-    from fleetlab.experiment.output import write_results
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_runs
 
     policies = list(dict.fromkeys(policy or DEFAULT_COMPARE))
+    _check_out(out)
     try:
-        resolved = load(scenario)
+        resolved = load(scenario, seed)
         with DelayedProgress(err_console) as progress:
-            runs = compare(resolved, policies, seed, progress)
+            runs = compare(resolved, policies, None, progress)
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
-    title = (
-        f"{resolved.scenario.name}: {len(resolved.jobs)} jobs on {resolved.scenario.cluster.node_count} nodes, "
-        f"seed {runs[0].result.seed}"
-    )
-    print_runs(out_console, runs, title)
+    print_runs(out_console, runs, _title(resolved, runs[0]))
     if out is not None:
-        write_results(runs, out)
+        _write(runs, out, single=False)
         out_console.print(f"results written to {out}", highlight=False)
+
+
+def _title(resolved: ResolvedScenario, run: Run) -> str:
+    nodes = resolved.scenario.cluster.node_count
+    return f"{resolved.scenario.name}: {len(resolved.jobs)} jobs on {nodes} nodes, seed {run.result.seed}"
 
 
 @app.command()

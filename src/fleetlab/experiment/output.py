@@ -36,8 +36,13 @@ def _run_payload(run: Run) -> dict[str, Any]:
         "seed": result.seed,
         "summary": summarize(result).as_dict(),
         "pending": [
-            {"job_id": p.job_id, "pods_pending": p.pods_pending, "message": p.message,
-             "blocked_by": p.blocked_by, "detail": p.detail}
+            {
+                "job_id": p.job_id,
+                "pods_pending": p.pods_pending,
+                "message": p.message,
+                "blocked_by": p.blocked_by,
+                "detail": p.detail,
+            }
             for p in result.pending
         ],
         "warnings": list(result.warnings),
@@ -68,6 +73,9 @@ def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; results should honour the user's umask
     try:
         if single:
             write_run_files(runs[0], staging)

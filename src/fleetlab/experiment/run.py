@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from fleetlab.model.resources import format_amount
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.placement.feasibility import unsatisfiable
@@ -54,13 +55,16 @@ def preflight(resolved: ResolvedScenario, profile: Profile) -> list[str]:
     out: list[str] = []
     for spec, ids in bad.items():
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-        req = ", ".join(f"{k}={v}" for k, v in spec.requests)
+        req = ", ".join(f"{k}={format_amount(k, v)}" for k, v in spec.requests)
         out.append(f"no node could ever run a pod requesting {req} with its constraints: job(s) {shown}")
     return out
 
 
 def run_one(
-    resolved: ResolvedScenario, policy: str | None = None, seed: int | None = None, progress: Progress | None = None
+    resolved: ResolvedScenario,
+    policy: str | None = None,
+    seed: int | None = None,
+    progress: Progress | None = None,
 ) -> Run:
     """Simulate under one policy."""
     profile = profile_for(resolved, policy)
@@ -81,7 +85,13 @@ def compare(
     for policy in policies:
         cb: Progress | None = None
         if progress is not None:
+
             def cb(done: int, total: int, _p: str = policy) -> None:
                 progress(_p, done, total)
-        runs.append(run_one(resolved, policy, seed, cb))
+
+        run = run_one(resolved, policy, seed, cb)
+        label, n = run.label, 2
+        while any(r.label == label for r in runs):
+            label, n = f"{run.label}#{n}", n + 1
+        runs.append(Run(label=label, profile=run.profile, result=run.result))
     return runs

@@ -69,7 +69,9 @@ class NodePool(SpecModel):
     def _extended_names(cls, value: dict[str, int]) -> dict[str, int]:
         for name, amount in value.items():
             if not is_extended(name):
-                raise ValueError(f"{name!r} is not an extended resource name (it needs a domain, e.g. example.com/x)")
+                raise ValueError(
+                    f"{name!r} is not an extended resource name (it needs a domain, e.g. example.com/x)"
+                )
             if amount < 0:
                 raise ValueError(f"{name}: {amount} must be greater than or equal to 0")
         return value

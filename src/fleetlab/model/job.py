@@ -86,7 +86,9 @@ class Job(SpecModel):
     @model_validator(mode="after")
     def _check(self) -> Job:
         if "pods" in self.requests:
-            raise ValueError("requests must not name 'pods'; every pod counts as one against a node's max pods")
+            raise ValueError(
+                "requests must not name 'pods'; every pod counts as one against a node's max pods"
+            )
         return self
 
     @property

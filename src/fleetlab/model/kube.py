@@ -64,7 +64,9 @@ class NodeSelectorRequirement(KubeModel):
             try:
                 int(self.values[0])
             except ValueError:
-                raise ValueError(f"operator {self.operator} needs an integer value, got {self.values[0]!r}") from None
+                raise ValueError(
+                    f"operator {self.operator} needs an integer value, got {self.values[0]!r}"
+                ) from None
         return self
 
 
@@ -98,7 +100,9 @@ class PreferredSchedulingTerm(KubeModel):
 class NodeAffinity(KubeModel):
     """core/v1 NodeAffinity, the two scheduling-time parts."""
 
-    required: NodeSelector | None = Field(default=None, alias="requiredDuringSchedulingIgnoredDuringExecution")
+    required: NodeSelector | None = Field(
+        default=None, alias="requiredDuringSchedulingIgnoredDuringExecution"
+    )
     preferred: tuple[PreferredSchedulingTerm, ...] = Field(
         default=(), alias="preferredDuringSchedulingIgnoredDuringExecution"
     )

@@ -57,7 +57,11 @@ def parse_resource_list(values: Mapping[str, str | int | float]) -> ResourceList
     """Parse a Kubernetes resource list (``{cpu: 500m, memory: 2Gi}``) into integer units."""
     parsed: ResourceList = {}
     for name, value in values.items():
-        amount = parse_amount(str(name), value)
+        try:
+            amount = parse_amount(str(name), value)
+        except QuantityError as exc:
+            text = str(exc)
+            raise QuantityError(text if text.startswith(f"{name}:") else f"{name}: {text}") from None
         if amount < 0:
             raise QuantityError(f"{name}: {value!r} must be greater than or equal to 0")
         parsed[str(name)] = amount

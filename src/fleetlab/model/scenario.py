@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.job import Job
 from fleetlab.model.scheduler import SchedulerConfig

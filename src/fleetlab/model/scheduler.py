@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
 
 StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
 KubernetesVersion = Literal["1.34", "1.35", "1.36"]
+
+#: Policy presets (defined in fleetlab.placement.profiles); named here so a scenario is checked on load.
+PRESET_NAMES: tuple[str, ...] = ("default", "least-allocated", "most-allocated", "bin-packing")
 
 #: Score plugins fleetlab implements and the default profile's weights (default_plugins.go @01db4ae9).
 DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {
@@ -49,7 +53,7 @@ class RequestedToCapacityRatioParam(SpecModel):
     @model_validator(mode="after")
     def _increasing(self) -> RequestedToCapacityRatioParam:
         points = [p.utilization for p in self.shape]
-        if any(b <= a for a, b in zip(points, points[1:], strict=False)):
+        if any(b <= a for a, b in pairwise(points)):
             raise ValueError(f"shape utilization values must be strictly increasing, got {points}")
         return self
 
@@ -85,6 +89,13 @@ class SchedulerConfig(SpecModel):
     plugin_weights: dict[str, int] = Field(default_factory=dict)
     tie_break: Literal["random", "first"] = "random"
     kubernetes_version: KubernetesVersion = "1.35"
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        if value not in PRESET_NAMES:
+            raise ValueError(f"unknown policy {value!r}; allowed: {', '.join(PRESET_NAMES)}")
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> SchedulerConfig:

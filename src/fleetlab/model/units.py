@@ -33,7 +33,8 @@ def parse_duration(value: Any) -> float:
                 pos = match.end()
             if pos != len(text) or not text:
                 raise ValueError(
-                    f"{value!r} is not a duration: use seconds (a number) or units ms, s, m, h, d as in '1h30m'"
+                    f"{value!r} is not a duration: use seconds (a number) or units ms, s, m, h, d "
+                    "as in '1h30m'"
                 ) from None
     else:
         raise ValueError(f"{value!r} is not a duration: use seconds (a number) or a string like '1h30m'")

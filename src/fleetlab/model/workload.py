@@ -101,5 +101,7 @@ class Workload(SpecModel):
     def _exactly_one(self) -> Workload:
         given = [n for n in ("jobs", "trace", "generator") if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError(f"give exactly one of jobs, trace or generator (got {', '.join(given) or 'none'})")
+            raise ValueError(
+                f"give exactly one of jobs, trace or generator (got {', '.join(given) or 'none'})"
+            )
         return self

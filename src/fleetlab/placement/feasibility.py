@@ -26,8 +26,7 @@ def unsatisfiable(
     extra = sorted({name for _, spec in specs for name, _ in spec.requests})
     state = ClusterState(nodes, extra_resources=extra)
     for i in range(state.n):
-        state.ready[i] = True
-    state.topology_generation += 1
+        state.set_ready(i)
     scheduler = Scheduler(state, profile, extended_resource_toleration=extended_resource_toleration)
     verdict: dict[PodSpec, bool] = {}
     out: dict[PodSpec, list[str]] = {}

@@ -18,7 +18,6 @@ import numpy as np
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
-
 #: One node's (allocatable, requested, nonzero_requested) rows as Python lists, for one-node rescoring.
 NodeRows = tuple[list[int], list[int], list[int]]
 

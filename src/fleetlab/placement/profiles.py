@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetlab.model.scheduler import DEFAULT_PLUGIN_WEIGHTS, SchedulerConfig, ScoringStrategy
+from fleetlab.model.scheduler import DEFAULT_PLUGIN_WEIGHTS, PRESET_NAMES, SchedulerConfig, ScoringStrategy
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,9 @@ PRESETS: dict[str, tuple[str, tuple[tuple[str, int], ...], tuple[tuple[int, int]
         "pack: RequestedToCapacityRatio shape (0,0)->(100,10) over cpu 1, memory 1, nvidia.com/gpu 3",
     ),
 }
+
+
+assert tuple(PRESETS) == PRESET_NAMES, "model.scheduler.PRESET_NAMES must list the presets in order"
 
 
 class UnknownPolicyError(ValueError):

@@ -14,8 +14,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetlab.model.kube import Toleration
-from fleetlab.model.resources import CPU, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, MEMORY, is_extended
-from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, FitError, PodSpec, ScorePlugin
+from fleetlab.model.resources import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    MEMORY,
+    is_extended,
+)
+from fleetlab.placement.framework import (
+    CompiledPod,
+    FilterFailure,
+    FilterPlugin,
+    FitError,
+    PodSpec,
+    ScorePlugin,
+)
 from fleetlab.placement.plugins.balanced_allocation import BalancedAllocationScore
 from fleetlab.placement.plugins.image_locality import ImageLocalityScore
 from fleetlab.placement.plugins.node_affinity import NodeAffinityFilter, NodeAffinityScore
@@ -25,11 +38,12 @@ from fleetlab.placement.plugins.taint_toleration import TaintTolerationFilter, T
 from fleetlab.placement.profiles import Profile
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
-
 #: Keep incremental caches for at most this many bytes of per-node arrays (oldest specs are dropped).
 CACHE_BUDGET_BYTES = 256 * 1024 * 1024
 #: When more nodes changed than this fraction of the cluster, a full vectorised rescore is cheaper.
 FULL_RESCORE_FRACTION = 8
+#: Per pod spec, remembered (fits, score) per distinct node usage; cleared when full.
+MEMO_ENTRIES = 4096
 #: The change log is cleared (and every cache rebuilt on next use) once it grows this long.
 MAX_CHANGE_LOG = 2_000_000
 
@@ -188,18 +202,30 @@ class Scheduler:
                     state.nonzero_requested,
                 )
                 static, fits, local = inc.static, inc.fits, inc.local
+                memo: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[bool, int]] = (
+                    pod.cache.setdefault("memo", {})
+                )
+                alloc_class = state.alloc_class
                 for node in changed:
                     if not static[node]:
                         continue
-                    row = free[node].tolist()
-                    fits[node] = all(row[c] >= amount for c, amount in wanted)
-                    rows = (allocatable[node].tolist(), requested[node].tolist(), nonzero[node].tolist())
-                    total = 0
-                    for plugin, weight in self.local_scorers:
-                        score = plugin.score_one(state, pod, rows)
-                        if score is not None:
-                            total += weight * score
-                    local[node] = total
+                    req_row = requested[node].tolist()
+                    nz_row = nonzero[node].tolist()
+                    memo_key = (alloc_class[node], tuple(req_row), tuple(nz_row))
+                    hit = memo.get(memo_key)
+                    if hit is None:
+                        row = free[node].tolist()
+                        ok = all(row[c] >= amount for c, amount in wanted)
+                        rows = (allocatable[node].tolist(), req_row, nz_row)
+                        total = 0
+                        for plugin, weight in self.local_scorers:
+                            score = plugin.score_one(state, pod, rows)
+                            if score is not None:
+                                total += weight * score
+                        if len(memo) >= MEMO_ENTRIES:
+                            memo.clear()
+                        hit = memo[memo_key] = (ok, total)
+                    fits[node], local[node] = hit
                 inc.log_pos = len(log)
         pod.cache["incremental"] = inc
         key = id(pod)

@@ -56,7 +56,10 @@ def broken_linear_one(points: Sequence[tuple[int, int]], p: int) -> int:
 
 
 def requested_to_capacity_ratio_one(
-    requested: Sequence[int], allocatable: Sequence[int], weights: Sequence[int], shape: Sequence[tuple[int, int]]
+    requested: Sequence[int],
+    allocatable: Sequence[int],
+    weights: Sequence[int],
+    shape: Sequence[tuple[int, int]],
 ) -> int:
     """RequestedToCapacityRatio for one node (requested_to_capacity_ratio.go), shape as the user writes it."""
     scaled = [(u, s * SHAPE_FACTOR) for u, s in shape]

@@ -7,6 +7,7 @@ Binds and releases update single rows, so the cost of a placement never grows wi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -78,10 +79,8 @@ class LabelIndex:
         if codes is not None:
             lookup = np.full(len(self._values[key]), np.nan)
             for value, code in self._values[key].items():
-                try:
+                with contextlib.suppress(ValueError):
                     lookup[code] = float(int(value))
-                except ValueError:
-                    pass
             present = codes >= 0
             out[present] = lookup[codes[present]]
         self._numeric[key] = out
@@ -119,10 +118,14 @@ class ClusterState:
         for i, node in enumerate(nodes):
             for r, amount in node.allocatable.items():
                 self.allocatable[i, self.column[r]] = amount
+        _, alloc_class = np.unique(self.allocatable, axis=0, return_inverse=True)
+        #: Nodes with identical allocatable share a class id (memo keys for per-node scores).
+        self.alloc_class: list[int] = [int(c) for c in np.asarray(alloc_class).reshape(-1)]
         self.requested = np.zeros((n, width), dtype=np.int64)
         self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
         self.free = self.allocatable.copy()
         self.ready = np.zeros(n, dtype=bool)
+        self.ready_count = 0
         self.unschedulable = np.asarray([node.unschedulable for node in nodes], dtype=bool)
         self.labels = LabelIndex([node.labels for node in nodes])
         self.taint_classes = _taint_classes(nodes)
@@ -143,6 +146,8 @@ class ClusterState:
     # -- lifecycle -----------------------------------------------------------------------------------
     def set_ready(self, node: int, ready: bool = True) -> None:
         """Make a node visible to (or hidden from) the scheduler."""
+        if bool(self.ready[node]) != ready:
+            self.ready_count += 1 if ready else -1
         self.ready[node] = ready
         self.topology_generation += 1
         if ready:
@@ -193,7 +198,9 @@ class ClusterState:
     def gpu_totals(self) -> tuple[int, int]:
         """(allocated GPUs, allocatable GPUs) over ready nodes."""
         ready = self.ready
-        return int(self.requested[ready, self.gpu_col].sum()), int(self.allocatable[ready, self.gpu_col].sum())
+        return int(self.requested[ready, self.gpu_col].sum()), int(
+            self.allocatable[ready, self.gpu_col].sum()
+        )
 
     def whole_free_gpu_nodes(self) -> int:
         """Ready GPU nodes with every GPU free: the capacity an 8-GPU job can actually use."""

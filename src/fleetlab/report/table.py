@@ -78,7 +78,7 @@ def comparison_table(runs: Sequence[Run], title: str) -> Table:
 
 
 def pending_table(run: Run, limit: int = 10) -> Table | None:
-    """The first pending jobs of a run with kube-scheduler's message and the shortage/fragmentation verdict."""
+    """The first pending jobs of a run: kube-scheduler's message and fleetlab's shortage verdict."""
     pending = run.result.pending
     if not pending:
         return None
@@ -95,6 +95,11 @@ def pending_table(run: Run, limit: int = 10) -> Table | None:
 def print_runs(console: Console, runs: Sequence[Run], title: str, show_pending: bool = True) -> None:
     """The comparison table, then warnings and pending explanations."""
     console.print(comparison_table(runs, title))
+    print_notes(console, runs, show_pending)
+
+
+def print_notes(console: Console, runs: Sequence[Run], show_pending: bool = True) -> None:
+    """Warnings and pending-job explanations of each run."""
     for run in runs:
         for warning in dict.fromkeys(run.result.warnings):
             console.print(Text.assemble(("warning", "yellow"), f" ({run.label}): {warning}"), highlight=False)

@@ -6,8 +6,6 @@ classification looks at free capacity on the nodes that pass the static filters.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 import numpy as np
 
 from fleetlab.model.job import Job
@@ -57,7 +55,7 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
 
 def explain_pending(
     scheduler: Scheduler,
-    groups: dict[Hashable, list[int]],
+    groups: dict[PodSpec, list[int]],
     jobs: list[Job],
     pod_job: np.ndarray,
 ) -> list[PendingJob]:
@@ -67,7 +65,7 @@ def explain_pending(
         for pod in pods:
             j = int(pod_job[pod])
             count, _ = per_job.get(j, (0, group))
-            per_job[j] = (count + 1, group)  # type: ignore[assignment]
+            per_job[j] = (count + 1, group)
     explained: dict[PodSpec, tuple[str, str, str]] = {}
     out: list[PendingJob] = []
     for j, (count, spec) in per_job.items():

@@ -1,6 +1,6 @@
 """The scheduling queue: pending pods ordered as PrioritySort orders them, grouped by pod spec.
 
-Pods with the same spec have the same feasibility, so once one fails in a cycle the rest of its group is
+Groups are pod-spec ids: pods with the same spec have the same feasibility, so once one fails in a cycle the rest of its group is
 skipped, and the group stays skipped until something is released (the cluster's release generation moves).
 This keeps a cycle's cost proportional to binds plus distinct pending specs, not to pending pods.
 """
@@ -8,7 +8,7 @@ This keeps a cycle's cost proportional to binds plus distinct pending specs, not
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 QueueKey = tuple[int, int, int]  # (-priority, submit_ms, pod index)
 
@@ -17,11 +17,11 @@ class SchedulingQueue:
     """activeQ + unschedulable pool in one: a heap per spec group and a failure memo per group."""
 
     def __init__(self) -> None:
-        self._groups: dict[Hashable, list[QueueKey]] = {}
-        self._failed_at: dict[Hashable, int] = {}
+        self._groups: dict[int, list[QueueKey]] = {}
+        self._failed_at: dict[int, int] = {}
         self._size = 0
 
-    def add(self, group: Hashable, priority: int, submit_ms: int, pod: int) -> None:
+    def add(self, group: int, priority: int, submit_ms: int, pod: int) -> None:
         """Enqueue a pod; a group that already failed stays skipped until a release (same spec, same fate)."""
         heap = self._groups.get(group)
         if heap is None:
@@ -33,9 +33,9 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return self._size
 
-    def cycle(self, generation: int, try_place: Callable[[Hashable, int], bool]) -> int:
+    def cycle(self, generation: int, try_place: Callable[[int, int], bool]) -> int:
         """Offer pods in queue order until every group has bound or failed; returns pods bound."""
-        heads: list[tuple[QueueKey, int, Hashable]] = []
+        heads: list[tuple[QueueKey, int, int]] = []
         for order, (group, heap) in enumerate(self._groups.items()):
             if heap and self._failed_at.get(group) != generation:
                 heads.append((heap[0], order, group))
@@ -56,6 +56,6 @@ class SchedulingQueue:
                 self._failed_at[group] = generation
         return bound
 
-    def pending(self) -> dict[Hashable, list[int]]:
+    def pending(self) -> dict[int, list[int]]:
         """Pods still waiting, by group."""
         return {g: [k[2] for k in sorted(h)] for g, h in self._groups.items() if h}

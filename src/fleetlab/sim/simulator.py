@@ -9,7 +9,7 @@ and the event kinds).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from fleetlab.model.job import Job
 from fleetlab.model.resources import EPHEMERAL_STORAGE, GPU, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
-from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.profiles import Profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
@@ -144,15 +144,28 @@ class Simulator:
             else:
                 events.push(to_ms(pool.boot_time_s), EventKind.NODE_READY, node)
 
-        specs: dict[int, PodSpec] = {}
+        spec_ids: dict[PodSpec, int] = {}
+        compiled_pods: list[CompiledPod] = []
+        job_spec = np.full(n_jobs, -1, dtype=np.int64)
+
+        def spec_of(job_index: int) -> int:
+            sid = int(job_spec[job_index])
+            if sid < 0:
+                spec = pod_spec(job_list[job_index])
+                sid = spec_ids.setdefault(spec, len(spec_ids))
+                if sid == len(compiled_pods):
+                    compiled_pods.append(scheduler.compile(spec))
+                job_spec[job_index] = sid
+            return sid
+
         runtime_cache: dict[tuple[int, str | None], int] = {}
         queue = SchedulingQueue()
         now = 0
         placements = 0
 
-        def try_place(group: Hashable, pod: int) -> bool:
+        def try_place(group: int, pod: int) -> bool:
             nonlocal placements
-            compiled = scheduler.compile(group)  # type: ignore[arg-type]
+            compiled = compiled_pods[group]
             node = scheduler.select(compiled)
             if node < 0:
                 return False
@@ -199,9 +212,9 @@ class Simulator:
             submitted = False
             while next_job < n_jobs and submit_ms[next_job] == now:
                 job = job_list[next_job]
-                spec = pod_spec_of(specs, job_list, pod_job, int(first_pod[next_job]))
+                sid = spec_of(next_job)
                 for pod in range(int(first_pod[next_job]), int(first_pod[next_job + 1])):
-                    queue.add(spec, job.priority, now, pod)
+                    queue.add(sid, job.priority, now, pod)
                 next_job += 1
                 submitted = True
             while events.peek_time() == now:
@@ -222,7 +235,7 @@ class Simulator:
                     events.push(now + run_ms, EventKind.POD_FINISH, index)
                 elif kind == EventKind.POD_FINISH:
                     node = int(pod_node[index])
-                    compiled = scheduler.compile(pod_spec_of(specs, job_list, pod_job, index))
+                    compiled = compiled_pods[spec_of(int(pod_job[index]))]
                     state.release(node, compiled.request, compiled.nonzero)
                     g = int(compiled.request[state.gpu_col])
                     if g:
@@ -244,10 +257,10 @@ class Simulator:
         if progress is not None:
             progress(total_work, total_work)
 
-        job_table = self._job_table(
-            job_list, order, first_pod, submit_ms, bound, running, ended
-        )
-        pending = explain_pending(scheduler, queue.pending(), job_list, pod_job)
+        job_table = self._job_table(job_list, order, first_pod, submit_ms, bound, running, ended)
+        by_id = {sid: spec for spec, sid in spec_ids.items()}
+        groups = {by_id[sid]: pods for sid, pods in queue.pending().items()}
+        pending = explain_pending(scheduler, groups, job_list, pod_job)
         return SimulationResult(
             scenario=self.resolved.scenario.name,
             policy=self.profile.name,
@@ -355,13 +368,3 @@ class Simulator:
             billed_end_ms=np.full(n, end_ms, dtype=np.int64),
             ready_ms=ready_ms.copy(),
         )
-
-
-def pod_spec_of(specs: dict[int, PodSpec], jobs: list[Job], pod_job: np.ndarray, pod: int) -> PodSpec:
-    """The (memoised) pod spec of the job a pod belongs to."""
-    j = int(pod_job[pod])
-    spec = specs.get(j)
-    if spec is None:
-        spec = pod_spec(jobs[j])
-        specs[j] = spec
-    return spec

@@ -47,13 +47,18 @@ def location(loc: Sequence[int | str], prefix: str = "") -> str:
 
 def _short(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def problems_from_validation(error: ValidationError, prefix: str = "") -> list[str]:
     """Each pydantic error as ``path: message (got value)``."""
     out: list[str] = []
-    for item in error.errors(include_url=False):
+    items = error.errors(include_url=False)
+    locs = [tuple(item.get("loc", ())) for item in items]
+    for item in items:
+        loc = tuple(item.get("loc", ()))
+        if item.get("type") == "too_short" and any(len(o) > len(loc) and o[: len(loc)] == loc for o in locs):
+            continue  # a list left too short only because its own items failed: report the items only
         msg = str(item.get("msg", "invalid"))
         for lead in ("Value error, ", "Assertion failed, "):
             if msg.startswith(lead):

@@ -50,7 +50,9 @@ def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float) ->
     for i in range(n):
         g = int(gpus[i])
         cpu = spec.cpu_per_pod if spec.cpu_per_pod is not None else max(spec.cpu_per_gpu * g, 1000)
-        memory = spec.memory_per_pod if spec.memory_per_pod is not None else max(spec.memory_per_gpu * g, 1 << 30)
+        memory = (
+            spec.memory_per_pod if spec.memory_per_pod is not None else max(spec.memory_per_gpu * g, 1 << 30)
+        )
         requests: dict[str, str | int] = {"cpu": f"{cpu}m", "memory": memory}
         if g:
             requests["nvidia.com/gpu"] = g

@@ -35,8 +35,14 @@ def _read_text(path: str | None) -> tuple[str, str, Path | None]:
     try:
         return str(file), file.read_text(encoding="utf-8"), file.resolve().parent
     except FileNotFoundError:
-        raise SpecError(str(file), ["file not found (give a scenario YAML file or a built-in name: "
-                                    + ", ".join(builtin_scenarios()) + ")"]) from None
+        raise SpecError(
+            str(file),
+            [
+                "file not found (give a scenario YAML file or a built-in name: "
+                + ", ".join(builtin_scenarios())
+                + ")"
+            ],
+        ) from None
     except IsADirectoryError:
         raise SpecError(str(file), ["is a directory, not a scenario file"]) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -53,7 +59,9 @@ def parse_yaml(label: str, text: str) -> dict[str, Any]:
         problem = getattr(exc, "problem", None) or str(exc)
         raise SpecError(label, [f"{where}invalid YAML: {problem}"]) from None
     if not isinstance(data, dict):
-        raise SpecError(label, ["the top level must be a mapping with cluster, workload and scheduler sections"])
+        raise SpecError(
+            label, ["the top level must be a mapping with cluster, workload and scheduler sections"]
+        )
     return data
 
 
@@ -74,7 +82,9 @@ def check_unique_ids(label: str, jobs: tuple[Job, ...] | list[Job]) -> None:
     dups: list[str] = []
     for i, job in enumerate(jobs):
         if job.id in seen:
-            dups.append(f"job id {job.id!r} is used twice (entries {seen[job.id]} and {i}); ids must be unique")
+            dups.append(
+                f"job id {job.id!r} is used twice (entries {seen[job.id]} and {i}); ids must be unique"
+            )
         else:
             seen[job.id] = i
     if dups:
@@ -106,7 +116,9 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     return ResolvedScenario(scenario=scenario, jobs=tuple(jobs), source=source, warnings=tuple(warnings))
 
 
-def load(path: str | None = None) -> ResolvedScenario:
-    """Load and resolve in one step."""
+def load(path: str | None = None, seed: int | None = None) -> ResolvedScenario:
+    """Load and resolve in one step; ``seed`` replaces the file's seed (generator draws and tie-breaks)."""
     scenario, label, base = load_scenario(path)
+    if seed is not None:
+        scenario = scenario.model_copy(update={"seed": seed})
     return resolve(scenario, label, base)

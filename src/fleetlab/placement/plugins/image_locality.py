@@ -27,7 +27,7 @@ class ImageLocalityScore(ScorePlugin):
         present = state.images.get(image) if image else None
         if present is None:
             return np.zeros(len(nodes), dtype=np.int64)
-        total = int(np.count_nonzero(state.ready))
+        total = state.ready_count
         spread = state.image_nodes[image] / total if total else 0.0  # type: ignore[index]
         scaled = int(float(pod.spec.image_size) * spread)
         max_threshold = MAX_CONTAINER_THRESHOLD * pod.spec.containers

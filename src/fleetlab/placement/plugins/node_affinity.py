@@ -21,7 +21,13 @@ def requirement_mask(state: ClusterState, req: NodeSelectorRequirement, field: b
     if field:
         names = np.asarray(state.node_names)
         hit = np.isin(names, np.asarray(req.values))
-        return hit if req.operator == "In" else ~hit if req.operator == "NotIn" else np.zeros(state.n, dtype=bool)
+        return (
+            hit
+            if req.operator == "In"
+            else ~hit
+            if req.operator == "NotIn"
+            else np.zeros(state.n, dtype=bool)
+        )
     labels = state.labels
     op = req.operator
     if op == "In":

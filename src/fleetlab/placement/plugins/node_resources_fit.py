@@ -48,7 +48,9 @@ class NodeResourcesFitFilter(FilterPlugin):
             counts[TOO_MANY_PODS if col == state.pods_col else f"Insufficient {name}"] += n
             if np.any(short & (state.allocatable[:, col] < pod.request[col])):
                 unresolvable = True
-        return FilterFailure(self.name, dict(counts), int(np.count_nonzero(failing)), unresolvable=unresolvable)
+        return FilterFailure(
+            self.name, dict(counts), int(np.count_nonzero(failing)), unresolvable=unresolvable
+        )
 
 
 class ScoreColumns:
@@ -90,7 +92,9 @@ class ScoreColumns:
         self.items = list(zip(alloc_cols, req_cols, use_nonzero, add, strict=True))
         self.any_requested = bool(np.any(self.add > 0))
 
-    def arrays(self, state: ClusterState, nodes: IntArray, with_pod: bool = True) -> tuple[IntArray, IntArray]:
+    def arrays(
+        self, state: ClusterState, nodes: IntArray, with_pod: bool = True
+    ) -> tuple[IntArray, IntArray]:
         """(requested, allocatable) of shape (len(nodes), len(names)), bypassed columns zero."""
         k, s = len(nodes), len(self.alloc_cols)
         requested = np.zeros((k, s), dtype=np.int64)

@@ -87,7 +87,8 @@ class TaintTolerationScore(ScorePlugin):
                     sum(
                         1
                         for taint in ts
-                        if taint.effect == "PreferNoSchedule" and not any(tolerates(t, taint) for t in relevant)
+                        if taint.effect == "PreferNoSchedule"
+                        and not any(tolerates(t, taint) for t in relevant)
                     )
                     for ts in state.taint_classes.sets
                 ],
