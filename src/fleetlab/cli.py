@@ -23,6 +23,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
 def _console(stderr: bool = False) -> Console:
     """A console that does not wrap tables at 80 columns when output goes to a file or a pipe."""
     probe = Console(stderr=stderr)
@@ -46,22 +48,9 @@ OutOpt = Annotated[
 def _check_out(out: Path | None) -> None:
     """Refuse an --out that can never be written before spending time on the run."""
     if out is not None and out.exists() and not out.is_dir():
-        raise _fail(f"--out {out}: exists and is not a directory; give a folder path (it is created if missing)")
-
-
-def _write(runs: list[Run], out: Path, single: bool) -> None:
-    from fleetlab.experiment.output import write_results
-
-    try:
-        write_results(runs, out, single=single)
-    except OSError as exc:
-        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
-
-
-def _check_out(out: Path | None) -> None:
-    """Refuse an --out that can never be written before spending time on the run."""
-    if out is not None and out.exists() and not out.is_dir():
-        raise _fail(f"--out {out}: exists and is not a directory; give a folder path (it is created if missing)")
+        raise _fail(
+            f"--out {out}: exists and is not a directory; give a folder path (it is created if missing)"
+        )
 
 
 def _write(runs: list[Run], out: Path, single: bool) -> None:

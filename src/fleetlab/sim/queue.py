@@ -1,7 +1,8 @@
 """The scheduling queue: pending pods ordered as PrioritySort orders them, grouped by pod spec.
 
-Groups are pod-spec ids: pods with the same spec have the same feasibility, so once one fails in a cycle the rest of its group is
-skipped, and the group stays skipped until something is released (the cluster's release generation moves).
+Groups are pod-spec ids: pods with the same spec have the same feasibility, so once one fails in a cycle
+the rest of its group is skipped, and the group stays skipped until something is released (the
+cluster's release generation moves).
 This keeps a cycle's cost proportional to binds plus distinct pending specs, not to pending pods.
 """
 
