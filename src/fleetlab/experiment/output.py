@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from fleetlab.experiment.run import Run
 from fleetlab.metrics.summary import summarize
-from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
+from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
 
 
 def _write_parquet(columns: dict[str, Any], path: Path) -> None:
@@ -50,10 +50,11 @@ def _run_payload(run: Run) -> dict[str, Any]:
 
 
 def write_run_files(run: Run, folder: Path) -> None:
-    """jobs.parquet, nodes.parquet, timeline.parquet and summary.json for one run."""
+    """jobs, pods, nodes and timeline Parquet files and summary.json for one run."""
     folder.mkdir(parents=True, exist_ok=True)
     _write_parquet(job_columns(run.result), folder / "jobs.parquet")
     _write_parquet(node_columns(run.result), folder / "nodes.parquet")
+    _write_parquet(pod_columns(run.result), folder / "pods.parquet")
     _write_parquet(timeline_columns(run.result), folder / "timeline.parquet")
     text = json.dumps(_run_payload(run), indent=2, sort_keys=True, allow_nan=False, default=_json_default)
     (folder / "summary.json").write_text(text + "\n", encoding="utf-8")

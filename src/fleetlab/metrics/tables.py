@@ -68,6 +68,21 @@ def node_columns(result: SimulationResult) -> Columns:
     }
 
 
+def pod_columns(result: SimulationResult) -> Columns:
+    """One row per pod: its node and lifecycle times (NaN where it did not get that far)."""
+    pods, jobs, nodes = result.pods, result.jobs, result.nodes
+    placed = pods.node >= 0
+    return {
+        "job_id": [jobs.ids[int(j)] for j in pods.job],
+        "node": [nodes.names[int(n)] if n >= 0 else "" for n in pods.node],
+        "bound_s": _seconds(pods.bound_ms, pods.bound_ms >= 0),
+        "running_s": _seconds(pods.running_ms, pods.running_ms >= 0),
+        "end_s": _seconds(pods.end_ms, pods.end_ms >= 0),
+        "image_pull_wait_s": _seconds(pods.image_wait_ms, placed),
+        "data_download_s": _seconds(pods.data_ms, placed),
+    }
+
+
 def timeline_columns(result: SimulationResult) -> Columns:
     """The cluster's GPU allocation step function."""
     tl = result.timeline

@@ -8,7 +8,8 @@ gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time``; each pod be
 * requests: ``cpu_milli`` milli-cores, ``memory_mib`` MiB, ``num_gpu`` whole ``nvidia.com/gpu``. A pod that
   shares a GPU (``num_gpu`` 1 and ``gpu_milli`` below 1000) is rounded up to one whole GPU, with a warning:
   fleetlab does not model GPU sharing yet;
-* ``gpu_spec`` (``A|B``, empty = any model) becomes required node affinity ``fleetlab.io/gpu-model In [A, B]``;
+* ``gpu_spec`` (``A|B``, empty = any model) becomes the required node affinity
+  ``fleetlab.io/gpu-model In [A, B]``;
 * ``qos``: LS -> inference, BE -> batch, Burstable/Guaranteed -> experiment; the qos is also the team.
 
 Node lists (``openb_node_list_*.csv``: ``sn,cpu_milli,memory_mib,gpu,model``) become one node pool per
@@ -120,9 +121,13 @@ def _gpu_spec(text: str) -> Affinity | None:
         )
     expression = {"key": GPU_MODEL_LABEL, "operator": "In", "values": models}
     return Affinity.model_validate(
-        {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [expression]}
-        ]}}}
+        {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+                }
+            }
+        }
     )
 
 
@@ -138,7 +143,9 @@ def _no_times_error(source: str, names: list[str]) -> SpecError:
     )
 
 
-def load_openb_pods(path: Path, limit: int | None = None, time_scale: float = 1.0) -> tuple[list[Job], list[str]]:
+def load_openb_pods(
+    path: Path, limit: int | None = None, time_scale: float = 1.0
+) -> tuple[list[Job], list[str]]:
     """One job per openb pod (first ``limit`` rows, times multiplied by ``time_scale``), plus warnings.
 
     Bad cells raise SpecError naming row, column and value; see the module docstring for the mapping."""
@@ -191,8 +198,14 @@ def load_openb_pods(path: Path, limit: int | None = None, time_scale: float = 1.
     created = column("creation_time", _time, cache=False)
     deleted = column("deletion_time", _time, cache=False)
     scheduled = column("scheduled_time", _time, cache=False)
-    for name, values in (("cpu_milli", cpu), ("memory_mib", memory), ("num_gpu", num_gpu),
-                         ("gpu_milli", gpu_milli), ("creation_time", created), ("deletion_time", deleted)):
+    for name, values in (
+        ("cpu_milli", cpu),
+        ("memory_mib", memory),
+        ("num_gpu", num_gpu),
+        ("gpu_milli", gpu_milli),
+        ("creation_time", created),
+        ("deletion_time", deleted),
+    ):
         for row, value in enumerate(values):
             if value is None:
                 problems.add(row, order[name], name, "", "required: the cell is empty")
@@ -207,16 +220,31 @@ def load_openb_pods(path: Path, limit: int | None = None, time_scale: float = 1.
     for row in range(rows):
         gpus, milli = num_gpu[row], gpu_milli[row]
         if gpus == 0 and milli > 0:
-            problems.add(row, order["gpu_milli"], "gpu_milli", cells["gpu_milli"][row] or "",
-                         "a GPU share needs num_gpu >= 1 (CPU-only pods have gpu_milli 0)")
+            problems.add(
+                row,
+                order["gpu_milli"],
+                "gpu_milli",
+                cells["gpu_milli"][row] or "",
+                "a GPU share needs num_gpu >= 1 (CPU-only pods have gpu_milli 0)",
+            )
             continue
         if gpus > 0 and milli == 0:
-            problems.add(row, order["gpu_milli"], "gpu_milli", cells["gpu_milli"][row] or "",
-                         f"num_gpu {gpus} needs gpu_milli 1..1000 (1000 = whole GPUs)")
+            problems.add(
+                row,
+                order["gpu_milli"],
+                "gpu_milli",
+                cells["gpu_milli"][row] or "",
+                f"num_gpu {gpus} needs gpu_milli 1..1000 (1000 = whole GPUs)",
+            )
             continue
         if gpus > 1 and milli < _MAX_GPU_MILLI:
-            problems.add(row, order["gpu_milli"], "gpu_milli", cells["gpu_milli"][row] or "",
-                         f"a GPU share below 1000 is only defined for num_gpu 1 (this pod has num_gpu {gpus})")
+            problems.add(
+                row,
+                order["gpu_milli"],
+                "gpu_milli",
+                cells["gpu_milli"][row] or "",
+                f"a GPU share below 1000 is only defined for num_gpu 1 (this pod has num_gpu {gpus})",
+            )
             continue
         if gpus == 1 and milli < _MAX_GPU_MILLI:
             rounded += 1
@@ -228,13 +256,22 @@ def load_openb_pods(path: Path, limit: int | None = None, time_scale: float = 1.
         lifetime = deleted[row] - start
         if lifetime < 0:
             where = "scheduled_time" if scheduled[row] is not None else "creation_time"
-            problems.add(row, order["deletion_time"], "deletion_time", cells["deletion_time"][row] or "",
-                         f"is earlier than {where} {start:g}")
+            problems.add(
+                row,
+                order["deletion_time"],
+                "deletion_time",
+                cells["deletion_time"][row] or "",
+                f"is earlier than {where} {start:g}",
+            )
             continue
         if lifetime < 1:
             short += 1
             lifetime = 1.0
-        requests: dict[str, int | str] = {CPU: f"{cpu[row]}m", MEMORY: memory[row] * _MIB}
+        milli_cpu = cpu[row]
+        requests: dict[str, int | str] = {
+            CPU: milli_cpu // 1000 if milli_cpu % 1000 == 0 else f"{milli_cpu}m",
+            MEMORY: memory[row] * _MIB,
+        }
         if gpus:
             requests[GPU] = gpus
         data: dict[str, Any] = {
@@ -264,10 +301,12 @@ def load_openb_pods(path: Path, limit: int | None = None, time_scale: float = 1.
             f"({rounded_gpus:.1f} GPUs more than the trace requests)"
         )
     if short:
-        warnings.append(f"{source}: {short} pods ran for under 1 s in the trace and were given a 1 s runtime")
+        warnings.append(
+            f"{source}: {short} pod(s) ran for under 1 s in the trace and were given a 1 s runtime"
+        )
     if never_started:
         warnings.append(
-            f"{source}: {never_started} pods were never scheduled in the trace (no scheduled_time); "
+            f"{source}: {never_started} pod(s) were never scheduled in the trace (no scheduled_time); "
             "their runtime is their lifetime from creation_time to deletion_time"
         )
     return jobs, warnings
@@ -297,8 +336,11 @@ def load_openb_nodes(path: Path) -> Cluster:
     if missing:
         raise SpecError(
             source,
-            [f"required column {c!r} is missing; an openb node list has the columns {','.join(NODE_COLUMNS)}"
-             for c in missing],
+            [
+                f"required column {c!r} is missing; "
+                f"an openb node list has the columns {','.join(NODE_COLUMNS)}"
+                for c in missing
+            ],
         )
     rows = len(cells["cpu_milli"])
     if rows == 0:
@@ -309,12 +351,19 @@ def load_openb_nodes(path: Path) -> Cluster:
 
     def model_cell(text: str) -> str:
         if text not in GPU_MODELS:
-            raise ValueError(f"unknown GPU model; known models: {', '.join(known_gpu_models())} (empty = CPU-only)")
+            raise ValueError(
+                f"unknown GPU model; known models: {', '.join(known_gpu_models())} (empty = CPU-only)"
+            )
         return text
 
     values = {
         n: parse_cells(cells[n], parse, n, order[n], problems)
-        for n, parse in (("cpu_milli", _whole), ("memory_mib", _whole), ("gpu", _whole), ("model", model_cell))
+        for n, parse in (
+            ("cpu_milli", _whole),
+            ("memory_mib", _whole),
+            ("gpu", _whole),
+            ("model", model_cell),
+        )
     }
     for name in ("cpu_milli", "memory_mib", "gpu"):
         for row, value in enumerate(values[name]):
@@ -326,7 +375,9 @@ def load_openb_nodes(path: Path) -> Cluster:
         if gpus and model is None:
             problems.add(row, order["model"], "model", "", f"a node with {gpus} GPUs needs a GPU model")
         elif model is not None and gpus == 0:
-            problems.add(row, order["gpu"], "gpu", cells["gpu"][row] or "", f"GPU model {model} needs gpu >= 1")
+            problems.add(
+                row, order["gpu"], "gpu", cells["gpu"][row] or "", f"GPU model {model} needs gpu >= 1"
+            )
         key = (model, gpus or 0, values["cpu_milli"][row] or 0, values["memory_mib"][row] or 0)
         counts[key] = counts.get(key, 0) + 1
     problems.raise_if_any(sns)
@@ -362,7 +413,7 @@ def load_openb_nodes(path: Path) -> Cluster:
 
 
 def openb_scenario(node_csv: Path, pod_csv: Path, limit: int | None = None) -> ResolvedScenario:
-    """A ready-to-run scenario: the openb nodes as the cluster and the openb pods (first ``limit``) as jobs."""
+    """A ready-to-run scenario: openb nodes as the cluster, openb pods (the first ``limit``) as the jobs."""
     from fleetlab.spec.loader import resolve
 
     scenario = Scenario(

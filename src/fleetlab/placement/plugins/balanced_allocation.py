@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fleetlab.placement.framework import CompiledPod, NodeRows, ScorePlugin
-from fleetlab.placement.plugins.node_resources_fit import ScoreColumns
+from fleetlab.placement.plugins.node_resources_fit import ScoreColumns, cached_columns
 from fleetlab.placement.scoring import balanced_allocation, balanced_allocation_v136
 from fleetlab.placement.scoring_scalar import balanced_allocation_one, balanced_allocation_v136_one
 from fleetlab.placement.state import ClusterState, IntArray
@@ -27,11 +27,7 @@ class BalancedAllocationScore(ScorePlugin):
         self.v136 = kubernetes_version >= "1.36"
 
     def _columns(self, state: ClusterState, pod: CompiledPod) -> ScoreColumns:
-        cols: ScoreColumns | None = pod.cache.get("balanced_cols")
-        if cols is None:
-            cols = ScoreColumns(state, pod, self.names, nonzero=False)
-            pod.cache["balanced_cols"] = cols
-        return cols
+        return cached_columns(state, pod, "balanced_cols", self.names, nonzero=False)
 
     def score_one(self, state: ClusterState, pod: CompiledPod, rows: NodeRows) -> int | None:
         cols = self._columns(state, pod)

@@ -126,6 +126,17 @@ class ScoreColumns:
         return requested, allocatable
 
 
+def cached_columns(
+    state: ClusterState, pod: CompiledPod, key: str, names: Sequence[str], nonzero: bool
+) -> ScoreColumns:
+    """The pod's ScoreColumns for one scorer, built once and kept in the pod's cycle cache."""
+    cols: ScoreColumns | None = pod.cache.get(key)
+    if cols is None:
+        cols = ScoreColumns(state, pod, names, nonzero=nonzero)
+        pod.cache[key] = cols
+    return cols
+
+
 class NodeResourcesFitScore(ScorePlugin):
     """Scores the node by the configured strategy over the configured resources and weights."""
 
@@ -145,11 +156,7 @@ class NodeResourcesFitScore(ScorePlugin):
         self.weight_list = [int(w) for w in self.weights]
 
     def _columns(self, state: ClusterState, pod: CompiledPod) -> ScoreColumns:
-        cols: ScoreColumns | None = pod.cache.get("fit_score_cols")
-        if cols is None:
-            cols = ScoreColumns(state, pod, self.names, nonzero=True)
-            pod.cache["fit_score_cols"] = cols
-        return cols
+        return cached_columns(state, pod, "fit_score_cols", self.names, nonzero=True)
 
     def score_one(self, state: ClusterState, pod: CompiledPod, rows: NodeRows) -> int | None:
         requested, allocatable = self._columns(state, pod).row(rows)
