@@ -124,8 +124,9 @@ class ScorePlugin(ABC):
         raise NotImplementedError(f"{self.name} is not a per-node plugin")
 
     @abstractmethod
-    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
-        """Normalised scores 0..100 for the feasible ``nodes``, or None when the plugin skips this pod."""
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | int | None:
+        """Normalised scores 0..100 for the feasible ``nodes`` (an int when every node scores the same),
+        or None when the plugin skips this pod."""
 
 
 def count_true(mask: BoolArray) -> int:

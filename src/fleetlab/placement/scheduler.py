@@ -247,8 +247,14 @@ class Scheduler:
         return total
 
     def plugin_scores(self, pod: CompiledPod, nodes: IntArray) -> dict[str, IntArray | None]:
-        """Each score plugin's normalised scores (None where it skipped), for explanations."""
-        return {plugin.name: plugin.score(self.state, pod, nodes) for plugin, _ in self.scorers}
+        """Each score plugin's normalised scores per node (None where it skipped), for explanations."""
+        out: dict[str, IntArray | None] = {}
+        for plugin, _ in self.scorers:
+            scores = plugin.score(self.state, pod, nodes)
+            out[plugin.name] = (
+                np.full(len(nodes), scores, dtype=np.int64) if isinstance(scores, int) else scores
+            )
+        return out
 
     def select(self, pod: CompiledPod) -> int:
         """The node the pod goes to, or -1 when none is feasible (call ``explain`` for why)."""
@@ -259,7 +265,7 @@ class Scheduler:
         total = inc.local[nodes]
         for plugin, weight in self.global_scorers:
             scores = plugin.score(self.state, pod, nodes)
-            if scores is not None:
+            if scores is not None and not isinstance(scores, int):  # a uniform score cannot change the choice
                 total = total + weight * scores
         tied = nodes[total == total.max()]
         if len(tied) == 1 or self.profile.tie_break == "first":

@@ -22,11 +22,11 @@ class ImageLocalityScore(ScorePlugin):
 
     name = "ImageLocality"
 
-    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | int | None:
         image = pod.spec.image
         present = state.images.get(image) if image else None
         if present is None:
-            return np.zeros(len(nodes), dtype=np.int64)
+            return 0  # no node holds the image: every node scores 0
         total = state.ready_count
         spread = state.image_nodes[image] / total if total else 0.0  # type: ignore[index]
         scaled = int(float(pod.spec.image_size) * spread)

@@ -78,7 +78,7 @@ class TaintTolerationScore(ScorePlugin):
 
     name = "TaintToleration"
 
-    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
+    def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | int | None:
         raw = pod.cache.get("taint_prefer_counts")
         if raw is None:
             relevant = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
@@ -99,5 +99,5 @@ class TaintTolerationScore(ScorePlugin):
             pod.cache["taint_prefer_any"] = bool(raw.any())
         if not pod.cache["taint_prefer_any"]:
             # Every node counts 0 untolerated taints: reverse-normalised, every node scores 100.
-            return np.full(len(nodes), 100, dtype=np.int64)
+            return 100
         return default_normalize_score(raw[nodes], reverse=True)
