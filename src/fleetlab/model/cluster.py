@@ -131,6 +131,8 @@ class Cluster(SpecModel):
 
     pools: tuple[NodePool, ...] = Field(min_length=1)
     extended_resource_toleration: bool = False
+    #: Topology levels from the widest to the narrowest (a Kueue Topology's levels), for gang placement.
+    topology_levels: tuple[str, ...] = (ZONE_LABEL, RACK_LABEL, HOSTNAME_LABEL)
 
     @model_validator(mode="after")
     def _unique_pools(self) -> Cluster:

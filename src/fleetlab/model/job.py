@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -68,6 +68,23 @@ class Job(SpecModel):
     image: Image | None = None
     data_size: Bytes = 0
     preemptible: bool = False
+    #: The pods must run together (distributed training): placed all-or-nothing when the scheduler does
+    #: gang scheduling, and computing only once every pod is up (rendezvous).
+    gang: bool = False
+    #: Node label level whose one domain must (required) or should (preferred) hold all pods of a gang,
+    #: e.g. ``fleetlab.io/rack`` — Kueue's podset-required-topology / podset-preferred-topology.
+    topology_required: str | None = None
+    topology_preferred: str | None = None
+    #: Compute between checkpoints and the wall time one checkpoint write takes (none by default).
+    checkpoint_interval_s: Seconds | None = None
+    checkpoint_write_s: Seconds = 0.0
+    #: PodSpec.preemptionPolicy: whether this job's pods may preempt lower-priority pods.
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field(
+        default="PreemptLowerPriority", alias="preemptionPolicy"
+    )
+    #: Kueue: the LocalQueue (in ``namespace``) the job is submitted to; none = not managed by Kueue.
+    queue: str | None = None
+    namespace: str = "default"
 
     @field_validator("requests", mode="before")
     @classmethod
@@ -89,6 +106,12 @@ class Job(SpecModel):
             raise ValueError(
                 "requests must not name 'pods'; every pod counts as one against a node's max pods"
             )
+        if (self.topology_required or self.topology_preferred) and not self.gang:
+            raise ValueError("topology_required / topology_preferred apply to gangs: set gang: true")
+        if self.topology_required and self.topology_preferred:
+            raise ValueError("give topology_required or topology_preferred, not both")
+        if self.checkpoint_interval_s is not None and self.checkpoint_interval_s <= 0:
+            raise ValueError("checkpoint_interval_s must be > 0 (omit it for no checkpoints)")
         return self
 
     @property

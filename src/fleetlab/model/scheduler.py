@@ -88,6 +88,10 @@ class SchedulerConfig(SpecModel):
     balanced_allocation_resources: tuple[ResourceWeight, ...] | None = None
     plugin_weights: dict[str, int] = Field(default_factory=dict)
     tie_break: Literal["random", "first"] = "random"
+    #: Place ``gang: true`` jobs all-or-nothing; off shows half-placed jobs holding GPUs while peers wait.
+    gang_scheduling: bool = True
+    #: kube-scheduler's DefaultPreemption PostFilter for pods that find no node.
+    preemption: bool = True
     kubernetes_version: KubernetesVersion = "1.35"
 
     @field_validator("policy")

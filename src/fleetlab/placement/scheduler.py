@@ -256,10 +256,10 @@ class Scheduler:
             )
         return out
 
-    def select(self, pod: CompiledPod) -> int:
-        """The node the pod goes to, or -1 when none is feasible (call ``explain`` for why)."""
+    def select(self, pod: CompiledPod, allowed: BoolArray | None = None) -> int:
+        """The node the pod goes to (among ``allowed`` nodes if given), or -1 when none is feasible."""
         inc = self._incremental(pod)
-        nodes = np.flatnonzero(inc.fits)
+        nodes = np.flatnonzero(inc.fits if allowed is None else inc.fits & allowed)
         if len(nodes) <= 1:
             return int(nodes[0]) if len(nodes) else -1
         total = inc.local[nodes]

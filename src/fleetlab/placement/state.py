@@ -53,6 +53,11 @@ class LabelIndex:
             self._codes[key] = codes
             self._values[key] = values
 
+    def codes(self, key: str) -> IntArray:
+        """Per node, an integer code of the label's value (-1 where absent)."""
+        codes = self._codes.get(key)
+        return np.full(self._n, -1, dtype=np.int64) if codes is None else codes
+
     def has(self, key: str) -> BoolArray:
         """Nodes carrying label ``key``."""
         codes = self._codes.get(key)

@@ -1,0 +1,133 @@
+"""All-or-nothing placement of a pod group, optionally inside one topology domain.
+
+A gang is placed by trial: every pod is chosen and provisionally bound in turn; if one pod finds no node,
+every trial bind is rolled back and the gang stays pending, so no GPU is ever held by half a job. With a
+topology constraint the domain is chosen first, like Kueue's topology-aware scheduling: for a required
+level, the domain of that level with the least capacity that still holds every pod (BestFit); for a
+preferred level, that level, then one level up at a time, then anywhere. Inside the chosen domain pods go
+to nodes BestFit as well (fill the nodes with the fewest free slots that suffice), so large gaps are kept
+for large jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleetlab.placement.framework import CompiledPod
+from fleetlab.placement.scheduler import Scheduler
+from fleetlab.placement.state import BoolArray, ClusterState, IntArray
+
+
+@dataclass(frozen=True)
+class TopologyRequest:
+    """Where a gang's pods must (required) or should (preferred) share one domain of a label level."""
+
+    required: str | None = None
+    preferred: str | None = None
+
+
+def pods_that_fit(state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray:
+    """How many more copies of ``pod`` each node in ``nodes`` could take right now."""
+    cols = pod.request_cols
+    free = state.free[nodes][:, cols]
+    return np.asarray((free // pod.request[cols]).min(axis=1), dtype=np.int64)
+
+
+def best_fit_nodes(capacity: IntArray, nodes: IntArray, count: int) -> list[int] | None:
+    """Node indices (with repeats, one per pod) filling the fewest, tightest nodes; None if they cannot."""
+    if int(capacity.sum()) < count:
+        return None
+    order = np.lexsort((nodes, -capacity))  # most capacity first, node index breaks ties
+    chosen: list[int] = []
+    left = count
+    for k in order:
+        if left <= 0:
+            break
+        take = int(min(capacity[k], left))
+        if take <= 0:
+            break
+        chosen.append(int(k))
+        left -= take
+    # BestFit: the last node taken may be swapped for the smallest node that still holds the remainder.
+    used = sum(int(min(capacity[k], count)) for k in chosen[:-1])
+    remainder = count - used
+    taken = set(chosen[:-1])
+    candidates = [int(k) for k in np.flatnonzero(capacity >= remainder) if int(k) not in taken]
+    if candidates:
+        best = min(candidates, key=lambda k: (int(capacity[k]), int(nodes[k])))
+        chosen[-1] = best
+    out: list[int] = []
+    left = count
+    for k in chosen:
+        take = min(int(capacity[k]), left)
+        out.extend([int(nodes[k])] * take)
+        left -= take
+    return out
+
+
+class GangPlacer:
+    """Places a gang through a Scheduler: topology domain first, then trial binds with rollback."""
+
+    def __init__(self, scheduler: Scheduler, levels: Sequence[str]) -> None:
+        self.scheduler = scheduler
+        self.state = scheduler.state
+        #: Topology levels from the top (widest, e.g. zone) to the bottom (hostname).
+        self.levels = list(levels)
+
+    def _domain_masks(self, key: str, feasible: BoolArray, pod: CompiledPod, count: int) -> list[BoolArray]:
+        """Masks of the domains of label ``key`` that can hold ``count`` pods, BestFit order."""
+        state = self.state
+        nodes = np.flatnonzero(feasible)
+        if len(nodes) == 0:
+            return []
+        codes = state.labels.codes(key)[nodes]
+        fit = pods_that_fit(state, pod, nodes)
+        keep = codes >= 0
+        if not keep.any():
+            return []
+        capacity = np.bincount(codes[keep], weights=fit[keep]).astype(np.int64)
+        domains = [int(d) for d in np.flatnonzero(capacity >= count)]
+        domains.sort(key=lambda d: (int(capacity[d]), d))
+        all_codes = state.labels.codes(key)
+        return [feasible & (all_codes == d) for d in domains]
+
+    def plan(self, pod: CompiledPod, count: int, topology: TopologyRequest) -> list[int] | None:
+        """Node per pod (not yet bound), or None when the gang cannot be placed now."""
+        feasible = self.scheduler._incremental(pod).fits.copy()
+        if topology.required is not None:
+            for mask in self._domain_masks(topology.required, feasible, pod, count):
+                plan = self._plan_in(pod, count, mask)
+                if plan is not None:
+                    return plan
+            return None
+        if topology.preferred is not None:
+            start = self.levels.index(topology.preferred) if topology.preferred in self.levels else 0
+            for level in reversed(self.levels[: start + 1]):
+                for mask in self._domain_masks(level, feasible, pod, count):
+                    plan = self._plan_in(pod, count, mask)
+                    if plan is not None:
+                        return plan
+        return self._plan_by_score(pod, count, None)
+
+    def _plan_in(self, pod: CompiledPod, count: int, mask: BoolArray) -> list[int] | None:
+        nodes = np.flatnonzero(mask)
+        return best_fit_nodes(pods_that_fit(self.state, pod, nodes), nodes, count)
+
+    def _plan_by_score(self, pod: CompiledPod, count: int, mask: BoolArray | None) -> list[int] | None:
+        """kube-scheduler's own choice pod by pod, with trial binds rolled back before returning."""
+        state = self.state
+        chosen: list[int] = []
+        try:
+            for _ in range(count):
+                node = self.scheduler.select(pod, mask)
+                if node < 0:
+                    return None
+                state.bind(node, pod.request, pod.nonzero)
+                chosen.append(node)
+            return list(chosen)
+        finally:
+            for node in reversed(chosen):
+                state.release(node, pod.request, pod.nonzero)
