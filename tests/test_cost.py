@@ -24,11 +24,13 @@ def test_gpu_node_bill_split_by_gpu_time() -> None:
     result = run_one(resolved, "default").result
     cost = node_costs(result)
     assert cost.billed == [Fraction(8)]
-    assert cost.compute == [Fraction(8 * 4 * 3590, 8 * 3600)]
-    assert cost.prep == [Fraction(8 * 4 * 10, 8 * 3600)]
-    assert cost.idle == [Fraction(4)]
-    assert cost.compute[0] + cost.prep[0] + cost.idle[0] == cost.billed[0]
-    assert job_costs(result).tolist() == pytest.approx([float(cost.compute[0] + cost.prep[0])])
+    assert cost.dollars["compute"] == [Fraction(8 * 4 * 3590, 8 * 3600)]
+    assert cost.dollars["prep"] == [Fraction(8 * 4 * 10, 8 * 3600)]
+    assert cost.dollars["idle"] == [Fraction(4)]
+    assert cost.dollars["compute"][0] + cost.dollars["prep"][0] + cost.dollars["idle"][0] == cost.billed[0]
+    assert job_costs(result).tolist() == pytest.approx(
+        [float(cost.dollars["compute"][0] + cost.dollars["prep"][0])]
+    )
     s = summarize(result)
     assert s.gpu_hours_billed == 8
     assert s.gpu_hours_idle == 4
@@ -43,8 +45,8 @@ def test_cpu_node_bill_split_by_cpu_share() -> None:
     )
     cost = node_costs(run_one(resolved, "default").result)
     assert cost.billed == [Fraction(8, 10)]
-    assert cost.compute == [Fraction(2, 10)]
-    assert cost.idle == [Fraction(6, 10)]
+    assert cost.dollars["compute"] == [Fraction(2, 10)]
+    assert cost.dollars["idle"] == [Fraction(6, 10)]
 
 
 def test_idle_nodes_are_billed_boot_included() -> None:
@@ -56,7 +58,7 @@ def test_idle_nodes_are_billed_boot_included() -> None:
     result = run_one(resolved, "default").result
     cost = node_costs(result)
     assert [float(b) for b in cost.billed] == [8.0, 8.0]
-    assert float(cost.idle[1]) == 8.0
+    assert float(cost.dollars["idle"][1]) == 8.0
 
 
 def test_price_rounded_to_micro_dollars() -> None:

@@ -33,11 +33,16 @@ class Summary:
     whole_free_gpu_nodes_mean: float
     gpu_hours_billed: float
     gpu_hours_busy: float
+    gpu_hours_lost: float
     gpu_hours_prep: float
+    gpu_hours_wait: float
     gpu_hours_idle: float
+    evictions: int
     cost_total: float
     cost_compute: float
+    cost_lost: float
     cost_prep: float
+    cost_wait: float
     cost_idle: float
     cost_per_completed_job: float
     makespan_s: float
@@ -67,6 +72,10 @@ def allocation_ratio(timeline: Timeline, end_ms: int) -> float:
     alloc = time_weighted_mean(timeline.t_ms, timeline.allocated_gpus.astype(np.float64), end_ms)
     total = time_weighted_mean(timeline.t_ms, timeline.total_gpus.astype(np.float64), end_ms)
     return alloc / total if total > 0 else 0.0
+
+
+def _gpu_hours(unit_ms: NDArray[np.int64], gpu_nodes: NDArray[np.bool_]) -> float:
+    return float(unit_ms[gpu_nodes].sum()) / MS_PER_HOUR
 
 
 def _percentile(values: NDArray[np.float64], q: float) -> float:
@@ -102,13 +111,18 @@ def summarize(result: SimulationResult) -> Summary:
             result.timeline.t_ms, result.timeline.whole_free_gpu_nodes.astype(np.float64), end_ms
         ),
         gpu_hours_billed=float(cost.unit_total[gpu_nodes].sum()) / MS_PER_HOUR,
-        gpu_hours_busy=float(cost.unit_compute[gpu_nodes].sum()) / MS_PER_HOUR,
-        gpu_hours_prep=float(cost.unit_prep[gpu_nodes].sum()) / MS_PER_HOUR,
-        gpu_hours_idle=float(cost.unit_idle[gpu_nodes].sum()) / MS_PER_HOUR,
+        gpu_hours_busy=_gpu_hours(cost.units["compute"], gpu_nodes),
+        gpu_hours_lost=_gpu_hours(cost.units["lost"], gpu_nodes),
+        gpu_hours_prep=_gpu_hours(cost.units["prep"], gpu_nodes),
+        gpu_hours_wait=_gpu_hours(cost.units["wait"], gpu_nodes),
+        gpu_hours_idle=_gpu_hours(cost.units["idle"], gpu_nodes),
+        evictions=int(jobs.evictions.sum()),
         cost_total=total,
-        cost_compute=float(sum(cost.compute)),
-        cost_prep=float(sum(cost.prep)),
-        cost_idle=float(sum(cost.idle)),
+        cost_compute=float(cost.total("compute")),
+        cost_lost=float(cost.total("lost")),
+        cost_prep=float(cost.total("prep")),
+        cost_wait=float(cost.total("wait")),
+        cost_idle=float(cost.total("idle")),
         cost_per_completed_job=total / n_completed if n_completed else float("nan"),
         makespan_s=end_ms / 1000.0,
         placements=result.placements,

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetlab.cost.billing import MS_PER_HOUR, job_costs, node_costs
+from fleetlab.cost.billing import BUCKETS, MS_PER_HOUR, job_costs, lost_unit_ms_per_job, node_costs
 from fleetlab.sim.result import SimulationResult
 
 Columns = dict[str, Any]
@@ -38,6 +38,10 @@ def job_columns(result: SimulationResult) -> Columns:
         "completion_s": _seconds(jobs.end_ms - jobs.submit_ms, done),
         "state": [str(s) for s in state],
         "cost_usd": job_costs(result),
+        "evictions": jobs.evictions,
+        "lost_gpu_hours": lost_unit_ms_per_job(result)
+        * np.where(jobs.gpus_per_pod > 0, 1.0, 0.0)
+        / MS_PER_HOUR,
         "pending_reason": [pending_by_id[i].message if i in pending_by_id else "" for i in jobs.ids],
     }
 
@@ -58,13 +62,9 @@ def node_columns(result: SimulationResult) -> Columns:
         "billed_s": (nodes.billed_end_ms - nodes.billed_start_ms) / 1000.0,
         "ready_s": np.where(nodes.ready_ms >= 0, nodes.ready_ms / 1000.0, np.nan),
         "gpu_hours_billed": cost.unit_total * unit_hours,
-        "gpu_hours_busy": cost.unit_compute * unit_hours,
-        "gpu_hours_prep": cost.unit_prep * unit_hours,
-        "gpu_hours_idle": cost.unit_idle * unit_hours,
+        **{f"gpu_hours_{b}": cost.units[b] * unit_hours for b in BUCKETS},
         "cost_billed_usd": np.asarray([float(x) for x in cost.billed]),
-        "cost_compute_usd": np.asarray([float(x) for x in cost.compute]),
-        "cost_prep_usd": np.asarray([float(x) for x in cost.prep]),
-        "cost_idle_usd": np.asarray([float(x) for x in cost.idle]),
+        **{f"cost_{b}_usd": np.asarray([float(x) for x in cost.dollars[b]]) for b in BUCKETS},
     }
 
 
@@ -80,6 +80,7 @@ def pod_columns(result: SimulationResult) -> Columns:
         "end_s": _seconds(pods.end_ms, pods.end_ms >= 0),
         "image_pull_wait_s": _seconds(pods.image_wait_ms, placed),
         "data_download_s": _seconds(pods.data_ms, placed),
+        "evictions": pods.evictions,
     }
 
 

@@ -18,21 +18,21 @@ class EventKind(IntEnum):
 
 
 class EventQueue:
-    """A min-heap of (time_ms, seq, kind, index); equal times pop in insertion order."""
+    """A min-heap of (time_ms, seq, kind, index, attempt); equal times pop in insertion order."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, int, int]] = []
+        self._heap: list[tuple[int, int, int, int, int]] = []
         self._seq = 0
 
-    def push(self, time_ms: int, kind: EventKind, index: int) -> None:
-        """Schedule an event."""
-        heapq.heappush(self._heap, (time_ms, self._seq, int(kind), index))
+    def push(self, time_ms: int, kind: EventKind, index: int, attempt: int = 0) -> None:
+        """Schedule an event; ``attempt`` lets the receiver drop events of a pod run that was evicted."""
+        heapq.heappush(self._heap, (time_ms, self._seq, int(kind), index, attempt))
         self._seq += 1
 
-    def pop(self) -> tuple[int, int, int]:
-        """Remove and return the earliest (time_ms, kind, index)."""
-        time_ms, _, kind, index = heapq.heappop(self._heap)
-        return time_ms, kind, index
+    def pop(self) -> tuple[int, int, int, int]:
+        """Remove and return the earliest (time_ms, kind, index, attempt)."""
+        time_ms, _, kind, index, attempt = heapq.heappop(self._heap)
+        return time_ms, kind, index, attempt
 
     def peek_time(self) -> int | None:
         """Time of the earliest event, or None when empty."""

@@ -53,11 +53,24 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
     return "fragmentation", "no single node has every requested resource free at once"
 
 
+def classify_gang(scheduler: Scheduler, spec: PodSpec, count: int) -> tuple[str, str] | None:
+    """For a gang whose single pod would fit: how many of its pods fit at once, if not all."""
+    from fleetlab.placement.gang import pods_that_fit
+
+    pod = scheduler.compile(spec)
+    nodes = np.flatnonzero(scheduler.static_mask(pod))
+    room = int(pods_that_fit(scheduler.state, pod, nodes).sum()) if len(nodes) else 0
+    if room >= count:
+        return None
+    return "gang", f"all {count} pods must start together; the cluster has room for {room} of them now"
+
+
 def explain_pending(
     scheduler: Scheduler,
     groups: dict[PodSpec, list[int]],
     jobs: list[Job],
     pod_job: np.ndarray,
+    gangs: bool = True,
 ) -> list[PendingJob]:
     """One entry per job with unplaced pods, sorted by job id."""
     per_job: dict[int, tuple[int, PodSpec]] = {}
@@ -74,6 +87,12 @@ def explain_pending(
             blocked_by, detail = classify(scheduler, spec)
             explained[spec] = (error.message, blocked_by, detail)
         message, blocked_by, detail = explained[spec]
-        out.append(PendingJob(jobs[j].id, count, message, blocked_by, detail))
+        job = jobs[j]
+        if blocked_by == "none" and gangs and job.gang and job.pods > 1:
+            verdict = classify_gang(scheduler, spec, job.pods)
+            if verdict is not None:
+                blocked_by, detail = verdict
+                message = f"pod group {job.id}: {job.pods} pods wait for room to start together"
+        out.append(PendingJob(job.id, count, message, blocked_by, detail))
     out.sort(key=lambda p: p.job_id)
     return out

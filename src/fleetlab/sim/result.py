@@ -43,6 +43,7 @@ class JobTable:
     running_ms: IntArray
     end_ms: IntArray
     completed: NDArray[np.bool_]
+    evictions: IntArray
 
 
 @dataclass
@@ -56,6 +57,7 @@ class PodTable:
     end_ms: IntArray
     image_wait_ms: IntArray
     data_ms: IntArray
+    evictions: IntArray
 
 
 @dataclass
@@ -86,6 +88,24 @@ class Timeline:
 
 
 @dataclass
+class SegmentTable:
+    """Each stay of a pod on a node: bound → ready (prep done) → start (computing) → end; lost compute.
+
+    Stays still open when the run ended are closed at its end. Cost and lost work are computed from these,
+    so a pod evicted and placed again is billed for every stay.
+    """
+
+    pod: IntArray
+    node: IntArray
+    bound_ms: IntArray
+    ready_ms: IntArray
+    start_ms: IntArray
+    end_ms: IntArray
+    lost_ms: IntArray
+    evicted: NDArray[np.bool_]
+
+
+@dataclass
 class SimulationResult:
     """Everything one run produced; ``cost`` and ``metrics`` read it, never change it."""
 
@@ -98,6 +118,7 @@ class SimulationResult:
     pods: PodTable
     nodes: NodeTable
     timeline: Timeline
+    segments: SegmentTable
     pending: list[PendingJob] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     placements: int = 0

@@ -1,9 +1,9 @@
 """The event loop: jobs arrive, pods are queued, placed, prepared (image pull, data download), run, finish.
 
 The simulator owns time and lifecycles and records what happened; every placement decision is asked of
-``fleetlab.placement.Scheduler``. Nodes boot, then become ready; pods go submitted → bound → preparing →
-running → succeeded. Multi-pod jobs are placed pod by pod (gangs and evictions plug in at ``_try_place``
-and the event kinds).
+``fleetlab.placement``. Nodes boot, then become ready; pods go submitted → bound → preparing → (waiting
+for gang peers) → running → succeeded, or are evicted (preemption) and requeued with the work since
+their last checkpoint lost.
 """
 
 from __future__ import annotations
@@ -18,13 +18,18 @@ from fleetlab.model.job import Job
 from fleetlab.model.resources import EPHEMERAL_STORAGE, GPU, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import CompiledPod, PodSpec
+from fleetlab.placement.gang import GangPlacer, TopologyRequest
+from fleetlab.placement.preemption import Victim, find_preemption
 from fleetlab.placement.profiles import Profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
+from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
 from fleetlab.sim.pending import explain_pending
+from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
-from fleetlab.sim.result import NEVER, JobTable, NodeTable, PodTable, SimulationResult, Timeline
+from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.tables import build_result
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -70,8 +75,22 @@ def build_nodes(resolved: ResolvedScenario) -> list[NodeInfo]:
     return nodes
 
 
+NO_TOPOLOGY = TopologyRequest()
+
+
+@dataclass(frozen=True)
+class Group:
+    """A scheduling-queue group: pods of one spec, or one gang (all pods of a job placed at once)."""
+
+    spec_id: int
+    gang_size: int = 0
+    topology: TopologyRequest = NO_TOPOLOGY
+
+
 @dataclass
-class _Counters:
+class Counters:
+    """Cluster totals kept incrementally for the timeline."""
+
     allocated_gpus: int = 0
     total_gpus: int = 0
     whole_free: int = 0
@@ -84,8 +103,9 @@ class Simulator:
     def __init__(self, resolved: ResolvedScenario, profile: Profile, seed: int | None = None) -> None:
         self.resolved = resolved
         self.profile = profile
-        self.seed = resolved.scenario.seed if seed is None else seed
         scenario = resolved.scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.config = scenario.scheduler
         self.node_infos = build_nodes(resolved)
         extra = sorted({r for job in resolved.jobs for r in job.requests})
         self.state = ClusterState(self.node_infos, extra_resources=extra)
@@ -95,276 +115,342 @@ class Simulator:
             seed=self.seed,
             extended_resource_toleration=scenario.cluster.extended_resource_toleration,
         )
+        self.placer = GangPlacer(self.scheduler, scenario.cluster.topology_levels)
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
-        self._tl: list[tuple[int, int, int, int, int]] = []
+        self.timeline: list[tuple[int, int, int, int, int]] = []
+        order = sorted(range(len(resolved.jobs)), key=lambda j: (to_ms(resolved.jobs[j].submit_s), j))
+        self.order = order
+        self.jobs = [resolved.jobs[j] for j in order]
+        n_jobs = len(self.jobs)
+        first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
+        np.cumsum([job.pods for job in self.jobs], out=first_pod[1:])
+        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), [job.pods for job in self.jobs])
+        self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
+        self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
+        self.events = EventQueue()
+        self.queue = SchedulingQueue()
+        self.counters = Counters()
+        self.now = 0
+        self.placements = 0
+        self.evictions = 0
+        self.spec_ids: dict[PodSpec, int] = {}
+        self.compiled: list[CompiledPod] = []
+        self.job_spec = np.full(n_jobs, -1, dtype=np.int64)
+        self.group_ids: dict[Group, int] = {}
+        self.groups: list[Group] = []
+        self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
+        self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
+        self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
+        self._runtime: dict[tuple[int, str | None], int] = {}
 
+    # -- identities ----------------------------------------------------------------------------------
+    def spec_of(self, job: int) -> int:
+        """Intern the job's pod spec; compiled once per distinct spec."""
+        sid = int(self.job_spec[job])
+        if sid < 0:
+            spec = pod_spec(self.jobs[job])
+            sid = self.spec_ids.setdefault(spec, len(self.spec_ids))
+            if sid == len(self.compiled):
+                self.compiled.append(self.scheduler.compile(spec))
+            self.job_spec[job] = sid
+        return sid
+
+    def is_gang(self, job: int) -> bool:
+        """Placed all-or-nothing: a multi-pod gang job while the scheduler does gang scheduling."""
+        j = self.jobs[job]
+        return j.gang and j.pods > 1 and self.config.gang_scheduling
+
+    def group_of(self, job: int) -> int:
+        """The queue group of a job's pods."""
+        j = self.jobs[job]
+        if self.is_gang(job):
+            group = Group(
+                self.spec_of(job), j.pods, TopologyRequest(j.topology_required, j.topology_preferred)
+            )
+        else:
+            group = Group(self.spec_of(job))
+        gid = self.group_ids.setdefault(group, len(self.group_ids))
+        if gid == len(self.groups):
+            self.groups.append(group)
+        return gid
+
+    def enqueue(self, job: int, pods: list[int] | None = None) -> None:
+        """Put a job's (unplaced) pods in the scheduling queue; a gang is one entry."""
+        j = self.jobs[job]
+        group = self.group_of(job)
+        book = self.book
+        members = list(book.pods_of(job)) if pods is None else pods
+        stamp = self.now
+        if self.is_gang(job):
+            self.queue.add(group, j.priority, stamp, members[0])
+        else:
+            for pod in members:
+                self.queue.add(group, j.priority, stamp, pod)
+
+    # -- node lifecycle ------------------------------------------------------------------------------
+    def node_ready(self, node: int) -> None:
+        """A node registers with the scheduler."""
+        state, c = self.state, self.counters
+        state.set_ready(node)
+        self.ready_ms[node] = self.now
+        g = int(state.allocatable[node, state.gpu_col])
+        if g > 0:
+            c.total_gpus += g
+            c.gpu_nodes += 1
+            if state.requested[node, state.gpu_col] == 0:
+                c.whole_free += 1
+
+    # -- pod lifecycle -------------------------------------------------------------------------------
+    def bind(self, pod: int, node: int) -> None:
+        """Bind a pod: take its resources, start its image pull (unless cached) and data download."""
+        state, book, c = self.state, self.book, self.counters
+        job_index = int(book.job[pod])
+        job = self.jobs[job_index]
+        compiled = self.compiled[self.spec_of(job_index)]
+        gpus_before = int(state.requested[node, state.gpu_col])
+        state.bind(node, compiled.request, compiled.nonzero)
+        self.placements += 1
+        g = int(compiled.request[state.gpu_col])
+        if g:
+            c.allocated_gpus += g
+            if gpus_before == 0:
+                c.whole_free -= 1
+        self.node_pods[node].add(pod)
+        book.node[pod] = node
+        book.bound_ms[pod] = self.now
+        pool = self.pools[int(state.pool[node])]
+        wait = 0
+        if job.image is not None and job.image.size > 0:
+            have = self.image_ready[node].get(job.image.name)
+            if have is None:
+                have = self.now + transfer_ms(job.image.size, pool.image_pull_bandwidth)
+                self.image_ready[node][job.image.name] = have
+            wait = max(0, have - self.now)
+        data = transfer_ms(job.data_size, pool.data_bandwidth)
+        book.image_wait_ms[pod] = wait
+        book.data_ms[pod] = data
+        self.events.push(self.now + wait + data, EventKind.PREP_DONE, pod, int(book.attempt[pod]))
+
+    def prepared(self, pod: int) -> None:
+        """Image and data are there; start computing, or wait for the rest of a gang."""
+        book = self.book
+        book.ready_ms[pod] = self.now
+        job_index = int(book.job[pod])
+        job = self.jobs[job_index]
+        if job.image is not None:
+            self.state.add_image(int(book.node[pod]), job.image.name)
+        if job.gang and job.pods > 1:
+            book.job_ready[job_index] += 1
+            if book.job_ready[job_index] == job.pods:
+                pods = list(book.pods_of(job_index))
+                total = max(self.runtime_ms(job_index, int(book.node[p])) for p in pods)
+                for p in pods:
+                    self.start(p, total)
+            return
+        self.start(pod, self.runtime_ms(job_index, int(book.node[pod])))
+
+    def runtime_ms(self, job: int, node: int) -> int:
+        """The job's full runtime on this node's GPU model."""
+        model = self.state.gpu_model[node]
+        key = (job, model)
+        value = self._runtime.get(key)
+        if value is None:
+            value = max(1, to_ms(self.jobs[job].runtime.on(model)))
+            self._runtime[key] = value
+        return value
+
+    def _checkpointing(self, job: int) -> tuple[int | None, int]:
+        j = self.jobs[job]
+        interval = None if j.checkpoint_interval_s is None else max(1, to_ms(j.checkpoint_interval_s))
+        return interval, to_ms(j.checkpoint_write_s)
+
+    def start(self, pod: int, total_ms: int) -> None:
+        """Compute what is left of the pod's work (after saved progress), checkpointing as configured."""
+        book = self.book
+        book.start_ms[pod] = self.now
+        book.run_total_ms[pod] = total_ms
+        remaining = int(np.ceil(total_ms * (1.0 - float(book.done_fraction[pod]))))
+        interval, write = self._checkpointing(int(book.job[pod]))
+        wall = max(1, wall_needed(remaining, interval, write))
+        self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
+
+    def release(self, pod: int, evicted: bool) -> int:
+        """Give the pod's node back; returns the compute lost (evictions only)."""
+        state, book, c = self.state, self.book, self.counters
+        node = int(book.node[pod])
+        job_index = int(book.job[pod])
+        compiled = self.compiled[self.spec_of(job_index)]
+        state.release(node, compiled.request, compiled.nonzero)
+        g = int(compiled.request[state.gpu_col])
+        if g:
+            c.allocated_gpus -= g
+            if state.requested[node, state.gpu_col] == 0:
+                c.whole_free += 1
+        self.node_pods[node].discard(pod)
+        lost = 0
+        if evicted and book.start_ms[pod] >= 0:
+            interval, write = self._checkpointing(job_index)
+            saved, lost = progress_at(self.now - int(book.start_ms[pod]), interval, write)
+            total = int(book.run_total_ms[pod])
+            if total > 0:
+                book.done_fraction[pod] = min(1.0, float(book.done_fraction[pod]) + saved / total)
+        book.log_release(pod, self.now, lost, evicted)
+        return lost
+
+    def finish(self, pod: int) -> None:
+        """The pod succeeded."""
+        self.release(pod, evicted=False)
+        self.book.end_ms[pod] = self.now
+        self.book.done_fraction[pod] = 1.0
+
+    def evict_job_pods(self, pod: int) -> None:
+        """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
+        book = self.book
+        job_index = int(book.job[pod])
+        job = self.jobs[job_index]
+        members = list(book.pods_of(job_index)) if job.gang and job.pods > 1 else [pod]
+        requeue: list[int] = []
+        for p in members:
+            if book.end_ms[p] >= 0:
+                continue
+            if book.node[p] >= 0:
+                self.release(p, evicted=True)
+                book.reset_for_requeue(p)
+                self.evictions += 1
+                requeue.append(p)
+            elif job.gang and job.pods > 1:
+                book.attempt[p] += 1
+        if job.gang and job.pods > 1:
+            book.job_ready[job_index] = 0
+            if self.is_gang(job_index):
+                self.enqueue(job_index)
+                return
+        if requeue:
+            self.enqueue(job_index, requeue)
+
+    # -- scheduling ----------------------------------------------------------------------------------
+    def try_place(self, group_id: int, pod: int) -> bool:
+        """One scheduling attempt for a queue entry: a pod, or a whole gang."""
+        group = self.groups[group_id]
+        compiled = self.compiled[group.spec_id]
+        book = self.book
+        if group.gang_size:
+            job_index = int(book.job[pod])
+            plan = self.placer.plan(compiled, group.gang_size, group.topology)
+            if plan is None:
+                return False
+            for member, node in zip(book.pods_of(job_index), plan, strict=True):
+                self.bind(member, node)
+            return True
+        node = self.scheduler.select(compiled)
+        if node < 0 and self.config.preemption:
+            node = self._preempt_for(pod, compiled)
+        if node < 0:
+            return False
+        self.bind(pod, node)
+        return True
+
+    def _victims_on(self, node: int) -> list[Victim]:
+        book = self.book
+        out = []
+        for p in sorted(self.node_pods[node]):
+            j = int(book.job[p])
+            start = int(book.start_ms[p]) if book.start_ms[p] >= 0 else self.now
+            out.append(Victim(p, self.jobs[j].priority, start, self.compiled[self.spec_of(j)].request))
+        return out
+
+    def _preempt_for(self, pod: int, compiled: CompiledPod) -> int:
+        """DefaultPreemption: evict the chosen victims now and return the nominated node (or -1)."""
+        job = self.jobs[int(self.book.job[pod])]
+        if job.preemption_policy == "Never":
+            return -1
+        plan = find_preemption(self.scheduler, compiled, job.priority, self._victims_on)
+        if plan is None:
+            return -1
+        for victim in plan.victims:
+            if self.book.node[victim] >= 0:
+                self.evict_job_pods(victim)
+        fits = self.scheduler._incremental(compiled).fits
+        return plan.node if fits[plan.node] else -1
+
+    # -- the loop ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
         """Run to completion (or the horizon) and return what happened."""
         started = time.perf_counter()
-        jobs = sorted(enumerate(self.resolved.jobs), key=lambda item: (to_ms(item[1].submit_s), item[0]))
-        order = [j for j, _ in jobs]
-        job_list = [job for _, job in jobs]
-        n_jobs = len(job_list)
-        first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
-        np.cumsum([job.pods for job in job_list], out=first_pod[1:])
-        n_pods = int(first_pod[-1])
-        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), [job.pods for job in job_list])
-        pod_node = np.full(n_pods, -1, dtype=np.int64)
-        bound = np.full(n_pods, NEVER, dtype=np.int64)
-        running = np.full(n_pods, NEVER, dtype=np.int64)
-        ended = np.full(n_pods, NEVER, dtype=np.int64)
-        image_wait = np.zeros(n_pods, dtype=np.int64)
-        data_wait = np.zeros(n_pods, dtype=np.int64)
-        submit_ms = np.asarray([to_ms(job.submit_s) for job in job_list], dtype=np.int64)
-
-        state, scheduler = self.state, self.scheduler
-        n_nodes = state.n
-        node_pool = state.pool
-        ready_ms = np.full(n_nodes, NEVER, dtype=np.int64)
-        image_ready: list[dict[str, int]] = [{} for _ in range(n_nodes)]
-        events = EventQueue()
-        counters = _Counters()
-        gpus_of = state.allocatable[:, state.gpu_col]
-
-        def node_ready(node: int, now: int) -> None:
-            state.set_ready(node)
-            ready_ms[node] = now
-            g = int(gpus_of[node])
-            if g > 0:
-                counters.total_gpus += g
-                counters.gpu_nodes += 1
-                if state.requested[node, state.gpu_col] == 0:
-                    counters.whole_free += 1
-
         for node, info in enumerate(self.node_infos):
             pool = self.pools[info.pool]
             if pool.initially_ready:
-                node_ready(node, 0)
+                self.node_ready(node)
             else:
-                events.push(to_ms(pool.boot_time_s), EventKind.NODE_READY, node)
-
-        spec_ids: dict[PodSpec, int] = {}
-        compiled_pods: list[CompiledPod] = []
-        job_spec = np.full(n_jobs, -1, dtype=np.int64)
-
-        def spec_of(job_index: int) -> int:
-            sid = int(job_spec[job_index])
-            if sid < 0:
-                spec = pod_spec(job_list[job_index])
-                sid = spec_ids.setdefault(spec, len(spec_ids))
-                if sid == len(compiled_pods):
-                    compiled_pods.append(scheduler.compile(spec))
-                job_spec[job_index] = sid
-            return sid
-
-        runtime_cache: dict[tuple[int, str | None], int] = {}
-        queue = SchedulingQueue()
-        now = 0
-        placements = 0
-
-        def try_place(group: int, pod: int) -> bool:
-            nonlocal placements
-            compiled = compiled_pods[group]
-            node = scheduler.select(compiled)
-            if node < 0:
-                return False
-            gpu_before = int(state.requested[node, state.gpu_col])
-            state.bind(node, compiled.request, compiled.nonzero)
-            placements += 1
-            g = int(compiled.request[state.gpu_col])
-            if g:
-                counters.allocated_gpus += g
-                if gpu_before == 0:
-                    counters.whole_free -= 1
-            pod_node[pod] = node
-            bound[pod] = now
-            job = job_list[int(pod_job[pod])]
-            pool = self.pools[int(node_pool[node])]
-            wait = 0
-            if job.image is not None and job.image.size > 0:
-                have = image_ready[node].get(job.image.name)
-                if have is None:
-                    have = now + transfer_ms(job.image.size, pool.image_pull_bandwidth)
-                    image_ready[node][job.image.name] = have
-                wait = max(0, have - now)
-            data = transfer_ms(job.data_size, pool.data_bandwidth)
-            image_wait[pod] = wait
-            data_wait[pod] = data
-            events.push(now + wait + data, EventKind.PREP_DONE, pod)
-            return True
-
+                self.events.push(to_ms(pool.boot_time_s), EventKind.NODE_READY, node, 0)
+        book, events, queue, state = self.book, self.events, self.queue, self.state
+        n_jobs = len(self.jobs)
         next_job = 0
         last_generation = -1
         steps = 0
-        total_work = n_jobs + n_pods
-        finished_pods = 0
+        total_work = n_jobs + book.n_pods
+        finished = 0
         horizon = self.horizon_ms
         while True:
             t_event = events.peek_time()
-            t_job = int(submit_ms[next_job]) if next_job < n_jobs else None
+            t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
             if t_event is None and t_job is None:
                 break
             t = min(x for x in (t_event, t_job) if x is not None)
             if horizon is not None and t > horizon:
                 break
-            now = t
+            self.now = t
             submitted = False
-            while next_job < n_jobs and submit_ms[next_job] == now:
-                job = job_list[next_job]
-                sid = spec_of(next_job)
-                for pod in range(int(first_pod[next_job]), int(first_pod[next_job + 1])):
-                    queue.add(sid, job.priority, now, pod)
+            while next_job < n_jobs and self.submit_ms[next_job] == t:
+                self.enqueue(next_job)
                 next_job += 1
                 submitted = True
-            while events.peek_time() == now:
-                _, kind, index = events.pop()
+            while events.peek_time() == t:
+                _, kind, index, attempt = events.pop()
+                if kind == EventKind.NODE_READY:
+                    self.node_ready(index)
+                    continue
+                if attempt != book.attempt[index]:
+                    continue  # the pod was evicted since this event was scheduled
                 if kind == EventKind.PREP_DONE:
-                    running[index] = now
-                    node = int(pod_node[index])
-                    job_index = int(pod_job[index])
-                    job = job_list[job_index]
-                    if job.image is not None:
-                        state.add_image(node, job.image.name)
-                    model = state.gpu_model[node]
-                    key = (job_index, model)
-                    run_ms = runtime_cache.get(key)
-                    if run_ms is None:
-                        run_ms = max(1, to_ms(job.runtime.on(model)))
-                        runtime_cache[key] = run_ms
-                    events.push(now + run_ms, EventKind.POD_FINISH, index)
-                elif kind == EventKind.POD_FINISH:
-                    node = int(pod_node[index])
-                    compiled = compiled_pods[spec_of(int(pod_job[index]))]
-                    state.release(node, compiled.request, compiled.nonzero)
-                    g = int(compiled.request[state.gpu_col])
-                    if g:
-                        counters.allocated_gpus -= g
-                        if state.requested[node, state.gpu_col] == 0:
-                            counters.whole_free += 1
-                    ended[index] = now
-                    finished_pods += 1
+                    self.prepared(index)
                 else:
-                    node_ready(index, now)
+                    self.finish(index)
+                    finished += 1
             if len(queue) and (submitted or state.release_generation != last_generation):
                 last_generation = state.release_generation
-                queue.cycle(last_generation, try_place)
-            self._record(now, counters)
+                queue.cycle(last_generation, self.try_place)
+            self._record()
             steps += 1
             if progress is not None and steps % 4096 == 0:
-                progress(next_job + finished_pods, total_work)
-        end_ms = now if horizon is None else horizon
+                progress(next_job + finished, total_work)
+        end_ms = self.now if horizon is None else horizon
         if progress is not None:
             progress(total_work, total_work)
-
-        job_table = self._job_table(job_list, order, first_pod, submit_ms, bound, running, ended)
-        by_id = {sid: spec for spec, sid in spec_ids.items()}
-        groups = {by_id[sid]: pods for sid, pods in queue.pending().items()}
-        pending = explain_pending(scheduler, groups, job_list, pod_job)
-        return SimulationResult(
-            scenario=self.resolved.scenario.name,
-            policy=self.profile.name,
-            policy_description=self.profile.description,
-            seed=self.seed,
-            end_ms=int(end_ms),
-            jobs=job_table,
-            pods=PodTable(
-                job=np.asarray(order, dtype=np.int64)[pod_job] if n_jobs else pod_job,
-                node=pod_node,
-                bound_ms=bound,
-                running_ms=running,
-                end_ms=ended,
-                image_wait_ms=image_wait,
-                data_ms=data_wait,
-            ),
-            nodes=self._node_table(ready_ms, int(end_ms)),
-            timeline=self._timeline(),
-            pending=pending,
-            warnings=list(self.resolved.warnings),
-            placements=placements,
-            wall_s=time.perf_counter() - started,
+        by_id = {sid: spec for spec, sid in self.spec_ids.items()}
+        pending_groups: dict[PodSpec, list[int]] = {}
+        for gid, pods in queue.pending().items():
+            spec = by_id[self.groups[gid].spec_id]
+            members = [p for first in pods for p in self._entry_pods(gid, first)]
+            pending_groups.setdefault(spec, []).extend(members)
+        pending = explain_pending(
+            self.scheduler, pending_groups, self.jobs, book.job, gangs=self.config.gang_scheduling
         )
+        return build_result(self, int(end_ms), pending, time.perf_counter() - started)
 
-    # -- recording -----------------------------------------------------------------------------------
-    def _record(self, now: int, c: _Counters) -> None:
-        row = (now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes)
-        tl = self._tl
+    def _entry_pods(self, group_id: int, first: int) -> list[int]:
+        if self.groups[group_id].gang_size:
+            return list(self.book.pods_of(int(self.book.job[first])))
+        return [first]
+
+    def _record(self) -> None:
+        c = self.counters
+        row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes)
+        tl = self.timeline
         if tl and tl[-1][1:] == row[1:]:
             return
-        if tl and tl[-1][0] == now:
+        if tl and tl[-1][0] == self.now:
             tl[-1] = row
         else:
             tl.append(row)
-
-    def _timeline(self) -> Timeline:
-        rows = np.asarray(self._tl, dtype=np.int64).reshape(-1, 5)
-        return Timeline(
-            t_ms=rows[:, 0].copy(),
-            allocated_gpus=rows[:, 1].copy(),
-            total_gpus=rows[:, 2].copy(),
-            whole_free_gpu_nodes=rows[:, 3].copy(),
-            gpu_nodes=rows[:, 4].copy(),
-        )
-
-    def _job_table(
-        self,
-        job_list: list[Job],
-        order: list[int],
-        first_pod: np.ndarray,
-        submit_ms: np.ndarray,
-        bound: np.ndarray,
-        running: np.ndarray,
-        ended: np.ndarray,
-    ) -> JobTable:
-        """Per-job times in the scenario's original job order."""
-        n = len(job_list)
-        starts = first_pod[:-1]
-        if n:
-            last_bound = np.maximum.reduceat(bound, starts) if len(bound) else np.zeros(0, dtype=np.int64)
-            all_bound = np.minimum.reduceat(bound, starts) >= 0
-            last_running = np.maximum.reduceat(running, starts)
-            all_running = np.minimum.reduceat(running, starts) >= 0
-            last_end = np.maximum.reduceat(ended, starts)
-            completed = np.minimum.reduceat(ended, starts) >= 0
-        else:
-            last_bound = last_running = last_end = np.zeros(0, dtype=np.int64)
-            all_bound = all_running = completed = np.zeros(0, dtype=bool)
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
-        ordered = [job_list[int(i)] for i in inverse]
-
-        def reorder(values: np.ndarray) -> np.ndarray:
-            return values[inverse]
-
-        return JobTable(
-            ids=[job.id for job in ordered],
-            job_class=[job.job_class.value for job in ordered],
-            team=[job.team for job in ordered],
-            priority=np.asarray([job.priority for job in ordered], dtype=np.int64),
-            pods=np.asarray([job.pods for job in ordered], dtype=np.int64),
-            gpus_per_pod=np.asarray([job.gpus_per_pod for job in ordered], dtype=np.int64),
-            cpu_milli_per_pod=np.asarray([job.requests.get("cpu", 0) for job in ordered], dtype=np.int64),
-            submit_ms=reorder(submit_ms),
-            last_bound_ms=reorder(np.where(all_bound, last_bound, NEVER)),
-            running_ms=reorder(np.where(all_running, last_running, NEVER)),
-            end_ms=reorder(np.where(completed, last_end, NEVER)),
-            completed=reorder(completed),
-        )
-
-    def _node_table(self, ready_ms: np.ndarray, end_ms: int) -> NodeTable:
-        """Nodes are billed from the start of the run (boot included) to its end."""
-        n = self.state.n
-        pools = self.pools
-        infos = self.node_infos
-        return NodeTable(
-            names=list(self.state.node_names),
-            pool=[pools[i.pool].name for i in infos],
-            gpu_model=[i.gpu_model or "" for i in infos],
-            capacity_type=[pools[i.pool].capacity_type for i in infos],
-            gpus=self.state.allocatable[:, self.state.gpu_col].copy(),
-            cpu_milli=self.state.allocatable[:, self.state.cpu_col].copy(),
-            price_per_hour=np.asarray([pools[i.pool].price_per_hour for i in infos], dtype=np.float64),
-            billed_start_ms=np.zeros(n, dtype=np.int64),
-            billed_end_ms=np.full(n, end_ms, dtype=np.int64),
-            ready_ms=ready_ms.copy(),
-        )

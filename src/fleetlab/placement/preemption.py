@@ -1,0 +1,117 @@
+"""kube-scheduler's DefaultPreemption PostFilter: which lower-priority pods to evict, on which node.
+
+Upstream: pkg/scheduler/framework/preemption/preemption.go and plugins/defaultpreemption (v1.35 era).
+Only nodes that failed the resource filter (Unschedulable, not UnschedulableAndUnresolvable) are
+candidates. On each, every lower-priority pod is removed; if the pod then fits, victims are reprieved
+from the most important down (higher priority, then earlier start) while it still fits. Among candidate
+nodes the choice is: lowest highest-victim priority, smallest priority sum, fewest victims, latest
+earliest start of the highest-priority victims, then scan order. There are no PodDisruptionBudgets in
+the model, so the PDB criteria never separate nodes. The scan starts at a seeded random offset and stops
+after max(10 % of nodes, 100) candidates, as upstream's candidate budget does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleetlab.placement.framework import CompiledPod
+from fleetlab.placement.scheduler import Scheduler
+from fleetlab.placement.state import IntArray
+
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+INT32_SPAN = 2**31
+
+
+@dataclass(frozen=True)
+class Victim:
+    """A running pod that may be evicted: its id, priority, start time and request vector."""
+
+    pod: int
+    priority: int
+    start_ms: int
+    request: IntArray
+
+
+@dataclass(frozen=True)
+class PreemptionPlan:
+    """The node chosen for the preemptor and the pods to evict there."""
+
+    node: int
+    victims: tuple[int, ...]
+
+
+def _fits(free: IntArray, pod: CompiledPod) -> bool:
+    cols = pod.request_cols
+    return bool((free[cols] >= pod.request[cols]).all())
+
+
+def select_victims_on_node(
+    free: IntArray, pod: CompiledPod, priority: int, pods_on_node: Sequence[Victim]
+) -> list[Victim] | None:
+    """SelectVictimsOnNode: the minimal set of lower-priority pods whose removal lets ``pod`` fit."""
+    lower = [v for v in pods_on_node if v.priority < priority]
+    if not lower:
+        return None
+    room = free + sum((v.request for v in lower), np.zeros_like(free))
+    if not _fits(room, pod):
+        return None
+    # MoreImportantPod: higher priority first, then earlier start.
+    lower.sort(key=lambda v: (-v.priority, v.start_ms, v.pod))
+    victims: list[Victim] = []
+    for v in lower:
+        trial = room - v.request
+        if _fits(trial, pod):
+            room = trial  # reprieved: the pod stays
+        else:
+            victims.append(v)
+    return victims
+
+
+def pick_one_node(candidates: dict[int, list[Victim]], order: Sequence[int]) -> int:
+    """pickOneNodeForPreemption's criteria, in upstream's order (no PDBs in the model)."""
+
+    def key(node: int) -> tuple[int, int, int, int, int]:
+        victims = candidates[node]
+        top = max(v.priority for v in victims)
+        total = sum(v.priority + INT32_SPAN for v in victims)
+        earliest_top = min(v.start_ms for v in victims if v.priority == top)
+        return (top, total, len(victims), -earliest_top, order.index(node))
+
+    return min(candidates, key=key)
+
+
+def find_preemption(
+    scheduler: Scheduler,
+    pod: CompiledPod,
+    priority: int,
+    pods_on: Callable[[int], Sequence[Victim]],
+) -> PreemptionPlan | None:
+    """Dry-run DefaultPreemption for a pod that found no node; None when preemption cannot help."""
+    state = scheduler.state
+    static = scheduler.static_mask(pod)
+    cols = pod.request_cols
+    resolvable = (state.allocatable[:, cols] >= pod.request[cols]).all(axis=1)
+    potential = np.flatnonzero(static & resolvable & ~scheduler._incremental(pod).fits)
+    if len(potential) == 0:
+        return None
+    n = state.n
+    budget = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
+    offset = int(scheduler.rng.integers(len(potential)))
+    order = [int(x) for x in np.roll(potential, -offset)]
+    candidates: dict[int, list[Victim]] = {}
+    scanned: list[int] = []
+    for node in order:
+        victims = select_victims_on_node(state.free[node].copy(), pod, priority, pods_on(node))
+        if victims:
+            candidates[node] = victims
+            scanned.append(node)
+            if len(candidates) >= budget:
+                break
+    if not candidates:
+        return None
+    node = pick_one_node(candidates, scanned)
+    return PreemptionPlan(node=node, victims=tuple(v.pod for v in candidates[node]))

@@ -1,0 +1,152 @@
+"""Turn a finished run's bookkeeping into the result tables (in the scenario's original job order)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fleetlab.sim.result import (
+    NEVER,
+    JobTable,
+    NodeTable,
+    PendingJob,
+    PodTable,
+    SegmentTable,
+    SimulationResult,
+    Timeline,
+)
+
+if TYPE_CHECKING:
+    from fleetlab.sim.simulator import Simulator
+
+IntArray = NDArray[np.int64]
+
+
+def _per_job(values: IntArray, starts: IntArray, reduce: np.ufunc) -> IntArray:
+    return np.asarray(reduce.reduceat(values, starts), dtype=np.int64) if len(values) else values
+
+
+def job_table(sim: Simulator) -> JobTable:
+    """Per-job times: last pod bound, all pods computing, last pod done (NEVER where not reached)."""
+    book, jobs = sim.book, sim.jobs
+    n = len(jobs)
+    starts = book.first_pod[:-1]
+    if n:
+        last_bound = _per_job(book.bound_ms, starts, np.maximum)
+        all_bound = _per_job(book.bound_ms, starts, np.minimum) >= 0
+        last_start = _per_job(book.start_ms, starts, np.maximum)
+        all_started = _per_job(book.start_ms, starts, np.minimum) >= 0
+        last_end = _per_job(book.end_ms, starts, np.maximum)
+        completed = _per_job(book.end_ms, starts, np.minimum) >= 0
+        evictions = np.add.reduceat(book.evictions, starts).astype(np.int64)
+    else:
+        last_bound = last_start = last_end = evictions = np.zeros(0, dtype=np.int64)
+        all_bound = all_started = completed = np.zeros(0, dtype=bool)
+    # A completed job's last stay is what the queue-wait / prep / compute split describes.
+    last_bound = np.where(completed | all_bound, last_bound, NEVER)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+    ordered = [jobs[int(i)] for i in inverse]
+    return JobTable(
+        ids=[job.id for job in ordered],
+        job_class=[job.job_class.value for job in ordered],
+        team=[job.team for job in ordered],
+        priority=np.asarray([job.priority for job in ordered], dtype=np.int64),
+        pods=np.asarray([job.pods for job in ordered], dtype=np.int64),
+        gpus_per_pod=np.asarray([job.gpus_per_pod for job in ordered], dtype=np.int64),
+        cpu_milli_per_pod=np.asarray([job.requests.get("cpu", 0) for job in ordered], dtype=np.int64),
+        submit_ms=sim.submit_ms[inverse],
+        last_bound_ms=last_bound[inverse],
+        running_ms=np.where(all_started, last_start, NEVER)[inverse],
+        end_ms=np.where(completed, last_end, NEVER)[inverse],
+        completed=completed[inverse],
+        evictions=evictions[inverse],
+    )
+
+
+def segment_table(sim: Simulator, end_ms: int) -> SegmentTable:
+    """Closed stays plus the stays still open at the end of the run (closed there)."""
+    book = sim.book
+    rows = [
+        (s.pod, s.node, s.bound_ms, s.ready_ms, s.start_ms, s.end_ms, s.lost_ms, s.evicted)
+        for s in book.segments
+    ]
+    for pod in np.flatnonzero((book.node >= 0) & (book.end_ms < 0)):
+        p = int(pod)
+        ready = int(book.ready_ms[p]) if book.ready_ms[p] >= 0 else end_ms
+        start = int(book.start_ms[p]) if book.start_ms[p] >= 0 else end_ms
+        rows.append((p, int(book.node[p]), int(book.bound_ms[p]), ready, start, end_ms, 0, False))
+    arr = np.asarray([r[:7] for r in rows], dtype=np.int64).reshape(-1, 7)
+    return SegmentTable(
+        pod=arr[:, 0].copy(),
+        node=arr[:, 1].copy(),
+        bound_ms=np.minimum(arr[:, 2], end_ms),
+        ready_ms=np.minimum(arr[:, 3], end_ms),
+        start_ms=np.minimum(arr[:, 4], end_ms),
+        end_ms=np.minimum(arr[:, 5], end_ms),
+        lost_ms=arr[:, 6].copy(),
+        evicted=np.asarray([r[7] for r in rows], dtype=bool),
+    )
+
+
+def node_table(sim: Simulator, end_ms: int) -> NodeTable:
+    """Nodes are billed from the start of the run (boot included) to its end."""
+    state, pools, infos = sim.state, sim.pools, sim.node_infos
+    n = state.n
+    return NodeTable(
+        names=list(state.node_names),
+        pool=[pools[i.pool].name for i in infos],
+        gpu_model=[i.gpu_model or "" for i in infos],
+        capacity_type=[pools[i.pool].capacity_type for i in infos],
+        gpus=state.allocatable[:, state.gpu_col].copy(),
+        cpu_milli=state.allocatable[:, state.cpu_col].copy(),
+        price_per_hour=np.asarray([pools[i.pool].price_per_hour for i in infos], dtype=np.float64),
+        billed_start_ms=np.zeros(n, dtype=np.int64),
+        billed_end_ms=np.full(n, end_ms, dtype=np.int64),
+        ready_ms=sim.ready_ms.copy(),
+    )
+
+
+def timeline(sim: Simulator) -> Timeline:
+    """The cluster's GPU totals after each step that changed them."""
+    rows = np.asarray(sim.timeline, dtype=np.int64).reshape(-1, 5)
+    return Timeline(
+        t_ms=rows[:, 0].copy(),
+        allocated_gpus=rows[:, 1].copy(),
+        total_gpus=rows[:, 2].copy(),
+        whole_free_gpu_nodes=rows[:, 3].copy(),
+        gpu_nodes=rows[:, 4].copy(),
+    )
+
+
+def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s: float) -> SimulationResult:
+    """Assemble the SimulationResult of a finished run."""
+    book = sim.book
+    order = np.asarray(sim.order, dtype=np.int64)
+    return SimulationResult(
+        scenario=sim.resolved.scenario.name,
+        policy=sim.profile.name,
+        policy_description=sim.profile.description,
+        seed=sim.seed,
+        end_ms=end_ms,
+        jobs=job_table(sim),
+        pods=PodTable(
+            job=order[book.job] if len(order) else book.job,
+            node=book.node.copy(),
+            bound_ms=book.bound_ms.copy(),
+            running_ms=book.start_ms.copy(),
+            end_ms=book.end_ms.copy(),
+            image_wait_ms=book.image_wait_ms.copy(),
+            data_ms=book.data_ms.copy(),
+            evictions=book.evictions.copy(),
+        ),
+        nodes=node_table(sim, end_ms),
+        timeline=timeline(sim),
+        segments=segment_table(sim, end_ms),
+        pending=pending,
+        warnings=list(sim.resolved.warnings),
+        placements=sim.placements,
+        wall_s=wall_s,
+    )
