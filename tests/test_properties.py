@@ -135,13 +135,14 @@ def test_invariants_hold(world: tuple[Any, str]) -> None:
             assert wait + prep + compute == jobs.end_ms[i] - jobs.submit_ms[i]
         elif resolved.scenario.horizon_s is None and not _gang_deadlock(resolved, job_id):
             assert job_id in pending, job_id
-            assert pending[job_id].message.startswith(("0/", "no nodes available"))
+            assert pending[job_id].message.startswith(("0/", "no nodes available", "pod group"))
             assert pending[job_id].blocked_by in {
                 "constraints",
                 "too-large",
                 "shortage",
                 "fragmentation",
                 "gang",
+                "topology",
             }
 
     # GPU-hours (unit-ms) conserved per node, nothing negative.

@@ -53,16 +53,27 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
     return "fragmentation", "no single node has every requested resource free at once"
 
 
-def classify_gang(scheduler: Scheduler, spec: PodSpec, count: int) -> tuple[str, str] | None:
-    """For a gang whose single pod would fit: how many of its pods fit at once, if not all."""
+def classify_gang(
+    scheduler: Scheduler, spec: PodSpec, count: int, required_level: str | None = None
+) -> tuple[str, str] | None:
+    """For a gang whose single pod would fit: how many of its pods fit at once (per domain if required)."""
     from fleetlab.placement.gang import pods_that_fit
 
+    state = scheduler.state
     pod = scheduler.compile(spec)
     nodes = np.flatnonzero(scheduler.static_mask(pod))
-    room = int(pods_that_fit(scheduler.state, pod, nodes).sum()) if len(nodes) else 0
-    if room >= count:
-        return None
-    return "gang", f"all {count} pods must start together; the cluster has room for {room} of them now"
+    fit = pods_that_fit(state, pod, nodes) if len(nodes) else np.zeros(0, dtype=np.int64)
+    room = int(fit.sum())
+    if room < count:
+        return "gang", f"all {count} pods must start together; the cluster has room for {room} of them now"
+    if required_level is not None:
+        codes = state.labels.codes(required_level)[nodes]
+        keep = codes >= 0
+        best = int(np.bincount(codes[keep], weights=fit[keep]).max()) if keep.any() else 0
+        return "topology", (
+            f"all {count} pods must share one {required_level} domain; the roomiest has room for {best}"
+        )
+    return None
 
 
 def explain_pending(
@@ -89,7 +100,7 @@ def explain_pending(
         message, blocked_by, detail = explained[spec]
         job = jobs[j]
         if blocked_by == "none" and gangs and job.gang and job.pods > 1:
-            verdict = classify_gang(scheduler, spec, job.pods)
+            verdict = classify_gang(scheduler, spec, job.pods, job.topology_required)
             if verdict is not None:
                 blocked_by, detail = verdict
                 message = f"pod group {job.id}: {job.pods} pods wait for room to start together"

@@ -1,0 +1,375 @@
+"""Flavor assignment and fungibility (``shared/reference/queues.md`` §1.4; upstream
+``pkg/scheduler/flavorassigner``).
+
+For each podset and each resource group it requests, the flavors of the group are tried in list order. Per
+(flavor, resource) the total request ``v`` (count × per-pod request, plus what earlier podsets of the same
+workload put on that flavor) gets a mode, as upstream's ``fitsResourceQuota`` decides it:
+
+* ``v > potentialAvailable`` → NoFit, "insufficient quota for R in flavor F, previously considered podsets
+  requests (A) + current podset request (B) > maximum capacity (M)" (reason ``ExceedsMaxQuota``);
+* ``v ≤ available`` → Fit, with the borrowing level of ``ResourceTree.borrowing_height`` (0 = no borrowing);
+* otherwise "insufficient unused quota for R in flavor F, N more needed"; when preemption could apply
+  (``v ≤ nominal``, a smaller subtree could reclaim, ``withinClusterQueue`` or ``borrowWithinCohort`` set)
+  the ``can_preempt`` hook answers: True → Preempt, False → Preempt without candidates (ranked below every
+  viable mode); else NoFit (reason ``WaitingForQuota``).
+
+A flavor's mode is the worst over its resources. A flavor that fits without borrowing is taken at once;
+otherwise ``flavorFungibility`` decides (upstream ``shouldTryNextFlavor`` / ``isPreferred``): ``whenCanBorrow:
+MayStopSearch`` stops at a flavor that fits by borrowing, ``whenCanPreempt: MayStopSearch`` at one that needs
+preemption with candidates; failing that the best flavor seen is kept, ranked by ``preference``
+(BorrowingOverPreemption, the default: preemption mode first, then borrowing level; PreemptionOverBorrowing:
+borrowing level first). A resource the ClusterQueue does not cover makes the workload inadmissible there:
+"resource R unavailable in ClusterQueue" (reason ``NoMatchingFlavor``); zero requests of uncovered
+resources are ignored (kueue#8079). If the ClusterQueue covers ``pods``, each podset also requests its count.
+
+Messages are Kueue's (``flavorassigner.go``, ``assignment.go``): each podset's reasons sorted and joined by
+", " after "couldn't assign flavors to pod set NAME: ", podsets joined by "; ".
+
+Not modelled: flavor taints/node affinity matching (the workload API carries no tolerations or selectors),
+the flavor-scan resume state across cycles (``LastTriedFlavorIdx``), partial admission, TAS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.model.queues import ClusterQueue, FlavorFungibility
+from fleetlab.model.resources import PODS, format_amount
+
+__all__ = [
+    "EXCEEDS_MAX_QUOTA",
+    "NO_MATCHING_FLAVOR",
+    "WAITING_FOR_QUOTA",
+    "Assignment",
+    "AssignmentMode",
+    "CanPreempt",
+    "ClusterQueueRules",
+    "GranularMode",
+    "PodSetAssignment",
+    "PodSetRequest",
+    "PreemptionMode",
+    "ResourceAssignment",
+    "assign_flavors",
+    "is_preferred",
+    "should_try_next_flavor",
+]
+
+#: ``QuotaReserved=False`` reasons (Kueue v1beta2 constants), least to most severe.
+WAITING_FOR_QUOTA = "WaitingForQuota"
+EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+_SEVERITY = {"": 0, WAITING_FOR_QUOTA: 1, EXCEEDS_MAX_QUOTA: 2, NO_MATCHING_FLAVOR: 3}
+
+#: ``can_preempt(cluster_queue, {FlavorResource: total amount needed})``: could preemption make room?
+CanPreempt = Callable[[str, Mapping[FlavorResource, int]], bool]
+
+
+def _never(_cq: str, _amounts: Mapping[FlavorResource, int]) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class PodSetRequest:
+    """A podset: ``count`` pods, each requesting ``requests`` (milli-cpu, bytes, whole GPUs)."""
+
+    name: str
+    count: int
+    requests: dict[str, int]
+
+
+class PreemptionMode(IntEnum):
+    """Upstream's granular mode, worst to best; Preempt and Reclaim both mean preemption targets exist."""
+
+    NO_FIT = 0
+    NO_CANDIDATES = 1
+    PREEMPT = 2
+    RECLAIM = 3
+    FIT = 4
+
+
+class AssignmentMode(IntEnum):
+    """Upstream ``FlavorAssignmentMode``: what must happen before the flavor can be used."""
+
+    NO_FIT = 0
+    PREEMPT = 1
+    FIT = 2
+
+
+def _assignment_mode(mode: PreemptionMode) -> AssignmentMode:
+    if mode == PreemptionMode.FIT:
+        return AssignmentMode.FIT
+    return AssignmentMode.NO_FIT if mode == PreemptionMode.NO_FIT else AssignmentMode.PREEMPT
+
+
+@dataclass(frozen=True)
+class GranularMode:
+    """A candidate's preemption mode and borrowing level (0: within the ClusterQueue's own quota)."""
+
+    preemption: PreemptionMode
+    borrowing: int
+
+
+_BEST = GranularMode(PreemptionMode.FIT, 0)
+_WORST = GranularMode(PreemptionMode.NO_FIT, 1 << 62)
+
+
+def is_preferred(a: GranularMode, b: GranularMode, fungibility: FlavorFungibility) -> bool:
+    """Whether ``a`` beats ``b`` under ``fungibility.preference`` (upstream ``isPreferred``)."""
+    if a.preemption == PreemptionMode.NO_FIT:
+        return False
+    if b.preemption == PreemptionMode.NO_FIT:
+        return True
+    a_none = a.preemption == PreemptionMode.NO_CANDIDATES
+    b_none = b.preemption == PreemptionMode.NO_CANDIDATES
+    if a_none != b_none:
+        return not a_none
+    if fungibility.preference == "PreemptionOverBorrowing":
+        if a.borrowing != b.borrowing:
+            return a.borrowing < b.borrowing
+        return a.preemption > b.preemption
+    if a.preemption != b.preemption:
+        return a.preemption > b.preemption
+    return a.borrowing < b.borrowing
+
+
+def should_try_next_flavor(mode: GranularMode, fungibility: FlavorFungibility) -> bool:
+    """Whether the search goes on past a flavor with ``mode`` (upstream ``shouldTryNextFlavor``)."""
+    if mode.preemption in (PreemptionMode.NO_FIT, PreemptionMode.NO_CANDIDATES):
+        return True
+    preempting = mode.preemption in (PreemptionMode.PREEMPT, PreemptionMode.RECLAIM)
+    if preempting and fungibility.when_can_preempt == "TryNextFlavor":
+        return True
+    return mode.borrowing != 0 and fungibility.when_can_borrow == "TryNextFlavor"
+
+
+@dataclass(frozen=True)
+class ClusterQueueRules:
+    """What flavor assignment needs from a ClusterQueue, compiled once from its spec."""
+
+    name: str
+    groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (coveredResources, flavor names)
+    group_of: Mapping[str, int]
+    nominal: Mapping[FlavorResource, int]
+    fungibility: FlavorFungibility
+    may_preempt_beyond_nominal: bool  # withinClusterQueue != Never or borrowWithinCohort.policy != Never
+
+    @classmethod
+    def from_spec(cls, cq: ClusterQueue) -> ClusterQueueRules:
+        """Compile ``cq``'s resource groups, nominal quotas, fungibility and preemption switches."""
+        groups = tuple(
+            (g.covered_resources, tuple(f.name for f in g.flavors)) for g in cq.spec.resource_groups
+        )
+        group_of = {r: i for i, (covered, _) in enumerate(groups) for r in covered}
+        nominal = {
+            FlavorResource(f.name, q.name): q.nominal_quota
+            for g in cq.spec.resource_groups
+            for f in g.flavors
+            for q in f.resources
+        }
+        pre = cq.spec.preemption
+        bwc = pre.borrow_within_cohort
+        beyond = pre.within_cluster_queue != "Never" or (bwc is not None and bwc.policy != "Never")
+        return cls(cq.name, groups, group_of, nominal, cq.spec.flavor_fungibility, beyond)
+
+
+@dataclass(frozen=True)
+class ResourceAssignment:
+    """The flavor chosen for one resource of a podset, with its mode and borrowing level."""
+
+    flavor: str
+    mode: AssignmentMode
+    borrow: int
+
+
+@dataclass
+class PodSetAssignment:
+    """Flavors for one podset's resources, with the reasons the choice is not a plain fit."""
+
+    name: str
+    count: int
+    requests: dict[str, int]  # totals for the podset, including ``pods`` when the CQ covers it
+    flavors: dict[str, ResourceAssignment] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    no_fit_reason: str = ""
+
+    @property
+    def mode(self) -> AssignmentMode:
+        """Worst mode over the podset's resources; NoFit when a requested resource got no flavor."""
+        if not self.reasons:
+            return AssignmentMode.FIT
+        if not self.flavors:
+            return AssignmentMode.NO_FIT
+        return min(a.mode for a in self.flavors.values())
+
+
+@dataclass
+class Assignment:
+    """A workload's flavor assignment in one ClusterQueue: per-podset flavors, usage, borrowing level."""
+
+    podsets: list[PodSetAssignment]
+    usage: dict[FlavorResource, int]
+    borrowing: int
+    failed: bool = False  # a podset got no flavor at all; the rest were not assigned
+    no_fit_reason: str = ""
+
+    @property
+    def mode(self) -> AssignmentMode:
+        """Worst mode over the podsets (upstream ``RepresentativeMode``)."""
+        if not self.podsets or self.failed:
+            return AssignmentMode.NO_FIT
+        return min(ps.mode for ps in self.podsets)
+
+    def message(self) -> str:
+        """Kueue's pending message: per podset "couldn't assign flavors to pod set NAME: reasons"."""
+        parts = [
+            f"couldn't assign flavors to pod set {ps.name}: {', '.join(sorted(ps.reasons))}"
+            for ps in self.podsets
+            if ps.reasons
+        ]
+        return "; ".join(parts)
+
+    def flavors(self) -> dict[str, dict[str, str]]:
+        """``podset -> resource -> flavor name``, the shape of Kueue's ``podSetAssignments[].flavors``."""
+        return {ps.name: {r: a.flavor for r, a in sorted(ps.flavors.items())} for ps in self.podsets}
+
+
+def _fits_resource_quota(
+    tree: ResourceTree,
+    node: Node,
+    rules: ClusterQueueRules,
+    fr: FlavorResource,
+    assumed: int,
+    request: int,
+    can_preempt: CanPreempt,
+) -> tuple[PreemptionMode, int, str | None, str]:
+    """Mode, borrowing level, reason and QuotaReserved reason for ``assumed + request`` of ``fr``."""
+    maximum = tree.potential_available(node, fr)
+    res = fr.resource
+    if assumed + request > maximum:
+        reason = (
+            f"insufficient quota for {res} in flavor {fr.flavor}, previously considered podsets requests "
+            f"({format_amount(res, assumed)}) + current podset request ({format_amount(res, request)}) "
+            f"> maximum capacity ({format_amount(res, maximum)})"
+        )
+        return PreemptionMode.NO_FIT, 0, reason, EXCEEDS_MAX_QUOTA
+    value = assumed + request
+    available = tree.available(node, fr)
+    borrow, may_reclaim_in_hierarchy = tree.borrowing_height(node, fr, value)
+    if value <= available:
+        return PreemptionMode.FIT, borrow, None, ""
+    reason = (
+        f"insufficient unused quota for {res} in flavor {fr.flavor}, "
+        f"{format_amount(res, value - available)} more needed"
+    )
+    if rules.nominal.get(fr, 0) >= value or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
+        if can_preempt(rules.name, {fr: value}):
+            return PreemptionMode.PREEMPT, borrow, reason, ""
+        return PreemptionMode.NO_CANDIDATES, borrow, reason, ""
+    return PreemptionMode.NO_FIT, borrow, reason, WAITING_FOR_QUOTA
+
+
+def _find_flavor(
+    tree: ResourceTree,
+    node: Node,
+    rules: ClusterQueueRules,
+    group: int,
+    requests: Mapping[str, int],
+    usage: Mapping[FlavorResource, int],
+    can_preempt: CanPreempt,
+) -> tuple[dict[str, ResourceAssignment], list[str], str]:
+    """Best flavor of resource group ``group`` for a podset's ``requests`` (``findFlavorForPodSets``)."""
+    covered, flavor_names = rules.groups[group]
+    wanted = [(r, requests[r]) for r in sorted(requests) if r in covered]
+    reasons: list[str] = []
+    best: dict[str, ResourceAssignment] = {}
+    best_mode = _WORST
+    least_severe = ""
+    for flavor in flavor_names:
+        assignments: dict[str, ResourceAssignment] = {}
+        mode = _BEST
+        flavor_reason = ""
+        for resource, request in wanted:
+            fr = FlavorResource(flavor, resource)
+            pmode, borrow, reason, no_fit = _fits_resource_quota(
+                tree, node, rules, fr, usage.get(fr, 0), request, can_preempt
+            )
+            if reason is not None:
+                reasons.append(reason)
+            if _SEVERITY[no_fit] > _SEVERITY[flavor_reason]:
+                flavor_reason = no_fit
+            candidate = GranularMode(pmode, borrow)
+            if is_preferred(mode, candidate, rules.fungibility):
+                mode = candidate
+            if mode.preemption == PreemptionMode.NO_FIT:
+                break
+            assignments[resource] = ResourceAssignment(flavor, _assignment_mode(pmode), borrow)
+        if mode.preemption == PreemptionMode.NO_FIT and (
+            not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]
+        ):
+            least_severe = flavor_reason
+        if not should_try_next_flavor(mode, rules.fungibility):
+            best, best_mode = assignments, mode
+            break
+        if is_preferred(mode, best_mode, rules.fungibility):
+            best, best_mode = assignments, mode
+    if best_mode.preemption == PreemptionMode.FIT:
+        return best, [], ""
+    return best, reasons, least_severe if not best else ""
+
+
+def assign_flavors(
+    tree: ResourceTree,
+    rules: ClusterQueueRules,
+    podsets: Sequence[PodSetRequest],
+    can_preempt: CanPreempt | None = None,
+) -> Assignment:
+    """Choose a flavor for every resource of every podset in ClusterQueue ``rules.name`` (§1.4).
+
+    ``can_preempt`` is the preemption module's answer to "could preemption free this much?"
+    (default: never)."""
+    hook = can_preempt or _never
+    node = tree.cluster_queue(rules.name)
+    usage: dict[FlavorResource, int] = {}
+    out: list[PodSetAssignment] = []
+    borrowing = 0
+    worst_reason = ""
+    for ps in podsets:
+        totals = {r: v * ps.count for r, v in ps.requests.items()}
+        if PODS in rules.group_of:
+            totals[PODS] = ps.count
+        psa = PodSetAssignment(ps.name, ps.count, totals)
+        out.append(psa)
+        done: set[int] = set()
+        for resource in sorted(totals):
+            group = rules.group_of.get(resource)
+            if group is None:
+                if totals[resource] == 0:
+                    continue  # kueue#8079: a zero request of an undeclared resource needs no flavor
+                psa.flavors = {}
+                psa.reasons = [f"resource {resource} unavailable in ClusterQueue"]
+                psa.no_fit_reason = NO_MATCHING_FLAVOR
+                break
+            if group in done:
+                continue
+            done.add(group)
+            chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook)
+            psa.reasons += reasons
+            if not chosen:
+                psa.flavors = {}
+                psa.no_fit_reason = no_fit or WAITING_FOR_QUOTA
+                break
+            psa.flavors.update(chosen)
+        if psa.reasons and not psa.flavors:
+            worst_reason = max(worst_reason, psa.no_fit_reason, key=lambda r: _SEVERITY[r])
+            return Assignment(out, usage, borrowing, failed=True, no_fit_reason=worst_reason)
+        for resource, chosen_flavor in psa.flavors.items():
+            fr = FlavorResource(chosen_flavor.flavor, resource)
+            usage[fr] = usage.get(fr, 0) + totals[resource]
+            borrowing = max(borrowing, chosen_flavor.borrow)
+    assignment = Assignment(out, usage, borrowing)
+    if assignment.mode == AssignmentMode.NO_FIT:
+        assignment.no_fit_reason = WAITING_FOR_QUOTA
+    return assignment

@@ -1,0 +1,513 @@
+"""The queue manager and Kueue's admission cycle (``shared/reference/queues.md`` §1.3; upstream
+``pkg/cache/queue`` and ``pkg/scheduler/scheduler.go``).
+
+Public API (what the simulator calls)::
+
+    PodSetRequest(name, count, requests)          # requests: resource -> per-pod amount in integer units
+    Workload(id, namespace, local_queue, priority, created_ms, podsets)
+    Admission(workload_id, cluster_queue, flavors, borrowing, admitted_ms)
+                                                  # flavors: podset -> resource -> flavor name
+
+    m = AdmissionManager(config)                  # config: fleetlab.model.queues.QueueConfig
+    m.submit(workload)                            # ValueError for an unknown LocalQueue or a bad workload
+    m.cycle(now_ms) -> list[Admission]            # one scheduling cycle; admitted workloads reserve quota
+    m.finish(workload_id)                         # quota released (job done); a pending workload is dropped
+    m.evict(workload_id, now_ms)                  # quota released, requeued with timestamp = eviction time
+    m.pending() -> list[(workload_id, reason)]    # Kueue's messages where they exist
+    m.queue_status() -> {cq: {"flavor/resource": {nominal, usage, borrowed, lent,
+                                                  borrowing_limit?, lending_limit?}}}
+    m.has_work() -> bool                          # True when cycle() could admit or change something
+
+Queues: one heap per ClusterQueue, ordered by priority (higher first), then timestamp (creation, or the
+eviction time after :meth:`AdmissionManager.evict`), then submission order. A cycle takes one head per
+ClusterQueue, nominates every head against the same state (flavor assignment, and preemption targets for
+heads that need preemption), orders the entries classically (borrowing level ascending, so not-borrowing
+first; then priority; then FIFO), and processes them one by one, re-checking fit, because earlier admissions
+in the cycle consume quota ("Workload no longer fits after processing another workload").
+
+Requeueing follows upstream ``RequeueIfNotPresent``: a ``StrictFIFO`` head that cannot be admitted stays at
+the head and blocks the queue; a ``BestEffortFIFO`` head is set aside as inadmissible until quota is
+released in its cohort tree (:meth:`finish`, :meth:`evict`), while heads skipped after nomination are
+retried at once. Cheapness: a head whose answer cannot have changed (no usage change in its tree since it
+failed) is not nominated again, so ``cycle()`` on an unchanged state does no flavor assignment at all.
+
+A head that needs preemption but has no candidates reserves, for the rest of the cycle only, the quota it
+could reclaim (upstream ``reserveCapacityForUnreclaimablePreempt``: unless ``reclaimWithinCohort: Any``,
+min(request, nominal − usage), or up to ``nominal + borrowingLimit`` when it borrows), so later heads in the
+cohort cannot take it.
+
+Preemption hook (for ``admission/preemption.py``): pass ``AdmissionManager(config, preemption=strategy)``
+where ``strategy`` implements :class:`PreemptionStrategy`:
+
+* ``can_preempt(manager, workload, cluster_queue, amounts) -> bool`` answers flavor assignment's question
+  "could preemption free ``amounts`` ({FlavorResource: total needed}) in this ClusterQueue?" (upstream
+  ``SimulatePreemption``); False ranks the flavor as "preemption without candidates".
+* ``targets(manager, nominee) -> victim workload ids`` for a nominated entry whose assignment needs
+  preemption (upstream ``GetTargets``). With targets, the cycle checks overlap with targets already chosen in
+  this cycle ("Workload has overlapping preemption targets with another workload"), re-checks fit with all
+  chosen targets removed, then records a :class:`PreemptionRequest` (drained by :meth:`take_preemptions`)
+  instead of admitting: the simulator evicts the victims (``evict(victim, now, keep_creation_timestamp=True)``
+  matches Kueue, whose preempted workloads keep their creation timestamp) and the preemptor is admitted in a
+  later cycle. Victims already requested and not yet released are not requested twice.
+
+Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
+``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
+``manager.admitted_workloads()``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fleetlab.admission.flavors import (
+    Assignment,
+    AssignmentMode,
+    ClusterQueueRules,
+    PodSetRequest,
+    assign_flavors,
+)
+from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.model.queues import ClusterQueue, QueueConfig
+
+__all__ = [
+    "NO_LONGER_FITS",
+    "OVERLAPPING_TARGETS",
+    "Admission",
+    "AdmissionManager",
+    "AdmittedWorkload",
+    "NoPreemption",
+    "Nominee",
+    "PodSetRequest",
+    "PreemptionRequest",
+    "PreemptionStrategy",
+    "Workload",
+]
+
+#: Kueue's ``inadmissibleMsg`` strings (pkg/scheduler/scheduler.go).
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+OVERLAPPING_TARGETS = "Workload has overlapping preemption targets with another workload"
+
+# Requeue reasons (upstream qcache.RequeueReason*), deciding immediate retry vs set aside.
+_NO_FIT = "NoFit"
+_NO_CANDIDATES = "PreemptionNoCandidates"
+_FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+_PENDING_PREEMPTION = "PendingPreemption"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A unit of admission: podsets submitted to a LocalQueue, with a priority and a creation time."""
+
+    id: str
+    namespace: str
+    local_queue: str
+    priority: int
+    created_ms: int
+    podsets: tuple[PodSetRequest, ...]
+
+
+@dataclass(frozen=True)
+class Admission:
+    """An admitted workload: its ClusterQueue, the flavor of each podset resource, whether it borrows."""
+
+    workload_id: str
+    cluster_queue: str
+    flavors: dict[str, dict[str, str]]  # podset -> resource -> flavor name
+    borrowing: bool
+    admitted_ms: int
+
+
+@dataclass(frozen=True)
+class AdmittedWorkload:
+    """What the preemption module sees of an admitted workload."""
+
+    workload: Workload
+    cluster_queue: str
+    usage: Mapping[FlavorResource, int]
+    admission: Admission
+
+
+@dataclass(frozen=True)
+class PreemptionRequest:
+    """Victims a preemptor needs evicted before it can be admitted (issued, not yet carried out)."""
+
+    preemptor_id: str
+    cluster_queue: str
+    victims: tuple[str, ...]
+    issued_ms: int
+
+
+@dataclass
+class Nominee:
+    """A head nominated in a cycle: its flavor assignment and, when it needs preemption, the victims."""
+
+    workload: Workload
+    cluster_queue: str
+    timestamp_ms: int
+    assignment: Assignment
+    targets: tuple[str, ...] = ()
+    seq: int = 0
+    requeue_reason: str = ""
+    message: str = ""
+
+
+class PreemptionStrategy(Protocol):
+    """The preemption module's two answers; see the module docstring."""
+
+    def can_preempt(
+        self,
+        manager: AdmissionManager,
+        workload: Workload,
+        cluster_queue: str,
+        amounts: Mapping[FlavorResource, int],
+    ) -> bool:
+        """Whether preempting admitted workloads could free ``amounts`` for ``workload``."""
+        ...
+
+    def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
+        """Workload ids to evict so ``nominee`` fits (empty: no candidates)."""
+        ...
+
+
+class NoPreemption:
+    """The default strategy: preemption never frees anything."""
+
+    def can_preempt(
+        self,
+        manager: AdmissionManager,
+        workload: Workload,
+        cluster_queue: str,
+        amounts: Mapping[FlavorResource, int],
+    ) -> bool:
+        """Never: there is nothing to preempt."""
+        return False
+
+    def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
+        """No victims."""
+        return ()
+
+
+@dataclass
+class _Tracked:
+    workload: Workload
+    cluster_queue: str
+    seq: int
+    timestamp_ms: int
+    state: str = "queued"  # queued | inadmissible | admitted
+    message: str = ""
+    admission: Admission | None = None
+    usage: dict[FlavorResource, int] = field(default_factory=dict)
+
+    def key(self) -> tuple[int, int, int, str]:
+        return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
+
+
+class _ClusterQueueHeap:
+    """One ClusterQueue's pending workloads: a heap with lazy deletion, plus the set-aside ones."""
+
+    def __init__(self, name: str, strict: bool) -> None:
+        self.name = name
+        self.strict = strict
+        self.heap: list[tuple[int, int, int, str]] = []
+        self.queued: dict[str, tuple[int, int, int, str]] = {}
+        self.inadmissible: dict[str, None] = {}
+        self.blocked: tuple[str, int] | None = None  # (head id, tree generation) known not to change
+
+    def push(self, tracked: _Tracked) -> None:
+        key = tracked.key()
+        self.queued[tracked.workload.id] = key
+        heapq.heappush(self.heap, key)
+
+    def head(self) -> str | None:
+        while self.heap and self.queued.get(self.heap[0][3]) != self.heap[0]:
+            heapq.heappop(self.heap)
+        return self.heap[0][3] if self.heap else None
+
+    def discard(self, workload_id: str) -> None:
+        self.queued.pop(workload_id, None)
+        self.inadmissible.pop(workload_id, None)
+
+
+def _root(node: Node) -> Node:
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
+class AdmissionManager:
+    """Kueue's queue manager and scheduler for one configuration; see the module docstring."""
+
+    def __init__(self, config: QueueConfig, preemption: PreemptionStrategy | None = None) -> None:
+        self.config = config
+        self.tree = ResourceTree.from_config(config)
+        self.rules: dict[str, ClusterQueueRules] = {
+            cq.name: ClusterQueueRules.from_spec(cq) for cq in config.cluster_queues
+        }
+        self._specs: dict[str, ClusterQueue] = {cq.name: cq for cq in config.cluster_queues}
+        self._local_queues = {lq.key: lq.spec.cluster_queue for lq in config.local_queues}
+        self._queues = {
+            name: _ClusterQueueHeap(name, self._specs[name].spec.queueing_strategy == "StrictFIFO")
+            for name in sorted(self._specs)
+        }
+        self._root_of: dict[str, Node] = {name: _root(self.tree.cluster_queue(name)) for name in self._queues}
+        self._members: dict[int, list[str]] = {}
+        for name, root in self._root_of.items():
+            self._members.setdefault(id(root), []).append(name)
+        self._generation: dict[int, int] = dict.fromkeys(self._members, 0)
+        self._preemption: PreemptionStrategy = preemption or NoPreemption()
+        self._tracked: dict[str, _Tracked] = {}
+        self._seq = 0
+        self._requests: list[PreemptionRequest] = []
+        self._requested_victims: set[str] = set()
+        self.cycles = 0
+
+    # ---- views ---------------------------------------------------------------------------------------------
+
+    def cluster_queue_spec(self, name: str) -> ClusterQueue:
+        """The ClusterQueue object ``name`` (its preemption policy, strategy and quotas)."""
+        return self._specs[name]
+
+    def admitted_workloads(self) -> dict[str, AdmittedWorkload]:
+        """Every admitted workload by id, with its ClusterQueue and quota usage."""
+        return {
+            wid: AdmittedWorkload(t.workload, t.cluster_queue, dict(t.usage), t.admission)
+            for wid, t in self._tracked.items()
+            if t.state == "admitted" and t.admission is not None
+        }
+
+    def take_preemptions(self) -> list[PreemptionRequest]:
+        """Preemption requests issued since the last call (empty unless a preemption strategy is set)."""
+        out, self._requests = self._requests, []
+        return out
+
+    # ---- input ---------------------------------------------------------------------------------------------
+
+    def submit(self, workload: Workload) -> None:
+        """Queue ``workload`` in the ClusterQueue its LocalQueue feeds."""
+        key = (workload.namespace, workload.local_queue)
+        if key not in self._local_queues:
+            known = ", ".join(f"{ns}/{name}" for ns, name in sorted(self._local_queues)) or "none"
+            raise ValueError(
+                f"workload {workload.id!r}: LocalQueue {workload.namespace}/{workload.local_queue} "
+                f"doesn't exist "
+                f"(known LocalQueues: {known})"
+            )
+        if workload.id in self._tracked:
+            raise ValueError(f"workload {workload.id!r} was already submitted")
+        names: set[str] = set()
+        for ps in workload.podsets:
+            if ps.name in names:
+                raise ValueError(f"workload {workload.id!r}: podset name {ps.name!r} is used twice")
+            names.add(ps.name)
+            if ps.count < 0 or any(v < 0 for v in ps.requests.values()):
+                raise ValueError(
+                    f"workload {workload.id!r}: podset {ps.name!r} has a negative count or request"
+                )
+        self._seq += 1
+        tracked = _Tracked(workload, self._local_queues[key], self._seq, workload.created_ms)
+        self._tracked[workload.id] = tracked
+        self._queues[tracked.cluster_queue].push(tracked)
+
+    def finish(self, workload_id: str) -> None:
+        """The workload is done (or deleted): its quota is released, or it leaves the queue if pending."""
+        tracked = self._get(workload_id)
+        if tracked.state == "admitted":
+            self._release(tracked)
+        else:
+            self._queues[tracked.cluster_queue].discard(workload_id)
+        del self._tracked[workload_id]
+        self._requested_victims.discard(workload_id)
+
+    def evict(self, workload_id: str, now_ms: int, *, keep_creation_timestamp: bool = False) -> None:
+        """Release an admitted workload's quota and requeue it, ordered from ``now_ms`` (Eviction timestamp).
+
+        ``keep_creation_timestamp`` keeps the original order, as Kueue does for preempted workloads."""
+        tracked = self._get(workload_id)
+        if tracked.state != "admitted":
+            raise ValueError(
+                f"workload {workload_id!r} is not admitted (it is {tracked.state}); "
+                "only admitted ones can be evicted"
+            )
+        self._release(tracked)
+        self._requested_victims.discard(workload_id)
+        self._seq += 1
+        tracked.seq = self._seq
+        if not keep_creation_timestamp:
+            tracked.timestamp_ms = now_ms
+        tracked.state, tracked.admission, tracked.usage = "queued", None, {}
+        tracked.message = f"Requeued after eviction at {now_ms} ms"
+        self._queues[tracked.cluster_queue].push(tracked)
+
+    def _get(self, workload_id: str) -> _Tracked:
+        try:
+            return self._tracked[workload_id]
+        except KeyError:
+            raise ValueError(
+                f"unknown workload {workload_id!r} (never submitted, or already finished)"
+            ) from None
+
+    def _release(self, tracked: _Tracked) -> None:
+        """Free quota; like Kueue's QueueInadmissibleWorkloads, set-aside heads of the tree get a new try."""
+        self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
+        root = id(self._root_of[tracked.cluster_queue])
+        self._generation[root] += 1
+        for name in self._members[root]:
+            queue = self._queues[name]
+            for wid in list(queue.inadmissible):
+                other = self._tracked[wid]
+                other.state = "queued"
+                queue.push(other)
+            queue.inadmissible.clear()
+
+    # ---- the cycle -----------------------------------------------------------------------------------------
+
+    def _heads(self) -> list[_Tracked]:
+        heads: list[_Tracked] = []
+        for name, queue in self._queues.items():
+            wid = queue.head()
+            if wid is None:
+                continue
+            if queue.blocked == (wid, self._generation[id(self._root_of[name])]):
+                continue
+            heads.append(self._tracked[wid])
+        return heads
+
+    def has_work(self) -> bool:
+        """Whether ``cycle()`` could admit or change anything (some head's answer may have changed)."""
+        return bool(self._heads())
+
+    def _nominate(self, tracked: _Tracked) -> Nominee:
+        wl, cq = tracked.workload, tracked.cluster_queue
+
+        def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> bool:
+            return self._preemption.can_preempt(self, wl, cluster_queue, amounts)
+
+        assignment = assign_flavors(self.tree, self.rules[cq], wl.podsets, hook)
+        nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
+        nominee.message = assignment.message()
+        if assignment.mode == AssignmentMode.PREEMPT:
+            nominee.targets = tuple(self._preemption.targets(self, nominee))
+        return nominee
+
+    def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:
+        """Quota a preempting head without candidates holds for the rest of the cycle (upstream
+        ``quotaResourcesToReserve``, clamped at 0)."""
+        node = self.tree.cluster_queue(nominee.cluster_queue)
+        out: dict[FlavorResource, int] = {}
+        for fr, value in nominee.assignment.usage.items():
+            quota = node.quotas[fr]
+            used = node.usage.get(fr, 0)
+            if nominee.assignment.borrowing > 0:
+                cap = value if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit - used
+            else:
+                cap = quota.nominal - used
+            out[fr] = max(0, min(value, cap))
+        return out
+
+    def cycle(self, now_ms: int) -> list[Admission]:
+        """One scheduling cycle: heads → nominate → classic order → admit one by one, re-checking fit."""
+        heads = self._heads()
+        if not heads:
+            return []
+        self.cycles += 1
+        generations = dict(self._generation)  # a head's answer is known for the state it was nominated in
+        entries = [self._nominate(t) for t in heads]
+        entries.sort(key=lambda e: (e.assignment.borrowing, -e.workload.priority, e.timestamp_ms, e.seq))
+        temporary: list[tuple[str, dict[FlavorResource, int]]] = []
+        preempted: dict[str, tuple[str, Mapping[FlavorResource, int]]] = {}
+        admitted: list[Admission] = []
+        for entry in entries:
+            admission = self._process(entry, now_ms, temporary, preempted)
+            if admission is not None:
+                admitted.append(admission)
+        for cq, usage in reversed(temporary):
+            self.tree.remove_cq_usage(cq, usage)
+        for entry in entries:
+            if entry.requeue_reason:
+                self._requeue(entry, generations[id(self._root_of[entry.cluster_queue])])
+        return admitted
+
+    def _process(
+        self,
+        entry: Nominee,
+        now_ms: int,
+        temporary: list[tuple[str, dict[FlavorResource, int]]],
+        preempted: dict[str, tuple[str, Mapping[FlavorResource, int]]],
+    ) -> Admission | None:
+        """Upstream ``processEntry`` for one nominated head; sets ``requeue_reason`` unless admitted."""
+        mode = entry.assignment.mode
+        cq = entry.cluster_queue
+        if mode == AssignmentMode.NO_FIT:
+            entry.requeue_reason = _NO_FIT
+            return None
+        if mode == AssignmentMode.PREEMPT and not entry.targets:
+            entry.requeue_reason = _NO_CANDIDATES
+            if self._specs[cq].spec.preemption.reclaim_within_cohort != "Any":
+                reserve = self._to_reserve(entry)
+                self.tree.add_cq_usage(cq, reserve)
+                temporary.append((cq, reserve))
+            return None
+        if any(t in preempted for t in entry.targets):
+            entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, OVERLAPPING_TARGETS
+            return None
+        victims = {t: (self._tracked[t].cluster_queue, self._tracked[t].usage) for t in entry.targets}
+        with self.tree.simulate_removal([*preempted.values(), *victims.values()]):
+            fits = self.tree.fits(cq, entry.assignment.usage)
+        if not fits:
+            entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, NO_LONGER_FITS
+            return None
+        preempted.update(victims)
+        usage = dict(entry.assignment.usage)
+        if mode == AssignmentMode.PREEMPT:
+            self.tree.add_cq_usage(cq, usage)
+            temporary.append((cq, usage))
+            new = tuple(t for t in entry.targets if t not in self._requested_victims)
+            self._requested_victims.update(new)
+            if new:
+                self._requests.append(PreemptionRequest(entry.workload.id, cq, new, now_ms))
+            entry.requeue_reason = _PENDING_PREEMPTION
+            entry.message += f". Pending the preemption of {len(entry.targets)} workload(s)"
+            return None
+        self.tree.add_cq_usage(cq, usage)
+        self._generation[id(self._root_of[cq])] += 1
+        tracked = self._tracked[entry.workload.id]
+        self._queues[cq].discard(entry.workload.id)
+        admission = Admission(
+            entry.workload.id, cq, entry.assignment.flavors(), entry.assignment.borrowing > 0, now_ms
+        )
+        tracked.state, tracked.admission, tracked.usage, tracked.message = "admitted", admission, usage, ""
+        return admission
+
+    def _requeue(self, entry: Nominee, generation: int) -> None:
+        """Upstream ``RequeueIfNotPresent``: keep the head, or set it aside until quota is released."""
+        tracked = self._tracked[entry.workload.id]
+        tracked.message = entry.message
+        queue = self._queues[entry.cluster_queue]
+        reason = entry.requeue_reason
+        if reason == _PENDING_PREEMPTION:
+            queue.blocked = (entry.workload.id, generation)  # sticky head until victims release quota
+        elif queue.strict:
+            if reason in (_NO_FIT, _NO_CANDIDATES):
+                queue.blocked = (entry.workload.id, generation)
+        elif reason in (_NO_FIT, _NO_CANDIDATES):
+            queue.discard(entry.workload.id)
+            queue.inadmissible[entry.workload.id] = None
+            tracked.state = "inadmissible"
+
+    # ---- output --------------------------------------------------------------------------------------------
+
+    def pending(self) -> list[tuple[str, str]]:
+        """Every workload not admitted, with the reason in Kueue's words where they exist."""
+        waiting = [t for t in self._tracked.values() if t.state != "admitted"]
+        waiting.sort(key=lambda t: (t.cluster_queue, t.key()))
+        return [
+            (t.workload.id, t.message or f"Pending: not yet nominated in ClusterQueue {t.cluster_queue}")
+            for t in waiting
+        ]
+
+    def queue_status(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Per ClusterQueue and ``"flavor/resource"``: nominal, usage, borrowed, lent and the limits set."""
+        return {name: self.tree.cq_status(name) for name in self._queues}

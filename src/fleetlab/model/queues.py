@@ -1,0 +1,525 @@
+"""Kueue objects (``kueue.x-k8s.io/v1beta2``, v1beta1 accepted) as plain data: users paste real objects.
+
+Field names follow ``apis/kueue/v1beta2`` exactly (camelCase aliases): ResourceFlavor, ClusterQueue, Cohort
+and LocalQueue. Quotas are Kubernetes quantities, parsed into fleetlab's integer units (cpu in milli-cores,
+memory in bytes, GPUs and other extended resources whole) by :func:`fleetlab.model.resources.parse_amount`.
+
+Each object is accepted as a full Kubernetes object: ``apiVersion``, ``kind``, ``metadata`` (only ``name``
+and, for a LocalQueue, ``namespace`` are read; labels, annotations, uid and the rest are ignored), ``spec``
+(unknown fields are an error) and ``status`` (ignored, so ``kubectl get -o yaml`` output can be pasted).
+Fields that Kueue's defaulting writes into stored objects are accepted with their default values
+(``stopPolicy: None``, ``namespaceSelector``, ``preemption.borrowWithinCohort: {policy: Never}``).
+
+:func:`queue_config_from_objects` dispatches a list of mixed objects on ``kind`` (a ``kind: List`` with
+``items`` is flattened) and validates the whole configuration; every problem names the object and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from fleetlab.model.kube import KubeModel, Taint, Toleration
+from fleetlab.model.quantity import QuantityError, to_milli
+from fleetlab.model.resources import parse_amount
+from fleetlab.spec.errors import problems_from_validation
+
+__all__ = [
+    "API_VERSIONS",
+    "BorrowWithinCohort",
+    "ClusterQueue",
+    "ClusterQueuePreemption",
+    "ClusterQueueSpec",
+    "Cohort",
+    "CohortSpec",
+    "FairSharing",
+    "FlavorFungibility",
+    "FlavorQuotas",
+    "LocalQueue",
+    "LocalQueueSpec",
+    "QueueConfig",
+    "QueueConfigError",
+    "ResourceFlavor",
+    "ResourceFlavorSpec",
+    "ResourceGroup",
+    "ResourceQuota",
+    "queue_config_from_objects",
+    "queue_config_problems",
+]
+
+API_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
+ApiVersion = Literal["kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"]
+#: Kueue's reference pattern (DNS subdomain, RFC 1123) for object names and references.
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+Name = str  # documented alias: a string matching NAME_PATTERN, at most 253 characters
+
+FungibilityPolicy = Literal["MayStopSearch", "TryNextFlavor"]
+QueueingStrategy = Literal["StrictFIFO", "BestEffortFIFO"]
+
+
+class QueueConfigError(ValueError):
+    """A Kueue configuration that cannot be used; ``problems`` lists each one, naming object and field."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class ObjectMeta(BaseModel):
+    """The part of ``metadata`` fleetlab reads; labels, annotations, uid and the rest are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    name: str = Field(min_length=1, max_length=253, pattern=NAME_PATTERN)
+    namespace: str = Field(default="default", min_length=1, max_length=63)
+
+
+def _quantity(resource: str, value: Any, field: str) -> int:
+    try:
+        amount = parse_amount(resource, value)
+    except QuantityError as exc:
+        raise ValueError(f"{field} for {resource}: {exc}") from None
+    if amount < 0:
+        raise ValueError(f"{field} for {resource}: {value!r} must be greater than or equal to 0")
+    return amount
+
+
+class ResourceQuota(KubeModel):
+    """One resource of a flavor: quotas as quantities, parsed to fleetlab's integer units for ``name``."""
+
+    name: str = Field(min_length=1)
+    nominal_quota: int = Field(alias="nominalQuota")
+    borrowing_limit: int | None = Field(default=None, alias="borrowingLimit")
+    lending_limit: int | None = Field(default=None, alias="lendingLimit")
+
+    @field_validator("nominal_quota", "borrowing_limit", "lending_limit", mode="before")
+    @classmethod
+    def _parse(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return None
+        resource = info.data.get("name")
+        if not isinstance(resource, str):
+            raise ValueError("cannot parse the quantity without a valid resource name")
+        alias = {"nominal_quota": "nominalQuota", "borrowing_limit": "borrowingLimit"}
+        return _quantity(resource, value, alias.get(str(info.field_name), "lendingLimit"))
+
+
+class FlavorQuotas(KubeModel):
+    """A flavor of a resource group with one quota per covered resource, in coveredResources order."""
+
+    name: str = Field(min_length=1, max_length=253, pattern=NAME_PATTERN)
+    resources: tuple[ResourceQuota, ...] = Field(min_length=1)
+
+
+class ResourceGroup(KubeModel):
+    """Resources that share one flavor choice, and the flavors that provide them (tried in list order)."""
+
+    covered_resources: tuple[str, ...] = Field(alias="coveredResources", min_length=1)
+    flavors: tuple[FlavorQuotas, ...] = Field(min_length=1)
+
+
+class FairSharing(KubeModel):
+    """``fairSharing.weight`` (a quantity, default 1), kept in milli-units for the fair-sharing engineer."""
+
+    weight_milli: int = Field(default=1000, alias="weight")
+
+    @field_validator("weight_milli", mode="before")
+    @classmethod
+    def _weight(cls, value: Any) -> int:
+        try:
+            milli = to_milli(value)
+        except QuantityError as exc:
+            raise ValueError(f"weight: {exc}") from None
+        if milli < 0:
+            raise ValueError(f"weight: {value!r} must be greater than or equal to 0")
+        return milli
+
+
+def _legacy_policy(value: Any, old: str) -> Any:
+    """Kueue renamed ``Borrow``/``Preempt`` to ``MayStopSearch``; the old spelling means the same."""
+    return "MayStopSearch" if value == old else value
+
+
+class FlavorFungibility(KubeModel):
+    """Whether to try the next flavor before borrowing or preempting in the current one (§1.4)."""
+
+    when_can_borrow: FungibilityPolicy = Field(default="MayStopSearch", alias="whenCanBorrow")
+    when_can_preempt: FungibilityPolicy = Field(default="TryNextFlavor", alias="whenCanPreempt")
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
+
+    @field_validator("when_can_borrow", mode="before")
+    @classmethod
+    def _old_borrow(cls, value: Any) -> Any:
+        return _legacy_policy(value, "Borrow")
+
+    @field_validator("when_can_preempt", mode="before")
+    @classmethod
+    def _old_preempt(cls, value: Any) -> Any:
+        return _legacy_policy(value, "Preempt")
+
+    @model_validator(mode="after")
+    def _preference_needs_try_next(self) -> FlavorFungibility:
+        if self.preference is not None and not (
+            self.when_can_borrow == "TryNextFlavor" and self.when_can_preempt == "TryNextFlavor"
+        ):
+            # Kueue's CEL rule on FlavorFungibility, verbatim.
+            raise ValueError(
+                "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor"
+            )
+        return self
+
+
+class BorrowWithinCohort(KubeModel):
+    """Preemption while borrowing (classic preemption only)."""
+
+    policy: Literal["Never", "LowerPriority"] = "Never"
+    max_priority_threshold: int | None = Field(default=None, alias="maxPriorityThreshold")
+
+
+class ClusterQueuePreemption(KubeModel):
+    """``spec.preemption``, stored for the preemption module (§1.5); defaults are Kueue's."""
+
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = Field(
+        default="Never", alias="withinClusterQueue"
+    )
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = Field(
+        default="Never", alias="reclaimWithinCohort"
+    )
+    borrow_within_cohort: BorrowWithinCohort | None = Field(default=None, alias="borrowWithinCohort")
+
+    @model_validator(mode="after")
+    def _borrow_needs_reclaim(self) -> ClusterQueuePreemption:
+        bwc = self.borrow_within_cohort
+        if self.reclaim_within_cohort == "Never" and bwc is not None and bwc.policy != "Never":
+            # Kueue's CEL rule on ClusterQueuePreemption, verbatim.
+            raise ValueError("reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+        return self
+
+
+class ClusterQueueSpec(KubeModel):
+    """``ClusterQueue.spec``; ``cohort`` (the v1beta1 name) is accepted for ``cohortName``."""
+
+    resource_groups: tuple[ResourceGroup, ...] = Field(default=(), alias="resourceGroups")
+    cohort_name: str | None = Field(
+        default=None, alias="cohortName", min_length=1, max_length=253, pattern=NAME_PATTERN
+    )
+    queueing_strategy: QueueingStrategy = Field(default="BestEffortFIFO", alias="queueingStrategy")
+    namespace_selector: dict[str, Any] | None = Field(default=None, alias="namespaceSelector")  # ignored
+    flavor_fungibility: FlavorFungibility = Field(
+        default_factory=FlavorFungibility, alias="flavorFungibility"
+    )
+    preemption: ClusterQueuePreemption = Field(default_factory=ClusterQueuePreemption)
+    fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
+    stop_policy: Literal["None"] | None = Field(default=None, alias="stopPolicy")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1beta1_cohort(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "cohort" in data:
+            if "cohortName" in data:
+                raise ValueError("give cohortName (v1beta2) or cohort (v1beta1), not both")
+            data = {("cohortName" if k == "cohort" else k): v for k, v in data.items()}
+        return data
+
+
+class CohortSpec(KubeModel):
+    """``Cohort.spec``: parent, extra shared quota on top of the children's, fair-sharing weight."""
+
+    parent_name: str | None = Field(
+        default=None, alias="parentName", min_length=1, max_length=253, pattern=NAME_PATTERN
+    )
+    resource_groups: tuple[ResourceGroup, ...] = Field(default=(), alias="resourceGroups")
+    fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
+
+
+class ResourceFlavorSpec(KubeModel):
+    """``ResourceFlavor.spec``: what admission adds to pods (labels, tolerations), what they must tolerate."""
+
+    node_labels: dict[str, str] = Field(default_factory=dict, alias="nodeLabels")
+    node_taints: tuple[Taint, ...] = Field(default=(), alias="nodeTaints")
+    tolerations: tuple[Toleration, ...] = ()
+    topology_name: str | None = Field(default=None, alias="topologyName")
+
+
+class LocalQueueSpec(KubeModel):
+    """``LocalQueue.spec``: the ClusterQueue it feeds."""
+
+    cluster_queue: str = Field(alias="clusterQueue", min_length=1, max_length=253, pattern=NAME_PATTERN)
+    stop_policy: Literal["None"] | None = Field(default=None, alias="stopPolicy")
+    fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
+
+
+class _KueueObject(KubeModel):
+    api_version: ApiVersion = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
+    metadata: ObjectMeta
+    status: Any = None  # ignored: lets users paste `kubectl get -o yaml` output
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return self.metadata.name
+
+
+class ResourceFlavor(_KueueObject):
+    """A variant of resources (GPU model, spot vs on-demand), cluster-scoped."""
+
+    kind: Literal["ResourceFlavor"] = "ResourceFlavor"
+    spec: ResourceFlavorSpec = Field(default_factory=ResourceFlavorSpec)
+
+
+class ClusterQueue(_KueueObject):
+    """A pool of quota with its flavors, cohort, queueing strategy, fungibility and preemption policy."""
+
+    kind: Literal["ClusterQueue"] = "ClusterQueue"
+    spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
+
+
+class Cohort(_KueueObject):
+    """A node of the cohort tree; one is created implicitly for every name referenced without an object."""
+
+    kind: Literal["Cohort"] = "Cohort"
+    spec: CohortSpec = Field(default_factory=CohortSpec)
+
+
+class LocalQueue(_KueueObject):
+    """A namespaced queue users submit to, feeding one ClusterQueue."""
+
+    kind: Literal["LocalQueue"] = "LocalQueue"
+    spec: LocalQueueSpec
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(namespace, name)``, the LocalQueue's identity."""
+        return (self.metadata.namespace, self.metadata.name)
+
+
+_KINDS: dict[str, type[_KueueObject]] = {
+    "ResourceFlavor": ResourceFlavor,
+    "ClusterQueue": ClusterQueue,
+    "Cohort": Cohort,
+    "LocalQueue": LocalQueue,
+}
+
+
+def _obj(kind: str, name: str) -> str:
+    return f'{kind} "{name}"'
+
+
+def _group_problems(owner: str, groups: Sequence[ResourceGroup], flavors: set[str]) -> list[str]:
+    """Resource-group rules Kueue's webhook enforces, for a ClusterQueue or a Cohort."""
+    out: list[str] = []
+    covered_by: dict[str, int] = {}
+    flavor_in: dict[str, int] = {}
+    for g, group in enumerate(groups):
+        where = f"spec.resourceGroups[{g}]"
+        seen_res: set[str] = set()
+        for resource in group.covered_resources:
+            if resource in seen_res:
+                out.append(f"{owner}: {where}.coveredResources: {resource!r} is listed twice")
+            seen_res.add(resource)
+            if resource in covered_by and covered_by[resource] != g:
+                out.append(
+                    f"{owner}: {where}.coveredResources: resource {resource!r} is already covered by "
+                    f"spec.resourceGroups[{covered_by[resource]}] (one resource group per resource)"
+                )
+            covered_by.setdefault(resource, g)
+        for f, flavor in enumerate(group.flavors):
+            fwhere = f"{where}.flavors[{f}]"
+            if flavor.name not in flavors:
+                known = ", ".join(f'"{n}"' for n in sorted(flavors)) or "none"
+                out.append(
+                    f'{owner}: {fwhere}.name: ResourceFlavor "{flavor.name}" is not defined '
+                    f"(defined: {known})"
+                )
+            if flavor.name in flavor_in:
+                first = flavor_in[flavor.name]
+                other = "this resource group" if first == g else f"spec.resourceGroups[{first}]"
+                out.append(
+                    f'{owner}: {fwhere}.name: flavor "{flavor.name}" already appears in {other} '
+                    "(a flavor may appear in only one resource group, once)"
+                )
+            flavor_in.setdefault(flavor.name, g)
+            names = tuple(r.name for r in flavor.resources)
+            if names != group.covered_resources:
+                out.append(
+                    f"{owner}: {fwhere}.resources: the resources {list(names)} must match "
+                    f"coveredResources {list(group.covered_resources)} (same names, same order)"
+                )
+    return out
+
+
+def _limit_problems(owner: str, groups: Sequence[ResourceGroup], has_parent: bool, is_cq: bool) -> list[str]:
+    out: list[str] = []
+    for g, group in enumerate(groups):
+        for f, flavor in enumerate(group.flavors):
+            for r, quota in enumerate(flavor.resources):
+                where = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                if not has_parent:
+                    none_msg = "cohort is empty" if is_cq else "the Cohort has no parentName"
+                    if quota.borrowing_limit is not None:
+                        # Kueue's CEL message on ClusterQueueSpec:
+                        # "borrowingLimit must be nil when cohort is empty"
+                        out.append(
+                            f"{owner}: {where}.borrowingLimit: borrowingLimit must be nil when {none_msg}"
+                        )
+                    if quota.lending_limit is not None:
+                        out.append(f"{owner}: {where}.lendingLimit: lendingLimit must be nil when {none_msg}")
+                if is_cq and quota.lending_limit is not None and quota.lending_limit > quota.nominal_quota:
+                    out.append(
+                        f"{owner}: {where}.lendingLimit: lendingLimit ({quota.lending_limit}) must be less "
+                        f"than or equal to nominalQuota ({quota.nominal_quota}) for {quota.name}"
+                    )
+    return out
+
+
+def _duplicates(kind: str, names: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for name in names:
+        if name in seen:
+            out.append(f"{_obj(kind, name)}: metadata.name: duplicate {kind} name")
+        seen.add(name)
+    return out
+
+
+def queue_config_problems(
+    flavors: Sequence[ResourceFlavor],
+    cluster_queues: Sequence[ClusterQueue],
+    cohorts: Sequence[Cohort],
+    local_queues: Sequence[LocalQueue],
+) -> list[str]:
+    """Every whole-configuration problem, each naming the object (kind and name) and the field."""
+    out: list[str] = []
+    out += _duplicates("ResourceFlavor", (f.name for f in flavors))
+    out += _duplicates("ClusterQueue", (c.name for c in cluster_queues))
+    out += _duplicates("Cohort", (c.name for c in cohorts))
+    out += _duplicates("LocalQueue", (f"{q.metadata.namespace}/{q.name}" for q in local_queues))
+    flavor_names = {f.name for f in flavors}
+    for cq in cluster_queues:
+        owner = _obj("ClusterQueue", cq.name)
+        out += _group_problems(owner, cq.spec.resource_groups, flavor_names)
+        out += _limit_problems(owner, cq.spec.resource_groups, cq.spec.cohort_name is not None, True)
+    parents = {c.name: c.spec.parent_name for c in cohorts}
+    for cohort in cohorts:
+        owner = _obj("Cohort", cohort.name)
+        out += _group_problems(owner, cohort.spec.resource_groups, flavor_names)
+        out += _limit_problems(owner, cohort.spec.resource_groups, cohort.spec.parent_name is not None, False)
+    reported: set[str] = set()
+    for start in parents:
+        path: list[str] = []
+        node: str | None = start
+        while node is not None and node in parents and node not in path:
+            path.append(node)
+            node = parents[node]
+        if node is not None and node in path:
+            cycle = path[path.index(node) :]
+            if not reported.intersection(cycle):
+                reported.update(cycle)
+                ring = " -> ".join([*cycle, node])
+                out.append(f"{_obj('Cohort', node)}: spec.parentName: cohort parents form a cycle ({ring})")
+    cq_names = {c.name for c in cluster_queues}
+    for lq in local_queues:
+        if lq.spec.cluster_queue not in cq_names:
+            known = ", ".join(f'"{n}"' for n in sorted(cq_names)) or "none"
+            out.append(
+                f'LocalQueue "{lq.metadata.namespace}/{lq.name}": spec.clusterQueue: ClusterQueue '
+                f'"{lq.spec.cluster_queue}" is not defined (defined: {known})'
+            )
+    return out
+
+
+class QueueConfig(BaseModel):
+    """The four kinds of Kueue objects of one cluster, validated as a whole."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    resource_flavors: tuple[ResourceFlavor, ...] = ()
+    cluster_queues: tuple[ClusterQueue, ...] = ()
+    cohorts: tuple[Cohort, ...] = ()
+    local_queues: tuple[LocalQueue, ...] = ()
+
+    @model_validator(mode="after")
+    def _whole(self) -> QueueConfig:
+        problems = queue_config_problems(
+            self.resource_flavors, self.cluster_queues, self.cohorts, self.local_queues
+        )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def cohort_parents(self) -> dict[str, str | None]:
+        """Every cohort's parent, including the cohorts Kueue creates implicitly for names with no object."""
+        parents: dict[str, str | None] = {c.name: c.spec.parent_name for c in self.cohorts}
+        referenced = [cq.spec.cohort_name for cq in self.cluster_queues]
+        referenced += [c.spec.parent_name for c in self.cohorts]
+        for name in referenced:
+            if name is not None and name not in parents:
+                parents[name] = None  # implicit Cohort: no parent, no quota, no limits
+        return parents
+
+    def implicit_cohorts(self) -> list[str]:
+        """Names of the cohorts referenced (by a ClusterQueue or as a parent) with no Cohort object."""
+        explicit = {c.name for c in self.cohorts}
+        return sorted(n for n in self.cohort_parents() if n not in explicit)
+
+
+def _flatten(objects: Iterable[Any], where: str, out: list[tuple[str, Any]]) -> None:
+    for i, obj in enumerate(objects):
+        loc = f"{where}[{i}]"
+        kind = obj.get("kind") if isinstance(obj, Mapping) else None
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(obj.get("items"), list):
+            _flatten(obj["items"], f"{loc}.items", out)
+        else:
+            out.append((loc, obj))
+
+
+def queue_config_from_objects(objects: list[dict[str, Any]]) -> QueueConfig:
+    """Build and validate a :class:`QueueConfig` from pasted Kueue objects of any kind, in any order.
+
+    Raises :class:`QueueConfigError` listing every problem, each naming the object and the field."""
+    if not isinstance(objects, list):
+        raise QueueConfigError([f"expected a list of Kueue objects, got {type(objects).__name__}"])
+    flat: list[tuple[str, Any]] = []
+    _flatten(objects, "objects", flat)
+    problems: list[str] = []
+    parsed: dict[str, list[Any]] = {k: [] for k in _KINDS}
+    for loc, obj in flat:
+        if not isinstance(obj, Mapping):
+            problems.append(
+                f"{loc}: expected a Kueue object (a mapping with kind, metadata, spec), got {obj!r}"
+            )
+            continue
+        kind = obj.get("kind")
+        if kind not in _KINDS:
+            problems.append(f"{loc}: kind {kind!r} is not one of {', '.join(_KINDS)}")
+            continue
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        label = f'{kind} "{name}"' if isinstance(name, str) else f"{loc} ({kind})"
+        try:
+            parsed[kind].append(_KINDS[kind].model_validate(dict(obj)))
+        except ValidationError as exc:
+            problems += [f"{label}: {p}" for p in problems_from_validation(exc)]
+    if problems:
+        raise QueueConfigError(problems)
+    whole = queue_config_problems(
+        parsed["ResourceFlavor"], parsed["ClusterQueue"], parsed["Cohort"], parsed["LocalQueue"]
+    )
+    if whole:
+        raise QueueConfigError(whole)
+    return QueueConfig(
+        resource_flavors=tuple(parsed["ResourceFlavor"]),
+        cluster_queues=tuple(parsed["ClusterQueue"]),
+        cohorts=tuple(parsed["Cohort"]),
+        local_queues=tuple(parsed["LocalQueue"]),
+    )
