@@ -143,3 +143,23 @@ def test_same_seed_same_result_and_seed_changes_ties() -> None:
     assert a.pods.node.tolist() == b.pods.node.tolist()
     c = run_one(resolved, "default", seed=2).result
     assert a.pods.node.tolist() != c.pods.node.tolist()
+
+
+def test_class_profiles_spread_inference_and_pack_batch() -> None:
+    """Per-class profiles (kube-scheduler profiles): least-allocated for inference, most-allocated for batch."""
+    jobs = [job(f"inf{i}", gpus=1, runtime=1000, submit_s=i, **{"class": "inference"}) for i in range(2)]
+    jobs += [job(f"bat{i}", gpus=1, runtime=1000, submit_s=10 + i, **{"class": "batch"}) for i in range(2)]
+    resolved = scenario(
+        [pool(count=4)],
+        jobs,
+        scheduler={
+            "policy": "default",
+            "class_profiles": {"inference": "least-allocated", "batch": "most-allocated"},
+        },
+    )
+    result = run_one(resolved, "scenario").result
+    node_of = dict(zip(result.jobs.ids, [None] * 4, strict=True))
+    for p, j in enumerate(result.pods.job):
+        node_of[result.jobs.ids[int(j)]] = int(result.pods.node[p])
+    assert node_of["inf0"] != node_of["inf1"]
+    assert node_of["bat0"] == node_of["bat1"]

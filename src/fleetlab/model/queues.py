@@ -84,13 +84,14 @@ class ObjectMeta(BaseModel):
     namespace: str = Field(default="default", min_length=1, max_length=63)
 
 
-def _quantity(resource: str, value: Any, field: str) -> int:
+def _quantity(resource: str, value: Any) -> int:
     try:
         amount = parse_amount(resource, value)
     except QuantityError as exc:
-        raise ValueError(f"{field} for {resource}: {exc}") from None
+        text = str(exc)
+        raise ValueError(text if text.startswith(f"{resource}:") else f"{resource}: {text}") from None
     if amount < 0:
-        raise ValueError(f"{field} for {resource}: {value!r} must be greater than or equal to 0")
+        raise ValueError(f"{resource}: {value!r} must be greater than or equal to 0")
     return amount
 
 
@@ -110,8 +111,7 @@ class ResourceQuota(KubeModel):
         resource = info.data.get("name")
         if not isinstance(resource, str):
             raise ValueError("cannot parse the quantity without a valid resource name")
-        alias = {"nominal_quota": "nominalQuota", "borrowing_limit": "borrowingLimit"}
-        return _quantity(resource, value, alias.get(str(info.field_name), "lendingLimit"))
+        return _quantity(resource, value)
 
 
 class FlavorQuotas(KubeModel):

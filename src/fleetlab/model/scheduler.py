@@ -92,6 +92,11 @@ class SchedulerConfig(SpecModel):
     gang_scheduling: bool = True
     #: kube-scheduler's DefaultPreemption PostFilter for pods that find no node.
     preemption: bool = True
+    #: A scheduling profile per job class (kube-scheduler profiles by schedulerName), e.g.
+    #: ``{inference: least-allocated, batch: most-allocated}``; other classes use ``policy``.
+    class_profiles: dict[Literal["training", "inference", "batch", "experiment"], str] = Field(
+        default_factory=dict
+    )
     kubernetes_version: KubernetesVersion = "1.35"
 
     @field_validator("policy")
@@ -99,6 +104,16 @@ class SchedulerConfig(SpecModel):
     def _known_policy(cls, value: str) -> str:
         if value not in PRESET_NAMES:
             raise ValueError(f"unknown policy {value!r}; allowed: {', '.join(PRESET_NAMES)}")
+        return value
+
+    @field_validator("class_profiles")
+    @classmethod
+    def _known_class_policies(cls, value: dict[str, str]) -> dict[str, str]:
+        for job_class, policy in value.items():
+            if policy not in PRESET_NAMES:
+                raise ValueError(
+                    f"{job_class}: unknown policy {policy!r}; allowed: {', '.join(PRESET_NAMES)}"
+                )
         return value
 
     @model_validator(mode="after")

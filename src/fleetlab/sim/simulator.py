@@ -20,7 +20,7 @@ from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.gang import GangPlacer, TopologyRequest
 from fleetlab.placement.preemption import Victim, find_preemption
-from fleetlab.placement.profiles import Profile
+from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
 from fleetlab.sim.book import PodBook
@@ -109,13 +109,20 @@ class Simulator:
         self.node_infos = build_nodes(resolved)
         extra = sorted({r for job in resolved.jobs for r in job.requests})
         self.state = ClusterState(self.node_infos, extra_resources=extra)
-        self.scheduler = Scheduler(
-            self.state,
-            profile,
-            seed=self.seed,
-            extended_resource_toleration=scenario.cluster.extended_resource_toleration,
-        )
-        self.placer = GangPlacer(self.scheduler, scenario.cluster.topology_levels)
+        self.schedulers: dict[str, Scheduler] = {}
+        self.placers: dict[str, GangPlacer] = {}
+        profiles = {"": profile}
+        for job_class, policy in sorted(self.config.class_profiles.items()):
+            profiles[job_class] = resolve_profile(self.config.model_copy(update={"policy": policy}))
+        for k, (key, prof) in enumerate(profiles.items()):
+            self.schedulers[key] = Scheduler(
+                self.state,
+                prof,
+                seed=self.seed + k,
+                extended_resource_toleration=scenario.cluster.extended_resource_toleration,
+            )
+            self.placers[key] = GangPlacer(self.schedulers[key], scenario.cluster.topology_levels)
+        self.scheduler = self.schedulers[""]
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
         self.timeline: list[tuple[int, int, int, int, int]] = []
@@ -134,8 +141,9 @@ class Simulator:
         self.now = 0
         self.placements = 0
         self.evictions = 0
-        self.spec_ids: dict[PodSpec, int] = {}
+        self.spec_ids: dict[tuple[PodSpec, str], int] = {}
         self.compiled: list[CompiledPod] = []
+        self.spec_profile: list[str] = []
         self.job_spec = np.full(n_jobs, -1, dtype=np.int64)
         self.group_ids: dict[Group, int] = {}
         self.groups: list[Group] = []
@@ -150,9 +158,12 @@ class Simulator:
         sid = int(self.job_spec[job])
         if sid < 0:
             spec = pod_spec(self.jobs[job])
-            sid = self.spec_ids.setdefault(spec, len(self.spec_ids))
+            key = self.jobs[job].job_class.value
+            profile_key = key if key in self.schedulers else ""
+            sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
             if sid == len(self.compiled):
-                self.compiled.append(self.scheduler.compile(spec))
+                self.compiled.append(self.schedulers[profile_key].compile(spec))
+                self.spec_profile.append(profile_key)
             self.job_spec[job] = sid
         return sid
 
@@ -334,18 +345,20 @@ class Simulator:
         """One scheduling attempt for a queue entry: a pod, or a whole gang."""
         group = self.groups[group_id]
         compiled = self.compiled[group.spec_id]
+        profile_key = self.spec_profile[group.spec_id]
+        scheduler = self.schedulers[profile_key]
         book = self.book
         if group.gang_size:
             job_index = int(book.job[pod])
-            plan = self.placer.plan(compiled, group.gang_size, group.topology)
+            plan = self.placers[profile_key].plan(compiled, group.gang_size, group.topology)
             if plan is None:
                 return False
             for member, node in zip(book.pods_of(job_index), plan, strict=True):
                 self.bind(member, node)
             return True
-        node = self.scheduler.select(compiled)
+        node = scheduler.select(compiled)
         if node < 0 and self.config.preemption:
-            node = self._preempt_for(pod, compiled)
+            node = self._preempt_for(pod, compiled, scheduler)
         if node < 0:
             return False
         self.bind(pod, node)
@@ -360,18 +373,18 @@ class Simulator:
             out.append(Victim(p, self.jobs[j].priority, start, self.compiled[self.spec_of(j)].request))
         return out
 
-    def _preempt_for(self, pod: int, compiled: CompiledPod) -> int:
+    def _preempt_for(self, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
         """DefaultPreemption: evict the chosen victims now and return the nominated node (or -1)."""
         job = self.jobs[int(self.book.job[pod])]
         if job.preemption_policy == "Never":
             return -1
-        plan = find_preemption(self.scheduler, compiled, job.priority, self._victims_on)
+        plan = find_preemption(scheduler, compiled, job.priority, self._victims_on)
         if plan is None:
             return -1
         for victim in plan.victims:
             if self.book.node[victim] >= 0:
                 self.evict_job_pods(victim)
-        fits = self.scheduler._incremental(compiled).fits
+        fits = scheduler._incremental(compiled).fits
         return plan.node if fits[plan.node] else -1
 
     # -- the loop ------------------------------------------------------------------------------------
@@ -428,15 +441,24 @@ class Simulator:
         end_ms = self.now if horizon is None else horizon
         if progress is not None:
             progress(total_work, total_work)
-        by_id = {sid: spec for spec, sid in self.spec_ids.items()}
-        pending_groups: dict[PodSpec, list[int]] = {}
+        by_id = {sid: key for key, sid in self.spec_ids.items()}
+        per_profile: dict[str, dict[PodSpec, list[int]]] = {}
         for gid, pods in queue.pending().items():
-            spec = by_id[self.groups[gid].spec_id]
+            spec, profile_key = by_id[self.groups[gid].spec_id]
             members = [p for first in pods for p in self._entry_pods(gid, first)]
-            pending_groups.setdefault(spec, []).extend(members)
-        pending = explain_pending(
-            self.scheduler, pending_groups, self.jobs, book.job, gangs=self.config.gang_scheduling
-        )
+            per_profile.setdefault(profile_key, {}).setdefault(spec, []).extend(members)
+        pending = []
+        for profile_key, groups in per_profile.items():
+            pending.extend(
+                explain_pending(
+                    self.schedulers[profile_key],
+                    groups,
+                    self.jobs,
+                    book.job,
+                    gangs=self.config.gang_scheduling,
+                )
+            )
+        pending.sort(key=lambda p: p.job_id)
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
 
     def _entry_pods(self, group_id: int, first: int) -> list[int]:
