@@ -202,6 +202,7 @@ class _Tracked:
     usage: dict[FlavorResource, int] = field(default_factory=dict)
 
     def key(self) -> tuple[int, int, int, str]:
+        """Heap order: higher priority, then earlier timestamp, then submission order."""
         return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
 
 
@@ -217,16 +218,19 @@ class _ClusterQueueHeap:
         self.blocked: tuple[str, int] | None = None  # (head id, tree generation) known not to change
 
     def push(self, tracked: _Tracked) -> None:
+        """Queue (or re-queue) a workload; an older heap entry for it becomes stale."""
         key = tracked.key()
         self.queued[tracked.workload.id] = key
         heapq.heappush(self.heap, key)
 
     def head(self) -> str | None:
+        """The id at the head of the heap, dropping stale entries on the way."""
         while self.heap and self.queued.get(self.heap[0][3]) != self.heap[0]:
             heapq.heappop(self.heap)
         return self.heap[0][3] if self.heap else None
 
     def discard(self, workload_id: str) -> None:
+        """Forget a workload (admitted, finished or set aside); its heap entry goes stale."""
         self.queued.pop(workload_id, None)
         self.inadmissible.pop(workload_id, None)
 

@@ -89,13 +89,19 @@ def find_preemption(
     pod: CompiledPod,
     priority: int,
     pods_on: Callable[[int], Sequence[Victim]],
+    reclaimable: IntArray,
 ) -> PreemptionPlan | None:
-    """Dry-run DefaultPreemption for a pod that found no node; None when preemption cannot help."""
+    """Dry-run DefaultPreemption for a pod that found no node; None when preemption cannot help.
+
+    ``reclaimable`` holds, per node, the summed requests of pods with lower priority than the preemptor,
+    so nodes where even evicting all of them would not help are skipped without looking at their pods.
+    """
     state = scheduler.state
     static = scheduler.static_mask(pod)
     cols = pod.request_cols
     resolvable = (state.allocatable[:, cols] >= pod.request[cols]).all(axis=1)
-    potential = np.flatnonzero(static & resolvable & ~scheduler._incremental(pod).fits)
+    helps = ((state.free[:, cols] + reclaimable[:, cols]) >= pod.request[cols]).all(axis=1)
+    potential = np.flatnonzero(static & resolvable & helps & ~scheduler._incremental(pod).fits)
     if len(potential) == 0:
         return None
     n = state.n

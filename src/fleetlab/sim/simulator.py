@@ -148,6 +148,7 @@ class Simulator:
         self.group_ids: dict[Group, int] = {}
         self.groups: list[Group] = []
         self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
+        self.bound_by_priority: dict[int, set[int]] = {}
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
         self._runtime: dict[tuple[int, str | None], int] = {}
@@ -228,6 +229,7 @@ class Simulator:
             if gpus_before == 0:
                 c.whole_free -= 1
         self.node_pods[node].add(pod)
+        self.bound_by_priority.setdefault(job.priority, set()).add(pod)
         book.node[pod] = node
         book.bound_ms[pod] = self.now
         pool = self.pools[int(state.pool[node])]
@@ -299,6 +301,7 @@ class Simulator:
             if state.requested[node, state.gpu_col] == 0:
                 c.whole_free += 1
         self.node_pods[node].discard(pod)
+        self.bound_by_priority[self.jobs[job_index].priority].discard(pod)
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
             interval, write = self._checkpointing(job_index)
@@ -364,13 +367,17 @@ class Simulator:
         self.bind(pod, node)
         return True
 
-    def _victims_on(self, node: int) -> list[Victim]:
+    def _victims_on(self, node: int, below: int) -> list[Victim]:
+        """Pods on ``node`` with priority below ``below`` (the only possible victims)."""
         book = self.book
         out = []
         for p in sorted(self.node_pods[node]):
             j = int(book.job[p])
+            priority = self.jobs[j].priority
+            if priority >= below:
+                continue
             start = int(book.start_ms[p]) if book.start_ms[p] >= 0 else self.now
-            out.append(Victim(p, self.jobs[j].priority, start, self.compiled[self.spec_of(j)].request))
+            out.append(Victim(p, priority, start, self.compiled[self.spec_of(j)].request))
         return out
 
     def _preempt_for(self, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
@@ -378,7 +385,17 @@ class Simulator:
         job = self.jobs[int(self.book.job[pod])]
         if job.preemption_policy == "Never":
             return -1
-        plan = find_preemption(scheduler, compiled, job.priority, self._victims_on)
+        lower = [p for prio, pods in self.bound_by_priority.items() if prio < job.priority for p in pods]
+        if not lower:
+            return -1  # nothing of lower priority runs anywhere: preemption cannot help
+        book, state = self.book, self.state
+        reclaimable = np.zeros_like(state.allocatable)
+        nodes = np.asarray([int(book.node[p]) for p in lower], dtype=np.int64)
+        requests = np.stack([self.compiled[self.spec_of(int(book.job[p]))].request for p in lower])
+        np.add.at(reclaimable, nodes, requests)
+        plan = find_preemption(
+            scheduler, compiled, job.priority, lambda n: self._victims_on(n, job.priority), reclaimable
+        )
         if plan is None:
             return -1
         for victim in plan.victims:
