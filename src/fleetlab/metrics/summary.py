@@ -27,6 +27,7 @@ class Summary:
     queue_wait_p50_s: float
     queue_wait_p95_s: float
     queue_wait_p99_s: float
+    quota_wait_mean_s: float
     prep_mean_s: float
     completion_mean_s: float
     gpu_allocation_ratio: float
@@ -104,6 +105,9 @@ def summarize(result: SimulationResult) -> Summary:
         queue_wait_p50_s=_percentile(waits, 50),
         queue_wait_p95_s=_percentile(waits, 95),
         queue_wait_p99_s=_percentile(waits, 99),
+        quota_wait_mean_s=float(((jobs.admitted_ms - jobs.submit_ms)[started] / 1000.0).mean())
+        if len(waits)
+        else 0.0,
         prep_mean_s=float(prep.mean()) if len(prep) else 0.0,
         completion_mean_s=float(jct.mean()) if len(jct) else 0.0,
         gpu_allocation_ratio=allocation_ratio(result.timeline, end_ms),

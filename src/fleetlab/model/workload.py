@@ -72,6 +72,13 @@ class JobClassSpec(SpecModel):
     image: Image | None = None
     data_size: Bytes = 0
     preemptible: bool = False
+    gang: bool = False
+    topology_required: str | None = None
+    topology_preferred: str | None = None
+    checkpoint_interval_s: Seconds | None = None
+    checkpoint_write_s: Seconds = 0.0
+    queue: str | None = None
+    namespace: str = "default"
 
 
 class Generator(SpecModel):

@@ -57,6 +57,19 @@ class SchedulingQueue:
                 self._failed_at[group] = generation
         return bound
 
+    def remove(self, group: int, pods: set[int]) -> None:
+        """Take pods out of the queue (their job was evicted from its quota and waits again)."""
+        heap = self._groups.get(group)
+        if not heap:
+            return
+        kept = [k for k in heap if k[2] not in pods]
+        self._size -= len(heap) - len(kept)
+        heapq.heapify(kept)
+        if kept:
+            self._groups[group] = kept
+        else:
+            del self._groups[group]
+
     def pending(self) -> dict[int, list[int]]:
         """Pods still waiting, by group."""
         return {g: [k[2] for k in sorted(h)] for g, h in self._groups.items() if h}

@@ -44,6 +44,9 @@ class JobTable:
     end_ms: IntArray
     completed: NDArray[np.bool_]
     evictions: IntArray
+    #: When Kueue last admitted the job (its submit time for jobs not managed by Kueue).
+    admitted_ms: IntArray
+    cluster_queue: list[str]
 
 
 @dataclass
@@ -123,3 +126,5 @@ class SimulationResult:
     warnings: list[str] = field(default_factory=list)
     placements: int = 0
     wall_s: float = 0.0
+    #: (time, ClusterQueue status) after each change of Kueue usage; empty without Kueue.
+    queue_samples: list[tuple[int, dict[str, dict[str, dict[str, int]]]]] = field(default_factory=list)

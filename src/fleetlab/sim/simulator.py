@@ -24,7 +24,9 @@ from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
 from fleetlab.sim.book import PodBook
+from fleetlab.admission.manager import Admission
 from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
+from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.pending import explain_pending
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
@@ -152,13 +154,18 @@ class Simulator:
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
         self._runtime: dict[tuple[int, str | None], int] = {}
+        self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
+        self.pods_done = np.zeros(n_jobs, dtype=np.int64)
+        self.spec_override: dict[int, PodSpec] = {}
+        self._dirty = False
+        self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
         """Intern the job's pod spec; compiled once per distinct spec."""
         sid = int(self.job_spec[job])
         if sid < 0:
-            spec = pod_spec(self.jobs[job])
+            spec = self.spec_override.get(job) or pod_spec(self.jobs[job])
             key = self.jobs[job].job_class.value
             profile_key = key if key in self.schedulers else ""
             sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
@@ -194,6 +201,7 @@ class Simulator:
         book = self.book
         members = list(book.pods_of(job)) if pods is None else pods
         stamp = self.now
+        self._dirty = True
         if self.is_gang(job):
             self.queue.add(group, j.priority, stamp, members[0])
         else:
@@ -313,16 +321,52 @@ class Simulator:
         return lost
 
     def finish(self, pod: int) -> None:
-        """The pod succeeded."""
+        """The pod succeeded; the last pod of a Kueue job releases its quota."""
         self.release(pod, evicted=False)
         self.book.end_ms[pod] = self.now
         self.book.done_fraction[pod] = 1.0
+        job_index = int(self.book.job[pod])
+        self.pods_done[job_index] += 1
+        job = self.jobs[job_index]
+        if self.kueue is not None and job.queue is not None and self.pods_done[job_index] == job.pods:
+            self.kueue.finished(job, self.now)
+
+    # -- Kueue ---------------------------------------------------------------------------------------
+    def admitted(self, job_index: int, admission: Admission) -> None:
+        """Kueue admitted the job: inject its flavors and send its pods to kube-scheduler."""
+        assert self.kueue is not None
+        self.spec_override[job_index] = self.kueue.spec_for(pod_spec(self.jobs[job_index]), admission)
+        self.job_spec[job_index] = -1
+        self.admitted_ms[job_index] = self.now
+        self.enqueue(job_index)
+
+    def evict_job(self, job_index: int, by_kueue: bool) -> None:
+        """Take every unfinished pod of a Kueue job off its node or out of the scheduling queue."""
+        book = self.book
+        if self.job_spec[job_index] >= 0:
+            group = self.group_of(job_index)
+            self.queue.remove(group, set(book.pods_of(job_index)))
+        for p in book.pods_of(job_index):
+            if book.end_ms[p] >= 0:
+                continue
+            if book.node[p] >= 0:
+                self.release(p, evicted=True)
+                book.reset_for_requeue(p)
+                self.evictions += 1
+            else:
+                book.attempt[p] += 1
+        book.job_ready[job_index] = 0
+        if not by_kueue and self.kueue is not None:
+            self.kueue.evicted(self.jobs[job_index], self.now)
 
     def evict_job_pods(self, pod: int) -> None:
         """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
         book = self.book
         job_index = int(book.job[pod])
         job = self.jobs[job_index]
+        if self.kueue is not None and job.queue is not None:
+            self.evict_job(job_index, by_kueue=False)
+            return
         members = list(book.pods_of(job_index)) if job.gang and job.pods > 1 else [pod]
         requeue: list[int] = []
         for p in members:
@@ -433,7 +477,11 @@ class Simulator:
             self.now = t
             submitted = False
             while next_job < n_jobs and self.submit_ms[next_job] == t:
-                self.enqueue(next_job)
+                job = self.jobs[next_job]
+                if self.kueue is not None and job.queue is not None:
+                    self.kueue.submit(next_job, job, t)
+                else:
+                    self.enqueue(next_job)
                 next_job += 1
                 submitted = True
             while events.peek_time() == t:
@@ -448,6 +496,10 @@ class Simulator:
                 else:
                     self.finish(index)
                     finished += 1
+            if self.kueue is not None:
+                self.kueue.step(t)
+            submitted = submitted or self._dirty
+            self._dirty = False
             if len(queue) and (submitted or state.release_generation != last_generation):
                 last_generation = state.release_generation
                 queue.cycle(last_generation, self.try_place)

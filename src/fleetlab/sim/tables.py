@@ -63,6 +63,8 @@ def job_table(sim: Simulator) -> JobTable:
         end_ms=np.where(completed, last_end, NEVER)[inverse],
         completed=completed[inverse],
         evictions=evictions[inverse],
+        admitted_ms=np.where(sim.admitted_ms >= 0, sim.admitted_ms, sim.submit_ms)[inverse],
+        cluster_queue=[sim.kueue.cluster_queue_of.get(int(i), "") if sim.kueue else "" for i in inverse],
     )
 
 
@@ -149,4 +151,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         warnings=list(sim.resolved.warnings),
         placements=sim.placements,
         wall_s=wall_s,
+        queue_samples=list(sim.kueue.samples) if sim.kueue is not None else [],
     )

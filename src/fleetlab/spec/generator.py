@@ -75,6 +75,13 @@ def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float) ->
                     "image": spec.image,
                     "data_size": spec.data_size,
                     "preemptible": spec.preemptible,
+                    "gang": spec.gang and int(pods[i]) > 1,
+                    "topology_required": spec.topology_required if int(pods[i]) > 1 else None,
+                    "topology_preferred": spec.topology_preferred if int(pods[i]) > 1 else None,
+                    "checkpoint_interval_s": spec.checkpoint_interval_s,
+                    "checkpoint_write_s": spec.checkpoint_write_s,
+                    "queue": spec.queue,
+                    "namespace": spec.namespace,
                 }
             )
         )
