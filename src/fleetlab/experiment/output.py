@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.experiment.run import Run
+from fleetlab.metrics.queues import queue_rows
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
 
@@ -46,6 +47,7 @@ def _run_payload(run: Run) -> dict[str, Any]:
             for p in result.pending
         ],
         "warnings": list(result.warnings),
+        "cluster_queues": [row.as_dict() for row in queue_rows(result)],
     }
 
 

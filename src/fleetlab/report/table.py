@@ -41,6 +41,7 @@ ROWS: list[Row] = [
     _row("queue wait p50", lambda s: s.queue_wait_p50_s, _duration, "min"),
     _row("queue wait p95", lambda s: s.queue_wait_p95_s, _duration, "min"),
     _row("queue wait p99", lambda s: s.queue_wait_p99_s, _duration, "min"),
+    _row("  of which waiting for quota (mean)", lambda s: s.quota_wait_mean_s, _duration, "min"),
     _row("prep (pull + data) mean", lambda s: s.prep_mean_s, _duration, "min"),
     _row("completion time mean", lambda s: s.completion_mean_s, _duration, "min"),
     _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
@@ -103,8 +104,57 @@ def print_runs(console: Console, runs: Sequence[Run], title: str, show_pending: 
     print_notes(console, runs, show_pending)
 
 
+def _amount(flavor_resource: str, value: float) -> str:
+    """A quota figure in the unit a person writes: cores for cpu, Gi for memory, counts otherwise."""
+    resource = flavor_resource.split("/", 1)[-1]
+    if resource == "cpu":
+        return f"{value / 1000:,.1f}"
+    if resource in ("memory", "ephemeral-storage"):
+        return f"{value / 2**30:,.0f}Gi"
+    return f"{value:,.1f}" if value != int(value) else f"{int(value):,}"
+
+
+def queue_table(run: Run) -> Table | None:
+    """Per ClusterQueue: nominal (guaranteed) vs mean/max usage, borrowed, lent, and its jobs' waits."""
+    from fleetlab.metrics.queues import queue_rows
+
+    rows = queue_rows(run.result)
+    if not rows:
+        return None
+    table = Table(title=f"{run.label}: Kueue ClusterQueues (time-weighted)", title_justify="left")
+    for name in (
+        "ClusterQueue",
+        "flavor/resource",
+        "nominal",
+        "usage mean / max",
+        "borrowed mean / max",
+        "lent mean",
+        "jobs",
+        "wait for quota",
+        "wait for node",
+    ):
+        table.add_column(name, justify="left" if name in ("ClusterQueue", "flavor/resource") else "right")
+    for r in rows:
+        table.add_row(
+            r.cluster_queue,
+            r.flavor_resource,
+            _amount(r.flavor_resource, r.nominal),
+            f"{_amount(r.flavor_resource, r.usage_mean)} / {_amount(r.flavor_resource, r.usage_max)}",
+            f"{_amount(r.flavor_resource, r.borrowed_mean)} / {_amount(r.flavor_resource, r.borrowed_max)}",
+            _amount(r.flavor_resource, r.lent_mean),
+            str(r.jobs),
+            _duration(r.quota_wait_mean_s),
+            _duration(r.node_wait_mean_s),
+        )
+    return table
+
+
 def print_notes(console: Console, runs: Sequence[Run], show_pending: bool = True) -> None:
-    """Warnings and pending-job explanations of each run."""
+    """Per-queue tables, warnings and pending-job explanations of each run."""
+    for run in runs:
+        table = queue_table(run)
+        if table is not None:
+            console.print(table)
     for run in runs:
         for warning in dict.fromkeys(run.result.warnings):
             console.print(Text.assemble(("warning", "yellow"), f" ({run.label}): {warning}"), highlight=False)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetlab.admission.manager import Admission
 from fleetlab.model.job import Job
 from fleetlab.model.resources import EPHEMERAL_STORAGE, GPU, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
@@ -24,7 +25,6 @@ from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
 from fleetlab.sim.book import PodBook
-from fleetlab.admission.manager import Admission
 from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.pending import explain_pending
