@@ -1,0 +1,160 @@
+"""Kueue in the simulation loop: quota before nodes, borrowing in a cohort, flavor injection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from builders import job, pool, scenario
+from fleetlab.experiment.run import run_one
+from fleetlab.metrics.queues import queue_rows
+from fleetlab.metrics.tables import job_columns
+from fleetlab.model.scenario import Scenario
+from fleetlab.spec.errors import SpecError
+from fleetlab.spec.loader import resolve
+
+
+def _cq(name: str, gpus: int, cohort: str | None = "research", flavor: str = "h100") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": flavor,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": "512"},
+                            {"name": "memory", "nominalQuota": "4Ti"},
+                            {"name": "nvidia.com/gpu", "nominalQuota": gpus},
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+    if cohort:
+        spec["cohortName"] = cohort
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _objects(cohort: str | None = "research") -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "h100"},
+            "spec": {"nodeLabels": {"fleetlab.io/pool": "gpu"}},
+        },
+        _cq("team-a", 16, cohort),
+        _cq("team-b", 16, cohort),
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q", "namespace": "a"},
+            "spec": {"clusterQueue": "team-a"},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q", "namespace": "b"},
+            "spec": {"clusterQueue": "team-b"},
+        },
+    ]
+
+
+def _team_a_burst(cohort: str | None) -> Any:
+    jobs = [job(f"a{i}", gpus=8, runtime=1000, queue="q", namespace="a") for i in range(4)]
+    return scenario([pool(count=4)], jobs, kueue=_objects(cohort))
+
+
+def test_borrowing_in_a_cohort_uses_the_idle_queues_quota() -> None:
+    """Kueue: team-a may borrow team-b's unused nominal quota in the cohort (queues.md §1.2, W1)."""
+    run = run_one(_team_a_burst("research"), "default")
+    assert int(run.result.timeline.allocated_gpus.max()) == 32
+    rows = {(r.cluster_queue, r.flavor_resource): r for r in queue_rows(run.result)}
+    assert rows[("team-a", "h100/nvidia.com/gpu")].borrowed_max == 16
+    assert rows[("team-b", "h100/nvidia.com/gpu")].lent_mean > 0
+    cols = job_columns(run.result)
+    assert np.nanmax(cols["quota_wait_s"]) == 0
+
+
+def test_without_a_cohort_jobs_wait_for_quota_not_nodes() -> None:
+    """No cohort: team-a stops at its nominal 16 GPUs although 16 more sit idle; the wait is for quota."""
+    run = run_one(_team_a_burst(None), "default")
+    assert int(run.result.timeline.allocated_gpus.max()) == 16
+    cols = job_columns(run.result)
+    assert sorted(cols["quota_wait_s"].tolist()) == [0, 0, 1000, 1000]
+    assert np.nanmax(cols["node_wait_s"]) == 0
+    assert cols["cluster_queue"] == ["team-a"] * 4
+
+
+def test_flavor_node_labels_steer_pods() -> None:
+    """On admission Kueue adds the flavor's nodeLabels to the pods' nodeSelector."""
+    objects = _objects()
+    objects[0]["spec"]["nodeLabels"] = {"fleetlab.io/pool": "b"}
+    resolved = scenario(
+        [pool(name="a", count=2), pool(name="b", count=2)],
+        [job("x", gpus=1, queue="q", namespace="a")],
+        kueue=objects,
+    )
+    result = run_one(resolved, "least-allocated").result
+    assert result.nodes.pool[int(result.pods.node[0])] == "b"
+
+
+def test_unknown_local_queue_is_a_clear_error() -> None:
+    """A job naming a LocalQueue that does not exist in its namespace is refused with the job id."""
+    with pytest.raises(ValueError, match=r"ghost.*a/nope"):
+        Scenario.model_validate(
+            {
+                "cluster": {"pools": [pool()]},
+                "workload": {"jobs": [job("ghost", queue="nope", namespace="a")]},
+                "kueue": _objects(),
+            }
+        )
+
+
+def test_bad_kueue_object_names_object_and_field(tmp_path: Any) -> None:
+    """A ClusterQueue naming an undefined flavor is reported with the object and the field."""
+    import yaml
+
+    objects = _objects()
+    objects[1]["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "h100-typo"
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        yaml.safe_dump({"cluster": {"pools": [pool()]}, "workload": {"jobs": [job("x")]}, "kueue": objects})
+    )
+    from fleetlab.spec.loader import load
+
+    with pytest.raises(SpecError, match=r'ClusterQueue "team-a".*h100-typo'):
+        load(str(path))
+
+
+def test_generated_jobs_checked_against_local_queues() -> None:
+    """Queues named by generated jobs are checked when the workload is materialised."""
+    data = {
+        "cluster": {"pools": [pool()]},
+        "kueue": _objects(),
+        "workload": {
+            "generator": {
+                "classes": [
+                    {
+                        "name": "g",
+                        "class": "batch",
+                        "arrivals_per_hour": 1,
+                        "count": 2,
+                        "queue": "missing",
+                        "duration": {"kind": "fixed", "median": 60},
+                    }
+                ]
+            }
+        },
+    }
+    with pytest.raises(SpecError, match="missing"):
+        resolve(Scenario.model_validate(data))
