@@ -216,7 +216,9 @@ def find_candidates(
                 continue
             if policy.reclaim_within_cohort == "LowerPriority" and prio >= workload.priority:
                 continue
-        out.append(Candidate(wid, aw.cluster_queue, prio, aw.admission.admitted_ms, aw.usage, wid in requested))
+        out.append(
+            Candidate(wid, aw.cluster_queue, prio, aw.admission.admitted_ms, aw.usage, wid in requested)
+        )
     return out
 
 

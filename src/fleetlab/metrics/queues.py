@@ -38,35 +38,31 @@ class QueueRow:
 def queue_rows(result: SimulationResult) -> list[QueueRow]:
     """Time-weighted quota usage per ClusterQueue and resource, with its jobs' mean waits."""
     samples = result.queue_samples
-    if not samples:
+    if samples is None or len(samples.t_ms) == 0:
         return []
-    end = max(result.end_ms, samples[-1][0] + 1)
-    times = [t for t, _ in samples] + [end]
+    t = samples.t_ms
+    end = max(result.end_ms, int(t[-1]) + 1)
+    widths = np.diff(np.append(t, end)).astype(np.float64)
+    span = float(end - int(t[0]))
+    borrowed = np.maximum(samples.usage - samples.subtree_quota, 0)
     jobs = result.jobs
     started = jobs.last_bound_ms >= 0
+    queue_of = np.asarray(jobs.cluster_queue, dtype=object)
     rows: list[QueueRow] = []
-    keys = sorted({(cq, fr) for _, status in samples for cq, frs in status.items() for fr in frs})
-    for cq, fr in keys:
-        widths = np.diff(np.asarray(times, dtype=np.float64))
-        usage = np.asarray([s.get(cq, {}).get(fr, {}).get("usage", 0) for _, s in samples], dtype=np.float64)
-        borrowed = np.asarray([s.get(cq, {}).get(fr, {}).get("borrowed", 0) for _, s in samples], dtype=float)
-        lent = np.asarray([s.get(cq, {}).get(fr, {}).get("lent", 0) for _, s in samples], dtype=np.float64)
-        nominal = int(samples[-1][1].get(cq, {}).get(fr, {}).get("nominal", 0))
-        first = samples[0][0]
-        span = float(end - first) if end > first else 1.0
-        mine = np.asarray([q == cq for q in jobs.cluster_queue], dtype=bool) & started
+    for k, (cq, fr) in enumerate(samples.keys):
+        mine = (queue_of == cq) & started
         quota_wait = (jobs.admitted_ms - jobs.submit_ms)[mine] / 1000.0
         node_wait = (jobs.last_bound_ms - jobs.admitted_ms)[mine] / 1000.0
         rows.append(
             QueueRow(
                 cluster_queue=cq,
                 flavor_resource=fr,
-                nominal=nominal,
-                usage_mean=float(np.dot(widths, usage) / span),
-                usage_max=int(usage.max()),
-                borrowed_mean=float(np.dot(widths, borrowed) / span),
-                borrowed_max=int(borrowed.max()),
-                lent_mean=float(np.dot(widths, lent) / span),
+                nominal=int(samples.nominal[k]),
+                usage_mean=float(np.dot(widths, samples.usage[:, k]) / span),
+                usage_max=int(samples.usage[:, k].max()),
+                borrowed_mean=float(np.dot(widths, borrowed[:, k]) / span),
+                borrowed_max=int(borrowed[:, k].max()),
+                lent_mean=float(np.dot(widths, samples.lent[:, k]) / span),
                 jobs=int(np.count_nonzero(mine)),
                 quota_wait_mean_s=float(quota_wait.mean()) if len(quota_wait) else 0.0,
                 node_wait_mean_s=float(node_wait.mean()) if len(node_wait) else 0.0,

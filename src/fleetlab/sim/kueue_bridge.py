@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from fleetlab.admission.manager import (
     Admission,
     AdmissionManager,
@@ -22,14 +24,15 @@ from fleetlab.admission.manager import (
 from fleetlab.model.job import Job
 from fleetlab.model.queues import QueueConfig
 from fleetlab.placement.framework import PodSpec
+from fleetlab.sim.result import PendingJob, QueueSamples
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
 
 PODSET = "main"
 MAX_CYCLES_PER_STEP = 16
-
-QueueSample = tuple[int, dict[str, dict[str, dict[str, int]]]]
+#: How often (simulated ms) the lent figure of every ClusterQueue is recomputed for the report.
+LENT_SAMPLE_MS = 60_000
 
 
 def _preemption_strategy() -> PreemptionStrategy | None:
@@ -53,8 +56,18 @@ class KueueBridge:
         self.sim = sim
         self.flavors = {f.name: f for f in config.resource_flavors}
         self.job_by_id: dict[str, int] = {}
-        self.samples: list[QueueSample] = []
         self.cluster_queue_of: dict[int, str] = {}
+        self._lent_at = -LENT_SAMPLE_MS
+        tree = self.manager.tree
+        self._columns = [
+            (node, fr)
+            for _, node in sorted(tree.cluster_queues.items())
+            for fr in sorted(node.quotas, key=str)
+        ]
+        self._times: list[int] = []
+        self._usage: list[tuple[int, ...]] = []
+        self._lent: list[tuple[int, ...]] = []
+        self._last_lent: tuple[int, ...] = ()
 
     def submit(self, job_index: int, job: Job, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload."""
@@ -126,10 +139,43 @@ class KueueBridge:
         self.manager.evict(job.id, now)
         self.sample(now)
 
+    def pending_jobs(self, sim: Simulator) -> list[PendingJob]:
+        """Jobs still waiting for Kueue admission, with Kueue's reason."""
+        out = []
+        for workload_id, reason in self.manager.pending():
+            job_index = self.job_by_id[workload_id]
+            unfinished = sum(1 for p in sim.book.pods_of(job_index) if sim.book.end_ms[p] < 0)
+            out.append(PendingJob(workload_id, unfinished, reason, "quota", "waiting for Kueue admission"))
+        return out
+
     def sample(self, now: int) -> None:
-        """Record the ClusterQueues' usage after a change (time-weighted in the report)."""
-        status = self.manager.queue_status()
-        if self.samples and self.samples[-1][0] == now:
-            self.samples[-1] = (now, status)
+        """Record every ClusterQueue's usage after a change (time-weighted in the report).
+
+        Usage is exact at every change; ``lent`` (a walk up the cohort tree) is refreshed at most once per
+        LENT_SAMPLE_MS of simulated time and carried between refreshes.
+        """
+        usage = tuple(node.usage.get(fr, 0) for node, fr in self._columns)
+        if now - self._lent_at >= LENT_SAMPLE_MS or not self._lent:
+            tree = self.manager.tree
+            self._last_lent = tuple(tree.lent(node, fr) for node, fr in self._columns)
+            self._lent_at = now
+        if self._times and self._times[-1] == now:
+            self._usage[-1], self._lent[-1] = usage, self._last_lent
         else:
-            self.samples.append((now, status))
+            self._times.append(now)
+            self._usage.append(usage)
+            self._lent.append(self._last_lent)
+
+    def samples(self) -> QueueSamples:
+        """The recorded usage as arrays."""
+        width = len(self._columns)
+        return QueueSamples(
+            keys=[(node.name, str(fr)) for node, fr in self._columns],
+            nominal=np.asarray([node.quotas[fr].nominal for node, fr in self._columns], dtype=np.int64),
+            subtree_quota=np.asarray(
+                [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
+            ),
+            t_ms=np.asarray(self._times, dtype=np.int64),
+            usage=np.asarray(self._usage, dtype=np.int64).reshape(-1, width),
+            lent=np.asarray(self._lent, dtype=np.int64).reshape(-1, width),
+        )

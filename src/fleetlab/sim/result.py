@@ -109,6 +109,18 @@ class SegmentTable:
 
 
 @dataclass
+class QueueSamples:
+    """ClusterQueue usage after each change: columns are (ClusterQueue, "flavor/resource") pairs."""
+
+    keys: list[tuple[str, str]]
+    nominal: IntArray
+    subtree_quota: IntArray
+    t_ms: IntArray
+    usage: IntArray
+    lent: IntArray
+
+
+@dataclass
 class SimulationResult:
     """Everything one run produced; ``cost`` and ``metrics`` read it, never change it."""
 
@@ -126,5 +138,5 @@ class SimulationResult:
     warnings: list[str] = field(default_factory=list)
     placements: int = 0
     wall_s: float = 0.0
-    #: (time, ClusterQueue status) after each change of Kueue usage; empty without Kueue.
-    queue_samples: list[tuple[int, dict[str, dict[str, dict[str, int]]]]] = field(default_factory=list)
+    #: ClusterQueue usage over time; None without Kueue.
+    queue_samples: QueueSamples | None = None

@@ -527,6 +527,8 @@ class Simulator:
                     gangs=self.config.gang_scheduling,
                 )
             )
+        if self.kueue is not None:
+            pending.extend(self.kueue.pending_jobs(self))
         pending.sort(key=lambda p: p.job_id)
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
 

@@ -151,5 +151,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         warnings=list(sim.resolved.warnings),
         placements=sim.placements,
         wall_s=wall_s,
-        queue_samples=list(sim.kueue.samples) if sim.kueue is not None else [],
+        queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
     )
