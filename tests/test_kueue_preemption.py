@@ -26,7 +26,7 @@ from fleetlab.admission.preemption import (
     over_nominal_below_lca,
     workload_fits,
 )
-from fleetlab.admission.tree import FlavorResource, ResourceTree
+from fleetlab.admission.tree import FlavorResource, Quota, ResourceTree
 from fleetlab.model.queues import QueueConfig, queue_config_from_objects
 
 GPU = "nvidia.com/gpu"
@@ -341,9 +341,7 @@ def test_fill_back_leaves_no_unnecessary_victim(sizes: list[int], request: int) 
             tree.remove_cq_usage("q", victim.usage)
 
 
-def _quota(nominal: int) -> Any:
-    from fleetlab.admission.tree import Quota
-
+def _quota(nominal: int) -> Quota:
     return Quota(nominal)
 
 
@@ -351,8 +349,8 @@ def _quota(nominal: int) -> Any:
 
 POLICIES = st.fixed_dictionaries(
     {
-        "withinClusterQueue": st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
-        "reclaimWithinCohort": st.sampled_from(["Never", "LowerPriority", "Any"]),
+        "withinClusterQueue": st.sampled_from(["LowerPriority", "LowerOrNewerEqualPriority", "Never"]),
+        "reclaimWithinCohort": st.sampled_from(["Any", "LowerPriority", "Never"]),
         "bwc": st.sampled_from([None, 0, 3, 10]),
     }
 )
@@ -370,7 +368,7 @@ def worlds(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]
         bwc = pol.pop("bwc")
         if bwc is not None and pol["reclaimWithinCohort"] != "Never":
             pol["borrowWithinCohort"] = {"policy": "LowerPriority", "maxPriorityThreshold": bwc}
-        nominal = draw(st.integers(0, 8))
+        nominal = draw(st.integers(1, 8))
         q = quota(
             nominal,
             draw(st.one_of(st.none(), st.integers(0, 4))),
@@ -378,16 +376,13 @@ def worlds(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]
         )
         parent = "x" if nested and i % 2 else "root"
         objects.append(cq(f"q{i}", parent, q, **pol))
-    submit = st.tuples(st.just("submit"), st.integers(0, n - 1), st.integers(1, 6), st.integers(0, 4))
-    op = st.one_of(
-        submit,
-        submit,
-        st.tuples(st.just("cycle")),
-        st.tuples(st.just("preempt")),
-        st.tuples(st.just("cycle"), st.just("preempt")),
-        st.tuples(st.just("finish"), st.integers(0, 50)),
+    op = st.tuples(
+        st.sampled_from(["submit", "submit", "submit", "cycle", "cycle+preempt", "preempt", "finish"]),
+        st.integers(0, n - 1),
+        st.integers(1, 6),
+        st.integers(0, 4),
     )
-    return objects, draw(st.lists(op, min_size=5, max_size=40))
+    return objects, draw(st.lists(op, min_size=10, max_size=40))
 
 
 def check_tree(m: AdmissionManager) -> None:
@@ -409,7 +404,7 @@ def check_tree(m: AdmissionManager) -> None:
             assert root.usage.get(fr, 0) <= sq
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(worlds())
 def test_property_preemption_keeps_quota_and_tree_consistent(
     world: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
@@ -430,10 +425,10 @@ def test_property_preemption_keeps_quota_and_tree_consistent(
             strategy.targets(m, nominee(m, w))
             strategy.can_preempt(m, w, w.local_queue, {G: op[2]})
             assert snapshot(m.tree) == before
-        elif op == ("cycle",):
+        elif op[0] == "cycle":
             m.cycle(now)
-        elif op[0] in ("cycle", "preempt"):
-            if op[0] == "cycle":
+        elif op[0] in ("cycle+preempt", "preempt"):
+            if op[0] == "cycle+preempt":
                 m.cycle(now)
             admitted = m.admitted_workloads()
             for request in m.take_preemptions():
@@ -446,3 +441,23 @@ def test_property_preemption_keeps_quota_and_tree_consistent(
             if admitted_ids:
                 m.finish(admitted_ids[op[1] % len(admitted_ids)])
         check_tree(m)
+
+
+def test_eligibility_walks_cohorts_up_to_lowest_common_ancestor() -> None:
+    """§1.5 eligibility (hierarchical ``IsBorrowingWithinCohort``): a candidate ClusterQueue must be over
+    nominal, and so must each cohort below the lowest common ancestor with the preemptor."""
+    m = manager(
+        cohort("root"),
+        cohort("x", "root"),
+        cohort("y", "root"),
+        cq("a", "x", quota(4), reclaimWithinCohort="Any"),
+        cq("b", "x", quota(4)),
+        cq("e", "y", quota(4)),
+        cq("f", "y", quota(4)),
+    )
+    run(m, (wl("e1", "e", 6), 1), (wl("b1", "b", 6), 2))
+    t = m.tree
+    assert t.is_borrowing(t.cluster_queue("e"), G) and not t.is_borrowing(t.cohorts["y"], G)
+    assert not over_nominal_below_lca(t, "e", "a", {G})  # y is within its subtree quota
+    assert over_nominal_below_lca(t, "b", "a", {G})  # LCA is x: only b itself must be over nominal
+    assert [c.id for c in find_candidates(m, wl("a1", "a", 4), "a", {G}, 0)] == ["b1"]

@@ -79,6 +79,8 @@ class JobClassSpec(SpecModel):
     checkpoint_write_s: Seconds = 0.0
     queue: str | None = None
     namespace: str = "default"
+    #: First possible arrival of this class (defaults to the generator's start_s).
+    start_s: Seconds | None = None
 
 
 class Generator(SpecModel):

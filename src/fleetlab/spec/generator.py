@@ -93,6 +93,7 @@ def generate_jobs(generator: Generator, seed: int) -> list[Job]:
     rng = np.random.Generator(np.random.PCG64(seed))
     jobs: list[Job] = []
     for spec in generator.classes:
-        jobs.extend(_class_jobs(rng, spec, generator.start_s))
+        start = generator.start_s if spec.start_s is None else spec.start_s
+        jobs.extend(_class_jobs(rng, spec, start))
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_s, i))
     return [jobs[i] for i in order]
