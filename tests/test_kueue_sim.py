@@ -158,3 +158,35 @@ def test_generated_jobs_checked_against_local_queues() -> None:
     }
     with pytest.raises(SpecError, match="missing"):
         resolve(Scenario.model_validate(data))
+
+
+def test_reclaim_evicts_borrowed_gang_and_accounts_lost_work() -> None:
+    """reclaimWithinCohort: team-b reclaims its lent quota; team-a's borrowed gang is evicted whole and
+    loses the compute since its last checkpoint (queues.md §1.5, classic preemption)."""
+    objects = _objects()
+    for cq in objects[1:3]:
+        cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+    jobs = [
+        job("a-own", gpus=8, pods=2, gang=True, runtime=7200, queue="q", namespace="a"),
+        job(
+            "a-borrow",
+            gpus=8,
+            pods=2,
+            gang=True,
+            runtime=7200,
+            queue="q",
+            namespace="a",
+            checkpoint_interval_s=600,
+        ),
+        job("b-late", gpus=8, pods=2, gang=True, submit_s=1000, runtime=600, queue="q", namespace="b"),
+    ]
+    run = run_one(scenario([pool(count=4)], jobs, kueue=objects), "default")
+    cols = job_columns(run.result)
+    idx = {j: i for i, j in enumerate(cols["job_id"])}
+    evicted = [j for j in ("a-own", "a-borrow") if cols["evictions"][idx[j]] == 2]
+    assert len(evicted) == 1  # exactly one of team-a's gangs was borrowing and is reclaimed
+    assert cols["quota_wait_s"][idx["b-late"]] == 0
+    lost = cols["lost_gpu_hours"][idx[evicted[0]]]
+    expected = 16 * (1000 if evicted[0] == "a-own" else 1000 - 600) / 3600
+    assert lost == pytest.approx(expected)
+    assert all(cols["state"][i] == "completed" for i in idx.values())
