@@ -113,7 +113,13 @@ def simulate(
 
 @app.command(name="compare")
 def compare_cmd(
-    scenario: ScenarioArg = None,
+    scenarios: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Scenario file(s) or built-in name(s); several files = one column per file (each a variant "
+            "with one change), run with the file's own policy unless --policy is given.",
+        ),
+    ] = None,
     policy: Annotated[
         list[str] | None,
         typer.Option(
@@ -125,22 +131,45 @@ def compare_cmd(
     seed: SeedOpt = None,
     out: OutOpt = None,
 ) -> None:
-    """Run the same workload and seed under several policies and print them side by side."""
+    """Run the same workload and seed under several policies (or scenario variants) side by side."""
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_runs
 
-    policies = list(dict.fromkeys(policy or DEFAULT_COMPARE))
+    files = list(scenarios or [None])  # type: ignore[list-item]
+    default = DEFAULT_COMPARE if len(files) == 1 else (SCENARIO_POLICY,)
+    policies = list(dict.fromkeys(policy or default))
     _check_out(out)
+    runs: list[Run] = []
     try:
-        resolved = load(scenario, seed)
         with DelayedProgress(err_console) as progress:
-            runs = compare(resolved, policies, None, progress)
+            for file in files:
+                resolved = load(file, seed)
+                for run in compare(resolved, policies, None, progress):
+                    label = run.label if len(files) == 1 else _variant_label(resolved, run, len(policies))
+                    runs.append(Run(label=_unique(label, runs), profile=run.profile, result=run.result))
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
-    print_runs(out_console, runs, _title(resolved, runs[0]))
+    title = (
+        _title(resolved, runs[0])
+        if len(files) == 1
+        else f"{len(files)} scenario variants, seed {runs[0].result.seed}"
+    )
+    print_runs(out_console, runs, title)
     if out is not None:
         _write(runs, out, single=False)
         out_console.print(f"results written to {out}", highlight=False)
+
+
+def _variant_label(resolved: ResolvedScenario, run: Run, n_policies: int) -> str:
+    name = resolved.scenario.name
+    return name if n_policies == 1 else f"{name}:{run.label}"
+
+
+def _unique(label: str, runs: list[Run]) -> str:
+    out, n = label, 2
+    while any(r.label == out for r in runs):
+        out, n = f"{label}#{n}", n + 1
+    return out
 
 
 def _title(resolved: ResolvedScenario, run: Run) -> str:
