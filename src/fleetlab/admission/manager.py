@@ -282,6 +282,10 @@ class AdmissionManager:
             if t.state == "admitted" and t.admission is not None
         }
 
+    def requested_victims(self) -> frozenset[str]:
+        """Workloads already asked to be evicted and not yet released (Kueue orders them first)."""
+        return frozenset(self._requested_victims)
+
     def take_preemptions(self) -> list[PreemptionRequest]:
         """Preemption requests issued since the last call (empty unless a preemption strategy is set)."""
         out, self._requests = self._requests, []

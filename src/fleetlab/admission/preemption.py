@@ -193,7 +193,7 @@ def find_candidates(
     tree = manager.tree
     node = tree.cluster_queue(cluster_queue)
     root = _root(node)
-    requested: Collection[str] = manager._requested_victims
+    requested: Collection[str] = manager.requested_victims()
     out: list[Candidate] = []
     for wid, aw in sorted(manager.admitted_workloads().items()):
         if not any(aw.usage.get(fr, 0) > 0 for fr in frs):
