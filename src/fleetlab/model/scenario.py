@@ -8,6 +8,7 @@ from pydantic import field_validator, model_validator
 
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.job import Job
+from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.units import Seconds
@@ -26,6 +27,8 @@ class Scenario(SpecModel):
     horizon_s: Seconds | None = None
     #: Kueue objects (ResourceFlavor, ClusterQueue, Cohort, LocalQueue) exactly as applied to a cluster.
     kueue: QueueConfig | None = None
+    #: Kueue's Configuration switches (waitForPodsReady, fairSharing).
+    kueue_configuration: KueueConfiguration = KueueConfiguration()
 
     @field_validator("kueue", mode="before")
     @classmethod

@@ -1,0 +1,67 @@
+"""Kueue's own Configuration (config.kueue.x-k8s.io/v1beta2): the cluster-wide switches a scenario sets.
+
+Only the parts fleetlab models: ``waitForPodsReady`` (evict workloads whose pods are not all ready in
+time, requeue with exponential backoff) and ``fairSharing`` (dominant-resource-share ordering and
+preemption). Field names follow the Configuration API.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fleetlab.model.kube import KubeModel
+from fleetlab.model.units import Seconds
+
+PreemptionStrategyName = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+
+
+class RequeuingStrategy(KubeModel):
+    """How a workload evicted by waitForPodsReady is requeued: delays 60 s, 120 s, … capped at 3600 s."""
+
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoff_limit_count: int | None = Field(default=None, alias="backoffLimitCount", ge=0)
+    backoff_base_seconds: int = Field(default=60, alias="backoffBaseSeconds", ge=1)
+    backoff_max_seconds: int = Field(default=3600, alias="backoffMaxSeconds", ge=1)
+
+
+class WaitForPodsReady(KubeModel):
+    """Admitted workloads must have every pod ready within ``timeout`` or they are evicted and requeued."""
+
+    enable: bool = True
+    timeout: Seconds = 600.0
+    block_admission: bool = Field(default=False, alias="blockAdmission")
+    requeuing_strategy: RequeuingStrategy = Field(default_factory=RequeuingStrategy, alias="requeuingStrategy")
+
+
+class FairSharingConfig(KubeModel):
+    """Fair sharing on: admission by lowest dominant resource share, and fair-sharing preemption."""
+
+    enable: bool = True
+    preemption_strategies: tuple[PreemptionStrategyName, ...] = Field(
+        default=("LessThanOrEqualToFinalShare", "LessThanInitialShare"), alias="preemptionStrategies"
+    )
+
+    @model_validator(mode="after")
+    def _allowed(self) -> FairSharingConfig:
+        allowed = {
+            ("LessThanOrEqualToFinalShare",),
+            ("LessThanInitialShare",),
+            ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+        }
+        if self.preemption_strategies not in allowed:
+            raise ValueError(
+                "preemptionStrategies must be [LessThanOrEqualToFinalShare], [LessThanInitialShare] or "
+                "[LessThanOrEqualToFinalShare, LessThanInitialShare]"
+            )
+        return self
+
+
+class KueueConfiguration(KubeModel):
+    """The Configuration fragment a scenario may give (``kueue_configuration:``)."""
+
+    api_version: str | None = Field(default=None, alias="apiVersion")
+    kind: Literal["Configuration"] | None = None
+    wait_for_pods_ready: WaitForPodsReady | None = Field(default=None, alias="waitForPodsReady")
+    fair_sharing: FairSharingConfig | None = Field(default=None, alias="fairSharing")
