@@ -190,3 +190,34 @@ def test_reclaim_evicts_borrowed_gang_and_accounts_lost_work() -> None:
     expected = 16 * (1000 if evicted[0] == "a-own" else 1000 - 600) / 3600
     assert lost == pytest.approx(expected)
     assert all(cols["state"][i] == "completed" for i in idx.values())
+
+
+def test_wait_for_pods_ready_evicts_half_placed_gang_and_requeues_with_backoff() -> None:
+    """waitForPodsReady: with gang scheduling off, a gang admitted by quota but only half placed is evicted
+    after the timeout, frees the GPUs it held, and is requeued after 60 s (backoff base, queues.md §1.7)."""
+    objects = _objects()
+    jobs = [
+        job("blocker", gpus=8, runtime=900, nodeSelector={"kubernetes.io/hostname": "gpu-1"}),
+        job("train", gpus=8, pods=2, gang=True, submit_s=1, runtime=100, queue="q", namespace="a"),
+    ]
+    resolved = scenario(
+        [pool(count=2)],
+        jobs,
+        kueue=objects,
+        scheduler={"gang_scheduling": False},
+        kueue_configuration={"waitForPodsReady": {"timeout": "5m"}},
+    )
+    run = run_one(resolved, "default")
+    cols = job_columns(run.result)
+    idx = {j: i for i, j in enumerate(cols["job_id"])}
+    # Admitted at 1 s; the lone placed pod is evicted at 301 s, requeued after 60 s, evicted again at
+    # 661 s, requeued after 120 s (781 s), and both pods run once the blocker ends at 900 s.
+    assert cols["evictions"][idx["train"]] == 2
+    assert cols["completion_s"][idx["train"]] == pytest.approx(999)
+    assert summary_of(run).gpu_hours_wait == pytest.approx(8 * (300 + 300 + 119) / 3600)
+
+
+def summary_of(run: Any) -> Any:
+    from fleetlab.metrics.summary import summarize
+
+    return summarize(run.result)

@@ -32,7 +32,9 @@ class WaitForPodsReady(KubeModel):
     enable: bool = True
     timeout: Seconds = 600.0
     block_admission: bool = Field(default=False, alias="blockAdmission")
-    requeuing_strategy: RequeuingStrategy = Field(default_factory=RequeuingStrategy, alias="requeuingStrategy")
+    requeuing_strategy: RequeuingStrategy = Field(
+        default_factory=RequeuingStrategy, alias="requeuingStrategy"
+    )
 
 
 class FairSharingConfig(KubeModel):

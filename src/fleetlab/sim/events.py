@@ -15,6 +15,8 @@ class EventKind(IntEnum):
     NODE_READY = 0
     PREP_DONE = 1
     POD_FINISH = 2
+    PODS_READY_TIMEOUT = 3  # index: job; attempt: the admission it checks
+    REQUEUE = 4  # index: job; a workload evicted by waitForPodsReady returns to its queue
 
 
 class EventQueue:

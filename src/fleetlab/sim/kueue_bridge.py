@@ -57,6 +57,20 @@ class KueueBridge:
         self.flavors = {f.name: f for f in config.resource_flavors}
         self.job_by_id: dict[str, int] = {}
         self.cluster_queue_of: dict[int, str] = {}
+        self.admissions: dict[int, int] = {}
+        self.created_ms: dict[int, int] = {}
+        self.requeues: dict[int, int] = {}
+        self.deactivated: dict[int, str] = {}
+        self.pods_ready_evictions = 0
+        wait = sim.resolved.scenario.kueue_configuration.wait_for_pods_ready
+        self.wait_for_pods_ready = wait if wait is not None and wait.enable else None
+        self.pods_ready_timeout_ms = (
+            None if self.wait_for_pods_ready is None else int(self.wait_for_pods_ready.timeout * 1000)
+        )
+        self._keep_creation = (
+            self.wait_for_pods_ready is not None
+            and self.wait_for_pods_ready.requeuing_strategy.timestamp == "Creation"
+        )
         self._lent_at = -LENT_SAMPLE_MS
         tree = self.manager.tree
         self._columns = [
@@ -73,6 +87,7 @@ class KueueBridge:
         """Hand a queued job to Kueue as a one-podset workload."""
         assert job.queue is not None
         self.job_by_id[job.id] = job_index
+        self.created_ms.setdefault(job_index, now)
         requests = dict(job.requests)
         self.manager.submit(
             Workload(
@@ -118,6 +133,7 @@ class KueueBridge:
             for admission in admissions:
                 job_index = self.job_by_id[admission.workload_id]
                 self.cluster_queue_of[job_index] = admission.cluster_queue
+                self.admissions[job_index] = self.admissions.get(job_index, 0) + 1
                 sim.admitted(job_index, admission)
             for request in preemptions:
                 for victim in request.victims:
@@ -128,6 +144,37 @@ class KueueBridge:
             changed = True
         if changed:
             self.sample(now)
+
+    def timer(self, kind: int, job_index: int, token: int, now: int) -> None:
+        """waitForPodsReady: evict a workload whose pods are not all ready in time; requeue with backoff."""
+        from fleetlab.sim.events import EventKind
+
+        sim, job = self.sim, self.sim.jobs[job_index]
+        if kind == EventKind.REQUEUE:
+            self.submit(job_index, job, self.created_ms[job_index] if self._keep_creation else now)
+            return
+        if self.admissions.get(job_index) != token or sim.pods_done[job_index] == job.pods:
+            return  # a later admission, or the job already finished
+        if sim.pods_ready(job_index):
+            return
+        wait = self.wait_for_pods_ready
+        assert wait is not None
+        sim.evict_job(job_index, by_kueue=True)
+        self.manager.finish(job.id)  # out of the queue until the backoff has passed
+        self.pods_ready_evictions += 1
+        count = self.requeues.get(job_index, 0) + 1
+        self.requeues[job_index] = count
+        strategy = wait.requeuing_strategy
+        if strategy.backoff_limit_count is not None and count > strategy.backoff_limit_count:
+            limit = strategy.backoff_limit_count
+            self.deactivated[job_index] = (
+                f"Deactivated: exceeded the maximum number of re-queuing retries ({limit})"
+            )
+            self.sample(now)
+            return
+        delay_s = min(strategy.backoff_base_seconds * 2 ** (count - 1), strategy.backoff_max_seconds)
+        sim.events.push(now + delay_s * 1000, EventKind.REQUEUE, job_index, 0)
+        self.sample(now)
 
     def finished(self, job: Job, now: int) -> None:
         """Release a finished job's quota."""
@@ -142,6 +189,9 @@ class KueueBridge:
     def pending_jobs(self, sim: Simulator) -> list[PendingJob]:
         """Jobs still waiting for Kueue admission, with Kueue's reason."""
         out = []
+        for job_index, reason in sorted(self.deactivated.items()):
+            job = sim.jobs[job_index]
+            out.append(PendingJob(job.id, job.pods, reason, "quota", "deactivated by waitForPodsReady"))
         for workload_id, reason in self.manager.pending():
             job_index = self.job_by_id[workload_id]
             unfinished = sum(1 for p in sim.book.pods_of(job_index) if sim.book.end_ms[p] < 0)

@@ -339,6 +339,16 @@ class Simulator:
         self.job_spec[job_index] = -1
         self.admitted_ms[job_index] = self.now
         self.enqueue(job_index)
+        timeout = self.kueue.pods_ready_timeout_ms
+        if timeout is not None:
+            token = self.kueue.admissions[job_index]
+            self.events.push(self.now + timeout, EventKind.PODS_READY_TIMEOUT, job_index, token)
+
+    def pods_ready(self, job_index: int) -> bool:
+        """Kueue's PodsReady: every pod of the job is bound and past its image pull and data download."""
+        return all(
+            self.book.ready_ms[p] >= 0 or self.book.end_ms[p] >= 0 for p in self.book.pods_of(job_index)
+        )
 
     def evict_job(self, job_index: int, by_kueue: bool) -> None:
         """Take every unfinished pod of a Kueue job off its node or out of the scheduling queue."""
@@ -488,6 +498,10 @@ class Simulator:
                 _, kind, index, attempt = events.pop()
                 if kind == EventKind.NODE_READY:
                     self.node_ready(index)
+                    continue
+                if kind in (EventKind.PODS_READY_TIMEOUT, EventKind.REQUEUE):
+                    assert self.kueue is not None
+                    self.kueue.timer(kind, index, attempt, t)
                     continue
                 if attempt != book.attempt[index]:
                     continue  # the pod was evicted since this event was scheduled
