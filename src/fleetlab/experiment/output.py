@@ -21,6 +21,7 @@ from fleetlab.experiment.run import Run
 from fleetlab.metrics.queues import queue_rows
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
+from fleetlab.metrics.teams import team_rows
 
 
 def _write_parquet(columns: dict[str, Any], path: Path) -> None:
@@ -48,6 +49,7 @@ def _run_payload(run: Run) -> dict[str, Any]:
         ],
         "warnings": list(result.warnings),
         "cluster_queues": [row.as_dict() for row in queue_rows(result)],
+        "teams": [row.as_dict() for row in team_rows(result)],
     }
 
 

@@ -149,8 +149,45 @@ def queue_table(run: Run) -> Table | None:
     return table
 
 
+def team_table(runs: Sequence[Run]) -> Table | None:
+    """Per team and run: waits (for quota, overall), completion time, evictions and lost GPU-hours."""
+    from fleetlab.metrics.teams import team_rows
+
+    per_run = [(run.label, team_rows(run.result)) for run in runs]
+    if all(len(rows) < 2 for _, rows in per_run):
+        return None
+    table = Table(title="per team", title_justify="left")
+    for name in (
+        "run",
+        "team",
+        "jobs done",
+        "queue wait",
+        "of which quota",
+        "completion",
+        "evictions",
+        "lost GPU-h",
+    ):
+        table.add_column(name, justify="left" if name in ("run", "team") else "right")
+    for label, rows in per_run:
+        for r in rows:
+            table.add_row(
+                label,
+                r.team,
+                f"{r.completed}/{r.jobs}",
+                _duration(r.queue_wait_mean_s),
+                _duration(r.quota_wait_mean_s),
+                _duration(r.completion_mean_s),
+                str(r.evictions),
+                f"{r.lost_gpu_hours:,.1f}",
+            )
+    return table
+
+
 def print_notes(console: Console, runs: Sequence[Run], show_pending: bool = True) -> None:
-    """Per-queue tables, warnings and pending-job explanations of each run."""
+    """Per-team and per-queue tables, warnings and pending-job explanations of each run."""
+    teams = team_table(runs)
+    if teams is not None:
+        console.print(teams)
     for run in runs:
         table = queue_table(run)
         if table is not None:
