@@ -50,6 +50,14 @@ where ``strategy`` implements :class:`PreemptionStrategy`:
   matches Kueue, whose preempted workloads keep their creation timestamp) and the preemptor is admitted in a
   later cycle. Victims already requested and not yet released are not requested twice.
 
+Fair sharing: ``AdmissionManager(config, fair_sharing=FairSharingConfig(...))`` (the Kueue Configuration's
+``fairSharing``; None or ``enable: false`` keeps the classic order) orders the cycle's entries by the
+fair-sharing tournament of :mod:`fleetlab.admission.fair_sharing` (lowest DRS after simulating the head's
+admission, then priority, then timestamp; recomputed at every pop) and, as upstream
+``canPreemptWhileBorrowing``, lets ClusterQueues with ``reclaimWithinCohort != Never`` preempt beyond nominal.
+Pair it with ``preemption=FairSharingPreemption(cfg.preemption_strategies)`` from ``admission/preemption.py``.
+``manager.dominant_resource_share(name, cohort=False, request=None)`` reports a node's DRS.
+
 Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
 ``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
 ``manager.admitted_workloads()``.
@@ -58,10 +66,16 @@ Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from fleetlab.admission.fair_sharing import (
+    DominantResourceShare,
+    dominant_resource_share,
+    pop_fair,
+    weights_from_config,
+)
 from fleetlab.admission.flavors import (
     Assignment,
     AssignmentMode,
@@ -70,6 +84,7 @@ from fleetlab.admission.flavors import (
     assign_flavors,
 )
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import ClusterQueue, QueueConfig
 
 __all__ = [
@@ -244,12 +259,28 @@ def _root(node: Node) -> Node:
 class AdmissionManager:
     """Kueue's queue manager and scheduler for one configuration; see the module docstring."""
 
-    def __init__(self, config: QueueConfig, preemption: PreemptionStrategy | None = None) -> None:
+    def __init__(
+        self,
+        config: QueueConfig,
+        preemption: PreemptionStrategy | None = None,
+        fair_sharing: FairSharingConfig | None = None,
+    ) -> None:
         self.config = config
+        #: The Kueue Configuration's ``fairSharing`` when enabled, else None (classic ordering).
+        self.fair_sharing = fair_sharing if fair_sharing is not None and fair_sharing.enable else None
+        self.fair_weights = weights_from_config(config)
         self.tree = ResourceTree.from_config(config)
         self.rules: dict[str, ClusterQueueRules] = {
             cq.name: ClusterQueueRules.from_spec(cq) for cq in config.cluster_queues
         }
+        if self.fair_sharing is not None:  # upstream canPreemptWhileBorrowing: fair sharing + reclaim
+            self.rules = {
+                name: replace(rules, may_preempt_beyond_nominal=True)
+                if cq.spec.preemption.reclaim_within_cohort != "Never"
+                else rules
+                for cq in config.cluster_queues
+                for name, rules in [(cq.name, self.rules[cq.name])]
+            }
         self._specs: dict[str, ClusterQueue] = {cq.name: cq for cq in config.cluster_queues}
         self._local_queues = {lq.key: lq.spec.cluster_queue for lq in config.local_queues}
         self._queues = {
@@ -273,6 +304,13 @@ class AdmissionManager:
     def cluster_queue_spec(self, name: str) -> ClusterQueue:
         """The ClusterQueue object ``name`` (its preemption policy, strategy and quotas)."""
         return self._specs[name]
+
+    def dominant_resource_share(
+        self, name: str, *, cohort: bool = False, request: Mapping[FlavorResource, int] | None = None
+    ) -> DominantResourceShare:
+        """DRS (§1.6) of ClusterQueue ``name`` (or Cohort ``name``), with ``request`` added if given."""
+        node = self.tree.cohorts[name] if cohort else self.tree.cluster_queue(name)
+        return dominant_resource_share(self.tree, node, self.fair_weights, request)
 
     def admitted_workloads(self) -> dict[str, AdmittedWorkload]:
         """Every admitted workload by id, with its ClusterQueue and quota usage."""
@@ -423,11 +461,15 @@ class AdmissionManager:
         self.cycles += 1
         generations = dict(self._generation)  # a head's answer is known for the state it was nominated in
         entries = [self._nominate(t) for t in heads]
-        entries.sort(key=lambda e: (e.assignment.borrowing, -e.workload.priority, e.timestamp_ms, e.seq))
         temporary: list[tuple[str, dict[FlavorResource, int]]] = []
         preempted: dict[str, tuple[str, Mapping[FlavorResource, int]]] = {}
         admitted: list[Admission] = []
-        for entry in entries:
+        if self.fair_sharing is None:
+            entries.sort(key=lambda e: (e.assignment.borrowing, -e.workload.priority, e.timestamp_ms, e.seq))
+            ordered: Iterator[Nominee] = iter(entries)
+        else:
+            ordered = self._fair_order(entries)
+        for entry in ordered:
             admission = self._process(entry, now_ms, temporary, preempted)
             if admission is not None:
                 admitted.append(admission)
@@ -437,6 +479,20 @@ class AdmissionManager:
             if entry.requeue_reason:
                 self._requeue(entry, generations[id(self._root_of[entry.cluster_queue])])
         return admitted
+
+    def _fair_order(self, entries: Sequence[Nominee]) -> Iterator[Nominee]:
+        """Upstream ``fairSharingIterator``: pop by the tournament, recomputing DRS on the current tree
+        (so entries processed before count) at every pop."""
+        remaining = {e.cluster_queue: e for e in entries}
+        while remaining:
+            entry, _ = pop_fair(
+                self.tree,
+                self.fair_weights,
+                remaining,
+                lambda e: e.assignment.usage,
+                lambda e: (-e.workload.priority, e.timestamp_ms, e.seq),
+            )
+            yield entry
 
     def _process(
         self,

@@ -25,16 +25,19 @@
 All passes work on ``manager.tree`` itself, removing and re-adding candidate usage; the tree's usage is
 restored exactly before each function returns (also on exceptions).
 
-Not modelled: fair-sharing preemption (``preemptionStrategies``), hierarchical "hierarchy candidates"
+Fair-sharing preemption (``preemptionStrategies``) is :class:`FairSharingPreemption`, at the end.
+
+Not modelled: hierarchical "hierarchy candidates"
 (reclaim regardless of priority when the preemptor is closer to the quota), AFS LocalQueue usage ordering,
 TAS placement in the fit check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from fleetlab.admission.fair_sharing import DominantResourceShare, dominant_resource_share
 from fleetlab.admission.flavors import AssignmentMode
 from fleetlab.admission.manager import AdmissionManager, Nominee, Workload
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
@@ -42,9 +45,12 @@ from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 __all__ = [
     "Candidate",
     "ClassicPreemption",
+    "FairSharingPreemption",
     "candidate_order_key",
     "fill_back",
     "find_candidates",
+    "less_than_initial_share",
+    "less_than_or_equal_to_final_share",
     "minimal_preemptions",
     "order_candidates",
     "over_nominal_below_lca",
@@ -283,3 +289,173 @@ class ClassicPreemption:
             nominee.timestamp_ms,
         )
         return tuple(c.id for c in found)
+
+
+# ---- fair-sharing preemption ------------------------------------------------------------------------------
+
+FairShareRule = Callable[[DominantResourceShare, DominantResourceShare, DominantResourceShare], bool]
+
+
+def less_than_or_equal_to_final_share(
+    preemptor_new: DominantResourceShare, target_old: DominantResourceShare, target_new: DominantResourceShare
+) -> bool:
+    """S1 ``LessThanOrEqualToFinalShare``: DRS(preemptor with W) ≤ DRS(target without the victim)."""
+    return preemptor_new.sort_key() <= target_new.sort_key()
+
+
+def less_than_initial_share(
+    preemptor_new: DominantResourceShare, target_old: DominantResourceShare, target_new: DominantResourceShare
+) -> bool:
+    """S2 ``LessThanInitialShare``: DRS(preemptor with W) < DRS(target) before removing the victim."""
+    return preemptor_new.sort_key() < target_old.sort_key()
+
+
+FAIR_SHARE_RULES: dict[str, FairShareRule] = {
+    "LessThanOrEqualToFinalShare": less_than_or_equal_to_final_share,
+    "LessThanInitialShare": less_than_initial_share,
+}
+
+
+def _below_lca(tree: ResourceTree, cq: str, other: str) -> tuple[Node, Node]:
+    """The children of the lowest common ancestor of ClusterQueues ``cq`` and ``other`` on each path."""
+    ancestors = {id(n): n for n in tree.cluster_queue(cq).path_to_root()}
+    node = tree.cluster_queue(other)
+    while node.parent is not None and id(node.parent) not in ancestors:
+        node = node.parent
+    lca = node.parent
+    mine = tree.cluster_queue(cq)
+    while mine.parent is not None and mine.parent is not lca:
+        mine = mine.parent
+    return mine, node
+
+
+class FairSharingPreemption:
+    """Kueue's fair-sharing preemption (§1.5; upstream ``pkg/scheduler/preemption/fairsharing/`` and
+    ``fairPreemptions``) as a :class:`~fleetlab.admission.manager.PreemptionStrategy`.
+
+    Candidates are :func:`find_candidates` in :func:`candidate_order_key` order. First strategy: repeatedly
+    take the target ClusterQueue with the highest DRS, compared as the DRS of its side's child of the lowest
+    common ancestor with the preemptor (ties: the ClusterQueue's own DRS, then name); the preemptor's own
+    ClusterQueue takes part with its DRS including the preemptor, and its candidates are always allowed
+    (``withinClusterQueue``). In another ClusterQueue, candidates are tried in order until one satisfies
+    the strategy (compared at the children of the lowest common ancestor: the preemptor side with W added,
+    the target side before / after removing the candidate); a taken victim ends the turn (shares changed),
+    one that does not satisfy it is kept for the second strategy. Second strategy (``LessThanInitialShare``
+    only): per ClusterQueue, again by highest DRS, the first retry candidate is taken when the rule holds,
+    then that ClusterQueue is dropped. The search stops once the preemptor fits (borrowing allowed), then
+    :func:`fill_back`. The ``FairSharingPreemptWithinNominal`` gate and hierarchy candidates are not modelled;
+    the ranking of the preemptor's own ClusterQueue among targets is this module's reading, not verified.
+    """
+
+    def __init__(self, strategies: Sequence[str] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")):
+        self.strategies = tuple(strategies)
+
+    def can_preempt(
+        self,
+        manager: AdmissionManager,
+        workload: Workload,
+        cluster_queue: str,
+        amounts: Mapping[FlavorResource, int],
+    ) -> bool:
+        """Whether fair-sharing victims exist that free ``amounts`` alone."""
+        return bool(self.search(manager, workload, cluster_queue, amounts, set(amounts), workload.created_ms))
+
+    def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
+        """Victim ids for ``nominee``'s whole assignment."""
+        frs = resources_needing_preemption(nominee)
+        if not frs:
+            return ()
+        found = self.search(
+            manager,
+            nominee.workload,
+            nominee.cluster_queue,
+            nominee.assignment.usage,
+            frs,
+            nominee.timestamp_ms,
+        )
+        return tuple(c.id for c in found)
+
+    def search(
+        self,
+        manager: AdmissionManager,
+        workload: Workload,
+        cluster_queue: str,
+        usage: Mapping[FlavorResource, int],
+        frs: Collection[FlavorResource],
+        preemptor_timestamp_ms: int,
+    ) -> list[Candidate]:
+        """The victims (after fill-back), or [] when the preemptor cannot be made to fit; the tree is
+        restored before returning."""
+        candidates = order_candidates(
+            find_candidates(manager, workload, cluster_queue, frs, preemptor_timestamp_ms), cluster_queue
+        )
+        if not candidates:
+            return []
+        tree, weights = manager.tree, manager.fair_weights
+        queues: dict[str, list[Candidate]] = {}
+        for cand in candidates:
+            queues.setdefault(cand.cluster_queue, []).append(cand)
+        targets: list[Candidate] = []
+
+        def share(node: Node, request: Mapping[FlavorResource, int] | None = None) -> DominantResourceShare:
+            return dominant_resource_share(tree, node, weights, request)
+
+        def shares(target_cq: str) -> tuple[DominantResourceShare, Node]:
+            mine, theirs = _below_lca(tree, cluster_queue, target_cq)
+            return share(mine, usage), theirs
+
+        def rank(name: str) -> tuple[tuple[int, float], tuple[int, float]]:
+            if name == cluster_queue:
+                own = share(tree.cluster_queue(name), usage).sort_key()
+                return (own, own)
+            _, theirs = _below_lca(tree, cluster_queue, name)
+            return (share(theirs).sort_key(), share(tree.cluster_queue(name)).sort_key())
+
+        def fits() -> bool:
+            return workload_fits(tree, cluster_queue, usage, True)
+
+        def take(cand: Candidate) -> bool:
+            tree.remove_cq_usage(cand.cluster_queue, cand.usage)
+            targets.append(cand)
+            return fits()
+
+        try:
+            rule = FAIR_SHARE_RULES[self.strategies[0]]
+            retry: dict[str, list[Candidate]] = {}
+            done = False
+            while not done:
+                live = sorted(name for name, cands in queues.items() if cands)
+                if not live:
+                    break
+                target = max(live, key=rank)
+                pending = queues[target]
+                if target == cluster_queue:
+                    done = take(pending.pop(0))
+                    continue
+                preemptor_new, theirs = shares(target)
+                target_old = share(theirs)
+                while pending:
+                    cand = pending.pop(0)
+                    tree.remove_cq_usage(cand.cluster_queue, cand.usage)
+                    target_new = share(theirs)
+                    tree.add_cq_usage(cand.cluster_queue, cand.usage)
+                    if rule(preemptor_new, target_old, target_new):
+                        done = take(cand)
+                        break
+                    retry.setdefault(target, []).append(cand)
+            if not done and len(self.strategies) > 1:
+                second = FAIR_SHARE_RULES[self.strategies[1]]
+                while not done and retry:
+                    target = max(sorted(retry), key=rank)  # first maximum: smallest name
+                    pending = retry.pop(target)
+                    preemptor_new, theirs = shares(target)
+                    target_old = share(theirs)
+                    if second(preemptor_new, target_old, target_old):
+                        done = take(pending[0])
+            if not done:
+                return []
+            kept = fill_back(tree, cluster_queue, usage, targets, True)
+            return list(kept)
+        finally:
+            for cand in reversed(targets):
+                tree.add_cq_usage(cand.cluster_queue, cand.usage)

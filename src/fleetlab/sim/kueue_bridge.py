@@ -9,7 +9,6 @@ changes, for the time-weighted quota report.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,10 +17,10 @@ from fleetlab.admission.manager import (
     Admission,
     AdmissionManager,
     PodSetRequest,
-    PreemptionStrategy,
     Workload,
 )
 from fleetlab.model.job import Job
+from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import QueueConfig
 from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.result import PendingJob, QueueSamples
@@ -35,24 +34,22 @@ MAX_CYCLES_PER_STEP = 16
 LENT_SAMPLE_MS = 60_000
 
 
-def _preemption_strategy() -> PreemptionStrategy | None:
-    """Kueue's classic preemption when the module is present (it is optional while it is built)."""
-    try:
-        module = importlib.import_module("fleetlab.admission.preemption")
-    except ImportError:  # pragma: no cover
-        return None
-    strategy: PreemptionStrategy = module.ClassicPreemption()
-    return strategy
+def _admission_manager(config: QueueConfig, fair: FairSharingConfig | None) -> AdmissionManager:
+    """Classic ordering and preemption, or Kueue's fair sharing when the Configuration enables it."""
+    from fleetlab.admission.preemption import ClassicPreemption, FairSharingPreemption
+
+    if fair is not None and fair.enable:
+        return AdmissionManager(
+            config, fair_sharing=fair, preemption=FairSharingPreemption(fair.preemption_strategies)
+        )
+    return AdmissionManager(config, preemption=ClassicPreemption())
 
 
 class KueueBridge:
     """Owns the AdmissionManager of a run and translates between jobs and workloads."""
 
     def __init__(self, config: QueueConfig, sim: Simulator) -> None:
-        strategy = _preemption_strategy()
-        self.manager = (
-            AdmissionManager(config) if strategy is None else AdmissionManager(config, preemption=strategy)
-        )
+        self.manager = _admission_manager(config, sim.resolved.scenario.kueue_configuration.fair_sharing)
         self.sim = sim
         self.flavors = {f.name: f for f in config.resource_flavors}
         self.job_by_id: dict[str, int] = {}
