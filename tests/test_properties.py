@@ -145,6 +145,26 @@ def test_invariants_hold(world: tuple[Any, str]) -> None:
                 "topology",
             }
 
+    # Gangs are all-or-nothing while gang scheduling is on: every pod of a gang job is bound at the same
+    # instants and released at the same instants.
+    seg = result.segments
+    if resolved.scenario.scheduler.gang_scheduling:
+        by_job: dict[int, dict[int, list[tuple[int, int]]]] = {}
+        for k in range(len(seg.pod)):
+            pod = int(seg.pod[k])
+            by_job.setdefault(int(result.pods.job[pod]), {}).setdefault(pod, []).append(
+                (int(seg.bound_ms[k]), int(seg.end_ms[k]))
+            )
+        for j, pods in by_job.items():
+            job = resolved.jobs[j]
+            if job.gang and job.pods > 1:
+                stays = {tuple(v) for v in pods.values()}
+                assert len(pods) == job.pods and len(stays) == 1, (job.id, pods)
+
+    # Every eviction is a closed stay with its lost work recorded, and counted once.
+    assert int(np.count_nonzero(seg.evicted)) == int(result.jobs.evictions.sum())
+    assert np.all(seg.lost_ms[~seg.evicted] == 0)
+
     # GPU-hours (unit-ms) conserved per node, nothing negative.
     cost = node_costs(result)
     for bucket in BUCKETS:
