@@ -21,6 +21,7 @@ class QueueRow:
     cluster_queue: str
     flavor_resource: str
     nominal: int
+    max_allowed: int
     usage_mean: float
     usage_max: int
     borrowed_mean: float
@@ -58,6 +59,7 @@ def queue_rows(result: SimulationResult) -> list[QueueRow]:
                 cluster_queue=cq,
                 flavor_resource=fr,
                 nominal=int(samples.nominal[k]),
+                max_allowed=int(samples.max_allowed[k]),
                 usage_mean=float(np.dot(widths, samples.usage[:, k]) / span),
                 usage_max=int(samples.usage[:, k].max()),
                 borrowed_mean=float(np.dot(widths, borrowed[:, k]) / span),

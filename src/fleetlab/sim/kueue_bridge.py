@@ -9,7 +9,7 @@ changes, for the time-weighted quota report.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,16 @@ def _admission_manager(config: QueueConfig, fair: FairSharingConfig | None) -> A
             config, fair_sharing=fair, preemption=FairSharingPreemption(fair.preemption_strategies)
         )
     return AdmissionManager(config, preemption=ClassicPreemption())
+
+
+def _max_allowed(node: Any, fr: Any) -> int:
+    """nominal + borrowingLimit; nominal alone outside a cohort; -1 when only the cohort limits it."""
+    quota = node.quotas[fr]
+    if node.parent is None:
+        return int(quota.nominal)
+    if quota.borrowing_limit is None:
+        return -1
+    return int(quota.nominal + quota.borrowing_limit)
 
 
 class KueueBridge:
@@ -219,6 +229,7 @@ class KueueBridge:
         return QueueSamples(
             keys=[(node.name, str(fr)) for node, fr in self._columns],
             nominal=np.asarray([node.quotas[fr].nominal for node, fr in self._columns], dtype=np.int64),
+            max_allowed=np.asarray([_max_allowed(node, fr) for node, fr in self._columns], dtype=np.int64),
             subtree_quota=np.asarray(
                 [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
             ),

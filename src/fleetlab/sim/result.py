@@ -114,6 +114,8 @@ class QueueSamples:
 
     keys: list[tuple[str, str]]
     nominal: IntArray
+    #: nominalQuota + borrowingLimit, or -1 where the ClusterQueue may borrow whatever its cohort lends.
+    max_allowed: IntArray
     subtree_quota: IntArray
     t_ms: IntArray
     usage: IntArray
