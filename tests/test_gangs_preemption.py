@@ -115,6 +115,7 @@ def test_preemption_evicts_lower_priority_and_loses_work_since_checkpoint() -> N
     assert s.gpu_hours_lost == pytest.approx(8 * 240 / 3600)
     # After the urgent job (600 s), low restarts with 6000 s of work left (+ 9 checkpoint writes).
     assert cols["completion_s"][idx["low"]] == pytest.approx(2100 + 6000 + 9 * 30)
+    assert cols["eviction_delay_s"][idx["low"]] == pytest.approx(2100)
 
 
 def test_no_preemption_when_policy_never_or_disabled() -> None:
@@ -194,3 +195,32 @@ def test_wall_needed(work: int, interval: int | None, write: int, wall: int) -> 
 def test_progress_at(elapsed: int, interval: int | None, write: int, saved: int, lost: int) -> None:
     """Work up to the last completed checkpoint survives an eviction; a checkpoint being written is lost."""
     assert progress_at(elapsed, interval, write) == (saved, lost)
+
+
+def test_priority_classes_set_priority_and_policy() -> None:
+    """PriorityClass: a named class sets the pod priority; the globalDefault class applies to the rest;
+    preemptionPolicy Never on the class stops its pods from preempting (scheduling.k8s.io/v1)."""
+    classes = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent"},
+            "value": 1000,
+        },
+        {"metadata": {"name": "polite"}, "value": 1000, "preemptionPolicy": "Never"},
+        {"metadata": {"name": "batch"}, "value": 10, "globalDefault": True},
+    ]
+    jobs = [
+        job("low", gpus=8, runtime=1000),
+        job("urgent", gpus=8, submit_s=100, runtime=10, priorityClassName="urgent"),
+    ]
+    resolved = scenario([pool()], jobs, priority_classes=classes)
+    assert {j.id: j.priority for j in resolved.jobs} == {"low": 10, "urgent": 1000}
+    _, idx, cols = _cols(resolved)
+    assert cols["queue_wait_s"][idx["urgent"]] == 0
+    jobs[1]["priorityClassName"] = "polite"
+    _, idx, cols = _cols(scenario([pool()], jobs, priority_classes=classes))
+    assert cols["queue_wait_s"][idx["urgent"]] == pytest.approx(900)
+    jobs[1]["priorityClassName"] = "missing"
+    with pytest.raises(Exception, match="unknown priorityClassName missing"):
+        scenario([pool()], jobs, priority_classes=classes)

@@ -117,3 +117,14 @@ def lost_unit_ms_per_job(result: SimulationResult) -> NDArray[np.int64]:
     if len(result.segments.pod):
         np.add.at(out, result.pods.job[result.segments.pod], per["lost"])
     return out
+
+
+def eviction_delay_ms(result: SimulationResult) -> NDArray[np.int64]:
+    """Per job, how much later its final run started than its first (0 for jobs never evicted):
+    the completion time evictions added, including the requeue wait and the prep paid again."""
+    seg, jobs = result.segments, result.jobs
+    first = np.full(len(jobs.ids), np.iinfo(np.int64).max, dtype=np.int64)
+    if len(seg.pod):
+        np.minimum.at(first, result.pods.job[seg.pod], seg.start_ms)
+    evicted = (jobs.evictions > 0) & (jobs.running_ms >= 0) & (first < np.iinfo(np.int64).max)
+    return np.where(evicted, jobs.running_ms - first, 0).astype(np.int64)

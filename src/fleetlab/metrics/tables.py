@@ -6,7 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from fleetlab.cost.billing import BUCKETS, MS_PER_HOUR, job_costs, lost_unit_ms_per_job, node_costs
+from fleetlab.cost.billing import (
+    BUCKETS,
+    MS_PER_HOUR,
+    eviction_delay_ms,
+    job_costs,
+    lost_unit_ms_per_job,
+    node_costs,
+)
 from fleetlab.sim.result import SimulationResult
 
 Columns = dict[str, Any]
@@ -42,6 +49,7 @@ def job_columns(result: SimulationResult) -> Columns:
         "state": [str(s) for s in state],
         "cost_usd": job_costs(result),
         "evictions": jobs.evictions,
+        "eviction_delay_s": eviction_delay_ms(result) / 1000.0,
         "lost_gpu_hours": lost_unit_ms_per_job(result)
         * np.where(jobs.gpus_per_pod > 0, 1.0, 0.0)
         / MS_PER_HOUR,

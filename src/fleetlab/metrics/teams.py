@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fleetlab.cost.billing import MS_PER_HOUR, lost_unit_ms_per_job
+from fleetlab.cost.billing import MS_PER_HOUR, eviction_delay_ms, lost_unit_ms_per_job
 from fleetlab.sim.result import SimulationResult
 
 
@@ -22,6 +22,7 @@ class TeamRow:
     completion_mean_s: float
     evictions: int
     lost_gpu_hours: float
+    eviction_delay_hours: float
 
     def as_dict(self) -> dict[str, float | int | str]:
         """Plain dict for JSON."""
@@ -38,6 +39,7 @@ def team_rows(result: SimulationResult) -> list[TeamRow]:
     teams = np.asarray(jobs.team, dtype=object)
     started = jobs.last_bound_ms >= 0
     lost = lost_unit_ms_per_job(result) * (jobs.gpus_per_pod > 0)
+    delay = eviction_delay_ms(result)
     rows = []
     for team in sorted(set(jobs.team)):
         mine = teams == team
@@ -52,6 +54,7 @@ def team_rows(result: SimulationResult) -> list[TeamRow]:
                 completion_mean_s=_mean((jobs.end_ms - jobs.submit_ms)[done] / 1000.0),
                 evictions=int(jobs.evictions[mine].sum()),
                 lost_gpu_hours=float(lost[mine].sum()) / MS_PER_HOUR,
+                eviction_delay_hours=float(delay[mine].sum()) / MS_PER_HOUR,
             )
         )
     return rows

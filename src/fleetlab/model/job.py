@@ -85,6 +85,8 @@ class Job(SpecModel):
     #: Kueue: the LocalQueue (in ``namespace``) the job is submitted to; none = not managed by Kueue.
     queue: str | None = None
     namespace: str = "default"
+    #: A PriorityClass of the scenario; its value replaces ``priority`` (the Priority admission plugin).
+    priority_class_name: str | None = Field(default=None, alias="priorityClassName")
 
     @field_validator("requests", mode="before")
     @classmethod

@@ -112,3 +112,28 @@ class Affinity(KubeModel):
     """core/v1 Affinity; only node affinity is modelled so far."""
 
     node_affinity: NodeAffinity | None = Field(default=None, alias="nodeAffinity")
+
+
+class PriorityClass(KubeModel):
+    """scheduling.k8s.io/v1 PriorityClass: a named priority value, optionally the cluster default."""
+
+    api_version: str | None = Field(default=None, alias="apiVersion")
+    kind: Literal["PriorityClass"] | None = None
+    metadata: dict[str, object]
+    value: int = Field(ge=-2147483648, le=1000000000)
+    global_default: bool = Field(default=False, alias="globalDefault")
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field(
+        default="PreemptLowerPriority", alias="preemptionPolicy"
+    )
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return str(self.metadata.get("name", ""))
+
+    @model_validator(mode="after")
+    def _named(self) -> PriorityClass:
+        if not self.name:
+            raise ValueError("metadata.name is required")
+        return self

@@ -8,6 +8,7 @@ from pydantic import field_validator, model_validator
 
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.job import Job
+from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.scheduler import SchedulerConfig
@@ -27,6 +28,8 @@ class Scenario(SpecModel):
     horizon_s: Seconds | None = None
     #: Kueue objects (ResourceFlavor, ClusterQueue, Cohort, LocalQueue) exactly as applied to a cluster.
     kueue: QueueConfig | None = None
+    #: PriorityClass objects jobs may name with ``priorityClassName``.
+    priority_classes: tuple[PriorityClass, ...] = ()
     #: Kueue's Configuration switches (waitForPodsReady, fairSharing).
     kueue_configuration: KueueConfiguration = KueueConfiguration()
 
@@ -46,6 +49,36 @@ class Scenario(SpecModel):
             return self
         check_job_queues(self.workload.jobs, self.kueue)
         return self
+
+
+def apply_priority_classes(jobs: list[Job], classes: tuple[PriorityClass, ...]) -> list[Job]:
+    """Set each job's priority (and preemptionPolicy) from its PriorityClass, or the globalDefault one.
+
+    Like the Priority admission plugin: a named class must exist; without a name, the globalDefault class
+    applies to jobs that give no priority of their own (priority 0).
+    """
+    by_name = {c.name: c for c in classes}
+    default = next((c for c in classes if c.global_default), None)
+    unknown = sorted(
+        {
+            j.priority_class_name
+            for j in jobs
+            if j.priority_class_name and j.priority_class_name not in by_name
+        }
+    )
+    if unknown:
+        raise ValueError(
+            f"unknown priorityClassName {', '.join(unknown)}; defined: {', '.join(sorted(by_name)) or 'none'}"
+        )
+    out: list[Job] = []
+    for job in jobs:
+        cls = by_name.get(job.priority_class_name) if job.priority_class_name else None
+        if cls is None and default is not None and job.priority == 0:
+            cls = default
+        if cls is not None:
+            job = job.model_copy(update={"priority": cls.value, "preemption_policy": cls.preemption_policy})
+        out.append(job)
+    return out
 
 
 def check_job_queues(jobs: tuple[Job, ...] | list[Job], kueue: QueueConfig | None) -> None:

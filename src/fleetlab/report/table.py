@@ -168,6 +168,7 @@ def team_table(runs: Sequence[Run]) -> Table | None:
         "completion",
         "evictions",
         "lost GPU-h",
+        "delay from evictions",
     ):
         table.add_column(name, justify="left" if name in ("run", "team") else "right")
     for label, rows in per_run:
@@ -181,6 +182,7 @@ def team_table(runs: Sequence[Run]) -> Table | None:
                 _duration(r.completion_mean_s),
                 str(r.evictions),
                 f"{r.lost_gpu_hours:,.1f}",
+                _duration(r.eviction_delay_hours * 3600),
             )
     return table
 

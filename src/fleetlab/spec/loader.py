@@ -113,10 +113,11 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
         jobs = generate_jobs(workload.generator, scenario.seed)
         source = f"{label} (generator, seed {scenario.seed})"
     check_unique_ids(source, jobs)
-    from fleetlab.model.scenario import check_job_queues
+    from fleetlab.model.scenario import apply_priority_classes, check_job_queues
 
     try:
         check_job_queues(jobs, scenario.kueue)
+        jobs = apply_priority_classes(jobs, scenario.priority_classes)
     except ValueError as exc:
         raise SpecError(source, [str(exc)]) from None
     return ResolvedScenario(scenario=scenario, jobs=tuple(jobs), source=source, warnings=tuple(warnings))
