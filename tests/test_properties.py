@@ -7,6 +7,7 @@ dollars are conserved (busy + prep + idle = billed, exactly); the same inputs re
 from __future__ import annotations
 
 from fractions import Fraction
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -160,6 +161,14 @@ def test_invariants_hold(world: tuple[Any, str]) -> None:
             if job.gang and job.pods > 1:
                 stays = {tuple(v) for v in pods.values()}
                 assert len(pods) == job.pods and len(stays) == 1, (job.id, pods)
+
+    # A pod is on at most one node at a time: its stays never overlap.
+    stays: dict[int, list[tuple[int, int]]] = {}
+    for k in range(len(seg.pod)):
+        stays.setdefault(int(seg.pod[k]), []).append((int(seg.bound_ms[k]), int(seg.end_ms[k])))
+    for pod, spans in stays.items():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in pairwise(spans)), (pod, spans)
 
     # Every eviction is a closed stay with its lost work recorded, and counted once.
     assert int(np.count_nonzero(seg.evicted)) == int(result.jobs.evictions.sum())

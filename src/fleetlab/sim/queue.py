@@ -44,9 +44,20 @@ class SchedulingQueue:
         bound = 0
         while heads:
             key, order, group = heapq.heappop(heads)
+            heap = self._groups.get(group)
+            if not heap:
+                continue  # the group was emptied (its pods were taken out) during this cycle
+            if heap[0] != key:
+                # Placing another pod requeued pods here (evictions): re-rank this group by its real head.
+                heapq.heappush(heads, (heap[0], order, group))
+                continue
             if try_place(group, key[2]):
                 heap = self._groups[group]
-                heapq.heappop(heap)
+                if heap and heap[0] == key:
+                    heapq.heappop(heap)
+                else:  # the placement itself requeued pods ahead of this one: take out exactly this entry
+                    heap.remove(key)
+                    heapq.heapify(heap)
                 self._size -= 1
                 bound += 1
                 if heap:

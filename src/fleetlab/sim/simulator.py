@@ -225,6 +225,8 @@ class Simulator:
     def bind(self, pod: int, node: int) -> None:
         """Bind a pod: take its resources, start its image pull (unless cached) and data download."""
         state, book, c = self.state, self.book, self.counters
+        if book.node[pod] >= 0 and book.end_ms[pod] < 0:
+            raise RuntimeError(f"internal error: pod {pod} is bound twice (node {book.node[pod]} and {node})")
         job_index = int(book.job[pod])
         job = self.jobs[job_index]
         compiled = self.compiled[self.spec_of(job_index)]
