@@ -44,12 +44,12 @@ class SchedulingQueue:
         bound = 0
         while heads:
             key, order, group = heapq.heappop(heads)
-            heap = self._groups.get(group)
-            if not heap:
+            current = self._groups.get(group)
+            if not current:
                 continue  # the group was emptied (its pods were taken out) during this cycle
-            if heap[0] != key:
+            if current[0] != key:
                 # Placing another pod requeued pods here (evictions): re-rank this group by its real head.
-                heapq.heappush(heads, (heap[0], order, group))
+                heapq.heappush(heads, (current[0], order, group))
                 continue
             if try_place(group, key[2]):
                 heap = self._groups[group]
