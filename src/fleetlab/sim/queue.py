@@ -52,14 +52,16 @@ class SchedulingQueue:
                 heapq.heappush(heads, (current[0], order, group))
                 continue
             if try_place(group, key[2]):
-                heap = self._groups[group]
-                if heap and heap[0] == key:
+                heap = self._groups.get(group)
+                bound += 1
+                if heap is None or key not in heap:
+                    continue  # the placement itself took the entry out (its job was evicted meanwhile)
+                if heap[0] == key:
                     heapq.heappop(heap)
                 else:  # the placement itself requeued pods ahead of this one: take out exactly this entry
                     heap.remove(key)
                     heapq.heapify(heap)
                 self._size -= 1
-                bound += 1
                 if heap:
                     heapq.heappush(heads, (heap[0], order, group))
                 else:
