@@ -52,18 +52,18 @@ class SchedulingQueue:
                 heapq.heappush(heads, (current[0], order, group))
                 continue
             if try_place(group, key[2]):
-                heap = self._groups.get(group)
+                entries = self._groups.get(group)
                 bound += 1
-                if heap is None or key not in heap:
+                if entries and entries[0] == key:
+                    heapq.heappop(entries)
+                elif entries and key in entries:  # pods were requeued ahead of this one while placing it
+                    entries.remove(key)
+                    heapq.heapify(entries)
+                else:
                     continue  # the placement itself took the entry out (its job was evicted meanwhile)
-                if heap[0] == key:
-                    heapq.heappop(heap)
-                else:  # the placement itself requeued pods ahead of this one: take out exactly this entry
-                    heap.remove(key)
-                    heapq.heapify(heap)
                 self._size -= 1
-                if heap:
-                    heapq.heappush(heads, (heap[0], order, group))
+                if entries:
+                    heapq.heappush(heads, (entries[0], order, group))
                 else:
                     del self._groups[group]
             else:
