@@ -69,6 +69,7 @@ class KueueBridge:
         self.requeues: dict[int, int] = {}
         self.deactivated: dict[int, str] = {}
         self.pods_ready_evictions = 0
+        self.idle_timeouts: dict[int, int] = {}
         wait = sim.resolved.scenario.kueue_configuration.wait_for_pods_ready
         self.wait_for_pods_ready = wait if wait is not None and wait.enable else None
         self.pods_ready_timeout_ms = (
@@ -172,6 +173,17 @@ class KueueBridge:
         count = self.requeues.get(job_index, 0) + 1
         self.requeues[job_index] = count
         strategy = wait.requeuing_strategy
+        if sim.quiescent():
+            self.idle_timeouts[job_index] = self.idle_timeouts.get(job_index, 0) + 1
+            if self.idle_timeouts[job_index] > 1:
+                # Requeued onto an otherwise idle cluster and still not ready: every further retry would
+                # be the same, so stop here instead of retrying forever.
+                self.deactivated[job_index] = (
+                    "Pods never all became ready within waitForPodsReady.timeout, even with the cluster "
+                    "otherwise idle; further requeues would repeat the same attempt"
+                )
+                self.sample(now)
+                return
         if strategy.backoff_limit_count is not None and count > strategy.backoff_limit_count:
             limit = strategy.backoff_limit_count
             self.deactivated[job_index] = (

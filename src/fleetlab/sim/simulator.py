@@ -158,6 +158,9 @@ class Simulator:
         self.pods_done = np.zeros(n_jobs, dtype=np.int64)
         self.spec_override: dict[int, PodSpec] = {}
         self._dirty = False
+        self.bound_pods = 0
+        self.booting = 0
+        self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
 
     # -- identities ----------------------------------------------------------------------------------
@@ -239,6 +242,7 @@ class Simulator:
             if gpus_before == 0:
                 c.whole_free -= 1
         self.node_pods[node].add(pod)
+        self.bound_pods += 1
         self.bound_by_priority.setdefault(job.priority, set()).add(pod)
         book.node[pod] = node
         book.bound_ms[pod] = self.now
@@ -311,6 +315,7 @@ class Simulator:
             if state.requested[node, state.gpu_col] == 0:
                 c.whole_free += 1
         self.node_pods[node].discard(pod)
+        self.bound_pods -= 1
         self.bound_by_priority[self.jobs[job_index].priority].discard(pod)
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
@@ -345,6 +350,11 @@ class Simulator:
         if timeout is not None:
             token = self.kueue.admissions[job_index]
             self.events.push(self.now + timeout, EventKind.PODS_READY_TIMEOUT, job_index, token)
+
+    def quiescent(self) -> bool:
+        """Nothing will change any more except Kueue's own retries: no pod bound, no node booting, no job
+        left to arrive (a retry then meets exactly the cluster the last one met)."""
+        return self.bound_pods == 0 and self.booting == 0 and self.submissions_left == 0
 
     def pods_ready(self, job_index: int) -> bool:
         """Kueue's PodsReady: every pod of the job is bound and past its image pull and data download."""
@@ -470,6 +480,7 @@ class Simulator:
                 self.node_ready(node)
             else:
                 self.events.push(to_ms(pool.boot_time_s), EventKind.NODE_READY, node, 0)
+                self.booting += 1
         book, events, queue, state = self.book, self.events, self.queue, self.state
         n_jobs = len(self.jobs)
         next_job = 0
@@ -495,10 +506,12 @@ class Simulator:
                 else:
                     self.enqueue(next_job)
                 next_job += 1
+                self.submissions_left -= 1
                 submitted = True
             while events.peek_time() == t:
                 _, kind, index, attempt = events.pop()
                 if kind == EventKind.NODE_READY:
+                    self.booting -= 1
                     self.node_ready(index)
                     continue
                 if kind in (EventKind.PODS_READY_TIMEOUT, EventKind.REQUEUE):
