@@ -461,3 +461,22 @@ def test_eligibility_walks_cohorts_up_to_lowest_common_ancestor() -> None:
     assert not over_nominal_below_lca(t, "e", "a", {G})  # y is within its subtree quota
     assert over_nominal_below_lca(t, "b", "a", {G})  # LCA is x: only b itself must be over nominal
     assert [c.id for c in find_candidates(m, wl("a1", "a", 4), "a", {G}, 0)] == ["b1"]
+
+
+def test_preemptor_goes_first_once_its_victims_are_gone() -> None:
+    """kueue#13797 (after #6929's sticky workload): b's j2 preempts j8 within its ClusterQueue; once j8 is
+    evicted, j2 is ordered before a's older borrower j6 competing for the same freed quota. Otherwise j6
+    takes it, j8 comes back, reclaims from j6, and the same preemptions repeat forever."""
+    rules = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+    m = manager(cq("a", "c", quota(8), **rules), cq("b", "c", quota(16), **rules))
+    run(m, (wl("j5", "b", 8, 2, t=1), 1), (wl("j8", "b", 4, 0, t=2), 2))
+    m.submit(wl("j6", "a", 16, 1, t=3))
+    m.submit(wl("j2", "b", 16, 1, t=4))
+    assert m.cycle(10) == []
+    [request] = m.take_preemptions()
+    assert (request.preemptor_id, request.victims) == ("j2", ("j8",))
+    m.evict("j8", 10, keep_creation_timestamp=True)
+    assert [x.workload_id for x in m.cycle(10)] == ["j2"]
+    assert m.take_preemptions() == []
+    # j6 (older, also borrowing) waits; j8 no longer fits behind j2 and triggers nothing.
+    assert m.cycle(11) == [] and m.take_preemptions() == []

@@ -221,3 +221,85 @@ def summary_of(run: Any) -> Any:
     from fleetlab.metrics.summary import summarize
 
     return summarize(run.result)
+
+
+def _loop_world(reclaim: str, data_size: str | None = None) -> Any:
+    """Two ClusterQueues of 8 GPUs in a cohort; in each a small low-priority job and a big high-priority
+    gang that can only run by borrowing the other queue's whole quota."""
+    objects = _objects()
+    for cq in objects[1:3]:
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = 8
+        cq["spec"]["preemption"] = {"reclaimWithinCohort": reclaim, "withinClusterQueue": "LowerPriority"}
+    shapes = {
+        "a-big": {"gpus": 8, "pods": 2, "gang": True, "namespace": "a", "priority": 1},
+        "a-small": {"gpus": 8, "namespace": "a", "priority": 0},
+        "b-big": {"gpus": 8, "pods": 2, "gang": True, "namespace": "b", "priority": 1},
+        "b-small": {"gpus": 4, "namespace": "b", "priority": 0},
+    }
+    jobs = [job(n, submit_s=10 * i, runtime=3600, queue="q", **s) for i, (n, s) in enumerate(shapes.items())]
+    if data_size is not None:
+        for entry in jobs:
+            entry["data_size"] = data_size  # downloaded at every start, so each retry takes time
+    return scenario([pool(count=2)], jobs, kueue=objects)
+
+
+def test_preemption_loop_is_stopped_and_named() -> None:
+    """KEP-1337's warning made concrete: a-big preempts a-small within its queue while borrowing (upstream's
+    last resort in getTargets), b-small reclaims from the borrower, b-big does the same in b, a-small
+    reclaims... Upstream Kueue loops forever here; the run stops and says which workloads loop."""
+    result = run_one(_loop_world("Any"), "default").result
+    [warning] = result.warnings
+    assert "Kueue preemption loop" in warning
+    assert "a-big, a-small, b-big, b-small" in warning
+    assert not result.jobs.completed.any()
+    assert int(result.jobs.evictions.max()) >= 50
+
+
+def test_lower_priority_reclaim_breaks_the_loop() -> None:
+    """With reclaimWithinCohort: LowerPriority the small jobs cannot reclaim from the big borrowers, so
+    every job runs to completion."""
+    result = run_one(_loop_world("LowerPriority"), "default").result
+    assert result.warnings == []
+    assert result.jobs.completed.all()
+
+
+def test_endless_retrying_without_completions_stops_with_a_warning(monkeypatch: Any) -> None:
+    """The last resorts, with the loop detector out of the way: a run in which nothing completes for
+    max(STALL_MIN_MS, 20 × the longest runtime) stops and says so instead of running forever; so does
+    one whose clock stops moving."""
+    import fleetlab.sim.guards as guards
+    import fleetlab.sim.kueue_bridge as bridge
+
+    monkeypatch.setattr(bridge, "PREEMPTION_LOOP_LIMIT", 10**9)
+    monkeypatch.setattr(guards, "STALL_MIN_MS", 3_600_000)
+    result = run_one(_loop_world("Any", data_size="20Gi"), "default").result
+    [warning] = result.warnings
+    assert warning.startswith("stopped at 20.") and "no job completed for 20 h" in warning
+    assert not result.jobs.completed.any()
+    # Without a download, every retry happens at the same instant.
+    result = run_one(_loop_world("Any"), "default").result
+    [warning] = result.warnings
+    assert "without the clock moving" in warning
+
+
+def test_readmitted_job_reruns_only_its_unfinished_pods() -> None:
+    """A Kueue-suspended Job keeps its succeeded pods: after preemption and re-admission only the pod that
+    was running starts again, and the job ends when that one does."""
+    objects = _objects(cohort=None)
+    objects[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    jobs = [
+        job("lo", gpus=8, pods=2, runtime=100, queue="q", namespace="a"),
+        job("hi", gpus=8, pods=2, submit_s=150, runtime=100, priority=1, queue="q", namespace="a"),
+    ]
+    run = run_one(scenario([pool(count=1)], jobs, kueue=objects), "default")
+    cols = job_columns(run.result)
+    idx = {j: i for i, j in enumerate(cols["job_id"])}
+    assert cols["state"][idx["lo"]] == "completed" and cols["state"][idx["hi"]] == "completed"
+    assert cols["evictions"][idx["lo"]] == 1
+    # lo: pod 0 runs 0–100 s, pod 1 100–150 s (evicted); hi 150–350 s; lo's pod 1 again 350–450 s.
+    seg = run.result.segments
+    stays = sorted(
+        (int(p), int(b), int(e)) for p, b, e in zip(seg.pod, seg.bound_ms, seg.end_ms, strict=True)
+    )
+    assert [s for s in stays if s[0] < 2] == [(0, 0, 100_000), (1, 100_000, 150_000), (1, 350_000, 450_000)]
+    assert run.result.end_ms == 450_000

@@ -66,6 +66,7 @@ Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -231,6 +232,10 @@ class _ClusterQueueHeap:
         self.queued: dict[str, tuple[int, int, int, str]] = {}
         self.inadmissible: dict[str, None] = {}
         self.blocked: tuple[str, int] | None = None  # (head id, tree generation) known not to change
+        #: The workload whose preemptions are under way: it stays the head, even over higher-priority
+        #: workloads requeued meanwhile, until a cycle has tried it again (upstream's sticky workload,
+        #: which ends the reclaim/re-admit loop of kueue#6929 and kueue#6947).
+        self.sticky: str | None = None
 
     def push(self, tracked: _Tracked) -> None:
         """Queue (or re-queue) a workload; an older heap entry for it becomes stale."""
@@ -239,7 +244,12 @@ class _ClusterQueueHeap:
         heapq.heappush(self.heap, key)
 
     def head(self) -> str | None:
-        """The id at the head of the heap, dropping stale entries on the way."""
+        """The sticky workload if still queued, else the id at the head of the heap (dropping stale
+        entries on the way)."""
+        if self.sticky is not None:
+            if self.sticky in self.queued:
+                return self.sticky
+            self.sticky = None
         while self.heap and self.queued.get(self.heap[0][3]) != self.heap[0]:
             heapq.heappop(self.heap)
         return self.heap[0][3] if self.heap else None
@@ -464,11 +474,18 @@ class AdmissionManager:
         temporary: list[tuple[str, dict[FlavorResource, int]]] = []
         preempted: dict[str, tuple[str, Mapping[FlavorResource, int]]] = {}
         admitted: list[Admission] = []
+        # Heads whose preemptions were issued in an earlier cycle go first (kueue#13797): otherwise a
+        # workload reclaimed from, or another borrower, can take the quota just freed for them, and the
+        # same preemptions repeat forever.
+        sticky = {q.sticky for q in self._queues.values() if q.sticky is not None}
+        first = [e for e in entries if e.workload.id in sticky]
+        rest = [e for e in entries if e.workload.id not in sticky]
+        first.sort(key=self._classic_key)
         if self.fair_sharing is None:
-            entries.sort(key=lambda e: (e.assignment.borrowing, -e.workload.priority, e.timestamp_ms, e.seq))
-            ordered: Iterator[Nominee] = iter(entries)
+            rest.sort(key=self._classic_key)
+            ordered: Iterator[Nominee] = iter([*first, *rest])
         else:
-            ordered = self._fair_order(entries)
+            ordered = itertools.chain(first, self._fair_order(rest))
         for entry in ordered:
             admission = self._process(entry, now_ms, temporary, preempted)
             if admission is not None:
@@ -479,6 +496,11 @@ class AdmissionManager:
             if entry.requeue_reason:
                 self._requeue(entry, generations[id(self._root_of[entry.cluster_queue])])
         return admitted
+
+    @staticmethod
+    def _classic_key(entry: Nominee) -> tuple[int, int, int, int]:
+        """Upstream entry order without fair sharing: not borrowing, higher priority, older first."""
+        return (entry.assignment.borrowing, -entry.workload.priority, entry.timestamp_ms, entry.seq)
 
     def _fair_order(self, entries: Sequence[Nominee]) -> Iterator[Nominee]:
         """Upstream ``fairSharingIterator``: pop by the tournament, recomputing DRS on the current tree
@@ -551,6 +573,7 @@ class AdmissionManager:
         tracked.message = entry.message
         queue = self._queues[entry.cluster_queue]
         reason = entry.requeue_reason
+        queue.sticky = entry.workload.id if reason == _PENDING_PREEMPTION else None
         if reason == _PENDING_PREEMPTION:
             queue.blocked = (entry.workload.id, generation)  # sticky head until victims release quota
         elif queue.strict:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 PODSET = "main"
 MAX_CYCLES_PER_STEP = 16
+#: A workload preempted this many times with no job completing meanwhile is caught in a preemption loop.
+PREEMPTION_LOOP_LIMIT = 50
 #: How often (simulated ms) the lent figure of every ClusterQueue is recomputed for the report.
 LENT_SAMPLE_MS = 60_000
 
@@ -70,6 +72,8 @@ class KueueBridge:
         self.deactivated: dict[int, str] = {}
         self.pods_ready_evictions = 0
         self.idle_timeouts: dict[int, int] = {}
+        self._preempted_since: dict[int, int] = {}  # per job, Kueue preemptions since the last completion
+        self._counted_from_ms = -1
         wait = sim.resolved.scenario.kueue_configuration.wait_for_pods_ready
         self.wait_for_pods_ready = wait if wait is not None and wait.enable else None
         self.pods_ready_timeout_ms = (
@@ -147,11 +151,34 @@ class KueueBridge:
                 for victim in request.victims:
                     sim.evict_job(self.job_by_id[victim], by_kueue=True)
                     manager.evict(victim, now, keep_creation_timestamp=True)
+                    self._count_preemption(self.job_by_id[victim], request.preemptor_id, now)
             if not admissions and not preemptions:
                 break
             changed = True
         if changed:
             self.sample(now)
+
+    def _count_preemption(self, job_index: int, preemptor_id: str, now: int) -> None:
+        """Stop the run when workloads keep preempting each other with nothing finishing: upstream Kueue
+        allows such loops (e.g. preemption within a ClusterQueue while borrowing, answered by a reclaim
+        from the cohort; KEP-1337, kueue#2821), and simulating them to the horizon tells nothing more."""
+        sim = self.sim
+        if sim.last_completion_ms != self._counted_from_ms:
+            self._preempted_since.clear()
+            self._counted_from_ms = sim.last_completion_ms
+        count = self._preempted_since.get(job_index, 0) + 1
+        self._preempted_since[job_index] = count
+        if count < PREEMPTION_LOOP_LIMIT or sim.stall_warning:
+            return
+        involved = sorted(sim.jobs[j].id for j, n in self._preempted_since.items() if n >= count // 2)
+        shown = ", ".join(involved[:8]) + (" …" if len(involved) > 8 else "")
+        sim.stall_warning = (
+            f"stopped at {now / 3.6e6:.1f} h: a Kueue preemption loop — {sim.jobs[job_index].id} was "
+            f"preempted {count} times (last by {preemptor_id}) with no job completing meanwhile; workloads "
+            f"involved: {shown}. Typically borrowing workloads preempt within their ClusterQueue and are "
+            "reclaimed by the cohort in turn; a stricter preemption policy (e.g. reclaimWithinCohort: "
+            "LowerPriority) breaks such loops"
+        )
 
     def timer(self, kind: int, job_index: int, token: int, now: int) -> None:
         """waitForPodsReady: evict a workload whose pods are not all ready in time; requeue with backoff."""

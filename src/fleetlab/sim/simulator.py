@@ -26,6 +26,7 @@ from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
+from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.pending import explain_pending
 from fleetlab.sim.progress import progress_at, wall_needed
@@ -159,6 +160,8 @@ class Simulator:
         self.spec_override: dict[int, PodSpec] = {}
         self._dirty = False
         self.bound_pods = 0
+        self.last_completion_ms = 0
+        self.stall_warning = ""
         self.booting = 0
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
@@ -198,11 +201,15 @@ class Simulator:
         return gid
 
     def enqueue(self, job: int, pods: list[int] | None = None) -> None:
-        """Put a job's (unplaced) pods in the scheduling queue; a gang is one entry."""
+        """Put a job's unfinished pods in the scheduling queue; a gang is one entry. Pods that already
+        succeeded stay done when an evicted job is admitted again, as a resumed Job keeps its
+        succeeded count."""
         j = self.jobs[job]
         group = self.group_of(job)
         book = self.book
-        members = list(book.pods_of(job)) if pods is None else pods
+        members = [p for p in book.pods_of(job) if book.end_ms[p] < 0] if pods is None else pods
+        if not members:
+            return
         stamp = self.now
         self._dirty = True
         if self.is_gang(job):
@@ -332,6 +339,7 @@ class Simulator:
         self.release(pod, evicted=False)
         self.book.end_ms[pod] = self.now
         self.book.done_fraction[pod] = 1.0
+        self.last_completion_ms = self.now
         job_index = int(self.book.job[pod])
         self.pods_done[job_index] += 1
         job = self.jobs[job_index]
@@ -352,9 +360,14 @@ class Simulator:
             self.events.push(self.now + timeout, EventKind.PODS_READY_TIMEOUT, job_index, token)
 
     def quiescent(self) -> bool:
-        """Nothing will change any more except Kueue's own retries: no pod bound, no node booting, no job
-        left to arrive (a retry then meets exactly the cluster the last one met)."""
-        return self.bound_pods == 0 and self.booting == 0 and self.submissions_left == 0
+        """Nothing will change any more except Kueue's own retries: no pod preparing or running (pods
+        waiting forever for gang peers do not count), no node booting, no job left to arrive — a retry then
+        meets exactly the cluster the last one met."""
+        if self.booting or self.submissions_left:
+            return False
+        book = self.book
+        busy = (book.node >= 0) & (book.end_ms < 0) & ((book.ready_ms < 0) | (book.start_ms >= 0))
+        return not bool(busy.any())
 
     def pods_ready(self, job_index: int) -> bool:
         """Kueue's PodsReady: every pod of the job is bound and past its image pull and data download."""
@@ -486,6 +499,8 @@ class Simulator:
         next_job = 0
         last_generation = -1
         steps = 0
+        longest = max((to_ms(j.runtime.default) for j in self.jobs), default=0)
+        guard = ProgressGuard(longest, self.horizon_ms is not None)
         total_work = n_jobs + book.n_pods
         finished = 0
         horizon = self.horizon_ms
@@ -497,6 +512,11 @@ class Simulator:
             t = min(x for x in (t_event, t_job) if x is not None)
             if horizon is not None and t > horizon:
                 break
+            self.stall_warning = self.stall_warning or guard.check(
+                t, self.now, steps == 0, self.last_completion_ms
+            )
+            if self.stall_warning:
+                break  # nothing can make progress any more (see sim/guards.py and the Kueue bridge)
             self.now = t
             submitted = False
             while next_job < n_jobs and self.submit_ms[next_job] == t:

@@ -148,7 +148,7 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         timeline=timeline(sim),
         segments=segment_table(sim, end_ms),
         pending=pending,
-        warnings=list(sim.resolved.warnings),
+        warnings=[*sim.resolved.warnings, *([sim.stall_warning] if sim.stall_warning else [])],
         placements=sim.placements,
         wall_s=wall_s,
         queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
