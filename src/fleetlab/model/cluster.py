@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Taint
+from fleetlab.model.mig import MigConfig, MigLayoutError
 from fleetlab.model.resources import is_extended
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
@@ -56,6 +57,7 @@ class NodePool(SpecModel):
     image_pull_bandwidth: Bytes = 200 * 1024**2
     data_bandwidth: Bytes = 500 * 1024**2
     unschedulable: bool = False
+    mig: MigConfig | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -86,7 +88,27 @@ class NodePool(SpecModel):
             raise ValueError("image_pull_bandwidth and data_bandwidth must be > 0 bytes per second")
         if not self.zones:
             raise ValueError("zones must name at least one zone")
+        if self.mig is not None:
+            if self.gpu_model is None:
+                raise ValueError("mig needs gpu_model and gpus_per_node")
+            try:
+                self.mig.advertised(self.gpu_model, self.gpus_per_node)
+            except MigLayoutError as exc:
+                raise ValueError(f"mig: {exc}") from None
+            clash = set(self.extended_resources) & set(
+                self.mig.advertised(self.gpu_model, self.gpus_per_node)
+            )
+            if clash:
+                raise ValueError(
+                    f"extended_resources repeats {', '.join(sorted(clash))}, which mig advertises"
+                )
         return self
+
+    def device_resources(self) -> dict[str, int]:
+        """GPU resources a node advertises: whole GPUs, or MIG instances as the device plugin names them."""
+        if self.mig is None or self.gpu_model is None:
+            return {"nvidia.com/gpu": self.gpus_per_node}
+        return self.mig.advertised(self.gpu_model, self.gpus_per_node)
 
     @property
     def gpu_memory_bytes(self) -> int | None:
@@ -122,6 +144,11 @@ class NodePool(SpecModel):
             mem = self.gpu_memory_bytes
             if mem is not None:
                 labels[GPU_MEMORY_LABEL] = str(mem // 1024**2)
+            if self.mig is not None:  # as GPU Feature Discovery labels MIG nodes
+                labels["nvidia.com/mig.strategy"] = self.mig.strategy
+                for resource, count in self.device_resources().items():
+                    if resource.startswith("nvidia.com/mig-"):
+                        labels[f"{resource}.count"] = str(count)
         labels.update(self.labels)
         return labels
 
