@@ -79,9 +79,25 @@ def run_cmd(
 @experiment_app.command("report")
 def report_cmd(
     folder: Annotated[Path, typer.Argument(help="Output folder of `fleetlab experiment run`.")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")
+    ] = None,
 ) -> None:
     """Print each metric per variant: interval over seeds and paired difference to the baseline."""
+    from fleetlab.spec.errors import SpecError
+
     _print_report(folder)
+    if html is not None:
+        from fleetlab.cli import out_console
+        from fleetlab.report.experiment_html import write_html_report
+
+        try:
+            write_html_report(folder, html)
+        except SpecError as exc:
+            raise _fail(str(exc)) from None
+        except OSError as exc:
+            raise _fail(f"--html {html}: cannot write: {exc.strerror or exc}") from None
+        out_console.print(f"HTML report written to {html}", highlight=False, markup=False)
 
 
 def _fail(message: str) -> typer.Exit:
