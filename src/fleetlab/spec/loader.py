@@ -49,6 +49,11 @@ def _read_text(path: str | None) -> tuple[str, str, Path | None]:
         raise SpecError(str(file), [f"cannot be read: {exc}"]) from None
 
 
+def read_scenario_text(path: str | None) -> tuple[str, str, Path | None]:
+    """(label, YAML text, directory for relative paths) of a scenario file or built-in name."""
+    return _read_text(path)
+
+
 def parse_yaml(label: str, text: str) -> dict[str, Any]:
     """YAML text to a mapping, with line and column on syntax errors."""
     try:
