@@ -13,9 +13,11 @@ from fleetlab.model.resources import is_extended
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
 CapacityType = Literal["on-demand", "spot"]
+Cloud = Literal["aws", "gcp", "azure"]
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
 RACK_LABEL = "fleetlab.io/rack"
 POOL_LABEL = "fleetlab.io/pool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -52,6 +54,11 @@ class NodePool(SpecModel):
     capacity_type: CapacityType = "on-demand"
     instance_type: str | None = None
     price_per_hour: float = Field(default=0.0, ge=0)
+    #: With instance_type and region, the price (and any shape not given) comes from a price catalog:
+    #: ``catalog`` (a SkyPilot-format CSV) or the built-in snapshot of the cloud.
+    cloud: Cloud | None = None
+    region: str | None = None
+    catalog: str | None = None
     boot_time_s: Seconds = 0.0
     initially_ready: bool = True
     image_pull_bandwidth: Bytes = 200 * 1024**2
@@ -137,6 +144,8 @@ class NodePool(SpecModel):
         }
         if self.instance_type:
             labels[INSTANCE_TYPE_LABEL] = self.instance_type
+        if self.region:
+            labels[REGION_LABEL] = self.region
         if self.gpu_model is not None:
             labels[GPU_PRESENT_LABEL] = "true"
             labels[GPU_PRODUCT_LABEL] = GPU_MODELS[self.gpu_model].product

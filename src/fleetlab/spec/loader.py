@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from fleetlab.model.job import Job
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError, problems_from_validation
+from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
 
 BUILTIN = "default"
 
@@ -74,6 +75,7 @@ def load_scenario(path: str | None = None) -> tuple[Scenario, str, Path | None]:
     """Validate a scenario file (or the built-in default); returns (scenario, label, base directory)."""
     label, text, base = _read_text(path)
     data = parse_yaml(label, text)
+    resolve_catalog_pools(data, label, base)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -117,6 +119,8 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
         assert workload.generator is not None
         jobs = generate_jobs(workload.generator, scenario.seed)
         source = f"{label} (generator, seed {scenario.seed})"
+    priced = [p.model_dump() for p in scenario.cluster.pools if p.cloud is not None]
+    warnings.extend(catalog_warnings(priced, base))
     check_unique_ids(source, jobs)
     from fleetlab.model.scenario import apply_priority_classes, check_job_queues
 
