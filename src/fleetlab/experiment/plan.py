@@ -20,7 +20,7 @@ from fleetlab.experiment.output import safe_name
 from fleetlab.experiment.patch import PatchError, apply_patch
 from fleetlab.metrics.summary import Summary
 from fleetlab.model.scenario import Scenario
-from fleetlab.spec.errors import SpecError, problems_from_validation
+from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
 from fleetlab.spec.loader import parse_yaml, read_scenario_text
 
 METRICS = tuple(f.name for f in fields(Summary) if f.name != "policy")
@@ -214,12 +214,7 @@ def _validate_variant(label: str, base: dict[str, Any], spec: VariantSpec, i: in
 def load_experiment(path: str | Path) -> Experiment:
     """Read, validate and expand an experiment file; raises SpecError naming the variant and field."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(str(file), ["file not found (give an experiment YAML file)"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(file), [f"cannot be read: {exc}"]) from None
+    text = read_text_file(file, "file not found (give an experiment YAML file)")
     raw = parse_yaml(str(file), text)
     try:
         spec = ExperimentSpec.model_validate(raw)

@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fleetlab.experiment.output import safe_name
+from fleetlab.experiment.output import safe_name, swap_into_place
 from fleetlab.metrics.queues import QueueRow, queue_rows
 from fleetlab.metrics.summary import Summary, summarize
 from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
@@ -72,13 +72,7 @@ def write_run(folder: Path, result: SimulationResult, record: dict[str, Any]) ->
         text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False)
         (staging / RUN_RECORD).write_text(text + "\n", encoding="utf-8")
         staging.chmod(0o755)
-        if folder.exists():
-            aside = folder.with_name(f"{TMP_PREFIX}{folder.name}-old-{os.getpid()}")
-            os.replace(folder, aside)
-            os.replace(staging, folder)
-            shutil.rmtree(aside, ignore_errors=True)
-        else:
-            os.replace(staging, folder)
+        swap_into_place(staging, folder, aside_prefix=TMP_PREFIX)  # leftovers are swept on resume
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

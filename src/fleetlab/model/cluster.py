@@ -99,12 +99,10 @@ class NodePool(SpecModel):
             if self.gpu_model is None:
                 raise ValueError("mig needs gpu_model and gpus_per_node")
             try:
-                self.mig.advertised(self.gpu_model, self.gpus_per_node)
+                advertised = self.mig.advertised(self.gpu_model, self.gpus_per_node)
             except MigLayoutError as exc:
                 raise ValueError(f"mig: {exc}") from None
-            clash = set(self.extended_resources) & set(
-                self.mig.advertised(self.gpu_model, self.gpus_per_node)
-            )
+            clash = set(self.extended_resources) & set(advertised)
             if clash:
                 raise ValueError(
                     f"extended_resources repeats {', '.join(sorted(clash))}, which mig advertises"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from fleetlab.spec.errors import SpecError
+from fleetlab.spec.errors import SpecError, read_text_file
 
 CLOUDS = ("aws", "gcp", "azure")
 REQUIRED_COLUMNS = (
@@ -303,13 +303,7 @@ def parse_catalog(source: str, text: str) -> Catalog:
 def read_catalog(path: str | Path) -> Catalog:
     """A user's catalog file."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(str(file), ["catalog file not found"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(file), [f"catalog cannot be read: {exc}"]) from None
-    return parse_catalog(str(file), text)
+    return parse_catalog(str(file), read_text_file(file, "catalog file not found"))
 
 
 _BUILTIN: dict[str, Catalog] = {}
