@@ -7,7 +7,6 @@ CSV files of invented rows in the trace's format; the tests on the real files re
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,9 @@ from fleetlab.spec.alibaba import GPU_MODEL_LABEL, load_openb_nodes, load_openb_
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.native_trace import load_native_trace, write_native_trace
 from fleetlab.spec.traces import load_trace
+from shared_data import shared_path
 
-SHARED = Path(os.environ.get("FLEETLAB_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
-OPENB = SHARED / "traces" / "alibaba-gpu-v2023"
+OPENB = shared_path("traces", "alibaba-gpu-v2023")
 needs_openb = pytest.mark.skipif(
     not (OPENB / "openb_pod_list_default.csv").is_file(),
     reason="shared/traces/alibaba-gpu-v2023 not available",

@@ -15,9 +15,10 @@ from fleetlab import cli
 from fleetlab.spec.catalog import builtin_catalog, parse_catalog, read_catalog
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import load
+from shared_data import shared_path
 
-SHARED_CANDIDATES = [Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")]
-SHARED = next((p / "catalogs" / "skypilot" for p in SHARED_CANDIDATES if (p / "catalogs").is_dir()), None)
+_SKYPILOT = shared_path("catalogs", "skypilot")
+SHARED = _SKYPILOT if _SKYPILOT.is_dir() else None
 needs_shared = pytest.mark.skipif(SHARED is None, reason="shared SkyPilot catalog extracts not present")
 
 AWS_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch"

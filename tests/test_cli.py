@@ -402,3 +402,14 @@ def test_packing_keeps_more_whole_gpu_nodes_free_on_the_default_scenario() -> No
     runs = compare(load(None), ["most-allocated", "least-allocated"])
     free = {run.label: summarize(run.result).whole_free_gpu_nodes_mean for run in runs}
     assert free["most-allocated"] > free["least-allocated"], free
+
+
+def test_error_text_in_square_brackets_is_shown_verbatim(tmp_path: Path) -> None:
+    """A path such as `runs/[team]/x.yaml` must not be swallowed as console markup."""
+    folder = tmp_path / "[team]"
+    folder.mkdir()
+    bad = folder / "bad.yaml"
+    bad.write_text("name: x\n")
+    result = CliRunner().invoke(cli.app, ["simulate", str(bad)])
+    assert result.exit_code == 2
+    assert "[team]" in result.output, result.output

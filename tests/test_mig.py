@@ -17,8 +17,9 @@ from fleetlab.experiment.run import run_one
 from fleetlab.model.mig import MigLayoutError, available, place_layout, profiles
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import load
+from shared_data import shared_path
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gpus" / "mig_profiles.json"
+REFERENCE = shared_path("reference", "gpus", "mig_profiles.json")
 
 
 def test_profile_names_per_model_follow_nvidia_tables() -> None:

@@ -31,9 +31,10 @@ from fleetlab.placement.scoring import (
     requested_to_capacity_ratio,
     validate_shape,
 )
+from shared_data import shared_path
 
-REFERENCE = Path(
-    os.environ.get("FLEETLAB_REFERENCE", Path(__file__).resolve().parents[1].parent / "shared" / "reference")
+REFERENCE = (
+    Path(os.environ["FLEETLAB_REFERENCE"]) if "FLEETLAB_REFERENCE" in os.environ else shared_path("reference")
 )
 VECTORS_FILE = REFERENCE / "kube-scheduler" / "scoring_vectors.json"
 HAVE_VECTORS = VECTORS_FILE.is_file()

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fleetlab import __version__
 from fleetlab.cli_experiment import experiment_app
@@ -65,7 +66,9 @@ def _write(runs: list[Run], out: Path, single: bool) -> None:
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True, soft_wrap=True)
+    err_console.print(
+        f"[bold red]error:[/bold red] {escape(message)}", highlight=False, markup=True, soft_wrap=True
+    )
     return typer.Exit(code)
 
 

@@ -101,12 +101,10 @@ def report_cmd(
 
 
 def _fail(message: str) -> typer.Exit:
-    """The CLI's error paragraph and exit 2, with the message shown verbatim (no rich markup)."""
-    from rich.markup import escape
-
+    """The CLI's error paragraph and exit 2 (the message is shown verbatim)."""
     from fleetlab import cli
 
-    return cli._fail(escape(message))
+    return cli._fail(message)
 
 
 def _print_report(folder: Path) -> None:
