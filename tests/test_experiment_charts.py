@@ -162,3 +162,10 @@ def test_png_export_without_a_browser_exits_2_and_says_what_to_install(
     assert result.exit_code == 2
     text = " ".join(result.output.split())
     assert "fleetlab[png]" in text and "apt-get install -y chromium" in text and "Traceback" not in text
+
+
+def test_png_target_that_is_a_file_exits_2(sweep: Path, tmp_path: Path) -> None:
+    target = tmp_path / "slides.png"
+    target.write_text("not a folder")
+    result = CliRunner().invoke(cli.app, ["experiment", "report", str(sweep), "--png", str(target)])
+    assert result.exit_code == 2 and "is not a directory" in " ".join(result.output.split())

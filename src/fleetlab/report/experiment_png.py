@@ -7,13 +7,15 @@ is taken from ``BROWSER_PATH`` or the first of the usual executable names on ``P
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from fleetlab.experiment.results import load_results
 from fleetlab.report.experiment_charts import build_charts
@@ -68,10 +70,23 @@ def _check_available() -> str:
     return browser
 
 
+def _draw(figures: Sequence[Any], paths: Sequence[Path]) -> None:
+    """One browser session for all charts; MathJax off so kaleido's page loads nothing from the network
+    (plotly.js comes from the installed plotly package)."""
+    kaleido = importlib.import_module("kaleido")
+    specs = [
+        {
+            "fig": figure.to_dict(),
+            "path": path,
+            "opts": {"format": "png", "width": WIDTH, "height": HEIGHT, "scale": SCALE},
+        }
+        for figure, path in zip(figures, paths, strict=True)
+    ]
+    kaleido.write_fig_from_object_sync(specs, kopts={"mathjax": False})
+
+
 def write_png_report(folder: Path, target: Path) -> tuple[list[Path], list[str]]:
     """Write one PNG per chart into ``target``; returns the files and the notes of charts left out."""
-    import plotly.io as pio
-
     browser = _check_available()
     results = load_results(folder)
     sections = build_charts(folder, results).sections
@@ -83,7 +98,7 @@ def write_png_report(folder: Path, target: Path) -> tuple[list[Path], list[str]]
         staged = [staging / f"{s.key}.png" for s in drawn]
         with _browser_env(browser):
             try:
-                pio.write_images([s.figure for s in drawn], staged, width=WIDTH, height=HEIGHT, scale=SCALE)
+                _draw([s.figure for s in drawn], staged)
             except Exception as exc:  # kaleido and its browser driver raise many kinds
                 raise PngUnavailable(f"the browser {browser} could not draw the charts: {exc}") from None
         files = []
