@@ -1,7 +1,8 @@
 """Sweep speed: 6 variants x 10 seeds of the built-in default scenario (examples/experiments/placement.yaml).
 
-Reports wall time of the full sweep (all cores, or --jobs), per-run simulation time, and the time of a
-rerun that only resumes (every run already finished). Target: under 2 minutes on 2 cores.
+Reports wall time of the full sweep (all cores, or --jobs), per-run simulation time, the time of a
+rerun that only resumes (every run already finished), and the time and size of the HTML report
+(`experiment report --html`). Targets: sweep under 2 minutes on 2 cores; report under 10 MB.
 
 Run: .venv/bin/python bench/bench_experiment.py [--jobs N] [--keep DIR]
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from fleetlab.experiment.engines import LocalEngine
 from fleetlab.experiment.plan import load_experiment
 from fleetlab.experiment.sweep import MANIFEST, run_sweep
+from fleetlab.report.experiment_html import write_html_report
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "experiments" / "placement.yaml"
 
@@ -37,6 +39,10 @@ def main() -> None:
         started = time.perf_counter()
         resumed = run_sweep(experiment, out, engine)
         resume_s = time.perf_counter() - started
+        started = time.perf_counter()
+        write_html_report(out, out / "report.html")
+        report_s = time.perf_counter() - started
+        report_mb = (out / "report.html").stat().st_size / 1e6
         records = [
             json.loads((out / run["folder"] / "run.json").read_text())
             for run in json.loads((out / MANIFEST).read_text())["runs"]
@@ -49,6 +55,7 @@ def main() -> None:
     )
     print(f"per run (simulate + write): mean {sum(per_run) / len(per_run):.2f} s, max {max(per_run):.2f} s")
     print(f"resume with every run finished: {resume_s:.2f} s ({len(resumed.executed)} runs executed)")
+    print(f"HTML report: {report_s:.2f} s to render and write, {report_mb:.1f} MB")
 
 
 if __name__ == "__main__":

@@ -56,5 +56,4 @@ def test_html_report_is_offline_and_escapes_input_names(tmp_path: Path) -> None:
     target = tmp_path / "report.html"
     result = CliRunner().invoke(cli.app, ["experiment", "report", str(out), "--html", str(target)])
     assert result.exit_code == 0, result.output
-    written = target.read_text(encoding="utf-8")  # plotly's div ids differ from render to render
-    assert written.count("<tr>") == page.count("<tr>") and HOSTILE_JOB not in written
+    assert target.read_text(encoding="utf-8") == page  # chart div ids are fixed: same store, same bytes

@@ -82,11 +82,17 @@ def report_cmd(
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")
     ] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option("--png", help="Also write every chart as a PNG into this folder (needs fleetlab[png])."),
+    ] = None,
 ) -> None:
     """Print each metric per variant: interval over seeds and paired difference to the baseline."""
     from fleetlab.spec.errors import SpecError
 
     _print_report(folder)
+    if png is not None:
+        _write_pngs(folder, png)
     if html is not None:
         from fleetlab.cli import out_console
         from fleetlab.report.experiment_html import write_html_report
@@ -98,6 +104,26 @@ def report_cmd(
         except OSError as exc:
             raise _fail(f"--html {html}: cannot write: {exc.strerror or exc}") from None
         out_console.print(f"HTML report written to {html}", highlight=False, markup=False)
+
+
+def _write_pngs(folder: Path, target: Path) -> None:
+    from fleetlab.cli import err_console, out_console
+    from fleetlab.report.experiment_png import PngUnavailable, write_png_report
+    from fleetlab.spec.errors import SpecError
+
+    if target.exists() and not target.is_dir():
+        raise _fail(f"--png {target}: exists and is not a directory; give a folder path")
+    try:
+        files, skipped = write_png_report(folder, target)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    except PngUnavailable as exc:
+        raise _fail(f"--png: {exc}") from None
+    except OSError as exc:
+        raise _fail(f"--png {target}: cannot write: {exc.strerror or exc}") from None
+    for note in skipped:
+        err_console.print(f"no chart: {note}", highlight=False, markup=False)
+    out_console.print(f"{len(files)} PNG chart(s) written to {target}", highlight=False, markup=False)
 
 
 def _fail(message: str) -> typer.Exit:

@@ -1,5 +1,5 @@
-"""A self-contained HTML report of an experiment: a queue-wait CDF per variant (plotly, with plotly.js
-inlined so the file opens offline) and the decision table (mean, interval, paired difference, winner).
+"""A self-contained HTML report of an experiment: the decision table (mean, interval, paired difference,
+winner) and the charts of experiment_charts (plotly, with plotly.js inlined once so the file opens offline).
 
 Every name that comes from input (experiment, variants, changes, job ids) is HTML-escaped.
 """
@@ -12,22 +12,20 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 from fleetlab.experiment.results import ExperimentResults, load_results
 from fleetlab.experiment.stats import MetricComparison, better_direction, verdict
-from fleetlab.experiment.store import DATABASE
+from fleetlab.report.experiment_charts import ChartSection, build_charts
 from fleetlab.report.experiment_table import format_metric
-from fleetlab.spec.errors import SpecError
 
 DECISION_METRICS = ("completion_mean_s", "cost_per_completed_job")
-MAX_CDF_POINTS = 2000
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,th:first-child,td.l{text-align:left}.better{color:#0a0;font-weight:bold}
 .worse{color:#c00;font-weight:bold}.ns{color:#888}caption{text-align:left;font-weight:bold}
+.note{color:#555;max-width:60em}.chart{min-height:450px}
 """
 
 
@@ -83,54 +81,7 @@ def decision_table(results: ExperimentResults) -> str:
     )
 
 
-def _queue_waits(folder: Path) -> dict[str, np.ndarray]:
-    import duckdb
-
-    path = folder / DATABASE
-    if not path.is_file():
-        raise SpecError(str(folder), [f"no {DATABASE}: rerun `fleetlab experiment run` to build it"])
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        rows = con.sql("SELECT variant, queue_wait_s FROM jobs WHERE queue_wait_s IS NOT NULL").fetchnumpy()
-        slow = con.sql(
-            "SELECT variant, seed, job_id, queue_wait_s FROM jobs WHERE queue_wait_s IS NOT NULL "
-            "QUALIFY row_number() OVER (PARTITION BY variant ORDER BY queue_wait_s DESC, seed, job_id) <= 5 "
-            "ORDER BY variant, queue_wait_s DESC"
-        ).fetchall()
-    finally:
-        con.close()
-    names = np.asarray(rows["variant"], dtype=object)
-    waits = np.asarray(rows["queue_wait_s"], dtype=np.float64)
-    out = {str(v): np.sort(waits[names == v]) for v in dict.fromkeys(names.tolist())}
-    out["__slowest__"] = np.asarray(slow, dtype=object)
-    return out
-
-
-def _cdf_figure(waits: dict[str, np.ndarray], order: Sequence[str]) -> str:
-    import plotly.graph_objects as go
-    import plotly.io as pio
-
-    figure = go.Figure()
-    for variant in order:
-        values = waits.get(variant)
-        if values is None or len(values) == 0:
-            continue
-        step = max(1, len(values) // MAX_CDF_POINTS)
-        xs = values[::step] / 60.0
-        ys = (np.arange(len(values))[::step] + 1) / len(values)
-        figure.add_trace(
-            go.Scatter(x=xs, y=ys, mode="lines", name=html.escape(variant), line={"shape": "hv"})
-        )
-    figure.update_layout(
-        title="Queue wait (submit → last pod bound), all seeds pooled",
-        xaxis_title="queue wait (minutes)",
-        yaxis_title="fraction of jobs",
-        template="plotly_white",
-    )
-    return str(pio.to_html(figure, include_plotlyjs=True, full_html=False))
-
-
-def _slowest_table(slow: np.ndarray) -> str:
+def _slowest_table(slow: Sequence[tuple[Any, ...]]) -> str:
     rows = "".join(
         f"<tr><td>{_e(v)}</td><td>{int(s)}</td><td class='l'>{_e(j)}</td>"
         f"<td>{_e(format_metric('wait_s', float(w)))}</td></tr>"
@@ -142,16 +93,33 @@ def _slowest_table(slow: np.ndarray) -> str:
     )
 
 
+def _section(section: ChartSection) -> str:
+    import plotly.io as pio
+
+    body = f"<h2>{_e(section.heading)}</h2>"
+    if section.note:
+        body += f"<p class='note'>{_e(section.note)}</p>"
+    if section.figure is not None:
+        chart = pio.to_html(
+            section.figure, include_plotlyjs=False, full_html=False, div_id=f"chart-{section.key}"
+        )
+        body += f"<div class='chart' data-chart='{_e(section.key)}'>{chart}</div>"
+    return f"<section id='{_e(section.key)}'>{body}</section>"
+
+
 def render_html(folder: Path) -> str:
-    """The report as one HTML document."""
+    """The report as one HTML document, plotly.js inlined once in the head."""
+    from plotly.offline import get_plotlyjs
+
     results = load_results(folder)
-    waits = _queue_waits(folder)
-    slow = waits.pop("__slowest__")
+    charts = build_charts(folder, results)
     title = f"{results.name}: {results.finished}/{results.planned} runs"
+    sections = "".join(_section(s) for s in charts.sections)
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{_CSS}</style>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script>"
         f"</head><body><h1>{_e(title)}</h1>{decision_table(results)}"
-        f"{_cdf_figure(waits, list(results.samples))}{_slowest_table(slow)}</body></html>\n"
+        f"{sections}{_slowest_table(charts.slowest)}</body></html>\n"
     )
 
 

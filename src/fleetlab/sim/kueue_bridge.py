@@ -248,10 +248,11 @@ class KueueBridge:
         """Record every ClusterQueue's usage after a change (time-weighted in the report).
 
         Usage is exact at every change; ``lent`` (a walk up the cohort tree) is refreshed at most once per
-        LENT_SAMPLE_MS of simulated time and carried between refreshes.
+        LENT_SAMPLE_MS of simulated time and carried between refreshes, except that a step refreshed at this
+        very time is refreshed again, so the row kept for that time pairs its final usage with its lent.
         """
         usage = tuple(node.usage.get(fr, 0) for node, fr in self._columns)
-        if now - self._lent_at >= LENT_SAMPLE_MS or not self._lent:
+        if now - self._lent_at >= LENT_SAMPLE_MS or not self._lent or self._lent_at == now:
             tree = self.manager.tree
             self._last_lent = tuple(tree.lent(node, fr) for node, fr in self._columns)
             self._lent_at = now

@@ -1,0 +1,317 @@
+"""The experiment report's charts as plotly figures, shared by the HTML page and the PNG export.
+
+Each chart is one ``ChartSection``: a heading, the figure (None where the experiment has nothing to show,
+e.g. no Kueue queues) and a note saying what the chart shows or why it is absent. Every name that comes
+from input (variants, queues, job classes) is HTML-escaped before plotly sees it, since plotly renders a
+subset of HTML in labels.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fleetlab.cost.billing import BUCKETS
+from fleetlab.experiment.results import ExperimentResults
+from fleetlab.experiment.stats import Interval
+from fleetlab.report import experiment_data as data
+
+MAX_CDF_POINTS = 2000
+_BUCKET_COLOURS = {
+    "compute": "#2a9d8f",
+    "prep": "#e9c46a",
+    "idle": "#adb5bd",
+    "lost": "#e76f51",
+    "wait": "#8d99ae",
+}
+
+
+@dataclass(frozen=True)
+class ChartSection:
+    """One chart of the report (or the reason it has none)."""
+
+    key: str
+    heading: str
+    figure: Any | None
+    note: str
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _colours(order: Sequence[str]) -> dict[str, str]:
+    import plotly.colors
+
+    palette = plotly.colors.qualitative.Plotly
+    return {v: palette[k % len(palette)] for k, v in enumerate(order)}
+
+
+def _figure(title: str, x_title: str, y_title: str, **layout: Any) -> Any:
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    figure.update_layout(
+        title=title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white", **layout
+    )
+    return figure
+
+
+def queue_wait_cdf(waits: dict[str, data.FloatArray], order: Sequence[str]) -> ChartSection:
+    """Empirical CDF of queue wait per variant, thinned to at most MAX_CDF_POINTS points."""
+    import plotly.graph_objects as go
+
+    colours = _colours(order)
+    figure = _figure(
+        "Queue wait (submit → last pod bound), all seeds pooled", "queue wait (minutes)", "fraction of jobs"
+    )
+    for variant in order:
+        values = waits.get(variant)
+        if values is None or len(values) == 0:
+            continue
+        step = max(1, math.ceil(len(values) / MAX_CDF_POINTS))
+        index = np.unique(np.append(np.arange(0, len(values), step), len(values) - 1))
+        figure.add_trace(
+            go.Scatter(
+                x=values[index] / 60.0,
+                y=(index + 1) / len(values),
+                mode="lines",
+                name=_e(variant),
+                line={"shape": "hv", "color": colours[variant]},
+            )
+        )
+    return ChartSection("queue_wait_cdf", "Queue wait", figure, "")
+
+
+def _error_bars(intervals: Sequence[Interval | None], scale: float) -> dict[str, Any]:
+    high = [0.0 if i is None or math.isnan(i.high) else (i.high - i.mean) / scale for i in intervals]
+    low = [0.0 if i is None or math.isnan(i.low) else (i.mean - i.low) / scale for i in intervals]
+    return {"type": "data", "array": high, "arrayminus": low, "visible": True}
+
+
+def completion_by_class(by_class: dict[str, dict[str, Interval]], order: Sequence[str]) -> ChartSection:
+    """Grouped bars: mean completion time of each job class, one bar per variant, CI over seeds."""
+    import plotly.graph_objects as go
+
+    colours = _colours(order)
+    classes = sorted(by_class)
+    figure = _figure(
+        "Completion time (submit → done) by job class, mean over seeds",
+        "job class",
+        "mean completion time (hours)",
+        barmode="group",
+    )
+    for variant in order:
+        intervals = [by_class[c].get(variant) for c in classes]
+        figure.add_trace(
+            go.Bar(
+                x=[_e(c) for c in classes],
+                y=[math.nan if i is None else i.mean / 3600.0 for i in intervals],
+                error_y=_error_bars(intervals, 3600.0),
+                name=_e(variant),
+                marker_color=colours[variant],
+            )
+        )
+    note = "Error bars: the confidence interval of the mean over seeds."
+    return ChartSection("completion_by_class", "Completion time by job class", figure, note)
+
+
+def gpu_allocation(series: data.TimelineSeries, order: Sequence[str]) -> ChartSection:
+    """Allocated GPUs (solid) and ready GPU capacity (dotted) over time per variant."""
+    import plotly.graph_objects as go
+
+    colours = _colours(order)
+    hours = series.t_s / 3600.0
+    figure = _figure(
+        "GPU allocation over time, mean over seeds (dotted: GPUs on ready nodes)", "time (hours)", "GPUs"
+    )
+    for variant in order:
+        if variant not in series.allocated:
+            continue
+        name, colour = _e(variant), colours[variant]
+        figure.add_trace(
+            go.Scatter(
+                x=hours,
+                y=series.allocated[variant],
+                mode="lines",
+                name=name,
+                legendgroup=name,
+                line={"color": colour},
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=hours,
+                y=series.total[variant],
+                mode="lines",
+                name=f"{name} capacity",
+                legendgroup=name,
+                showlegend=False,
+                line={"color": colour, "dash": "dot", "width": 1},
+            )
+        )
+    note = (
+        "Allocated = GPUs requested by bound pods. GPU utilisation (SM activity) is not recorded by the "
+        "simulator, so only allocation is shown."
+    )
+    return ChartSection("gpu_allocation", "GPU allocation over time", figure, note)
+
+
+def fragmentation(series: data.TimelineSeries, order: Sequence[str]) -> ChartSection:
+    """Free GPUs stranded on partly used nodes over time (or whole free nodes when shapes differ)."""
+    import plotly.graph_objects as go
+
+    colours = _colours(order)
+    hours = series.t_s / 3600.0
+    if series.free_on_used_nodes is not None:
+        values, y_title = series.free_on_used_nodes, "free GPUs on partly used nodes"
+        note = (
+            f"Free GPUs that sit on nodes already running GPU pods (every GPU node has "
+            f"{series.gpus_per_node} GPUs): a job that needs a whole node cannot use them."
+        )
+    else:
+        values, y_title = series.whole_free_nodes, "whole free GPU nodes"
+        note = "GPU nodes differ in GPU count, so whole free GPU nodes are shown instead of stranded GPUs."
+    figure = _figure("Fragmentation over time, mean over seeds", "time (hours)", y_title)
+    for variant in order:
+        if variant in values:
+            figure.add_trace(
+                go.Scatter(
+                    x=hours,
+                    y=values[variant],
+                    mode="lines",
+                    name=_e(variant),
+                    line={"color": colours[variant]},
+                )
+            )
+    return ChartSection("fragmentation", "Fragmentation over time", figure, note)
+
+
+def cost_split(costs: dict[str, dict[str, float]], order: Sequence[str]) -> ChartSection:
+    """Stacked bars: each variant's mean bill per run split into compute / prep / idle / lost / wait."""
+    import plotly.graph_objects as go
+
+    variants = [v for v in order if v in costs]
+    figure = _figure("Cost split per run, mean over seeds", "variant", "USD per run", barmode="stack")
+    for bucket in BUCKETS:
+        figure.add_trace(
+            go.Bar(
+                x=[_e(v) for v in variants],
+                y=[costs[v][bucket] for v in variants],
+                name=bucket,
+                marker_color=_BUCKET_COLOURS.get(bucket),
+            )
+        )
+    note = (
+        "compute: GPU time of work that counted; lost: compute thrown away by evictions; prep: image pull "
+        "and data download; wait: held by gang pods waiting for peers; idle: nothing bound."
+    )
+    return ChartSection("cost_split", "Cost split", figure, note)
+
+
+def queue_borrowing(balances: Sequence[data.QueueBalance], order: Sequence[str]) -> ChartSection:
+    """Per ClusterQueue: quota borrowed from the cohort (up) and lent to it (down), per variant."""
+    import plotly.graph_objects as go
+
+    if not balances:
+        return ChartSection(
+            "queue_borrowing",
+            "Kueue borrowing and lending",
+            None,
+            "There are no Kueue queues in this experiment.",
+        )
+    colours = _colours(order)
+    labels = list(dict.fromkeys(f"{b.cluster_queue} · {b.flavor_resource}" for b in balances))
+    figure = _figure(
+        "Quota borrowed (up) and lent (down) per ClusterQueue, time-weighted mean over seeds",
+        "ClusterQueue · flavor/resource",
+        "quota units (GPUs for nvidia.com/gpu)",
+        barmode="relative",
+    )
+    for variant in order:
+        mine = {f"{b.cluster_queue} · {b.flavor_resource}": b for b in balances if b.variant == variant}
+        if not mine:
+            continue
+        name, colour = _e(variant), colours[variant]
+        x = [_e(label) for label in labels]
+        for kind, sign, pattern in (("borrowed", 1.0, ""), ("lent", -1.0, "/")):
+            figure.add_trace(
+                go.Bar(
+                    x=x,
+                    y=[sign * getattr(mine[lb], kind) if lb in mine else math.nan for lb in labels],
+                    name=f"{name} {kind}",
+                    legendgroup=name,
+                    offsetgroup=name,
+                    marker={"color": colour, "pattern": {"shape": pattern}},
+                )
+            )
+    return ChartSection("queue_borrowing", "Kueue borrowing and lending", figure, "")
+
+
+def slo_attainment(rows: Sequence[data.SloAttainment], order: Sequence[str]) -> ChartSection:
+    """Share of each service class's jobs that met their SLO, per variant."""
+    import plotly.graph_objects as go
+
+    if not rows:
+        return ChartSection(
+            "slo_attainment",
+            "SLO attainment",
+            None,
+            "There are no services in this experiment: no job class has an SLO.",
+        )
+    colours = _colours(order)
+    classes = list(dict.fromkeys(r.job_class for r in rows))
+    figure = _figure(
+        "SLO attainment, mean over seeds", "job class", "jobs within their SLO (%)", barmode="group"
+    )
+    for variant in order:
+        mine = {r.job_class: r.attained for r in rows if r.variant == variant}
+        if mine:
+            figure.add_trace(
+                go.Bar(
+                    x=[_e(c) for c in classes],
+                    y=[100.0 * mine[c] if c in mine else math.nan for c in classes],
+                    name=_e(variant),
+                    marker_color=colours[variant],
+                )
+            )
+    return ChartSection("slo_attainment", "SLO attainment", figure, "")
+
+
+@dataclass(frozen=True)
+class ReportCharts:
+    """All chart sections, plus the longest waits for the report's table."""
+
+    sections: list[ChartSection]
+    slowest: list[tuple[Any, ...]]
+
+
+def build_charts(folder: Path, results: ExperimentResults) -> ReportCharts:
+    """Every chart of the report, read from the sweep's store."""
+    order = list(results.samples)
+    con = data.open_store(folder)
+    try:
+        waits, slowest = data.queue_waits(con)
+        by_class = data.completion_by_class(con, results.confidence)
+        series = data.timeline_series(con)
+        costs = data.cost_split(con)
+        balances = data.queue_balances(con)
+        slo = data.slo_attainment(con)
+    finally:
+        con.close()
+    sections = [
+        queue_wait_cdf(waits, order),
+        completion_by_class(by_class, order),
+        gpu_allocation(series, order),
+        fragmentation(series, order),
+        cost_split(costs, order),
+        queue_borrowing(balances, order),
+        slo_attainment(slo, order),
+    ]
+    return ReportCharts(sections, slowest)

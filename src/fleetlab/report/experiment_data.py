@@ -1,0 +1,189 @@
+"""The numbers behind the experiment report's charts, each read from the sweep's DuckDB store.
+
+Per-run values are averaged over seeds (every seed draws the same workload in every variant). Time series
+are step functions sampled on one fixed grid per experiment, so the report's size does not grow with the
+number of recorded steps and the same store always gives the same points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fleetlab.cost.billing import BUCKETS
+from fleetlab.experiment.stats import Interval, mean_interval
+from fleetlab.experiment.store import DATABASE
+from fleetlab.spec.errors import SpecError
+
+FloatArray = NDArray[np.float64]
+TIMELINE_POINTS = 400
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def open_store(folder: Path) -> Any:
+    """A read-only connection to ``experiment.duckdb``; a SpecError when the sweep has none."""
+    import duckdb
+
+    path = folder / DATABASE
+    if not path.is_file():
+        raise SpecError(str(folder), [f"no {DATABASE}: rerun `fleetlab experiment run` to build it"])
+    return duckdb.connect(str(path), read_only=True)
+
+
+def _columns(con: Any, table: str) -> set[str]:
+    return {str(row[0]) for row in con.execute(f"DESCRIBE {table}").fetchall()}
+
+
+def completion_by_class(con: Any, confidence: float) -> dict[str, dict[str, Interval]]:
+    """Mean completion time (s) of completed jobs per job class and variant, interval over seeds."""
+    rows = con.execute(
+        "SELECT class, variant, seed, avg(completion_s) FROM jobs WHERE completion_s IS NOT NULL "
+        "GROUP BY class, variant, seed ORDER BY class, variant, seed"
+    ).fetchall()
+    per_seed: dict[str, dict[str, list[float]]] = {}
+    for job_class, variant, _seed, mean in rows:
+        per_seed.setdefault(str(job_class), {}).setdefault(str(variant), []).append(float(mean))
+    return {
+        job_class: {v: mean_interval(values, confidence) for v, values in by_variant.items()}
+        for job_class, by_variant in per_seed.items()
+    }
+
+
+@dataclass(frozen=True)
+class TimelineSeries:
+    """Cluster GPU state over time per variant, each the mean over seeds on the common grid."""
+
+    t_s: FloatArray
+    allocated: dict[str, FloatArray]
+    total: dict[str, FloatArray]
+    free_on_used_nodes: dict[str, FloatArray] | None
+    whole_free_nodes: dict[str, FloatArray]
+    gpus_per_node: int | None
+
+
+def _uniform_gpus_per_node(con: Any) -> int | None:
+    """The GPU count of every GPU node when all have the same, else None."""
+    rows = con.execute("SELECT DISTINCT gpus FROM costs WHERE gpus > 0").fetchall()
+    return int(rows[0][0]) if len(rows) == 1 else None
+
+
+def _step_values(t: FloatArray, values: FloatArray, grid: FloatArray) -> FloatArray:
+    """A step function (value holds from its time until the next) read at the grid points."""
+    index = np.searchsorted(t, grid, side="right") - 1
+    return np.where(index >= 0, values[np.maximum(index, 0)], 0.0)
+
+
+def timeline_series(con: Any, points: int = TIMELINE_POINTS) -> TimelineSeries:
+    """GPU allocation, capacity and free-GPU shape over time, sampled at ``points`` fixed times."""
+    data = con.execute(
+        "SELECT variant, seed, t_s, allocated_gpus, total_gpus, whole_free_gpu_nodes FROM timeline "
+        "ORDER BY variant, seed, t_s"
+    ).fetchnumpy()
+    per_node = _uniform_gpus_per_node(con)
+    names = np.asarray(data["variant"], dtype=object)
+    seeds = np.asarray(data["seed"], dtype=np.int64)
+    t = np.asarray(data["t_s"], dtype=np.float64)
+    end = float(t.max()) if len(t) else 0.0
+    grid = np.linspace(0.0, end, points) if end > 0 else np.zeros(1)
+    columns = {k: np.asarray(data[k], dtype=np.float64) for k in ("allocated_gpus", "total_gpus")}
+    columns["whole_free"] = np.asarray(data["whole_free_gpu_nodes"], dtype=np.float64)
+    sums: dict[str, dict[str, FloatArray]] = {}
+    counts: dict[str, int] = {}
+    new_run = np.ones(len(t), dtype=bool)
+    new_run[1:] = (names[1:] != names[:-1]) | (seeds[1:] != seeds[:-1])
+    starts = np.flatnonzero(new_run)
+    for start, stop in zip(starts, [*starts[1:], len(t)], strict=True):
+        variant = str(names[start])
+        run = slice(int(start), int(stop))
+        sampled = {k: _step_values(t[run], v[run], grid) for k, v in columns.items()}
+        acc = sums.setdefault(variant, {k: np.zeros(len(grid)) for k in columns})
+        for k, v in sampled.items():
+            acc[k] += v
+        counts[variant] = counts.get(variant, 0) + 1
+    means = {v: {k: s / counts[v] for k, s in acc.items()} for v, acc in sums.items()}
+    free_on_used = None
+    if per_node is not None:
+        free_on_used = {
+            v: np.maximum(m["total_gpus"] - m["allocated_gpus"] - m["whole_free"] * per_node, 0.0)
+            for v, m in means.items()
+        }
+    return TimelineSeries(
+        t_s=grid,
+        allocated={v: m["allocated_gpus"] for v, m in means.items()},
+        total={v: m["total_gpus"] for v, m in means.items()},
+        free_on_used_nodes=free_on_used,
+        whole_free_nodes={v: m["whole_free"] for v, m in means.items()},
+        gpus_per_node=per_node,
+    )
+
+
+def cost_split(con: Any) -> dict[str, dict[str, float]]:
+    """Mean cost per run (USD) of each bill bucket per variant; the buckets add up to what is billed."""
+    sums = ", ".join(f"sum(cost_{b}_usd) AS {b}" for b in BUCKETS)
+    means = ", ".join(f"avg({b})" for b in BUCKETS)
+    rows = con.execute(
+        f"SELECT variant, {means} FROM (SELECT variant, seed, {sums} FROM costs GROUP BY variant, seed) "
+        "GROUP BY variant ORDER BY variant"
+    ).fetchall()
+    return {str(r[0]): {b: float(r[k + 1]) for k, b in enumerate(BUCKETS)} for r in rows}
+
+
+@dataclass(frozen=True)
+class QueueBalance:
+    """Time-weighted mean quota one ClusterQueue borrowed from / lent to its cohort, mean over seeds."""
+
+    variant: str
+    cluster_queue: str
+    flavor_resource: str
+    borrowed: float
+    lent: float
+
+
+def queue_balances(con: Any) -> list[QueueBalance]:
+    """Borrowed vs lent per ClusterQueue (GPU quota where the queues have any, else every resource)."""
+    rows = con.execute(
+        "SELECT variant, cluster_queue, flavor_resource, avg(borrowed_mean), avg(lent_mean) FROM queues "
+        "GROUP BY variant, cluster_queue, flavor_resource ORDER BY cluster_queue, flavor_resource, variant"
+    ).fetchall()
+    balances = [QueueBalance(str(r[0]), str(r[1]), str(r[2]), float(r[3]), float(r[4])) for r in rows]
+    gpu = [b for b in balances if b.flavor_resource.endswith("/" + GPU_RESOURCE)]
+    return gpu or balances
+
+
+@dataclass(frozen=True)
+class SloAttainment:
+    """Share of a service class's jobs that met their SLO, per variant (mean over seeds)."""
+
+    job_class: str
+    variant: str
+    attained: float
+
+
+def slo_attainment(con: Any) -> list[SloAttainment]:
+    """Per job class with an SLO (a non-null ``slo_s`` in the jobs table): share completed within it."""
+    if "slo_s" not in _columns(con, "jobs"):
+        return []
+    rows = con.execute(
+        "SELECT class, variant, avg(met) FROM (SELECT class, variant, seed, "
+        "avg(CASE WHEN completion_s IS NOT NULL AND completion_s <= slo_s THEN 1.0 ELSE 0.0 END) AS met "
+        "FROM jobs WHERE slo_s IS NOT NULL GROUP BY class, variant, seed) GROUP BY class, variant "
+        "ORDER BY class, variant"
+    ).fetchall()
+    return [SloAttainment(str(r[0]), str(r[1]), float(r[2])) for r in rows]
+
+
+def queue_waits(con: Any) -> tuple[dict[str, FloatArray], list[tuple[Any, ...]]]:
+    """Every started job's queue wait per variant (sorted), and each variant's five longest waits."""
+    rows = con.execute("SELECT variant, queue_wait_s FROM jobs WHERE queue_wait_s IS NOT NULL").fetchnumpy()
+    slow = con.execute(
+        "SELECT variant, seed, job_id, queue_wait_s FROM jobs WHERE queue_wait_s IS NOT NULL "
+        "QUALIFY row_number() OVER (PARTITION BY variant ORDER BY queue_wait_s DESC, seed, job_id) <= 5 "
+        "ORDER BY variant, queue_wait_s DESC"
+    ).fetchall()
+    names = np.asarray(rows["variant"], dtype=object)
+    waits = np.asarray(rows["queue_wait_s"], dtype=np.float64)
+    return {str(v): np.sort(waits[names == v]) for v in dict.fromkeys(names.tolist())}, slow
