@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from fleetlab import __version__
+from fleetlab.cli_experiment import experiment_app
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
@@ -23,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(experiment_app, name="experiment")
 
 
 def _console(stderr: bool = False) -> Console:

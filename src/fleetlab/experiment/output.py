@@ -91,17 +91,19 @@ def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
                 combined.append(_run_payload(run))
             text = json.dumps({"runs": combined}, indent=2, sort_keys=True, allow_nan=False)
             (staging / "summary.json").write_text(text + "\n", encoding="utf-8")
-        _swap_into_place(staging, out)
+        swap_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _swap_into_place(staging: Path, out: Path) -> None:
+def swap_into_place(staging: Path, out: Path, aside_prefix: str = ".") -> None:
+    """Replace the folder ``out`` with ``staging`` by renames, so readers see the old or the new one whole;
+    the old one is moved aside under ``aside_prefix`` first and then removed."""
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a directory")
     if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        old = out.with_name(f"{aside_prefix}{out.name}.old-{os.getpid()}")
         os.replace(out, old)
         os.replace(staging, out)
         shutil.rmtree(old, ignore_errors=True)

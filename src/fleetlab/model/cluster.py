@@ -8,13 +8,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Taint
+from fleetlab.model.mig import MigConfig, MigLayoutError
 from fleetlab.model.resources import is_extended
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
 CapacityType = Literal["on-demand", "spot"]
+Cloud = Literal["aws", "gcp", "azure"]
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
 RACK_LABEL = "fleetlab.io/rack"
 POOL_LABEL = "fleetlab.io/pool"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -51,11 +54,17 @@ class NodePool(SpecModel):
     capacity_type: CapacityType = "on-demand"
     instance_type: str | None = None
     price_per_hour: float = Field(default=0.0, ge=0)
+    #: With instance_type and region, the price (and any shape not given) comes from a price catalog:
+    #: ``catalog`` (a SkyPilot-format CSV) or the built-in snapshot of the cloud.
+    cloud: Cloud | None = None
+    region: str | None = None
+    catalog: str | None = None
     boot_time_s: Seconds = 0.0
     initially_ready: bool = True
     image_pull_bandwidth: Bytes = 200 * 1024**2
     data_bandwidth: Bytes = 500 * 1024**2
     unschedulable: bool = False
+    mig: MigConfig | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -86,7 +95,25 @@ class NodePool(SpecModel):
             raise ValueError("image_pull_bandwidth and data_bandwidth must be > 0 bytes per second")
         if not self.zones:
             raise ValueError("zones must name at least one zone")
+        if self.mig is not None:
+            if self.gpu_model is None:
+                raise ValueError("mig needs gpu_model and gpus_per_node")
+            try:
+                advertised = self.mig.advertised(self.gpu_model, self.gpus_per_node)
+            except MigLayoutError as exc:
+                raise ValueError(f"mig: {exc}") from None
+            clash = set(self.extended_resources) & set(advertised)
+            if clash:
+                raise ValueError(
+                    f"extended_resources repeats {', '.join(sorted(clash))}, which mig advertises"
+                )
         return self
+
+    def device_resources(self) -> dict[str, int]:
+        """GPU resources a node advertises: whole GPUs, or MIG instances as the device plugin names them."""
+        if self.mig is None or self.gpu_model is None:
+            return {"nvidia.com/gpu": self.gpus_per_node}
+        return self.mig.advertised(self.gpu_model, self.gpus_per_node)
 
     @property
     def gpu_memory_bytes(self) -> int | None:
@@ -115,6 +142,8 @@ class NodePool(SpecModel):
         }
         if self.instance_type:
             labels[INSTANCE_TYPE_LABEL] = self.instance_type
+        if self.region:
+            labels[REGION_LABEL] = self.region
         if self.gpu_model is not None:
             labels[GPU_PRESENT_LABEL] = "true"
             labels[GPU_PRODUCT_LABEL] = GPU_MODELS[self.gpu_model].product
@@ -122,6 +151,11 @@ class NodePool(SpecModel):
             mem = self.gpu_memory_bytes
             if mem is not None:
                 labels[GPU_MEMORY_LABEL] = str(mem // 1024**2)
+            if self.mig is not None:  # as GPU Feature Discovery labels MIG nodes
+                labels["nvidia.com/mig.strategy"] = self.mig.strategy
+                for resource, count in self.device_resources().items():
+                    if resource.startswith("nvidia.com/mig-"):
+                        labels[f"{resource}.count"] = str(count)
         labels.update(self.labels)
         return labels
 

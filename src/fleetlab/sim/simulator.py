@@ -16,7 +16,7 @@ import numpy as np
 
 from fleetlab.admission.manager import Admission
 from fleetlab.model.job import Job
-from fleetlab.model.resources import EPHEMERAL_STORAGE, GPU, MEMORY, PODS
+from fleetlab.model.resources import EPHEMERAL_STORAGE, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.gang import GangPlacer, TopologyRequest
@@ -60,8 +60,8 @@ def build_nodes(resolved: ResolvedScenario) -> list[NodeInfo]:
             MEMORY: pool.memory,
             EPHEMERAL_STORAGE: pool.ephemeral_storage,
             PODS: pool.max_pods,
-            GPU: pool.gpus_per_node,
         }
+        allocatable.update(pool.device_resources())
         allocatable.update(pool.extended_resources)
         for i in range(pool.count):
             nodes.append(

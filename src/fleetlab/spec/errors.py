@@ -7,6 +7,7 @@ ever reaches the user as a traceback.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,6 +31,18 @@ class SpecError(Exception):
         if more > 0:
             text += f"; and {more} more problem(s)"
         return text
+
+
+def read_text_file(path: Path, missing: str) -> str:
+    """A UTF-8 input file's text, or a SpecError: ``missing`` says what to give when it is absent."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(str(path), [missing]) from None
+    except IsADirectoryError:
+        raise SpecError(str(path), ["is a directory, not a file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(str(path), [f"cannot be read: {exc}"]) from None
 
 
 def location(loc: Sequence[int | str], prefix: str = "") -> str:

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from fleetlab.model.job import Job
 from fleetlab.model.scenario import ResolvedScenario, Scenario
-from fleetlab.spec.errors import SpecError, problems_from_validation
+from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
 
 BUILTIN = "default"
 
@@ -25,28 +26,17 @@ def builtin_scenarios() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _read_text(path: str | None) -> tuple[str, str, Path | None]:
-    """(label, text, directory for relative paths) of a file or a built-in scenario name."""
+def read_scenario_text(path: str | None) -> tuple[str, str, Path | None]:
+    """(label, YAML text, directory for relative paths) of a scenario file or a built-in name."""
     if path is None or (not Path(path).exists() and path in builtin_scenarios()):
         name = path or BUILTIN
         text = (resources.files("fleetlab") / "scenarios" / f"{name}.yaml").read_text(encoding="utf-8")
         return f"<built-in scenario {name}>", text, None
     file = Path(path)
-    try:
-        return str(file), file.read_text(encoding="utf-8"), file.resolve().parent
-    except FileNotFoundError:
-        raise SpecError(
-            str(file),
-            [
-                "file not found (give a scenario YAML file or a built-in name: "
-                + ", ".join(builtin_scenarios())
-                + ")"
-            ],
-        ) from None
-    except IsADirectoryError:
-        raise SpecError(str(file), ["is a directory, not a scenario file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(file), [f"cannot be read: {exc}"]) from None
+    missing = (
+        f"file not found (give a scenario YAML file or a built-in name: {', '.join(builtin_scenarios())})"
+    )
+    return str(file), read_text_file(file, missing), file.resolve().parent
 
 
 def parse_yaml(label: str, text: str) -> dict[str, Any]:
@@ -67,8 +57,9 @@ def parse_yaml(label: str, text: str) -> dict[str, Any]:
 
 def load_scenario(path: str | None = None) -> tuple[Scenario, str, Path | None]:
     """Validate a scenario file (or the built-in default); returns (scenario, label, base directory)."""
-    label, text, base = _read_text(path)
+    label, text, base = read_scenario_text(path)
     data = parse_yaml(label, text)
+    resolve_catalog_pools(data, label, base)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -112,6 +103,8 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
         assert workload.generator is not None
         jobs = generate_jobs(workload.generator, scenario.seed)
         source = f"{label} (generator, seed {scenario.seed})"
+    priced = [p.model_dump() for p in scenario.cluster.pools if p.cloud is not None]
+    warnings.extend(catalog_warnings(priced, base))
     check_unique_ids(source, jobs)
     from fleetlab.model.scenario import apply_priority_classes, check_job_queues
 

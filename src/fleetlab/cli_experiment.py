@@ -1,0 +1,129 @@
+"""``fleetlab experiment run|report``: sweeps of variants x seeds, resumable, with paired statistics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+experiment_app = typer.Typer(
+    help="Experiments: variants that each make one change, run over several seeds, compared with "
+    "confidence intervals.",
+    no_args_is_help=True,
+)
+
+
+@experiment_app.command("run")
+def run_cmd(
+    file: Annotated[Path, typer.Argument(help="Experiment YAML file (see examples/experiments/).")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder; rerun with the same folder to resume.")],
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", min=1, help="Worker processes (default: all cores).")
+    ] = None,
+    engine: Annotated[str, typer.Option("--engine", help="local (processes) or ray.")] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster address (with --engine ray).")
+    ] = None,
+) -> None:
+    """Run every variant x seed not yet finished in --out, then print the comparison."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from fleetlab.cli import err_console
+    from fleetlab.experiment.engines import EngineError, make_engine
+    from fleetlab.experiment.plan import load_experiment
+    from fleetlab.experiment.sweep import RunFailed, check_workloads, plan_tasks, run_sweep
+    from fleetlab.spec.errors import SpecError
+
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
+    try:
+        experiment = load_experiment(file)
+        check_workloads(experiment)
+        runner = make_engine(engine, jobs, address)
+        total = len(plan_tasks(experiment, out))
+        progress = Progress(
+            TextColumn("[bold]runs"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=err_console,
+            transient=True,
+            disable=not err_console.is_terminal,
+        )
+        with progress:
+            bar = progress.add_task("", total=total)
+
+            def advance(key: str, executed: bool) -> None:
+                progress.update(bar, advance=1, description=key if executed else "")
+
+            outcome = run_sweep(experiment, out, runner, advance)
+    except (SpecError, EngineError, RunFailed) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+    err_console.print(
+        f"{len(outcome.executed)} run(s) executed, {len(outcome.kept)} already finished"
+        + (
+            f", {outcome.removed_strays} leftover temporary folder(s) removed"
+            if outcome.removed_strays
+            else ""
+        )
+        + f"; results in {out}",
+        highlight=False,
+    )
+    _print_report(out)
+
+
+@experiment_app.command("report")
+def report_cmd(
+    folder: Annotated[Path, typer.Argument(help="Output folder of `fleetlab experiment run`.")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")
+    ] = None,
+) -> None:
+    """Print each metric per variant: interval over seeds and paired difference to the baseline."""
+    from fleetlab.spec.errors import SpecError
+
+    _print_report(folder)
+    if html is not None:
+        from fleetlab.cli import out_console
+        from fleetlab.report.experiment_html import write_html_report
+
+        try:
+            write_html_report(folder, html)
+        except SpecError as exc:
+            raise _fail(str(exc)) from None
+        except OSError as exc:
+            raise _fail(f"--html {html}: cannot write: {exc.strerror or exc}") from None
+        out_console.print(f"HTML report written to {html}", highlight=False, markup=False)
+
+
+def _fail(message: str) -> typer.Exit:
+    """The CLI's error paragraph and exit 2, with the message shown verbatim (no rich markup)."""
+    from rich.markup import escape
+
+    from fleetlab import cli
+
+    return cli._fail(escape(message))
+
+
+def _print_report(folder: Path) -> None:
+    from fleetlab.cli import err_console, out_console
+    from fleetlab.experiment.results import load_results
+    from fleetlab.report.experiment_table import print_experiment
+    from fleetlab.spec.errors import SpecError
+
+    try:
+        results = load_results(folder)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    title = f"{results.name}: {results.finished}/{results.planned} runs, baseline {results.baseline}"
+    if results.finished < results.planned:
+        err_console.print(
+            f"warning: only {results.finished} of {results.planned} runs finished; "
+            "rerun `fleetlab experiment run` with the same --out to complete the sweep",
+            highlight=False,
+        )
+    print_experiment(out_console, results.comparisons(), results.changes, title, results.confidence)

@@ -1,0 +1,168 @@
+"""Means and Student-t confidence intervals over seeds, and paired differences to the baseline.
+
+Seeds pair runs: the same seed draws the same workload in every variant, so a variant's effect is
+estimated from the per-seed differences (a paired t interval), which removes the workload-to-workload
+spread that unpaired intervals would carry. The t quantile is computed here (no scipy at run time).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+_TINY = 1e-300
+
+
+def _beta_continued_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    f = d
+    for m in range(1, 500):
+        for coeff in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + coeff * d
+            d = 1.0 / (d if abs(d) > _TINY else _TINY)
+            c = 1.0 + coeff / c
+            c = c if abs(c) > _TINY else _TINY
+            f *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return f
+
+
+def regularized_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b) for x in [0, 1]."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_continued_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * regularized_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t (bisection on the cdf; p in (0, 1))."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * max(1.0, hi):
+            break
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A sample mean with its two-sided confidence interval (NaN bounds with fewer than two values)."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def excludes_zero(self) -> bool:
+        """True when the whole interval lies on one side of zero."""
+        return self.n >= 2 and (self.low > 0.0 or self.high < 0.0)
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Mean and Student-t interval, mean ± t(1-α/2, n-1)·s/√n; NaN values are left out."""
+    xs = [float(v) for v in values if not math.isnan(float(v))]
+    n = len(xs)
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    mean = math.fsum(xs) / n
+    if n < 2:
+        return Interval(mean, math.nan, math.nan, n)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = t_quantile(0.5 + confidence / 2.0, n - 1) * sd / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n)
+
+
+def paired_difference(
+    variant: Mapping[int, float], baseline: Mapping[int, float], confidence: float = 0.95
+) -> Interval:
+    """Mean of variant - baseline over the seeds both have (a paired t interval)."""
+    seeds = sorted(set(variant) & set(baseline))
+    return mean_interval([variant[s] - baseline[s] for s in seeds], confidence)
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One metric of one variant: its interval over seeds and its paired difference to the baseline."""
+
+    variant: str
+    metric: str
+    value: Interval
+    difference: Interval | None  # None for the baseline itself
+
+    @property
+    def significant(self) -> bool:
+        """The difference's interval excludes zero (False for the baseline and with fewer than 2 pairs)."""
+        return self.difference is not None and self.difference.excludes_zero
+
+
+Samples = Mapping[str, Mapping[int, Mapping[str, float]]]  # variant -> seed -> metric -> value
+
+
+def compare_variants(
+    samples: Samples, baseline: str, metrics: Sequence[str], confidence: float = 0.95
+) -> list[MetricComparison]:
+    """Every variant x metric, in the order given (baseline rows included, without a difference)."""
+    out: list[MetricComparison] = []
+    base = samples.get(baseline, {})
+    for metric in metrics:
+        base_values = {s: float(m[metric]) for s, m in base.items()}
+        for variant, by_seed in samples.items():
+            values = {s: float(m[metric]) for s, m in by_seed.items()}
+            value = mean_interval([values[s] for s in sorted(values)], confidence)
+            diff = None if variant == baseline else paired_difference(values, base_values, confidence)
+            out.append(MetricComparison(variant, metric, value, diff))
+    return out
+
+
+_HIGHER_IS_BETTER = {"jobs_completed", "gpu_allocation_ratio", "whole_free_gpu_nodes_mean"}
+_NEUTRAL = {"jobs", "gpu_hours_billed", "gpu_hours_busy", "gpu_hours_prep", "cost_compute", "cost_prep"}
+
+
+def better_direction(metric: str) -> str:
+    """``max`` or ``min`` when a higher or lower value is better, ``""`` when neither is."""
+    if metric in _HIGHER_IS_BETTER:
+        return "max"
+    return "" if metric in _NEUTRAL or metric == "placements" else "min"
+
+
+def verdict(comparison: MetricComparison) -> str:
+    """``baseline``, ``better``, ``worse``, ``higher``/``lower`` (no preferred direction), or ``n.s.``."""
+    diff = comparison.difference
+    if diff is None:
+        return "baseline"
+    if not comparison.significant:
+        return "n.s."
+    direction = better_direction(comparison.metric)
+    up = diff.mean > 0
+    if not direction:
+        return "higher" if up else "lower"
+    return "better" if up == (direction == "max") else "worse"

@@ -1,0 +1,180 @@
+"""The results store of an experiment: Parquet files per run and one DuckDB database over all of them.
+
+Each run folder (``runs/<variant>/seed-<n>/``) holds ``jobs``, ``costs`` (one row per node with its
+bill split), ``timeline`` and ``queues`` Parquet files and ``run.json`` (written last). A folder appears
+only by an atomic rename of a finished temporary folder, so it is complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fleetlab.experiment.output import safe_name, swap_into_place
+from fleetlab.metrics.queues import QueueRow, queue_rows
+from fleetlab.metrics.summary import Summary, summarize
+from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
+from fleetlab.sim.result import SimulationResult
+
+TMP_PREFIX = ".tmp-"
+RUN_RECORD = "run.json"
+TABLES = ("jobs", "costs", "timeline", "queues")
+DATABASE = "experiment.duckdb"
+_QUEUE_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+
+
+def run_folder(out: Path, variant: str, seed: int) -> Path:
+    """Where one run's files live."""
+    return out / "runs" / safe_name(variant) / f"seed-{seed}"
+
+
+def _with_keys(columns: dict[str, Any], variant: str, seed: int) -> pa.Table:
+    table = pa.table(columns)
+    n = table.num_rows
+    table = table.add_column(0, "seed", pa.array([seed] * n, pa.int64()))
+    return table.add_column(0, "variant", pa.array([variant] * n, pa.string()))
+
+
+def _queue_table(rows: list[QueueRow]) -> dict[str, Any]:
+    hints = get_type_hints(QueueRow)
+    schema = {f.name: _QUEUE_TYPES[hints[f.name]] for f in fields(QueueRow)}
+    return {name: pa.array([getattr(r, name) for r in rows], kind) for name, kind in schema.items()}
+
+
+def run_tables(result: SimulationResult, variant: str, seed: int) -> dict[str, pa.Table]:
+    """The four per-run tables, each with ``variant`` and ``seed`` columns in front."""
+    return {
+        "jobs": _with_keys(job_columns(result), variant, seed),
+        "costs": _with_keys(node_columns(result), variant, seed),
+        "timeline": _with_keys(timeline_columns(result), variant, seed),
+        "queues": _with_keys(_queue_table(queue_rows(result)), variant, seed),
+    }
+
+
+def write_run(folder: Path, result: SimulationResult, record: dict[str, Any]) -> dict[str, Any]:
+    """Write one run's tables and record into a temporary sibling and rename it into place."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    summary = summarize(result).as_dict()
+    record = {**record, "summary": summary, "warnings": list(dict.fromkeys(result.warnings))}
+    staging = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{folder.name}-", dir=folder.parent))
+    try:
+        for name, table in run_tables(result, record["variant"], record["seed"]).items():
+            pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+        text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False)
+        (staging / RUN_RECORD).write_text(text + "\n", encoding="utf-8")
+        staging.chmod(0o755)
+        swap_into_place(staging, folder, aside_prefix=TMP_PREFIX)  # leftovers are swept on resume
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return record
+
+
+def read_record(folder: Path) -> dict[str, Any] | None:
+    """A finished run's record, or None when the folder holds no complete run."""
+    try:
+        record = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not all((folder / f"{name}.parquet").is_file() for name in TABLES):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def remove_strays(out: Path) -> list[Path]:
+    """Delete temporary folders a killed sweep left behind; returns what was removed."""
+    removed: list[Path] = []
+    runs = out / "runs"
+    if not runs.is_dir():
+        return removed
+    for variant_dir in runs.iterdir():
+        if not variant_dir.is_dir():
+            continue
+        for entry in variant_dir.iterdir():
+            if entry.name.startswith(TMP_PREFIX):
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON through a temporary file and a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(payload, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+SUMMARY_FIELDS = tuple(f.name for f in fields(Summary) if f.name != "policy")
+
+
+def _summary_table(records: Sequence[dict[str, Any]], changes: dict[str, str], baseline: str) -> pa.Table:
+    columns: dict[str, Any] = {
+        "variant": pa.array([r["variant"] for r in records], pa.string()),
+        "seed": pa.array([r["seed"] for r in records], pa.int64()),
+        "change": pa.array([changes.get(r["variant"], "") for r in records], pa.string()),
+        "is_baseline": pa.array([r["variant"] == baseline for r in records], pa.bool_()),
+    }
+    for name in SUMMARY_FIELDS:
+        values = [r["summary"].get(name) for r in records]
+        kind = pa.int64() if all(isinstance(v, int) for v in values if v is not None) else pa.float64()
+        columns[name] = pa.array(
+            [float(v) if v is not None and kind == pa.float64() else v for v in values], kind
+        )
+    return pa.table(columns)
+
+
+def _concat(paths: Iterable[Path]) -> pa.Table:
+    return pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")
+
+
+def build_database(
+    out: Path,
+    folders: Sequence[Path],
+    records: Sequence[dict[str, Any]],
+    changes: dict[str, str],
+    baseline: str,
+) -> Path:
+    """(Re)build ``experiment.duckdb``: tables copied from the runs' Parquet files, and the views
+    ``runs``, ``variants``, ``jobs``, ``costs``, ``timeline`` and ``queues`` over them."""
+    import duckdb
+
+    target = out / DATABASE
+    tmp = out / f"{TMP_PREFIX}{DATABASE}"
+    tmp.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp))
+    try:
+        con.register("arrow_rows", _summary_table(records, changes, baseline))
+        con.execute("CREATE TABLE run_summary AS SELECT * FROM arrow_rows ORDER BY variant, seed")
+        con.unregister("arrow_rows")
+        for name in TABLES:
+            con.register("arrow_rows", _concat(folder / f"{name}.parquet" for folder in folders))
+            con.execute(f"CREATE TABLE {name}_rows AS SELECT * FROM arrow_rows")
+            con.unregister("arrow_rows")
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_rows")
+        means = ", ".join(f"avg({m}) AS {m}" for m in SUMMARY_FIELDS)
+        con.execute("CREATE VIEW runs AS SELECT * FROM run_summary")
+        con.execute(
+            "CREATE VIEW variants AS SELECT variant, any_value(change) AS change, "
+            f"bool_or(is_baseline) AS is_baseline, count(*) AS seeds, {means} "
+            "FROM run_summary GROUP BY variant ORDER BY NOT bool_or(is_baseline), variant"
+        )
+    finally:
+        con.close()
+    os.replace(tmp, target)
+    Path(str(tmp) + ".wal").unlink(missing_ok=True)
+    return target

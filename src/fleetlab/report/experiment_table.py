@@ -1,0 +1,82 @@
+"""Terminal rendering of an experiment: per metric, each variant's mean and interval over seeds and its
+paired difference to the baseline, with the verdict (better / worse / not significant)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fleetlab.experiment.stats import Interval, MetricComparison, verdict
+from fleetlab.report.table import _duration, _money
+
+_STYLE = {"better": "bold green", "worse": "bold red", "n.s.": "dim", "baseline": "cyan"}
+
+
+def format_metric(metric: str, value: float) -> str:
+    """A metric value in its unit: durations, dollars, percent or a plain number."""
+    if math.isnan(value):
+        return "-"
+    if metric.endswith("_s"):
+        return _duration(value) if value >= 0 else "-" + _duration(-value)
+    if metric.startswith("cost"):
+        return _money(value) if value >= 0 else "-" + _money(-value)
+    if metric.endswith("ratio"):
+        return f"{value:.1%}"
+    return f"{value:,.2f}" if value != int(value) else f"{int(value):,}"
+
+
+def _interval(metric: str, interval: Interval) -> str:
+    if math.isnan(interval.low):
+        return "-"
+    return f"[{format_metric(metric, interval.low)}, {format_metric(metric, interval.high)}]"
+
+
+def _signed(metric: str, value: float) -> str:
+    return ("+" if value > 0 else "") + format_metric(metric, value)
+
+
+def comparison_table(
+    comparisons: Sequence[MetricComparison], changes: dict[str, str], title: str, confidence: float
+) -> Table:
+    """One block of rows per metric; a row per variant."""
+    pct = f"{confidence:.0%}"
+    table = Table(title=Text(title), title_justify="left")
+    for name in ("metric", "variant", "change", "mean", f"{pct} CI", "Δ vs baseline", f"Δ {pct} CI", ""):
+        table.add_column(name, justify="right" if name not in ("metric", "variant", "change", "") else "left")
+    previous = None
+    for c in comparisons:
+        word = verdict(c)
+        diff = c.difference
+        table.add_row(
+            c.metric if c.metric != previous else "",
+            Text(c.variant),
+            Text(changes.get(c.variant, "")),
+            format_metric(c.metric, c.value.mean),
+            _interval(c.metric, c.value),
+            _signed(c.metric, diff.mean) if diff is not None else "",
+            _interval(c.metric, diff) if diff is not None else "",
+            Text(word, style=_STYLE.get(word, "")),
+            end_section=False,
+        )
+        previous = c.metric
+    return table
+
+
+def print_experiment(
+    console: Console,
+    comparisons: Sequence[MetricComparison],
+    changes: dict[str, str],
+    title: str,
+    confidence: float,
+) -> None:
+    """The comparison table and a note on how to read it."""
+    console.print(comparison_table(comparisons, changes, title, confidence))
+    console.print(
+        f"Δ: mean of per-seed differences to the baseline (paired seeds), Student-t {confidence:.0%} "
+        "interval; n.s. = the interval contains 0.",
+        highlight=False,
+    )
