@@ -2,7 +2,9 @@
 
 Stage (b) runs the simulator's own filter plugins against the snapshot, so the per-node reasons and the
 ``0/N nodes are available: ...`` line are those kube-scheduler writes into the FailedScheduling event,
-and the shortage/fragmentation verdict is the one the simulator reports for its pending jobs.
+and the shortage/fragmentation verdict is the one the simulator reports for its pending jobs. On top,
+it says what kube-scheduler cannot: which rule (taint, selector, cordon, NotReady) or which missing
+device plugin is the real block, and whether a gang waits for its siblings.
 """
 
 from __future__ import annotations
@@ -13,20 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from fleetlab.kube.cluster import LiveCluster, pod_spec
-from fleetlab.model.resources import GPU, format_amount
-from fleetlab.sim.pending import classify
+from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
+from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
+from fleetlab.kube.verdicts import NodeVerdict, per_node_verdicts, rule_block
+from fleetlab.model.resources import GPU, format_amount, is_extended
+from fleetlab.placement.framework import PodSpec
+from fleetlab.sim.pending import classify, classify_gang
 from fleetlab.spec.kube_snapshot import KubeNode, KubePod
 
-NOT_READY_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 GPU_LABEL_HINTS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
-#: What each filter plugin's failures mean to an operator.
-PLUGIN_BLOCK = {
-    "NodeUnschedulable": "cordon",
-    "TaintToleration": "taint",
-    "NodeAffinity": "selector/affinity",
-    "NodeResourcesFit": "resources",
-}
 
 
 @dataclass
@@ -40,17 +37,8 @@ class GpuNode:
     other_gpu_resources: dict[str, int]
     ready: str
     unschedulable: bool
+    sharing: str | None
     problems: list[str]
-
-
-@dataclass
-class NodeVerdict:
-    """Stage (b): one node's filter result for one pod."""
-
-    node: str
-    fits: bool
-    plugin: str | None
-    reasons: list[str]
 
 
 @dataclass
@@ -62,19 +50,8 @@ class PendingPod:
     message: str
     blocked_by: str
     detail: str
-    constraints: list[str]
-    nodes: list[NodeVerdict] = field(default_factory=list)
-
-
-@dataclass
-class StartingPod:
-    """Stage (c): a pod bound to a node but not Running: where it is stuck and for how long."""
-
-    pod: str
-    node: str
-    stage: str
-    reason: str
     waiting_s: float | None
+    nodes: list[NodeVerdict] = field(default_factory=list)
 
 
 @dataclass
@@ -108,6 +85,19 @@ def _gpu_resources(node: KubeNode) -> dict[str, int]:
     }
 
 
+def _sharing(node: KubeNode) -> str | None:
+    strategy = node.labels.get("nvidia.com/gpu.sharing-strategy", "none")
+    replicas = node.labels.get("nvidia.com/gpu.replicas")
+    count = node.labels.get("nvidia.com/gpu.count")
+    if strategy in ("time-slicing", "mps"):
+        shape = f"{count} GPUs x {replicas} replicas" if count and replicas else "replicated GPUs"
+        return f"{strategy}: nvidia.com/gpu counts {shape}; memory and faults are shared"
+    mig = node.labels.get("nvidia.com/mig.strategy")
+    if mig in ("single", "mixed"):
+        return f"MIG {mig}: GPUs are advertised as MIG instances"
+    return None
+
+
 def gpu_node_report(node: KubeNode) -> GpuNode | None:
     """What keeps a GPU node's GPUs from the scheduler, or None for a node with no sign of GPUs."""
     alloc = node.allocatable.get(GPU, 0)
@@ -132,7 +122,7 @@ def gpu_node_report(node: KubeNode) -> GpuNode | None:
     elif alloc < cap:
         problems.append(f"{cap - alloc} of {cap} GPUs unhealthy (allocatable {alloc} < capacity {cap})")
     if node.ready != "True":
-        problems.append(f"NotReady (Ready={node.ready}): the kubelet is not reporting")
+        problems.append(f"NotReady (Ready={node.ready}): the kubelet is not reporting; no new pods land here")
     if node.unschedulable:
         problems.append("cordoned (spec.unschedulable): new pods are not placed here")
     return GpuNode(
@@ -143,90 +133,94 @@ def gpu_node_report(node: KubeNode) -> GpuNode | None:
         other_gpu_resources=others,
         ready=node.ready,
         unschedulable=node.unschedulable,
+        sharing=_sharing(node),
         problems=problems,
     )
 
 
 def _schedulable(node: KubeNode) -> bool:
-    untainted = not any(t.key in NOT_READY_TAINTS and t.effect != "PreferNoSchedule" for t in node.taints)
-    return node.ready == "True" and not node.unschedulable and untainted
+    blocked = any(t.key in NOT_READY_KEYS and t.effect != "PreferNoSchedule" for t in node.taints)
+    return node.ready == "True" and not node.unschedulable and not blocked
 
 
-def per_node_verdicts(live: LiveCluster, pod: KubePod) -> list[NodeVerdict]:
-    """Each node's first failing filter (kube-scheduler stops at the first), with its reason strings."""
-    scheduler, state = live.scheduler, live.state
-    compiled = scheduler.compile(pod_spec(pod))
-    passes = [(plugin, plugin.passes(state, compiled)) for plugin in scheduler.filters]
-    out: list[NodeVerdict] = []
-    for i, name in enumerate(state.node_names):
-        verdict = NodeVerdict(name, True, None, [])
-        for plugin, mask in passes:
-            if not mask[i]:
-                only = np.zeros(state.n, dtype=bool)
-                only[i] = True
-                failure = plugin.failure(state, compiled, only)
-                verdict = NodeVerdict(name, False, plugin.name, sorted(failure.reasons))
-                break
-        out.append(verdict)
-    return out
+def _not_advertised(live: LiveCluster, pod: KubePod) -> tuple[str, str] | None:
+    """A requested extended resource that no node offers at all (device plugin missing, MIG layout)."""
+    for name, amount in sorted(pod.requests.items()):
+        if amount <= 0 or not is_extended(name):
+            continue
+        offering = [n for n in live.snapshot.nodes if n.allocatable.get(name, 0) > 0]
+        if offering:
+            continue
+        capacity = [n.name for n in live.snapshot.nodes if n.capacity.get(name, 0) > 0]
+        why = (
+            f"{len(capacity)} node(s) have it in capacity but 0 allocatable (unhealthy devices)"
+            if capacity
+            else "no node has it even in capacity (device plugin not running, or a different MIG/sharing "
+            "resource name is advertised)"
+        )
+        return "not-advertised", f"no node advertises {name}: {why}"
+    return None
 
 
-def diagnose_pending(live: LiveCluster, pod: KubePod) -> PendingPod:
-    """The scheduler's message for one unbound pod and whether shortage, fragmentation or a rule blocks it."""
+def _gang(live: LiveCluster, pod: KubePod, spec: PodSpec, siblings: list[KubePod]) -> tuple[str, str] | None:
+    alive = [p for p in siblings if not p.terminated]
+    if pod.group_size is not None and len(alive) < pod.group_size:
+        return "gang", (
+            f"pod group {pod.group}: {len(alive)} of {pod.group_size} pods exist; "
+            "the rest are not created yet"
+        )
+    waiting = [p for p in alive if p.node_name is None and p.phase == "Pending"]
+    if len(waiting) > 1:
+        verdict = classify_gang(live.scheduler, spec, len(waiting))
+        if verdict is not None:
+            return verdict[0], f"pod group {pod.group}: {verdict[1]}"
+        return "gang", (
+            f"pod group {pod.group}: {len(waiting)} pods pending; room for all of them exists, so the gang "
+            "scheduler (or Kueue) has not released them yet"
+        )
+    return None
+
+
+def diagnose_pending(
+    live: LiveCluster, pod: KubePod, siblings: list[KubePod], now: datetime | None
+) -> PendingPod:
+    """The scheduler's message for one unbound pod and what really blocks it."""
     scheduler = live.scheduler
     spec = pod_spec(pod)
-    error = scheduler.explain(scheduler.compile(spec))
-    blocked_by, detail = classify(scheduler, spec)
-    constraints = sorted(
-        {PLUGIN_BLOCK.get(f.plugin, f.plugin) for f in error.failures if f.plugin != "NodeResourcesFit"}
-    )
+    compiled = scheduler.compile(spec)
+    error = scheduler.explain(compiled)
+    verdicts = per_node_verdicts(scheduler, compiled)
     message = error.message
+    blocked_by, detail = classify(scheduler, spec)
+    if blocked_by in ("constraints", "too-large"):
+        ruled = rule_block(scheduler, compiled, verdicts)
+        if ruled is not None:
+            blocked_by, detail = ruled
+    missing = _not_advertised(live, pod)
+    if missing is not None and blocked_by == "too-large":
+        blocked_by, detail = missing
+    if pod.gates:
+        blocked_by = "gated"
+        detail = f"schedulingGates {', '.join(pod.gates)}: the scheduler does not try the pod until removed"
+        if any(g.startswith("kueue.x-k8s.io/") for g in pod.gates):
+            detail += " (Kueue removes its gate once the workload is admitted)"
+    elif pod.group is not None and blocked_by == "none":
+        gang = _gang(live, pod, spec, siblings)
+        if gang is not None:
+            blocked_by, detail = gang
     if blocked_by == "none":
         message = "a node fits now: the scheduler has not run for this pod yet, or it uses another scheduler"
+    scheduled = pod.conditions.get("PodScheduled")
+    since = pod.created or (scheduled[2] if scheduled is not None else None)
     return PendingPod(
         pod=pod.key,
         requests={k: format_amount(k, v) for k, v in sorted(pod.requests.items())},
         message=message,
         blocked_by=blocked_by,
         detail=detail,
-        constraints=constraints,
-        nodes=per_node_verdicts(live, pod),
+        waiting_s=seconds_between(now, since),
+        nodes=verdicts,
     )
-
-
-def _since(now: datetime | None, then: datetime | None) -> float | None:
-    if now is None or then is None:
-        return None
-    return max(0.0, (now - then).total_seconds())
-
-
-IMAGE_PULL_FAILING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
-
-
-def diagnose_starting(pod: KubePod, now: datetime | None) -> StartingPod:
-    """Where a bound pod stands: initialising, pulling its image, failing the pull, or waiting."""
-    scheduled = pod.conditions.get("PodScheduled")
-    since = scheduled[2] if scheduled and scheduled[0] == "True" else pod.created
-    init_pending = [c for c in pod.container_states if c.init and c.state != "terminated"]
-    waiting = [c for c in pod.container_states if not c.init and c.state == "waiting"]
-    stage, reason = "waiting", "no container status reported yet (kubelet has not started the pod)"
-    failed_pull = next((c for c in pod.container_states if c.reason in IMAGE_PULL_FAILING), None)
-    if failed_pull is not None:
-        stage, reason = "image pull failing", f"{failed_pull.name}: {failed_pull.reason}"
-    elif init_pending:
-        c = init_pending[0]
-        stage = "initialising"
-        reason = f"init container {c.name} {c.state}" + (f" ({c.reason})" if c.reason else "")
-        if c.state == "running":
-            since = c.since or since
-    elif waiting:
-        c = waiting[0]
-        if c.reason in ("ContainerCreating", "PodInitializing", ""):
-            stage = "pulling image / creating"
-            reason = f"{c.name}: {c.reason or 'waiting'} (image pull or volume mount in progress)"
-        else:
-            reason = f"{c.name}: {c.reason}"
-    return StartingPod(pod.key, pod.node_name or "", stage, reason, _since(now, since))
 
 
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
@@ -235,6 +229,10 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     gpu_nodes = [r for r in (gpu_node_report(n) for n in snapshot.nodes) if r is not None]
     gpu_nodes.sort(key=lambda r: r.node)
     schedulable = sum(n.allocatable.get(GPU, 0) for n in snapshot.nodes if _schedulable(n))
+    groups: dict[tuple[str, str], list[KubePod]] = {}
+    for pod in snapshot.pods:
+        if pod.group is not None:
+            groups.setdefault((pod.namespace, pod.group), []).append(pod)
     pending: list[PendingPod] = []
     starting: list[StartingPod] = []
     notes: list[str] = []
@@ -242,7 +240,8 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
         if pod.terminated or pod.phase != "Pending":
             continue
         if pod.node_name is None:
-            pending.append(diagnose_pending(live, pod))
+            siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
+            pending.append(diagnose_pending(live, pod, siblings, now))
             if pod.scheduler_name != "default-scheduler":
                 notes.append(
                     f"{pod.key} uses schedulerName {pod.scheduler_name}; checked against the defaults"
@@ -251,7 +250,12 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             starting.append(diagnose_starting(pod, now))
     for orphan in live.orphans:
         notes.append(f"{orphan.key} is bound to node {orphan.node_name}, which is not in the snapshot")
-    total = sum(n.allocatable.get(GPU, 0) for n in snapshot.nodes)
+    for name in live.implied:
+        notes.append(
+            f"node {name} is NotReady but has no not-ready/unreachable taint yet; treated as tainted "
+            "(the node lifecycle controller adds it within seconds)"
+        )
+    total = int(np.sum([n.allocatable.get(GPU, 0) for n in snapshot.nodes]))
     if not any(r.gpus_allocatable for r in gpu_nodes) and not any(r.other_gpu_resources for r in gpu_nodes):
         notes.append("no node advertises nvidia.com/gpu: GPU pods cannot be placed anywhere")
     return Diagnosis(

@@ -42,7 +42,8 @@ def _documents(path: Path) -> list[Any]:
                 ],
             ) from None
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: big kubectl dumps stay fast
+        return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

@@ -24,6 +24,16 @@ from fleetlab.spec.kube_objects import KubeObject, object_name, read_objects
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Labels and annotations naming a pod's gang (Kueue pod groups, coscheduling PodGroup, Volcano).
+GROUP_KEYS = (
+    "kueue.x-k8s.io/pod-group-name",
+    "scheduling.x-k8s.io/pod-group",
+    "pod-group.scheduling.sigs.k8s.io",
+    "scheduling.k8s.io/group-name",
+    "volcano.sh/job-name",
+)
+#: Annotation giving the gang's size (Kueue plain pod groups).
+GROUP_SIZE_KEY = "kueue.x-k8s.io/pod-group-total-count"
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,14 @@ class KubePod:
     container_states: tuple[ContainerState, ...] = ()
     created: datetime | None = None
     scheduler_name: str = "default-scheduler"
+    #: The gang this pod belongs to (from GROUP_KEYS) and its declared size, when known.
+    group: str | None = None
+    group_size: int | None = None
+    #: PersistentVolumeClaims the pod mounts (a bound pod waits for them before its sandbox starts).
+    claims: tuple[str, ...] = ()
+    priority: int = 0
+    #: spec.schedulingGates names: while any is set the scheduler does not try the pod (SchedulingGated).
+    gates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -222,6 +240,14 @@ def _container_states(status: Mapping[str, Any]) -> tuple[ContainerState, ...]:
     return tuple(out)
 
 
+def _group(meta: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    name = next((str(m[k]) for k in GROUP_KEYS for m in (labels, annotations) if m.get(k)), None)
+    size_text = str(annotations.get(GROUP_SIZE_KEY) or labels.get(GROUP_SIZE_KEY) or "")
+    return name, int(size_text) if size_text.isdigit() else None
+
+
 def parse_pod(obj: KubeObject, source: str) -> KubePod:
     """A Pod object with its effective requests and scheduling constraints."""
     meta = obj.get("metadata") or {}
@@ -241,6 +267,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
     )
     owners = meta.get("ownerReferences") or []
     controller = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    group, group_size = _group(meta)
     conditions = {
         str(c.get("type")): (
             str(c.get("status", "")),
@@ -267,6 +294,17 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         container_states=_container_states(status),
         created=parse_time(meta.get("creationTimestamp")),
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        group=group,
+        group_size=group_size,
+        claims=tuple(
+            str(v["persistentVolumeClaim"].get("claimName", ""))
+            for v in spec.get("volumes") or []
+            if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
+        ),
+        priority=int(spec.get("priority") or 0)
+        if str(spec.get("priority") or 0).lstrip("-").isdigit()
+        else 0,
+        gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)),
     )
 
 
