@@ -162,6 +162,17 @@ def _not_advertised(live: LiveCluster, pod: KubePod) -> tuple[str, str] | None:
     return None
 
 
+def _selector_detail(live: LiveCluster, pod: KubePod) -> str:
+    """Which nodeSelector pair matches no node, and the values the cluster does have for that key."""
+    parts: list[str] = []
+    for key, value in pod.node_selector:
+        values = sorted({n.labels[key] for n in live.snapshot.nodes if key in n.labels})
+        if value not in values:
+            have = ", ".join(values[:6]) if values else "no node has this label"
+            parts.append(f"nodeSelector {key}={value} matches no node (values present: {have})")
+    return "; ".join(parts)
+
+
 def _gang(live: LiveCluster, pod: KubePod, spec: PodSpec, siblings: list[KubePod]) -> tuple[str, str] | None:
     alive = [p for p in siblings if not p.terminated]
     if pod.group_size is not None and len(alive) < pod.group_size:
@@ -196,6 +207,8 @@ def diagnose_pending(
         ruled = rule_block(scheduler, compiled, verdicts)
         if ruled is not None:
             blocked_by, detail = ruled
+            if blocked_by == "selector/affinity":
+                detail = _selector_detail(live, pod) or detail
     missing = _not_advertised(live, pod)
     if missing is not None and blocked_by == "too-large":
         blocked_by, detail = missing

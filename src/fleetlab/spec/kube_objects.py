@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from fleetlab.spec.errors import SpecError
+from fleetlab.spec.errors import SpecError, read_text_file
 
 KubeObject = dict[str, Any]
 
@@ -22,12 +22,7 @@ SECRET_KINDS = frozenset({"Secret", "SecretList"})
 
 
 def _documents(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(str(path), ["file not found"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(path), [f"cannot read the file: {exc}"]) from None
+    text = read_text_file(path, "file not found; save it with `kubectl get nodes -o json > FILE`")
     if not text.strip():
         raise SpecError(str(path), ["the file is empty; expected `kubectl get ... -o json` output"])
     if text.lstrip().startswith(("{", "[")):
