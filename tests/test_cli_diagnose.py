@@ -83,3 +83,16 @@ def test_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
         assert result.exit_code == 2, (name, result.output)
         assert expected in result.output, (name, result.output)
         assert "Traceback" not in result.output and "czNjcjN0" not in result.output, name
+
+
+def test_kueue_option_shows_queue_verdicts() -> None:
+    result = invoke("--snapshot", str(SNAPSHOT), "--kueue", str(FIXTURES / "kueue.json"), "--json")
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert {w["workload"] for w in data["workloads"]} == {
+        "team-a/job-pretrain-2x8",
+        "team-a/job-finetune-1x8",
+    }
+    assert "hf_do_not_print" not in result.stdout
+    table = invoke("--snapshot", str(SNAPSHOT), "--kueue", str(FIXTURES / "kueue.json"))
+    assert "Kueue workload(s) not admitted" in table.output and "team-a/job-pretrain-2x8" in table.output

@@ -243,3 +243,49 @@ def test_stage_c_volume_and_pull_failure(tmp_path: Path) -> None:
 def test_nothing_pending(tmp_path: Path) -> None:
     d = run(tmp_path, [node("a"), gpu_pod("done", 8, "a", "Succeeded"), gpu_pod("run", 8, "a", "Running")])
     assert not d.anything_pending and d.pending == [] and d.starting == []
+
+
+# -- Kueue ----------------------------------------------------------------------------------------------
+
+
+def test_kueue_quota_nominal_used_borrowable() -> None:
+    """Flat cohort ``ml`` (resource_node.go arithmetic): team-a has 16 nominal, 12 used, borrowingLimit 8;
+    team-b has 16 nominal, 10 used, lendingLimit 4 (12 stay private). team-a can use its 4 unused plus
+    the 4 team-b lends = 8, so 2 x 8 GPUs waits for quota and 1 x 8 fits."""
+    snap = load_snapshot([FIXTURES / "snapshot.json"], [FIXTURES / "kueue.json"])
+    from fleetlab.spec.kube_snapshot import parse_pod
+
+    gated = gpu_pod("pretrain-2x8-0", 8, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}])
+    gated["metadata"]["namespace"] = "team-a"
+    gated["metadata"]["ownerReferences"] = [
+        {
+            "kind": "Job",
+            "name": "pretrain-2x8",
+            "uid": "5f0c1a2b-0000-4000-8000-000000000001",
+            "controller": True,
+        }
+    ]
+    snap.pods.append(parse_pod(gated, "test"))
+    d = diagnose(build_live_cluster(snap), snap.newest)
+    by_name = {w.workload: w for w in d.workloads}
+    big = by_name["team-a/job-pretrain-2x8"]
+    assert big.cluster_queue == "team-a" and big.requests["nvidia.com/gpu"] == "16"
+    (gpu_row,) = [q for q in big.quota if q.resource == "nvidia.com/gpu"]
+    assert (gpu_row.nominal, gpu_row.used, gpu_row.available, gpu_row.borrowable) == ("16", "12", "8", "4")
+    assert gpu_row.borrowing_limit == "8" and not gpu_row.fits
+    assert big.verdict == "quota: ClusterQueue team-a: nvidia.com/gpu: needs 16, at most 8 available"
+    assert "8 more needed" in big.message
+    assert by_name["team-a/job-finetune-1x8"].verdict.startswith("quota fits")
+    pod_entry = next(p for p in d.pending if p.pod == "team-a/pretrain-2x8-0")
+    assert pod_entry.blocked_by == "kueue-quota" and "job-pretrain-2x8" in pod_entry.detail
+    assert "hf_do_not_print" not in json.dumps(d.as_dict())
+
+
+def test_kueue_file_with_other_kinds_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    from fleetlab.spec.errors import SpecError
+
+    path = write_list(tmp_path / "k.json", [node("n0")])
+    with pytest.raises(SpecError, match="a --kueue file holds only"):
+        load_snapshot([FIXTURES / "nodes.json"], [path])

@@ -62,7 +62,7 @@ def diagnose_cmd(
         raise _fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
     try:
         at = _parse_now(now)
-        snap = load_snapshot(files)
+        snap = load_snapshot(files, kueue or [])
         live = build_live_cluster(snap)
         result = diagnose(live, at or snap.newest)
     except (SpecError, ValueError) as exc:

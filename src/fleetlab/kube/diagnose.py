@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
+from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
 from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
 from fleetlab.kube.verdicts import NodeVerdict, per_node_verdicts, rule_block
 from fleetlab.model.resources import GPU, format_amount, is_extended
@@ -66,11 +67,13 @@ class Diagnosis:
     pending: list[PendingPod]
     starting: list[StartingPod]
     notes: list[str]
+    #: Kueue Workloads not admitted (only when Kueue objects were given).
+    workloads: list[QueuedWorkload] = field(default_factory=list)
 
     @property
     def anything_pending(self) -> bool:
         """Whether any pod waits (unplaced or not yet running): exit status 1."""
-        return bool(self.pending or self.starting)
+        return bool(self.pending or self.starting or self.workloads)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
@@ -236,6 +239,16 @@ def diagnose_pending(
     )
 
 
+def _kueue_block(pod: KubePod, by_owner: dict[str, QueuedWorkload]) -> tuple[str, str] | None:
+    """A pod whose Workload Kueue has not admitted waits for Kueue, whatever the nodes look like."""
+    queued = by_owner.get(pod.uid) or (by_owner.get(pod.owner_uid) if pod.owner_uid else None)
+    if queued is None:
+        return None
+    kind = "kueue-quota" if queued.verdict.startswith("quota:") else "kueue"
+    said = f" (Kueue: {queued.message})" if queued.message else ""
+    return kind, f"Workload {queued.workload} not admitted: {queued.verdict}{said}"
+
+
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     """All three stages over the snapshot, in a stable order (nodes and pods by name)."""
     snapshot = live.snapshot
@@ -249,12 +262,18 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     pending: list[PendingPod] = []
     starting: list[StartingPod] = []
     notes: list[str] = []
+    workloads = queued_workloads(KueueView(snapshot.queue_objects)) if snapshot.queue_objects else []
+    by_owner = {uid: w for w in workloads for uid in w.owners}
     for pod in sorted(snapshot.pods, key=lambda p: p.key):
         if pod.terminated or pod.phase != "Pending":
             continue
         if pod.node_name is None:
             siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
-            pending.append(diagnose_pending(live, pod, siblings, now))
+            entry = diagnose_pending(live, pod, siblings, now)
+            kueue = _kueue_block(pod, by_owner)
+            if kueue is not None:
+                entry.blocked_by, entry.detail = kueue
+            pending.append(entry)
             if pod.scheduler_name != "default-scheduler":
                 notes.append(
                     f"{pod.key} uses schedulerName {pod.scheduler_name}; checked against the defaults"
@@ -280,4 +299,5 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
         pending=pending,
         starting=starting,
         notes=notes,
+        workloads=workloads,
     )

@@ -81,6 +81,33 @@ def pending_table(pod: PendingPod) -> Table:
     return table
 
 
+def workload_table(diagnosis: Diagnosis) -> Table:
+    """Kueue Workloads not admitted: queue, verdict, Kueue's own message and the quota rows."""
+    table = Table(
+        title=f"(b) {len(diagnosis.workloads)} Kueue workload(s) not admitted", title_justify="left"
+    )
+    for column in (
+        "workload",
+        "queue",
+        "state",
+        "asks",
+        "quota (flavor resource: nominal/used/available, borrowed part)",
+        "why",
+    ):
+        table.add_column(column)
+    for w in diagnosis.workloads:
+        asks = ", ".join(f"{k}={v}" for k, v in w.requests.items())
+        rows = "\n".join(
+            f"{q.flavor} {q.resource}: {q.nominal}/{q.used}/{q.available}, {q.borrowable} borrowed"
+            + (f" (borrowingLimit {q.borrowing_limit})" if q.borrowing_limit is not None else "")
+            for q in w.quota
+        )
+        why = w.verdict + (f"\nKueue: {w.message}" if w.message else "")
+        queue = f"{w.local_queue} -> {w.cluster_queue or '?'}"
+        table.add_row(Text(w.workload), Text(queue), w.state, Text(asks), Text(rows), Text(why))
+    return table
+
+
 def starting_table(diagnosis: Diagnosis) -> Table:
     """Stage (c): bound pods not yet Running, longest wait first."""
     table = Table(title="(c) bound but not running", title_justify="left")
@@ -103,6 +130,8 @@ def print_diagnosis(console: Console, diagnosis: Diagnosis) -> None:
         console.print(f"(b) {len(diagnosis.pending)} pod(s) not placed", style="bold", highlight=False)
         for pod in diagnosis.pending:
             console.print(pending_table(pod))
+    if diagnosis.workloads:
+        console.print(workload_table(diagnosis))
     if diagnosis.starting:
         console.print(starting_table(diagnosis))
     for note in diagnosis.notes:

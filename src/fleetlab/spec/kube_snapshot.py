@@ -90,6 +90,8 @@ class KubePod:
     priority: int = 0
     #: spec.schedulingGates names: while any is set the scheduler does not try the pod (SchedulingGated).
     gates: tuple[str, ...] = ()
+    #: uid of the controlling owner (a Job, JobSet...), which Kueue's Workload also names.
+    owner_uid: str | None = None
 
     @property
     def key(self) -> str:
@@ -110,6 +112,8 @@ class Snapshot:
     pods: list[KubePod]
     newest: datetime | None
     sources: list[str]
+    #: Kueue objects (ClusterQueue, LocalQueue, Workload, ResourceFlavor, Cohort) as read.
+    queue_objects: list[KubeObject] = field(default_factory=list)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -289,6 +293,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         node_selector=tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items())),
         affinity=affinity,
         owner_kind=str(controller.get("kind")) if controller else None,
+        owner_uid=str(controller.get("uid")) if controller and controller.get("uid") else None,
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         conditions=conditions,
         container_states=_container_states(status),
@@ -335,26 +340,37 @@ def _timestamps(obj: Any) -> list[datetime]:
 
 
 SUPPORTED_KINDS = ("Node", "Pod")
+#: Kueue kinds kept as plain objects for the queue diagnosis (a ``fleetlab snapshot`` file holds them).
+KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"})
 
 
-def load_snapshot(paths: Sequence[Path]) -> Snapshot:
-    """Nodes and pods from one or more kubectl files; other kinds are an error naming what was found."""
+def load_snapshot(paths: Sequence[Path], kueue_paths: Sequence[Path] = ()) -> Snapshot:
+    """Nodes and pods (and Kueue objects) from kubectl files; other kinds are an error naming them."""
     nodes: list[KubeNode] = []
     pods: list[KubePod] = []
+    queue_objects: list[KubeObject] = []
     stamps: list[datetime] = []
-    for path in paths:
+    for path in [*paths, *kueue_paths]:
         source = str(path)
+        only_kueue = path in kueue_paths and path not in paths
         others: dict[str, int] = {}
         for obj in read_objects(path):
             kind = obj.get("kind")
-            if kind == "Node":
+            if kind in KUEUE_KINDS:
+                queue_objects.append(obj)
+                continue
+            if kind == "Node" and not only_kueue:
                 nodes.append(parse_node(obj, source))
-            elif kind == "Pod":
+            elif kind == "Pod" and not only_kueue:
                 pods.append(parse_pod(obj, source))
             else:
                 others[str(kind)] = others.get(str(kind), 0) + 1
                 continue
             stamps.extend(_timestamps(obj))
+        if others and only_kueue:
+            found = ", ".join(f"{n} {k}" for k, n in sorted(others.items()))
+            allowed = ", ".join(sorted(KUEUE_KINDS))
+            raise SpecError(source, [f"holds {found}; a --kueue file holds only {allowed}"])
         if others:
             found = ", ".join(f"{n} {k}" for k, n in sorted(others.items()))
             raise SpecError(
@@ -370,4 +386,5 @@ def load_snapshot(paths: Sequence[Path]) -> Snapshot:
         raise SpecError(
             ", ".join(map(str, paths)), ["no Node objects found; pass `kubectl get nodes -o json`"]
         )
-    return Snapshot(nodes, pods, max(stamps) if stamps else None, [str(p) for p in paths])
+    sources = [str(p) for p in [*paths, *kueue_paths]]
+    return Snapshot(nodes, pods, max(stamps) if stamps else None, sources, queue_objects)
