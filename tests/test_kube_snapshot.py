@@ -254,18 +254,21 @@ def test_big_list_reads_in_linear_time(tmp_path: Path) -> None:
 
     template = json.loads((FIXTURES / "pods.json").read_text())["items"]
     running = [p for p in template if p["status"].get("phase") == "Running"]
-    items: list[dict[str, Any]] = [node(f"n{i}") for i in range(500)]
-    count = 0
-    size = 0
-    while size < 21_000_000:
-        base = json.loads(json.dumps(running[count % len(running)]))
-        base["metadata"]["name"] = f"p{count}"
-        base["spec"]["nodeName"] = f"n{count % 500}"
+    texts = []
+    for base in running:  # each pod once as text with placeholders, then stamped out
+        base["metadata"]["name"] = "@NAME@"
+        base["spec"]["nodeName"] = "@NODE@"
         base["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "10m"}}
-        items.append(base)
-        size += len(json.dumps(base, indent=2))
+        texts.append(json.dumps(base, indent=2))
+    parts = [json.dumps(node(f"n{i}")) for i in range(500)]
+    count = size = 0
+    while size < 21_000_000:
+        text = texts[count % len(texts)].replace("@NAME@", f"p{count}").replace("@NODE@", f"n{count % 500}")
+        parts.append(text)
+        size += len(text)
         count += 1
-    path = write_list(tmp_path / "big.json", items)
+    path = tmp_path / "big.json"
+    path.write_text('{"apiVersion": "v1", "kind": "List", "items": [' + ",\n".join(parts) + "]}")
     size = path.stat().st_size
     assert size > 20_000_000
     start = time.perf_counter()
