@@ -13,6 +13,13 @@ from rich.console import Console
 from fleetlab import __version__
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
+from fleetlab.cli_snapshot import (
+    AddNodesOpt,
+    FromSnapshotOpt,
+    SnapshotRuntimeOpt,
+    load_or_snapshot,
+    snapshot_cmd,
+)
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
@@ -27,6 +34,7 @@ app = typer.Typer(
 )
 app.add_typer(experiment_app, name="experiment")
 app.command(name="diagnose")(diagnose_cmd)
+app.command(name="snapshot")(snapshot_cmd)
 
 
 def _console(stderr: bool = False) -> Console:
@@ -91,6 +99,9 @@ def simulate(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
     ] = False,
+    from_snapshot: FromSnapshotOpt = None,
+    add_nodes: AddNodesOpt = None,
+    snapshot_runtime: SnapshotRuntimeOpt = "1h",
 ) -> None:
     """Run one scenario under one policy and print where time and money went."""
     from fleetlab.metrics.summary import summarize
@@ -99,7 +110,7 @@ def simulate(
 
     _check_out(out)
     try:
-        resolved = load(scenario, seed)
+        resolved = load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
         with DelayedProgress(err_console) as progress:
             run = run_one(resolved, policy, None, lambda d, t: progress(policy, d, t))
     except (SpecError, UnknownPolicyError) as exc:
