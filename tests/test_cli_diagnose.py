@@ -96,3 +96,9 @@ def test_kueue_option_shows_queue_verdicts() -> None:
     assert "hf_do_not_print" not in result.stdout
     table = invoke("--snapshot", str(SNAPSHOT), "--kueue", str(FIXTURES / "kueue.json"))
     assert "Kueue workload(s) not admitted" in table.output and "team-a/job-pretrain-2x8" in table.output
+
+
+def test_events_file_with_other_kinds_is_refused(tmp_path: Path) -> None:
+    path = write_list(tmp_path / "events.json", [node("n0")])
+    result = invoke("--snapshot", str(SNAPSHOT), "--events", str(path))
+    assert result.exit_code == 2 and "--events file" in result.output

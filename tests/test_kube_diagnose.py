@@ -289,3 +289,81 @@ def test_kueue_file_with_other_kinds_is_refused(tmp_path: Path) -> None:
     path = write_list(tmp_path / "k.json", [node("n0")])
     with pytest.raises(SpecError, match="a --kueue file holds only"):
         load_snapshot([FIXTURES / "nodes.json"], [path])
+
+
+# -- what the cluster said ------------------------------------------------------------------------------
+
+
+def test_cluster_message_agrees_with_the_recomputed_one() -> None:
+    """The fixture's PodScheduled messages (v1.35 wording, DRA on) start with the filter part fleetlab
+    recomputes from the snapshot, so no disagreement is noted."""
+    d = fixture_diagnosis()
+    for p in d.pending:
+        assert p.reported.startswith(p.message), p.pod
+        assert "preemption: 0/14 nodes are available" in p.reported
+    assert not any("last reported" in n for n in d.notes)
+
+
+def test_stale_cluster_message_is_noted(tmp_path: Path) -> None:
+    stale = gpu_pod("p", 8)
+    stale["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: ...",
+        }
+    ]
+    d = run(tmp_path, [node("n0", ready="False"), stale])
+    assert d.pending[0].reported.startswith("0/1 nodes are available: 1 Insufficient")
+    assert any("last reported" in n and "filter fleetlab does not model" in n for n in d.notes)
+
+
+def test_events_name_the_volume_problem_and_the_pull(tmp_path: Path) -> None:
+    vol = gpu_pod("vol", 1, "a", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "ds"}}])
+    pull = gpu_pod("pull", 1, "a")
+    pull["status"]["conditions"] = [
+        {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": "2026-11-30T09:00:05Z"}
+    ]
+    pull["status"]["containerStatuses"] = [
+        {"name": "c", "state": {"waiting": {"reason": "ContainerCreating"}}}
+    ]
+    events = [
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "reason": "FailedMount",
+            "type": "Warning",
+            "count": 7,
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "vol"},
+            "message": 'MountVolume.MountDevice failed for volume "pvc-1" : rpc error: timed out',
+            "firstTimestamp": "2026-11-30T09:02:00Z",
+            "lastTimestamp": "2026-11-30T09:20:00Z",
+        },
+        {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "reason": "Pulling",
+            "type": "Normal",
+            "regarding": {"kind": "Pod", "namespace": "default", "name": "pull"},
+            "note": 'Pulling image "trainer:2026.11"',
+            "eventTime": "2026-11-30T09:01:00Z",
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "reason": "Started",
+            "message": "ignored text",
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "pull"},
+            "lastTimestamp": "2026-11-30T09:30:00Z",
+        },
+    ]
+    nodes_pods = write_list(tmp_path / "snap.json", [node("a"), vol, pull])
+    event_file = write_list(tmp_path / "events.json", events)
+    snap = load_snapshot([nodes_pods], event_paths=[event_file])
+    d = diagnose(build_live_cluster(snap), snap.newest)  # newest: 09:30:00 (the Started event)
+    by_pod = {s.pod: s for s in d.starting}
+    assert by_pod["default/vol"].stage == "waiting for volume"
+    assert "FailedMount x7" in by_pod["default/vol"].reason and by_pod["default/vol"].waiting_s == 28 * 60
+    assert by_pod["default/pull"].stage == "pulling image" and by_pod["default/pull"].waiting_s == 29 * 60
+    assert "ignored text" not in json.dumps(d.as_dict())

@@ -41,6 +41,10 @@ def diagnose_cmd(
             "--kueue", help="Kueue ClusterQueues/LocalQueues/Workloads/ResourceFlavors (kubectl -o json)."
         ),
     ] = None,
+    events: Annotated[
+        list[Path] | None,
+        typer.Option("--events", help="`kubectl get events -A -o json`: the cluster's own last messages."),
+    ] = None,
     now: Annotated[
         str | None,
         typer.Option(
@@ -62,7 +66,7 @@ def diagnose_cmd(
         raise _fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
     try:
         at = _parse_now(now)
-        snap = load_snapshot(files, kueue or [])
+        snap = load_snapshot(files, kueue or [], events or [])
         live = build_live_cluster(snap)
         result = diagnose(live, at or snap.newest)
     except (SpecError, ValueError) as exc:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
+from fleetlab.kube.events import PodEvent, pod_events
 from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
 from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
 from fleetlab.kube.verdicts import NodeVerdict, per_node_verdicts, rule_block
@@ -53,6 +54,8 @@ class PendingPod:
     detail: str
     waiting_s: float | None
     nodes: list[NodeVerdict] = field(default_factory=list)
+    #: What the cluster last said (FailedScheduling event, else the PodScheduled condition message).
+    reported: str = ""
 
 
 @dataclass
@@ -239,6 +242,13 @@ def diagnose_pending(
     )
 
 
+def _reported(pod: KubePod, events: dict[str, PodEvent]) -> str:
+    event = events.get("FailedScheduling")
+    if event is not None:
+        return event.message
+    return pod.scheduling_message
+
+
 def _kueue_block(pod: KubePod, by_owner: dict[str, QueuedWorkload]) -> tuple[str, str] | None:
     """A pod whose Workload Kueue has not admitted waits for Kueue, whatever the nodes look like."""
     queued = by_owner.get(pod.uid) or (by_owner.get(pod.owner_uid) if pod.owner_uid else None)
@@ -264,6 +274,7 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     notes: list[str] = []
     workloads = queued_workloads(KueueView(snapshot.queue_objects)) if snapshot.queue_objects else []
     by_owner = {uid: w for w in workloads for uid in w.owners}
+    events = pod_events(snapshot.events)
     for pod in sorted(snapshot.pods, key=lambda p: p.key):
         if pod.terminated or pod.phase != "Pending":
             continue
@@ -273,13 +284,20 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             kueue = _kueue_block(pod, by_owner)
             if kueue is not None:
                 entry.blocked_by, entry.detail = kueue
+            entry.reported = _reported(pod, events.get(pod.key, {}))
+            if entry.reported.startswith("0/") and not entry.reported.startswith(entry.message):
+                notes.append(
+                    f"{pod.key}: the cluster last reported {entry.reported!r}; the snapshot gives "
+                    f"{entry.message!r} (the cluster changed since, or a filter fleetlab does not model "
+                    "blocks it: volumes, host ports, topology spread, inter-pod affinity, DRA)"
+                )
             pending.append(entry)
             if pod.scheduler_name != "default-scheduler":
                 notes.append(
                     f"{pod.key} uses schedulerName {pod.scheduler_name}; checked against the defaults"
                 )
         else:
-            starting.append(diagnose_starting(pod, now))
+            starting.append(diagnose_starting(pod, now, events.get(pod.key, {})))
     for orphan in live.orphans:
         notes.append(f"{orphan.key} is bound to node {orphan.node_name}, which is not in the snapshot")
     for name in live.implied:

@@ -7,9 +7,11 @@ containers. The first unfinished step, read from conditions and container states
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from fleetlab.kube.events import PodEvent
 from fleetlab.spec.kube_snapshot import ContainerState, KubePod
 
 IMAGE_PULL_FAILING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
@@ -45,8 +47,14 @@ def _first(states: list[ContainerState], reasons: frozenset[str]) -> ContainerSt
     return next((c for c in states if c.reason in reasons), None)
 
 
-def diagnose_starting(pod: KubePod, now: datetime | None) -> StartingPod:
-    """Where a bound Pending pod stands: volumes, sandbox, init containers, image pull, or a failing start."""
+def diagnose_starting(
+    pod: KubePod, now: datetime | None, events: Mapping[str, PodEvent] | None = None
+) -> StartingPod:
+    """Where a bound Pending pod stands: volumes, sandbox, init containers, image pull, or a failing start.
+
+    Events, when given, sharpen it: FailedMount/FailedAttachVolume name the volume problem, Pulling says
+    since when the image is being pulled, FailedCreatePodSandBox names a CNI/runtime failure."""
+    events = events or {}
     states = list(pod.container_states)
     scheduled = _condition(pod, "PodScheduled")
     since = scheduled[1] if scheduled and scheduled[0] == "True" else pod.created
@@ -56,6 +64,16 @@ def diagnose_starting(pod: KubePod, now: datetime | None) -> StartingPod:
     def result(stage: str, reason: str, start: datetime | None) -> StartingPod:
         return StartingPod(pod.key, node, stage, reason, seconds_between(now, start or since))
 
+    sandbox_ok = sandbox is not None and sandbox[0] == "True"
+    for reason in ("FailedAttachVolume", "FailedMount"):
+        event = events.get(reason)
+        if event is not None and not sandbox_ok:
+            return result("waiting for volume", f"{reason} x{event.count}: {event.message}", event.first)
+    failed_sandbox = events.get("FailedCreatePodSandBox")
+    if failed_sandbox is not None and not sandbox_ok:
+        return result(
+            "sandbox failing", f"FailedCreatePodSandBox: {failed_sandbox.message}", failed_sandbox.first
+        )
     pull = _first(states, IMAGE_PULL_FAILING)
     if pull is not None:
         return result("image pull failing", f"{pull.name}: {pull.reason}", None)
@@ -85,6 +103,9 @@ def diagnose_starting(pod: KubePod, now: datetime | None) -> StartingPod:
         c = waiting[0]
         if c.reason in ("ContainerCreating", ""):
             start = sandbox[1] if sandbox and sandbox[0] == "True" else None
+            pulling = events.get("Pulling")
+            if pulling is not None:
+                return result("pulling image", f"{c.name}: {pulling.message}", pulling.first)
             return result(
                 "pulling image", f"{c.name}: {c.reason or 'waiting'} (image pull / container create)", start
             )

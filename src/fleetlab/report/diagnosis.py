@@ -73,6 +73,8 @@ def pending_table(pod: PendingPod) -> Table:
     table.add_column("detail")
     table.add_row("blocked by", Text(f"{pod.blocked_by}: {pod.detail}", style="bold red"))
     table.add_row("kube-scheduler", Text(pod.message))
+    if pod.reported and not pod.reported.startswith(pod.message):
+        table.add_row("cluster said", Text(pod.reported, style="yellow"))
     for reason, nodes in _node_groups(pod):
         named = ", ".join(nodes[:NODES_NAMED]) + (
             f" +{len(nodes) - NODES_NAMED}" if len(nodes) > NODES_NAMED else ""

@@ -92,6 +92,8 @@ class KubePod:
     gates: tuple[str, ...] = ()
     #: uid of the controlling owner (a Job, JobSet...), which Kueue's Workload also names.
     owner_uid: str | None = None
+    #: The PodScheduled condition's message (kube-scheduler's full FailedScheduling text), if any.
+    scheduling_message: str = ""
 
     @property
     def key(self) -> str:
@@ -114,6 +116,8 @@ class Snapshot:
     sources: list[str]
     #: Kueue objects (ClusterQueue, LocalQueue, Workload, ResourceFlavor, Cohort) as read.
     queue_objects: list[KubeObject] = field(default_factory=list)
+    #: core/v1 or events.k8s.io/v1 Events as read.
+    events: list[KubeObject] = field(default_factory=list)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -294,6 +298,14 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         affinity=affinity,
         owner_kind=str(controller.get("kind")) if controller else None,
         owner_uid=str(controller.get("uid")) if controller and controller.get("uid") else None,
+        scheduling_message=next(
+            (
+                str(c.get("message") or "")
+                for c in status.get("conditions") or []
+                if c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+            ),
+            "",
+        ),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         conditions=conditions,
         container_states=_container_states(status),
@@ -327,6 +339,10 @@ def _timestamps(obj: Any) -> list[datetime]:
                 "time",
                 "lastHeartbeatTime",
                 "lastProbeTime",
+                "firstTimestamp",
+                "lastTimestamp",
+                "eventTime",
+                "lastObservedTime",
             ):
                 t = parse_time(value)
                 if t is not None:
@@ -344,39 +360,55 @@ SUPPORTED_KINDS = ("Node", "Pod")
 KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"})
 
 
-def load_snapshot(paths: Sequence[Path], kueue_paths: Sequence[Path] = ()) -> Snapshot:
-    """Nodes and pods (and Kueue objects) from kubectl files; other kinds are an error naming them."""
-    nodes: list[KubeNode] = []
-    pods: list[KubePod] = []
-    queue_objects: list[KubeObject] = []
+EVENT_KINDS = frozenset({"Event"})
+
+
+def _read_into(
+    path: Path, allowed: frozenset[str], what: str, out: dict[str, list[Any]], stamps: list[datetime]
+) -> None:
+    source = str(path)
+    others: dict[str, int] = {}
+    for obj in read_objects(path):
+        kind = str(obj.get("kind"))
+        if kind not in allowed:
+            others[kind] = others.get(kind, 0) + 1
+            continue
+        if kind == "Node":
+            out["nodes"].append(parse_node(obj, source))
+        elif kind == "Pod":
+            out["pods"].append(parse_pod(obj, source))
+        elif kind in KUEUE_KINDS:
+            out["queue"].append(obj)
+        else:
+            out["events"].append(obj)
+        stamps.extend(_timestamps(obj))
+    if others:
+        found = ", ".join(f"{n} {k}" for k, n in sorted(others.items()))
+        raise SpecError(source, [f"holds {found}; {what}"])
+
+
+def load_snapshot(
+    paths: Sequence[Path], kueue_paths: Sequence[Path] = (), event_paths: Sequence[Path] = ()
+) -> Snapshot:
+    """Nodes and pods (plus Kueue objects and Events) from kubectl files; other kinds are an error."""
+    out: dict[str, list[Any]] = {"nodes": [], "pods": [], "queue": [], "events": []}
     stamps: list[datetime] = []
-    for path in [*paths, *kueue_paths]:
-        source = str(path)
-        only_kueue = path in kueue_paths and path not in paths
-        others: dict[str, int] = {}
-        for obj in read_objects(path):
-            kind = obj.get("kind")
-            if kind in KUEUE_KINDS:
-                queue_objects.append(obj)
-                continue
-            if kind == "Node" and not only_kueue:
-                nodes.append(parse_node(obj, source))
-            elif kind == "Pod" and not only_kueue:
-                pods.append(parse_pod(obj, source))
-            else:
-                others[str(kind)] = others.get(str(kind), 0) + 1
-                continue
-            stamps.extend(_timestamps(obj))
-        if others and only_kueue:
-            found = ", ".join(f"{n} {k}" for k, n in sorted(others.items()))
-            allowed = ", ".join(sorted(KUEUE_KINDS))
-            raise SpecError(source, [f"holds {found}; a --kueue file holds only {allowed}"])
-        if others:
-            found = ", ".join(f"{n} {k}" for k, n in sorted(others.items()))
-            raise SpecError(
-                source,
-                [f"holds {found}; only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`)"],
-            )
+    main = frozenset({"Node", "Pod"}) | KUEUE_KINDS | EVENT_KINDS
+    what = (
+        "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
+        "plus Kueue objects and Events"
+    )
+    for path in paths:
+        _read_into(path, main, what, out, stamps)
+    for path in kueue_paths:
+        _read_into(
+            path, KUEUE_KINDS, f"a --kueue file holds only {', '.join(sorted(KUEUE_KINDS))}", out, stamps
+        )
+    for path in event_paths:
+        _read_into(
+            path, EVENT_KINDS, "an --events file holds `kubectl get events -A -o json` output", out, stamps
+        )
+    nodes: list[KubeNode] = out["nodes"]
     seen: set[str] = set()
     for node in nodes:
         if node.name in seen:
@@ -386,5 +418,5 @@ def load_snapshot(paths: Sequence[Path], kueue_paths: Sequence[Path] = ()) -> Sn
         raise SpecError(
             ", ".join(map(str, paths)), ["no Node objects found; pass `kubectl get nodes -o json`"]
         )
-    sources = [str(p) for p in [*paths, *kueue_paths]]
-    return Snapshot(nodes, pods, max(stamps) if stamps else None, sources, queue_objects)
+    sources = [str(p) for p in [*paths, *kueue_paths, *event_paths]]
+    return Snapshot(nodes, out["pods"], max(stamps) if stamps else None, sources, out["queue"], out["events"])
