@@ -82,7 +82,7 @@ def test_eight_gpu_pod_is_fragmentation_with_kube_scheduler_message() -> None:
     )
     assert p.blocked_by == "fragmentation"
     assert p.detail == "14 nvidia.com/gpu free across 6 node(s), at most 4 on one node; the pod needs 8"
-    per_node = {v.node: v for v in p.nodes}
+    per_node = {name: g for g in p.nodes for name in g.nodes}
     assert per_node["gpu-h100-c-1"].reasons == ["node(s) were unschedulable"]
     assert per_node["gpu-h100-c-0"].plugin == "TaintToleration"
     assert per_node["gpu-h100-a-0"].reasons == ["Insufficient nvidia.com/gpu"]
@@ -92,7 +92,9 @@ def test_eight_gpu_pod_is_fragmentation_with_kube_scheduler_message() -> None:
         "Insufficient nvidia.com/gpu",
     ]
     assert per_node["cpu-pool-0"].reasons == ["node(s) didn't match Pod's node affinity/selector"]
-    assert not any(v.fits for v in p.nodes)
+    assert not any(g.fits for g in p.nodes) and len(per_node) == 14
+    # Groups are the histogram: 5 nodes short of cpu, memory and GPUs; a-0 and c-2 short of GPUs only.
+    assert sorted(len(g.nodes) for g in p.nodes) == [1, 1, 2, 5, 5]
     assert p.waiting_s == 38 * 60 + 40  # created 09:20:00, snapshot newest 09:58:40
 
 

@@ -19,7 +19,7 @@ from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
 from fleetlab.kube.events import PodEvent, pod_events
 from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
 from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
-from fleetlab.kube.verdicts import NodeVerdict, per_node_verdicts, rule_block
+from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.pending import classify, classify_gang
@@ -53,7 +53,8 @@ class PendingPod:
     blocked_by: str
     detail: str
     waiting_s: float | None
-    nodes: list[NodeVerdict] = field(default_factory=list)
+    #: Nodes grouped by verdict (first failing filter and its reasons), largest group first.
+    nodes: list[NodeGroup] = field(default_factory=list)
     #: What the cluster last said (FailedScheduling event, else the PodScheduled condition message).
     reported: str = ""
 
@@ -198,16 +199,20 @@ def _gang(live: LiveCluster, pod: KubePod, spec: PodSpec, siblings: list[KubePod
     return None
 
 
-def diagnose_pending(
-    live: LiveCluster, pod: KubePod, siblings: list[KubePod], now: datetime | None
-) -> PendingPod:
-    """The scheduler's message for one unbound pod and what really blocks it."""
+@dataclass
+class _Placement:
+    """What placement says about one pod spec (shared by every pod of that spec)."""
+
+    message: str
+    verdicts: Verdicts
+    blocked_by: str
+    detail: str
+
+
+def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
     scheduler = live.scheduler
-    spec = pod_spec(pod)
     compiled = scheduler.compile(spec)
-    error = scheduler.explain(compiled)
     verdicts = per_node_verdicts(scheduler, compiled)
-    message = error.message
     blocked_by, detail = classify(scheduler, spec)
     if blocked_by in ("constraints", "too-large"):
         ruled = rule_block(scheduler, compiled, verdicts)
@@ -216,8 +221,30 @@ def diagnose_pending(
             if blocked_by == "selector/affinity":
                 detail = _selector_detail(live, pod) or detail
     missing = _not_advertised(live, pod)
-    if missing is not None and blocked_by == "too-large":
+    if missing is not None:
         blocked_by, detail = missing
+    if any(g.fits for g in verdicts.groups):
+        message = "a node fits now: the scheduler has not run for this pod yet, or it uses another scheduler"
+    else:
+        message = scheduler.explain(compiled).message
+    return _Placement(message, verdicts, blocked_by, detail)
+
+
+def diagnose_pending(
+    live: LiveCluster,
+    pod: KubePod,
+    siblings: list[KubePod],
+    now: datetime | None,
+    cache: dict[PodSpec, _Placement] | None = None,
+) -> PendingPod:
+    """The scheduler's message for one unbound pod and what really blocks it (``cache`` per pod spec)."""
+    spec = pod_spec(pod)
+    placed = cache.get(spec) if cache is not None else None
+    if placed is None:
+        placed = _placement(live, pod, spec)
+        if cache is not None:
+            cache[spec] = placed
+    blocked_by, detail, message = placed.blocked_by, placed.detail, placed.message
     if pod.gates:
         blocked_by = "gated"
         detail = f"schedulingGates {', '.join(pod.gates)}: the scheduler does not try the pod until removed"
@@ -227,8 +254,7 @@ def diagnose_pending(
         gang = _gang(live, pod, spec, siblings)
         if gang is not None:
             blocked_by, detail = gang
-    if blocked_by == "none":
-        message = "a node fits now: the scheduler has not run for this pod yet, or it uses another scheduler"
+            message = f"pod group {pod.group}: its pods wait for room to start together"
     scheduled = pod.conditions.get("PodScheduled")
     since = pod.created or (scheduled[2] if scheduled is not None else None)
     return PendingPod(
@@ -238,7 +264,7 @@ def diagnose_pending(
         blocked_by=blocked_by,
         detail=detail,
         waiting_s=seconds_between(now, since),
-        nodes=verdicts,
+        nodes=placed.verdicts.groups,
     )
 
 
@@ -275,12 +301,13 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     workloads = queued_workloads(KueueView(snapshot.queue_objects)) if snapshot.queue_objects else []
     by_owner = {uid: w for w in workloads for uid in w.owners}
     events = pod_events(snapshot.events)
+    placements: dict[PodSpec, _Placement] = {}
     for pod in sorted(snapshot.pods, key=lambda p: p.key):
         if pod.terminated or pod.phase != "Pending":
             continue
         if pod.node_name is None:
             siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
-            entry = diagnose_pending(live, pod, siblings, now)
+            entry = diagnose_pending(live, pod, siblings, now, placements)
             kueue = _kueue_block(pod, by_owner)
             if kueue is not None:
                 entry.blocked_by, entry.detail = kueue

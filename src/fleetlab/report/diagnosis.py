@@ -3,8 +3,6 @@ scheduler message next to the real block, and pods stuck between bind and Runnin
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -53,14 +51,6 @@ def gpu_node_table(diagnosis: Diagnosis) -> Table:
     return table
 
 
-def _node_groups(pod: PendingPod) -> list[tuple[str, list[str]]]:
-    groups: dict[str, list[str]] = defaultdict(list)
-    for verdict in pod.nodes:
-        key = "fits" if verdict.fits else "; ".join(verdict.reasons) or str(verdict.plugin)
-        groups[key].append(verdict.node)
-    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-
-
 def pending_table(pod: PendingPod) -> Table:
     """Stage (b) for one pod: the verdict, the scheduler's line and which nodes failed how."""
     requests = ", ".join(f"{k}={v}" for k, v in pod.requests.items())
@@ -75,7 +65,9 @@ def pending_table(pod: PendingPod) -> Table:
     table.add_row("kube-scheduler", Text(pod.message))
     if pod.reported and not pod.reported.startswith(pod.message):
         table.add_row("cluster said", Text(pod.reported, style="yellow"))
-    for reason, nodes in _node_groups(pod):
+    for group in pod.nodes:
+        nodes = group.nodes
+        reason = "fits" if group.fits else "; ".join(group.reasons) or str(group.plugin)
         named = ", ".join(nodes[:NODES_NAMED]) + (
             f" +{len(nodes) - NODES_NAMED}" if len(nodes) > NODES_NAMED else ""
         )
