@@ -369,3 +369,30 @@ def test_events_name_the_volume_problem_and_the_pull(tmp_path: Path) -> None:
     assert "FailedMount x7" in by_pod["default/vol"].reason and by_pod["default/vol"].waiting_s == 28 * 60
     assert by_pod["default/pull"].stage == "pulling image" and by_pod["default/pull"].waiting_s == 29 * 60
     assert "ignored text" not in json.dumps(d.as_dict())
+
+
+# -- preemption -----------------------------------------------------------------------------------------
+
+
+def test_preemption_dry_run_names_the_victims(tmp_path: Path) -> None:
+    """DefaultPreemption (SelectVictimsOnNode): on the node where evicting lower-priority pods makes room,
+    the minimal set is evicted; higher-priority pods are reprieved first."""
+    low = gpu_pod("low", 4, "a", "Running", priority=0)
+    low2 = gpu_pod("low2", 2, "a", "Running", priority=10)
+    other = gpu_pod("peer", 4, "b", "Running", priority=1000)
+    urgent = gpu_pod("urgent", 6, priority=1000)
+    never = gpu_pod("polite", 6, priority=1000, preemptionPolicy="Never")
+    d = run(tmp_path, [node("a"), node("b"), low, low2, other, urgent, never])
+    by_pod = {p.pod: p for p in d.pending}
+    # a has 2 free; evicting low (4) gives 6: enough, so low2 (priority 10) is reprieved.
+    assert by_pod["default/urgent"].blocked_by == "fragmentation"  # 2 free on a, 4 on b
+    assert by_pod["default/urgent"].preemption == "would evict 1 lower-priority pod(s) on a: default/low"
+    assert by_pod["default/polite"].preemption == "not eligible due to preemptionPolicy=Never"
+
+
+def test_fixture_eight_gpu_pod_finds_no_victims() -> None:
+    """Every fine-tune runs at the same priority (0) as the 8-GPU pod: nothing to preempt, as the
+    fixture's own message says (6 No preemption victims found for incoming pod)."""
+    d = fixture_diagnosis()
+    p = next(x for x in d.pending if x.pod == "ml-research/pretrain-70b-worker-0-fz2lm")
+    assert p.preemption.startswith("no lower-priority pods run anywhere")

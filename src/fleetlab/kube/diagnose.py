@@ -17,6 +17,7 @@ import numpy as np
 
 from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
 from fleetlab.kube.events import PodEvent, pod_events
+from fleetlab.kube.preemption_check import PreemptionCheck
 from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
 from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
 from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
@@ -25,6 +26,8 @@ from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.pending import classify, classify_gang
 from fleetlab.spec.kube_snapshot import KubeNode, KubePod
 
+#: Verdicts where evicting lower-priority pods could make room (capacity, not rules, is short).
+PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang"})
 GPU_LABEL_HINTS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
 
 
@@ -57,6 +60,8 @@ class PendingPod:
     nodes: list[NodeGroup] = field(default_factory=list)
     #: What the cluster last said (FailedScheduling event, else the PodScheduled condition message).
     reported: str = ""
+    #: DefaultPreemption's dry run over the snapshot: who would be evicted, or why nobody.
+    preemption: str = ""
 
 
 @dataclass
@@ -302,6 +307,7 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     by_owner = {uid: w for w in workloads for uid in w.owners}
     events = pod_events(snapshot.events)
     placements: dict[PodSpec, _Placement] = {}
+    preemption: PreemptionCheck | None = None
     for pod in sorted(snapshot.pods, key=lambda p: p.key):
         if pod.terminated or pod.phase != "Pending":
             continue
@@ -312,6 +318,9 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             if kueue is not None:
                 entry.blocked_by, entry.detail = kueue
             entry.reported = _reported(pod, events.get(pod.key, {}))
+            if entry.blocked_by in PREEMPTION_MAY_HELP:
+                preemption = preemption or PreemptionCheck(live)
+                entry.preemption = preemption.verdict(pod)
             if entry.reported.startswith("0/") and not entry.reported.startswith(entry.message):
                 notes.append(
                     f"{pod.key}: the cluster last reported {entry.reported!r}; the snapshot gives "

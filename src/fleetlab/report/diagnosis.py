@@ -63,6 +63,8 @@ def pending_table(pod: PendingPod) -> Table:
     table.add_column("detail")
     table.add_row("blocked by", Text(f"{pod.blocked_by}: {pod.detail}", style="bold red"))
     table.add_row("kube-scheduler", Text(pod.message))
+    if pod.preemption:
+        table.add_row("preemption", Text(pod.preemption))
     if pod.reported and not pod.reported.startswith(pod.message):
         table.add_row("cluster said", Text(pod.reported, style="yellow"))
     for group in pod.nodes:

@@ -94,6 +94,8 @@ class KubePod:
     owner_uid: str | None = None
     #: The PodScheduled condition's message (kube-scheduler's full FailedScheduling text), if any.
     scheduling_message: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    started: datetime | None = None
 
     @property
     def key(self) -> str:
@@ -298,6 +300,8 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         affinity=affinity,
         owner_kind=str(controller.get("kind")) if controller else None,
         owner_uid=str(controller.get("uid")) if controller and controller.get("uid") else None,
+        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        started=parse_time(status.get("startTime")),
         scheduling_message=next(
             (
                 str(c.get("message") or "")
