@@ -10,16 +10,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from fleetlab import __version__
+from fleetlab import __version__, cli_snapshot
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
-from fleetlab.cli_snapshot import (
-    AddNodesOpt,
-    FromSnapshotOpt,
-    SnapshotRuntimeOpt,
-    load_or_snapshot,
-    snapshot_cmd,
-)
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
@@ -34,7 +27,7 @@ app = typer.Typer(
 )
 app.add_typer(experiment_app, name="experiment")
 app.command(name="diagnose")(diagnose_cmd)
-app.command(name="snapshot")(snapshot_cmd)
+app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 
 
 def _console(stderr: bool = False) -> Console:
@@ -99,9 +92,9 @@ def simulate(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
     ] = False,
-    from_snapshot: FromSnapshotOpt = None,
-    add_nodes: AddNodesOpt = None,
-    snapshot_runtime: SnapshotRuntimeOpt = "1h",
+    from_snapshot: cli_snapshot.FromSnapshotOpt = None,
+    add_nodes: cli_snapshot.AddNodesOpt = None,
+    snapshot_runtime: cli_snapshot.SnapshotRuntimeOpt = "1h",
 ) -> None:
     """Run one scenario under one policy and print where time and money went."""
     from fleetlab.metrics.summary import summarize
@@ -110,7 +103,7 @@ def simulate(
 
     _check_out(out)
     try:
-        resolved = load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
+        resolved = cli_snapshot.load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
         with DelayedProgress(err_console) as progress:
             run = run_one(resolved, policy, None, lambda d, t: progress(policy, d, t))
     except (SpecError, UnknownPolicyError) as exc:
