@@ -278,3 +278,16 @@ def test_big_list_reads_in_linear_time(tmp_path: Path) -> None:
     assert len(snap.pods) == count and live.state.n == 500
     print(f"{size / 1e6:.1f} MB, {count} pods: read and charged in {elapsed:.2f} s")
     assert elapsed < 20, f"{size / 1e6:.0f} MB took {elapsed:.1f} s"
+
+
+def test_wrong_shapes_are_named_by_object_not_value(tmp_path: Path) -> None:
+    bad_pod = pod("p", [container("c")])
+    bad_pod["spec"]["containers"] = {"c": {"env": [{"name": "K", "value": "leaky-value"}]}}
+    bad_node = node("n1")
+    bad_node["metadata"]["labels"] = ["not", "a", "mapping"]
+    for name, items in {"pod": [node("n0"), bad_pod], "node": [bad_node]}.items():
+        path = write_list(tmp_path / f"{name}.json", items)
+        with pytest.raises(SpecError) as info:
+            load_snapshot([path])
+        message = str(info.value)
+        assert "unexpected shape" in message and "leaky-value" not in message, name

@@ -290,6 +290,20 @@ def _kueue_block(pod: KubePod, by_owner: dict[str, QueuedWorkload]) -> tuple[str
     return kind, f"Workload {queued.workload} not admitted: {queued.verdict}{said}"
 
 
+def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
+    """What the reader should know before trusting the verdict: another scheduler, a stale message."""
+    notes: list[str] = []
+    if pod.scheduler_name != "default-scheduler":
+        notes.append(f"{pod.key} uses schedulerName {pod.scheduler_name}; checked against the defaults")
+    if entry.reported.startswith("0/") and not entry.reported.startswith(entry.message):
+        notes.append(
+            f"{pod.key}: the cluster last reported {entry.reported!r}; the snapshot gives "
+            f"{entry.message!r} (the cluster changed since, or a filter fleetlab does not model "
+            "blocks it: volumes, host ports, topology spread, inter-pod affinity, DRA)"
+        )
+    return notes
+
+
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     """All three stages over the snapshot, in a stable order (nodes and pods by name)."""
     snapshot = live.snapshot
@@ -321,17 +335,8 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             if entry.blocked_by in PREEMPTION_MAY_HELP:
                 preemption = preemption or PreemptionCheck(live)
                 entry.preemption = preemption.verdict(pod)
-            if entry.reported.startswith("0/") and not entry.reported.startswith(entry.message):
-                notes.append(
-                    f"{pod.key}: the cluster last reported {entry.reported!r}; the snapshot gives "
-                    f"{entry.message!r} (the cluster changed since, or a filter fleetlab does not model "
-                    "blocks it: volumes, host ports, topology spread, inter-pod affinity, DRA)"
-                )
+            notes.extend(_pending_notes(pod, entry))
             pending.append(entry)
-            if pod.scheduler_name != "default-scheduler":
-                notes.append(
-                    f"{pod.key} uses schedulerName {pod.scheduler_name}; checked against the defaults"
-                )
         else:
             starting.append(diagnose_starting(pod, now, events.get(pod.key, {})))
     for orphan in live.orphans:

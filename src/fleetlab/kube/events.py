@@ -64,9 +64,12 @@ def pod_events(events: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, PodEv
         reason = str(event.get("reason") or "")
         if reason not in READ_REASONS:
             continue
-        target, message, first, last, count = _fields(event)
-        if target.get("kind") != "Pod":
-            continue
+        try:
+            target, message, first, last, count = _fields(event)
+            if target.get("kind") != "Pod":
+                continue
+        except (AttributeError, TypeError, ValueError):
+            continue  # an event of an unexpected shape is advisory only: skip it
         key = f"{target.get('namespace') or 'default'}/{target.get('name')}"
         found = PodEvent(reason, _shorten(message), first, last, count)
         per_pod = out.setdefault(key, {})

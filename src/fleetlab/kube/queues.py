@@ -79,6 +79,15 @@ class KueueView:
     """Kueue objects indexed for lookups: queues, quotas and usage per (flavor, resource)."""
 
     def __init__(self, objects: Iterable[KubeObject]) -> None:
+        try:
+            self._index(objects)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise SpecError(
+                "Kueue objects",
+                [f"a field has an unexpected shape ({type(exc).__name__}); expected kubectl output"],
+            ) from None
+
+    def _index(self, objects: Iterable[KubeObject]) -> None:
         self.cluster_queues: dict[str, KubeObject] = {}
         self.local_queues: dict[str, str] = {}  # namespace/name -> ClusterQueue
         self.workloads: list[KubeObject] = []

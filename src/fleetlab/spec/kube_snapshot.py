@@ -367,6 +367,21 @@ KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlav
 EVENT_KINDS = frozenset({"Event"})
 
 
+def _parse(kind: str, obj: KubeObject, source: str) -> Any:
+    """A Node or Pod; a field of the wrong shape (a list where kubectl writes a mapping...) is reported by
+    object name only, never by value."""
+    try:
+        return parse_node(obj, source) if kind == "Node" else parse_pod(obj, source)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise SpecError(
+            source,
+            [
+                f"{kind} {object_name(obj)}: a field has an unexpected shape ({type(exc).__name__}); "
+                "expected `kubectl get ... -o json` output"
+            ],
+        ) from None
+
+
 def _read_into(
     path: Path, allowed: frozenset[str], what: str, out: dict[str, list[Any]], stamps: list[datetime]
 ) -> None:
@@ -377,14 +392,12 @@ def _read_into(
         if kind not in allowed:
             others[kind] = others.get(kind, 0) + 1
             continue
-        if kind == "Node":
-            out["nodes"].append(parse_node(obj, source))
-        elif kind == "Pod":
-            out["pods"].append(parse_pod(obj, source))
-        elif kind in KUEUE_KINDS:
+        if kind in KUEUE_KINDS:
             out["queue"].append(obj)
-        else:
+        elif kind in EVENT_KINDS:
             out["events"].append(obj)
+        else:
+            out["nodes" if kind == "Node" else "pods"].append(_parse(kind, obj, source))
         stamps.extend(_timestamps(obj))
     if others:
         found = ", ".join(f"{n} {k}" for k, n in sorted(others.items()))
