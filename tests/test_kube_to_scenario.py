@@ -38,6 +38,17 @@ def test_pools_group_identical_nodes_and_fold_in_daemonset_pods() -> None:
     assert mig["extended_resources"]["nvidia.com/mig-1g.10gb"] == 7 and "gpu_model" not in mig
 
 
+def test_pools_are_priced_from_the_built_in_catalog_of_their_cloud() -> None:
+    """providerID gce:// + region label + instance type: the built-in GCP catalog prices the pool; the
+    snapshot's shape is kept (a faulted node keeps 0 GPUs); an instance type missing there is warned."""
+    built = snapshot_pools(load_snapshot([SNAPSHOT]))
+    pools = {p["name"]: p for p in built.pools}
+    assert pools["a3-highgpu-8g-h100"]["price_per_hour"] > 0
+    faulted = pools["a3-highgpu-8g-h100-5"]
+    assert faulted["price_per_hour"] > 0 and "gpus_per_node" not in faulted
+    assert any("n2-standard-32" in w and "counts as 0" in w for w in built.warnings)
+
+
 def _pod_nodes(run) -> dict[str, str]:  # type: ignore[no-untyped-def]
     result = run.result
     ids = list(result.jobs.ids)

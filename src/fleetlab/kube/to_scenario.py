@@ -21,6 +21,7 @@ from fleetlab.model.cluster import (
     GPU_PRODUCT_LABEL,
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
+    REGION_LABEL,
     ZONE_LABEL,
 )
 from fleetlab.model.gpus import GPU_MODELS
@@ -29,6 +30,10 @@ from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_snapshot import KubeNode, KubePod, Snapshot
 from fleetlab.spec.loader import resolve
+from fleetlab.spec.pools import resolve_pool
+
+#: providerID prefixes of the clouds with a built-in price catalog.
+PROVIDERS = {"gce": "gcp", "aws": "aws", "azure": "azure"}
 
 _PRODUCT_TO_MODEL: dict[str, str] = {}
 for _name, _model in GPU_MODELS.items():
@@ -39,10 +44,25 @@ PER_NODE_LABELS = frozenset({HOSTNAME_LABEL, "kubernetes.io/hostname"})
 
 @dataclass
 class SnapshotPools:
-    """The pools built from a snapshot and where each snapshot node landed."""
+    """The pools built from a snapshot, where each snapshot node landed, and pricing warnings."""
 
     pools: list[dict[str, Any]]
     node_of: dict[str, str]  # snapshot node name -> simulated node name
+    warnings: list[str]
+
+
+def _price(pool: dict[str, Any], node: KubeNode) -> str | None:
+    """Set the pool's on-demand price from the built-in catalog of its cloud; a warning when it cannot."""
+    cloud = PROVIDERS.get(node.provider_id.split(":", 1)[0])
+    region = node.labels.get(REGION_LABEL)
+    if cloud is None or region is None or "instance_type" not in pool:
+        return f"pool {pool['name']}: no price (cloud, region or instance type unknown); costs count it as 0"
+    try:
+        priced, _ = resolve_pool({**pool, "cloud": cloud, "region": region}, f"pool {pool['name']}", None)
+    except ValueError as exc:
+        return f"{exc}; its price counts as 0"
+    pool["price_per_hour"] = priced["price_per_hour"]  # shape stays the snapshot's, only the price is taken
+    return None
 
 
 def _daemon_usage(snapshot: Snapshot) -> dict[str, dict[str, int]]:
@@ -123,6 +143,7 @@ def snapshot_pools(snapshot: Snapshot) -> SnapshotPools:
         groups.setdefault(key, []).append((node, free))
     pools: list[dict[str, Any]] = []
     node_of: dict[str, str] = {}
+    warnings: list[str] = []
     taken: set[str] = set()
     for members in groups.values():
         first, free = members[0]
@@ -132,10 +153,14 @@ def snapshot_pools(snapshot: Snapshot) -> SnapshotPools:
             if k not in PER_NODE_LABELS and all(m.labels.get(k) == v for m, _ in members)
         }
         name = _pool_name(first, taken)
-        pools.append(_pool(first, free, name, len(members), common))
+        pool = _pool(first, free, name, len(members), common)
+        warning = _price(pool, first)
+        if warning is not None:
+            warnings.append(warning)
+        pools.append(pool)
         for i, (node, _) in enumerate(members):
             node_of[node.name] = f"{name}-{i}"
-    return SnapshotPools(pools, node_of)
+    return SnapshotPools(pools, node_of, warnings)
 
 
 def _job(
@@ -220,4 +245,5 @@ def snapshot_scenario(
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise SpecError(label, problems_from_validation(exc)) from None
-    return resolve(scenario, label)
+    resolved = resolve(scenario, label)
+    return resolved.model_copy(update={"warnings": (*built.warnings, *resolved.warnings)})

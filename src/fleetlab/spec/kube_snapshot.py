@@ -48,6 +48,8 @@ class KubeNode:
     ready: str  # "True", "False" or "Unknown" (the Ready condition's status)
     unschedulable: bool
     created: datetime | None = None
+    #: spec.providerID (``gce://…``, ``aws:///…``, ``azure://…``): which cloud the node runs in.
+    provider_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,7 @@ def parse_node(obj: KubeObject, source: str) -> KubeNode:
         ready=ready,
         unschedulable=bool(spec.get("unschedulable", False)),
         created=parse_time(meta.get("creationTimestamp")),
+        provider_id=str(spec.get("providerID") or ""),
     )
 
 
