@@ -396,3 +396,15 @@ def test_fixture_eight_gpu_pod_finds_no_victims() -> None:
     d = fixture_diagnosis()
     p = next(x for x in d.pending if x.pod == "ml-research/pretrain-70b-worker-0-fz2lm")
     assert p.preemption.startswith("no lower-priority pods run anywhere")
+
+
+def test_bound_to_not_ready_node_and_nominated_pod(tmp_path: Path) -> None:
+    stuck = gpu_pod("stuck", 1, "down")
+    nominated = gpu_pod("nominee", 8)
+    nominated["status"]["nominatedNodeName"] = "up"
+    busy = gpu_pod("busy", 4, "up", "Running")
+    d = run(tmp_path, [node("down", ready="Unknown"), node("up"), stuck, nominated, busy])
+    (s,) = d.starting
+    assert s.stage == "node NotReady" and "Ready=Unknown" in s.reason
+    (p,) = d.pending
+    assert p.preemption.startswith("nominated to node up")

@@ -290,6 +290,19 @@ def _kueue_block(pod: KubePod, by_owner: dict[str, QueuedWorkload]) -> tuple[str
     return kind, f"Workload {queued.workload} not admitted: {queued.verdict}{said}"
 
 
+def _starting(
+    live: LiveCluster, pod: KubePod, now: datetime | None, events: dict[str, PodEvent]
+) -> StartingPod:
+    """Stage (c) for one pod; a pod bound to a NotReady node waits for the kubelet, whatever else it shows."""
+    entry = diagnose_starting(pod, now, events)
+    row = live.index.get(pod.node_name or "")
+    node = live.snapshot.nodes[row] if row is not None else None
+    if node is not None and node.ready != "True":
+        entry.stage = "node NotReady"
+        entry.reason = f"the kubelet on {node.name} is not reporting (Ready={node.ready}); {entry.reason}"
+    return entry
+
+
 def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
     """What the reader should know before trusting the verdict: another scheduler, a stale message."""
     notes: list[str] = []
@@ -335,10 +348,15 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             if entry.blocked_by in PREEMPTION_MAY_HELP:
                 preemption = preemption or PreemptionCheck(live)
                 entry.preemption = preemption.verdict(pod)
+            if pod.nominated_node is not None:
+                entry.preemption = (
+                    f"nominated to node {pod.nominated_node}: preemption is under way, the pod waits for "
+                    "its victims to terminate"
+                )
             notes.extend(_pending_notes(pod, entry))
             pending.append(entry)
         else:
-            starting.append(diagnose_starting(pod, now, events.get(pod.key, {})))
+            starting.append(_starting(live, pod, now, events.get(pod.key, {})))
     for orphan in live.orphans:
         notes.append(f"{orphan.key} is bound to node {orphan.node_name}, which is not in the snapshot")
     for name in live.implied:

@@ -98,6 +98,8 @@ class KubePod:
     scheduling_message: str = ""
     preemption_policy: str = "PreemptLowerPriority"
     started: datetime | None = None
+    #: status.nominatedNodeName: preemption chose this node; the pod waits for its victims to go.
+    nominated_node: str | None = None
 
     @property
     def key(self) -> str:
@@ -305,6 +307,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         owner_uid=str(controller.get("uid")) if controller and controller.get("uid") else None,
         preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
         started=parse_time(status.get("startTime")),
+        nominated_node=str(status.get("nominatedNodeName")) if status.get("nominatedNodeName") else None,
         scheduling_message=next(
             (
                 str(c.get("message") or "")
