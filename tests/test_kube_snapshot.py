@@ -291,3 +291,38 @@ def test_wrong_shapes_are_named_by_object_not_value(tmp_path: Path) -> None:
             load_snapshot([path])
         message = str(info.value)
         assert "unexpected shape" in message and "leaky-value" not in message, name
+
+
+def test_priority_classes_fill_pods_without_spec_priority(tmp_path: Path) -> None:
+    """The Priority admission plugin: priorityClassName's value, else the globalDefault class; a pod
+    that already carries spec.priority (every pod the API server admitted) keeps it."""
+    classes = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent"},
+            "value": 100000,
+            "preemptionPolicy": "Never",
+        },
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "batch"},
+            "value": 10,
+            "globalDefault": True,
+        },
+    ]
+    named = pod("named", [container("c")], priorityClassName="urgent")
+    plain = pod("plain", [container("c")])
+    admitted = pod("admitted", [container("c")], priorityClassName="urgent", priority=7)
+    snap_file = write_list(tmp_path / "s.json", [node("n0"), named, plain, admitted])
+    class_file = write_list(tmp_path / "pc.json", classes)
+    pods = {p.name: p for p in load_snapshot([snap_file], priority_paths=[class_file]).pods}
+    assert (pods["named"].priority, pods["named"].preemption_policy) == (100000, "Never")
+    assert pods["plain"].priority == 10
+    assert pods["admitted"].priority == 7
+    missing = write_list(
+        tmp_path / "m.json", [node("n0"), pod("x", [container("c")], priorityClassName="gold")]
+    )
+    with pytest.raises(SpecError, match="priorityClassName gold not found"):
+        load_snapshot([missing], priority_paths=[class_file])

@@ -45,6 +45,12 @@ def diagnose_cmd(
         list[Path] | None,
         typer.Option("--events", help="`kubectl get events -A -o json`: the cluster's own last messages."),
     ] = None,
+    priorityclasses: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--priorityclasses", help="`kubectl get priorityclasses -o json`, for pods without spec.priority."
+        ),
+    ] = None,
     now: Annotated[
         str | None,
         typer.Option(
@@ -66,7 +72,7 @@ def diagnose_cmd(
         raise _fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
     try:
         at = _parse_now(now)
-        snap = load_snapshot(files, kueue or [], events or [])
+        snap = load_snapshot(files, kueue or [], events or [], priorityclasses or [])
         live = build_live_cluster(snap)
         result = diagnose(live, at or snap.newest)
     except (SpecError, ValueError) as exc:

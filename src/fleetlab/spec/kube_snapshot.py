@@ -9,7 +9,7 @@ the API's defaulting of a limit-only container (requests = limits).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,9 @@ class KubePod:
     started: datetime | None = None
     #: status.nominatedNodeName: preemption chose this node; the pod waits for its victims to go.
     nominated_node: str | None = None
+    priority_class: str | None = None
+    #: Whether spec.priority was in the object (the Priority admission plugin sets it on real pods).
+    priority_given: bool = False
 
     @property
     def key(self) -> str:
@@ -332,6 +335,8 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         if str(spec.get("priority") or 0).lstrip("-").isdigit()
         else 0,
         gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)),
+        priority_class=str(spec["priorityClassName"]) if spec.get("priorityClassName") else None,
+        priority_given=spec.get("priority") is not None,
     )
 
 
@@ -371,6 +376,31 @@ KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlav
 
 
 EVENT_KINDS = frozenset({"Event"})
+PRIORITY_KINDS = frozenset({"PriorityClass"})
+
+
+def apply_priority_classes(pods: list[KubePod], classes: list[KubeObject], source: str) -> list[KubePod]:
+    """Fill the priority of pods that carry no spec.priority from their PriorityClass (or the
+    globalDefault one), as the Priority admission plugin does; pods with spec.priority keep it."""
+    by_name: dict[str, KubeObject] = {object_name(c): c for c in classes}
+    default = next((c for c in classes if c.get("globalDefault") is True), None)
+    out: list[KubePod] = []
+    for pod in pods:
+        cls = by_name.get(pod.priority_class) if pod.priority_class else default
+        if pod.priority_class and cls is None:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise SpecError(
+                source, [f"Pod {pod.key}: priorityClassName {pod.priority_class} not found (known: {known})"]
+            )
+        if cls is None or pod.priority_given:
+            out.append(pod)
+            continue
+        value = cls.get("value")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SpecError(source, [f"PriorityClass {object_name(cls)}: value must be an integer"])
+        policy = str(cls.get("preemptionPolicy") or "PreemptLowerPriority")
+        out.append(replace(pod, priority=value, preemption_policy=policy))
+    return out
 
 
 def _parse(kind: str, obj: KubeObject, source: str) -> Any:
@@ -402,6 +432,8 @@ def _read_into(
             out["queue"].append(obj)
         elif kind in EVENT_KINDS:
             out["events"].append(obj)
+        elif kind in PRIORITY_KINDS:
+            out["classes"].append(obj)
         else:
             out["nodes" if kind == "Node" else "pods"].append(_parse(kind, obj, source))
         stamps.extend(_timestamps(obj))
@@ -411,12 +443,16 @@ def _read_into(
 
 
 def load_snapshot(
-    paths: Sequence[Path], kueue_paths: Sequence[Path] = (), event_paths: Sequence[Path] = ()
+    paths: Sequence[Path],
+    kueue_paths: Sequence[Path] = (),
+    event_paths: Sequence[Path] = (),
+    priority_paths: Sequence[Path] = (),
 ) -> Snapshot:
-    """Nodes and pods (plus Kueue objects and Events) from kubectl files; other kinds are an error."""
-    out: dict[str, list[Any]] = {"nodes": [], "pods": [], "queue": [], "events": []}
+    """Nodes and pods (plus Kueue objects, Events, PriorityClasses) from kubectl files; other kinds are an
+    error."""
+    out: dict[str, list[Any]] = {"nodes": [], "pods": [], "queue": [], "events": [], "classes": []}
     stamps: list[datetime] = []
-    main = frozenset({"Node", "Pod"}) | KUEUE_KINDS | EVENT_KINDS
+    main = frozenset({"Node", "Pod"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
         "plus Kueue objects and Events"
@@ -431,6 +467,8 @@ def load_snapshot(
         _read_into(
             path, EVENT_KINDS, "an --events file holds `kubectl get events -A -o json` output", out, stamps
         )
+    for path in priority_paths:
+        _read_into(path, PRIORITY_KINDS, "a --priorityclasses file holds PriorityClass objects", out, stamps)
     nodes: list[KubeNode] = out["nodes"]
     seen: set[str] = set()
     for node in nodes:
@@ -441,5 +479,10 @@ def load_snapshot(
         raise SpecError(
             ", ".join(map(str, paths)), ["no Node objects found; pass `kubectl get nodes -o json`"]
         )
-    sources = [str(p) for p in [*paths, *kueue_paths, *event_paths]]
-    return Snapshot(nodes, out["pods"], max(stamps) if stamps else None, sources, out["queue"], out["events"])
+    sources = [str(p) for p in [*paths, *kueue_paths, *event_paths, *priority_paths]]
+    pods = (
+        apply_priority_classes(out["pods"], out["classes"], ", ".join(sources))
+        if out["classes"]
+        else out["pods"]
+    )
+    return Snapshot(nodes, pods, max(stamps) if stamps else None, sources, out["queue"], out["events"])
