@@ -102,3 +102,36 @@ def test_cli_simulate_from_snapshot() -> None:
     assert bad.exit_code == 2 and "POOL=N" in bad.output
     alone = runner.invoke(cli.app, ["simulate", "--add-nodes", "x=1"])
     assert alone.exit_code == 2 and "--from-snapshot" in alone.output
+
+
+def test_preempted_running_pod_is_rescheduled_not_rebound(tmp_path: Path) -> None:
+    """A snapshot's running pod is bound once at t=0; evicted by a higher-priority arrival it goes back
+    through the scheduling queue like any other pod (DefaultPreemption in the simulator)."""
+    from kube_builders import container, node, pod, write_list
+
+    low = pod(
+        "low", [container("c", {"cpu": "1"}, {"nvidia.com/gpu": "8"})], node="n0", phase="Running", priority=0
+    )
+    high = pod("high", [container("c", {"cpu": "1"}, {"nvidia.com/gpu": "8"})], priority=1000)
+    path = write_list(tmp_path / "s.json", [node("n0"), low, high])
+    resolved = snapshot_scenario(load_snapshot([path]), remaining_s=3600, runtime_s=600)
+    cols = job_columns(run_one(resolved, "default").result)
+    index = {jid: i for i, jid in enumerate(cols["job_id"])}
+    assert cols["queue_wait_s"][index["default/high"]] == 0  # preempted its way in at t=0
+    assert cols["evictions"][index["default/low"]] == 1
+    assert cols["state"][index["default/low"]] == "completed"
+    assert cols["queue_wait_s"][index["default/low"]] == 600  # back on the node once high finished
+
+
+def test_pending_pod_group_becomes_one_gang_job(tmp_path: Path) -> None:
+    from kube_builders import container, node, pod, write_list
+
+    members = []
+    for i in range(3):
+        member = pod(f"w-{i}", [container("c", {"cpu": "1"}, {"nvidia.com/gpu": "8"})])
+        member["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "train"}
+        members.append(member)
+    path = write_list(tmp_path / "s.json", [node("n0"), node("n1"), *members])
+    resolved = snapshot_scenario(load_snapshot([path]))
+    (job,) = resolved.jobs
+    assert (job.id, job.pods, job.gang) == ("default/train", 3, True)
