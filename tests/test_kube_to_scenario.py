@@ -135,3 +135,16 @@ def test_pending_pod_group_becomes_one_gang_job(tmp_path: Path) -> None:
     resolved = snapshot_scenario(load_snapshot([path]))
     (job,) = resolved.jobs
     assert (job.id, job.pods, job.gang) == ("default/train", 3, True)
+
+
+def test_hostname_selector_follows_the_node_into_its_pool(tmp_path: Path) -> None:
+    from kube_builders import container, node, pod, write_list
+
+    pinned = pod("pinned", [container("c", {"cpu": "1"})], nodeSelector={"kubernetes.io/hostname": "n1"})
+    path = write_list(tmp_path / "s.json", [node("n0"), node("n1", gpus=4), pinned])
+    snap = load_snapshot([path])
+    resolved = snapshot_scenario(snap)
+    node_of = snapshot_pools(snap).node_of
+    (job,) = resolved.jobs
+    assert job.node_selector == {"kubernetes.io/hostname": node_of["n1"]}
+    assert _pod_nodes(run_one(resolved, "default"))["default/pinned"] == node_of["n1"]

@@ -164,8 +164,14 @@ def snapshot_pools(snapshot: Snapshot) -> SnapshotPools:
 
 
 def _job(
-    pod: KubePod, job_id: str, runtime_s: float, pods: int = 1, bound: str | None = None
+    pod: KubePod,
+    job_id: str,
+    runtime_s: float,
+    node_of: dict[str, str],
+    pods: int = 1,
+    bound: str | None = None,
 ) -> dict[str, Any]:
+    """A job dict for one pod (or a gang of ``pods`` identical ones)."""
     job: dict[str, Any] = {
         "id": job_id,
         "submit_s": 0,
@@ -175,7 +181,8 @@ def _job(
         "priority": pod.priority,
         "requests": {r: format_amount(r, v) for r, v in sorted(pod.requests.items()) if r != PODS},
         "tolerations": [t.model_dump(by_alias=True, exclude_none=True) for t in pod.tolerations],
-        "nodeSelector": dict(pod.node_selector),
+        # a hostname selector names the snapshot node; the simulated node has the pool's name for it
+        "nodeSelector": {k: node_of.get(v, v) if k == HOSTNAME_LABEL else v for k, v in pod.node_selector},
         "runtime": runtime_s,
     }
     if pod.affinity is not None:
@@ -197,18 +204,18 @@ def snapshot_jobs(
         if pod.node_name is not None:
             bound = node_of.get(pod.node_name)
             if bound is not None:
-                jobs.append(_job(pod, pod.key, remaining_s, bound=bound))
+                jobs.append(_job(pod, pod.key, remaining_s, node_of, bound=bound))
         elif pod.group is not None:
             gangs.setdefault((pod.namespace, pod.group), []).append(pod)
         else:
-            jobs.append(_job(pod, pod.key, runtime_s))
+            jobs.append(_job(pod, pod.key, runtime_s, node_of))
     for (ns, group), members in sorted(gangs.items()):
         first = members[0]
         same = all(m.requests == first.requests and m.tolerations == first.tolerations for m in members)
         if same:
-            jobs.append(_job(first, f"{ns}/{group}", runtime_s, pods=len(members)))
+            jobs.append(_job(first, f"{ns}/{group}", runtime_s, node_of, pods=len(members)))
         else:
-            jobs.extend(_job(m, m.key, runtime_s) for m in members)
+            jobs.extend(_job(m, m.key, runtime_s, node_of) for m in members)
     return jobs
 
 
