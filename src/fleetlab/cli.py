@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from fleetlab import __version__
+from fleetlab import __version__, cli_snapshot
+from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
@@ -26,6 +27,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(experiment_app, name="experiment")
+app.command(name="diagnose")(diagnose_cmd)
+app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 
 
 def _console(stderr: bool = False) -> Console:
@@ -92,6 +95,9 @@ def simulate(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
     ] = False,
+    from_snapshot: cli_snapshot.FromSnapshotOpt = None,
+    add_nodes: cli_snapshot.AddNodesOpt = None,
+    snapshot_runtime: cli_snapshot.SnapshotRuntimeOpt = "1h",
 ) -> None:
     """Run one scenario under one policy and print where time and money went."""
     from fleetlab.metrics.summary import summarize
@@ -100,7 +106,7 @@ def simulate(
 
     _check_out(out)
     try:
-        resolved = load(scenario, seed)
+        resolved = cli_snapshot.load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
         with DelayedProgress(err_console) as progress:
             run = run_one(resolved, policy, None, lambda d, t: progress(policy, d, t))
     except (SpecError, UnknownPolicyError) as exc:

@@ -87,6 +87,9 @@ class Job(SpecModel):
     namespace: str = "default"
     #: A PriorityClass of the scenario; its value replaces ``priority`` (the Priority admission plugin).
     priority_class_name: str | None = Field(default=None, alias="priorityClassName")
+    #: Already running on this node when the run starts (a cluster snapshot's running pod): its pods are
+    #: bound there at submit time without a scheduling cycle.
+    bound_node: str | None = None
 
     @field_validator("requests", mode="before")
     @classmethod

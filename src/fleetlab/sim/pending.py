@@ -10,8 +10,9 @@ import numpy as np
 
 from fleetlab.model.job import Job
 from fleetlab.model.resources import format_amount
-from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.scheduler import Scheduler
+from fleetlab.placement.state import BoolArray
 from fleetlab.sim.result import PendingJob
 
 
@@ -35,6 +36,9 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
         what = "pod slots" if name == "pods" else name
         largest = int(state.allocatable[nodes, col].max())
         if largest < want:
+            excluded = _excluded_big_nodes(scheduler, pod, static)
+            if excluded is not None:
+                return "constraints", excluded
             return "too-large", (
                 f"the pod needs {format_amount(name, want)} {what} but the largest eligible node has "
                 f"{format_amount(name, largest)}"
@@ -51,6 +55,29 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
     if len(scheduler.feasible_nodes(pod)):
         return "none", "a node fits now; the pod would be placed at the next scheduling cycle"
     return "fragmentation", "no single node has every requested resource free at once"
+
+
+def _excluded_big_nodes(scheduler: Scheduler, pod: CompiledPod, static: BoolArray) -> str | None:
+    """When only filtered-out nodes are big enough: which filter keeps the pod off them (else None)."""
+    state = scheduler.state
+    cols = pod.request_cols
+    big = state.ready & ~static & (state.allocatable[:, cols] >= pod.request[cols]).all(axis=1)
+    if not big.any():
+        return None
+    remaining = big.copy()
+    parts: list[str] = []
+    for plugin in scheduler.filters:
+        if not plugin.static:
+            continue
+        failing = remaining & ~plugin.passes(state, pod)
+        n = int(np.count_nonzero(failing))
+        if n:
+            parts.append(f"{n} by {plugin.name}")
+        remaining &= ~failing
+    return (
+        f"{int(np.count_nonzero(big))} node(s) are large enough but filtered out ({', '.join(parts)}); "
+        "the nodes that pass the filters are too small"
+    )
 
 
 def classify_gang(

@@ -29,6 +29,7 @@ from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.pending import explain_pending
+from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import SimulationResult
@@ -204,6 +205,8 @@ class Simulator:
         """Put a job's unfinished pods in the scheduling queue; a gang is one entry. Pods that already
         succeeded stay done when an evicted job is admitted again, as a resumed Job keeps its
         succeeded count."""
+        if pods is None and bind_prebound(self, job):
+            return
         j = self.jobs[job]
         group = self.group_of(job)
         book = self.book

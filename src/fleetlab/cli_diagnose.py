@@ -1,0 +1,86 @@
+"""``fleetlab diagnose``: why pods are not running, from `kubectl get ... -o json` files (read-only).
+
+Exit status: 0 when nothing is pending, 1 when some pod waits (unplaced or not yet running), 2 for bad
+input. ``--json`` prints the same diagnosis as plain data for scripts.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _parse_now(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--now {value!r}: expected an RFC 3339 time such as 2026-11-30T10:00:00Z") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def diagnose_cmd(
+    nodes: Annotated[
+        list[Path] | None, typer.Option("--nodes", help="`kubectl get nodes -o json` output (JSON or YAML).")
+    ] = None,
+    pods: Annotated[
+        list[Path] | None, typer.Option("--pods", help="`kubectl get pods -A -o json` output (JSON or YAML).")
+    ] = None,
+    snapshot: Annotated[
+        list[Path] | None,
+        typer.Option("--snapshot", help="One v1 List holding nodes and pods (`fleetlab snapshot --out`)."),
+    ] = None,
+    kueue: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--kueue", help="Kueue ClusterQueues/LocalQueues/Workloads/ResourceFlavors (kubectl -o json)."
+        ),
+    ] = None,
+    events: Annotated[
+        list[Path] | None,
+        typer.Option("--events", help="`kubectl get events -A -o json`: the cluster's own last messages."),
+    ] = None,
+    priorityclasses: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--priorityclasses", help="`kubectl get priorityclasses -o json`, for pods without spec.priority."
+        ),
+    ] = None,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            "--now", help="Measure waits against this time (default: newest timestamp in the files)."
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the diagnosis as JSON.")] = False,
+) -> None:
+    """Why pods are pending: GPUs advertised, per-node scheduler reasons and the real block, stuck starts."""
+    from fleetlab.cli import _fail, err_console, out_console
+    from fleetlab.kube.cluster import build_live_cluster
+    from fleetlab.kube.diagnose import diagnose
+    from fleetlab.report.diagnosis import print_diagnosis
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.kube_snapshot import load_snapshot
+
+    files = [*(snapshot or []), *(nodes or []), *(pods or [])]
+    if not files:
+        raise _fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
+    try:
+        at = _parse_now(now)
+        snap = load_snapshot(files, kueue or [], events or [], priorityclasses or [])
+        live = build_live_cluster(snap)
+        result = diagnose(live, at or snap.newest)
+    except (SpecError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if json_out:
+        typer.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+    else:
+        print_diagnosis(out_console, result)
+    if not snap.pods:
+        err_console.print("warning: no Pod objects given; pass --pods to see pending pods", highlight=False)
+    raise typer.Exit(1 if result.anything_pending else 0)

@@ -1,0 +1,1 @@
+"""The Kubernetes bridge: diagnose a cluster snapshot with fleetlab's own placement code."""

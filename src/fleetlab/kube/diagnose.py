@@ -1,0 +1,380 @@
+"""Why GPU pods are not running, staged as an operator checks: GPUs advertised, pods placed, pods started.
+
+Stage (b) runs the simulator's own filter plugins against the snapshot, so the per-node reasons and the
+``0/N nodes are available: ...`` line are those kube-scheduler writes into the FailedScheduling event,
+and the shortage/fragmentation verdict is the one the simulator reports for its pending jobs. On top,
+it says what kube-scheduler cannot: which rule (taint, selector, cordon, NotReady) or which missing
+device plugin is the real block, and whether a gang waits for its siblings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
+from fleetlab.kube.events import PodEvent, pod_events
+from fleetlab.kube.preemption_check import PreemptionCheck
+from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
+from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
+from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
+from fleetlab.model.resources import GPU, format_amount, is_extended
+from fleetlab.placement.framework import PodSpec
+from fleetlab.sim.pending import classify, classify_gang
+from fleetlab.spec.kube_snapshot import KubeNode, KubePod
+
+#: Verdicts where evicting lower-priority pods could make room (capacity, not rules, is short).
+PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang"})
+GPU_LABEL_HINTS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
+
+
+@dataclass
+class GpuNode:
+    """Stage (a): one node that has, or should have, GPUs, and what stops it offering them."""
+
+    node: str
+    product: str | None
+    gpus_allocatable: int
+    gpus_capacity: int
+    other_gpu_resources: dict[str, int]
+    ready: str
+    unschedulable: bool
+    sharing: str | None
+    problems: list[str]
+
+
+@dataclass
+class PendingPod:
+    """Stage (b): an unbound Pending pod, the scheduler's message and the verdict behind it."""
+
+    pod: str
+    requests: dict[str, str]
+    message: str
+    blocked_by: str
+    detail: str
+    waiting_s: float | None
+    #: Nodes grouped by verdict (first failing filter and its reasons), largest group first.
+    nodes: list[NodeGroup] = field(default_factory=list)
+    #: What the cluster last said (FailedScheduling event, else the PodScheduled condition message).
+    reported: str = ""
+    #: DefaultPreemption's dry run over the snapshot: who would be evicted, or why nobody.
+    preemption: str = ""
+
+
+@dataclass
+class Diagnosis:
+    """The three stages, plus the moment durations are measured against."""
+
+    now: str | None
+    nodes: int
+    gpus_allocatable: int
+    gpus_schedulable: int
+    gpu_nodes: list[GpuNode]
+    pending: list[PendingPod]
+    starting: list[StartingPod]
+    notes: list[str]
+    #: Kueue Workloads not admitted (only when Kueue objects were given).
+    workloads: list[QueuedWorkload] = field(default_factory=list)
+
+    @property
+    def anything_pending(self) -> bool:
+        """Whether any pod waits (unplaced or not yet running): exit status 1."""
+        return bool(self.pending or self.starting or self.workloads)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return asdict(self)
+
+
+def _gpu_resources(node: KubeNode) -> dict[str, int]:
+    return {
+        name: amount
+        for name, amount in node.allocatable.items()
+        if name.startswith("nvidia.com/") and name != GPU
+    }
+
+
+def _sharing(node: KubeNode) -> str | None:
+    strategy = node.labels.get("nvidia.com/gpu.sharing-strategy", "none")
+    replicas = node.labels.get("nvidia.com/gpu.replicas")
+    count = node.labels.get("nvidia.com/gpu.count")
+    if strategy in ("time-slicing", "mps"):
+        shape = f"{count} GPUs x {replicas} replicas" if count and replicas else "replicated GPUs"
+        return f"{strategy}: nvidia.com/gpu counts {shape}; memory and faults are shared"
+    mig = node.labels.get("nvidia.com/mig.strategy")
+    if mig in ("single", "mixed"):
+        return f"MIG {mig}: GPUs are advertised as MIG instances"
+    return None
+
+
+def gpu_node_report(node: KubeNode) -> GpuNode | None:
+    """What keeps a GPU node's GPUs from the scheduler, or None for a node with no sign of GPUs."""
+    alloc = node.allocatable.get(GPU, 0)
+    cap = node.capacity.get(GPU, 0)
+    others = _gpu_resources(node)
+    labelled = any(k in node.labels for k in GPU_LABEL_HINTS)
+    if not (alloc or cap or others or labelled or GPU in node.allocatable):
+        return None
+    problems: list[str] = []
+    if GPU not in node.allocatable and GPU not in node.capacity and not others:
+        problems.append(
+            "GPU labels but no nvidia.com/gpu resource: the NVIDIA device plugin is not running here"
+        )
+    elif alloc == 0 and not others:
+        if cap > 0:
+            problems.append(
+                f"nvidia.com/gpu allocatable 0 of capacity {cap}: the device plugin marked the GPUs "
+                "unhealthy (XID / driver fault); check `nvidia-smi` and the device-plugin log"
+            )
+        else:
+            problems.append("advertises nvidia.com/gpu: 0 (driver not loaded or device plugin found no GPU)")
+    elif alloc < cap:
+        problems.append(f"{cap - alloc} of {cap} GPUs unhealthy (allocatable {alloc} < capacity {cap})")
+    if node.ready != "True":
+        problems.append(f"NotReady (Ready={node.ready}): the kubelet is not reporting; no new pods land here")
+    if node.unschedulable:
+        problems.append("cordoned (spec.unschedulable): new pods are not placed here")
+    return GpuNode(
+        node=node.name,
+        product=node.labels.get("nvidia.com/gpu.product"),
+        gpus_allocatable=alloc,
+        gpus_capacity=cap,
+        other_gpu_resources=others,
+        ready=node.ready,
+        unschedulable=node.unschedulable,
+        sharing=_sharing(node),
+        problems=problems,
+    )
+
+
+def _schedulable(node: KubeNode) -> bool:
+    blocked = any(t.key in NOT_READY_KEYS and t.effect != "PreferNoSchedule" for t in node.taints)
+    return node.ready == "True" and not node.unschedulable and not blocked
+
+
+def _not_advertised(live: LiveCluster, pod: KubePod) -> tuple[str, str] | None:
+    """A requested extended resource that no node offers at all (device plugin missing, MIG layout)."""
+    for name, amount in sorted(pod.requests.items()):
+        if amount <= 0 or not is_extended(name):
+            continue
+        offering = [n for n in live.snapshot.nodes if n.allocatable.get(name, 0) > 0]
+        if offering:
+            continue
+        capacity = [n.name for n in live.snapshot.nodes if n.capacity.get(name, 0) > 0]
+        why = (
+            f"{len(capacity)} node(s) have it in capacity but 0 allocatable (unhealthy devices)"
+            if capacity
+            else "no node has it even in capacity (device plugin not running, or a different MIG/sharing "
+            "resource name is advertised)"
+        )
+        return "not-advertised", f"no node advertises {name}: {why}"
+    return None
+
+
+def _selector_detail(live: LiveCluster, pod: KubePod) -> str:
+    """Which nodeSelector pair matches no node, and the values the cluster does have for that key."""
+    parts: list[str] = []
+    for key, value in pod.node_selector:
+        values = sorted({n.labels[key] for n in live.snapshot.nodes if key in n.labels})
+        if value not in values:
+            have = ", ".join(values[:6]) if values else "no node has this label"
+            parts.append(f"nodeSelector {key}={value} matches no node (values present: {have})")
+    return "; ".join(parts)
+
+
+def _gang(live: LiveCluster, pod: KubePod, spec: PodSpec, siblings: list[KubePod]) -> tuple[str, str] | None:
+    alive = [p for p in siblings if not p.terminated]
+    if pod.group_size is not None and len(alive) < pod.group_size:
+        return "gang", (
+            f"pod group {pod.group}: {len(alive)} of {pod.group_size} pods exist; "
+            "the rest are not created yet"
+        )
+    waiting = [p for p in alive if p.node_name is None and p.phase == "Pending"]
+    if len(waiting) > 1:
+        verdict = classify_gang(live.scheduler, spec, len(waiting))
+        if verdict is not None:
+            return verdict[0], f"pod group {pod.group}: {verdict[1]}"
+        return "gang", (
+            f"pod group {pod.group}: {len(waiting)} pods pending; room for all of them exists, so the gang "
+            "scheduler (or Kueue) has not released them yet"
+        )
+    return None
+
+
+@dataclass
+class _Placement:
+    """What placement says about one pod spec (shared by every pod of that spec)."""
+
+    message: str
+    verdicts: Verdicts
+    blocked_by: str
+    detail: str
+
+
+def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
+    scheduler = live.scheduler
+    compiled = scheduler.compile(spec)
+    verdicts = per_node_verdicts(scheduler, compiled)
+    blocked_by, detail = classify(scheduler, spec)
+    if blocked_by in ("constraints", "too-large"):
+        ruled = rule_block(scheduler, compiled, verdicts)
+        if ruled is not None:
+            blocked_by, detail = ruled
+            if blocked_by == "selector/affinity":
+                detail = _selector_detail(live, pod) or detail
+    missing = _not_advertised(live, pod)
+    if missing is not None:
+        blocked_by, detail = missing
+    if any(g.fits for g in verdicts.groups):
+        message = "a node fits now: the scheduler has not run for this pod yet, or it uses another scheduler"
+    else:
+        message = scheduler.explain(compiled).message
+    return _Placement(message, verdicts, blocked_by, detail)
+
+
+def diagnose_pending(
+    live: LiveCluster,
+    pod: KubePod,
+    siblings: list[KubePod],
+    now: datetime | None,
+    cache: dict[PodSpec, _Placement] | None = None,
+) -> PendingPod:
+    """The scheduler's message for one unbound pod and what really blocks it (``cache`` per pod spec)."""
+    spec = pod_spec(pod)
+    placed = cache.get(spec) if cache is not None else None
+    if placed is None:
+        placed = _placement(live, pod, spec)
+        if cache is not None:
+            cache[spec] = placed
+    blocked_by, detail, message = placed.blocked_by, placed.detail, placed.message
+    if pod.gates:
+        blocked_by = "gated"
+        detail = f"schedulingGates {', '.join(pod.gates)}: the scheduler does not try the pod until removed"
+        if any(g.startswith("kueue.x-k8s.io/") for g in pod.gates):
+            detail += " (Kueue removes its gate once the workload is admitted)"
+    elif pod.group is not None and blocked_by == "none":
+        gang = _gang(live, pod, spec, siblings)
+        if gang is not None:
+            blocked_by, detail = gang
+            message = f"pod group {pod.group}: its pods wait for room to start together"
+    scheduled = pod.conditions.get("PodScheduled")
+    since = pod.created or (scheduled[2] if scheduled is not None else None)
+    return PendingPod(
+        pod=pod.key,
+        requests={k: format_amount(k, v) for k, v in sorted(pod.requests.items())},
+        message=message,
+        blocked_by=blocked_by,
+        detail=detail,
+        waiting_s=seconds_between(now, since),
+        nodes=placed.verdicts.groups,
+    )
+
+
+def _reported(pod: KubePod, events: dict[str, PodEvent]) -> str:
+    event = events.get("FailedScheduling")
+    if event is not None:
+        return event.message
+    return pod.scheduling_message
+
+
+def _kueue_block(pod: KubePod, by_owner: dict[str, QueuedWorkload]) -> tuple[str, str] | None:
+    """A pod whose Workload Kueue has not admitted waits for Kueue, whatever the nodes look like."""
+    queued = by_owner.get(pod.uid) or (by_owner.get(pod.owner_uid) if pod.owner_uid else None)
+    if queued is None:
+        return None
+    kind = "kueue-quota" if queued.verdict.startswith("quota:") else "kueue"
+    said = f" (Kueue: {queued.message})" if queued.message else ""
+    return kind, f"Workload {queued.workload} not admitted: {queued.verdict}{said}"
+
+
+def _starting(
+    live: LiveCluster, pod: KubePod, now: datetime | None, events: dict[str, PodEvent]
+) -> StartingPod:
+    """Stage (c) for one pod; a pod bound to a NotReady node waits for the kubelet, whatever else it shows."""
+    entry = diagnose_starting(pod, now, events)
+    row = live.index.get(pod.node_name or "")
+    node = live.snapshot.nodes[row] if row is not None else None
+    if node is not None and node.ready != "True":
+        entry.stage = "node NotReady"
+        entry.reason = f"the kubelet on {node.name} is not reporting (Ready={node.ready}); {entry.reason}"
+    return entry
+
+
+def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
+    """What the reader should know before trusting the verdict: another scheduler, a stale message."""
+    notes: list[str] = []
+    if pod.scheduler_name != "default-scheduler":
+        notes.append(f"{pod.key} uses schedulerName {pod.scheduler_name}; checked against the defaults")
+    if entry.reported.startswith("0/") and not entry.reported.startswith(entry.message):
+        notes.append(
+            f"{pod.key}: the cluster last reported {entry.reported!r}; the snapshot gives "
+            f"{entry.message!r} (the cluster changed since, or a filter fleetlab does not model "
+            "blocks it: volumes, host ports, topology spread, inter-pod affinity, DRA)"
+        )
+    return notes
+
+
+def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
+    """All three stages over the snapshot, in a stable order (nodes and pods by name)."""
+    snapshot = live.snapshot
+    gpu_nodes = [r for r in (gpu_node_report(n) for n in snapshot.nodes) if r is not None]
+    gpu_nodes.sort(key=lambda r: r.node)
+    schedulable = sum(n.allocatable.get(GPU, 0) for n in snapshot.nodes if _schedulable(n))
+    groups: dict[tuple[str, str], list[KubePod]] = {}
+    for pod in snapshot.pods:
+        if pod.group is not None:
+            groups.setdefault((pod.namespace, pod.group), []).append(pod)
+    pending: list[PendingPod] = []
+    starting: list[StartingPod] = []
+    notes: list[str] = []
+    workloads = queued_workloads(KueueView(snapshot.queue_objects)) if snapshot.queue_objects else []
+    by_owner = {uid: w for w in workloads for uid in w.owners}
+    events = pod_events(snapshot.events)
+    placements: dict[PodSpec, _Placement] = {}
+    preemption: PreemptionCheck | None = None
+    for pod in sorted(snapshot.pods, key=lambda p: p.key):
+        if pod.terminated or pod.phase != "Pending":
+            continue
+        if pod.node_name is None:
+            siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
+            entry = diagnose_pending(live, pod, siblings, now, placements)
+            kueue = _kueue_block(pod, by_owner)
+            if kueue is not None:
+                entry.blocked_by, entry.detail = kueue
+            entry.reported = _reported(pod, events.get(pod.key, {}))
+            if entry.blocked_by in PREEMPTION_MAY_HELP:
+                preemption = preemption or PreemptionCheck(live)
+                entry.preemption = preemption.verdict(pod)
+            if pod.nominated_node is not None:
+                entry.preemption = (
+                    f"nominated to node {pod.nominated_node}: preemption is under way, the pod waits for "
+                    "its victims to terminate"
+                )
+            notes.extend(_pending_notes(pod, entry))
+            pending.append(entry)
+        else:
+            starting.append(_starting(live, pod, now, events.get(pod.key, {})))
+    for orphan in live.orphans:
+        notes.append(f"{orphan.key} is bound to node {orphan.node_name}, which is not in the snapshot")
+    for name in live.implied:
+        notes.append(
+            f"node {name} is NotReady but has no not-ready/unreachable taint yet; treated as tainted "
+            "(the node lifecycle controller adds it within seconds)"
+        )
+    total = int(np.sum([n.allocatable.get(GPU, 0) for n in snapshot.nodes]))
+    if not any(r.gpus_allocatable for r in gpu_nodes) and not any(r.other_gpu_resources for r in gpu_nodes):
+        notes.append("no node advertises nvidia.com/gpu: GPU pods cannot be placed anywhere")
+    return Diagnosis(
+        now=now.isoformat().replace("+00:00", "Z") if now else None,
+        nodes=len(snapshot.nodes),
+        gpus_allocatable=total,
+        gpus_schedulable=schedulable,
+        gpu_nodes=gpu_nodes,
+        pending=pending,
+        starting=starting,
+        notes=notes,
+        workloads=workloads,
+    )

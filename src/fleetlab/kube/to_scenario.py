@@ -1,0 +1,256 @@
+"""A cluster snapshot as a scenario, to ask what another policy or more nodes would do with it.
+
+Nodes are grouped into pools of identical nodes (GPU product, instance type, zone, taints, cordon and
+allocatable after DaemonSet pods, which run for the node's life and are folded into it). Running pods
+become jobs bound to their node at t=0 for ``remaining_s``; pending pods arrive at t=0 and run for
+``runtime_s``; pending pods of one pod group with one spec become one gang job. Neither runtime is in
+the snapshot, so both are assumptions the caller states.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from fleetlab.kube.cluster import implied_taint
+from fleetlab.model.cluster import (
+    GPU_PRODUCT_LABEL,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    REGION_LABEL,
+    ZONE_LABEL,
+)
+from fleetlab.model.gpus import GPU_MODELS
+from fleetlab.model.resources import CPU, EPHEMERAL_STORAGE, GPU, MEMORY, PODS, format_amount, is_extended
+from fleetlab.model.scenario import ResolvedScenario, Scenario
+from fleetlab.spec.errors import SpecError, problems_from_validation
+from fleetlab.spec.kube_snapshot import KubeNode, KubePod, Snapshot
+from fleetlab.spec.loader import resolve
+from fleetlab.spec.pools import resolve_pool
+
+#: providerID prefixes of the clouds with a built-in price catalog.
+PROVIDERS = {"gce": "gcp", "aws": "aws", "azure": "azure"}
+
+_PRODUCT_TO_MODEL: dict[str, str] = {}
+for _name, _model in GPU_MODELS.items():
+    _PRODUCT_TO_MODEL.setdefault(_model.product, _name)
+#: Labels that differ per node and must not become pool labels.
+PER_NODE_LABELS = frozenset({HOSTNAME_LABEL, "kubernetes.io/hostname"})
+
+
+@dataclass
+class SnapshotPools:
+    """The pools built from a snapshot, where each snapshot node landed, and pricing warnings."""
+
+    pools: list[dict[str, Any]]
+    node_of: dict[str, str]  # snapshot node name -> simulated node name
+    warnings: list[str]
+
+
+def _price(pool: dict[str, Any], node: KubeNode) -> str | None:
+    """Set the pool's on-demand price from the built-in catalog of its cloud; a warning when it cannot."""
+    cloud = PROVIDERS.get(node.provider_id.split(":", 1)[0])
+    region = node.labels.get(REGION_LABEL)
+    if cloud is None or region is None or "instance_type" not in pool:
+        return f"pool {pool['name']}: no price (cloud, region or instance type unknown); costs count it as 0"
+    try:
+        priced, _ = resolve_pool({**pool, "cloud": cloud, "region": region}, f"pool {pool['name']}", None)
+    except ValueError as exc:
+        return f"{exc}; its price counts as 0"
+    pool["price_per_hour"] = priced["price_per_hour"]  # shape stays the snapshot's, only the price is taken
+    return None
+
+
+def _daemon_usage(snapshot: Snapshot) -> dict[str, dict[str, int]]:
+    usage: dict[str, dict[str, int]] = {}
+    for pod in snapshot.pods:
+        if pod.owner_kind == "DaemonSet" and pod.node_name and not pod.terminated:
+            node = usage.setdefault(pod.node_name, {})
+            for r, v in pod.requests.items():
+                node[r] = node.get(r, 0) + v
+            node[PODS] = node.get(PODS, 0) + 1
+    return usage
+
+
+def _pool_name(node: KubeNode, taken: set[str]) -> str:
+    product = node.labels.get(GPU_PRODUCT_LABEL)
+    model = _PRODUCT_TO_MODEL.get(product or "")
+    base = (
+        "-".join(x for x in (node.labels.get(INSTANCE_TYPE_LABEL), (model or product or "").lower()) if x)
+        or "nodes"
+    )
+    base = re.sub(r"[^a-z0-9.-]+", "-", base.lower()).strip("-.") or "nodes"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def _pool(
+    node: KubeNode, free: dict[str, int], name: str, count: int, labels: dict[str, str]
+) -> dict[str, Any]:
+    product = node.labels.get(GPU_PRODUCT_LABEL)
+    model = _PRODUCT_TO_MODEL.get(product or "")
+    gpus = free.get(GPU, 0)
+    taints = list(node.taints)
+    extra = implied_taint(node)
+    if extra is not None:
+        taints.append(extra)
+    pool: dict[str, Any] = {
+        "name": name,
+        "count": count,
+        "cpu": format_amount(CPU, max(0, free.get(CPU, 0))),
+        "memory": str(max(0, free.get(MEMORY, 0))),
+        "ephemeral_storage": str(max(0, free.get(EPHEMERAL_STORAGE, 0))),
+        "max_pods": max(1, free.get(PODS, 110)),
+        "labels": labels,
+        "taints": [t.model_dump() for t in taints],
+        "unschedulable": node.unschedulable,
+        "extended_resources": {r: max(0, v) for r, v in sorted(free.items()) if is_extended(r) and r != GPU},
+    }
+    if node.labels.get(ZONE_LABEL):
+        pool["zones"] = [node.labels[ZONE_LABEL]]
+    if node.labels.get(INSTANCE_TYPE_LABEL):
+        pool["instance_type"] = node.labels[INSTANCE_TYPE_LABEL]
+    if model is not None and gpus > 0:
+        pool.update(gpu_model=model, gpus_per_node=gpus)
+    elif gpus > 0:  # a GPU product fleetlab has no model for: the count is kept as a plain resource
+        pool["extended_resources"][GPU] = gpus
+    return pool
+
+
+def snapshot_pools(snapshot: Snapshot) -> SnapshotPools:
+    """Pools of identical nodes; each node's allocatable is reduced by its DaemonSet pods."""
+    daemon = _daemon_usage(snapshot)
+    groups: dict[tuple[Any, ...], list[tuple[KubeNode, dict[str, int]]]] = {}
+    for node in sorted(snapshot.nodes, key=lambda n: n.name):
+        used = daemon.get(node.name, {})
+        free = {r: v - used.get(r, 0) for r, v in node.allocatable.items()}
+        key = (
+            node.labels.get(GPU_PRODUCT_LABEL),
+            node.labels.get(INSTANCE_TYPE_LABEL),
+            node.labels.get(ZONE_LABEL),
+            node.taints,
+            node.unschedulable,
+            node.ready == "True",
+            tuple(sorted(free.items())),
+        )
+        groups.setdefault(key, []).append((node, free))
+    pools: list[dict[str, Any]] = []
+    node_of: dict[str, str] = {}
+    warnings: list[str] = []
+    taken: set[str] = set()
+    for members in groups.values():
+        first, free = members[0]
+        common = {
+            k: v
+            for k, v in first.labels.items()
+            if k not in PER_NODE_LABELS and all(m.labels.get(k) == v for m, _ in members)
+        }
+        name = _pool_name(first, taken)
+        pool = _pool(first, free, name, len(members), common)
+        warning = _price(pool, first)
+        if warning is not None:
+            warnings.append(warning)
+        pools.append(pool)
+        for i, (node, _) in enumerate(members):
+            node_of[node.name] = f"{name}-{i}"
+    return SnapshotPools(pools, node_of, warnings)
+
+
+def _job(
+    pod: KubePod,
+    job_id: str,
+    runtime_s: float,
+    node_of: dict[str, str],
+    pods: int = 1,
+    bound: str | None = None,
+) -> dict[str, Any]:
+    """A job dict for one pod (or a gang of ``pods`` identical ones)."""
+    job: dict[str, Any] = {
+        "id": job_id,
+        "submit_s": 0,
+        "pods": pods,
+        "gang": pods > 1,
+        "namespace": pod.namespace,
+        "priority": pod.priority,
+        "requests": {r: format_amount(r, v) for r, v in sorted(pod.requests.items()) if r != PODS},
+        "tolerations": [t.model_dump(by_alias=True, exclude_none=True) for t in pod.tolerations],
+        # a hostname selector names the snapshot node; the simulated node has the pool's name for it
+        "nodeSelector": {k: node_of.get(v, v) if k == HOSTNAME_LABEL else v for k, v in pod.node_selector},
+        "runtime": runtime_s,
+    }
+    if pod.affinity is not None:
+        job["affinity"] = pod.affinity.model_dump(by_alias=True, exclude_none=True)
+    if bound is not None:
+        job["bound_node"] = bound
+    return job
+
+
+def snapshot_jobs(
+    snapshot: Snapshot, node_of: dict[str, str], remaining_s: float, runtime_s: float
+) -> list[dict[str, Any]]:
+    """Running (and bound) pods as jobs bound at t=0; unbound pending pods as arrivals at t=0."""
+    jobs: list[dict[str, Any]] = []
+    gangs: dict[tuple[str, str], list[KubePod]] = {}
+    for pod in sorted(snapshot.pods, key=lambda p: p.key):
+        if pod.terminated or pod.owner_kind == "DaemonSet":
+            continue
+        if pod.node_name is not None:
+            bound = node_of.get(pod.node_name)
+            if bound is not None:
+                jobs.append(_job(pod, pod.key, remaining_s, node_of, bound=bound))
+        elif pod.group is not None:
+            gangs.setdefault((pod.namespace, pod.group), []).append(pod)
+        else:
+            jobs.append(_job(pod, pod.key, runtime_s, node_of))
+    for (ns, group), members in sorted(gangs.items()):
+        first = members[0]
+        same = all(m.requests == first.requests and m.tolerations == first.tolerations for m in members)
+        if same:
+            jobs.append(_job(first, f"{ns}/{group}", runtime_s, node_of, pods=len(members)))
+        else:
+            jobs.extend(_job(m, m.key, runtime_s, node_of) for m in members)
+    return jobs
+
+
+def add_nodes(pools: list[dict[str, Any]], extra: Sequence[str]) -> None:
+    """Apply ``POOL=N`` requests: N more (empty) nodes in that pool."""
+    by_name = {p["name"]: p for p in pools}
+    for item in extra:
+        name, _, count = item.partition("=")
+        if name not in by_name or not count.strip().isdigit():
+            known = ", ".join(sorted(by_name))
+            raise SpecError("--add-nodes", [f"{item!r}: expected POOL=N with POOL one of {known}"])
+        by_name[name]["count"] += int(count)
+
+
+def snapshot_scenario(
+    snapshot: Snapshot,
+    extra_nodes: Sequence[str] = (),
+    remaining_s: float = 3600.0,
+    runtime_s: float = 3600.0,
+    seed: int = 0,
+) -> ResolvedScenario:
+    """The snapshot as a resolved scenario (pools, bound running jobs, pending arrivals)."""
+    built = snapshot_pools(snapshot)
+    add_nodes(built.pools, extra_nodes)
+    jobs = snapshot_jobs(snapshot, built.node_of, remaining_s, runtime_s)
+    data: dict[str, Any] = {
+        "name": "snapshot",
+        "seed": seed,
+        "cluster": {"pools": built.pools},
+        "workload": {"jobs": jobs},
+    }
+    label = ", ".join(snapshot.sources)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(label, problems_from_validation(exc)) from None
+    resolved = resolve(scenario, label)
+    return resolved.model_copy(update={"warnings": (*built.warnings, *resolved.warnings)})
