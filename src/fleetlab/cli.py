@@ -12,6 +12,7 @@ from rich.console import Console
 
 from fleetlab import __version__
 from fleetlab.cli_experiment import experiment_app
+from fleetlab.cli_export import export_cmd
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 app.add_typer(experiment_app, name="experiment")
 app.command(name="lint")(lint_cmd)
+app.command(name="export")(export_cmd)
 
 
 def _console(stderr: bool = False) -> Console:
