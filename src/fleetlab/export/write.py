@@ -31,8 +31,20 @@ class ExportResult:
     notes: tuple[str, ...]
 
 
+class _Dumper(yaml.SafeDumper):
+    """Writes multi-line strings (config files inside ConfigMaps) as literal ``|`` blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def _yaml(documents: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True)
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, explicit_start=True)
 
 
 def _notes(scenario: Scenario) -> list[str]:
