@@ -178,6 +178,40 @@ spec:
     )
 
 
+def test_gpu008_counts_pods_the_way_kueue_groups_them(scenario: Scenario, tmp_path: Path) -> None:
+    workload = """\
+apiVersion: apps/v1
+kind: KIND
+metadata: {name: w}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: w}}
+  template:
+    metadata:
+      labels: {app: w}
+      annotations: {kueue.x-k8s.io/podset-required-topology: LEVEL}
+    spec:
+      tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+      containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 8}}}]
+"""
+    results = {}
+    for kind, level in (
+        ("Deployment", "fleetlab.io/rack"),
+        ("StatefulSet", "fleetlab.io/rack"),
+        ("StatefulSet", "fleetlab.io/pool"),
+    ):
+        path = tmp_path / f"{kind}-{level.replace('/', '_')}.yaml"
+        path.write_text(workload.replace("KIND", kind).replace("LEVEL", level))
+        results[kind, level] = lint_paths([path], scenario).findings
+    # Kueue's pod integration admits a Deployment's pods one by one; a StatefulSet's replicas are one group.
+    assert results["Deployment", "fleetlab.io/rack"] == ()
+    (f,) = results["StatefulSet", "fleetlab.io/rack"]
+    assert f.rule == "GPU008" and "podset w (3 pod(s))" in f.message
+    # A label every node has is still not a level of the cluster's Topology.
+    (g,) = results["StatefulSet", "fleetlab.io/pool"]
+    assert g.rule == "GPU008" and "not a level of the cluster's Topology" in g.message
+
+
 def test_gpu009_more_gpus_per_pod_than_a_node_has(scenario: Scenario) -> None:
     (f,) = lint("too-many-gpus.yaml", scenario).findings
     assert f.rule == "GPU009"

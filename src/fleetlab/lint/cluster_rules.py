@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fleetlab.lint.findings import Finding, finding
-from fleetlab.lint.manifests import FieldPath, Manifest
+from fleetlab.lint.manifests import FieldPath, Manifest, render_path
 from fleetlab.lint.nodes import (
     LintNode,
     PodConstraints,
@@ -74,13 +74,11 @@ def _placement_findings(
     scheduler = f"kube-scheduler: {fit_error(nodes, pod, ctx.named_taint)}"
     matching = [n for n in nodes if matches_affinity(n, pod)]
     if not matching:
-        path: FieldPath = (
-            (*spec, "nodeSelector")
-            if pod.node_selector and pod.required is None
-            else (*spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-            if not pod.node_selector
-            else spec
-        )
+        path: FieldPath = spec  # both a selector and required affinity: the pod spec as a whole
+        if pod.required is None:
+            path = (*spec, "nodeSelector")
+        elif not pod.node_selector:
+            path = (*spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
         keys = _selector_keys(pod)
         return [
             finding(
@@ -122,7 +120,7 @@ def _placement_findings(
                 (*spec, "tolerations"),
                 f"every node of {ctx.label} that could run the pod is tainted {shown} and the pod does not "
                 f"tolerate it; {scheduler}",
-                f"add to spec.tolerations: {adds}",
+                f"add to {render_path((*spec, 'tolerations'))}: {adds}",
             )
         ], []
     return [], allowed
@@ -136,8 +134,19 @@ def _gang_finding(
     count: int,
     pod: PodConstraints,
     allowed: Sequence[LintNode],
+    levels: Sequence[str],
 ) -> Finding | None:
-    """GPU008 when ``count`` pods like ``pod`` fit in no single domain of ``topology``."""
+    """GPU008 when ``count`` pods like ``pod`` fit in no single domain of ``topology``, or when
+    ``topology`` is not a level of the cluster's Topology (Kueue admits TAS podsets only at its levels)."""
+    if topology not in levels:
+        return finding(
+            "GPU008",
+            manifest,
+            path,
+            f"{label} requires one {topology} domain, but {topology} is not a level of the cluster's "
+            f"Topology ({', '.join(levels)}); Kueue assigns topology only at the levels its Topology lists",
+            f"use one of the levels: {', '.join(levels)}",
+        )
     domains: dict[str, list[LintNode]] = {}
     for node in allowed:
         if topology in node.labels:
@@ -186,6 +195,7 @@ def cluster_findings(template: PodTemplate, ctx: ClusterContext) -> list[Finding
         template.gang_size,
         pod,
         allowed,
+        ctx.scenario.cluster.topology_levels,
     )
     return [gang] if gang is not None else []
 
@@ -210,5 +220,6 @@ def group_findings(group: PodGroup, ctx: ClusterContext) -> list[Finding]:
         group.total,
         pod,
         allowed,
+        ctx.scenario.cluster.topology_levels,
     )
     return [gang] if gang is not None else []

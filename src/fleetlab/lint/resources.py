@@ -103,7 +103,7 @@ def _parse(
                 "GPU000",
                 template.manifest,
                 path,
-                f"{where}: Invalid value: {str(raw)!r}: {QUANTITY_FORMAT} ({exc})",
+                f'{where}: Invalid value: "{raw}": {QUANTITY_FORMAT} ({exc})',
                 f'write {name} as a whole number such as "1" or "8"',
             )
         )

@@ -25,6 +25,9 @@ POD_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 
 _DIRECT_TEMPLATE = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "ReplicationController", "Job"}
+#: Kinds whose pods Kueue admits one by one (pod integration: one workload per pod), so a required
+#: topology constrains each pod alone; a StatefulSet's replicas form one pod group.
+_PODS_ONE_BY_ONE = {"Deployment", "ReplicaSet", "DaemonSet", "ReplicationController"}
 
 
 @dataclass(frozen=True)
@@ -67,23 +70,30 @@ def _labels(meta: Any) -> Mapping[str, Any]:
 
 
 def _template(
-    manifest: Manifest, template: Any, path: FieldPath, replicas: int, podset_label: str
+    manifest: Manifest,
+    template: Any,
+    path: FieldPath,
+    replicas: int,
+    podset_label: str,
+    gang_size: int | None = None,
 ) -> PodTemplate | None:
-    """A pod template (``{metadata, spec}``) at ``path``, with Kueue's required-topology podset if set."""
+    """A pod template (``{metadata, spec}``) at ``path``, with Kueue's required-topology podset if set;
+    ``gang_size`` (default: every replica) is how many pods share the domain."""
     spec = _get(template, "spec")
     if not isinstance(spec, Mapping):
         return None
     topology = _annotations(_get(template, "metadata")).get(REQUIRED_TOPOLOGY)
     if isinstance(topology, str) and topology:
+        size = replicas if gang_size is None else gang_size
         return PodTemplate(
             manifest,
             (*path, "spec"),
             spec,
             replicas,
             topology=topology,
-            gang_size=replicas,
+            gang_size=size,
             gang_path=(*path, "metadata", "annotations", REQUIRED_TOPOLOGY),
-            gang_label=f"podset {podset_label} ({replicas} pod(s))",
+            gang_label=f"podset {podset_label} ({size} pod(s))",
         )
     return PodTemplate(manifest, (*path, "spec"), spec, replicas)
 
@@ -159,7 +169,10 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
     if kind in _DIRECT_TEMPLATE:
         spec = data.get("spec")
         replicas = _count(_get(spec, "parallelism" if kind == "Job" else "replicas"))
-        found = _template(manifest, _get(spec, "template"), ("spec", "template"), replicas, manifest.name)
+        gang = 1 if kind in _PODS_ONE_BY_ONE else None
+        found = _template(
+            manifest, _get(spec, "template"), ("spec", "template"), replicas, manifest.name, gang
+        )
         return [] if found is None else [found]
     if kind == "CronJob":
         job_spec = _get(data, "spec", "jobTemplate", "spec")
