@@ -245,8 +245,11 @@ def test_scheduler_profiles_mean_what_the_simulator_runs(scenario: Scenario, exp
     assert by_name["default-scheduler"]["plugins"]["score"]["disabled"] == [{"name": "ImageLocality"}]
     for job_class, profile in class_profiles(scenario.scheduler).items():
         assert read_profile(by_name[f"fleetlab-{job_class}"]) == as_read(profile)
-    for profile in by_name.values():  # scheduler.preemption: false
-        assert profile["plugins"]["postFilter"] == {"disabled": [{"name": "DefaultPreemption"}]}
+    for profile in by_name.values():
+        assert profile["plugins"]["postFilter"] == {
+            "disabled": [{"name": "DefaultPreemption"}]
+        }  # preemption: false
+        assert profile["percentageOfNodesToScore"] == 100  # fleetlab scores every feasible node
 
 
 def test_mig_parted_and_device_plugin_configs_match_the_pools(scenario: Scenario, exported: Path) -> None:

@@ -212,6 +212,23 @@ spec:
     assert g.rule == "GPU008" and "not a level of the cluster's Topology" in g.message
 
 
+def test_kuberay_and_leaderworkerset_pod_templates(scenario: Scenario, tmp_path: Path) -> None:
+    (f,) = lint("ray-half-gpu.yaml", scenario).findings
+    assert f.rule == "GPU001"
+    assert (
+        f.path
+        == "spec.rayClusterSpec.workerGroupSpecs[0].template.spec.containers[0].resources.limits[nvidia.com/gpu]"
+    )
+    clean = lint("lws-clean.yaml", scenario)
+    assert clean.findings == () and clean.pod_templates == 2
+    # size 4: the worker podset of each group is 3 pods of 8 GPUs, more than a rack's 16
+    bigger = tmp_path / "lws.yaml"
+    bigger.write_text((FIXTURES / "lws-clean.yaml").read_text().replace("size: 2", "size: 4"))
+    (g,) = lint_paths([bigger], scenario).findings
+    assert g.rule == "GPU008" and "podset workers (3 pod(s))" in g.message
+    assert g.path.startswith("spec.leaderWorkerTemplate.workerTemplate.metadata.annotations")
+
+
 def test_gpu009_more_gpus_per_pod_than_a_node_has(scenario: Scenario) -> None:
     (f,) = lint("too-many-gpus.yaml", scenario).findings
     assert f.rule == "GPU009"

@@ -6,7 +6,9 @@ of 0 (fleetlab: plugin off) becomes ``plugins.score.disabled``, since v1 default
 0 into 1. NodeResourcesFit's ``scoringStrategy`` and NodeResourcesBalancedAllocation's ``resources`` are
 plugin args. ``scheduler.preemption: false`` disables DefaultPreemption (PostFilter). Each
 ``class_profiles`` entry becomes one more profile, named ``fleetlab-<class>``: pods of that class select
-it with ``spec.schedulerName``.
+it with ``spec.schedulerName``. fleetlab filters and scores every node, so each profile sets
+``percentageOfNodesToScore: 100`` (kube-scheduler otherwise stops at an adaptive share of feasible nodes
+on clusters of 100 nodes or more).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def profile_object(profile: Profile, scheduler_name: str, preemption: bool) -> d
         }
     return {
         "schedulerName": scheduler_name,
+        "percentageOfNodesToScore": 100,
         "plugins": plugins,
         "pluginConfig": [
             {

@@ -1,8 +1,9 @@
 """Where the pod templates are in each workload kind, and which pods must share a topology domain.
 
 Core kinds (Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob), JobSet
-(``spec.replicatedJobs[].template``) and the Kubeflow training operator's shape
-(``spec.<x>ReplicaSpecs.<Role>.template``: PyTorchJob, MPIJob, TFJob, XGBoostJob, PaddleJob, JAXJob).
+(``spec.replicatedJobs[].template``), the Kubeflow training operator's shape
+(``spec.<x>ReplicaSpecs.<Role>.template``: PyTorchJob, MPIJob, TFJob, XGBoostJob, PaddleJob, JAXJob),
+KubeRay (RayCluster, RayJob, RayService: head and worker groups) and LeaderWorkerSet.
 
 A *gang* is a set of pods that must all land in one domain of a node label: Kueue's topology-aware
 scheduling annotation ``kueue.x-k8s.io/podset-required-topology`` on a pod template (one podset: every
@@ -160,6 +161,52 @@ def _replica_specs(manifest: Manifest) -> list[PodTemplate]:
     return out
 
 
+def _ray(manifest: Manifest) -> list[PodTemplate]:
+    """RayCluster (``spec``) or RayJob / RayService (``spec.rayClusterSpec`` / ``spec.rayClusterConfig``):
+    the head group and each worker group."""
+    spec = manifest.data.get("spec")
+    root: FieldPath = ("spec",)
+    for key in ("rayClusterSpec", "rayClusterConfig"):
+        if isinstance(_get(spec, key), Mapping):
+            spec, root = _get(spec, key), ("spec", key)
+    out: list[PodTemplate] = []
+    head = _template(
+        manifest, _get(spec, "headGroupSpec", "template"), (*root, "headGroupSpec", "template"), 1, "head"
+    )
+    if head is not None:
+        out.append(head)
+    groups = _get(spec, "workerGroupSpecs")
+    for i, group in enumerate(groups if isinstance(groups, list) else []):
+        replicas = _count(_get(group, "replicas")) * _count(_get(group, "numOfHosts"))
+        name = str(_get(group, "groupName") or i)
+        found = _template(
+            manifest, _get(group, "template"), (*root, "workerGroupSpecs", i, "template"), replicas, name
+        )
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _leader_worker_set(manifest: Manifest) -> list[PodTemplate]:
+    """LeaderWorkerSet: ``replicas`` groups of ``size`` pods (a leader and size-1 workers); Kueue admits
+    each group as one workload, so a required topology holds per group."""
+    lwt = _get(manifest.data, "spec", "leaderWorkerTemplate")
+    groups = _count(_get(manifest.data, "spec", "replicas"))
+    size = _count(_get(lwt, "size"))
+    root: FieldPath = ("spec", "leaderWorkerTemplate")
+    out: list[PodTemplate] = []
+    leader = _template(manifest, _get(lwt, "leaderTemplate"), (*root, "leaderTemplate"), groups, "leader", 1)
+    if leader is not None:
+        out.append(leader)
+    workers = size - 1 if leader is not None else size
+    found = _template(
+        manifest, _get(lwt, "workerTemplate"), (*root, "workerTemplate"), groups * workers, "workers", workers
+    )
+    if found is not None:
+        out.append(found)
+    return out
+
+
 def pod_templates(manifest: Manifest) -> list[PodTemplate]:
     """Every pod spec of a workload object; an empty list for kinds that run no pods."""
     kind, data = manifest.kind, manifest.data
@@ -183,6 +230,10 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
         return [] if found is None else [found]
     if kind == "JobSet":
         return _jobset(manifest)
+    if kind in ("RayCluster", "RayJob", "RayService"):
+        return _ray(manifest)
+    if kind == "LeaderWorkerSet":
+        return _leader_worker_set(manifest)
     return _replica_specs(manifest)
 
 
