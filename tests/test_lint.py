@@ -234,6 +234,17 @@ def test_gpu009_more_gpus_per_pod_than_a_node_has(scenario: Scenario) -> None:
     assert f.rule == "GPU009"
     assert f.path == "spec.mpiReplicaSpecs.Worker.template.spec.containers"
     assert "0/8 nodes are available: 8 Insufficient nvidia.com/gpu." in f.message
+    assert "the pod needs 16, the largest matching node has 8" in f.message
+
+
+def test_gpu009_names_a_mig_resource_no_pool_advertises() -> None:
+    default = load_scenario("default")[0]  # the built-in scenario has no MIG pool
+    report = lint("clean.yaml", default)
+    (f,) = report.findings
+    assert f.rule == "GPU009" and f.object_ref == "Job/notebook-mig"
+    assert (
+        f.fix == "no node the pod may use advertises nvidia.com/mig-3g.40gb (no pool of the scenario has it)"
+    )
 
 
 def test_every_rule_has_a_fixture_that_triggers_it(scenario: Scenario) -> None:

@@ -92,22 +92,7 @@ def _placement_findings(
         ], []
     fitting = [n for n in matching if not insufficient(n, pod)]
     if not fitting:
-        short = insufficient(matching[0], pod)
-        offers = ", ".join(
-            f"{name}: the pod needs {pod.requests[name]}, the largest matching node has "
-            f"{max(n.allocatable.get(name, 0) for n in matching)}"
-            for name in short
-        )
-        return [
-            finding(
-                "GPU009",
-                manifest,
-                (*spec, "containers"),
-                f"no node of {ctx.label} that the pod may use has room for one pod ({offers}); {scheduler}",
-                "request at most what one node has and spread the work over more pods, or select a pool "
-                "whose nodes are large enough",
-            )
-        ], []
+        return [_capacity_finding(template, pod, matching, ctx, scheduler)], []
     allowed = [n for n in fitting if untolerated(n, pod) is None]
     if not allowed:
         taints = {(t.key, t.value, t.effect) for n in fitting if (t := untolerated(n, pod)) is not None}
@@ -124,6 +109,41 @@ def _placement_findings(
             )
         ], []
     return [], allowed
+
+
+def _capacity_finding(
+    template: PodTemplate,
+    pod: PodConstraints,
+    matching: Sequence[LintNode],
+    ctx: ClusterContext,
+    scheduler: str,
+) -> Finding:
+    """GPU009: no node the pod may use holds one pod; names what is short and where it exists at all."""
+    largest = {name: max(n.allocatable.get(name, 0) for n in matching) for name in pod.requests}
+    short = [name for name in sorted(pod.requests) if largest[name] < pod.requests[name]]
+    short = short or sorted({name for n in matching for name in insufficient(n, pod)})
+    parts: list[str] = []
+    fixes: list[str] = []
+    for name in short:
+        parts.append(
+            f"{name}: the pod needs {pod.requests[name]}, the largest matching node has {largest[name]}"
+        )
+        if largest[name] == 0:
+            pools = sorted({n.pool for n in ctx.nodes if n.allocatable.get(name, 0) > 0})
+            where = f"pools that have it: {', '.join(pools)}" if pools else "no pool of the scenario has it"
+            fixes.append(f"no node the pod may use advertises {name} ({where})")
+    if not fixes:
+        fixes.append(
+            "request at most what one node has and spread the work over more pods, or select a pool whose "
+            "nodes are large enough"
+        )
+    return finding(
+        "GPU009",
+        template.manifest,
+        (*template.spec_path, "containers"),
+        f"no node of {ctx.label} that the pod may use has room for one pod ({'; '.join(parts)}); {scheduler}",
+        "; ".join(fixes),
+    )
 
 
 def _gang_finding(
