@@ -24,11 +24,11 @@ import yaml
 from typer.testing import CliRunner
 
 from fleetlab import cli
-from fleetlab.export.scheduler_config import class_profiles
+from fleetlab.export.scheduler_config import class_profiles, kube_scheduler_configuration
 from fleetlab.export.write import export_scenario
 from fleetlab.model.queues import queue_config_from_objects
 from fleetlab.model.scenario import Scenario
-from fleetlab.placement.profiles import Profile, resolve_profile
+from fleetlab.placement.profiles import PRESETS, Profile, resolve_profile
 from fleetlab.spec.loader import load_scenario
 
 DATA = Path(__file__).parent / "data"
@@ -300,3 +300,25 @@ def test_cli_export_and_bad_input(tmp_path: Path) -> None:
     result = runner.invoke(cli.app, ["export", str(tmp_path / "missing.yaml"), "--out", str(out)])
     assert result.exit_code == 2 and "file not found" in result.stderr
     assert (out / "kueue.yaml").exists()  # a failed export leaves the previous folder alone
+
+
+@pytest.mark.parametrize("policy", list(PRESETS))
+def test_every_preset_reads_back_as_the_profile_fleetlab_runs(policy: str, scenario: Scenario) -> None:
+    config = scenario.scheduler.model_copy(
+        update={
+            "policy": policy,
+            "plugin_weights": {},
+            "class_profiles": {},
+            "balanced_allocation_resources": None,
+        }
+    )
+    (profile,) = kube_scheduler_configuration(config)["profiles"]
+    assert read_profile(profile) == as_read(resolve_profile(config))
+
+
+def test_export_is_deterministic(scenario: Scenario, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    export_scenario(scenario, first)
+    export_scenario(scenario, second)
+    for path in first.iterdir():
+        assert path.read_bytes() == (second / path.name).read_bytes()
