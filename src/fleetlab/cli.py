@@ -14,6 +14,8 @@ from rich.markup import escape
 from fleetlab import __version__, cli_snapshot
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
+from fleetlab.cli_export import export_cmd
+from fleetlab.cli_lint import lint_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
@@ -29,6 +31,8 @@ app = typer.Typer(
 app.add_typer(experiment_app, name="experiment")
 app.command(name="diagnose")(diagnose_cmd)
 app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
+app.command(name="lint")(lint_cmd)
+app.command(name="export")(export_cmd)
 
 
 def _console(stderr: bool = False) -> Console:

@@ -1,0 +1,48 @@
+"""``fleetlab export [SCENARIO] --out DIR``: the scenario's policy as real cluster configuration files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from fleetlab.spec.errors import SpecError
+
+
+def export_cmd(
+    scenario: Annotated[
+        str | None,
+        typer.Argument(
+            help="Scenario YAML file, or a built-in scenario name (default: the built-in 'default')."
+        ),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder to write (replaced as a whole; created if missing).")
+    ] = Path("fleetlab-config"),
+) -> None:
+    """Write KubeSchedulerConfiguration, Kueue objects and NVIDIA GPU Operator configs for a scenario."""
+    from fleetlab.export.write import export_scenario
+    from fleetlab.spec.loader import load_scenario
+
+    console, err = Console(width=200, soft_wrap=True), Console(stderr=True, soft_wrap=True)
+    if out.exists() and not out.is_dir():
+        err.print(f"[bold red]error:[/bold red] --out {escape(str(out))}: exists and is not a directory")
+        raise typer.Exit(2)
+    try:
+        loaded = load_scenario(scenario)[0]
+        result = export_scenario(loaded, out)
+    except SpecError as exc:
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        err.print(
+            f"[bold red]error:[/bold red] --out {escape(str(out))}: cannot write: {exc.strerror or exc}"
+        )
+        raise typer.Exit(2) from None
+    for name in result.files:
+        console.print(f"wrote {out / name}", highlight=False)
+    for note in result.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)

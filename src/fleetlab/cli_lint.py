@@ -1,0 +1,86 @@
+"""``fleetlab lint FILE...``: GPU request mistakes in Kubernetes manifests, as a table or JSON.
+
+Exit codes: 0 no errors (warnings allowed), 1 at least one error, 2 a file or scenario that cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from fleetlab.lint.check import LintReport, lint_paths
+from fleetlab.spec.errors import SpecError
+
+
+def _console(stderr: bool = False) -> Console:
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=200)
+
+
+def _table(report: LintReport) -> Table:
+    table = Table(title=f"{len(report.findings)} finding(s)", show_lines=True)
+    for column in ("rule", "severity", "where", "path", "message", "fix"):
+        table.add_column(column, overflow="fold")
+    for f in report.findings:
+        where = f"{f.file}:{f.line}" if f.line else f.file
+        colour = "red" if f.severity == "error" else "yellow"
+        table.add_row(
+            f.rule,
+            f"[{colour}]{f.severity}[/{colour}]",
+            escape(f"{where}\n{f.object_ref}"),
+            escape(f.path),
+            escape(f.message),
+            escape(f.fix),
+        )
+    return table
+
+
+def lint_cmd(
+    files: Annotated[list[Path], typer.Argument(help="Manifest files: YAML (multi-document) or JSON.")],
+    scenario: Annotated[
+        str | None,
+        typer.Option(
+            "--scenario",
+            help="Scenario file or built-in name: also check selectors, taints, node sizes and gang "
+            "topology against its node pools.",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
+) -> None:
+    """Check workload manifests for GPU request mistakes (rules: GPU000-GPU009)."""
+    out, err = _console(), _console(stderr=True)
+    try:
+        resolved = None
+        if scenario is not None:
+            from fleetlab.spec.loader import load_scenario
+
+            resolved = load_scenario(scenario)[0]
+        report = lint_paths(files, resolved)
+    except SpecError as exc:
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    if json_out:
+        payload = {
+            "findings": [f.as_dict() for f in report.findings],
+            "errors": report.errors,
+            "warnings": report.warnings,
+            "objects": report.objects,
+            "pod_templates": report.pod_templates,
+            "scenario": report.scenario,
+        }
+        out.print_json(json.dumps(payload))
+    else:
+        if report.findings:
+            out.print(_table(report))
+        checked = f"{report.objects} object(s), {report.pod_templates} pod template(s)"
+        against = f" against scenario {report.scenario!r}" if report.scenario else ""
+        out.print(
+            f"{checked}{against}: {report.errors} error(s), {report.warnings} warning(s)", highlight=False
+        )
+    raise typer.Exit(1 if report.errors else 0)

@@ -1,0 +1,1 @@
+"""``fleetlab lint``: GPU request mistakes in Kubernetes manifests, by Kubernetes' own rules."""
