@@ -12,6 +12,7 @@ from rich.console import Console
 
 from fleetlab import __version__
 from fleetlab.cli_experiment import experiment_app
+from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
@@ -25,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(experiment_app, name="experiment")
+app.command("fgd-experiment")(fgd_experiment)
 
 
 def _console(stderr: bool = False) -> Console:
