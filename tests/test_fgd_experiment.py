@@ -230,3 +230,21 @@ def test_fgd_leaves_fewest_gpus_unallocated_on_a_sample_of_openb() -> None:
     means = {c.policy: c.mean for c in summary_cells(runs)}
     assert all(means["fgd"] < v for p, v in means.items() if p != "fgd"), means
     assert means["fgd"] < 8.0 and means["random"] > 10.0, means
+
+
+def test_five_column_pod_lists_load_and_bad_cells_are_named(tmp_path: Path) -> None:
+    """multigpu* files have only name,cpu_milli,memory_mib,num_gpu,gpu_milli; bad cells name row and column."""
+    good = tmp_path / "openb_pod_list_multigpu20.csv"
+    good.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,8,1000\np1,500,10,0,0\n", encoding="utf-8"
+    )
+    pods = load_share_pods(good, ["G2"])
+    assert pods.num_gpu.tolist() == [8, 0] and pods.model_mask.tolist() == [0, 0]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,2,500\np1,x,10,1,1500\n", encoding="utf-8"
+    )
+    with pytest.raises(SpecError) as info:
+        load_share_pods(bad, ["G2"])
+    text = str(info.value)
+    assert "a share below 1000 needs num_gpu 1" in text and "cpu_milli" in text and "1500" in text
