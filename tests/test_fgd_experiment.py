@@ -20,7 +20,10 @@ from fleetlab.spec.openb_share import load_share_nodes, load_share_pods
 from fleetlab.spec.openb_variants import find_trace_dir, resolve_variants, subsample
 
 OPENB = find_trace_dir(Path(__file__).resolve().parent)
-needs_openb = pytest.mark.skipif(OPENB is None, reason="shared/traces/alibaba-gpu-v2023 not available")
+needs_openb = pytest.mark.skipif(
+    OPENB is None or not (OPENB / "openb_pod_list_default.csv").is_file(),
+    reason="shared/traces/alibaba-gpu-v2023 not available",
+)
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 node-b,32000,131072,4,T4
