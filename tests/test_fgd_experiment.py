@@ -143,6 +143,10 @@ def test_report_files_and_table(mini_trace: Path, tmp_path: Path) -> None:
     table = markdown_table(summary_cells(runs))
     assert "| default |" in table and "±" in table and "**" in table
     assert "plotly" in (out / "unallocated.html").read_text(encoding="utf-8")
+    again = tmp_path / "again"
+    write_report(run_grid(nodes, workloads, ["fgd", "bestfit"], [1, 2], jobs=1), again)
+    for name in ("curves.csv", "curves.parquet", "runs.csv", "summary.csv", "table.md", "unallocated.html"):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
 
 
 def test_parallel_grid_gives_the_same_results(mini_trace: Path) -> None:
