@@ -16,12 +16,12 @@ from fleetlab import cli
 from fleetlab.cost.billing import BUCKETS
 from fleetlab.experiment.engines import LocalEngine
 from fleetlab.experiment.plan import load_experiment
+from fleetlab.experiment.png_export import find_browser
 from fleetlab.experiment.results import load_results
 from fleetlab.experiment.sweep import run_sweep
 from fleetlab.report import experiment_data as data
 from fleetlab.report.experiment_charts import build_charts
 from fleetlab.report.experiment_html import render_html
-from fleetlab.report.experiment_png import find_browser
 from report_sweeps import kueue_sweep
 
 NO_QUEUES = """\

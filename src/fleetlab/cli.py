@@ -15,6 +15,7 @@ from fleetlab import __version__, cli_snapshot
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
 from fleetlab.cli_export import export_cmd
+from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
@@ -33,6 +34,7 @@ app.command(name="diagnose")(diagnose_cmd)
 app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
+app.command("fgd-experiment")(fgd_experiment)
 
 
 def _console(stderr: bool = False) -> Console:

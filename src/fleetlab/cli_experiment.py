@@ -108,7 +108,8 @@ def report_cmd(
 
 def _write_pngs(folder: Path, target: Path) -> None:
     from fleetlab.cli import err_console, out_console
-    from fleetlab.report.experiment_png import PngUnavailable, write_png_report
+    from fleetlab.experiment.png_export import PngUnavailable
+    from fleetlab.report.experiment_png import write_png_report
     from fleetlab.spec.errors import SpecError
 
     if target.exists() and not target.is_dir():

@@ -7,87 +7,18 @@ is taken from ``BROWSER_PATH`` or the first of the usual executable names on ``P
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
+from fleetlab.experiment.png_export import draw_png
 from fleetlab.experiment.results import load_results
 from fleetlab.report.experiment_charts import build_charts
-
-BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-WIDTH, HEIGHT, SCALE = 1200, 600, 2
-INSTALL_HINT = (
-    "PNG export needs plotly's kaleido and a Chrome or Chromium browser: "
-    "pip install 'fleetlab[png]' and install Chromium (Debian/Ubuntu: apt-get install -y chromium), "
-    "or point BROWSER_PATH at a Chrome/Chromium executable"
-)
-
-
-class PngUnavailable(Exception):
-    """kaleido or a browser is missing, or the browser failed to draw the charts."""
-
-
-def find_browser() -> str | None:
-    """The Chrome/Chromium executable to use: ``BROWSER_PATH`` when set (and executable), else PATH."""
-    configured = os.environ.get("BROWSER_PATH")
-    if configured:
-        return configured if os.path.isfile(configured) and os.access(configured, os.X_OK) else None
-    for name in BROWSER_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-@contextmanager
-def _browser_env(path: str) -> Iterator[None]:
-    """Pin kaleido's browser lookup to ``path`` for the duration of the export."""
-    before = os.environ.get("BROWSER_PATH")
-    os.environ["BROWSER_PATH"] = path
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("BROWSER_PATH", None)
-        else:
-            os.environ["BROWSER_PATH"] = before
-
-
-def _check_available() -> str:
-    if importlib.util.find_spec("kaleido") is None:
-        raise PngUnavailable(f"kaleido is not installed. {INSTALL_HINT}")
-    browser = find_browser()
-    if browser is None:
-        where = os.environ.get("BROWSER_PATH")
-        found = f"BROWSER_PATH={where} is not an executable file" if where else "no Chrome/Chromium on PATH"
-        raise PngUnavailable(f"{found}. {INSTALL_HINT}")
-    return browser
-
-
-def _draw(figures: Sequence[Any], paths: Sequence[Path]) -> None:
-    """One browser session for all charts; MathJax off so kaleido's page loads nothing from the network
-    (plotly.js comes from the installed plotly package)."""
-    kaleido = importlib.import_module("kaleido")
-    specs = [
-        {
-            "fig": figure.to_dict(),
-            "path": path,
-            "opts": {"format": "png", "width": WIDTH, "height": HEIGHT, "scale": SCALE},
-        }
-        for figure, path in zip(figures, paths, strict=True)
-    ]
-    kaleido.write_fig_from_object_sync(specs, kopts={"mathjax": False})
 
 
 def write_png_report(folder: Path, target: Path) -> tuple[list[Path], list[str]]:
     """Write one PNG per chart into ``target``; returns the files and the notes of charts left out."""
-    browser = _check_available()
     results = load_results(folder)
     sections = build_charts(folder, results).sections
     drawn = [s for s in sections if s.figure is not None]
@@ -96,11 +27,7 @@ def write_png_report(folder: Path, target: Path) -> tuple[list[Path], list[str]]
     staging = Path(tempfile.mkdtemp(prefix=".tmp-png-", dir=target))
     try:
         staged = [staging / f"{s.key}.png" for s in drawn]
-        with _browser_env(browser):
-            try:
-                _draw([s.figure for s in drawn], staged)
-            except Exception as exc:  # kaleido and its browser driver raise many kinds
-                raise PngUnavailable(f"the browser {browser} could not draw the charts: {exc}") from None
+        draw_png([s.figure for s in drawn], staged)
         files = []
         for path in staged:
             os.chmod(path, 0o644)
