@@ -3,9 +3,10 @@
 A node's bill is price × billed seconds. It is split by the node's billing unit — its GPUs, or its CPU on
 a CPU-only node — so each unit-millisecond is exactly one of: computing useful work (compute), computing
 work later lost to an eviction (lost), held by a pod pulling its image or downloading data (prep), held
-by a pod waiting for the rest of its gang (wait), or unallocated (idle). The split is kept in exact
-integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the bill exactly;
-dollars are derived at the end.
+by a pod waiting for the rest of its gang (wait), booting a replacement for a node reclaimed by a spot
+interruption (boot; billed from the request, see sim/interruptions.py), or unallocated (idle). The split
+is kept in exact integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the
+bill exactly; dollars are derived at the end.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fleetlab.sim.result import SimulationResult
 
 MS_PER_HOUR = 3_600_000
 MICRO = 1_000_000
-BUCKETS = ("compute", "lost", "prep", "wait", "idle")
+BUCKETS = ("compute", "lost", "prep", "wait", "boot", "idle")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ def node_costs(result: SimulationResult) -> NodeCost:
         acc = np.zeros(n, dtype=np.int64)
         np.add.at(acc, result.segments.node, values)
         units[bucket] = acc
+    log = result.interruptions
+    boot_ms = log.boot_ms_per_node(n, result.end_ms) if log is not None else np.zeros(n, dtype=np.int64)
+    units["boot"] = capacity * boot_ms
     units["idle"] = unit_total - sum((units[b] for b in BUCKETS if b != "idle"), np.zeros(n, dtype=np.int64))
     dollars: dict[str, list[Fraction]] = {b: [] for b in BUCKETS}
     billed: list[Fraction] = []

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from fleetlab.sim.interruption_log import InterruptionLog
+
 IntArray = NDArray[np.int64]
 
 #: Sentinel for "never happened" in time columns.
@@ -142,3 +144,5 @@ class SimulationResult:
     wall_s: float = 0.0
     #: ClusterQueue usage over time; None without Kueue.
     queue_samples: QueueSamples | None = None
+    #: Spot interruptions and their replacements; None when no pool has interruptions.
+    interruptions: InterruptionLog | None = None
