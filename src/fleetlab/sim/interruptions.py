@@ -10,8 +10,8 @@ therefore stays billed without a gap: the old node up to its removal, the replac
 Poisson interruptions draw exponential gaps per node from their own seeded stream (so turning spot on
 does not move any other random draw); a node's clock starts when it is ready. Trace rows are scheduled
 as given; a row naming no node picks one of the pool's running, not yet noticed nodes from the stream.
-Once only interruption events are left and no pod is bound or still to arrive, they are dropped: they
-could change nothing and would only stretch the run.
+While only interruption events are left and no pod is bound, still to arrive or on a node under notice,
+they are hidden from the loop: they could change nothing and would only stretch the run.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class SpotEventQueue(EventQueue):
         super().__init__()
         self.sim = sim
         self.spot_events = 0
+        self.under_notice = 0
 
     def push_spot(self, time_ms: int, kind: EventKind, node: int, generation: int) -> None:
         """Schedule an interruption event."""
@@ -55,12 +56,13 @@ class SpotEventQueue(EventQueue):
         return out
 
     def peek_time(self) -> int | None:
-        """Earliest event time; interruption events alone, with no work bound or to come, are dropped."""
+        """Earliest event time; None while only interruption events are left and they can change nothing:
+        no pod bound, none to arrive, no node under notice (the loop then ends once a scheduling cycle has
+        placed nothing more)."""
         if self.spot_events and self.spot_events == len(self._heap):
             sim = self.sim
-            if sim.submissions_left == 0 and sim.bound_pods == 0:
-                self._heap.clear()
-                self.spot_events = 0
+            if sim.submissions_left == 0 and sim.bound_pods == 0 and self.under_notice == 0:
+                return None
         return super().peek_time()
 
 
@@ -151,6 +153,7 @@ class Interruptions:
         pool = self._pool(node)
         assert pool.interruptions is not None and self.events is not None
         self.noticed[node] = True
+        self.events.under_notice += 1
         self.notice_at[node] = sim.now
         sim.state.set_unschedulable(node, True)
         notice = to_ms(pool.interruptions.notice_for(pool.cloud))
@@ -181,8 +184,9 @@ class Interruptions:
         )
         self.generation[node] += 1
         self.noticed[node] = False
-        state.set_unschedulable(node, pool.unschedulable)
         assert self.events is not None
+        self.events.under_notice -= 1
+        state.set_unschedulable(node, pool.unschedulable)
         self.events.push(ready, EventKind.NODE_READY, node, 0)
         sim.booting += 1
         self._schedule_poisson(node, ready)
