@@ -186,3 +186,19 @@ def test_interruptions_need_a_spot_pool_and_one_source() -> None:
         scenario([_spot(1, {"mtbi": "1h", "rate_per_node_hour": 1})], [job("a")])
     with pytest.raises(ValueError, match="mtbi must be a duration > 0"):
         scenario([_spot(1, {"mtbi": 0})], [job("a")])
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "spot"
+
+
+def test_example_spot_scenarios_run_and_longer_intervals_lose_more() -> None:
+    """examples/spot: the same interruptions hit every variant (their own stream); checkpointing every
+    10 min loses less compute to them than every 120 min, and the trace variant replays its six rows."""
+    lost = {}
+    for name in ("spot-ckpt-10m", "spot-ckpt-120m"):
+        summary = summarize(run_one(load(str(EXAMPLES / f"{name}.yaml"))).result)
+        assert summary.interruptions > 0 and summary.jobs_completed == summary.jobs
+        lost[name] = summary.interruption_gpu_hours_lost
+    assert lost["spot-ckpt-10m"] < lost["spot-ckpt-120m"]
+    trace = run_one(load(str(EXAMPLES / "spot-trace.yaml"))).result.interruptions
+    assert trace is not None and len(trace) + trace.skipped == 6

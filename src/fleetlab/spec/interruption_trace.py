@@ -53,7 +53,7 @@ def parse_interruption_trace(label: str, text: str, pools: dict[str, int | None]
     for line, row in enumerate(reader, start=2):
         if not row or all(not cell.strip() for cell in row):
             continue
-        if len(row) != len(header):
+        if len(row) != len(header) and not (len(header) == 3 and len(row) == 2):
             problems.append(f"line {line}: {len(row)} column(s), the header has {len(header)}")
             continue
         pool = row[1].strip()
