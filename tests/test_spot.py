@@ -104,6 +104,7 @@ def test_trace_interruptions_cordon_at_notice_evict_at_reclaim_and_bill_the_repl
     assert seg.evicted.tolist() == [True, False]
     assert seg.end_ms[0] == 1_030_000 and seg.lost_ms[0] == 430_000  # 1030 s − the 600 s checkpoint
     assert seg.bound_ms[1] == 1_330_000
+    assert result.nodes.ready_ms.tolist() == [0]  # the slot's first node; the replacement's is in the log
     assert result.jobs.end_ms[0] == 1_330_000 + 1_400_000  # the 1400 s left after the checkpoint
     cost = node_costs(result)
     assert cost.units["boot"][0] == 8 * 300_000

@@ -23,7 +23,7 @@ import numpy as np
 
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.events import EventKind, EventQueue, to_ms
-from fleetlab.sim.interruption_log import InterruptionLog
+from fleetlab.sim.interruption_log import IntArray, InterruptionLog
 from fleetlab.spec.interruption_trace import read_interruption_trace
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class Interruptions:
         self.noticed = np.zeros(n, dtype=bool)
         self.notice_at = np.full(n, -1, dtype=np.int64)
         self.rows: list[tuple[int, int, int, int, int, int, int, float]] = []
+        self.first_ready: dict[int, int] = {}
         self.skipped = 0
         self.pool_nodes: dict[int, list[int]] = {}
         for node, info in enumerate(sim.node_infos):
@@ -163,6 +164,7 @@ class Interruptions:
         sim = self.sim
         book, state = sim.book, sim.state
         first_segment, evictions = len(book.segments), sim.evictions
+        self.first_ready.setdefault(node, int(sim.ready_ms[node]))
         for pod in sorted(sim.node_pods[node]):
             if book.node[pod] == node and book.end_ms[pod] < 0:
                 sim.evict_job_pods(pod)
@@ -227,6 +229,13 @@ class Interruptions:
                 present[node] = False
                 state.image_nodes[image] -= 1
         state.changes.append(node)
+
+    def first_ready_ms(self, ready_ms: IntArray) -> IntArray:
+        """When each node slot first became ready (a replacement's readiness is in the log)."""
+        out = ready_ms.copy()
+        for node, first in self.first_ready.items():
+            out[node] = first
+        return out
 
     def log(self) -> InterruptionLog | None:
         """The run's interruptions (None when no pool has any configured)."""

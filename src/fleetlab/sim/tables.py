@@ -108,7 +108,7 @@ def node_table(sim: Simulator, end_ms: int) -> NodeTable:
         price_per_hour=node_prices(sim),
         billed_start_ms=np.zeros(n, dtype=np.int64),
         billed_end_ms=np.full(n, end_ms, dtype=np.int64),
-        ready_ms=sim.ready_ms.copy(),
+        ready_ms=sim.spot.first_ready_ms(sim.ready_ms),
     )
 
 
