@@ -3,15 +3,18 @@
 A node's bill is price × billed seconds. It is split by the node's billing unit — its GPUs, or its CPU on
 a CPU-only node — so each unit-millisecond is exactly one of: computing useful work (compute), computing
 work later lost to an eviction (lost), held by a pod pulling its image or downloading data (prep), held
-by a pod waiting for the rest of its gang (wait), or unallocated (idle). The split is kept in exact
-integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the bill exactly;
-dollars are derived at the end.
+by a pod waiting for the rest of its gang (wait), booting a replacement for a node reclaimed by a spot
+interruption (boot; billed from the request, see sim/interruptions.py), billed only because a VM start is
+billed a minimum time (minimum; model/billing_rules.py), or unallocated (idle). The split
+is kept in exact integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the
+bill exactly; dollars are derived at the end.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,7 +23,7 @@ from fleetlab.sim.result import SimulationResult
 
 MS_PER_HOUR = 3_600_000
 MICRO = 1_000_000
-BUCKETS = ("compute", "lost", "prep", "wait", "idle")
+BUCKETS = ("compute", "lost", "prep", "wait", "boot", "minimum", "idle")
 
 
 @dataclass(frozen=True)
@@ -75,13 +78,18 @@ def node_costs(result: SimulationResult) -> NodeCost:
     n = len(nodes.names)
     capacity = _capacity(result)
     billed_ms = (nodes.billed_end_ms - nodes.billed_start_ms).astype(np.int64)
-    unit_total = capacity * billed_ms
+    topup_ms = minimum_topup_ms(result)
+    unit_total = capacity * (billed_ms + topup_ms)
     _, per = segment_units(result)
     units: dict[str, NDArray[np.int64]] = {}
     for bucket, values in per.items():
         acc = np.zeros(n, dtype=np.int64)
         np.add.at(acc, result.segments.node, values)
         units[bucket] = acc
+    log = result.interruptions
+    boot_ms = log.boot_ms_per_node(n, result.end_ms) if log is not None else np.zeros(n, dtype=np.int64)
+    units["boot"] = capacity * boot_ms
+    units["minimum"] = capacity * topup_ms
     units["idle"] = unit_total - sum((units[b] for b in BUCKETS if b != "idle"), np.zeros(n, dtype=np.int64))
     dollars: dict[str, list[Fraction]] = {b: [] for b in BUCKETS}
     billed: list[Fraction] = []
@@ -92,6 +100,51 @@ def node_costs(result: SimulationResult) -> NodeCost:
         for bucket in BUCKETS:
             dollars[bucket].append(Fraction(price * int(units[bucket][i]), denominator))
     return NodeCost(unit_total, units, dollars, billed)
+
+
+def minimum_topup_ms(result: SimulationResult) -> NDArray[np.int64]:
+    """Per node slot, the ms billed beyond its VMs' lives because each VM start is billed a minimum:
+    the first VM runs from the start of the run, each replacement from its request, the last to the end."""
+    nodes, rules = result.nodes, result.billing
+    n = len(nodes.names)
+    out = np.zeros(n, dtype=np.int64)
+    if rules is None:
+        return out
+    starts: list[list[int]] = [[int(s)] for s in nodes.billed_start_ms]
+    log = result.interruptions
+    if log is not None:
+        for node, reclaim in sorted(zip(log.node.tolist(), log.reclaim_ms.tolist(), strict=True)):
+            if reclaim < nodes.billed_end_ms[node]:
+                starts[node].append(int(reclaim))
+    for i in np.flatnonzero(rules.node_minimum_ms > 0):
+        bounds = [*starts[i], int(nodes.billed_end_ms[i])]
+        minimum = int(rules.node_minimum_ms[i])
+        out[i] = sum(max(0, minimum - (b - a)) for a, b in pairwise(bounds))
+    return out
+
+
+@dataclass(frozen=True)
+class ExtraLines:
+    """Charges outside the node bills: commitments beyond a pool's nodes, data transfer and storage."""
+
+    commitment_unused: float
+    data_transfer: float
+    storage: float
+
+    @property
+    def total(self) -> float:
+        """All extra lines."""
+        return self.commitment_unused + self.data_transfer + self.storage
+
+
+def extra_lines(result: SimulationResult) -> ExtraLines:
+    """The run's extra cost lines (all zero without billing sections)."""
+    rules = result.billing
+    if rules is None:
+        return ExtraLines(0.0, 0.0, 0.0)
+    hours = result.end_ms / MS_PER_HOUR
+    unused = float((rules.unused_committed_nodes * rules.committed_rate).sum() * hours)
+    return ExtraLines(unused, float(rules.job_transfer_usd.sum()), float(rules.job_storage_usd.sum()))
 
 
 def job_costs(result: SimulationResult) -> NDArray[np.float64]:

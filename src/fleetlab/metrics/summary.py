@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.cost.billing import MS_PER_HOUR, node_costs
+from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -48,6 +48,19 @@ class Summary:
     cost_per_completed_job: float
     makespan_s: float
     placements: int
+    gpu_hours_boot: float = 0.0
+    cost_boot: float = 0.0
+    #: Spot interruptions (sim/interruptions.py): reclaims, pods they evicted, compute and dollars lost.
+    interruptions: int = 0
+    interruption_pods_evicted: int = 0
+    interruption_gpu_hours_lost: float = 0.0
+    interruption_cost_lost: float = 0.0
+    #: Billing rules (model/billing_rules.py): minimum billed time, and lines outside the node bills
+    #: (included in cost_total).
+    cost_minimum: float = 0.0
+    cost_commitment_unused: float = 0.0
+    cost_data_transfer: float = 0.0
+    cost_storage: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -93,9 +106,11 @@ def summarize(result: SimulationResult) -> Summary:
     jct = (jobs.end_ms[completed] - jobs.submit_ms[completed]) / 1000.0
     cost = node_costs(result)
     gpu_nodes = result.nodes.gpus > 0
-    total = float(cost.total_billed)
+    extras = extra_lines(result)
+    total = float(cost.total_billed) + extras.total
     n_completed = int(np.count_nonzero(completed))
     end_ms = result.end_ms
+    log = result.interruptions
     return Summary(
         policy=result.policy,
         jobs=len(jobs.ids),
@@ -130,4 +145,14 @@ def summarize(result: SimulationResult) -> Summary:
         cost_per_completed_job=total / n_completed if n_completed else float("nan"),
         makespan_s=end_ms / 1000.0,
         placements=result.placements,
+        gpu_hours_boot=_gpu_hours(cost.units["boot"], gpu_nodes),
+        cost_boot=float(cost.total("boot")),
+        interruptions=len(log) if log is not None else 0,
+        interruption_pods_evicted=int(log.pods_evicted.sum()) if log is not None else 0,
+        interruption_gpu_hours_lost=float(log.lost_gpu_ms.sum()) / MS_PER_HOUR if log is not None else 0.0,
+        interruption_cost_lost=float(log.lost_dollars.sum()) if log is not None else 0.0,
+        cost_minimum=float(cost.total("minimum")),
+        cost_commitment_unused=extras.commitment_unused,
+        cost_data_transfer=extras.data_transfer,
+        cost_storage=extras.storage,
     )

@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fleetlab.model.billing_rules import PoolBilling
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
 from fleetlab.model.mig import MigConfig, MigLayoutError
 from fleetlab.model.resources import is_extended
@@ -65,6 +67,10 @@ class NodePool(SpecModel):
     data_bandwidth: Bytes = 500 * 1024**2
     unschedulable: bool = False
     mig: MigConfig | None = None
+    #: Spot pools only: when the provider reclaims nodes (see fleetlab.model.interruptions).
+    interruptions: SpotInterruptions | None = None
+    #: Minimum billed time, committed nodes, data charges (see fleetlab.model.billing_rules).
+    billing: PoolBilling | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -95,6 +101,10 @@ class NodePool(SpecModel):
             raise ValueError("image_pull_bandwidth and data_bandwidth must be > 0 bytes per second")
         if not self.zones:
             raise ValueError("zones must name at least one zone")
+        if self.interruptions is not None and self.capacity_type != "spot":
+            raise ValueError("interruptions apply to spot pools: set capacity_type: spot")
+        if self.billing is not None and self.billing.committed_nodes and self.capacity_type == "spot":
+            raise ValueError("billing.committed_nodes: commitments apply to on-demand pools, not spot")
         if self.mig is not None:
             if self.gpu_model is None:
                 raise ValueError("mig needs gpu_model and gpus_per_node")

@@ -17,6 +17,8 @@ class EventKind(IntEnum):
     POD_FINISH = 2
     PODS_READY_TIMEOUT = 3  # index: job; attempt: the admission it checks
     REQUEUE = 4  # index: job; a workload evicted by waitForPodsReady returns to its queue
+    SPOT_NOTICE = 5  # index: node; attempt: the node slot's generation (sim/interruptions.py)
+    SPOT_RECLAIM = 6  # index: node; attempt: the node slot's generation
 
 
 class EventQueue:

@@ -6,9 +6,15 @@ Columnar numpy arrays keep 100k-job results cheap to hold, summarise and write t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+from fleetlab.sim.interruption_log import InterruptionLog
+
+if TYPE_CHECKING:
+    from fleetlab.sim.billing_inputs import BillingInputs
 
 IntArray = NDArray[np.int64]
 
@@ -142,3 +148,7 @@ class SimulationResult:
     wall_s: float = 0.0
     #: ClusterQueue usage over time; None without Kueue.
     queue_samples: QueueSamples | None = None
+    #: Spot interruptions and their replacements; None when no pool has interruptions.
+    interruptions: InterruptionLog | None = None
+    #: Minimum billed time, commitments and data charges of pools with a billing section (else None).
+    billing: BillingInputs | None = None

@@ -25,8 +25,9 @@ from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
 from fleetlab.sim.book import PodBook
-from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
+from fleetlab.sim.events import EventKind, to_ms, transfer_ms
 from fleetlab.sim.guards import ProgressGuard
+from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.pending import explain_pending
 from fleetlab.sim.prebound import bind_prebound
@@ -139,7 +140,7 @@ class Simulator:
         pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), [job.pods for job in self.jobs])
         self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
         self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
-        self.events = EventQueue()
+        self.events, self.spot = interruption_events(self)
         self.queue = SchedulingQueue()
         self.counters = Counters()
         self.now = 0
@@ -537,6 +538,8 @@ class Simulator:
                     self.booting -= 1
                     self.node_ready(index)
                     continue
+                if self.spot.handle(kind, index, attempt):
+                    continue  # a spot interruption's notice or reclaim (sim/interruptions.py)
                 if kind in (EventKind.PODS_READY_TIMEOUT, EventKind.REQUEUE):
                     assert self.kueue is not None
                     self.kueue.timer(kind, index, attempt, t)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from fleetlab.sim.billing_inputs import billing_inputs, node_prices
 from fleetlab.sim.result import (
     NEVER,
     JobTable,
@@ -104,10 +105,10 @@ def node_table(sim: Simulator, end_ms: int) -> NodeTable:
         capacity_type=[pools[i.pool].capacity_type for i in infos],
         gpus=state.allocatable[:, state.gpu_col].copy(),
         cpu_milli=state.allocatable[:, state.cpu_col].copy(),
-        price_per_hour=np.asarray([pools[i.pool].price_per_hour for i in infos], dtype=np.float64),
+        price_per_hour=node_prices(sim),
         billed_start_ms=np.zeros(n, dtype=np.int64),
         billed_end_ms=np.full(n, end_ms, dtype=np.int64),
-        ready_ms=sim.ready_ms.copy(),
+        ready_ms=sim.spot.first_ready_ms(sim.ready_ms),
     )
 
 
@@ -127,6 +128,7 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
     """Assemble the SimulationResult of a finished run."""
     book = sim.book
     order = np.asarray(sim.order, dtype=np.int64)
+    segments = segment_table(sim, end_ms)
     return SimulationResult(
         scenario=sim.resolved.scenario.name,
         policy=sim.profile.name,
@@ -146,10 +148,12 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         ),
         nodes=node_table(sim, end_ms),
         timeline=timeline(sim),
-        segments=segment_table(sim, end_ms),
+        segments=segments,
         pending=pending,
         warnings=[*sim.resolved.warnings, *([sim.stall_warning] if sim.stall_warning else [])],
         placements=sim.placements,
         wall_s=wall_s,
         queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
+        interruptions=sim.spot.log(),
+        billing=billing_inputs(sim, segments, end_ms),
     )

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from fleetlab.model.job import Job
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.interruption_trace import resolve_interruption_traces
 from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
 
 BUILTIN = "default"
@@ -60,6 +61,7 @@ def load_scenario(path: str | None = None) -> tuple[Scenario, str, Path | None]:
     label, text, base = read_scenario_text(path)
     data = parse_yaml(label, text)
     resolve_catalog_pools(data, label, base)
+    resolve_interruption_traces(data, label, base)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:

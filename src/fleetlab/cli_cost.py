@@ -1,0 +1,107 @@
+"""``fleetlab cost ...``: cost calculators that need no simulation (checkpoint intervals first).
+
+``cost_app`` is a plain ``typer.Typer()``; further ``cost`` subcommands are added with
+``@cost_app.command()`` in their own modules, imported at the end of this file.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+cost_app = typer.Typer(
+    help="Cost calculators: checkpoint intervals under spot interruptions.", no_args_is_help=True
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    from fleetlab.cli import err_console
+
+    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _duration(option: str, text: str | None, allow_zero: bool = False) -> float | None:
+    """Seconds from a duration option, or a clear error naming the option and what is allowed."""
+    from fleetlab.model.units import parse_duration
+
+    if text is None:
+        return None
+    if text.strip().startswith("-"):
+        raise _fail(f"{option} {text!r}: must not be negative; give a duration such as 5m, 90s or 1h30m")
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise _fail(f"{option} {text!r}: {exc}") from None
+    if seconds <= 0 and not allow_zero:
+        raise _fail(f"{option} {text!r}: must be a duration > 0, e.g. 5m or 90s")
+    return seconds
+
+
+def _fmt(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.2f}h"
+
+
+@cost_app.command("checkpoint")
+def checkpoint_cmd(
+    write_time: Annotated[
+        str, typer.Option("--write-time", help="Wall time one checkpoint write takes, e.g. 5m.")
+    ],
+    mtbi: Annotated[
+        str | None, typer.Option("--mtbi", help="Mean time between interruptions of the job, e.g. 6h.")
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option("--rate-per-hour", help="Interruptions per hour (instead of --mtbi).")
+    ] = None,
+    restart_time: Annotated[
+        str, typer.Option("--restart-time", help="Wall time to restart after an interruption.")
+    ] = "0s",
+    price: Annotated[
+        float | None,
+        typer.Option("--price-per-hour", help="Price of the job's nodes per hour, for the cost column."),
+    ] = None,
+) -> None:
+    """Young's and Daly's checkpoint intervals, their expected overhead, and a few intervals around them."""
+    from rich.table import Table
+
+    from fleetlab.cli import out_console
+    from fleetlab.cost.checkpoint import daly_interval, interval_table, young_interval
+
+    write_s = _duration("--write-time", write_time)
+    restart_s = _duration("--restart-time", restart_time, allow_zero=True)
+    if (mtbi is None) == (rate is None):
+        raise _fail("give exactly one of --mtbi (a duration, e.g. 6h) or --rate-per-hour (a number > 0)")
+    if rate is not None and not (rate > 0 and rate < float("inf")):
+        raise _fail(f"--rate-per-hour {rate}: must be a finite number > 0")
+    if price is not None and not (price >= 0 and price < float("inf")):
+        raise _fail(f"--price-per-hour {price}: must be a finite number >= 0")
+    mtbi_s = _duration("--mtbi", mtbi) if mtbi is not None else 3600.0 / float(rate or 1.0)
+    assert write_s is not None and restart_s is not None and mtbi_s is not None
+    young, daly = young_interval(write_s, mtbi_s), daly_interval(write_s, mtbi_s)
+    out_console.print(
+        f"write {_fmt(write_s)}, restart {_fmt(restart_s)}, mean time between interruptions {_fmt(mtbi_s)}: "
+        f"Young √(2CM) = {_fmt(young)}, Daly = {_fmt(daly)}",
+        highlight=False,
+    )
+    table = Table(title="expected overhead (Daly's exponential model)", title_justify="left")
+    for column in ("interval", "", "overhead", "lost per interruption", "wall per compute-hour"):
+        table.add_column(column, justify="right" if column else "left")
+    if price is not None:
+        table.add_column("cost per compute-hour", justify="right")
+    for row in interval_table(write_s, mtbi_s, restart_s, price):
+        cells = [
+            _fmt(row.interval_s),
+            row.label,
+            f"{row.overhead:.1%}",
+            _fmt(row.lost_per_interruption_s),
+            _fmt(3600.0 * (1.0 + row.overhead)),
+        ]
+        if row.cost_per_work_hour is not None:
+            cells.append(f"${row.cost_per_work_hour:,.2f}")
+        table.add_row(*cells)
+    out_console.print(table)
