@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from fleetlab import __version__
+from fleetlab.cli_cost_plan import plan_app
 from fleetlab.cli_experiment import experiment_app
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
@@ -25,6 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(experiment_app, name="experiment")
+app.add_typer(plan_app, name="plan")
 
 
 def _console(stderr: bool = False) -> Console:

@@ -1,0 +1,183 @@
+"""``fleetlab plan …``: price a job on every GPU offer, buy vs rent, the cost ledger and bill reconciliation.
+
+Thin wrappers: each command parses its flags, calls one function of ``fleetlab.cost`` and renders.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+plan_app = typer.Typer(
+    help="Planning: cost per job across GPU models and clouds, buy vs rent, cost ledger, bill checks.",
+    no_args_is_help=True,
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    """The CLI's error paragraph and exit 2, shown verbatim."""
+    from rich.markup import escape
+
+    from fleetlab import cli
+
+    return cli._fail(escape(message))
+
+
+def _consoles() -> tuple[Any, Any]:
+    from fleetlab import cli
+
+    return cli.out_console, cli.err_console
+
+
+def _job_from_flags(values: dict[str, Any]) -> Any:
+    from fleetlab.spec.plan_job import plan_job_from_data
+
+    needed = ("reference_gpu", "throughput", "steps", "samples_per_step")
+    missing = ["--" + k.replace("_", "-") for k in needed if values[k] is None]
+    if missing:
+        raise _fail(f"give a JOB.yaml file, or the flags {', '.join(missing)} (missing)")
+    data = {
+        "name": "job",
+        "kind": "training",
+        "profile": {
+            "reference_gpu": values["reference_gpu"],
+            "reference_throughput": values["throughput"],
+            "compute_fraction": values["compute_fraction"],
+            "memory_fraction": values["memory_fraction"],
+            "gradient_bytes": values["gradient_bytes"],
+        },
+        "training": {"steps": values["steps"], "samples_per_step": values["samples_per_step"], "gpus": 8},
+    }
+    return plan_job_from_data("<flags>", data)
+
+
+def _catalogs(clouds: list[str] | None, catalog: Path | None) -> list[tuple[str, Any]]:
+    from fleetlab.spec.catalog import CLOUDS, builtin_catalog, read_catalog
+
+    if catalog is not None:
+        return [(catalog.stem, read_catalog(catalog))]
+    chosen = clouds or list(CLOUDS)
+    bad = [c for c in chosen if c not in CLOUDS]
+    if bad:
+        raise _fail(f"--cloud {bad[0]}: unknown cloud; allowed: {', '.join(CLOUDS)}")
+    return [(c, builtin_catalog(c)) for c in chosen]
+
+
+def _filter_offers(
+    offers: list[Any], gpus: list[str] | None, regions: list[str] | None, instances: list[str] | None
+) -> list[Any]:
+    from fleetlab.model.gpu_specs import gpu_specs
+
+    for gpu in gpus or []:
+        if gpu not in gpu_specs():
+            raise _fail(
+                f"--gpu {gpu}: unknown GPU model; models with a profile: {', '.join(sorted(gpu_specs()))}"
+            )
+    for name, values, have in (
+        ("--region", regions, {o.region for o in offers}),
+        ("--instance", instances, {o.instance_type for o in offers}),
+    ):
+        for value in values or []:
+            if value not in have:
+                raise _fail(f"{name} {value}: not in the catalog; available: {', '.join(sorted(have))}")
+    return [
+        o
+        for o in offers
+        if (not gpus or o.gpu in gpus)
+        and (not regions or o.region in regions)
+        and (not instances or o.instance_type in instances)
+    ]
+
+
+@plan_app.command("gpus")
+def gpus_cmd(
+    job_file: Annotated[Path | None, typer.Argument(help="Planning job YAML (see examples/plan/).")] = None,
+    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="Only this GPU model; repeat it.")] = None,
+    cloud: Annotated[list[str] | None, typer.Option("--cloud", help="aws, gcp or azure; repeat it.")] = None,
+    region: Annotated[list[str] | None, typer.Option("--region", help="Only this region; repeat it.")] = None,
+    instance: Annotated[list[str] | None, typer.Option("--instance", help="Only this instance type.")] = None,
+    capacity: Annotated[
+        list[str] | None, typer.Option("--capacity", help="on-demand and/or spot (default both).")
+    ] = None,
+    catalog: Annotated[Path | None, typer.Option("--catalog", help="A SkyPilot-format CSV instead.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", min=1, help="GPUs for the training job.")] = None,
+    network_gbps: Annotated[
+        float | None, typer.Option("--network-gbps", min=0.001, help="Node-to-node Gbit/s for all offers.")
+    ] = None,
+    base_gpu: Annotated[
+        str | None, typer.Option("--base-gpu", help="Model for 'more vs faster GPUs' (default: reference).")
+    ] = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="Rows shown in the table.")] = 25,
+    json_out: Annotated[bool, typer.Option("--json", help="Print every row as JSON.")] = False,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write a plotly scatter page here.")] = None,
+    reference_gpu: Annotated[
+        str | None, typer.Option("--reference-gpu", help="Without JOB: profile GPU.")
+    ] = None,
+    throughput: Annotated[
+        float | None,
+        typer.Option("--throughput", min=0.0, help="Without JOB: samples/s on one reference GPU."),
+    ] = None,
+    compute_fraction: Annotated[float, typer.Option("--compute-fraction", min=0.0, max=1.0)] = 0.7,
+    memory_fraction: Annotated[float, typer.Option("--memory-fraction", min=0.0, max=1.0)] = 0.2,
+    gradient_bytes: Annotated[float, typer.Option("--gradient-bytes", min=0.0)] = 0.0,
+    steps: Annotated[int | None, typer.Option("--steps", min=1, help="Without JOB: training steps.")] = None,
+    samples_per_step: Annotated[float | None, typer.Option("--samples-per-step", min=0.0)] = None,
+) -> None:
+    """The same job on every GPU model x cloud x region x capacity type: time, $ per job, $ per M samples."""
+    from fleetlab.cost.gpu_plan import CAPACITY_TYPES, plan_job, priced_offers, scaling_options
+    from fleetlab.report.plan_report import print_plan, print_scaling, write_plan_html
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.plan_job import load_plan_job
+
+    out, err = _consoles()
+    for value in capacity or []:
+        if value not in CAPACITY_TYPES:
+            raise _fail(f"--capacity {value}: allowed: {', '.join(CAPACITY_TYPES)}")
+    try:
+        job = load_plan_job(job_file) if job_file is not None else _job_from_flags(locals())
+        if gpus is not None and job.training is not None:
+            job = job.model_copy(update={"training": job.training.model_copy(update={"gpus": gpus})})
+        offers = priced_offers(_catalogs(cloud, catalog), capacity or CAPACITY_TYPES)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    offers = _filter_offers(offers, gpu, region, instance)
+    base = base_gpu or job.profile.reference_gpu
+    if base_gpu is not None:
+        _filter_offers([], [base_gpu], None, None)
+    plan = plan_job(job, offers, network_gbps)
+    if not plan.rows:
+        raise _fail(
+            "no catalog offer can run this job: " + "; ".join(plan.excluded[:5] or ["no offers matched"])
+        )
+    scaling = scaling_options(job, offers, base, network_gbps=network_gbps)
+    if json_out:
+        payload = {
+            "job": job.name,
+            "kind": job.kind,
+            "rows": [r.as_dict() for r in plan.rows],
+            "more_vs_faster": [
+                {"option": s.label, **(s.row.as_dict() if s.row else {"offer": None})} for s in scaling
+            ],
+            "excluded": plan.excluded,
+            "warnings": plan.warnings,
+        }
+        out.print_json(json.dumps(payload))
+    else:
+        print_plan(out, job, plan, top)
+        print_scaling(out, scaling)
+        for note in plan.warnings:
+            err.print(f"warning: {note}", highlight=False, markup=False)
+        if plan.excluded:
+            err.print(
+                f"{len(plan.excluded)} offer(s) left out, e.g. {plan.excluded[0]}",
+                highlight=False,
+                markup=False,
+            )
+    if html_out is not None:
+        try:
+            write_plan_html(job, plan.rows, html_out)
+        except OSError as exc:
+            raise _fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,103 @@
+"""Terminal tables and a plotly page for ``fleetlab plan``: GPU offers, scaling choices, buy vs rent."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from fleetlab.cost.gpu_plan import Plan, PlanRow, ScalingOption
+from fleetlab.model.plan_job import PlanJob
+
+
+def _hours(hours: float) -> str:
+    if hours < 1:
+        return f"{hours * 60:.1f} min"
+    return f"{hours:,.2f} h" if hours < 100 else f"{hours:,.0f} h"
+
+
+def print_plan(console: Console, job: PlanJob, plan: Plan, top: int) -> None:
+    """The cheapest ``top`` offers, then what was left out."""
+    training = job.kind == "training"
+    table = Table(title=f"{job.name}: {len(plan.rows)} offers, cheapest {min(top, len(plan.rows))} shown")
+    for name in ("GPU", "cloud", "instance", "region", "capacity", "$/h", "layout", "time"):
+        table.add_column(name, justify="right" if name in ("$/h", "time") else "left")
+    table.add_column("$ per job" if training else "$ for the window", justify="right")
+    table.add_column("$ per M samples", justify="right")
+    if not training:
+        table.add_column("latency", justify="right")
+    for row in plan.rows[:top]:
+        o = row.offer
+        cells = [
+            o.gpu,
+            o.cloud,
+            o.instance_type,
+            o.region,
+            o.capacity_type,
+            f"{o.price_per_hour:,.2f}",
+            row.layout,
+            _hours(row.hours),
+            f"{row.cost_usd:,.2f}",
+            f"{row.cost_per_million_samples:,.4f}",
+        ]
+        if not training:
+            cells.append("" if row.latency_ms is None else f"{row.latency_ms:,.1f} ms")
+        table.add_row(*cells)
+    console.print(table)
+
+
+def print_scaling(console: Console, options: Sequence[ScalingOption]) -> None:
+    """More GPUs of the same model beside the next faster model, each at its cheapest offer."""
+    if not options:
+        return
+    base = options[0].row
+    table = Table(title="More GPUs vs faster GPUs (cheapest offer of each)")
+    for name in ("option", "offer", "time", "speed-up", "$ per job", "cost ratio"):
+        table.add_column(name, justify="left" if name in ("option", "offer") else "right")
+    for option in options:
+        row = option.row
+        if row is None:
+            table.add_row(option.label, "no offer in the catalog", "", "", "", "")
+            continue
+        speed = f"{base.hours / row.hours:.2f}x" if base else ""
+        ratio = f"{row.cost_usd / base.cost_usd:.2f}x" if base else ""
+        where = f"{row.offer.cloud} {row.offer.instance_type} {row.offer.region} {row.offer.capacity_type}"
+        table.add_row(option.label, where, _hours(row.hours), speed, f"{row.cost_usd:,.2f}", ratio)
+    console.print(table)
+
+
+def write_plan_html(job: PlanJob, rows: Sequence[PlanRow], target: Path) -> None:
+    """Time to finish against dollars per job, one point per offer, coloured by GPU model (offline page)."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    figure = go.Figure()
+    for gpu in sorted({r.offer.gpu for r in rows}):
+        mine = [r for r in rows if r.offer.gpu == gpu]
+        figure.add_trace(
+            go.Scatter(
+                x=[r.hours for r in mine],
+                y=[r.cost_usd for r in mine],
+                mode="markers",
+                name=gpu,
+                text=[
+                    html.escape(
+                        f"{r.offer.cloud} {r.offer.instance_type} {r.offer.region} "
+                        f"{r.offer.capacity_type} {r.layout}"
+                    )
+                    for r in mine
+                ],
+                hovertemplate="%{text}<br>%{x:.2f} h, $%{y:,.2f}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        title=html.escape(f"{job.name}: time to finish vs cost per job"),
+        xaxis_title="hours",
+        yaxis_title="USD per job" if job.kind == "training" else "USD for the window",
+        template="plotly_white",
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(str(pio.to_html(figure, include_plotlyjs=True, full_html=True)), encoding="utf-8")
