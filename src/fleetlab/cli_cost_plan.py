@@ -181,3 +181,131 @@ def gpus_cmd(
             write_plan_html(job, plan.rows, html_out)
         except OSError as exc:
             raise _fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
+
+
+Money = Annotated[float | None, typer.Option(min=0.0)]
+
+
+@plan_app.command("buy-vs-rent")
+def buy_vs_rent_cmd(
+    from_run: Annotated[
+        Path | None, typer.Option("--from-run", help="Run folder of `fleetlab simulate --out`.")
+    ] = None,
+    utilisation: Annotated[
+        float | None, typer.Option("--utilisation", min=0.0, max=1.0, help="GPU utilisation 0..1.")
+    ] = None,
+    percentile: Annotated[
+        float, typer.Option("--percentile", min=0.0, max=100.0, help="Demand percentile to own (hybrid).")
+    ] = 50.0,
+    cloud_price: Annotated[
+        float | None, typer.Option("--cloud-price", min=0.0, help="Rented USD per GPU-hour (else catalog).")
+    ] = None,
+    cloud: Annotated[str | None, typer.Option("--cloud", help="Catalog of the rented instance.")] = None,
+    instance: Annotated[str | None, typer.Option("--instance", help="Rented instance type.")] = None,
+    region: Annotated[str | None, typer.Option("--region", help="Region of the rented instance.")] = None,
+    capacity: Annotated[str | None, typer.Option("--capacity", help="on-demand or spot.")] = None,
+    server_price: Annotated[float | None, typer.Option("--server-price", min=0.0)] = None,
+    gpus_per_server: Annotated[int | None, typer.Option("--gpus-per-server", min=1)] = None,
+    life_years: Annotated[float | None, typer.Option("--life-years", min=0.1)] = None,
+    power_kw: Annotated[float | None, typer.Option("--power-kw", min=0.0)] = None,
+    provisioned_kw: Annotated[float | None, typer.Option("--provisioned-kw", min=0.0)] = None,
+    pue: Annotated[float | None, typer.Option("--pue", min=1.0)] = None,
+    usd_per_kwh: Annotated[float | None, typer.Option("--usd-per-kwh", min=0.0)] = None,
+    colo: Annotated[float | None, typer.Option("--colo-usd-per-kw-month", min=0.0)] = None,
+    network: Annotated[float | None, typer.Option("--network-usd-per-year", min=0.0)] = None,
+    maintenance_pct: Annotated[float | None, typer.Option("--maintenance-pct", min=0.0)] = None,
+    staff: Annotated[float | None, typer.Option("--staff-usd-per-year", min=0.0)] = None,
+    downtime_pct: Annotated[float | None, typer.Option("--downtime-pct", min=0.0, max=99.0)] = None,
+    fabric_pct: Annotated[float | None, typer.Option("--fabric-pct", min=0.0)] = None,
+    residual_pct: Annotated[float | None, typer.Option("--residual-pct", min=0.0, max=100.0)] = None,
+    egress: Annotated[float | None, typer.Option("--egress-usd-per-gb", min=0.0)] = None,
+    transfer: Annotated[float | None, typer.Option("--transfer-gb-per-gpu-hour", min=0.0)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """On-prem TCO vs renting at a measured utilisation: break-even utilisation and a hybrid plan."""
+    from fleetlab.cost.tco import (
+        DemandCurve,
+        break_even_utilisation,
+        cloud_gpu_hour_price,
+        default_rates,
+        default_server,
+        hybrid_option,
+    )
+    from fleetlab.report.plan_report import print_buy_vs_rent
+    from fleetlab.spec.catalog import builtin_catalog
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.run_dir import read_demand_curve, read_run_summary, summary_number
+
+    out, _ = _consoles()
+    rates = default_rates()
+    server = default_server(
+        server_price_usd=server_price, gpus_per_server=gpus_per_server, life_years=life_years,
+        power_kw=power_kw, provisioned_kw=provisioned_kw, pue=pue, usd_per_kwh=usd_per_kwh,
+        colo_usd_per_kw_month=colo, network_usd_per_year=network, maintenance_pct=maintenance_pct,
+        staff_usd_per_year=staff, downtime_pct=downtime_pct, fabric_pct=fabric_pct, residual_pct=residual_pct,
+    )  # fmt: skip
+    rented = {
+        "cloud": cloud or rates["cloud"]["value"],
+        "instance_type": instance or rates["instance_type"]["value"],
+        "region": region or rates["region"]["value"],
+        "capacity_type": capacity or rates["capacity_type"]["value"],
+    }
+    curve = None
+    measured: dict[str, float] = {}
+    try:
+        if cloud_price is None:
+            if rented["capacity_type"] not in ("on-demand", "spot"):
+                raise _fail(f"--capacity {rented['capacity_type']}: allowed: on-demand, spot")
+            try:
+                price = cloud_gpu_hour_price(
+                    builtin_catalog(rented["cloud"]),
+                    rented["instance_type"],
+                    rented["region"],
+                    rented["capacity_type"],
+                )
+            except ValueError as exc:
+                raise _fail(f"--instance/--region: {exc}") from None
+        else:
+            price = cloud_price
+            rented = {"cloud": "given", "instance_type": "--cloud-price", "region": "", "capacity_type": ""}
+        if price <= 0:
+            raise _fail("--cloud-price: must be > 0 USD per GPU-hour")
+        if from_run is not None:
+            summary = read_run_summary(from_run)
+            source = str(from_run / "summary.json")
+            measured["gpu_allocation_ratio"] = summary_number(summary, "gpu_allocation_ratio", source)
+            billed = summary_number(summary, "gpu_hours_billed", source)
+            busy = summary_number(summary, "gpu_hours_busy", source)
+            measured["gpu_busy_ratio"] = busy / billed if billed > 0 else 0.0
+            t, gpus = read_demand_curve(from_run)
+            end = max(summary_number(summary, "makespan_s", source), float(t[-1]))
+            curve = DemandCurve(t_s=t, gpus=gpus, end_s=end)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    if utilisation is None:
+        if "gpu_allocation_ratio" not in measured:
+            raise _fail("give --from-run DIR (a `fleetlab simulate --out` folder) or --utilisation 0..1")
+        utilisation = measured["gpu_allocation_ratio"]
+    egress_rate = egress if egress is not None else float(rates["egress_usd_per_gb"]["value"])
+    per_hour = transfer if transfer is not None else float(rates["transfer_gb_per_gpu_hour"]["value"])
+    hybrid = []
+    if curve is not None:
+        levels = sorted({0.0, 25.0, 50.0, 75.0, 90.0, 100.0, percentile})
+        hybrid = [hybrid_option(curve, q, server, price, egress_rate, per_hour) for q in levels]
+    result = {
+        "owned_server": {**server.__dict__, "capex_usd": server.capex},
+        "yearly_usd": server.yearly(),
+        "rented": {**rented, "usd_per_gpu_hour": price},
+        "utilisation": utilisation,
+        "measured": measured,
+        "owned_usd_per_used_gpu_hour": server.cost_per_used_gpu_hour(utilisation),
+        "break_even_utilisation": break_even_utilisation(server, price),
+        "hybrid": [h.as_dict() for h in hybrid],
+        "chosen_percentile": percentile,
+        "egress_usd_per_gb": egress_rate,
+        "transfer_gb_per_gpu_hour": per_hour,
+    }
+    if json_out:
+        out.print_json(json.dumps(result, allow_nan=False, default=str))
+    else:
+        print_buy_vs_rent(out, result, hybrid)

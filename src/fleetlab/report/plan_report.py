@@ -5,11 +5,13 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from fleetlab.cost.gpu_plan import Plan, PlanRow, ScalingOption
+from fleetlab.cost.tco import HybridOption
 from fleetlab.model.plan_job import PlanJob
 
 
@@ -101,3 +103,63 @@ def write_plan_html(job: PlanJob, rows: Sequence[PlanRow], target: Path) -> None
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(str(pio.to_html(figure, include_plotlyjs=True, full_html=True)), encoding="utf-8")
+
+
+def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence[HybridOption]) -> None:
+    """Owned cost lines, the break-even utilisation and the hybrid options."""
+    server = result["owned_server"]
+    yearly = result["yearly_usd"]
+    rented = result["rented"]
+    table = Table(title=f"One owned {server['gpus_per_server']}-GPU {server['gpu_model']} server, per year")
+    table.add_column("line")
+    table.add_column("USD/year", justify="right")
+    for line, value in yearly.items():
+        table.add_row(line, f"{value:,.0f}")
+    console.print(table)
+    u, be = result["utilisation"], result["break_even_utilisation"]
+    owned = result["owned_usd_per_used_gpu_hour"]
+    where = " ".join(
+        str(rented[k]) for k in ("cloud", "instance_type", "region", "capacity_type") if rented[k]
+    )
+    lines = [
+        f"rented: {where} = ${rented['usd_per_gpu_hour']:.3f} per GPU-hour",
+        f"utilisation {u:.1%}: owned ${owned:.3f} per used GPU-hour",
+        f"break-even utilisation: {be:.1%} — "
+        + ("owning is cheaper" if u > be else "renting is cheaper")
+        + f" at {u:.1%}",
+    ]
+    for name, value in result["measured"].items():
+        lines.append(f"measured {name.replace('_', ' ')}: {value:.1%}")
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+    if not hybrid:
+        return
+    chosen = result["chosen_percentile"]
+    cheapest = min(hybrid, key=lambda h: h.total_usd)
+    table = Table(
+        title="Hybrid: own servers for a demand percentile, rent the peaks (per year, if the run repeats)"
+    )
+    for name in (
+        "own at",
+        "servers",
+        "owned GPU-h",
+        "rented GPU-h",
+        "owned $",
+        "rented $",
+        "transfer $",
+        "total $",
+    ):
+        table.add_column(name, justify="right")
+    for h in hybrid:
+        mark = (" *" if h.percentile == chosen else "") + (" (cheapest)" if h is cheapest else "")
+        table.add_row(
+            f"p{h.percentile:g}{mark}",
+            str(h.servers),
+            f"{h.owned_gpu_hours:,.0f}",
+            f"{h.rented_gpu_hours:,.0f}",
+            f"{h.owned_usd:,.0f}",
+            f"{h.rented_usd:,.0f}",
+            f"{h.transfer_usd:,.0f}",
+            f"{h.total_usd:,.0f}",
+        )
+    console.print(table)
