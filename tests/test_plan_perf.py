@@ -216,5 +216,5 @@ def test_inference_replicas_latency_and_memory_fit() -> None:
 
 def test_example_job_files_load() -> None:
     root = Path(__file__).resolve().parents[1] / "examples" / "plan"
-    for file in sorted(root.glob("*.yaml")):
+    for file in (root / "llm-finetune.yaml", root / "chat-serving.yaml"):
         assert load_plan_job(file).profile.reference_gpu in gpu_specs()

@@ -309,3 +309,81 @@ def buy_vs_rent_cmd(
         out.print_json(json.dumps(result, allow_nan=False, default=str))
     else:
         print_buy_vs_rent(out, result, hybrid)
+
+
+@plan_app.command("ledger")
+def ledger_cmd(
+    scenario: Annotated[str | None, typer.Argument(help="Scenario YAML or built-in name.")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Run folder to write (as simulate --out, + ledger).")
+    ] = Path("ledger-run"),
+    policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
+    seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,
+) -> None:
+    """Simulate and write the run files plus ledger.parquet: one cost row per node x job x bucket."""
+    from fleetlab.cost.ledger_io import write_run_with_ledger
+    from fleetlab.experiment.run import run_one
+    from fleetlab.placement.profiles import UnknownPolicyError
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.loader import load
+
+    console, _ = _consoles()
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
+    try:
+        resolved = load(scenario, seed)
+        run = run_one(resolved, policy, None)
+    except (SpecError, UnknownPolicyError) as exc:
+        raise _fail(str(exc)) from None
+    try:
+        rows, total = write_run_with_ledger(resolved, run, out)
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+    console.print(
+        f"{rows} ledger rows, ${total:,.2f} in all, written to {out}/ledger.parquet", highlight=False
+    )
+
+
+@plan_app.command("reconcile")
+def reconcile_cmd(
+    bill: Annotated[Path, typer.Option("--bill", help="GCP billing export (standard usage cost) as CSV.")],
+    run: Annotated[Path, typer.Option("--run", help="Run folder with ledger.parquet (`plan ledger`).")],
+    start: Annotated[
+        str | None,
+        typer.Option("--start", help="UTC time of the run's t=0 (default: the bill's first hour)."),
+    ] = None,
+    period: Annotated[str, typer.Option("--period", help="hour, day or month.")] = "day",
+    group_label: Annotated[
+        str, typer.Option("--group-label", help="Bill label naming the project/team.")
+    ] = "k8s-label/team",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """The gap between a cloud bill and the run's cost ledger, by category and by project x period."""
+    from fleetlab.cost.reconcile import PERIODS, period_start, reconcile
+    from fleetlab.report.plan_report import print_reconciliation
+    from fleetlab.spec.billing_export import parse_time, read_billing_export
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.run_dir import read_ledger
+
+    out, _ = _consoles()
+    if period not in PERIODS:
+        raise _fail(f"--period {period}: allowed: {', '.join(PERIODS)}")
+    try:
+        export = read_billing_export(bill)
+        ledger = read_ledger(run)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    if not export.rows:
+        raise _fail(f"{bill}: no rows after the header")
+    if start is not None:
+        try:
+            origin = parse_time(start)
+        except ValueError:
+            raise _fail(f"--start {start!r}: not a timestamp; e.g. 2026-11-02T00:00:00Z") from None
+    else:
+        origin = period_start(min(r.start for r in export.rows), "hour")
+    result = reconcile(export.rows, ledger, origin, period, group_label)
+    if json_out:
+        out.print_json(json.dumps(result.as_dict()))
+    else:
+        print_reconciliation(out, result)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fleetlab.cost.gpu_plan import Plan, PlanRow, ScalingOption
+from fleetlab.cost.reconcile import ESTIMATED, Reconciliation
 from fleetlab.cost.tco import HybridOption
 from fleetlab.model.plan_job import PlanJob
 
@@ -163,3 +165,42 @@ def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence
             f"{h.total_usd:,.0f}",
         )
     console.print(table)
+
+
+def _window(window: tuple[datetime, datetime]) -> str:
+    return f"{window[0]:%Y-%m-%d %H:%M} - {window[1]:%Y-%m-%d %H:%M} UTC"
+
+
+def print_reconciliation(console: Console, result: Reconciliation) -> None:
+    """Gap by category, then by project x period."""
+    table = Table(title="Bill vs estimate by category (USD)")
+    for name in ("category", "bill", "estimate", "gap"):
+        table.add_column(name, justify="left" if name == "category" else "right")
+    for c in result.categories:
+        note = " (missing in estimate)" if c.category not in ESTIMATED and c.bill_usd else ""
+        table.add_row(c.category + note, f"{c.bill_usd:,.2f}", f"{c.estimate_usd:,.2f}", f"{c.gap_usd:+,.2f}")
+    table.add_row("credits", f"{result.credits_usd:,.2f}", "0.00", f"{result.credits_usd:+,.2f}")
+    gap = result.bill_total_usd - result.estimate_total_usd
+    table.add_row(
+        "[bold]total[/bold]",
+        f"{result.bill_total_usd:,.2f}",
+        f"{result.estimate_total_usd:,.2f}",
+        f"{gap:+,.2f}",
+    )
+    console.print(table)
+    lines = [
+        f"idle inside the estimate (capacity billed, no pod): ${result.idle_estimate_usd:,.2f}",
+        f"missing in the estimate (storage, egress, tax, other): ${result.missing_in_estimate_usd:,.2f}",
+        f"bill window {_window(result.bill_window)}; estimate {_window(result.estimate_window)}",
+    ]
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+    by = Table(title=f"By project ({result.group_label}) and {result.period} (USD)")
+    for name in ("project", result.period, "bill", "estimate", "gap"):
+        by.add_column(name, justify="right" if name in ("bill", "estimate", "gap") else "left")
+    fmt = {"hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "month": "%Y-%m"}[result.period]
+    for (project, when), (bill, estimate) in sorted(result.by_group.items()):
+        by.add_row(
+            project, when.strftime(fmt), f"{bill:,.2f}", f"{estimate:,.2f}", f"{bill - estimate:+,.2f}"
+        )
+    console.print(by)

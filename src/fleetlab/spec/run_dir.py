@@ -68,3 +68,41 @@ def read_demand_curve(folder: Path) -> tuple[NDArray[np.float64], NDArray[np.flo
     if np.any(np.diff(t) < 0) or np.any(gpus < 0):
         raise SpecError(str(file), ["t_s must not decrease and allocated_gpus must be >= 0"])
     return t, gpus
+
+
+LEDGER_NEEDS = (
+    "period_start_s",
+    "period_end_s",
+    "project",
+    "bucket",
+    "cost_usd",
+    "gpu_cost_usd",
+    "host_cost_usd",
+)
+
+
+def read_ledger(folder: Path) -> dict[str, list[Any]]:
+    """ledger.parquet of a run folder as columns."""
+    import pyarrow.parquet as pq
+
+    file = folder / "ledger.parquet"
+    if not folder.is_dir():
+        raise SpecError(str(folder), ["not a folder; give a run folder written by `fleetlab plan ledger`"])
+    if not file.is_file():
+        raise SpecError(
+            str(file), ["not found; write the run with its ledger: `fleetlab plan ledger SCENARIO --out DIR`"]
+        )
+    try:
+        table = pq.read_table(file)
+    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
+        raise SpecError(str(file), [f"cannot be read as a cost ledger: {exc}"]) from None
+    missing = [c for c in LEDGER_NEEDS if c not in table.column_names]
+    if missing:
+        raise SpecError(
+            str(file), [f"missing column(s) {', '.join(missing)}; needs {', '.join(LEDGER_NEEDS)}"]
+        )
+    data: dict[str, list[Any]] = table.to_pydict()
+    currencies = set(data.get("currency", ["USD"]))
+    if currencies - {"USD"}:
+        raise SpecError(str(file), [f"currency {sorted(currencies)}: only USD ledgers are supported"])
+    return data
