@@ -90,3 +90,33 @@ def test_gpus_bad_job_file_exit_2(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "give a JOB.yaml file" in missing.output
     absent = runner.invoke(cli.app, ["plan", "gpus", str(tmp_path / "none.yaml")])
     assert absent.exit_code == 2 and "job file not found" in absent.output
+
+
+MIX = """\
+name: mix
+cluster:
+  pools:
+    - {name: a100, count: 1, gpu_model: A100-80GB, gpus_per_node: 8, cpu: "96", memory: 1000Gi, price_per_hour: 27.44705}
+workload:
+  jobs:
+    - {id: a, pods: 2, requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: 2}, runtime: {default: 1h, by_gpu: {H100: 30m}}}
+    - {id: b, requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: 1}, runtime: 2h}
+    - {id: c, requests: {cpu: "1", memory: 1Gi}, runtime: 5h}
+"""
+
+
+def test_mix_prices_each_gpu_job_on_one_model(tmp_path: Path) -> None:
+    scenario = tmp_path / "mix.yaml"
+    scenario.write_text(MIX)
+    result = runner.invoke(
+        cli.app, ["plan", "mix", str(scenario), "--gpu", "A100-80GB", "--gpu", "H100", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {r["gpu"]: r for r in json.loads(result.stdout)["rows"]}
+    # a: 4 GPUs x 1 h, b: 1 GPU x 2 h -> 6 GPU-h on A100 at the pool's 27.44705/8; H100: 4 x 0.5 + 2 = 4 GPU-h
+    assert rows["A100-80GB"]["gpu_hours"] == pytest.approx(6.0)
+    assert rows["A100-80GB"]["usd_per_job"] == pytest.approx(6.0 * 27.44705 / 8 / 2)
+    assert rows["H100"]["gpu_hours"] == pytest.approx(4.0)
+    assert rows["H100"]["usd_per_gpu_hour"] > 0 and "scenario pool" not in rows["H100"]["price_source"]
+    bad = runner.invoke(cli.app, ["plan", "mix", str(scenario), "--gpu", "Z9"])
+    assert bad.exit_code == 2 and "unknown GPU model" in bad.output

@@ -387,3 +387,44 @@ def reconcile_cmd(
         out.print_json(json.dumps(result.as_dict()))
     else:
         print_reconciliation(out, result)
+
+
+@plan_app.command("mix")
+def mix_cmd(
+    scenario: Annotated[str | None, typer.Argument(help="Scenario YAML or built-in name.")] = None,
+    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="GPU model to compare; repeat it.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Cost per completed job of the scenario's GPU job mix on each GPU model (work only, no queueing)."""
+    from rich.table import Table
+
+    from fleetlab.cost.gpu_plan import priced_offers
+    from fleetlab.cost.job_mix import mix_cost
+    from fleetlab.model.gpus import GPU_MODELS
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.loader import load
+
+    out, _ = _consoles()
+    models = gpu or ["A100-80GB", "H100"]
+    for name in models:
+        if name not in GPU_MODELS:
+            raise _fail(f"--gpu {name}: unknown GPU model; known: {', '.join(sorted(GPU_MODELS))}")
+    try:
+        resolved = load(scenario)
+        offers = priced_offers(_catalogs(None, None), ("on-demand",))
+        costs = [mix_cost(resolved, name, offers) for name in models]
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if json_out:
+        rows = [{**c.__dict__, "usd_per_job": c.usd_per_job} for c in costs]
+        out.print_json(json.dumps({"scenario": resolved.scenario.name, "rows": rows}))
+        return
+    table = Table(title=f"{resolved.scenario.name}: {costs[0].jobs} GPU jobs, each GPU model alone")
+    for name in ("GPU", "$/GPU-h", "price from", "GPU-hours", "total $", "$ per job"):
+        table.add_column(name, justify="left" if name in ("GPU", "price from") else "right")
+    for c in costs:
+        table.add_row(c.gpu, f"{c.usd_per_gpu_hour:.4f}", c.price_source, f"{c.gpu_hours:,.1f}",
+                      f"{c.total_usd:,.2f}", f"{c.usd_per_job:,.2f}")  # fmt: skip
+    out.print(table)
