@@ -1,0 +1,430 @@
+"""``fleetlab plan …``: price a job on every GPU offer, buy vs rent, the cost ledger and bill reconciliation.
+
+Thin wrappers: each command parses its flags, calls one function of ``fleetlab.cost`` and renders.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+plan_app = typer.Typer(
+    help="Planning: cost per job across GPU models and clouds, buy vs rent, cost ledger, bill checks.",
+    no_args_is_help=True,
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    """The CLI's error paragraph and exit 2, shown verbatim."""
+    from rich.markup import escape
+
+    from fleetlab import cli
+
+    return cli._fail(escape(message))
+
+
+def _consoles() -> tuple[Any, Any]:
+    from fleetlab import cli
+
+    return cli.out_console, cli.err_console
+
+
+def _job_from_flags(values: dict[str, Any]) -> Any:
+    from fleetlab.spec.plan_job import plan_job_from_data
+
+    needed = ("reference_gpu", "throughput", "steps", "samples_per_step")
+    missing = ["--" + k.replace("_", "-") for k in needed if values[k] is None]
+    if missing:
+        raise _fail(f"give a JOB.yaml file, or the flags {', '.join(missing)} (missing)")
+    data = {
+        "name": "job",
+        "kind": "training",
+        "profile": {
+            "reference_gpu": values["reference_gpu"],
+            "reference_throughput": values["throughput"],
+            "compute_fraction": values["compute_fraction"],
+            "memory_fraction": values["memory_fraction"],
+            "gradient_bytes": values["gradient_bytes"],
+        },
+        "training": {"steps": values["steps"], "samples_per_step": values["samples_per_step"], "gpus": 8},
+    }
+    return plan_job_from_data("<flags>", data)
+
+
+def _catalogs(clouds: list[str] | None, catalog: Path | None) -> list[tuple[str, Any]]:
+    from fleetlab.spec.catalog import CLOUDS, builtin_catalog, read_catalog
+
+    if catalog is not None:
+        return [(catalog.stem, read_catalog(catalog))]
+    chosen = clouds or list(CLOUDS)
+    bad = [c for c in chosen if c not in CLOUDS]
+    if bad:
+        raise _fail(f"--cloud {bad[0]}: unknown cloud; allowed: {', '.join(CLOUDS)}")
+    return [(c, builtin_catalog(c)) for c in chosen]
+
+
+def _filter_offers(
+    offers: list[Any], gpus: list[str] | None, regions: list[str] | None, instances: list[str] | None
+) -> list[Any]:
+    from fleetlab.model.gpu_specs import gpu_specs
+
+    for gpu in gpus or []:
+        if gpu not in gpu_specs():
+            raise _fail(
+                f"--gpu {gpu}: unknown GPU model; models with a profile: {', '.join(sorted(gpu_specs()))}"
+            )
+    for name, values, have in (
+        ("--region", regions, {o.region for o in offers}),
+        ("--instance", instances, {o.instance_type for o in offers}),
+    ):
+        for value in values or []:
+            if value not in have:
+                raise _fail(f"{name} {value}: not in the catalog; available: {', '.join(sorted(have))}")
+    return [
+        o
+        for o in offers
+        if (not gpus or o.gpu in gpus)
+        and (not regions or o.region in regions)
+        and (not instances or o.instance_type in instances)
+    ]
+
+
+@plan_app.command("gpus")
+def gpus_cmd(
+    job_file: Annotated[Path | None, typer.Argument(help="Planning job YAML (see examples/plan/).")] = None,
+    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="Only this GPU model; repeat it.")] = None,
+    cloud: Annotated[list[str] | None, typer.Option("--cloud", help="aws, gcp or azure; repeat it.")] = None,
+    region: Annotated[list[str] | None, typer.Option("--region", help="Only this region; repeat it.")] = None,
+    instance: Annotated[list[str] | None, typer.Option("--instance", help="Only this instance type.")] = None,
+    capacity: Annotated[
+        list[str] | None, typer.Option("--capacity", help="on-demand and/or spot (default both).")
+    ] = None,
+    catalog: Annotated[Path | None, typer.Option("--catalog", help="A SkyPilot-format CSV instead.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", min=1, help="GPUs for the training job.")] = None,
+    network_gbps: Annotated[
+        float | None, typer.Option("--network-gbps", min=0.001, help="Node-to-node Gbit/s for all offers.")
+    ] = None,
+    base_gpu: Annotated[
+        str | None, typer.Option("--base-gpu", help="Model for 'more vs faster GPUs' (default: reference).")
+    ] = None,
+    top: Annotated[int, typer.Option("--top", min=1, help="Rows shown in the table.")] = 25,
+    json_out: Annotated[bool, typer.Option("--json", help="Print every row as JSON.")] = False,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write a plotly scatter page here.")] = None,
+    reference_gpu: Annotated[
+        str | None, typer.Option("--reference-gpu", help="Without JOB: profile GPU.")
+    ] = None,
+    throughput: Annotated[
+        float | None,
+        typer.Option("--throughput", min=0.0, help="Without JOB: samples/s on one reference GPU."),
+    ] = None,
+    compute_fraction: Annotated[float, typer.Option("--compute-fraction", min=0.0, max=1.0)] = 0.7,
+    memory_fraction: Annotated[float, typer.Option("--memory-fraction", min=0.0, max=1.0)] = 0.2,
+    gradient_bytes: Annotated[float, typer.Option("--gradient-bytes", min=0.0)] = 0.0,
+    steps: Annotated[int | None, typer.Option("--steps", min=1, help="Without JOB: training steps.")] = None,
+    samples_per_step: Annotated[float | None, typer.Option("--samples-per-step", min=0.0)] = None,
+) -> None:
+    """The same job on every GPU model x cloud x region x capacity type: time, $ per job, $ per M samples."""
+    from fleetlab.cost.gpu_plan import CAPACITY_TYPES, plan_job, priced_offers, scaling_options
+    from fleetlab.report.plan_report import print_plan, print_scaling, write_plan_html
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.plan_job import load_plan_job
+
+    out, err = _consoles()
+    for value in capacity or []:
+        if value not in CAPACITY_TYPES:
+            raise _fail(f"--capacity {value}: allowed: {', '.join(CAPACITY_TYPES)}")
+    try:
+        job = load_plan_job(job_file) if job_file is not None else _job_from_flags(locals())
+        if gpus is not None and job.training is not None:
+            job = job.model_copy(update={"training": job.training.model_copy(update={"gpus": gpus})})
+        offers = priced_offers(_catalogs(cloud, catalog), capacity or CAPACITY_TYPES)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    offers = _filter_offers(offers, gpu, region, instance)
+    base = base_gpu or job.profile.reference_gpu
+    if base_gpu is not None:
+        _filter_offers([], [base_gpu], None, None)
+    plan = plan_job(job, offers, network_gbps)
+    if not plan.rows:
+        raise _fail(
+            "no catalog offer can run this job: " + "; ".join(plan.excluded[:5] or ["no offers matched"])
+        )
+    scaling = scaling_options(job, offers, base, network_gbps=network_gbps)
+    if json_out:
+        payload = {
+            "job": job.name,
+            "kind": job.kind,
+            "rows": [r.as_dict() for r in plan.rows],
+            "more_vs_faster": [
+                {"option": s.label, **(s.row.as_dict() if s.row else {"offer": None})} for s in scaling
+            ],
+            "excluded": plan.excluded,
+            "warnings": plan.warnings,
+        }
+        out.print_json(json.dumps(payload))
+    else:
+        print_plan(out, job, plan, top)
+        print_scaling(out, scaling)
+        for note in plan.warnings:
+            err.print(f"warning: {note}", highlight=False, markup=False)
+        if plan.excluded:
+            err.print(
+                f"{len(plan.excluded)} offer(s) left out, e.g. {plan.excluded[0]}",
+                highlight=False,
+                markup=False,
+            )
+    if html_out is not None:
+        try:
+            write_plan_html(job, plan.rows, html_out)
+        except OSError as exc:
+            raise _fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
+
+
+Money = Annotated[float | None, typer.Option(min=0.0)]
+
+
+@plan_app.command("buy-vs-rent")
+def buy_vs_rent_cmd(
+    from_run: Annotated[
+        Path | None, typer.Option("--from-run", help="Run folder of `fleetlab simulate --out`.")
+    ] = None,
+    utilisation: Annotated[
+        float | None, typer.Option("--utilisation", min=0.0, max=1.0, help="GPU utilisation 0..1.")
+    ] = None,
+    percentile: Annotated[
+        float, typer.Option("--percentile", min=0.0, max=100.0, help="Demand percentile to own (hybrid).")
+    ] = 50.0,
+    cloud_price: Annotated[
+        float | None, typer.Option("--cloud-price", min=0.0, help="Rented USD per GPU-hour (else catalog).")
+    ] = None,
+    cloud: Annotated[str | None, typer.Option("--cloud", help="Catalog of the rented instance.")] = None,
+    instance: Annotated[str | None, typer.Option("--instance", help="Rented instance type.")] = None,
+    region: Annotated[str | None, typer.Option("--region", help="Region of the rented instance.")] = None,
+    capacity: Annotated[str | None, typer.Option("--capacity", help="on-demand or spot.")] = None,
+    server_price: Annotated[float | None, typer.Option("--server-price", min=0.0)] = None,
+    gpus_per_server: Annotated[int | None, typer.Option("--gpus-per-server", min=1)] = None,
+    life_years: Annotated[float | None, typer.Option("--life-years", min=0.1)] = None,
+    power_kw: Annotated[float | None, typer.Option("--power-kw", min=0.0)] = None,
+    provisioned_kw: Annotated[float | None, typer.Option("--provisioned-kw", min=0.0)] = None,
+    pue: Annotated[float | None, typer.Option("--pue", min=1.0)] = None,
+    usd_per_kwh: Annotated[float | None, typer.Option("--usd-per-kwh", min=0.0)] = None,
+    colo: Annotated[float | None, typer.Option("--colo-usd-per-kw-month", min=0.0)] = None,
+    network: Annotated[float | None, typer.Option("--network-usd-per-year", min=0.0)] = None,
+    maintenance_pct: Annotated[float | None, typer.Option("--maintenance-pct", min=0.0)] = None,
+    staff: Annotated[float | None, typer.Option("--staff-usd-per-year", min=0.0)] = None,
+    downtime_pct: Annotated[float | None, typer.Option("--downtime-pct", min=0.0, max=99.0)] = None,
+    fabric_pct: Annotated[float | None, typer.Option("--fabric-pct", min=0.0)] = None,
+    residual_pct: Annotated[float | None, typer.Option("--residual-pct", min=0.0, max=100.0)] = None,
+    egress: Annotated[float | None, typer.Option("--egress-usd-per-gb", min=0.0)] = None,
+    transfer: Annotated[float | None, typer.Option("--transfer-gb-per-gpu-hour", min=0.0)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """On-prem TCO vs renting at a measured utilisation: break-even utilisation and a hybrid plan."""
+    from fleetlab.cost.tco import (
+        DemandCurve,
+        break_even_utilisation,
+        cloud_gpu_hour_price,
+        default_rates,
+        default_server,
+        hybrid_option,
+    )
+    from fleetlab.report.plan_report import print_buy_vs_rent
+    from fleetlab.spec.catalog import builtin_catalog
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.run_dir import read_demand_curve, read_run_summary, summary_number
+
+    out, _ = _consoles()
+    rates = default_rates()
+    server = default_server(
+        server_price_usd=server_price, gpus_per_server=gpus_per_server, life_years=life_years,
+        power_kw=power_kw, provisioned_kw=provisioned_kw, pue=pue, usd_per_kwh=usd_per_kwh,
+        colo_usd_per_kw_month=colo, network_usd_per_year=network, maintenance_pct=maintenance_pct,
+        staff_usd_per_year=staff, downtime_pct=downtime_pct, fabric_pct=fabric_pct, residual_pct=residual_pct,
+    )  # fmt: skip
+    rented = {
+        "cloud": cloud or rates["cloud"]["value"],
+        "instance_type": instance or rates["instance_type"]["value"],
+        "region": region or rates["region"]["value"],
+        "capacity_type": capacity or rates["capacity_type"]["value"],
+    }
+    curve = None
+    measured: dict[str, float] = {}
+    try:
+        if cloud_price is None:
+            if rented["capacity_type"] not in ("on-demand", "spot"):
+                raise _fail(f"--capacity {rented['capacity_type']}: allowed: on-demand, spot")
+            try:
+                price = cloud_gpu_hour_price(
+                    builtin_catalog(rented["cloud"]),
+                    rented["instance_type"],
+                    rented["region"],
+                    rented["capacity_type"],
+                )
+            except ValueError as exc:
+                raise _fail(f"--instance/--region: {exc}") from None
+        else:
+            price = cloud_price
+            rented = {"cloud": "given", "instance_type": "--cloud-price", "region": "", "capacity_type": ""}
+        if price <= 0:
+            raise _fail("--cloud-price: must be > 0 USD per GPU-hour")
+        if from_run is not None:
+            summary = read_run_summary(from_run)
+            source = str(from_run / "summary.json")
+            measured["gpu_allocation_ratio"] = summary_number(summary, "gpu_allocation_ratio", source)
+            billed = summary_number(summary, "gpu_hours_billed", source)
+            busy = summary_number(summary, "gpu_hours_busy", source)
+            measured["gpu_busy_ratio"] = busy / billed if billed > 0 else 0.0
+            t, gpus = read_demand_curve(from_run)
+            end = max(summary_number(summary, "makespan_s", source), float(t[-1]))
+            curve = DemandCurve(t_s=t, gpus=gpus, end_s=end)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    if utilisation is None:
+        if "gpu_allocation_ratio" not in measured:
+            raise _fail("give --from-run DIR (a `fleetlab simulate --out` folder) or --utilisation 0..1")
+        utilisation = measured["gpu_allocation_ratio"]
+    egress_rate = egress if egress is not None else float(rates["egress_usd_per_gb"]["value"])
+    per_hour = transfer if transfer is not None else float(rates["transfer_gb_per_gpu_hour"]["value"])
+    hybrid = []
+    if curve is not None:
+        levels = sorted({0.0, 25.0, 50.0, 75.0, 90.0, 100.0, percentile})
+        hybrid = [hybrid_option(curve, q, server, price, egress_rate, per_hour) for q in levels]
+    result = {
+        "owned_server": {**server.__dict__, "capex_usd": server.capex},
+        "yearly_usd": server.yearly(),
+        "rented": {**rented, "usd_per_gpu_hour": price},
+        "utilisation": utilisation,
+        "measured": measured,
+        "owned_usd_per_used_gpu_hour": server.cost_per_used_gpu_hour(utilisation),
+        "break_even_utilisation": break_even_utilisation(server, price),
+        "hybrid": [h.as_dict() for h in hybrid],
+        "chosen_percentile": percentile,
+        "egress_usd_per_gb": egress_rate,
+        "transfer_gb_per_gpu_hour": per_hour,
+    }
+    if json_out:
+        out.print_json(json.dumps(result, allow_nan=False, default=str))
+    else:
+        print_buy_vs_rent(out, result, hybrid)
+
+
+@plan_app.command("ledger")
+def ledger_cmd(
+    scenario: Annotated[str | None, typer.Argument(help="Scenario YAML or built-in name.")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Run folder to write (as simulate --out, + ledger).")
+    ] = Path("ledger-run"),
+    policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
+    seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,
+) -> None:
+    """Simulate and write the run files plus ledger.parquet: one cost row per node x job x bucket."""
+    from fleetlab.cost.ledger_io import write_run_with_ledger
+    from fleetlab.experiment.run import run_one
+    from fleetlab.placement.profiles import UnknownPolicyError
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.loader import load
+
+    console, _ = _consoles()
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
+    try:
+        resolved = load(scenario, seed)
+        run = run_one(resolved, policy, None)
+    except (SpecError, UnknownPolicyError) as exc:
+        raise _fail(str(exc)) from None
+    try:
+        rows, total = write_run_with_ledger(resolved, run, out)
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+    console.print(
+        f"{rows} ledger rows, ${total:,.2f} in all, written to {out}/ledger.parquet", highlight=False
+    )
+
+
+@plan_app.command("reconcile")
+def reconcile_cmd(
+    bill: Annotated[Path, typer.Option("--bill", help="GCP billing export (standard usage cost) as CSV.")],
+    run: Annotated[Path, typer.Option("--run", help="Run folder with ledger.parquet (`plan ledger`).")],
+    start: Annotated[
+        str | None,
+        typer.Option("--start", help="UTC time of the run's t=0 (default: the bill's first hour)."),
+    ] = None,
+    period: Annotated[str, typer.Option("--period", help="hour, day or month.")] = "day",
+    group_label: Annotated[
+        str, typer.Option("--group-label", help="Bill label naming the project/team.")
+    ] = "k8s-label/team",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """The gap between a cloud bill and the run's cost ledger, by category and by project x period."""
+    from fleetlab.cost.reconcile import PERIODS, period_start, reconcile
+    from fleetlab.report.plan_report import print_reconciliation
+    from fleetlab.spec.billing_export import parse_time, read_billing_export
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.run_dir import read_ledger
+
+    out, _ = _consoles()
+    if period not in PERIODS:
+        raise _fail(f"--period {period}: allowed: {', '.join(PERIODS)}")
+    try:
+        export = read_billing_export(bill)
+        ledger = read_ledger(run)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    if not export.rows:
+        raise _fail(f"{bill}: no rows after the header")
+    if start is not None:
+        try:
+            origin = parse_time(start)
+        except ValueError:
+            raise _fail(f"--start {start!r}: not a timestamp; e.g. 2026-11-02T00:00:00Z") from None
+    else:
+        origin = period_start(min(r.start for r in export.rows), "hour")
+    result = reconcile(export.rows, ledger, origin, period, group_label)
+    if json_out:
+        out.print_json(json.dumps(result.as_dict()))
+    else:
+        print_reconciliation(out, result)
+
+
+@plan_app.command("mix")
+def mix_cmd(
+    scenario: Annotated[str | None, typer.Argument(help="Scenario YAML or built-in name.")] = None,
+    gpu: Annotated[list[str] | None, typer.Option("--gpu", help="GPU model to compare; repeat it.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Cost per completed job of the scenario's GPU job mix on each GPU model (work only, no queueing)."""
+    from rich.table import Table
+
+    from fleetlab.cost.gpu_plan import priced_offers
+    from fleetlab.cost.job_mix import mix_cost
+    from fleetlab.model.gpus import GPU_MODELS
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.loader import load
+
+    out, _ = _consoles()
+    models = gpu or ["A100-80GB", "H100"]
+    for name in models:
+        if name not in GPU_MODELS:
+            raise _fail(f"--gpu {name}: unknown GPU model; known: {', '.join(sorted(GPU_MODELS))}")
+    try:
+        resolved = load(scenario)
+        offers = priced_offers(_catalogs(None, None), ("on-demand",))
+        costs = [mix_cost(resolved, name, offers) for name in models]
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if json_out:
+        rows = [{**c.__dict__, "usd_per_job": c.usd_per_job} for c in costs]
+        out.print_json(json.dumps({"scenario": resolved.scenario.name, "rows": rows}))
+        return
+    table = Table(title=f"{resolved.scenario.name}: {costs[0].jobs} GPU jobs, each GPU model alone")
+    for name in ("GPU", "$/GPU-h", "price from", "GPU-hours", "total $", "$ per job"):
+        table.add_column(name, justify="left" if name in ("GPU", "price from") else "right")
+    for c in costs:
+        table.add_row(c.gpu, f"{c.usd_per_gpu_hour:.4f}", c.price_source, f"{c.gpu_hours:,.1f}",
+                      f"{c.total_usd:,.2f}", f"{c.usd_per_job:,.2f}")  # fmt: skip
+    out.print(table)

@@ -1,0 +1,199 @@
+"""Reconcile a run's cost ledger with a cloud bill: the gap by category and by project x period.
+
+Bill lines are put in a category from their SKU and cost type — GPU ("... GPU running in ..."), compute
+(instance cores and RAM), storage (persistent disk, Cloud Storage, snapshots), egress (network egress and
+inter-zone/region transfer), tax, other — and credits are kept apart. The ledger's estimate is split into
+compute (host part) and GPU with the catalog's two price rows. Categories the estimate never prices
+(storage, egress, tax, other) are reported as missing in the estimate; the estimate's idle share is shown
+beside, since a bill has no idle line. Amounts that span several periods are spread over them by time.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from fleetlab.spec.billing_export import BillRow
+
+CATEGORIES = ("compute", "gpu", "storage", "egress", "tax", "other")
+ESTIMATED = ("compute", "gpu")
+PERIODS = ("hour", "day", "month")
+UNALLOCATED = "(unallocated)"
+
+_STORAGE = ("pd capacity", "storage pd", "hyperdisk", "snapshot", "standard storage", "nearline", "coldline",
+            "local ssd", "filestore", "image storage", "archive storage")  # fmt: skip
+_EGRESS = ("egress", "inter zone", "inter region", "data transfer", "download", "internet")
+
+
+def category(row: BillRow) -> str:
+    """The category of one bill line."""
+    if row.cost_type == "tax":
+        return "tax"
+    sku = row.sku.lower()
+    if " gpu" in sku or sku.startswith("gpu") or "nvidia" in sku:
+        return "gpu"
+    if any(word in sku for word in _STORAGE):
+        return "storage"
+    if any(word in sku for word in _EGRESS):
+        return "egress"
+    if row.service == "Compute Engine" and ("core" in sku or "ram" in sku or "instance" in sku):
+        return "compute"
+    return "other"
+
+
+def period_start(moment: datetime, period: str) -> datetime:
+    """The start of the period holding ``moment`` (UTC)."""
+    if period == "hour":
+        return moment.replace(minute=0, second=0, microsecond=0)
+    if period == "day":
+        return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _next(moment: datetime, period: str) -> datetime:
+    if period == "hour":
+        return moment + timedelta(hours=1)
+    if period == "day":
+        return moment + timedelta(days=1)
+    return (moment.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+def spread(start: datetime, end: datetime, amount: float, period: str) -> list[tuple[datetime, float]]:
+    """``amount`` split over the periods [start, end) touches, in proportion to time (all of it in the
+    first period when start == end)."""
+    if end <= start:
+        return [(period_start(start, period), amount)]
+    total = (end - start).total_seconds()
+    out: list[tuple[datetime, float]] = []
+    cursor = period_start(start, period)
+    while cursor < end:
+        following = _next(cursor, period)
+        overlap = (min(end, following) - max(start, cursor)).total_seconds()
+        if overlap > 0:
+            out.append((cursor, amount * overlap / total))
+        cursor = following
+    return out
+
+
+@dataclass(frozen=True)
+class CategoryGap:
+    """Bill against estimate for one category."""
+
+    category: str
+    bill_usd: float
+    estimate_usd: float
+
+    @property
+    def gap_usd(self) -> float:
+        """What the bill has beyond the estimate (negative: the estimate is higher)."""
+        return self.bill_usd - self.estimate_usd
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """The whole comparison; ``by_group`` maps (project, period start) to (bill, estimate)."""
+
+    categories: list[CategoryGap]
+    credits_usd: float
+    idle_estimate_usd: float
+    missing_in_estimate_usd: float
+    by_group: dict[tuple[str, datetime], tuple[float, float]]
+    bill_window: tuple[datetime, datetime]
+    estimate_window: tuple[datetime, datetime]
+    group_label: str
+    period: str
+
+    @property
+    def bill_total_usd(self) -> float:
+        """Net bill: every cost plus (negative) credits."""
+        return sum(c.bill_usd for c in self.categories) + self.credits_usd
+
+    @property
+    def estimate_total_usd(self) -> float:
+        """Everything the ledger prices."""
+        return sum(c.estimate_usd for c in self.categories)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "bill_total_usd": self.bill_total_usd,
+            "estimate_total_usd": self.estimate_total_usd,
+            "gap_usd": self.bill_total_usd - self.estimate_total_usd,
+            "credits_usd": self.credits_usd,
+            "idle_in_estimate_usd": self.idle_estimate_usd,
+            "missing_in_estimate_usd": self.missing_in_estimate_usd,
+            "categories": [
+                {
+                    "category": c.category,
+                    "bill_usd": c.bill_usd,
+                    "estimate_usd": c.estimate_usd,
+                    "gap_usd": c.gap_usd,
+                }
+                for c in self.categories
+            ],
+            "by_project_period": [
+                {
+                    "project": g,
+                    "period_start": p.isoformat(),
+                    "bill_usd": b,
+                    "estimate_usd": e,
+                    "gap_usd": b - e,
+                }
+                for (g, p), (b, e) in sorted(self.by_group.items())
+            ],
+            "bill_window": [t.isoformat() for t in self.bill_window],
+            "estimate_window": [t.isoformat() for t in self.estimate_window],
+            "group_label": self.group_label,
+            "period": self.period,
+        }
+
+
+def reconcile(
+    bill: Sequence[BillRow],
+    ledger: dict[str, list[Any]],
+    start: datetime,
+    period: str = "day",
+    group_label: str = "k8s-label/team",
+) -> Reconciliation:
+    """Compare ``bill`` with the ledger columns of a run whose time 0 is ``start``."""
+    bill_by: dict[str, float] = defaultdict(float)
+    groups: dict[tuple[str, datetime], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    credits = 0.0
+    for row in bill:
+        bill_by[category(row)] += row.cost_usd
+        credits += row.credits_usd
+        who = row.labels.get(group_label) or UNALLOCATED
+        for when, amount in spread(row.start, row.end, row.cost_usd + row.credits_usd, period):
+            groups[(who, when)][0] += amount
+    estimate_by: dict[str, float] = defaultdict(float)
+    idle = 0.0
+    first, last = None, None
+    for i in range(len(ledger["cost_usd"])):
+        estimate_by["compute"] += ledger["host_cost_usd"][i]
+        estimate_by["gpu"] += ledger["gpu_cost_usd"][i]
+        if ledger["bucket"][i] == "idle":
+            idle += ledger["cost_usd"][i]
+        begin = start + timedelta(seconds=float(ledger["period_start_s"][i]))
+        finish = start + timedelta(seconds=float(ledger["period_end_s"][i]))
+        first = begin if first is None or begin < first else first
+        last = finish if last is None or finish > last else last
+        who = ledger["project"][i] or UNALLOCATED
+        for when, amount in spread(begin, finish, ledger["cost_usd"][i], period):
+            groups[(who, when)][1] += amount
+    cats = [CategoryGap(c, bill_by.get(c, 0.0), estimate_by.get(c, 0.0)) for c in CATEGORIES]
+    missing = sum(c.bill_usd for c in cats if c.category not in ESTIMATED)
+    bill_window = (min((r.start for r in bill), default=start), max((r.end for r in bill), default=start))
+    return Reconciliation(
+        categories=cats,
+        credits_usd=credits,
+        idle_estimate_usd=idle,
+        missing_in_estimate_usd=missing,
+        by_group={k: (v[0], v[1]) for k, v in groups.items()},
+        bill_window=bill_window,
+        estimate_window=(first or start, last or start),
+        group_label=group_label,
+        period=period,
+    )

@@ -1,0 +1,199 @@
+"""Read a GCP Cloud Billing standard usage cost export saved as CSV (BigQuery ``gcp_billing_export_v1_*``).
+
+Columns are read by name, with the export's dotted field names (``service.description``, ``usage.amount``)
+or the underscored names a flattening query gives (``service_description``). Repeated fields (``labels``,
+``credits``) are JSON as BigQuery's TO_JSON_STRING writes them (``[{"key": "team", "value": "a"}]``,
+``[{"name": ..., "amount": -1.2, "type": ...}]``); labels may also be a JSON object or ``k=v;k=v``. Costs in
+another currency are converted to USD with ``currency_conversion_rate`` (currency units per USD).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fleetlab.spec.errors import SpecError, read_text_file
+
+REQUIRED = (
+    "service.description",
+    "sku.description",
+    "usage_start_time",
+    "usage_end_time",
+    "cost",
+    "currency",
+)
+OPTIONAL = (
+    "project.id", "labels", "credits", "cost_type", "usage.amount", "usage.unit", "location.region",
+    "currency_conversion_rate", "invoice.month",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BillRow:
+    """One line of the export, cost in USD (credits kept apart, negative)."""
+
+    line: int
+    service: str
+    sku: str
+    start: datetime
+    end: datetime
+    project_id: str
+    labels: dict[str, str]
+    cost_usd: float
+    credits_usd: float
+    cost_type: str
+    usage_amount: float | None
+    usage_unit: str
+    region: str
+
+
+@dataclass
+class BillingExport:
+    """All rows of one export file."""
+
+    source: str
+    rows: list[BillRow] = field(default_factory=list)
+
+
+def _header_map(source: str, header: list[str]) -> dict[str, str]:
+    present = {h.strip(): h for h in header}
+    mapping: dict[str, str] = {}
+    for name in (*REQUIRED, *OPTIONAL):
+        for spelling in (name, name.replace(".", "_")):
+            if spelling in present:
+                mapping[name] = present[spelling]
+                break
+    missing = [n for n in REQUIRED if n not in mapping]
+    if missing:
+        raise SpecError(
+            source,
+            [
+                f"line 1: missing column(s) {', '.join(missing)}; a standard usage cost export needs "
+                f"{', '.join(REQUIRED)} (dotted or underscored names); optional: {', '.join(OPTIONAL)}"
+            ],
+        )
+    return mapping
+
+
+def parse_time(text: str) -> datetime:
+    """An export timestamp: ISO 8601 (``2026-11-02T00:00:00Z``) or BigQuery's ``2026-11-02 00:00:00 UTC``."""
+    value = text.strip().removesuffix(" UTC").replace("Z", "+00:00")
+    moment = datetime.fromisoformat(value)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _labels(text: str) -> dict[str, str]:
+    text = text.strip()
+    if not text:
+        return {}
+    if text[0] in "[{":
+        data = json.loads(text)
+        if isinstance(data, dict):
+            return {str(k): str(v) for k, v in data.items()}
+        if isinstance(data, list) and all(isinstance(x, dict) and "key" in x for x in data):
+            return {str(x["key"]): str(x.get("value", "")) for x in data}
+        raise ValueError('expected [{"key": ..., "value": ...}, ...] or {"key": "value"}')
+    pairs = [p for p in text.replace("|", ";").split(";") if p.strip()]
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"{pair!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _credits(text: str) -> float:
+    text = text.strip()
+    if not text:
+        return 0.0
+    data = json.loads(text)
+    if not isinstance(data, list) or not all(isinstance(x, dict) and "amount" in x for x in data):
+        raise ValueError('expected [{"name": ..., "amount": -1.0, ...}, ...]')
+    return float(sum(float(x["amount"]) for x in data))
+
+
+def _number(source: str, line: int, column: str, text: str, required: bool) -> float | None:
+    if not text.strip():
+        if required:
+            raise SpecError(source, [f"line {line}, column {column}: empty; a number is required"])
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(source, [f"line {line}, column {column}: {text!r} is not a number"]) from None
+    if not math.isfinite(value):
+        raise SpecError(source, [f"line {line}, column {column}: {text!r} is not a finite number"])
+    return value
+
+
+def parse_billing_export(source: str, text: str) -> BillingExport:
+    """Every row of an export's CSV text; problems name the line and column."""
+    reader = csv.DictReader(text.splitlines())
+    columns = _header_map(source, list(reader.fieldnames or []))
+    export = BillingExport(source)
+
+    def get(raw: dict[str, str | None], name: str) -> str:
+        return (raw.get(columns[name]) or "") if name in columns else ""
+
+    for index, raw in enumerate(reader):
+        line = index + 2
+        try:
+            start, end = parse_time(get(raw, "usage_start_time")), parse_time(get(raw, "usage_end_time"))
+        except ValueError:
+            where = f"line {line}, column usage_start_time/usage_end_time"
+            got = f"{get(raw, 'usage_start_time')!r} / {get(raw, 'usage_end_time')!r}"
+            raise SpecError(
+                source, [f"{where}: {got} is not a timestamp (e.g. 2026-11-02T00:00:00Z)"]
+            ) from None
+        if end < start:
+            raise SpecError(source, [f"line {line}: usage_end_time is before usage_start_time"])
+        cost = _number(source, line, "cost", get(raw, "cost"), True) or 0.0
+        for name, parse in (("labels", _labels), ("credits", _credits)):
+            try:
+                parse(get(raw, name))
+            except (ValueError, TypeError) as exc:
+                raise SpecError(source, [f"line {line}, column {name}: cannot be read: {exc}"]) from None
+        credits = _credits(get(raw, "credits"))
+        currency = get(raw, "currency").strip()
+        rate = 1.0
+        if currency != "USD":
+            given = _number(
+                source, line, "currency_conversion_rate", get(raw, "currency_conversion_rate"), False
+            )
+            if given is None or given <= 0:
+                raise SpecError(
+                    source,
+                    [
+                        f"line {line}, column currency: {currency!r} needs a currency_conversion_rate > 0 "
+                        "(units per USD) to compare with the USD estimate"
+                    ],
+                )
+            rate = given
+        export.rows.append(
+            BillRow(
+                line=line,
+                service=get(raw, "service.description").strip(),
+                sku=get(raw, "sku.description").strip(),
+                start=start,
+                end=end,
+                project_id=get(raw, "project.id").strip(),
+                labels=_labels(get(raw, "labels")),
+                cost_usd=cost / rate,
+                credits_usd=credits / rate,
+                cost_type=get(raw, "cost_type").strip() or "regular",
+                usage_amount=_number(source, line, "usage.amount", get(raw, "usage.amount"), False),
+                usage_unit=get(raw, "usage.unit").strip(),
+                region=get(raw, "location.region").strip(),
+            )
+        )
+    return export
+
+
+def read_billing_export(path: Path) -> BillingExport:
+    """A billing export CSV file."""
+    return parse_billing_export(str(path), read_text_file(path, "billing export CSV not found"))

@@ -1,0 +1,37 @@
+"""Read a planning job (YAML) into a PlanJob; errors name the file, the field and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from fleetlab.model.plan_job import PlanJob
+from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+
+
+def plan_job_from_data(label: str, data: Any) -> PlanJob:
+    """Validate an already parsed mapping."""
+    if not isinstance(data, dict):
+        raise SpecError(
+            label, ["the top level must be a mapping with name, kind, profile and training/inference"]
+        )
+    try:
+        return PlanJob.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(label, problems_from_validation(exc)) from None
+
+
+def load_plan_job(path: str | Path) -> PlanJob:
+    """A planning job file."""
+    file = Path(path)
+    text = read_text_file(file, "job file not found (give a YAML file with profile and training/inference)")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise SpecError(str(file), [f"{where}invalid YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    return plan_job_from_data(str(file), data)
