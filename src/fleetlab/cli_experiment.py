@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.progress import Progress
 
 experiment_app = typer.Typer(
     help="Experiments: variants that each make one change, run over several seeds, compared with "
@@ -27,7 +29,6 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Run every variant x seed not yet finished in --out, then print the comparison."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from fleetlab.cli import err_console
     from fleetlab.experiment.engines import EngineError, make_engine
@@ -42,16 +43,7 @@ def run_cmd(
         check_workloads(experiment)
         runner = make_engine(engine, jobs, address)
         total = len(plan_tasks(experiment, out))
-        progress = Progress(
-            TextColumn("[bold]runs"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=err_console,
-            transient=True,
-            disable=not err_console.is_terminal,
-        )
+        progress = runs_progress(err_console)
         with progress:
             bar = progress.add_task("", total=total)
 
@@ -152,3 +144,19 @@ def _print_report(folder: Path) -> None:
             highlight=False,
         )
     print_experiment(out_console, results.comparisons(), results.changes, title, results.confidence)
+
+
+def runs_progress(console: Console) -> Progress:
+    """The progress bar over a sweep's runs: done of total, elapsed time; hidden when not a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[bold]runs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )

@@ -62,9 +62,8 @@ def fgd_experiment(
 ) -> None:
     """Replay openb pod lists, inflated to 130 % of GPU capacity, under each policy and seed; report the
     unallocated GPUs (% of cluster) against arrived workload, as in Fig. 9 of the FGD paper."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from fleetlab.cli import err_console, out_console
+    from fleetlab.cli_experiment import runs_progress
     from fleetlab.experiment.fgd import run_grid
     from fleetlab.experiment.fgd_report import markdown_table, summary_cells, write_report
     from fleetlab.placement.share_policies import POLICIES, known_policies
@@ -96,16 +95,7 @@ def fgd_experiment(
             small, workloads[name] = subsample(nodes, pods, sample)
     except (SpecError, ValueError) as exc:
         raise _fail(str(exc)) from None
-    progress = Progress(
-        TextColumn("[bold]runs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    )
+    progress = runs_progress(err_console)
     with progress:
         bar = progress.add_task("", total=len(variants) * len(policies) * len(seed_list))
         runs = run_grid(
