@@ -3,7 +3,8 @@
 A node's bill is price × billed seconds. It is split by the node's billing unit — its GPUs, or its CPU on
 a CPU-only node — so each unit-millisecond is exactly one of: computing useful work (compute), computing
 work later lost to an eviction (lost), held by a pod pulling its image or downloading data (prep), held
-by a pod waiting for the rest of its gang (wait), or unallocated (idle). The split is kept in exact
+by a pod waiting for the rest of its gang (wait), the node booting after it was requested (boot), the node
+down for repair after a failure (down), or unallocated (idle). The split is kept in exact
 integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the bill exactly;
 dollars are derived at the end.
 """
@@ -20,7 +21,7 @@ from fleetlab.sim.result import SimulationResult
 
 MS_PER_HOUR = 3_600_000
 MICRO = 1_000_000
-BUCKETS = ("compute", "lost", "prep", "wait", "idle")
+BUCKETS = ("compute", "lost", "prep", "wait", "boot", "down", "idle")
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ def node_costs(result: SimulationResult) -> NodeCost:
     nodes = result.nodes
     n = len(nodes.names)
     capacity = _capacity(result)
-    billed_ms = (nodes.billed_end_ms - nodes.billed_start_ms).astype(np.int64)
+    spans = nodes.billed_end_ms - nodes.billed_start_ms
+    billed_ms = (spans if nodes.billed_ms is None else nodes.billed_ms).astype(np.int64)
     unit_total = capacity * billed_ms
     _, per = segment_units(result)
     units: dict[str, NDArray[np.int64]] = {}
@@ -82,6 +84,10 @@ def node_costs(result: SimulationResult) -> NodeCost:
         acc = np.zeros(n, dtype=np.int64)
         np.add.at(acc, result.segments.node, values)
         units[bucket] = acc
+    for bucket, node_ms in (("boot", nodes.boot_ms), ("down", nodes.down_ms)):
+        units[bucket] = capacity * (
+            np.zeros(n, dtype=np.int64) if node_ms is None else node_ms.astype(np.int64)
+        )
     units["idle"] = unit_total - sum((units[b] for b in BUCKETS if b != "idle"), np.zeros(n, dtype=np.int64))
     dollars: dict[str, list[Fraction]] = {b: [] for b in BUCKETS}
     billed: list[Fraction] = []

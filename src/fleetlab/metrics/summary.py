@@ -38,6 +38,8 @@ class Summary:
     gpu_hours_prep: float
     gpu_hours_wait: float
     gpu_hours_idle: float
+    gpu_hours_boot: float
+    gpu_hours_down: float
     evictions: int
     cost_total: float
     cost_compute: float
@@ -45,6 +47,8 @@ class Summary:
     cost_prep: float
     cost_wait: float
     cost_idle: float
+    cost_boot: float
+    cost_down: float
     cost_per_completed_job: float
     makespan_s: float
     placements: int
@@ -120,6 +124,8 @@ def summarize(result: SimulationResult) -> Summary:
         gpu_hours_prep=_gpu_hours(cost.units["prep"], gpu_nodes),
         gpu_hours_wait=_gpu_hours(cost.units["wait"], gpu_nodes),
         gpu_hours_idle=_gpu_hours(cost.units["idle"], gpu_nodes),
+        gpu_hours_boot=_gpu_hours(cost.units["boot"], gpu_nodes),
+        gpu_hours_down=_gpu_hours(cost.units["down"], gpu_nodes),
         evictions=int(jobs.evictions.sum()),
         cost_total=total,
         cost_compute=float(cost.total("compute")),
@@ -127,6 +133,8 @@ def summarize(result: SimulationResult) -> Summary:
         cost_prep=float(cost.total("prep")),
         cost_wait=float(cost.total("wait")),
         cost_idle=float(cost.total("idle")),
+        cost_boot=float(cost.total("boot")),
+        cost_down=float(cost.total("down")),
         cost_per_completed_job=total / n_completed if n_completed else float("nan"),
         makespan_s=end_ms / 1000.0,
         placements=result.placements,

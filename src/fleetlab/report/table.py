@@ -55,6 +55,8 @@ ROWS: list[Row] = [
     _row("  of which lost work", lambda s: s.cost_lost, _money, "min"),
     _row("  of which prep", lambda s: s.cost_prep, _money, ""),
     _row("  of which gang wait", lambda s: s.cost_wait, _money, "min"),
+    _row("  of which node boot", lambda s: s.cost_boot, _money, "min"),
+    _row("  of which node down (repair)", lambda s: s.cost_down, _money, "min"),
     _row("  of which idle", lambda s: s.cost_idle, _money, "min"),
     _row("cost per completed job", lambda s: s.cost_per_completed_job, _money, "min"),
     _row("makespan", lambda s: s.makespan_s, _duration, "min"),

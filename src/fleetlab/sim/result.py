@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from fleetlab.sim.lifecycle_result import LifecycleRecord
+
 IntArray = NDArray[np.int64]
 
 #: Sentinel for "never happened" in time columns.
@@ -77,6 +79,11 @@ class NodeTable:
     billed_start_ms: IntArray
     billed_end_ms: IntArray
     ready_ms: IntArray
+    #: Billed ms in all (a node removed and requested again has several windows); None: end - start.
+    billed_ms: IntArray | None = None
+    #: Billed ms spent booting (requested, not yet ready) and down for repair after a failure.
+    boot_ms: IntArray | None = None
+    down_ms: IntArray | None = None
 
 
 @dataclass
@@ -142,3 +149,5 @@ class SimulationResult:
     wall_s: float = 0.0
     #: ClusterQueue usage over time; None without Kueue.
     queue_samples: QueueSamples | None = None
+    #: Autoscaler decisions, node windows and failures; None when every node is fixed.
+    lifecycle: LifecycleRecord | None = None

@@ -28,6 +28,7 @@ from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import explain_pending
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
@@ -63,7 +64,7 @@ def build_nodes(resolved: ResolvedScenario) -> list[NodeInfo]:
         }
         allocatable.update(pool.device_resources())
         allocatable.update(pool.extended_resources)
-        for i in range(pool.count):
+        for i in range(pool.node_slots):
             nodes.append(
                 NodeInfo(
                     name=pool.node_name(i),
@@ -165,6 +166,7 @@ class Simulator:
         self.booting = 0
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
+        self.lifecycle = lifecycle_for(self)
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -487,7 +489,7 @@ class Simulator:
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
         """Run to completion (or the horizon) and return what happened."""
         started = time.perf_counter()
-        for node, info in enumerate(self.node_infos):
+        for node, info in self.lifecycle.initial(self.node_infos):
             pool = self.pools[info.pool]
             if pool.initially_ready:
                 self.node_ready(node)
@@ -505,8 +507,8 @@ class Simulator:
         finished = 0
         horizon = self.horizon_ms
         while True:
-            t_event = events.peek_time()
             t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
+            t_event = self.lifecycle.next_time(events.peek_time(), t_job)
             if t_event is None and t_job is None:
                 break
             t = min(x for x in (t_event, t_job) if x is not None)
@@ -545,6 +547,7 @@ class Simulator:
                 else:
                     self.finish(index)
                     finished += 1
+            self.lifecycle.step(t)
             if self.kueue is not None:
                 self.kueue.step(t)
             submitted = submitted or self._dirty
