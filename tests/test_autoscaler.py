@@ -136,13 +136,13 @@ def test_scale_down_respects_min_size() -> None:
 
 
 def test_scale_down_waits_scale_down_delay_after_add() -> None:
-    """A scale-up at 0 blocks every scale-down for 10 min: the idle spare then goes at 10 min, not
-    earlier, even with a 1 min unneeded time."""
+    """b finds no node at 0, the scan at 10 s scales up; that blocks every scale-down until 10 min after
+    it (scale-down-delay-after-add): the spare left idle when b ends goes at 610 s, not 1 min after."""
     pools = [pool("auto", count=1, autoscaling={"min": 0, "max": 3, "scale_down_unneeded_time": "1m"})]
     jobs = [job("a", gpus=8, runtime=7200, preemptible=False), job("b", gpus=8, runtime=60, submit_s=0)]
     life = _life(_run(pools, jobs))
     downs = [(e.t_ms, e.nodes) for e in life.scale_events if e.kind == "down"]
-    assert downs and downs[0][0] == 600_000
+    assert downs and downs[0][0] == 610_000
 
 
 def test_node_with_a_pod_that_cannot_move_is_never_removed() -> None:

@@ -94,6 +94,7 @@ class Autoscaler:
         self.backoff_until: dict[int, int] = {}
         self.backoff_ms: dict[int, int] = {}
         self.last_scale_up_ms: int | None = None
+        self.last_scan_ms: int | None = None
         self.ticks: list[int] = []
         self.armed: set[int] = set()
         self.last_key: tuple[int, ...] | None = None
@@ -109,10 +110,13 @@ class Autoscaler:
     def arm(self, t: int) -> None:
         """Make sure a scan happens at the first scan tick at or after ``t``."""
         tick = -(-t // self.interval) * self.interval
+        if self.last_scan_ms is not None:
+            tick = max(tick, self.last_scan_ms + self.interval)  # one scan per scan_interval at most
         if tick not in self.armed:
             self.armed.add(tick)
             heapq.heappush(self.ticks, tick)
-            self.life.timers.push(tick, Timer.SCAN, -1, 0)
+            if tick > self.sim.now:  # a scan due now runs in this very step
+                self.life.timers.push(tick, Timer.SCAN, -1, 0)
 
     def step(self, now: int) -> None:
         """Called every loop step before the scheduling cycle: scan when one is due."""
@@ -122,6 +126,7 @@ class Autoscaler:
             return
         while self.ticks and self.ticks[0] <= now:
             self.armed.discard(heapq.heappop(self.ticks))
+        self.last_scan_ms = now
         self.settle_waits(now)
         self.scale_up(now)
         if self.cfg.scale_down_enabled:
