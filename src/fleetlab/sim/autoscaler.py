@@ -120,6 +120,7 @@ class Autoscaler:
 
     def step(self, now: int) -> None:
         """Called every loop step before the scheduling cycle: scan when one is due."""
+        now = int(now)
         if self._key() != self.last_key:
             self.arm(now)
         if not self.ticks or self.ticks[0] > now:
