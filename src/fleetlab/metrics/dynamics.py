@@ -5,7 +5,8 @@ Reads a SimulationResult (its lifecycle record and the exact cost split); change
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -63,3 +64,28 @@ def summarize_dynamics(result: SimulationResult) -> DynamicsSummary:
         gpu_hours_lost_per_failure=float(np.mean(lost)) if lost else 0.0,
         gpu_hours_lost_to_failures=float(sum(lost)),
     )
+
+
+def lifecycle_payload(result: SimulationResult) -> dict[str, Any] | None:
+    """summary.json's ``lifecycle``: the row above plus every scale event and failure (None: fixed nodes)."""
+    rec = result.lifecycle
+    if rec is None:
+        return None
+    return {
+        **asdict(summarize_dynamics(result)),
+        "scale_events": [
+            {"t_s": e.t_ms / 1000, "pool": e.pool, "kind": e.kind, "nodes": e.nodes, "pods": e.pods}
+            for e in rec.scale_events
+        ],
+        "failures": [
+            {
+                "t_s": f.t_ms / 1000,
+                "node": f.node,
+                "pool": f.pool,
+                "pods_evicted": f.pods_evicted,
+                "gpu_hours_lost": f.gpu_hours_lost,
+                "repair_s": f.repair_ms / 1000,
+            }
+            for f in rec.failures
+        ],
+    }

@@ -88,7 +88,7 @@ class FailureModel:
         lost_gpu_ms = sum(s.lost_ms * jobs[int(sim.book.job[s.pod])].gpus_per_pod for s in new)
         life.record.failures.append(
             FailureRecord(
-                t_ms=sim.now,
+                t_ms=int(sim.now),
                 node=sim.state.node_names[node],
                 pool=pool.name,
                 pods_evicted=sum(1 for s in new if s.evicted),
