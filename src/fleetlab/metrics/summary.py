@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, node_costs
+from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -52,6 +53,15 @@ class Summary:
     cost_per_completed_job: float
     makespan_s: float
     placements: int
+    #: Node lifecycle (0 with fixed nodes): see metrics/dynamics.py.
+    scale_ups: int = 0
+    nodes_removed: int = 0
+    stockouts: int = 0
+    capacity_wait_pod_hours: float = 0.0
+    node_hours_idle: float = 0.0
+    node_failures: int = 0
+    pods_evicted_per_failure: float = 0.0
+    gpu_hours_lost_per_failure: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -100,6 +110,7 @@ def summarize(result: SimulationResult) -> Summary:
     total = float(cost.total_billed)
     n_completed = int(np.count_nonzero(completed))
     end_ms = result.end_ms
+    life = summarize_dynamics(result)
     return Summary(
         policy=result.policy,
         jobs=len(jobs.ids),
@@ -138,4 +149,12 @@ def summarize(result: SimulationResult) -> Summary:
         cost_per_completed_job=total / n_completed if n_completed else float("nan"),
         makespan_s=end_ms / 1000.0,
         placements=result.placements,
+        scale_ups=life.scale_ups,
+        nodes_removed=life.nodes_removed,
+        stockouts=life.stockouts,
+        capacity_wait_pod_hours=life.capacity_wait_pod_hours,
+        node_hours_idle=life.node_hours_idle,
+        node_failures=life.failures,
+        pods_evicted_per_failure=life.pods_evicted_per_failure,
+        gpu_hours_lost_per_failure=life.gpu_hours_lost_per_failure,
     )
