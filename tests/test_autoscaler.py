@@ -210,3 +210,19 @@ def test_autoscaling_spec_errors_are_clear(tmp_path: Any) -> None:
     )
     with pytest.raises(SpecError, match=r"min\.\.max"):
         load(str(path))
+
+
+def test_node_not_ready_within_max_node_provision_time_is_deleted_and_the_pool_backed_off() -> None:
+    """Boots take 20 min, over the 15 min limit: the node requested at 0 is deleted at 15 min (billed
+    15 min, all boot), the pool backs off 5 min, and the next request at 20 min times out again."""
+    pools = [pool("auto", count=0, boot_time_s="20m", autoscaling={"min": 0, "max": 1})]
+    result = _run(pools, [job("a", gpus=8, runtime=600)], horizon_s=3000)
+    life = _life(result)
+    assert [(e.t_ms, e.kind) for e in life.scale_events][:3] == [
+        (0, "up"),
+        (900_000, "timeout"),
+        (1_200_000, "up"),
+    ]
+    assert life.windows[0].removed_ms == 900_000
+    cost = node_costs(result)
+    assert cost.dollars["boot"][0] == cost.billed[0]

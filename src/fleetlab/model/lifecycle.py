@@ -2,7 +2,8 @@
 
 Names and defaults follow the Kubernetes Cluster Autoscaler (``--scan-interval=10s``,
 ``--scale-down-utilization-threshold=0.5``, ``--scale-down-unneeded-time=10m``,
-``--scale-down-delay-after-add=10m``, node-group backoff 5m doubling to 30m, ``--expander``).
+``--scale-down-delay-after-add=10m``, ``--max-node-provision-time=15m``, node-group backoff 5m
+doubling to 30m, ``--expander``).
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ class ClusterAutoscalerConfig(SpecModel):
     scale_down_delay_after_add: Seconds = 600.0
     initial_backoff: Seconds = 300.0
     max_backoff: Seconds = 1800.0
+    #: A node not ready this long after its request is deleted and its pool backed off.
+    max_node_provision_time: Seconds = 900.0
     scale_down_enabled: bool = True
     #: Empty nodes removed at once per scan (--max-empty-bulk-delete); non-empty nodes drain one per scan.
     max_empty_bulk_delete: int = Field(default=10, ge=1)

@@ -272,6 +272,25 @@ class Autoscaler:
             tied = options
         return tied[int(self.rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
 
+    def _back_off(self, pool_index: int) -> int:
+        """A failed scale-up: the pool is skipped for 5 min, doubling per failure up to 30 min."""
+        wait = self.backoff_ms.get(pool_index, 0)
+        wait = to_ms(self.cfg.initial_backoff) if wait == 0 else min(2 * wait, to_ms(self.cfg.max_backoff))
+        self.backoff_ms[pool_index] = wait
+        self.backoff_until[pool_index] = self.sim.now + wait
+        return wait
+
+    def provision_timed_out(self, node: int) -> None:
+        """A node still not ready after max_node_provision_time: CA deletes it and backs the pool off."""
+        p = int(self.sim.state.pool[node])
+        self.life.remove(node)
+        wait = self._back_off(p)
+        self.life.record.scale_events.append(
+            ScaleEvent(int(self.sim.now), self.sim.pools[p].name, "timeout", 1)
+        )
+        self.arm(self.sim.now + self.interval)
+        self.arm(self.sim.now + wait)
+
     def _stocked_out(self, pool_index: int) -> bool:
         pool = self.sim.pools[pool_index]
         assert pool.autoscaling is not None
@@ -308,12 +327,7 @@ class Autoscaler:
         pool = self.sim.pools[choice.pool]
         pods = sum(len(e.pods) for e in choice.helped)
         if self._stocked_out(choice.pool):
-            wait = self.backoff_ms.get(choice.pool, 0)
-            wait = (
-                to_ms(self.cfg.initial_backoff) if wait == 0 else min(2 * wait, to_ms(self.cfg.max_backoff))
-            )
-            self.backoff_ms[choice.pool] = wait
-            self.backoff_until[choice.pool] = now + wait
+            wait = self._back_off(choice.pool)
             for e in choice.helped:
                 self.blocked[e.job] = f"scale-up of pool {pool.name} failed: stockout (no cloud capacity)"
             self.life.record.scale_events.append(
@@ -323,8 +337,10 @@ class Autoscaler:
             self.arm(now + wait)
             return
         self.backoff_ms.pop(choice.pool, None)
+        limit = to_ms(self.cfg.max_node_provision_time)
         for slot in choice.slots:
             self.life.request(slot, self._boot_ms(choice.pool))
+            self.life.timers.push(now + limit, Timer.PROVISION_TIMEOUT, slot, int(self.life.token[slot]))
         for e in choice.helped:
             self.blocked.pop(e.job, None)
         self.last_scale_up_ms = now

@@ -17,7 +17,8 @@ class NodeWindow:
 
 @dataclass(frozen=True)
 class ScaleEvent:
-    """One autoscaler decision: ``kind`` is up, down or stockout (a scale-up the cloud refused)."""
+    """One autoscaler decision: ``kind`` is up, down, stockout (a scale-up the cloud refused) or timeout
+    (a node not ready within max_node_provision_time, deleted)."""
 
     t_ms: int
     pool: str

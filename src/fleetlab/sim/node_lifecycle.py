@@ -35,6 +35,7 @@ class Timer(IntEnum):
     REPAIRED = 1
     SCAN = 2
     FAIL = 3
+    PROVISION_TIMEOUT = 4
 
 
 class TimerHeap:
@@ -155,8 +156,13 @@ class NodeLifecycle:
                 elif kind == Timer.REPAIRED:
                     self._close_down(node)
                     self._up(node)
+                elif kind == Timer.PROVISION_TIMEOUT and self.autoscaler is not None and self._booting(node):
+                    self.autoscaler.provision_timed_out(node)
         if self.autoscaler is not None:
             self.autoscaler.step(now)
+
+    def _booting(self, node: int) -> bool:
+        return bool(self.present[node] and not self.up[node] and not self.down[node])
 
     def _up(self, node: int) -> None:
         """The node registers with the scheduler; its failure clock starts."""
