@@ -38,6 +38,10 @@ AUTOSCALER_STREAM = 0xCA
 #: Pods below this priority never trigger a scale-up (--expendable-pods-priority-cutoff).
 EXPENDABLE_PRIORITY_CUTOFF = -10
 
+#: Pods per pending spec looked at in one scan (pods of one spec fit templates alike; this bounds a scan
+#: on very long queues, as upstream bounds the pods it processes per loop).
+MAX_PODS_PER_GROUP = 1000
+
 BoolArray = NDArray[np.bool_]
 
 
@@ -151,7 +155,7 @@ class Autoscaler:
         sim = self.sim
         out: list[_Pending] = []
         masks: dict[int, BoolArray] = {}
-        for gid, heads in sorted(sim.queue.pending().items()):
+        for gid, heads in sorted(sim.queue.pending_heads(MAX_PODS_PER_GROUP).items()):
             group = sim.groups[gid]
             compiled = sim.compiled[group.spec_id]
             scheduler = sim.schedulers[sim.spec_profile[group.spec_id]]
