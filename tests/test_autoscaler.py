@@ -226,3 +226,14 @@ def test_node_not_ready_within_max_node_provision_time_is_deleted_and_the_pool_b
     assert life.windows[0].removed_ms == 900_000
     cost = node_costs(result)
     assert cost.dollars["boot"][0] == cost.billed[0]
+
+
+def test_gang_counts_a_node_that_just_became_ready_plus_one_still_booting() -> None:
+    """A 2-pod full-node gang gets two nodes with different boot times; when the first is ready the
+    gang fits it plus the one still booting, so no second scale-up (filterOutSchedulable + upcoming)."""
+    boot = {"kind": "uniform", "low": "4m", "high": "8m"}
+    pools = [pool("auto", count=0, autoscaling={"min": 0, "max": 4, "boot_time": boot})]
+    life = _life(_run(pools, [job("g", gpus=8, pods=2, gang=True, runtime=600)]))
+    ready = sorted(w.ready_ms for w in life.windows)
+    assert len(ready) == 2 and ready[0] < ready[1]
+    assert [(e.kind, e.nodes) for e in life.scale_events if e.kind == "up"] == [("up", 2)]

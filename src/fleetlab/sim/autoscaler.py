@@ -207,17 +207,37 @@ class Autoscaler:
             self.wait_mark.setdefault(pod, self.sim.now)
 
     def _upcoming(self, entries: list[_Pending]) -> list[_Pending]:
-        """Drop entries that nodes already booting will hold (CA counts upcoming nodes first)."""
+        """Drop entries the cluster will hold without a new node, as upstream's filterOutSchedulable
+        simulates pending pods on existing nodes and upcoming (booting) ones: a gang on the free room of
+        ready nodes that pass the filters plus the booting nodes, all or nothing."""
         life, state = self.life, self.sim.state
         booting = [int(n) for n in np.flatnonzero(life.present & ~life.up & ~life.down)]
-        if not booting:
-            return entries
-        free = state.allocatable[booting].copy()
-        held = {id(e) for e in self._pack(entries, booting, free)}
+        free: dict[int, NDArray[np.int64]] = {n: state.allocatable[n].copy() for n in booting}
+        left: list[_Pending] = []
         for e in entries:
-            if id(e) in held:
-                self._mark(e)
-        return [e for e in entries if id(e) not in held]
+            req = e.compiled.request
+            nodes = [n for n in booting if e.template_ok[n]]
+            if len(e.pods) > 1:
+                scheduler = self.sim.schedulers[self.sim.spec_profile[self.sim.spec_of(e.job)]]
+                nodes += [int(n) for n in scheduler.feasible_nodes(e.compiled)]
+            trial: dict[int, NDArray[np.int64]] = {}
+            placed = 0
+            for _ in e.pods:
+                for n in nodes:
+                    room = trial.get(n)
+                    if room is None:
+                        room = free[n].copy() if n in free else state.free[n].copy()
+                    if (room >= req).all():
+                        trial[n] = room - req
+                        placed += 1
+                        break
+            if placed == len(e.pods) and nodes:
+                free.update(trial)
+                if any(n in booting for n in trial):
+                    self._mark(e)
+            else:
+                left.append(e)
+        return left
 
     def _option(self, pool_index: int, entries: list[_Pending], quota: int | None) -> _Option | None:
         sim, life, state = self.sim, self.life, self.sim.state
