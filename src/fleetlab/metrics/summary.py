@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
+from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -38,6 +39,8 @@ class Summary:
     gpu_hours_prep: float
     gpu_hours_wait: float
     gpu_hours_idle: float
+    gpu_hours_boot: float
+    gpu_hours_down: float
     evictions: int
     cost_total: float
     cost_compute: float
@@ -45,11 +48,11 @@ class Summary:
     cost_prep: float
     cost_wait: float
     cost_idle: float
+    cost_boot: float
+    cost_down: float
     cost_per_completed_job: float
     makespan_s: float
     placements: int
-    gpu_hours_boot: float = 0.0
-    cost_boot: float = 0.0
     #: Spot interruptions (sim/interruptions.py): reclaims, pods they evicted, compute and dollars lost.
     interruptions: int = 0
     interruption_pods_evicted: int = 0
@@ -61,6 +64,15 @@ class Summary:
     cost_commitment_unused: float = 0.0
     cost_data_transfer: float = 0.0
     cost_storage: float = 0.0
+    #: Node lifecycle (0 with fixed nodes): see metrics/dynamics.py.
+    scale_ups: int = 0
+    nodes_removed: int = 0
+    stockouts: int = 0
+    capacity_wait_pod_hours: float = 0.0
+    node_hours_idle: float = 0.0
+    node_failures: int = 0
+    pods_evicted_per_failure: float = 0.0
+    gpu_hours_lost_per_failure: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -111,6 +123,7 @@ def summarize(result: SimulationResult) -> Summary:
     n_completed = int(np.count_nonzero(completed))
     end_ms = result.end_ms
     log = result.interruptions
+    life = summarize_dynamics(result)
     return Summary(
         policy=result.policy,
         jobs=len(jobs.ids),
@@ -135,6 +148,8 @@ def summarize(result: SimulationResult) -> Summary:
         gpu_hours_prep=_gpu_hours(cost.units["prep"], gpu_nodes),
         gpu_hours_wait=_gpu_hours(cost.units["wait"], gpu_nodes),
         gpu_hours_idle=_gpu_hours(cost.units["idle"], gpu_nodes),
+        gpu_hours_boot=_gpu_hours(cost.units["boot"], gpu_nodes),
+        gpu_hours_down=_gpu_hours(cost.units["down"], gpu_nodes),
         evictions=int(jobs.evictions.sum()),
         cost_total=total,
         cost_compute=float(cost.total("compute")),
@@ -142,11 +157,11 @@ def summarize(result: SimulationResult) -> Summary:
         cost_prep=float(cost.total("prep")),
         cost_wait=float(cost.total("wait")),
         cost_idle=float(cost.total("idle")),
+        cost_boot=float(cost.total("boot")),
+        cost_down=float(cost.total("down")),
         cost_per_completed_job=total / n_completed if n_completed else float("nan"),
         makespan_s=end_ms / 1000.0,
         placements=result.placements,
-        gpu_hours_boot=_gpu_hours(cost.units["boot"], gpu_nodes),
-        cost_boot=float(cost.total("boot")),
         interruptions=len(log) if log is not None else 0,
         interruption_pods_evicted=int(log.pods_evicted.sum()) if log is not None else 0,
         interruption_gpu_hours_lost=float(log.lost_gpu_ms.sum()) / MS_PER_HOUR if log is not None else 0.0,
@@ -155,4 +170,12 @@ def summarize(result: SimulationResult) -> Summary:
         cost_commitment_unused=extras.commitment_unused,
         cost_data_transfer=extras.data_transfer,
         cost_storage=extras.storage,
+        scale_ups=life.scale_ups,
+        nodes_removed=life.nodes_removed,
+        stockouts=life.stockouts,
+        capacity_wait_pod_hours=life.capacity_wait_pod_hours,
+        node_hours_idle=life.node_hours_idle,
+        node_failures=life.failures,
+        pods_evicted_per_failure=life.pods_evicted_per_failure,
+        gpu_hours_lost_per_failure=life.gpu_hours_lost_per_failure,
     )

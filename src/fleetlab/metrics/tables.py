@@ -70,7 +70,10 @@ def node_columns(result: SimulationResult) -> Columns:
         "capacity_type": list(nodes.capacity_type),
         "gpus": nodes.gpus,
         "price_per_hour": nodes.price_per_hour,
-        "billed_s": (nodes.billed_end_ms - nodes.billed_start_ms) / 1000.0,
+        "billed_s": (
+            nodes.billed_end_ms - nodes.billed_start_ms if nodes.billed_ms is None else nodes.billed_ms
+        )
+        / 1000.0,
         "ready_s": np.where(nodes.ready_ms >= 0, nodes.ready_ms / 1000.0, np.nan),
         "gpu_hours_billed": cost.unit_total * unit_hours,
         **{f"gpu_hours_{b}": cost.units[b] * unit_hours for b in BUCKETS},

@@ -10,6 +10,7 @@ from fleetlab.model.billing_rules import PoolBilling
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
+from fleetlab.model.lifecycle import ClusterAutoscalerConfig, NodeFailures, PoolAutoscaling
 from fleetlab.model.mig import MigConfig, MigLayoutError
 from fleetlab.model.resources import is_extended
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
@@ -71,6 +72,8 @@ class NodePool(SpecModel):
     interruptions: SpotInterruptions | None = None
     #: Minimum billed time, committed nodes, data charges (see fleetlab.model.billing_rules).
     billing: PoolBilling | None = None
+    autoscaling: PoolAutoscaling | None = None
+    failures: NodeFailures | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -105,6 +108,19 @@ class NodePool(SpecModel):
             raise ValueError("interruptions apply to spot pools: set capacity_type: spot")
         if self.billing is not None and self.billing.committed_nodes and self.capacity_type == "spot":
             raise ValueError("billing.committed_nodes: commitments apply to on-demand pools, not spot")
+        if self.autoscaling is not None and not self.autoscaling.min <= self.count <= self.autoscaling.max:
+            a = self.autoscaling
+            raise ValueError(
+                f"count {self.count} (the initial size) must lie in autoscaling min..max ({a.min}..{a.max})"
+            )
+        if self.failures is not None:
+            names = {self.node_name(i) for i in range(self.node_slots)}
+            for event in self.failures.trace:
+                if event.node not in names:
+                    raise ValueError(
+                        f"failures.trace names node {event.node!r}, which is not in this pool "
+                        f"(nodes are {self.name}-0 .. {self.name}-{self.node_slots - 1})"
+                    )
         if self.mig is not None:
             if self.gpu_model is None:
                 raise ValueError("mig needs gpu_model and gpus_per_node")
@@ -134,6 +150,11 @@ class NodePool(SpecModel):
             return None
         gib = GPU_MODELS[self.gpu_model].memory_gib
         return None if gib is None else int(gib * 1024**3)
+
+    @property
+    def node_slots(self) -> int:
+        """Nodes the pool can ever have at once: its count, or its autoscaling maximum."""
+        return self.count if self.autoscaling is None else max(self.count, self.autoscaling.max)
 
     def node_name(self, index: int) -> str:
         """Stable node names: ``<pool>-<index>``."""
@@ -177,6 +198,8 @@ class Cluster(SpecModel):
     extended_resource_toleration: bool = False
     #: Topology levels from the widest to the narrowest (a Kueue Topology's levels), for gang placement.
     topology_levels: tuple[str, ...] = (ZONE_LABEL, RACK_LABEL, HOSTNAME_LABEL)
+    #: Cluster Autoscaler flags and the account GPU quota (used when a pool has ``autoscaling``).
+    autoscaler: ClusterAutoscalerConfig = ClusterAutoscalerConfig()
 
     @model_validator(mode="after")
     def _unique_pools(self) -> Cluster:

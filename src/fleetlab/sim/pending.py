@@ -6,6 +6,8 @@ classification looks at free capacity on the nodes that pass the static filters.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from fleetlab.model.job import Job
@@ -14,6 +16,9 @@ from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray
 from fleetlab.sim.result import PendingJob
+
+if TYPE_CHECKING:
+    from fleetlab.sim.simulator import Simulator
 
 
 def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
@@ -134,3 +139,26 @@ def explain_pending(
         out.append(PendingJob(job.id, count, message, blocked_by, detail))
     out.sort(key=lambda p: p.job_id)
     return out
+
+
+def pending_at_end(sim: Simulator) -> list[PendingJob]:
+    """Every job still waiting when the run ends, explained by the profile that schedules it (and by
+    Kueue for workloads it has not admitted), in job-id order."""
+    by_id = {sid: key for key, sid in sim.spec_ids.items()}
+    per_profile: dict[str, dict[PodSpec, list[int]]] = {}
+    book = sim.book
+    for gid, pods in sim.queue.pending().items():
+        spec, profile_key = by_id[sim.groups[gid].spec_id]
+        members = [p for first in pods for p in sim.entry_pods(gid, first)]
+        per_profile.setdefault(profile_key, {}).setdefault(spec, []).extend(members)
+    pending: list[PendingJob] = []
+    for profile_key, groups in per_profile.items():
+        pending.extend(
+            explain_pending(
+                sim.schedulers[profile_key], groups, sim.jobs, book.job, gangs=sim.config.gang_scheduling
+            )
+        )
+    if sim.kueue is not None:
+        pending.extend(sim.kueue.pending_jobs(sim))
+    pending.sort(key=lambda p: p.job_id)
+    return pending

@@ -15,6 +15,7 @@ from fleetlab.sim.interruption_log import InterruptionLog
 
 if TYPE_CHECKING:
     from fleetlab.sim.billing_inputs import BillingInputs
+from fleetlab.sim.lifecycle_result import LifecycleRecord
 
 IntArray = NDArray[np.int64]
 
@@ -83,6 +84,11 @@ class NodeTable:
     billed_start_ms: IntArray
     billed_end_ms: IntArray
     ready_ms: IntArray
+    #: Billed ms in all (a node removed and requested again has several windows); None: end - start.
+    billed_ms: IntArray | None = None
+    #: Billed ms spent booting (requested, not yet ready) and down for repair after a failure.
+    boot_ms: IntArray | None = None
+    down_ms: IntArray | None = None
 
 
 @dataclass
@@ -152,3 +158,5 @@ class SimulationResult:
     interruptions: InterruptionLog | None = None
     #: Minimum billed time, commitments and data charges of pools with a billing section (else None).
     billing: BillingInputs | None = None
+    #: Autoscaler decisions, node windows and failures; None when every node is fixed.
+    lifecycle: LifecycleRecord | None = None

@@ -15,69 +15,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetlab.admission.manager import Admission
-from fleetlab.model.job import Job
-from fleetlab.model.resources import EPHEMERAL_STORAGE, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.gang import GangPlacer, TopologyRequest
 from fleetlab.placement.preemption import Victim, find_preemption
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
-from fleetlab.placement.state import ClusterState, NodeInfo
+from fleetlab.placement.state import ClusterState
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, to_ms, transfer_ms
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.kueue_bridge import KueueBridge
-from fleetlab.sim.pending import explain_pending
+from fleetlab.sim.node_lifecycle import lifecycle_for
+from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.sim.tables import build_result
 
 ProgressCallback = Callable[[int, int], None]
-
-
-def pod_spec(job: Job) -> PodSpec:
-    """The placement-facing view of a job's pods (identical for all of them)."""
-    image = job.image
-    return PodSpec(
-        requests=tuple(sorted(job.requests.items())),
-        tolerations=job.tolerations,
-        node_selector=tuple(sorted(job.node_selector.items())),
-        affinity=job.affinity,
-        image=image.name if image else None,
-        image_size=image.size if image else 0,
-        explicit_keys=frozenset(job.requests),
-    )
-
-
-def build_nodes(resolved: ResolvedScenario) -> list[NodeInfo]:
-    """Expand node pools into nodes with allocatable resources and labels."""
-    nodes: list[NodeInfo] = []
-    for p_index, pool in enumerate(resolved.scenario.cluster.pools):
-        allocatable = {
-            "cpu": pool.cpu,
-            MEMORY: pool.memory,
-            EPHEMERAL_STORAGE: pool.ephemeral_storage,
-            PODS: pool.max_pods,
-        }
-        allocatable.update(pool.device_resources())
-        allocatable.update(pool.extended_resources)
-        for i in range(pool.count):
-            nodes.append(
-                NodeInfo(
-                    name=pool.node_name(i),
-                    pool=p_index,
-                    labels=pool.node_labels(i),
-                    taints=pool.taints,
-                    allocatable=dict(allocatable),
-                    gpu_model=pool.gpu_model,
-                    unschedulable=pool.unschedulable,
-                )
-            )
-    return nodes
 
 
 NO_TOPOLOGY = TopologyRequest()
@@ -167,6 +126,7 @@ class Simulator:
         self.booting = 0
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
+        self.lifecycle = lifecycle_for(self)
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -491,7 +451,7 @@ class Simulator:
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
         """Run to completion (or the horizon) and return what happened."""
         started = time.perf_counter()
-        for node, info in enumerate(self.node_infos):
+        for node, info in self.lifecycle.initial(self.node_infos):
             pool = self.pools[info.pool]
             if pool.initially_ready:
                 self.node_ready(node)
@@ -509,8 +469,8 @@ class Simulator:
         finished = 0
         horizon = self.horizon_ms
         while True:
-            t_event = events.peek_time()
             t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
+            t_event = self.lifecycle.next_time(events.peek_time(), t_job)
             if t_event is None and t_job is None:
                 break
             t = min(x for x in (t_event, t_job) if x is not None)
@@ -551,6 +511,7 @@ class Simulator:
                 else:
                     self.finish(index)
                     finished += 1
+            self.lifecycle.step(t)
             if self.kueue is not None:
                 self.kueue.step(t)
             submitted = submitted or self._dirty
@@ -565,29 +526,11 @@ class Simulator:
         end_ms = self.now if horizon is None else horizon
         if progress is not None:
             progress(total_work, total_work)
-        by_id = {sid: key for key, sid in self.spec_ids.items()}
-        per_profile: dict[str, dict[PodSpec, list[int]]] = {}
-        for gid, pods in queue.pending().items():
-            spec, profile_key = by_id[self.groups[gid].spec_id]
-            members = [p for first in pods for p in self._entry_pods(gid, first)]
-            per_profile.setdefault(profile_key, {}).setdefault(spec, []).extend(members)
-        pending = []
-        for profile_key, groups in per_profile.items():
-            pending.extend(
-                explain_pending(
-                    self.schedulers[profile_key],
-                    groups,
-                    self.jobs,
-                    book.job,
-                    gangs=self.config.gang_scheduling,
-                )
-            )
-        if self.kueue is not None:
-            pending.extend(self.kueue.pending_jobs(self))
-        pending.sort(key=lambda p: p.job_id)
+        pending = pending_at_end(self)
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
 
-    def _entry_pods(self, group_id: int, first: int) -> list[int]:
+    def entry_pods(self, group_id: int, first: int) -> list[int]:
+        """The pods one queue entry stands for: a gang entry is all of its job's pods."""
         if self.groups[group_id].gang_size:
             return list(self.book.pods_of(int(self.book.job[first])))
         return [first]
