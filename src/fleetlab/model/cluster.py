@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fleetlab.model.gpu_share import TimeSlicing
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Taint
 from fleetlab.model.mig import MigConfig, MigLayoutError
@@ -65,6 +66,7 @@ class NodePool(SpecModel):
     data_bandwidth: Bytes = 500 * 1024**2
     unschedulable: bool = False
     mig: MigConfig | None = None
+    time_slicing: TimeSlicing | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -95,6 +97,8 @@ class NodePool(SpecModel):
             raise ValueError("image_pull_bandwidth and data_bandwidth must be > 0 bytes per second")
         if not self.zones:
             raise ValueError("zones must name at least one zone")
+        if self.time_slicing is not None and (self.gpu_model is None or self.mig is not None):
+            raise ValueError("time_slicing needs gpu_model and gpus_per_node, and is not modelled with mig")
         if self.mig is not None:
             if self.gpu_model is None:
                 raise ValueError("mig needs gpu_model and gpus_per_node")
@@ -111,6 +115,9 @@ class NodePool(SpecModel):
 
     def device_resources(self) -> dict[str, int]:
         """GPU resources a node advertises: whole GPUs, or MIG instances as the device plugin names them."""
+        if self.time_slicing is not None:  # each GPU advertised as `replicas` devices
+            shared = {self.time_slicing.resource: self.gpus_per_node * self.time_slicing.replicas}
+            return {"nvidia.com/gpu": 0, **shared}
         if self.mig is None or self.gpu_model is None:
             return {"nvidia.com/gpu": self.gpus_per_node}
         return self.mig.advertised(self.gpu_model, self.gpus_per_node)
@@ -148,6 +155,11 @@ class NodePool(SpecModel):
             labels[GPU_PRESENT_LABEL] = "true"
             labels[GPU_PRODUCT_LABEL] = GPU_MODELS[self.gpu_model].product
             labels[GPU_COUNT_LABEL] = str(self.gpus_per_node)
+            if self.time_slicing is not None:  # GFD with a sharing strategy
+                labels["nvidia.com/gpu.replicas"] = str(self.time_slicing.replicas)
+                labels["nvidia.com/gpu.sharing-strategy"] = "time-slicing"
+                if not self.time_slicing.rename_by_default:
+                    labels[GPU_PRODUCT_LABEL] += "-SHARED"
             mem = self.gpu_memory_bytes
             if mem is not None:
                 labels[GPU_MEMORY_LABEL] = str(mem // 1024**2)

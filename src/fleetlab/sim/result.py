@@ -123,6 +123,21 @@ class QueueSamples:
 
 
 @dataclass
+class SharingTable:
+    """What GPU sharing did: per job (scenario order) OOM kills, failure and time-slicing slowdown; per pod
+    (PodTable order) the GPU indices it last held (``"2-3"``); the fragmentation samples (gpu_fragments)."""
+
+    job_oom_kills: IntArray
+    job_failed: NDArray[np.bool_]
+    job_extra_ms: NDArray[np.float64]
+    job_sliced_ms: NDArray[np.float64]
+    job_gpu_milli: IntArray
+    pod_gpus: list[str]
+    #: Rows of (t_ms, idle, stranded, partial GPUs, frag, allocated), milli-GPU but the GPU count.
+    fragmentation: IntArray
+
+
+@dataclass
 class SimulationResult:
     """Everything one run produced; ``cost`` and ``metrics`` read it, never change it."""
 
@@ -142,3 +157,4 @@ class SimulationResult:
     wall_s: float = 0.0
     #: ClusterQueue usage over time; None without Kueue.
     queue_samples: QueueSamples | None = None
+    sharing: SharingTable | None = None

@@ -26,6 +26,7 @@ from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, EventQueue, to_ms, transfer_ms
+from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.pending import explain_pending
@@ -48,6 +49,7 @@ def pod_spec(job: Job) -> PodSpec:
         image=image.name if image else None,
         image_size=image.size if image else 0,
         explicit_keys=frozenset(job.requests),
+        gpu_share=(job.gpu_milli or 0, job.gpu_memory or 0) if job.shares_gpu else (0, 0),
     )
 
 
@@ -165,6 +167,7 @@ class Simulator:
         self.booting = 0
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
+        self.tenancy = GpuTenancy(self)
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -242,6 +245,7 @@ class Simulator:
         compiled = self.compiled[self.spec_of(job_index)]
         gpus_before = int(state.requested[node, state.gpu_col])
         state.bind(node, compiled.request, compiled.nonzero)
+        self.tenancy.bind(pod, node, compiled)
         self.placements += 1
         g = int(compiled.request[state.gpu_col])
         if g:
@@ -308,6 +312,7 @@ class Simulator:
         interval, write = self._checkpointing(int(book.job[pod]))
         wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
+        self.tenancy.started(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
@@ -316,6 +321,7 @@ class Simulator:
         job_index = int(book.job[pod])
         compiled = self.compiled[self.spec_of(job_index)]
         state.release(node, compiled.request, compiled.nonzero)
+        self.tenancy.release(pod, node)
         g = int(compiled.request[state.gpu_col])
         if g:
             c.allocated_gpus -= g
@@ -327,7 +333,8 @@ class Simulator:
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
             interval, write = self._checkpointing(job_index)
-            saved, lost = progress_at(self.now - int(book.start_ms[pod]), interval, write)
+            elapsed = self.tenancy.work_ms(pod, self.now - int(book.start_ms[pod]))
+            saved, lost = progress_at(elapsed, interval, write)
             total = int(book.run_total_ms[pod])
             if total > 0:
                 book.done_fraction[pod] = min(1.0, float(book.done_fraction[pod]) + saved / total)
@@ -587,6 +594,7 @@ class Simulator:
         return [first]
 
     def _record(self) -> None:
+        self.tenancy.step()
         c = self.counters
         row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes)
         tl = self.timeline

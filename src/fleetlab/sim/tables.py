@@ -152,4 +152,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         placements=sim.placements,
         wall_s=wall_s,
         queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
+        sharing=sim.tenancy.table(),
     )
