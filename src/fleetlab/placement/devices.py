@@ -52,20 +52,33 @@ class Holding:
         return self.kind == PLAIN and self.milli < MILLI_PER_GPU
 
 
-#: Picks the GPU index for a share on ``node`` among the GPUs where ``fits`` is True (at least one is).
-GpuChooser = Callable[["GpuDevices", int, IntArray, IntArray, BoolArray], int]
+#: Picks the GPU index for a share on ``node``: given per GPU the (milli, bytes) the share would take there
+#: and whether it fits (at least one does), returns a GPU where it fits. FGD's GPU choice plugs in here.
+GpuChooser = Callable[["GpuDevices", int, list[int], list[int], list[bool]], int]
 
 
-def best_fit_gpu(devices: GpuDevices, node: int, milli: IntArray, memory: IntArray, fits: BoolArray) -> int:
+def best_fit_gpu(
+    devices: GpuDevices, node: int, milli: list[int], memory: list[int], fits: list[bool]
+) -> int:
     """The GPU left with the least free milli after the share (then least free memory, then lowest index):
     fills partly used GPUs before idle ones, keeping idle GPUs whole for whole-GPU pods."""
-    left_milli = devices.milli_cap[node] - devices.milli_used[node] - milli
-    left_memory = devices.mem_cap[node] - devices.mem_used[node] - memory
-    big = np.iinfo(np.int64).max
-    order = np.lexsort(
-        (np.arange(len(fits)), np.where(fits, left_memory, big), np.where(fits, left_milli, big))
-    )
-    return int(order[0])
+    free_milli = (devices.milli_cap[node] - devices.milli_used[node]).tolist()
+    free_memory = (devices.mem_cap[node] - devices.mem_used[node]).tolist()
+    candidates = [
+        (free_milli[g] - milli[g], free_memory[g] - memory[g], g) for g in range(len(fits)) if fits[g]
+    ]
+    return min(candidates)[2]
+
+
+def _need(gpu_memory: int, milli: int, memory: int) -> tuple[int, int]:
+    """(milli, bytes) a share takes on one GPU with ``gpu_memory`` bytes (see GpuDevices.share_need)."""
+    if milli and memory:
+        return milli, memory
+    if milli:
+        return milli, gpu_memory * milli // MILLI_PER_GPU
+    if gpu_memory <= 0:
+        return MILLI_PER_GPU + 1, memory
+    return -(-memory * MILLI_PER_GPU // gpu_memory), memory
 
 
 class GpuDevices:
@@ -119,21 +132,32 @@ class GpuDevices:
         """Per node in ``nodes``: at least one GPU has room for the share."""
         return np.asarray(self.share_fits_gpus(nodes, milli, memory).any(axis=1), dtype=bool)
 
+    def _one_node(self, node: int, milli: int, memory: int) -> tuple[list[int], list[int], list[bool]]:
+        """Per GPU of one node, in plain Python (cheaper than arrays for 8 GPUs): need and fit."""
+        caps = self.milli_cap[node].tolist()
+        used = self.milli_used[node].tolist()
+        mem_caps = self.mem_cap[node].tolist()
+        mem_used = self.mem_used[node].tolist()
+        need_milli, need_memory, fits = [], [], []
+        for cap, u, mem_cap, mu in zip(caps, used, mem_caps, mem_used, strict=True):
+            m, b = _need(mem_cap, milli, memory)
+            need_milli.append(m)
+            need_memory.append(b)
+            fits.append(cap > 0 and cap - u >= m and mem_cap - mu >= b)
+        return need_milli, need_memory, fits
+
     def share_fits_one(self, node: int, milli: int, memory: int) -> bool:
         """The same for one node (incremental rescoring)."""
-        rows = np.asarray([node], dtype=np.int64)
-        return bool(self.share_fits_gpus(rows, milli, memory).any())
+        return any(self._one_node(node, milli, memory)[2])
 
     def take_share(self, node: int, milli: int, memory: int) -> tuple[Holding, bool]:
         """Place a share on the chosen GPU; also returns whether that GPU was idle before."""
-        rows = np.asarray([node], dtype=np.int64)
-        need_milli, need_memory = (a[0] for a in self.share_need(rows, milli, memory))
-        fits = self.share_fits_gpus(rows, milli, memory)[0]
-        if not fits.any():
+        need_milli, need_memory, fits = self._one_node(node, milli, memory)
+        if not any(fits):
             raise RuntimeError(f"internal error: no GPU of node {node} holds a share of {milli} milli")
         gpu = self.chooser(self, node, need_milli, need_memory, fits)
         was_idle = bool(self.pods[node, gpu] == 0)
-        took_milli, took_memory = int(need_milli[gpu]), int(need_memory[gpu])
+        took_milli, took_memory = need_milli[gpu], need_memory[gpu]
         self.milli_used[node, gpu] += took_milli
         self.mem_used[node, gpu] += took_memory
         self.pods[node, gpu] += 1

@@ -70,7 +70,9 @@ class FragmentationMeter:
         #: Per spec: GPUs needed and the per-GPU share (0 = uses no plain GPU).
         self.count = np.where(share > 0, 1, whole).astype(np.int64)
         self.unit = np.where(share > 0, share, np.where(whole > 0, MILLI_PER_GPU, 0)).astype(np.int64)
-        self.frag = np.zeros(state.n, dtype=np.float64)
+        #: Per node the five sample terms (see _node_totals) and their sums over ready nodes.
+        self.terms = np.zeros((state.n, 5), dtype=np.float64)
+        self.totals = np.zeros(5, dtype=np.float64)
         self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
         self.dirty: set[int] = set()
         self.generation = -1
@@ -115,38 +117,47 @@ class FragmentationMeter:
         per_spec = np.where(can, small, idle[:, None])
         return np.asarray(per_spec @ self.p, dtype=np.float64)
 
-    def sample(self, now: int) -> None:
-        """Bring node terms up to date and record the totals if they changed."""
-        state = self.sim.state
-        devices = state.devices
+    def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Per node: idle, stranded, partial GPUs, F_n(M), allocated — the sample's terms before summing."""
+        devices = self.sim.state.devices
         assert devices is not None
+        cap = devices.milli_cap[rows]
+        used = devices.milli_used[rows]
+        free = cap - used
+        partial = (used > 0) & (used < cap)
+        out = np.empty((len(rows), 5), dtype=np.float64)
+        out[:, 0] = free.sum(axis=1)
+        out[:, 1] = np.where(partial, free, 0).sum(axis=1)
+        out[:, 2] = partial.sum(axis=1)
+        out[:, 3] = self.node_frag(rows)
+        out[:, 4] = used.sum(axis=1)
+        return out
+
+    def sample(self, now: int) -> None:
+        """Bring the changed nodes' terms up to date and record the totals if they changed."""
+        state = self.sim.state
         if state.topology_generation != self.generation:
             self.generation = state.topology_generation
             self._refresh_eligibility()
-            self.dirty = set(range(state.n))
-        elif not self.dirty and self.rows:
-            return
-        if self.dirty:
-            dirty = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
-            self.frag[dirty] = self.node_frag(dirty)
+            every = np.arange(state.n, dtype=np.int64)
+            self.terms = self._node_totals(every)
+            self.totals = self.terms[state.ready].sum(axis=0)
             self.dirty.clear()
-        ready = state.ready
-        cap = devices.milli_cap[ready]
-        used = devices.milli_used[ready]
-        free = cap - used
-        partial = (used > 0) & (used < cap)
-        row = (
-            now,
-            int(free.sum()),
-            int(free[partial].sum()),
-            int(np.count_nonzero(partial)),
-            round(float(self.frag[ready].sum())),
-            int(used.sum()),
-        )
-        rows = self.rows
-        if rows and rows[-1][1:] == row[1:]:
+        elif self.dirty:
+            rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
+            self.dirty.clear()
+            new = self._node_totals(rows)
+            ready = state.ready[rows]
+            self.totals = self.totals + (new[ready] - self.terms[rows][ready]).sum(axis=0)
+            self.terms[rows] = new
+        elif self.rows:
             return
-        if rows and rows[-1][0] == now:
-            rows[-1] = row
+        idle, stranded, partial, frag, used = self.totals.tolist()
+        row = (now, round(idle), round(stranded), round(partial), round(frag), round(used))
+        rows_ = self.rows
+        if rows_ and rows_[-1][1:] == row[1:]:
+            return
+        if rows_ and rows_[-1][0] == now:
+            rows_[-1] = row
         else:
-            rows.append(row)
+            rows_.append(row)
