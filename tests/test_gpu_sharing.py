@@ -291,3 +291,15 @@ def test_invariants_with_mixed_whole_share_mig_and_sliced_pools(seed: int, polic
     assert len(result.pending) == 0
     states = set(job_columns(result)["state"])
     assert states <= {"completed", "failed"}
+
+
+def test_shares_do_not_trigger_default_preemption() -> None:
+    """kube-scheduler's DefaultPreemption counts nvidia.com/gpu, not shares of one GPU: a high-priority
+    share waits instead of evicting whole-GPU pods it could not use the room of anyway."""
+    jobs = [
+        job("low", gpus=1, runtime=100, priority=0),
+        job("hi", gpus=0, gpu_milli=500, priority=10, submit_s=1),
+    ]
+    result = _run([pool(gpus=1)], jobs)
+    assert _by_job(result, "evictions") == {"low": 0, "hi": 0}
+    assert _by_job(result, "queue_wait_s")["hi"] == pytest.approx(99.0)

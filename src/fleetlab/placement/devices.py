@@ -103,6 +103,9 @@ class GpuDevices:
         #: Nodes whose ``nvidia.com/gpu`` are MIG devices (the single strategy).
         self.single_mig = np.zeros(n, dtype=bool)
         self.chooser: GpuChooser = best_fit_gpu
+        #: Per node, its plain GPUs' (free milli, memory cap, free memory) as Python ints and the largest
+        #: free milli; built on first use and dropped when the node's usage changes.
+        self._rows: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
 
     # -- shares of plain GPUs ------------------------------------------------------------------------
     def share_need(self, rows: IntArray | slice, milli: int, memory: int) -> tuple[IntArray, IntArray]:
@@ -132,6 +135,20 @@ class GpuDevices:
         """Per node in ``nodes``: at least one GPU has room for the share."""
         return np.asarray(self.share_fits_gpus(nodes, milli, memory).any(axis=1), dtype=bool)
 
+    def _row(self, node: int) -> tuple[list[tuple[int, int, int]], int]:
+        row = self._rows.get(node)
+        if row is None:
+            caps = self.milli_cap[node].tolist()
+            free = (self.milli_cap[node] - self.milli_used[node]).tolist()
+            mem_caps = self.mem_cap[node].tolist()
+            mem_free = (self.mem_cap[node] - self.mem_used[node]).tolist()
+            gpus = [
+                (f, mc, mf) if c > 0 else (-1, mc, mf)
+                for c, f, mc, mf in zip(caps, free, mem_caps, mem_free, strict=True)
+            ]
+            row = self._rows[node] = (gpus, max(g[0] for g in gpus))
+        return row
+
     def _one_node(self, node: int, milli: int, memory: int) -> tuple[list[int], list[int], list[bool]]:
         """Per GPU of one node, in plain Python (cheaper than arrays for 8 GPUs): need and fit."""
         caps = self.milli_cap[node].tolist()
@@ -147,8 +164,17 @@ class GpuDevices:
         return need_milli, need_memory, fits
 
     def share_fits_one(self, node: int, milli: int, memory: int) -> bool:
-        """The same for one node (incremental rescoring)."""
-        return any(self._one_node(node, milli, memory)[2])
+        """The same for one node (incremental rescoring), from the node's cached row."""
+        gpus, best = self._row(node)
+        if milli and best < milli:
+            return False
+        for free, mem_cap, mem_free in gpus:
+            if free < 0:
+                continue
+            m, b = _need(mem_cap, milli, memory)
+            if free >= m and mem_free >= b:
+                return True
+        return False
 
     def take_share(self, node: int, milli: int, memory: int) -> tuple[Holding, bool]:
         """Place a share on the chosen GPU; also returns whether that GPU was idle before."""
@@ -158,6 +184,7 @@ class GpuDevices:
         gpu = self.chooser(self, node, need_milli, need_memory, fits)
         was_idle = bool(self.pods[node, gpu] == 0)
         took_milli, took_memory = need_milli[gpu], need_memory[gpu]
+        self._rows.pop(node, None)
         self.milli_used[node, gpu] += took_milli
         self.mem_used[node, gpu] += took_memory
         self.pods[node, gpu] += 1
@@ -170,6 +197,7 @@ class GpuDevices:
         if len(idle) < count:
             raise RuntimeError(f"internal error: node {node} has {len(idle)} idle GPUs, {count} wanted")
         gpus = idle[:count]
+        self._rows.pop(node, None)
         self.milli_used[node, gpus] = self.milli_cap[node, gpus]
         self.mem_used[node, gpus] = self.mem_cap[node, gpus]
         self.pods[node, gpus] += 1
@@ -216,10 +244,12 @@ class GpuDevices:
             return False
         if holding.shared:
             gpu = gpus[0]
+            self._rows.pop(node, None)
             self.milli_used[node, gpu] -= holding.milli
             self.mem_used[node, gpu] -= holding.memory
             self.pods[node, gpu] -= 1
             return bool(self.pods[node, gpu] == 0)
+        self._rows.pop(node, None)
         self.milli_used[node, gpus] = 0
         self.mem_used[node, gpus] = 0
         self.pods[node, gpus] -= 1

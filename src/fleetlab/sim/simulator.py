@@ -446,7 +446,7 @@ class Simulator:
                 self.bind(member, node)
             return True
         node = scheduler.select(compiled)
-        if node < 0 and self.config.preemption:
+        if node < 0 and self.config.preemption and not any(compiled.spec.gpu_share):
             node = self._preempt_for(pod, compiled, scheduler)
         if node < 0:
             return False
