@@ -303,3 +303,37 @@ def test_shares_do_not_trigger_default_preemption() -> None:
     result = _run([pool(gpus=1)], jobs)
     assert _by_job(result, "evictions") == {"low": 0, "hi": 0}
     assert _by_job(result, "queue_wait_s")["hi"] == pytest.approx(99.0)
+
+
+# --- consolidation --------------------------------------------------------------------------------------
+
+
+def _consolidation_run(on: bool, cpu: str = "1") -> SimulationResult:
+    requests = {"cpu": cpu, "memory": "1Gi", "nvidia.com/gpu": 1}
+    jobs = [
+        job("a", runtime=1000, preemptible=True, requests=requests),
+        job("b", runtime=1000, preemptible=True, submit_s=1, requests=requests),
+        job("p", gpus=2, runtime=10, submit_s=10),
+    ]
+    resolved = scenario([pool(count=2, gpus=2)], jobs, scheduler={"consolidation": on, "tie_break": "first"})
+    return run_one(resolved).result
+
+
+def test_consolidation_moves_a_preemptible_pod_to_open_a_whole_node() -> None:
+    """KAI consolidation: a and b sit on different nodes, p needs 2 GPUs on one; moving a next to b (which
+    fits) lets p start at once. a is evicted once and loses its 10 s of work."""
+    off = _consolidation_run(False)
+    assert _by_job(off, "queue_wait_s")["p"] == pytest.approx(990.0)
+    on = _consolidation_run(True)
+    assert _by_job(on, "queue_wait_s")["p"] == 0
+    evictions = _by_job(on, "evictions")
+    assert evictions["a"] + evictions["b"] == 1 and summarize(on).consolidation_evictions == 1
+    assert set(_by_job(on, "state").values()) == {"completed"}
+
+
+def test_consolidation_is_not_committed_when_an_evicted_pod_would_not_fit_again() -> None:
+    """a and b each take 40 of a node's 64 CPUs: either could leave its node, but neither fits next to the
+    other, so nothing is evicted and p waits."""
+    on = _consolidation_run(True, cpu="40")
+    assert summarize(on).consolidation_evictions == 0 and sum(_by_job(on, "evictions").values()) == 0
+    assert _by_job(on, "queue_wait_s")["p"] > 900

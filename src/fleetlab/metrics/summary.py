@@ -31,6 +31,7 @@ def sharing_summary(result: SimulationResult) -> dict[str, Any]:
         "time_slicing_extra_hours": float(sharing.job_extra_ms.sum()) / MS_PER_HOUR,
         "frag_rate_mean": time_weighted_mean(frag[:, 0], rate, result.end_ms) if len(frag) else 0.0,
         "frag_gpu_milli_mean": time_weighted_mean(frag[:, 0], amount, result.end_ms) if len(frag) else 0.0,
+        "consolidation_evictions": sharing.consolidation_evictions,
     }
 
 
@@ -74,6 +75,7 @@ class Summary:
     time_slicing_extra_hours: float = 0.0
     frag_rate_mean: float = 0.0
     frag_gpu_milli_mean: float = 0.0
+    consolidation_evictions: int = 0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""

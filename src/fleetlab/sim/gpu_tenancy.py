@@ -23,6 +23,7 @@ import numpy as np
 
 from fleetlab.model.resources import GPU
 from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
+from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.events import EventKind
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
@@ -67,6 +68,7 @@ class GpuTenancy:
         self.work_done: dict[int, int] = {}
         self.to_kill: list[int] = []
         self.meter = FragmentationMeter(sim)
+        self.consolidator = Consolidator(sim)
 
     # -- bind / release ------------------------------------------------------------------------------
     def bind(self, pod: int, node: int, compiled: CompiledPod) -> None:
@@ -232,4 +234,5 @@ class GpuTenancy:
             job_gpu_milli=milli[inverse] if n else milli,
             pod_gpus=list(self.gpu_index),
             fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),
+            consolidation_evictions=self.consolidator.evictions,
         )

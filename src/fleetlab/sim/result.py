@@ -135,6 +135,8 @@ class SharingTable:
     pod_gpus: list[str]
     #: Rows of (t_ms, idle, stranded, partial GPUs, frag, allocated), milli-GPU but the GPU count.
     fragmentation: IntArray
+    #: Pods evicted by consolidation moves (also counted in the jobs' evictions).
+    consolidation_evictions: int = 0
 
 
 @dataclass

@@ -448,6 +448,8 @@ class Simulator:
         node = scheduler.select(compiled)
         if node < 0 and self.config.preemption and not any(compiled.spec.gpu_share):
             node = self._preempt_for(pod, compiled, scheduler)
+        if node < 0 and self.config.consolidation:
+            node = self.tenancy.consolidator.make_room(pod, compiled, scheduler)
         if node < 0:
             return False
         self.bind(pod, node)
