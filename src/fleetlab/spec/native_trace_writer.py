@@ -69,6 +69,11 @@ def _format_selector(job: Job) -> str:
 
 
 def _row(job: Job, models: Sequence[str]) -> dict[str, Any]:
+    if job.shares_gpu or job.gpu_memory is not None:
+        raise ValueError(
+            f"job {job.id!r}: a GPU share (gpu_milli / gpu_memory) cannot be written to a native trace "
+            "(it has no such column); read the Alibaba trace with round_up_gpu_shares: true to convert it"
+        )
     extra = sorted(set(job.requests) - {CPU, MEMORY, GPU})
     if extra:
         raise ValueError(
