@@ -20,6 +20,7 @@ from fleetlab.metrics.sharing_columns import (
     merged_timeline,
     pod_gpu_column,
 )
+from fleetlab.metrics.usage_columns import usage_timeline_columns
 from fleetlab.sim.result import SimulationResult
 
 Columns = dict[str, Any]
@@ -115,5 +116,6 @@ def timeline_columns(result: SimulationResult) -> Columns:
         "total_gpus": tl.total_gpus,
         "whole_free_gpu_nodes": tl.whole_free_gpu_nodes,
         "gpu_nodes": tl.gpu_nodes,
+        **usage_timeline_columns(tl),
     }
     return merged_timeline(result, columns)

@@ -95,6 +95,8 @@ class Job(SpecModel):
     gpu_milli: int | None = None
     gpu_memory: Bytes | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
+    #: Share of its allocated GPU time the job keeps the GPU busy while computing (DCGM's GPU utilisation).
+    gpu_utilization: float = Field(default=1.0, ge=0.0, le=1.0)
 
     @model_validator(mode="before")
     @classmethod

@@ -45,6 +45,7 @@ ROWS: list[Row] = [
     _row("prep (pull + data) mean", lambda s: s.prep_mean_s, _duration, "min"),
     _row("completion time mean", lambda s: s.completion_mean_s, _duration, "min"),
     _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
+    _row("GPU utilisation ratio", lambda s: s.gpu_utilization_ratio, lambda v: f"{v:.1%}", "max"),
     _row("whole free GPU nodes (mean)", lambda s: s.whole_free_gpu_nodes_mean, lambda v: f"{v:.2f}", "max"),
     _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),
     _row("GPU-hours held waiting for gang peers", lambda s: s.gpu_hours_wait, lambda v: f"{v:,.1f}", "min"),

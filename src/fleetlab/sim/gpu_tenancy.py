@@ -84,6 +84,7 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] += 1
                 state.free[node, col] -= 1
+                self.sim.counters.allocated_gpus += 1  # a shared GPU is taken from the whole-GPU pool
                 if state.requested[node, col] == 1:
                     self.sim.counters.whole_free -= 1
         elif devices.kind[node] == TIME_SLICED:
@@ -116,6 +117,7 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] -= 1
                 state.free[node, col] += 1
+                self.sim.counters.allocated_gpus -= 1
                 if state.requested[node, col] == 0:
                     self.sim.counters.whole_free += 1
 
@@ -176,6 +178,7 @@ class GpuTenancy:
                 continue
             self._settle(pod, run)
             run.factor = factor
+            sim.usage.set_slowdown(pod, factor)
             finish = sim.now + max(0, math.ceil(run.left_ms * factor - 1e-6))
             if finish == run.finish_ms:
                 continue  # (its work is done: the finish event at this very time stands)

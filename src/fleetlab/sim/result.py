@@ -100,6 +100,8 @@ class Timeline:
     total_gpus: IntArray
     whole_free_gpu_nodes: IntArray
     gpu_nodes: IntArray
+    #: Busy milli-GPU and free-block counts (sim/usage_meter.py COLUMNS), same rows.
+    usage: dict[str, IntArray] = field(default_factory=dict)
 
 
 @dataclass
