@@ -96,8 +96,9 @@ class CheckedSimulator(Simulator):
             j = self.jobs[int(book.job[p])]
             gpus = 1000.0 * int(self.compiled[self.spec_of(int(book.job[p]))].request[state.gpu_col])
             milli = float(j.gpu_milli or 0) if j.shares_gpu else gpus
-            run = self.tenancy.runs.get(p)
-            busy += milli * j.gpu_utilization / (run.factor if run is not None else 1.0)
+            pace = self.pace.paces.get(p)
+            slowdown = pace.slicing * pace.interference if pace is not None else 1.0
+            busy += milli * j.gpu_utilization / slowdown
         row = self.timeline[-1]  # the last recorded row holds until the figures change
         counted = state.ready & (state.allocatable[:, state.gpu_col] > 0)
         free = state.free[counted, state.gpu_col]

@@ -105,6 +105,8 @@ class Summary:
     #: Busy GPU equivalents over allocatable GPUs, and the mean largest free block (sim/usage_meter.py).
     gpu_utilization_ratio: float = 0.0
     largest_free_block_mean: float = 0.0
+    #: Extra wall time co-located pods cost each other (fleetlab.model.interference; 0 when off).
+    interference_extra_hours: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""

@@ -9,6 +9,8 @@ import numpy as np
 
 from fleetlab.model.gpu_share import MILLI_PER_GPU
 
+MS_PER_HOUR = 3_600_000
+
 if TYPE_CHECKING:
     from fleetlab.metrics.sharing_columns import Columns
     from fleetlab.sim.result import SimulationResult, Timeline
@@ -42,9 +44,25 @@ def usage_summary(result: SimulationResult) -> dict[str, Any]:
 
     tl = result.timeline
     largest = tl.usage.get("largest_free_block")
+    interference = result.interference
     return {
+        "interference_extra_hours": float(interference.job_extra_ms.sum()) / MS_PER_HOUR
+        if interference is not None
+        else 0.0,
         "gpu_utilization_ratio": utilization_ratio(tl, result.end_ms),
         "largest_free_block_mean": time_weighted_mean(tl.t_ms, largest.astype(np.float64), result.end_ms)
         if largest is not None and len(tl.t_ms)
         else 0.0,
+    }
+
+
+def job_interference_columns(result: SimulationResult) -> Columns:
+    """interference_extra_s and interference_slowdown (wall over work while under the model) per job;
+    none when the scenario has no interference model."""
+    table = result.interference
+    if table is None:
+        return {}
+    return {
+        "interference_extra_s": table.job_extra_ms / 1000.0,
+        "interference_slowdown": table.job_slowdown(),
     }

@@ -26,10 +26,12 @@ from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.guards import ProgressGuard
+from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import pending_at_end
+from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
@@ -130,6 +132,8 @@ class Simulator:
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
         self.lifecycle = lifecycle_for(self)
         self.usage = UsageMeter(self)
+        self.pace = PodPace(self)
+        self.interference = Interference(self)
         self.tenancy = GpuTenancy(self)
 
     # -- identities ----------------------------------------------------------------------------------
@@ -280,6 +284,7 @@ class Simulator:
         self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
         self.usage.started(pod)
         self.tenancy.started(pod, wall)
+        self.interference.started(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
@@ -289,6 +294,7 @@ class Simulator:
         compiled = self.compiled[self.spec_of(job_index)]
         state.release(node, compiled.request, compiled.nonzero)
         self.tenancy.release(pod, node)
+        self.interference.stopped(pod)
         self.usage.stopped(pod)
         self.usage.touch(node)
         g = int(compiled.request[state.gpu_col])

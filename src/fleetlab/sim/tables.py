@@ -177,4 +177,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         billing=billing_inputs(sim, segments, end_ms),
         lifecycle=record,
         sharing=sim.tenancy.table(),
+        interference=sim.interference.table(),
     )
