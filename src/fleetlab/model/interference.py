@@ -42,6 +42,14 @@ class InterferenceModel(SpecModel):
                     raise ValueError(f"capacity.{pool}: {name} capacity {value} must be > 0")
         return self
 
+    def check_pools(self, pools: list[str]) -> None:
+        """Capacities must name pools of the cluster."""
+        unknown = sorted(set(self.capacity) - set(pools))
+        if unknown:
+            raise ValueError(
+                f"interference.capacity: unknown pool(s) {', '.join(unknown)}; pools: {', '.join(pools)}"
+            )
+
     def demand_of(self, job_class: JobClass, declared: Demand | None) -> tuple[float, ...]:
         """A job's demand vector (RESOURCES order): its own declaration, else its class default."""
         demand = declared if declared is not None else self.class_demand.get(job_class, {})

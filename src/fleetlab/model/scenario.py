@@ -47,6 +47,12 @@ class Scenario(SpecModel):
             raise ValueError("; ".join(exc.problems)) from None
 
     @model_validator(mode="after")
+    def _interference_pools_known(self) -> Scenario:
+        if self.interference is not None:
+            self.interference.check_pools([p.name for p in self.cluster.pools])
+        return self
+
+    @model_validator(mode="after")
     def _queues_known(self) -> Scenario:
         if self.workload.jobs is None:
             return self

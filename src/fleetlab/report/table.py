@@ -47,6 +47,8 @@ ROWS: list[Row] = [
     _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
     _row("GPU utilisation ratio", lambda s: s.gpu_utilization_ratio, lambda v: f"{v:.1%}", "max"),
     _row("whole free GPU nodes (mean)", lambda s: s.whole_free_gpu_nodes_mean, lambda v: f"{v:.2f}", "max"),
+    _row("largest free GPU block (mean)", lambda s: s.largest_free_block_mean, lambda v: f"{v:.2f}", "max"),
+    _row("extra hours from interference", lambda s: s.interference_extra_hours, lambda v: f"{v:,.2f}", "min"),
     _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),
     _row("GPU-hours held waiting for gang peers", lambda s: s.gpu_hours_wait, lambda v: f"{v:,.1f}", "min"),
     _row("evictions", lambda s: s.evictions, lambda v: f"{v:.0f}", "min"),
