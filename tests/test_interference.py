@@ -116,3 +116,18 @@ def test_bad_sections_are_clear_errors(section: str, message: str, tmp_path: Pat
     with pytest.raises(SpecError) as info:
         load_scenario(str(file))
     assert message in str(info.value)
+
+
+def test_the_documented_example_trades_free_nodes_for_slowdown() -> None:
+    """docs/interference.md's figures: packing keeps more whole nodes free and pays in interference."""
+    from fleetlab.spec.loader import load
+
+    resolved = load(str(Path(__file__).parents[1] / "examples" / "interference" / "pack-vs-spread.yaml"))
+    spread = summarize(run_one(resolved, "least-allocated").result)
+    packed = summarize(run_one(resolved, "most-allocated").result)
+    assert packed.whole_free_gpu_nodes_mean == pytest.approx(3.51, abs=0.005)
+    assert spread.whole_free_gpu_nodes_mean == pytest.approx(0.62, abs=0.005)
+    assert packed.interference_extra_hours == pytest.approx(14.07, abs=0.005)
+    assert spread.interference_extra_hours == 0.0
+    assert packed.gpu_utilization_ratio < spread.gpu_utilization_ratio
+    assert packed.gpu_allocation_ratio > spread.gpu_allocation_ratio
