@@ -39,8 +39,11 @@ class UsageMeter:
         self.sim = sim
         state = sim.state
         self.capacity = state.allocatable[:, state.gpu_col].copy()
-        self.block = np.full(state.n, NOT_COUNTED, dtype=np.int64)
-        self.histogram = np.zeros(int(self.capacity.max(initial=0)) + 1, dtype=np.int64)
+        #: Per node its free whole GPUs (NOT_COUNTED: not a ready GPU node), how many nodes have each
+        #: count, and how many have at least each of BLOCK_SIZES (plain lists: a few touched per step).
+        self.block: list[int] = [NOT_COUNTED] * state.n
+        self.histogram: list[int] = [0] * (int(self.capacity.max(initial=0)) + 1)
+        self.at_least: list[int] = [0] * len(BLOCK_SIZES)
         self.dirty: set[int] = set()
         self.generation = -1
         self.busy_milli = 0.0
@@ -95,19 +98,33 @@ class UsageMeter:
 
     def _refresh(self, node: int) -> None:
         state = self.sim.state
-        old = int(self.block[node])
+        old = self.block[node]
         new = NOT_COUNTED
         if self.capacity[node] > 0 and state.ready[node]:
             new = max(0, int(state.free[node, state.gpu_col]))
         if new == old:
             return
+        histogram, at_least = self.histogram, self.at_least
         if old != NOT_COUNTED:
-            self.histogram[old] -= 1
+            histogram[old] -= 1
         if new != NOT_COUNTED:
-            if new >= len(self.histogram):
-                self.histogram = np.pad(self.histogram, (0, new + 1 - len(self.histogram)))
-            self.histogram[new] += 1
+            if new >= len(histogram):
+                histogram.extend([0] * (new + 1 - len(histogram)))
+            histogram[new] += 1
+        for i, k in enumerate(BLOCK_SIZES):
+            at_least[i] += (new >= k) - (old >= k)
         self.block[node] = new
+
+    def _rebuild(self) -> None:
+        """Every node anew (readiness changed): one array pass."""
+        state = self.sim.state
+        counted = (self.capacity > 0) & state.ready
+        free = np.maximum(state.free[:, state.gpu_col], 0)
+        block = np.where(counted, free, NOT_COUNTED).astype(np.int64)
+        size = max(len(self.histogram), int(free[counted].max(initial=0)) + 1)
+        self.histogram = np.bincount(block[counted], minlength=size).astype(np.int64).tolist()
+        self.block = block.tolist()
+        self.at_least = [int((block >= k).sum()) for k in BLOCK_SIZES]
 
     def sample(self) -> tuple[int, ...]:
         """The meter's timeline values now, in COLUMNS order."""
@@ -115,17 +132,13 @@ class UsageMeter:
         if state.topology_generation != self.generation:
             self.generation = state.topology_generation
             self.dirty.clear()
-            counted = (self.capacity > 0) & state.ready
-            free = np.maximum(state.free[:, state.gpu_col], 0)
-            self.block = np.where(counted, free, NOT_COUNTED).astype(np.int64)
-            size = max(len(self.histogram), int(free[counted].max(initial=0)) + 1)
-            self.histogram = np.bincount(self.block[counted], minlength=size).astype(np.int64)
+            self._rebuild()
         elif self.dirty:
-            for node in sorted(self.dirty):
+            for node in self.dirty:
                 self._refresh(node)
             self.dirty.clear()
-        at_least = np.cumsum(self.histogram[::-1])[::-1]
-        blocks = tuple(int(at_least[k]) if k < len(at_least) else 0 for k in BLOCK_SIZES)
-        occupied = np.flatnonzero(self.histogram)
-        largest = int(occupied[-1]) if len(occupied) else 0
-        return (max(0, round(self.busy_milli)), *blocks, largest)
+        histogram = self.histogram
+        largest = len(histogram) - 1
+        while largest > 0 and histogram[largest] == 0:
+            largest -= 1
+        return (max(0, round(self.busy_milli)), *self.at_least, largest)
