@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from builders import job, pool, scenario
 from fleetlab.experiment.run import profile_for, run_one
 from fleetlab.metrics.summary import summarize
-from fleetlab.metrics.tables import timeline_columns
+from fleetlab.metrics.tables import job_columns, timeline_columns
 from fleetlab.model.job import Job
 from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.simulator import Simulator
@@ -110,7 +110,8 @@ class CheckedSimulator(Simulator):
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32 - 1))
 def test_incremental_figures_match_a_full_recount_after_every_step(seed: int) -> None:
-    """Whole, shared, time-sliced and gang pods with data downloads, preemption and gpu_utilization."""
+    """Whole, shared, time-sliced and gang pods with data downloads, preemption, checkpoints,
+    gpu_utilization and interference (paced by time-slicing and interference at once)."""
     rng = np.random.default_rng(seed)
     pools = [
         pool("plain", count=3, gpus=4, data_bandwidth="10Mi"),
@@ -133,6 +134,14 @@ def test_incremental_figures_match_a_full_recount_after_every_step(seed: int) ->
             jobs.append(job(f"s{j}", gpus=0, gpu_milli=int(rng.integers(1, 1000)), **extra))
         else:
             jobs.append(job(f"g{j}", gpus=2, pods=2, gang=True, **extra))
-    resolved = scenario(pools, jobs)
+        if rng.random() < 0.5:
+            jobs[-1]["interference_demand"] = {"network": float(rng.choice([0.2, 0.5])), "disk": 0.1}
+        if rng.random() < 0.3:
+            jobs[-1]["checkpoint_interval_s"] = 20
+    interference = {"alpha": float(rng.choice([0.5, 1.0])), "class_demand": {"batch": {"cpu": 0.15}}}
+    resolved = scenario(pools, jobs, interference=interference)
     result = CheckedSimulator(resolved, profile_for(resolved, "default")).run()
     assert len(result.timeline.t_ms) > 0
+    states = set(job_columns(result)["state"])
+    assert states <= {"completed", "failed"}
+    assert result.interference is not None and (result.interference.job_slowdown() >= 1.0 - 1e-9).all()
