@@ -10,7 +10,8 @@ time-sliced nodes two more things happen, because the device plugin isolates not
 * **Interference.** With k running pods on a GPU each computes at 1 / (1 + α·(k−1)) of its full speed
   (α = ``time_slicing.slowdown_per_extra_pod``; α = 1 is a fair time-slice of compute-bound work). A pod on
   several GPUs runs at its slowest GPU's speed. Whenever k changes the affected pods' work done so far is
-  settled at the old speed and their finish events are rescheduled at the new one.
+  settled at the old speed and their finish events are rescheduled at the new one (sim/pod_pace.py,
+  shared with the node-level interference model).
 """
 
 from __future__ import annotations
