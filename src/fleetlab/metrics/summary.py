@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.metrics.dynamics import summarize_dynamics
+from fleetlab.metrics.usage_columns import usage_summary
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -101,6 +102,11 @@ class Summary:
     frag_rate_mean: float = 0.0
     frag_gpu_milli_mean: float = 0.0
     consolidation_evictions: int = 0
+    #: Busy GPU equivalents over allocatable GPUs, and the mean largest free block (sim/usage_meter.py).
+    gpu_utilization_ratio: float = 0.0
+    largest_free_block_mean: float = 0.0
+    #: Extra wall time co-located pods cost each other (fleetlab.model.interference; 0 when off).
+    interference_extra_hours: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -207,4 +213,5 @@ def summarize(result: SimulationResult) -> Summary:
         pods_evicted_per_failure=life.pods_evicted_per_failure,
         gpu_hours_lost_per_failure=life.gpu_hours_lost_per_failure,
         **sharing_summary(result),
+        **usage_summary(result),
     )

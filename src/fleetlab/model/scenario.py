@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import field_validator, model_validator
 
 from fleetlab.model.cluster import Cluster, SpecModel
+from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
@@ -32,6 +33,8 @@ class Scenario(SpecModel):
     priority_classes: tuple[PriorityClass, ...] = ()
     #: Kueue's Configuration switches (waitForPodsReady, fairSharing).
     kueue_configuration: KueueConfiguration = KueueConfiguration()
+    #: Slowdown of co-located pods contending for node resources; None: off.
+    interference: InterferenceModel | None = None
 
     @field_validator("kueue", mode="before")
     @classmethod
@@ -42,6 +45,12 @@ class Scenario(SpecModel):
             return queue_config_from_objects(value)
         except QueueConfigError as exc:
             raise ValueError("; ".join(exc.problems)) from None
+
+    @model_validator(mode="after")
+    def _interference_pools_known(self) -> Scenario:
+        if self.interference is not None:
+            self.interference.check_pools([p.name for p in self.cluster.pools])
+        return self
 
     @model_validator(mode="after")
     def _queues_known(self) -> Scenario:
