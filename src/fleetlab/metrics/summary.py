@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.metrics.dynamics import summarize_dynamics
+from fleetlab.metrics.services import workload_jobs
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -110,7 +111,7 @@ def _percentile(values: NDArray[np.float64], q: float) -> float:
 
 def summarize(result: SimulationResult) -> Summary:
     """Compute the comparison row for one run."""
-    jobs = result.jobs
+    jobs = workload_jobs(result.jobs)  # service replicas are summarised per service
     started = jobs.last_bound_ms >= 0
     waits = (jobs.last_bound_ms[started] - jobs.submit_ms[started]) / 1000.0
     prep = (jobs.running_ms - jobs.last_bound_ms)[jobs.running_ms >= 0] / 1000.0

@@ -164,6 +164,8 @@ class Service(SpecModel):
     def _check(self) -> Service:
         if self.evaluation_step_s <= 0:
             raise ValueError("evaluation_step_s must be > 0")
+        if self.autoscaling is not None and self.replicas.min < 1:
+            raise ValueError("an autoscaled service needs replicas.min >= 1 (the HPA does not scale from 0)")
         if (
             self.gpu_model is not None
             and self.gpu_model not in self.performance

@@ -16,6 +16,7 @@ from fleetlab.sim.interruption_log import InterruptionLog
 if TYPE_CHECKING:
     from fleetlab.sim.billing_inputs import BillingInputs
 from fleetlab.sim.lifecycle_result import LifecycleRecord
+from fleetlab.sim.service_record import ServiceRecord
 
 IntArray = NDArray[np.int64]
 
@@ -160,3 +161,5 @@ class SimulationResult:
     billing: BillingInputs | None = None
     #: Autoscaler decisions, node windows and failures; None when every node is fixed.
     lifecycle: LifecycleRecord | None = None
+    #: Inference services' samples (sim/services.py); None without services.
+    services: ServiceRecord | None = None
