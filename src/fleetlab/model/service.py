@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.job import Image
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
@@ -141,6 +142,9 @@ class Service(SpecModel):
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     affinity: Affinity | None = None
     preemptible: bool = False
+    #: Pulled (unless cached) and downloaded before a replica is ready, as for any pod.
+    image: Image | None = None
+    data_size: Bytes = 0
 
     @field_validator("gpu_model")
     @classmethod

@@ -52,6 +52,8 @@ def replica_jobs(service: Service, horizon_s: float) -> list[Job]:
             affinity=service.affinity,
             runtime=runtime,
             preemptible=service.preemptible,
+            image=service.image,
+            data_size=service.data_size,
         )
         for slot in range(service.replicas.upper)
     ]
