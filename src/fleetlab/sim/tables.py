@@ -174,5 +174,6 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         interruptions=sim.spot.log(),
         billing=billing_inputs(sim, segments, end_ms),
         lifecycle=record,
+        sharing=sim.tenancy.table(),
         services=sim.services.record(),
     )
