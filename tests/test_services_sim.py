@@ -98,6 +98,7 @@ def test_a_higher_priority_job_preempts_replicas_and_the_service_misses_its_slo_
     result = _run([pool("gpu", count=1)], [_service(replicas={"min": 8})], jobs)
     [summary] = service_rows(result)
     assert summary.replicas_lost_to_preemption == 8
+    assert summarize(result).service_replicas_lost == 8
     assert _at(result, 600.0)["ready_replicas"] == 0 and not _at(result, 600.0)["slo_met"]
     assert _at(result, 960.0)["ready_replicas"] == 8
     # Saturated steps count every request as late: 30 rps from 300 s (the tick after the preemption is
@@ -124,8 +125,11 @@ def test_hpa_scales_up_within_policy_limits_and_down_after_the_stabilisation_win
     desired = {t: _at(result, t)["desired_replicas"] for t in (540.0, 600.0, 660.0, 1800.0, 2040.0, 2160.0)}
     assert desired == {540.0: 1, 600.0: 5, 660.0: 10, 1800.0: 10, 2040.0: 10, 2160.0: 1}
     assert _at(result, 720.0)["ready_replicas"] == 10
-    # Deleted replicas were released, not evicted.
+    # Deleted replicas were released, not evicted, and their stays are billed exactly.
     assert result.segments.evicted.sum() == 0
+    cost = node_costs(result)
+    for i, billed in enumerate(cost.billed):
+        assert sum(cost.dollars[b][i] for b in cost.dollars) == billed
 
 
 def test_same_scenario_and_seed_give_identical_service_series_and_files(tmp_path: Path) -> None:
@@ -149,6 +153,8 @@ def test_same_scenario_and_seed_give_identical_service_series_and_files(tmp_path
 def test_runs_without_services_record_none() -> None:
     result = run_one(scenario([pool("gpu")], [job("a")]), "default").result
     assert result.services is None
+    as_json = summarize(result).as_dict()
+    assert as_json["service_slo_attainment_pct"] is None and as_json["service_replicas_lost"] == 0
 
 
 def test_hpa_keeps_the_count_within_tolerance_and_follows_the_ratio_outside_it() -> None:

@@ -203,3 +203,21 @@ def services_payload(result: SimulationResult) -> dict[str, Any]:
         "services": [row.as_dict() for row in service_rows(result)],
         "service_warnings": list(result.services.warnings),
     }
+
+
+def service_totals(result: SimulationResult) -> dict[str, Any]:
+    """Summary columns over every service: mean SLO attainment, late share of all requests, replicas lost
+    (failures, preemption and spot together); empty without services (the Summary defaults apply)."""
+    rows = service_rows(result)
+    if not rows:
+        return {}
+    requests = sum(r.requests for r in rows)
+    late = sum(r.late_requests for r in rows)
+    lost = sum(
+        r.replicas_lost_to_failures + r.replicas_lost_to_preemption + r.replicas_lost_to_spot for r in rows
+    )
+    return {
+        "service_slo_attainment_pct": float(np.mean([r.slo_attainment_pct for r in rows])),
+        "service_late_requests_pct": 100.0 * late / requests if requests else 0.0,
+        "service_replicas_lost": lost,
+    }

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.metrics.dynamics import summarize_dynamics
-from fleetlab.metrics.services import workload_jobs
+from fleetlab.metrics.services import service_totals, workload_jobs
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -102,6 +102,10 @@ class Summary:
     frag_rate_mean: float = 0.0
     frag_gpu_milli_mean: float = 0.0
     consolidation_evictions: int = 0
+    #: Inference services (metrics/services.py), over all services; null (NaN) without services.
+    service_slo_attainment_pct: float = float("nan")
+    service_late_requests_pct: float = float("nan")
+    service_replicas_lost: int = 0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -208,4 +212,5 @@ def summarize(result: SimulationResult) -> Summary:
         pods_evicted_per_failure=life.pods_evicted_per_failure,
         gpu_hours_lost_per_failure=life.gpu_hours_lost_per_failure,
         **sharing_summary(result),
+        **service_totals(result),
     )
