@@ -174,3 +174,42 @@ def test_hpa_scale_down_waits_for_the_highest_recommendation_of_its_window() -> 
     assert desired_replicas(state, 360_000, 10, 10, 0.06, *args) == 1
     # Scale-up is limited to max(2 × current, current + 4) per step (the default scaleUp policies).
     assert desired_replicas(state, 420_000, 1, 1, 6.0, *args) == 5
+
+
+def test_replicas_on_a_gpu_model_without_performance_serve_nothing_and_say_so() -> None:
+    """A replica placed on a node whose GPU model has no performance entry adds no server: warned."""
+    svc = _service(replicas={"min": 1}, performance={"A100-80GB": {"throughput_rps": 20}})
+    result = _run([pool("gpu", count=1)], [svc])
+    assert _at(result, 60.0)["ready_replicas"] == 1 and _at(result, 60.0)["servers"] == 0
+    assert not _at(result, 60.0)["slo_met"]
+    assert any("H100" in w and "performance section does not list" in w for w in result.warnings)
+
+
+def test_a_gpu_model_no_node_has_leaves_the_replicas_pending_with_a_warning() -> None:
+    svc = _service(gpu_model="A100-80GB", performance={"default": {"throughput_rps": 20}})
+    result = _run([pool("gpu", count=1)], [svc])
+    assert service_rows(result)[0].slo_attainment_pct == 0.0
+    assert any("service/chat/0" in w for w in result.warnings)
+    assert {p.job_id for p in result.pending} == {"service/chat/0", "service/chat/1", "service/chat/2"}
+
+
+def test_a_spot_reclaim_counts_as_a_replica_lost_to_spot(tmp_path: Path) -> None:
+    """A trace reclaim of spot-0 at 600 s (30 s notice) evicts both replicas there at 630 s."""
+    import yaml
+
+    from fleetlab.spec.loader import load
+
+    (tmp_path / "trace.csv").write_text("time,pool,node\n600,spot,spot-0\n", encoding="utf-8")
+    spot = pool("spot", count=2, capacity_type="spot", interruptions={"trace": "trace.csv", "notice_s": 30})
+    data = {
+        "horizon_s": 3600,
+        "cluster": {"pools": [spot]},
+        "workload": {"jobs": []},
+        "scheduler": {"tie_break": "first", "policy": "most-allocated"},
+        "services": [_service(replicas={"min": 2})],
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    result = run_one(load(str(tmp_path / "s.yaml"))).result
+    [summary] = service_rows(result)
+    assert (summary.replicas_lost_to_spot, summary.replicas_lost_to_failures) == (2, 0)
+    assert summary.replicas_lost_to_preemption == 0

@@ -72,6 +72,7 @@ def run_one(
     profile = profile_for(resolved, policy)
     result = Simulator(resolved, profile, seed=seed).run(progress)
     result.warnings.extend(preflight(with_service_replicas(resolved), profile))
+    result.warnings.extend(result.services.warnings if result.services is not None else [])
     label = profile.name if policy in (None, SCENARIO_POLICY) else policy
     return Run(label=label, profile=profile, result=result)
 
