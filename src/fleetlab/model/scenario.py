@@ -13,6 +13,7 @@ from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.scheduler import SchedulerConfig
+from fleetlab.model.service import Service, check_services
 from fleetlab.model.units import Seconds
 from fleetlab.model.workload import Workload
 
@@ -35,6 +36,8 @@ class Scenario(SpecModel):
     kueue_configuration: KueueConfiguration = KueueConfiguration()
     #: Slowdown of co-located pods contending for node resources; None: off.
     interference: InterferenceModel | None = None
+    #: Online inference services (model/service.py): long-running replicas with a latency SLO.
+    services: tuple[Service, ...] = ()
 
     @field_validator("kueue", mode="before")
     @classmethod
@@ -54,6 +57,7 @@ class Scenario(SpecModel):
 
     @model_validator(mode="after")
     def _queues_known(self) -> Scenario:
+        check_services(self.services, self.horizon_s)
         if self.workload.jobs is None:
             return self
         check_job_queues(self.workload.jobs, self.kueue)

@@ -203,9 +203,12 @@ def team_table(runs: Sequence[Run]) -> Table | None:
 def print_notes(console: Console, runs: Sequence[Run], show_pending: bool = True) -> None:
     """Per-team and per-queue tables, warnings and pending-job explanations of each run."""
     from fleetlab.report.dynamics_table import dynamics_table
+    from fleetlab.report.services_table import services_table
 
     if (lifecycle := dynamics_table(runs)) is not None:
         console.print(lifecycle)
+    if (services := services_table(runs)) is not None:
+        console.print(services)
     teams = team_table(runs)
     if teams is not None:
         console.print(teams)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from fleetlab.sim.billing_inputs import BillingInputs
     from fleetlab.sim.interference_result import InterferenceTable
 from fleetlab.sim.lifecycle_result import LifecycleRecord
+from fleetlab.sim.service_record import ServiceRecord
 
 IntArray = NDArray[np.int64]
 
@@ -183,3 +184,5 @@ class SimulationResult:
     sharing: SharingTable | None = None
     #: Interference of co-located pods (sim/interference.py); None when the scenario has no model.
     interference: InterferenceTable | None = None
+    #: Inference services' samples (sim/services.py); None without services.
+    services: ServiceRecord | None = None

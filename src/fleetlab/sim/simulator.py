@@ -36,6 +36,8 @@ from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.service_replicas import with_service_replicas
+from fleetlab.sim.services import services_for
 from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.sim.tables import build_result
 from fleetlab.sim.usage_meter import UsageMeter
@@ -69,6 +71,7 @@ class Simulator:
     """Replays one resolved scenario under one profile; the same inputs give the same result."""
 
     def __init__(self, resolved: ResolvedScenario, profile: Profile, seed: int | None = None) -> None:
+        resolved = with_service_replicas(resolved)  # services' replicas are jobs (sim/service_replicas.py)
         self.resolved = resolved
         self.profile = profile
         scenario = resolved.scenario
@@ -135,6 +138,7 @@ class Simulator:
         self.pace = PodPace(self)
         self.interference = Interference(self)
         self.tenancy = GpuTenancy(self)
+        self.services = services_for(self)
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -490,7 +494,7 @@ class Simulator:
         horizon = self.horizon_ms
         while True:
             t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
-            t_event = self.lifecycle.next_time(events.peek_time(), t_job)
+            t_event = self.services.next_time(self.lifecycle.next_time(events.peek_time(), t_job))
             if t_event is None and t_job is None:
                 break
             t = min(x for x in (t_event, t_job) if x is not None)
@@ -532,6 +536,7 @@ class Simulator:
                     self.finish(index)
                     finished += 1
             self.lifecycle.step(t)
+            self.services.step(t)
             if self.kueue is not None:
                 self.kueue.step(t)
             submitted = submitted or self._dirty

@@ -178,4 +178,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         lifecycle=record,
         sharing=sim.tenancy.table(),
         interference=sim.interference.table(),
+        services=sim.services.record(),
     )
