@@ -177,14 +177,14 @@ def test_png_target_that_is_a_file_exits_2(sweep: Path, tmp_path: Path) -> None:
 
 
 def test_service_slo_reads_the_services_time_series() -> None:
-    """services rows (time, service, slo_met, p99_ms): share of samples meeting the SLO per seed, then the
+    """services rows (time_s, service, slo_met, p99_ms): share of samples meeting the SLO per seed, then the
     mean over seeds; the SLO chart prefers it over job SLOs."""
     con = duckdb.connect()
     con.execute(
         "CREATE TABLE services AS SELECT * FROM (VALUES "
         "('a', 1, 0.0, 'search', true, 80.0), ('a', 1, 60.0, 'search', false, 250.0), "
         "('a', 2, 0.0, 'search', true, 90.0), ('a', 2, 60.0, 'search', true, 100.0), "
-        "('b', 1, 0.0, 'search', false, 300.0)) AS t(variant, seed, time, service, slo_met, p99_ms)"
+        "('b', 1, 0.0, 'search', false, 300.0)) AS t(variant, seed, time_s, service, slo_met, p99_ms)"
     )
     rows = data.service_slo(con)
     assert [(r.job_class, r.variant) for r in rows] == [("search", "a"), ("search", "b")]

@@ -199,7 +199,7 @@ def _has_table(con: Any, name: str) -> bool:
 
 
 #: The services time series a run may record: one row per service and sample time.
-SERVICE_COLUMNS = ("variant", "seed", "time", "service", "slo_met", "p99_ms")
+SERVICE_COLUMNS = ("variant", "seed", "time_s", "service", "slo_met", "p99_ms")
 
 
 def service_slo(con: Any) -> list[SloAttainment]:
