@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from fleetlab import __version__, cli_snapshot
 from fleetlab.cli_cost import cost_app
-from fleetlab.cli_cost_plan import plan_app
+from fleetlab.cli_cost_plan import plan_app, register_cost_aliases
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
 from fleetlab.cli_export import export_cmd
@@ -39,6 +39,7 @@ app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
+register_cost_aliases(cost_app)
 
 
 def _console(stderr: bool = False) -> Console:

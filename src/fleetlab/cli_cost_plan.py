@@ -6,6 +6,7 @@ Thin wrappers: each command parses its flags, calls one function of ``fleetlab.c
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -346,8 +347,12 @@ def ledger_cmd(
 
 @plan_app.command("reconcile")
 def reconcile_cmd(
-    bill: Annotated[Path, typer.Option("--bill", help="GCP billing export (standard usage cost) as CSV.")],
-    run: Annotated[Path, typer.Option("--run", help="Run folder with ledger.parquet (`plan ledger`).")],
+    bill: Annotated[
+        Path, typer.Option("--bill", "--billing", help="GCP billing export (standard usage cost) as CSV.")
+    ],
+    run: Annotated[
+        Path, typer.Option("--run", help="Run folder with ledger.parquet (`simulate --out`, `cost ledger`).")
+    ],
     start: Annotated[
         str | None,
         typer.Option("--start", help="UTC time of the run's t=0 (default: the bill's first hour)."),
@@ -428,3 +433,17 @@ def mix_cmd(
         table.add_row(c.gpu, f"{c.usd_per_gpu_hour:.4f}", c.price_source, f"{c.gpu_hours:,.1f}",
                       f"{c.total_usd:,.2f}", f"{c.usd_per_job:,.2f}")  # fmt: skip
     out.print(table)
+
+
+COST_ALIASES: dict[str, Callable[..., None]] = {
+    "gpus": gpus_cmd,
+    "buy-vs-rent": buy_vs_rent_cmd,
+    "ledger": ledger_cmd,
+    "reconcile": reconcile_cmd,
+}
+
+
+def register_cost_aliases(app: typer.Typer) -> None:
+    """Offer the planning commands users look for under ``fleetlab cost`` too (the same callables)."""
+    for name, command in COST_ALIASES.items():
+        app.command(name)(command)
