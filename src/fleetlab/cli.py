@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -168,7 +169,7 @@ def compare_cmd(
                 resolved = load(file, seed)
                 for run in compare(resolved, policies, None, progress):
                     label = run.label if len(files) == 1 else _variant_label(resolved, run, len(policies))
-                    runs.append(Run(label=_unique(label, runs), profile=run.profile, result=run.result))
+                    runs.append(replace(run, label=_unique(label, runs)))
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     title = (

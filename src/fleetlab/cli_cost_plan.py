@@ -6,6 +6,7 @@ Thin wrappers: each command parses its flags, calls one function of ``fleetlab.c
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -321,12 +322,13 @@ def ledger_cmd(
     policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,
 ) -> None:
-    """Simulate and write the run files plus ledger.parquet: one cost row per node x job x bucket."""
-    from fleetlab.cost.ledger_io import write_run_with_ledger
+    """Simulate and write the run files (as simulate --out), with ledger.parquet: every cost record."""
+    from fleetlab.experiment.output import write_results
     from fleetlab.experiment.run import run_one
     from fleetlab.placement.profiles import UnknownPolicyError
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load
+    from fleetlab.spec.run_dir import read_ledger
 
     console, _ = _consoles()
     if out.exists() and not out.is_dir():
@@ -337,11 +339,14 @@ def ledger_cmd(
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     try:
-        rows, total = write_run_with_ledger(resolved, run, out)
+        write_results([run], out, single=True)
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+    ledger = read_ledger(out)
     console.print(
-        f"{rows} ledger rows, ${total:,.2f} in all, written to {out}/ledger.parquet", highlight=False
+        f"{len(ledger['cost_usd'])} ledger rows, ${math.fsum(ledger['cost_usd']):,.2f} in all, "
+        f"written to {out}/ledger.parquet",
+        highlight=False,
     )
 
 

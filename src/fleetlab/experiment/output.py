@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fleetlab.cost.ledger_io import run_id_of, write_ledger
 from fleetlab.experiment.run import Run
 from fleetlab.metrics.queues import queue_rows
 from fleetlab.metrics.summary import summarize
@@ -54,12 +55,14 @@ def _run_payload(run: Run) -> dict[str, Any]:
 
 
 def write_run_files(run: Run, folder: Path) -> None:
-    """jobs, pods, nodes and timeline Parquet files and summary.json for one run."""
+    """jobs, pods, nodes, timeline and ledger Parquet files and summary.json for one run."""
     folder.mkdir(parents=True, exist_ok=True)
     _write_parquet(job_columns(run.result), folder / "jobs.parquet")
     _write_parquet(node_columns(run.result), folder / "nodes.parquet")
     _write_parquet(pod_columns(run.result), folder / "pods.parquet")
     _write_parquet(timeline_columns(run.result), folder / "timeline.parquet")
+    if run.pools:
+        write_ledger(run.pools, run.result, run_id_of(run.result, run.label), folder)
     text = json.dumps(_run_payload(run), indent=2, sort_keys=True, allow_nan=False, default=_json_default)
     (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
 
