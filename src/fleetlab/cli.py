@@ -20,6 +20,7 @@ from fleetlab.cli_experiment import experiment_app
 from fleetlab.cli_export import export_cmd
 from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.cli_lint import lint_cmd
+from fleetlab.cli_profile import register_profile
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
@@ -41,6 +42,7 @@ app.command("fgd-experiment")(fgd_experiment)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
 register_cost_aliases(cost_app)
+register_profile(cost_app, plan_app)
 
 
 def _console(stderr: bool = False) -> Console:

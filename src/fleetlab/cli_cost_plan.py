@@ -21,11 +21,9 @@ plan_app = typer.Typer(
 
 def _fail(message: str) -> typer.Exit:
     """The CLI's error paragraph and exit 2, shown verbatim."""
-    from rich.markup import escape
-
     from fleetlab import cli
 
-    return cli._fail(escape(message))
+    return cli._fail(message)  # cli._fail escapes rich markup itself
 
 
 def _consoles() -> tuple[Any, Any]:

@@ -41,6 +41,9 @@ class WorkProfile(SpecModel):
     memory_gb_per_gpu: float | None = Field(default=None, gt=0)
     #: Measured samples/s on one GPU of a model; replaces the roofline estimate for that model.
     measured_throughput: dict[str, float] = Field(default_factory=dict)
+    #: Measured samples/s on one GPU of a model per per-GPU batch size (a recorded profile, see
+    #: model/measured_profile.py); replaces both the estimate and measured_throughput for that model.
+    measured_table: dict[str, dict[int, float]] = Field(default_factory=dict)
 
     @field_validator("reference_gpu")
     @classmethod
@@ -54,6 +57,20 @@ class WorkProfile(SpecModel):
             _known(name)
             if not rate > 0:
                 raise ValueError(f"measured_throughput[{name}]: {rate} must be > 0 samples/s")
+        return value
+
+    @field_validator("measured_table")
+    @classmethod
+    def _table(cls, value: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+        for name, rates in value.items():
+            _known(name)
+            if not rates:
+                raise ValueError(f"measured_table[{name}]: give at least one batch size: samples/s")
+            for batch, rate in rates.items():
+                if batch <= 0 or not rate > 0:
+                    raise ValueError(
+                        f"measured_table[{name}][{batch}]: {rate}; batch sizes and samples/s must be > 0"
+                    )
         return value
 
     @model_validator(mode="after")
