@@ -24,7 +24,8 @@ from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.placement.profiles import resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState
-from fleetlab.sim.simulator import Simulator, build_nodes, pod_spec
+from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.spec.loader import resolve
 
 DEFAULT_OPENB = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "alibaba-gpu-v2023"

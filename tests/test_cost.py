@@ -50,7 +50,8 @@ def test_cpu_node_bill_split_by_cpu_share() -> None:
 
 
 def test_idle_nodes_are_billed_boot_included() -> None:
-    """A node that boots for 5 minutes and then sits idle is billed for the whole run, boot included."""
+    """A node that boots for 5 minutes and then sits idle is billed for the whole run, boot included: the
+    boot is its own bucket (5 of 60 minutes), the rest idle."""
     resolved = scenario(
         [pool(name="busy"), pool(name="spare", initially_ready=False, boot_time_s="5m")],
         [job("a", gpus=8, runtime=3600)],
@@ -58,7 +59,8 @@ def test_idle_nodes_are_billed_boot_included() -> None:
     result = run_one(resolved, "default").result
     cost = node_costs(result)
     assert [float(b) for b in cost.billed] == [8.0, 8.0]
-    assert float(cost.dollars["idle"][1]) == 8.0
+    assert cost.dollars["boot"][1] == Fraction(8 * 5, 60)
+    assert cost.dollars["idle"][1] == Fraction(8 * 55, 60)
 
 
 def test_price_rounded_to_micro_dollars() -> None:

@@ -3,18 +3,18 @@
 A node's bill is price × billed seconds. It is split by the node's billing unit — its GPUs, or its CPU on
 a CPU-only node — so each unit-millisecond is exactly one of: computing useful work (compute), computing
 work later lost to an eviction (lost), held by a pod pulling its image or downloading data (prep), held
-by a pod waiting for the rest of its gang (wait), booting a replacement for a node reclaimed by a spot
-interruption (boot; billed from the request, see sim/interruptions.py), billed only because a VM start is
-billed a minimum time (minimum; model/billing_rules.py), or unallocated (idle). The split
-is kept in exact integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the
-bill exactly; dollars are derived at the end.
+by a pod waiting for the rest of its gang (wait), the node booting after it was requested — by the
+autoscaler, or as the replacement of a node reclaimed by a spot interruption (boot; billed from the request,
+see sim/node_lifecycle.py), the node down for repair after a failure (down), billed only because a VM start
+is billed a minimum time (minimum; model/billing_rules.py), or unallocated (idle). The split is kept in
+exact integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the bill
+exactly; dollars are derived at the end.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,7 +23,7 @@ from fleetlab.sim.result import SimulationResult
 
 MS_PER_HOUR = 3_600_000
 MICRO = 1_000_000
-BUCKETS = ("compute", "lost", "prep", "wait", "boot", "minimum", "idle")
+BUCKETS = ("compute", "lost", "prep", "wait", "boot", "down", "minimum", "idle")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ def node_costs(result: SimulationResult) -> NodeCost:
     nodes = result.nodes
     n = len(nodes.names)
     capacity = _capacity(result)
-    billed_ms = (nodes.billed_end_ms - nodes.billed_start_ms).astype(np.int64)
+    spans = nodes.billed_end_ms - nodes.billed_start_ms
+    billed_ms = (spans if nodes.billed_ms is None else nodes.billed_ms).astype(np.int64)
     topup_ms = minimum_topup_ms(result)
     unit_total = capacity * (billed_ms + topup_ms)
     _, per = segment_units(result)
@@ -86,9 +87,10 @@ def node_costs(result: SimulationResult) -> NodeCost:
         acc = np.zeros(n, dtype=np.int64)
         np.add.at(acc, result.segments.node, values)
         units[bucket] = acc
-    log = result.interruptions
-    boot_ms = log.boot_ms_per_node(n, result.end_ms) if log is not None else np.zeros(n, dtype=np.int64)
-    units["boot"] = capacity * boot_ms
+    for bucket, node_ms in (("boot", nodes.boot_ms), ("down", nodes.down_ms)):
+        units[bucket] = capacity * (
+            np.zeros(n, dtype=np.int64) if node_ms is None else node_ms.astype(np.int64)
+        )
     units["minimum"] = capacity * topup_ms
     units["idle"] = unit_total - sum((units[b] for b in BUCKETS if b != "idle"), np.zeros(n, dtype=np.int64))
     dollars: dict[str, list[Fraction]] = {b: [] for b in BUCKETS}
@@ -103,23 +105,26 @@ def node_costs(result: SimulationResult) -> NodeCost:
 
 
 def minimum_topup_ms(result: SimulationResult) -> NDArray[np.int64]:
-    """Per node slot, the ms billed beyond its VMs' lives because each VM start is billed a minimum:
-    the first VM runs from the start of the run, each replacement from its request, the last to the end."""
+    """Per node slot, the ms billed beyond its VMs' lives because each VM start is billed a minimum. A VM
+    life is one lifecycle window (request to removal, or to the end of the run); with fixed nodes each slot
+    is one VM from the start of the run to its end."""
     nodes, rules = result.nodes, result.billing
     n = len(nodes.names)
     out = np.zeros(n, dtype=np.int64)
     if rules is None:
         return out
-    starts: list[list[int]] = [[int(s)] for s in nodes.billed_start_ms]
-    log = result.interruptions
-    if log is not None:
-        for node, reclaim in sorted(zip(log.node.tolist(), log.reclaim_ms.tolist(), strict=True)):
-            if reclaim < nodes.billed_end_ms[node]:
-                starts[node].append(int(reclaim))
+    end_ms = result.end_ms
+    lives: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    if result.lifecycle is not None:
+        for w in result.lifecycle.windows:
+            start = min(w.requested_ms, end_ms)
+            stop = end_ms if w.removed_ms < 0 else min(w.removed_ms, end_ms)
+            lives[w.node].append((start, stop))
+    else:
+        lives = [[(int(a), int(b))] for a, b in zip(nodes.billed_start_ms, nodes.billed_end_ms, strict=True)]
     for i in np.flatnonzero(rules.node_minimum_ms > 0):
-        bounds = [*starts[i], int(nodes.billed_end_ms[i])]
         minimum = int(rules.node_minimum_ms[i])
-        out[i] = sum(max(0, minimum - (b - a)) for a, b in pairwise(bounds))
+        out[i] = sum(max(0, minimum - (stop - start)) for start, stop in lives[i])
     return out
 
 

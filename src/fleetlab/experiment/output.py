@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from fleetlab.cost.ledger_io import run_id_of, write_ledger
 from fleetlab.experiment.run import Run
+from fleetlab.metrics.dynamics import lifecycle_payload
 from fleetlab.metrics.queues import queue_rows
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
@@ -51,6 +52,7 @@ def _run_payload(run: Run) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "cluster_queues": [row.as_dict() for row in queue_rows(result)],
         "teams": [row.as_dict() for row in team_rows(result)],
+        "lifecycle": lifecycle_payload(result),
     }
 
 

@@ -12,7 +12,8 @@ from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.placement.feasibility import unsatisfiable
 from fleetlab.placement.profiles import PRESETS, Profile, UnknownPolicyError, resolve_profile
 from fleetlab.sim.result import SimulationResult
-from fleetlab.sim.simulator import Simulator, build_nodes, pod_spec
+from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.specs import build_nodes, pod_spec
 
 SCENARIO_POLICY = "scenario"
 DEFAULT_COMPARE = ("default", "least-allocated", "most-allocated", "bin-packing")

@@ -7,12 +7,33 @@ interpolation over the jobs that got every pod placed; jobs still pending are co
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
+from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.sim.result import SimulationResult, Timeline
+
+
+def sharing_summary(result: SimulationResult) -> dict[str, Any]:
+    """OOM kills, failed jobs, time-slicing extra hours and time-weighted fragmentation (rate, amount)."""
+    sharing = result.sharing
+    if sharing is None:
+        return {}
+    frag = sharing.fragmentation
+    idle = frag[:, 1].astype(np.float64)
+    amount = frag[:, 4].astype(np.float64)
+    rate = np.where(idle > 0, amount / np.where(idle > 0, idle, 1.0), 0.0)
+    return {
+        "oom_kills": int(sharing.job_oom_kills.sum()),
+        "jobs_failed": int(np.count_nonzero(sharing.job_failed & ~result.jobs.completed)),
+        "time_slicing_extra_hours": float(sharing.job_extra_ms.sum()) / MS_PER_HOUR,
+        "frag_rate_mean": time_weighted_mean(frag[:, 0], rate, result.end_ms) if len(frag) else 0.0,
+        "frag_gpu_milli_mean": time_weighted_mean(frag[:, 0], amount, result.end_ms) if len(frag) else 0.0,
+        "consolidation_evictions": sharing.consolidation_evictions,
+    }
 
 
 @dataclass(frozen=True)
@@ -38,6 +59,8 @@ class Summary:
     gpu_hours_prep: float
     gpu_hours_wait: float
     gpu_hours_idle: float
+    gpu_hours_boot: float
+    gpu_hours_down: float
     evictions: int
     cost_total: float
     cost_compute: float
@@ -45,11 +68,11 @@ class Summary:
     cost_prep: float
     cost_wait: float
     cost_idle: float
+    cost_boot: float
+    cost_down: float
     cost_per_completed_job: float
     makespan_s: float
     placements: int
-    gpu_hours_boot: float = 0.0
-    cost_boot: float = 0.0
     #: Spot interruptions (sim/interruptions.py): reclaims, pods they evicted, compute and dollars lost.
     interruptions: int = 0
     interruption_pods_evicted: int = 0
@@ -61,6 +84,23 @@ class Summary:
     cost_commitment_unused: float = 0.0
     cost_data_transfer: float = 0.0
     cost_storage: float = 0.0
+    #: Node lifecycle (0 with fixed nodes): see metrics/dynamics.py.
+    scale_ups: int = 0
+    nodes_removed: int = 0
+    stockouts: int = 0
+    capacity_wait_pod_hours: float = 0.0
+    node_hours_idle: float = 0.0
+    node_failures: int = 0
+    pods_evicted_per_failure: float = 0.0
+    gpu_hours_lost_per_failure: float = 0.0
+    #: GPU sharing (fleetlab.sim.gpu_tenancy / gpu_fragments): time-sliced OOM kills, jobs they failed,
+    #: extra wall time from time-slicing interference, time-weighted mean fragmentation rate (FGD).
+    oom_kills: int = 0
+    jobs_failed: int = 0
+    time_slicing_extra_hours: float = 0.0
+    frag_rate_mean: float = 0.0
+    frag_gpu_milli_mean: float = 0.0
+    consolidation_evictions: int = 0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -111,6 +151,7 @@ def summarize(result: SimulationResult) -> Summary:
     n_completed = int(np.count_nonzero(completed))
     end_ms = result.end_ms
     log = result.interruptions
+    life = summarize_dynamics(result)
     return Summary(
         policy=result.policy,
         jobs=len(jobs.ids),
@@ -135,6 +176,8 @@ def summarize(result: SimulationResult) -> Summary:
         gpu_hours_prep=_gpu_hours(cost.units["prep"], gpu_nodes),
         gpu_hours_wait=_gpu_hours(cost.units["wait"], gpu_nodes),
         gpu_hours_idle=_gpu_hours(cost.units["idle"], gpu_nodes),
+        gpu_hours_boot=_gpu_hours(cost.units["boot"], gpu_nodes),
+        gpu_hours_down=_gpu_hours(cost.units["down"], gpu_nodes),
         evictions=int(jobs.evictions.sum()),
         cost_total=total,
         cost_compute=float(cost.total("compute")),
@@ -142,11 +185,11 @@ def summarize(result: SimulationResult) -> Summary:
         cost_prep=float(cost.total("prep")),
         cost_wait=float(cost.total("wait")),
         cost_idle=float(cost.total("idle")),
+        cost_boot=float(cost.total("boot")),
+        cost_down=float(cost.total("down")),
         cost_per_completed_job=total / n_completed if n_completed else float("nan"),
         makespan_s=end_ms / 1000.0,
         placements=result.placements,
-        gpu_hours_boot=_gpu_hours(cost.units["boot"], gpu_nodes),
-        cost_boot=float(cost.total("boot")),
         interruptions=len(log) if log is not None else 0,
         interruption_pods_evicted=int(log.pods_evicted.sum()) if log is not None else 0,
         interruption_gpu_hours_lost=float(log.lost_gpu_ms.sum()) / MS_PER_HOUR if log is not None else 0.0,
@@ -155,4 +198,13 @@ def summarize(result: SimulationResult) -> Summary:
         cost_commitment_unused=extras.commitment_unused,
         cost_data_transfer=extras.data_transfer,
         cost_storage=extras.storage,
+        scale_ups=life.scale_ups,
+        nodes_removed=life.nodes_removed,
+        stockouts=life.stockouts,
+        capacity_wait_pod_hours=life.capacity_wait_pod_hours,
+        node_hours_idle=life.node_hours_idle,
+        node_failures=life.failures,
+        pods_evicted_per_failure=life.pods_evicted_per_failure,
+        gpu_hours_lost_per_failure=life.gpu_hours_lost_per_failure,
+        **sharing_summary(result),
     )

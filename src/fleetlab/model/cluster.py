@@ -7,9 +7,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fleetlab.model.billing_rules import PoolBilling
+from fleetlab.model.gpu_share import TimeSlicing
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
+from fleetlab.model.lifecycle import ClusterAutoscalerConfig, NodeFailures, PoolAutoscaling
 from fleetlab.model.mig import MigConfig, MigLayoutError
 from fleetlab.model.resources import is_extended
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
@@ -71,6 +73,9 @@ class NodePool(SpecModel):
     interruptions: SpotInterruptions | None = None
     #: Minimum billed time, committed nodes, data charges (see fleetlab.model.billing_rules).
     billing: PoolBilling | None = None
+    autoscaling: PoolAutoscaling | None = None
+    failures: NodeFailures | None = None
+    time_slicing: TimeSlicing | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -105,6 +110,21 @@ class NodePool(SpecModel):
             raise ValueError("interruptions apply to spot pools: set capacity_type: spot")
         if self.billing is not None and self.billing.committed_nodes and self.capacity_type == "spot":
             raise ValueError("billing.committed_nodes: commitments apply to on-demand pools, not spot")
+        if self.autoscaling is not None and not self.autoscaling.min <= self.count <= self.autoscaling.max:
+            a = self.autoscaling
+            raise ValueError(
+                f"count {self.count} (the initial size) must lie in autoscaling min..max ({a.min}..{a.max})"
+            )
+        if self.failures is not None:
+            names = {self.node_name(i) for i in range(self.node_slots)}
+            for event in self.failures.trace:
+                if event.node not in names:
+                    raise ValueError(
+                        f"failures.trace names node {event.node!r}, which is not in this pool "
+                        f"(nodes are {self.name}-0 .. {self.name}-{self.node_slots - 1})"
+                    )
+        if self.time_slicing is not None and (self.gpu_model is None or self.mig is not None):
+            raise ValueError("time_slicing needs gpu_model and gpus_per_node, and is not modelled with mig")
         if self.mig is not None:
             if self.gpu_model is None:
                 raise ValueError("mig needs gpu_model and gpus_per_node")
@@ -121,6 +141,9 @@ class NodePool(SpecModel):
 
     def device_resources(self) -> dict[str, int]:
         """GPU resources a node advertises: whole GPUs, or MIG instances as the device plugin names them."""
+        if self.time_slicing is not None:  # each GPU advertised as `replicas` devices
+            shared = {self.time_slicing.resource: self.gpus_per_node * self.time_slicing.replicas}
+            return {"nvidia.com/gpu": 0, **shared}
         if self.mig is None or self.gpu_model is None:
             return {"nvidia.com/gpu": self.gpus_per_node}
         return self.mig.advertised(self.gpu_model, self.gpus_per_node)
@@ -134,6 +157,11 @@ class NodePool(SpecModel):
             return None
         gib = GPU_MODELS[self.gpu_model].memory_gib
         return None if gib is None else int(gib * 1024**3)
+
+    @property
+    def node_slots(self) -> int:
+        """Nodes the pool can ever have at once: its count, or its autoscaling maximum."""
+        return self.count if self.autoscaling is None else max(self.count, self.autoscaling.max)
 
     def node_name(self, index: int) -> str:
         """Stable node names: ``<pool>-<index>``."""
@@ -158,6 +186,11 @@ class NodePool(SpecModel):
             labels[GPU_PRESENT_LABEL] = "true"
             labels[GPU_PRODUCT_LABEL] = GPU_MODELS[self.gpu_model].product
             labels[GPU_COUNT_LABEL] = str(self.gpus_per_node)
+            if self.time_slicing is not None:  # GFD with a sharing strategy
+                labels["nvidia.com/gpu.replicas"] = str(self.time_slicing.replicas)
+                labels["nvidia.com/gpu.sharing-strategy"] = "time-slicing"
+                if not self.time_slicing.rename_by_default:
+                    labels[GPU_PRODUCT_LABEL] += "-SHARED"
             mem = self.gpu_memory_bytes
             if mem is not None:
                 labels[GPU_MEMORY_LABEL] = str(mem // 1024**2)
@@ -177,6 +210,8 @@ class Cluster(SpecModel):
     extended_resource_toleration: bool = False
     #: Topology levels from the widest to the narrowest (a Kueue Topology's levels), for gang placement.
     topology_levels: tuple[str, ...] = (ZONE_LABEL, RACK_LABEL, HOSTNAME_LABEL)
+    #: Cluster Autoscaler flags and the account GPU quota (used when a pool has ``autoscaling``).
+    autoscaler: ClusterAutoscalerConfig = ClusterAutoscalerConfig()
 
     @model_validator(mode="after")
     def _unique_pools(self) -> Cluster:

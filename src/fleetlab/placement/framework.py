@@ -35,6 +35,8 @@ class PodSpec:
     containers: int = 1
     #: Requests with no cpu/memory key get the scorers' non-zero defaults only when the key is absent.
     explicit_keys: frozenset[str] = frozenset()
+    #: A share of one GPU: (thousandths, bytes of its memory); (0, 0) for pods without one.
+    gpu_share: tuple[int, int] = (0, 0)
 
     @property
     def request_map(self) -> dict[str, int]:

@@ -59,7 +59,8 @@ ROWS: list[Row] = [
     _row("  of which lost work", lambda s: s.cost_lost, _money, "min"),
     _row("  of which prep", lambda s: s.cost_prep, _money, ""),
     _row("  of which gang wait", lambda s: s.cost_wait, _money, "min"),
-    _row("  of which replacement boot", lambda s: s.cost_boot, _money, "min"),
+    _row("  of which node boot", lambda s: s.cost_boot, _money, "min"),
+    _row("  of which node down (repair)", lambda s: s.cost_down, _money, "min"),
     _row("  of which minimum billed time", lambda s: s.cost_minimum, _money, "min"),
     _row("  of which unused commitment", lambda s: s.cost_commitment_unused, _money, "min"),
     _row("  of which data transfer", lambda s: s.cost_data_transfer, _money, "min"),
@@ -198,6 +199,10 @@ def team_table(runs: Sequence[Run]) -> Table | None:
 
 def print_notes(console: Console, runs: Sequence[Run], show_pending: bool = True) -> None:
     """Per-team and per-queue tables, warnings and pending-job explanations of each run."""
+    from fleetlab.report.dynamics_table import dynamics_table
+
+    if (lifecycle := dynamics_table(runs)) is not None:
+        console.print(lifecycle)
     teams = team_table(runs)
     if teams is not None:
         console.print(teams)

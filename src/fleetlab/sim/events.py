@@ -28,7 +28,7 @@ class EventQueue:
         self._heap: list[tuple[int, int, int, int, int]] = []
         self._seq = 0
 
-    def push(self, time_ms: int, kind: EventKind, index: int, attempt: int = 0) -> None:
+    def push(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
         """Schedule an event; ``attempt`` lets the receiver drop events of a pod run that was evicted."""
         heapq.heappush(self._heap, (time_ms, self._seq, int(kind), index, attempt))
         self._seq += 1

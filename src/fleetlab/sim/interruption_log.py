@@ -32,12 +32,3 @@ class InterruptionLog:
 
     def __len__(self) -> int:
         return len(self.node)
-
-    def boot_ms_per_node(self, n_nodes: int, end_ms: int) -> IntArray:
-        """Billed ms each node slot spent booting a replacement, clipped to the run's end."""
-        out = np.zeros(n_nodes, dtype=np.int64)
-        if len(self.node):
-            start = np.minimum(self.reclaim_ms, end_ms)
-            stop = np.minimum(self.ready_ms, end_ms)
-            np.add.at(out, self.node, np.maximum(stop - start, 0))
-        return out

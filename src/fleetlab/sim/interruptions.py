@@ -2,10 +2,11 @@
 
 At the notice the node is cordoned (no new pods); pods keep running until the notice period ends, then
 every pod on it is evicted as by ``Simulator.evict_job_pods`` — work since its last checkpoint is lost, the
-job is requeued (a gang loses its pods on other nodes too) — and the node leaves the cluster. A
-replacement is requested in the same pool slot at once: billed from the request, ready after the pool's
-boot time (that billed time is the ``boot`` bucket of the cost split), with an empty image cache. The slot
-therefore stays billed without a gap: the old node up to its removal, the replacement from its request.
+job is requeued (a gang loses its pods on other nodes too) — and the node is removed through the node
+lifecycle (sim/node_lifecycle.py), which then requests a replacement in the same pool slot at once: billed
+from the request, ready after the pool's boot time (the ``boot`` bucket of the cost split), with an empty
+image cache. The slot therefore stays billed without a gap: the old node up to its removal, the
+replacement from its request. A node the autoscaler removed (or replaced) during the notice is not reclaimed.
 
 Poisson interruptions draw exponential gaps per node from their own seeded stream (so turning spot on
 does not move any other random draw); a node's clock starts when it is ready. Trace rows are scheduled
@@ -24,6 +25,7 @@ import numpy as np
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.events import EventKind, EventQueue, to_ms
 from fleetlab.sim.interruption_log import IntArray, InterruptionLog
+from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.spec.interruption_trace import read_interruption_trace
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ class Interruptions:
         self.generation = np.zeros(n, dtype=np.int64)
         self.noticed = np.zeros(n, dtype=bool)
         self.notice_at = np.full(n, -1, dtype=np.int64)
+        self.notice_token = np.full(n, -1, dtype=np.int64)
         self.rows: list[tuple[int, int, int, int, int, int, int, float]] = []
         self.first_ready: dict[int, int] = {}
         self.skipped = 0
@@ -156,22 +159,38 @@ class Interruptions:
         self.noticed[node] = True
         self.events.under_notice += 1
         self.notice_at[node] = sim.now
+        self.notice_token[node] = self._lifecycle().token[node]
         sim.state.set_unschedulable(node, True)
         notice = to_ms(pool.interruptions.notice_for(pool.cloud))
         self.events.push_spot(sim.now + notice, EventKind.SPOT_RECLAIM, node, int(self.generation[node]))
 
+    def _lifecycle(self) -> NodeLifecycle:
+        lifecycle = self.sim.lifecycle
+        assert isinstance(lifecycle, NodeLifecycle), "spot pools always run with a node lifecycle"
+        return lifecycle
+
     def _reclaim(self, node: int) -> None:
         sim = self.sim
         book, state = sim.book, sim.state
+        lifecycle = self._lifecycle()
+        pool = self._pool(node)
+        self.noticed[node] = False
+        assert self.events is not None
+        self.events.under_notice -= 1
+        if not lifecycle.present[node] or lifecycle.token[node] != self.notice_token[node]:
+            self.skipped += 1  # the autoscaler removed or replaced this VM during its notice
+            state.set_unschedulable(node, pool.unschedulable)
+            return
         first_segment, evictions = len(book.segments), sim.evictions
         self.first_ready.setdefault(node, int(sim.ready_ms[node]))
         for pod in sorted(sim.node_pods[node]):
             if book.node[pod] == node and book.end_ms[pod] < 0:
                 sim.evict_job_pods(pod)
         lost_units, lost_gpu, dollars = self._lost(first_segment)
-        self._remove(node)
-        pool = self._pool(node)
-        ready = sim.now + to_ms(pool.boot_time_s)
+        boot_ms = to_ms(pool.boot_time_s)
+        lifecycle.remove(node)
+        lifecycle.request(node, boot_ms)
+        ready = sim.now + boot_ms
         self.rows.append(
             (
                 node,
@@ -185,12 +204,7 @@ class Interruptions:
             )
         )
         self.generation[node] += 1
-        self.noticed[node] = False
-        assert self.events is not None
-        self.events.under_notice -= 1
         state.set_unschedulable(node, pool.unschedulable)
-        self.events.push(ready, EventKind.NODE_READY, node, 0)
-        sim.booting += 1
         self._schedule_poisson(node, ready)
 
     def _lost(self, first_segment: int) -> tuple[int, int, float]:
@@ -211,24 +225,6 @@ class Interruptions:
             price = sim.pools[sim.node_infos[seg.node].pool].price_per_hour
             dollars += units * seg.lost_ms * price / (capacity * MS_PER_HOUR) if capacity else 0.0
         return units_total, gpu_total, dollars
-
-    def _remove(self, node: int) -> None:
-        """Take the (now empty) node out of the cluster and forget its image cache."""
-        sim = self.sim
-        state, c = sim.state, sim.counters
-        g = int(state.allocatable[node, state.gpu_col])
-        if g > 0 and state.ready[node]:
-            c.total_gpus -= g
-            c.gpu_nodes -= 1
-            if state.requested[node, state.gpu_col] == 0:
-                c.whole_free -= 1
-        state.set_ready(node, False)
-        sim.image_ready[node].clear()
-        for image, present in state.images.items():
-            if present[node]:
-                present[node] = False
-                state.image_nodes[image] -= 1
-        state.changes.append(node)
 
     def first_ready_ms(self, ready_ms: IntArray) -> IntArray:
         """When each node slot first became ready (a replacement's readiness is in the log)."""

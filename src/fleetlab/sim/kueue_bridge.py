@@ -131,6 +131,7 @@ class KueueBridge:
             image_size=base.image_size,
             containers=base.containers,
             explicit_keys=base.explicit_keys,
+            gpu_share=base.gpu_share,
         )
 
     def step(self, now: int) -> None:

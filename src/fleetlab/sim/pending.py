@@ -6,6 +6,8 @@ classification looks at free capacity on the nodes that pass the static filters.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from fleetlab.model.job import Job
@@ -14,6 +16,10 @@ from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray
 from fleetlab.sim.result import PendingJob
+from fleetlab.sim.share_pending import classify_share, stranded_note
+
+if TYPE_CHECKING:
+    from fleetlab.sim.simulator import Simulator
 
 
 def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
@@ -24,6 +30,9 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
     nodes = np.flatnonzero(static)
     if len(nodes) == 0:
         return "constraints", "no ready node passes the taint, selector, affinity and cordon filters"
+    share = classify_share(state, pod, nodes)
+    if share is not None:
+        return share
     for col in pod.request_cols:
         want = int(pod.request[col])
         free = state.free[nodes, col]
@@ -43,14 +52,15 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
                 f"the pod needs {format_amount(name, want)} {what} but the largest eligible node has "
                 f"{format_amount(name, largest)}"
             )
+        note = stranded_note(state, nodes) if col == state.gpu_col else ""
         if total < want:
             return "shortage", (
-                f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s); "
-                f"the pod needs {format_amount(name, want)}"
+                f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s)"
+                f"{note}; the pod needs {format_amount(name, want)}"
             )
         return "fragmentation", (
             f"{format_amount(name, total)} {what} free across {holding} node(s), at most "
-            f"{format_amount(name, best)} on one node; the pod needs {format_amount(name, want)}"
+            f"{format_amount(name, best)} on one node{note}; the pod needs {format_amount(name, want)}"
         )
     if len(scheduler.feasible_nodes(pod)):
         return "none", "a node fits now; the pod would be placed at the next scheduling cycle"
@@ -134,3 +144,26 @@ def explain_pending(
         out.append(PendingJob(job.id, count, message, blocked_by, detail))
     out.sort(key=lambda p: p.job_id)
     return out
+
+
+def pending_at_end(sim: Simulator) -> list[PendingJob]:
+    """Every job still waiting when the run ends, explained by the profile that schedules it (and by
+    Kueue for workloads it has not admitted), in job-id order."""
+    by_id = {sid: key for key, sid in sim.spec_ids.items()}
+    per_profile: dict[str, dict[PodSpec, list[int]]] = {}
+    book = sim.book
+    for gid, pods in sim.queue.pending().items():
+        spec, profile_key = by_id[sim.groups[gid].spec_id]
+        members = [p for first in pods for p in sim.entry_pods(gid, first)]
+        per_profile.setdefault(profile_key, {}).setdefault(spec, []).extend(members)
+    pending: list[PendingJob] = []
+    for profile_key, groups in per_profile.items():
+        pending.extend(
+            explain_pending(
+                sim.schedulers[profile_key], groups, sim.jobs, book.job, gangs=sim.config.gang_scheduling
+            )
+        )
+    if sim.kueue is not None:
+        pending.extend(sim.kueue.pending_jobs(sim))
+    pending.sort(key=lambda p: p.job_id)
+    return pending

@@ -15,6 +15,7 @@ from fleetlab.sim.interruption_log import InterruptionLog
 
 if TYPE_CHECKING:
     from fleetlab.sim.billing_inputs import BillingInputs
+from fleetlab.sim.lifecycle_result import LifecycleRecord
 
 IntArray = NDArray[np.int64]
 
@@ -83,6 +84,11 @@ class NodeTable:
     billed_start_ms: IntArray
     billed_end_ms: IntArray
     ready_ms: IntArray
+    #: Billed ms in all (a node removed and requested again has several windows); None: end - start.
+    billed_ms: IntArray | None = None
+    #: Billed ms spent booting (requested, not yet ready) and down for repair after a failure.
+    boot_ms: IntArray | None = None
+    down_ms: IntArray | None = None
 
 
 @dataclass
@@ -129,6 +135,23 @@ class QueueSamples:
 
 
 @dataclass
+class SharingTable:
+    """What GPU sharing did: per job (scenario order) OOM kills, failure and time-slicing slowdown; per pod
+    (PodTable order) the GPU indices it last held (``"2-3"``); the fragmentation samples (gpu_fragments)."""
+
+    job_oom_kills: IntArray
+    job_failed: NDArray[np.bool_]
+    job_extra_ms: NDArray[np.float64]
+    job_sliced_ms: NDArray[np.float64]
+    job_gpu_milli: IntArray
+    pod_gpus: list[str]
+    #: Rows of (t_ms, idle, stranded, partial GPUs, frag, allocated), milli-GPU but the GPU count.
+    fragmentation: IntArray
+    #: Pods evicted by consolidation moves (also counted in the jobs' evictions).
+    consolidation_evictions: int = 0
+
+
+@dataclass
 class SimulationResult:
     """Everything one run produced; ``cost`` and ``metrics`` read it, never change it."""
 
@@ -152,3 +175,6 @@ class SimulationResult:
     interruptions: InterruptionLog | None = None
     #: Minimum billed time, commitments and data charges of pools with a billing section (else None).
     billing: BillingInputs | None = None
+    #: Autoscaler decisions, node windows and failures; None when every node is fixed.
+    lifecycle: LifecycleRecord | None = None
+    sharing: SharingTable | None = None

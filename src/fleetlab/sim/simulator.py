@@ -15,69 +15,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetlab.admission.manager import Admission
-from fleetlab.model.job import Job
-from fleetlab.model.resources import EPHEMERAL_STORAGE, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.gang import GangPlacer, TopologyRequest
 from fleetlab.placement.preemption import Victim, find_preemption
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
-from fleetlab.placement.state import ClusterState, NodeInfo
+from fleetlab.placement.state import ClusterState
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, to_ms, transfer_ms
+from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.kueue_bridge import KueueBridge
-from fleetlab.sim.pending import explain_pending
+from fleetlab.sim.node_lifecycle import lifecycle_for
+from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.sim.tables import build_result
 
 ProgressCallback = Callable[[int, int], None]
-
-
-def pod_spec(job: Job) -> PodSpec:
-    """The placement-facing view of a job's pods (identical for all of them)."""
-    image = job.image
-    return PodSpec(
-        requests=tuple(sorted(job.requests.items())),
-        tolerations=job.tolerations,
-        node_selector=tuple(sorted(job.node_selector.items())),
-        affinity=job.affinity,
-        image=image.name if image else None,
-        image_size=image.size if image else 0,
-        explicit_keys=frozenset(job.requests),
-    )
-
-
-def build_nodes(resolved: ResolvedScenario) -> list[NodeInfo]:
-    """Expand node pools into nodes with allocatable resources and labels."""
-    nodes: list[NodeInfo] = []
-    for p_index, pool in enumerate(resolved.scenario.cluster.pools):
-        allocatable = {
-            "cpu": pool.cpu,
-            MEMORY: pool.memory,
-            EPHEMERAL_STORAGE: pool.ephemeral_storage,
-            PODS: pool.max_pods,
-        }
-        allocatable.update(pool.device_resources())
-        allocatable.update(pool.extended_resources)
-        for i in range(pool.count):
-            nodes.append(
-                NodeInfo(
-                    name=pool.node_name(i),
-                    pool=p_index,
-                    labels=pool.node_labels(i),
-                    taints=pool.taints,
-                    allocatable=dict(allocatable),
-                    gpu_model=pool.gpu_model,
-                    unschedulable=pool.unschedulable,
-                )
-            )
-    return nodes
 
 
 NO_TOPOLOGY = TopologyRequest()
@@ -167,6 +127,8 @@ class Simulator:
         self.booting = 0
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
+        self.lifecycle = lifecycle_for(self)
+        self.tenancy = GpuTenancy(self)
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -246,6 +208,7 @@ class Simulator:
         compiled = self.compiled[self.spec_of(job_index)]
         gpus_before = int(state.requested[node, state.gpu_col])
         state.bind(node, compiled.request, compiled.nonzero)
+        self.tenancy.bind(pod, node, compiled)
         self.placements += 1
         g = int(compiled.request[state.gpu_col])
         if g:
@@ -312,6 +275,7 @@ class Simulator:
         interval, write = self._checkpointing(int(book.job[pod]))
         wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
+        self.tenancy.started(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
@@ -320,6 +284,7 @@ class Simulator:
         job_index = int(book.job[pod])
         compiled = self.compiled[self.spec_of(job_index)]
         state.release(node, compiled.request, compiled.nonzero)
+        self.tenancy.release(pod, node)
         g = int(compiled.request[state.gpu_col])
         if g:
             c.allocated_gpus -= g
@@ -331,7 +296,8 @@ class Simulator:
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
             interval, write = self._checkpointing(job_index)
-            saved, lost = progress_at(self.now - int(book.start_ms[pod]), interval, write)
+            elapsed = self.tenancy.work_ms(pod, self.now - int(book.start_ms[pod]))
+            saved, lost = progress_at(elapsed, interval, write)
             total = int(book.run_total_ms[pod])
             if total > 0:
                 book.done_fraction[pod] = min(1.0, float(book.done_fraction[pod]) + saved / total)
@@ -443,8 +409,10 @@ class Simulator:
                 self.bind(member, node)
             return True
         node = scheduler.select(compiled)
-        if node < 0 and self.config.preemption:
+        if node < 0 and self.config.preemption and not any(compiled.spec.gpu_share):
             node = self._preempt_for(pod, compiled, scheduler)
+        if node < 0 and self.config.consolidation:
+            node = self.tenancy.consolidator.make_room(pod, compiled, scheduler)
         if node < 0:
             return False
         self.bind(pod, node)
@@ -491,7 +459,7 @@ class Simulator:
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
         """Run to completion (or the horizon) and return what happened."""
         started = time.perf_counter()
-        for node, info in enumerate(self.node_infos):
+        for node, info in self.lifecycle.initial(self.node_infos):
             pool = self.pools[info.pool]
             if pool.initially_ready:
                 self.node_ready(node)
@@ -509,8 +477,8 @@ class Simulator:
         finished = 0
         horizon = self.horizon_ms
         while True:
-            t_event = events.peek_time()
             t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
+            t_event = self.lifecycle.next_time(events.peek_time(), t_job)
             if t_event is None and t_job is None:
                 break
             t = min(x for x in (t_event, t_job) if x is not None)
@@ -551,6 +519,7 @@ class Simulator:
                 else:
                     self.finish(index)
                     finished += 1
+            self.lifecycle.step(t)
             if self.kueue is not None:
                 self.kueue.step(t)
             submitted = submitted or self._dirty
@@ -565,34 +534,17 @@ class Simulator:
         end_ms = self.now if horizon is None else horizon
         if progress is not None:
             progress(total_work, total_work)
-        by_id = {sid: key for key, sid in self.spec_ids.items()}
-        per_profile: dict[str, dict[PodSpec, list[int]]] = {}
-        for gid, pods in queue.pending().items():
-            spec, profile_key = by_id[self.groups[gid].spec_id]
-            members = [p for first in pods for p in self._entry_pods(gid, first)]
-            per_profile.setdefault(profile_key, {}).setdefault(spec, []).extend(members)
-        pending = []
-        for profile_key, groups in per_profile.items():
-            pending.extend(
-                explain_pending(
-                    self.schedulers[profile_key],
-                    groups,
-                    self.jobs,
-                    book.job,
-                    gangs=self.config.gang_scheduling,
-                )
-            )
-        if self.kueue is not None:
-            pending.extend(self.kueue.pending_jobs(self))
-        pending.sort(key=lambda p: p.job_id)
+        pending = pending_at_end(self)
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
 
-    def _entry_pods(self, group_id: int, first: int) -> list[int]:
+    def entry_pods(self, group_id: int, first: int) -> list[int]:
+        """The pods one queue entry stands for: a gang entry is all of its job's pods."""
         if self.groups[group_id].gang_size:
             return list(self.book.pods_of(int(self.book.job[first])))
         return [first]
 
     def _record(self) -> None:
+        self.tenancy.step()
         c = self.counters
         row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes)
         tl = self.timeline

@@ -8,6 +8,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.sim.billing_inputs import billing_inputs, node_prices
+from fleetlab.sim.lifecycle_result import LifecycleRecord
+from fleetlab.sim.node_lifecycle import NodeLifecycle, billed_columns
 from fleetlab.sim.result import (
     NEVER,
     JobTable,
@@ -94,10 +96,18 @@ def segment_table(sim: Simulator, end_ms: int) -> SegmentTable:
     )
 
 
-def node_table(sim: Simulator, end_ms: int) -> NodeTable:
-    """Nodes are billed from the start of the run (boot included) to its end."""
+def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = None) -> NodeTable:
+    """Fixed nodes are billed from the start of the run (boot included) to its end; nodes of autoscaled
+    pools from their request to their removal (see sim/node_lifecycle.py)."""
     state, pools, infos = sim.state, sim.pools, sim.node_infos
     n = state.n
+    if record is None:
+        ready = sim.ready_ms
+        boot = np.where(ready >= 0, np.minimum(ready, end_ms), end_ms).astype(np.int64)
+        start, last = np.zeros(n, dtype=np.int64), np.full(n, end_ms, dtype=np.int64)
+        billed, down = last - start, np.zeros(n, dtype=np.int64)
+    else:
+        start, last, billed, boot, down = billed_columns(record, n, end_ms)
     return NodeTable(
         names=list(state.node_names),
         pool=[pools[i.pool].name for i in infos],
@@ -106,9 +116,12 @@ def node_table(sim: Simulator, end_ms: int) -> NodeTable:
         gpus=state.allocatable[:, state.gpu_col].copy(),
         cpu_milli=state.allocatable[:, state.cpu_col].copy(),
         price_per_hour=node_prices(sim),
-        billed_start_ms=np.zeros(n, dtype=np.int64),
-        billed_end_ms=np.full(n, end_ms, dtype=np.int64),
+        billed_start_ms=start,
+        billed_end_ms=last,
         ready_ms=sim.spot.first_ready_ms(sim.ready_ms),
+        billed_ms=billed,
+        boot_ms=boot,
+        down_ms=down,
     )
 
 
@@ -129,6 +142,10 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
     book = sim.book
     order = np.asarray(sim.order, dtype=np.int64)
     segments = segment_table(sim, end_ms)
+    record = None
+    if isinstance(sim.lifecycle, NodeLifecycle):
+        record = sim.lifecycle.finish(end_ms)
+        pending = sim.lifecycle.annotate(pending)
     return SimulationResult(
         scenario=sim.resolved.scenario.name,
         policy=sim.profile.name,
@@ -146,7 +163,7 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
             data_ms=book.data_ms.copy(),
             evictions=book.evictions.copy(),
         ),
-        nodes=node_table(sim, end_ms),
+        nodes=node_table(sim, end_ms, record),
         timeline=timeline(sim),
         segments=segments,
         pending=pending,
@@ -156,4 +173,6 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
         interruptions=sim.spot.log(),
         billing=billing_inputs(sim, segments, end_ms),
+        lifecycle=record,
+        sharing=sim.tenancy.table(),
     )

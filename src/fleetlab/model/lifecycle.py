@@ -1,0 +1,122 @@
+"""Node lifecycle settings: Cluster Autoscaler node-group options, stockouts and node failures.
+
+Names and defaults follow the Kubernetes Cluster Autoscaler (``--scan-interval=10s``,
+``--scale-down-utilization-threshold=0.5``, ``--scale-down-unneeded-time=10m``,
+``--scale-down-delay-after-add=10m``, ``--max-node-provision-time=15m``, node-group backoff 5m
+doubling to 30m, ``--expander``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from fleetlab.model.units import Seconds
+
+Expander = Literal["least-waste", "price", "priority", "random"]
+
+
+class SpecModel(BaseModel):
+    """Frozen, unknown fields rejected (as the cluster's own spec objects; kept here to avoid a cycle)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class BootTime(SpecModel):
+    """Request-to-ready time of a new node: fixed, uniform in [low, high], or lognormal by median/sigma."""
+
+    kind: Literal["fixed", "uniform", "lognormal"] = "fixed"
+    median: Seconds = 300.0
+    low: Seconds = 0.0
+    high: Seconds = 0.0
+    sigma: float = Field(default=0.3, ge=0)
+
+    @model_validator(mode="after")
+    def _range(self) -> BootTime:
+        if self.kind == "uniform" and self.high < self.low:
+            raise ValueError(f"uniform boot time needs low ({self.low}) <= high ({self.high})")
+        return self
+
+
+class TimeWindow(SpecModel):
+    """A span of simulated time, [start_s, end_s)."""
+
+    start_s: Seconds
+    end_s: Seconds
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeWindow:
+        if self.end_s <= self.start_s:
+            raise ValueError(f"end_s ({self.end_s}) must be after start_s ({self.start_s})")
+        return self
+
+
+class Stockout(SpecModel):
+    """When the cloud has no capacity for a pool: each scale-up fails with ``probability`` (seeded), and
+    every scale-up requested inside one of ``windows`` (a capacity trace) fails."""
+
+    probability: float = Field(default=0.0, ge=0.0, le=1.0)
+    windows: tuple[TimeWindow, ...] = ()
+
+
+class PoolAutoscaling(SpecModel):
+    """Cluster Autoscaler options of one node group (pool); ``count`` is the pool's initial size."""
+
+    min: int = Field(default=0, ge=0)
+    max: int = Field(ge=0)
+    scale_down_utilization_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    scale_down_unneeded_time: Seconds = 600.0
+    #: Time from the cloud request until the node registers ready (the pool's boot_time_s if unset).
+    boot_time: BootTime | None = None
+    stockout: Stockout = Stockout()
+    #: For the priority expander: higher wins (upstream's priority-expander ConfigMap, by pool name).
+    priority: int = 0
+
+    @model_validator(mode="after")
+    def _bounds(self) -> PoolAutoscaling:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        return self
+
+
+class FailureEvent(SpecModel):
+    """One node failure from a trace: node name, when it fails and how long its repair takes."""
+
+    node: str = Field(min_length=1)
+    at_s: Seconds
+    repair_s: Seconds
+
+
+class NodeFailures(SpecModel):
+    """Per-pool failures: exponential time between failures (``mtbf``) with a repair time, and/or a trace."""
+
+    mtbf: Seconds | None = None
+    repair_time: Seconds = 3600.0
+    repair_distribution: Literal["fixed", "exponential"] = "fixed"
+    trace: tuple[FailureEvent, ...] = ()
+
+    @model_validator(mode="after")
+    def _something(self) -> NodeFailures:
+        if self.mtbf is not None and self.mtbf <= 0:
+            raise ValueError("mtbf must be > 0")
+        if self.mtbf is None and not self.trace:
+            raise ValueError("failures needs mtbf or a trace")
+        return self
+
+
+class ClusterAutoscalerConfig(SpecModel):
+    """Cluster-wide autoscaler flags and the account's GPU quota across all pools."""
+
+    expander: Expander = "least-waste"
+    #: Account-wide limit on GPUs of all existing nodes (cloud quota, CA's --gpu-total maximum).
+    gpu_quota: int | None = Field(default=None, ge=0)
+    scan_interval: Seconds = 10.0
+    scale_down_delay_after_add: Seconds = 600.0
+    initial_backoff: Seconds = 300.0
+    max_backoff: Seconds = 1800.0
+    #: A node not ready this long after its request is deleted and its pool backed off.
+    max_node_provision_time: Seconds = 900.0
+    scale_down_enabled: bool = True
+    #: Empty nodes removed at once per scan (--max-empty-bulk-delete); non-empty nodes drain one per scan.
+    max_empty_bulk_delete: int = Field(default=10, ge=1)
