@@ -52,6 +52,9 @@ def billed_worlds(draw: st.DrawFn) -> Any:
                 "committed_nodes": 0 if spot else draw(st.integers(0, 4)),
                 "data_transfer_per_gb": draw(st.sampled_from([0.0, 0.02])),
             }
+        if not spot and draw(st.booleans()):
+            entry["failures"] = {"trace": [{"node": f"p{p}-0", "at_s": draw(st.sampled_from([50, 500])),
+                                            "repair_s": draw(st.sampled_from([60, 900]))}]}  # fmt: skip
         pools.append(entry)
     jobs = []
     for j in range(draw(st.integers(1, 12))):

@@ -1,14 +1,14 @@
 """The cost ledger of one run: every billed dollar as one row, in the terms a bill uses.
 
-Rows are node x job x category for what pods held (compute, lost, prep, wait), node x category for what no
-pod held (boot, minimum, idle), job x category for data charges (data_transfer, storage) and pool rows for
-commitments beyond a pool's nodes (commitment_unused). Each row carries cloud, region, machine type, GPU
-model and count, billing mode (on-demand, spot or committed; per second), currency, whether tax is included,
-and who pays (team as project, job). Node rows keep their exact integer inputs (``unit_ms``,
-``price_micro_per_hour``, ``node_units``), the same ones ``billing.node_costs`` bills with, so the ledger
-reconciles exactly with the run's bill; data and commitment rows carry the run's own figures. For GCP
-catalog-priced pools the instance price is split into its host (vCPU + memory) and GPU parts, as the
-catalog's two rows and the bill's SKUs do.
+Rows are node x job x category for what pods held (compute, lost, prep, wait), node x category for what
+no pod held (boot, down, minimum, idle), job x category for data charges (data_transfer, storage) and
+pool rows for commitments beyond a pool's nodes (commitment_unused). Each row carries cloud, region,
+machine type, GPU model and count, billing mode (on-demand, spot or committed; per second), currency,
+whether tax is included, and who pays (team as project, job). Node rows keep their exact integer inputs
+(``unit_ms``, ``price_micro_per_hour``, ``node_units``), the same ones ``billing.node_costs`` bills with,
+so the ledger reconciles exactly with the run's bill; data and commitment rows carry the run's own
+figures. For GCP catalog-priced pools the instance price is split into its host (vCPU + memory) and GPU
+parts, as the catalog's two rows and the bill's SKUs do.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.cost.billing import MICRO, MS_PER_HOUR, node_costs, price_micro_per_hour, segment_units
+from fleetlab.cost.billing import BUCKETS, MICRO, MS_PER_HOUR, node_costs, price_micro_per_hour, segment_units
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.catalog import BUILTIN_FILES, builtin_catalog
@@ -30,7 +30,8 @@ from fleetlab.spec.catalog import BUILTIN_FILES, builtin_catalog
 CURRENCY = "USD"
 UNALLOCATED = "(unallocated)"
 HELD = ("compute", "lost", "prep", "wait")
-NODE_ONLY = ("boot", "minimum", "idle")
+#: Node rows: every bucket of the bill split that no pod holds (boot, down, minimum, idle, ...).
+NODE_ONLY = tuple(b for b in BUCKETS if b not in HELD)
 EXTRA = ("data_transfer", "storage", "commitment_unused")
 CATEGORIES = (*HELD, *NODE_ONLY, *EXTRA)
 IntArray = NDArray[np.int64]
