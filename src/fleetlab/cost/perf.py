@@ -117,10 +117,14 @@ def allreduce_s(gradient_bytes: float, layout: Layout) -> float:
     return seconds
 
 
-def step_time(profile: WorkProfile, samples_per_step: float, layout: Layout) -> StepTime:
-    """One data-parallel step of ``samples_per_step`` samples on ``layout``."""
-    per_gpu = samples_per_step / layout.gpus
-    compute = samples_per_step / (layout.gpus * single_gpu_throughput(profile, layout.gpu, per_gpu))
+def step_time(
+    profile: WorkProfile, samples_per_step: float, layout: Layout, gpus: int | None = None
+) -> StepTime:
+    """One data-parallel step of ``samples_per_step`` samples on ``layout``; ``gpus`` computing GPUs when
+    the nodes hold unequal shares (default: ``layout.gpus``, the busiest node's count on every node)."""
+    n = layout.gpus if gpus is None else gpus
+    per_gpu = samples_per_step / n
+    compute = samples_per_step / (n * single_gpu_throughput(profile, layout.gpu, per_gpu))
     comm = allreduce_s(profile.gradient_bytes, layout)
     exposed = max(0.0, comm - profile.overlap * compute)
     return StepTime(compute_s=compute, comm_s=comm, step_s=compute + exposed)

@@ -91,6 +91,17 @@ class TrainingGoal(SpecModel):
     gpus: int = Field(default=8, ge=1)
 
 
+class JobWork(SpecModel):
+    """A scenario job's work for the runtime model: its profile and ``steps`` steps of
+    ``samples_per_step`` samples (the global batch over all the job's GPUs)."""
+
+    profile: WorkProfile
+    steps: int = Field(gt=0)
+    samples_per_step: float = Field(gt=0)
+    #: Node-to-node Gbit/s for the all-reduce; default: the pool's instance type figure, else 100.
+    network_gbps: float | None = Field(default=None, gt=0)
+
+
 class InferenceGoal(SpecModel):
     """Serve ``target_throughput`` samples/s for ``hours`` with replicas of ``gpus_per_replica`` GPUs."""
 

@@ -34,6 +34,7 @@ from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.sim.tables import build_result
 
@@ -113,6 +114,7 @@ class Simulator:
         self.group_ids: dict[Group, int] = {}
         self.groups: list[Group] = []
         self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
+        self.work = WorkRuntimes(self)
         self.bound_by_priority: dict[int, set[int]] = {}
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
@@ -245,7 +247,9 @@ class Simulator:
             book.job_ready[job_index] += 1
             if book.job_ready[job_index] == job.pods:
                 pods = list(book.pods_of(job_index))
-                total = max(self.runtime_ms(job_index, int(book.node[p])) for p in pods)
+                total = self.work.gang_ms(job_index, [int(book.node[p]) for p in pods]) or max(
+                    self.runtime_ms(job_index, int(book.node[p])) for p in pods
+                )
                 for p in pods:
                     self.start(p, total)
             return
@@ -257,7 +261,7 @@ class Simulator:
         key = (job, model)
         value = self._runtime.get(key)
         if value is None:
-            value = max(1, to_ms(self.jobs[job].runtime.on(model)))
+            value = max(1, to_ms(self.work.pod_seconds(job, model)))
             self._runtime[key] = value
         return value
 
@@ -471,7 +475,7 @@ class Simulator:
         next_job = 0
         last_generation = -1
         steps = 0
-        longest = max((to_ms(j.runtime.default) for j in self.jobs), default=0)
+        longest = self.work.longest_ms()
         guard = ProgressGuard(longest, self.horizon_ms is not None)
         total_work = n_jobs + book.n_pods
         finished = 0
