@@ -85,3 +85,34 @@ def test_work_needs_whole_gpus() -> None:
 
     with pytest.raises((SpecError, ValueError), match="work profile needs whole GPUs"):
         scenario([pool("big")], [job("cpu", gpus=0, work=WORK)])
+
+
+def test_scenario_job_reads_a_recorded_profile_file(tmp_path: Any) -> None:
+    """A job's work.measured_file (relative to the scenario) feeds the runtime model: on one 8-GPU node
+    with no gradients the runtime is steps x per-GPU batch / measured samples/s."""
+    import json
+
+    import yaml
+
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.loader import load
+
+    recorded = {
+        "format": "fleetlab-measured-profile/v1", "gpu_model": None, "device": "cpu",
+        "measurements": [{"batch_size": 128, "warmup_steps": 1, "steps": 3, "step_s_mean": 0.5,
+                          "step_s_median": 0.5, "step_s_min": 0.5, "step_s_max": 0.5, "samples_per_s": 256.0}],
+    }  # fmt: skip
+    (tmp_path / "cpu.json").write_text(json.dumps(recorded))
+    work = {**WORK, "profile": {**WORK["profile"], "gradient_bytes": 0}, "measured_file": "cpu.json"}
+    data = {
+        "cluster": {"pools": [pool("big", count=1, gpus=8)]},
+        "workload": {"jobs": [job("one", gpus=8, runtime=1, work=work)]},
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match="set measured_gpu next to measured_file"):
+        load(str(tmp_path / "s.yaml"))
+    data["workload"]["jobs"][0]["work"]["measured_gpu"] = "H100"
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    result = run_one(load(str(tmp_path / "s.yaml"))).result
+    runtime = (result.jobs.end_ms[0] - result.jobs.running_ms[0]) / 1000.0
+    assert runtime == pytest.approx(500 * 128 / 256.0)

@@ -11,7 +11,9 @@ import yaml
 from pydantic import ValidationError
 
 from fleetlab.model.gpu_specs import gpu_specs
+from fleetlab.model.job import Job
 from fleetlab.model.measured_profile import MeasuredProfile
+from fleetlab.model.plan_job import WorkProfile
 from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
 
 RECORD_HINT = "record one with `fleetlab cost profile --out FILE`"
@@ -58,4 +60,24 @@ def resolve_measured_file(profile: dict[str, Any], base: Path | None, where: str
     out["measured_table"] = table
     if "gradient_bytes" not in out and measured.gradient_bytes:
         out["gradient_bytes"] = measured.gradient_bytes
+    return out
+
+
+def resolve_job_work_files(jobs: list[Job], base: Path | None, source: str) -> list[Job]:
+    """Jobs whose ``work.measured_file`` is read into their profile's measured table (others as given)."""
+    out: list[Job] = []
+    for job in jobs:
+        work = job.work
+        if work is None or work.measured_file is None:
+            out.append(job)
+            continue
+        data = work.profile.model_dump(exclude_unset=True)
+        data.update(measured_file=work.measured_file, measured_gpu=work.measured_gpu)
+        resolved = resolve_measured_file(data, base, f"{source}: job {job.id}")
+        try:
+            profile = WorkProfile.model_validate(resolved)
+        except ValidationError as exc:
+            raise SpecError(f"{source}: job {job.id}", problems_from_validation(exc)) from None
+        new_work = work.model_copy(update={"profile": profile, "measured_file": None, "measured_gpu": None})
+        out.append(job.model_copy(update={"work": new_work}))
     return out
