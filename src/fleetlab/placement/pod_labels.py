@@ -1,0 +1,228 @@
+"""Bound pods counted by label selector: per node and per topology domain, kept current on bind and unbind.
+
+PodTopologySpread and InterPodAffinity ask "how many pods matching S run in each domain of key K?". Instead of
+recounting every bound pod per scheduling cycle (upstream's PreFilter walks all nodes' pods), each distinct
+selector is registered once and its counts move with every bind and release: a sparse node -> pods map and,
+per topology key asked for, a dense per-domain array. Pods are interned as label sets (labels, namespace and
+the required anti-affinity terms they carry), so matching a pod against selectors happens once per set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fleetlab.model.pod_constraints import LabelSelector, PodAntiAffinityTerm
+
+if TYPE_CHECKING:
+    from fleetlab.placement.state import LabelIndex
+
+IntArray = NDArray[np.int64]
+
+
+def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelectorAsSelector semantics: None matches nothing, an empty selector everything."""
+    if selector is None:
+        return False
+    for key, value in selector.match_labels.items():
+        if labels.get(key) != value:
+            return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        if req.operator == "In" and not (present and labels[req.key] in req.values):
+            return False
+        if req.operator == "NotIn" and present and labels[req.key] in req.values:
+            return False
+        if req.operator == "Exists" and not present:
+            return False
+        if req.operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+#: What a registered selector is keyed by: the selector, the namespaces it looks in, and whether an empty
+#: selector counts pods (InterPodAffinity: yes; PodTopologySpread's countPodsMatchSelector: no).
+SelectorKey = tuple[LabelSelector | None, frozenset[str], bool]
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """The scheduling-relevant identity of a bound pod."""
+
+    labels: tuple[tuple[str, str], ...]
+    namespace: str
+    anti_terms: tuple[PodAntiAffinityTerm, ...] = ()
+
+
+@dataclass
+class _Counts:
+    """Matching pods of one selector (or owners of one anti-affinity term): per node, per domain."""
+
+    nodes: dict[int, int] = field(default_factory=dict)
+    domains: dict[str, IntArray] = field(default_factory=dict)
+
+
+class PodLabelCounts:
+    """Registered selectors and their live counts over the bound pods of one cluster state."""
+
+    def __init__(self, labels: LabelIndex) -> None:
+        self._labels = labels
+        self._sets: list[LabelSet] = []
+        self._set_ids: dict[LabelSet, int] = {}
+        self._bound: list[dict[int, int]] = []
+        self._matches: list[list[int]] = []
+        self._checked: list[int] = []
+        self._selectors: list[SelectorKey] = []
+        self._selector_ids: dict[SelectorKey, int] = {}
+        self._counts: list[_Counts] = []
+        #: Required anti-affinity terms carried by bound pods: term key -> owners' counts.
+        self._term_ids: dict[tuple[PodAntiAffinityTerm, str], int] = {}
+        self._terms: list[tuple[PodAntiAffinityTerm, str]] = []
+        self._term_counts: list[_Counts] = []
+        self._live_terms: dict[int, int] = {}
+
+    # -- interning ---------------------------------------------------------------------------------------
+    def intern(
+        self, labels: Mapping[str, str], namespace: str, anti_terms: tuple[PodAntiAffinityTerm, ...] = ()
+    ) -> int:
+        """Id of a pod label set (stable for the life of the state)."""
+        key = LabelSet(tuple(sorted(labels.items())), namespace, tuple(t for t in anti_terms if t.required))
+        found = self._set_ids.get(key)
+        if found is not None:
+            return found
+        sid = len(self._sets)
+        self._set_ids[key] = sid
+        self._sets.append(key)
+        self._bound.append({})
+        self._matches.append([])
+        self._checked.append(0)
+        return sid
+
+    def label_set(self, set_id: int) -> LabelSet:
+        """The interned label set."""
+        return self._sets[set_id]
+
+    def selector(self, selector: LabelSelector | None, namespaces: frozenset[str], count_empty: bool) -> int:
+        """Id of a selector, registering it (and counting the pods already bound) on first use."""
+        key: SelectorKey = (selector, namespaces, count_empty)
+        found = self._selector_ids.get(key)
+        if found is not None:
+            return found
+        sel = len(self._selectors)
+        self._selector_ids[key] = sel
+        self._selectors.append(key)
+        counts = _Counts()
+        self._counts.append(counts)
+        for set_id, bound in enumerate(self._bound):
+            if not bound:
+                continue
+            self._refresh(set_id)
+            if sel in self._matches[set_id]:
+                for node, pods in bound.items():
+                    counts.nodes[node] = counts.nodes.get(node, 0) + pods
+        return sel
+
+    def _matches_set(self, sel: int, set_id: int) -> bool:
+        selector, namespaces, count_empty = self._selectors[sel]
+        if selector is None or (selector.is_empty and not count_empty):
+            return False
+        pod = self._sets[set_id]
+        return pod.namespace in namespaces and selector_matches(selector, dict(pod.labels))
+
+    def _refresh(self, set_id: int) -> None:
+        """Bring a label set's list of matching selectors up to date with newly registered selectors."""
+        upto = self._checked[set_id]
+        if upto == len(self._selectors):
+            return
+        matches = self._matches[set_id]
+        for sel in range(upto, len(self._selectors)):
+            if self._matches_set(sel, set_id):
+                matches.append(sel)
+        self._checked[set_id] = len(self._selectors)
+
+    # -- bind / unbind -----------------------------------------------------------------------------------
+    def add(self, node: int, set_id: int, delta: int) -> None:
+        """A pod of ``set_id`` was bound to (``delta`` 1) or released from (``delta`` -1) ``node``."""
+        bound = self._bound[set_id]
+        now = bound.get(node, 0) + delta
+        if now:
+            bound[node] = now
+        else:
+            bound.pop(node, None)
+        self._refresh(set_id)
+        for sel in self._matches[set_id]:
+            self._bump(self._counts[sel], node, delta)
+        for term in self._sets[set_id].anti_terms:
+            tid = self._term(term, self._sets[set_id].namespace)
+            self._bump(self._term_counts[tid], node, delta)
+            live = self._live_terms.get(tid, 0) + delta
+            if live:
+                self._live_terms[tid] = live
+            else:
+                self._live_terms.pop(tid, None)
+
+    def _term(self, term: PodAntiAffinityTerm, namespace: str) -> int:
+        key = (term, namespace)
+        tid = self._term_ids.get(key)
+        if tid is None:
+            tid = self._term_ids[key] = len(self._terms)
+            self._terms.append(key)
+            self._term_counts.append(_Counts())
+        return tid
+
+    def _bump(self, counts: _Counts, node: int, delta: int) -> None:
+        now = counts.nodes.get(node, 0) + delta
+        if now:
+            counts.nodes[node] = now
+        else:
+            counts.nodes.pop(node, None)
+        for key, per_domain in counts.domains.items():
+            code = int(self._labels.codes(key)[node])
+            if code >= 0:
+                per_domain[code] += delta
+
+    # -- queries -----------------------------------------------------------------------------------------
+    def node_counts(self, sel: int) -> dict[int, int]:
+        """Matching pods per node (nodes without any are absent)."""
+        return self._counts[sel].nodes
+
+    def domain_counts(self, sel: int, key: str) -> IntArray:
+        """Matching pods per value code of label ``key`` over all nodes (kept current from now on)."""
+        return self._domains(self._counts[sel], key)
+
+    def _domains(self, counts: _Counts, key: str) -> IntArray:
+        per_domain = counts.domains.get(key)
+        if per_domain is None:
+            codes = self._labels.codes(key)
+            per_domain = np.zeros(int(codes.max(initial=-1)) + 1, dtype=np.int64)
+            for node, pods in counts.nodes.items():
+                if codes[node] >= 0:
+                    per_domain[codes[node]] += pods
+            counts.domains[key] = per_domain
+        return per_domain
+
+    def counts_within(self, sel: int, key: str, eligible: NDArray[np.bool_]) -> IntArray:
+        """Matching pods per value code of ``key``, counting only pods on ``eligible`` nodes."""
+        codes = self._labels.codes(key)
+        out = np.zeros(int(codes.max(initial=-1)) + 1, dtype=np.int64)
+        nodes = self._counts[sel].nodes
+        if nodes:
+            idx = np.fromiter(nodes.keys(), dtype=np.int64, count=len(nodes))
+            pods = np.fromiter(nodes.values(), dtype=np.int64, count=len(nodes))
+            keep = eligible[idx] & (codes[idx] >= 0)
+            np.add.at(out, codes[idx[keep]], pods[keep])
+        return out
+
+    def existing_anti_terms(self, labels: Mapping[str, str], namespace: str) -> list[tuple[str, IntArray]]:
+        """(topology key, owners per domain) of bound pods' required anti-affinity terms matching a pod."""
+        out = []
+        for tid in sorted(self._live_terms):
+            term, owner_ns = self._terms[tid]
+            namespaces = term.namespaces or (owner_ns,)
+            if namespace in namespaces and selector_matches(term.label_selector, labels):
+                out.append((term.topology_key, self._domains(self._term_counts[tid], term.topology_key)))
+        return out
