@@ -1,10 +1,11 @@
 """InterPodAffinity, the anti-affinity half: required terms filter, preferred terms score.
 
 Upstream: pkg/scheduler/framework/plugins/interpodaffinity (filtering.go, scoring.go). Filter: a node fails
-when a bound pod whose required anti-affinity term matches the incoming pod runs in the node's domain of that
-term's key ("existing pods anti-affinity", checked first), or when a pod matching one of the incoming pod's
-required terms runs there. Nodes without the term's key cannot violate it. Score: each preferred term takes
-``weight`` off per matching pod in the node's domain, then min-max normalised to 0..100 (0 when all equal).
+when a pod matching one of the incoming pod's required terms runs in the node's domain of that term's key
+(checked first, so that reason wins, as upstream's Filter orders them), or when a bound pod whose required
+anti-affinity term matches the incoming pod runs there ("existing pods anti-affinity"). Nodes without the
+term's key cannot violate it. Score: each preferred term takes ``weight`` off per matching pod in the node's
+domain, then min-max normalised to 0..100 (0 when all equal).
 Pod affinity (attraction) is not modelled.
 """
 
@@ -41,7 +42,8 @@ class InterPodAffinityFilter(FilterPlugin):
     name = "InterPodAffinity"
 
     def _verdict(self, state: ClusterState, pod: CompiledPod) -> tuple[BoolArray, BoolArray]:
-        """(blocked by existing pods' terms, blocked by the pod's own terms) per node."""
+        """(blocked by existing pods' terms, blocked by the pod's own terms) per node; a node blocked by
+        both counts under the pod's own terms (upstream checks those first)."""
         existing = np.zeros(state.n, dtype=bool)
         own = np.zeros(state.n, dtype=bool)
         spec = pod.spec
@@ -53,7 +55,7 @@ class InterPodAffinityFilter(FilterPlugin):
                 own |= _occupied(
                     state, term.topology_key, state.pod_labels.domain_counts(sid, term.topology_key)
                 )
-        return existing, own & ~existing
+        return existing & ~own, own
 
     def passes(self, state: ClusterState, pod: CompiledPod) -> BoolArray:
         existing, own = self._verdict(state, pod)
