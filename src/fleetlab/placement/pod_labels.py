@@ -44,6 +44,13 @@ def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) 
     return True
 
 
+def _index_pair(selector: LabelSelector | None) -> tuple[str, str] | None:
+    """A matchLabels pair every pod matching ``selector`` must carry (the smallest), if any."""
+    if selector is None or not selector.match_labels:
+        return None
+    return min(selector.match_labels.items())
+
+
 #: What a registered selector is keyed by: the selector, the namespaces it looks in, and whether an empty
 #: selector counts pods (InterPodAffinity: yes; PodTopologySpread's countPodsMatchSelector: no).
 SelectorKey = tuple[LabelSelector | None, frozenset[str], bool]
@@ -74,8 +81,14 @@ class PodLabelCounts:
         self._sets: list[LabelSet] = []
         self._set_ids: dict[LabelSet, int] = {}
         self._bound: list[dict[int, int]] = []
-        self._matches: list[list[int]] = []
-        self._checked: list[int] = []
+        #: Per label set, the selectors matching it (None until the set is first bound).
+        self._matches: list[list[int] | None] = []
+        #: Selectors indexed by one of their matchLabels pairs (those without any are always candidates),
+        #: and the resolved label sets by each of their pairs: matching never scans every selector.
+        self._selectors_by_pair: dict[tuple[str, str], list[int]] = {}
+        self._unindexed: list[int] = []
+        self._resolved_by_pair: dict[tuple[str, str], list[int]] = {}
+        self._resolved: list[int] = []
         self._selectors: list[SelectorKey] = []
         self._selector_ids: dict[SelectorKey, int] = {}
         self._counts: list[_Counts] = []
@@ -84,6 +97,8 @@ class PodLabelCounts:
         self._terms: list[tuple[PodAntiAffinityTerm, str]] = []
         self._term_counts: list[_Counts] = []
         self._live_terms: dict[int, int] = {}
+        self._terms_by_pair: dict[tuple[str, str], set[int]] = {}
+        self._unindexed_terms: set[int] = set()
 
     # -- interning ---------------------------------------------------------------------------------------
     def intern(
@@ -98,8 +113,7 @@ class PodLabelCounts:
         self._set_ids[key] = sid
         self._sets.append(key)
         self._bound.append({})
-        self._matches.append([])
-        self._checked.append(0)
+        self._matches.append(None)
         return sid
 
     def label_set(self, set_id: int) -> LabelSet:
@@ -117,13 +131,21 @@ class PodLabelCounts:
         self._selectors.append(key)
         counts = _Counts()
         self._counts.append(counts)
-        for set_id, bound in enumerate(self._bound):
-            if not bound:
+        pair = _index_pair(selector)
+        if pair is None:
+            self._unindexed.append(sel)
+            candidates: list[int] = self._resolved
+        else:
+            self._selectors_by_pair.setdefault(pair, []).append(sel)
+            candidates = self._resolved_by_pair.get(pair, [])
+        for set_id in candidates:
+            if not self._matches_set(sel, set_id):
                 continue
-            self._refresh(set_id)
-            if sel in self._matches[set_id]:
-                for node, pods in bound.items():
-                    counts.nodes[node] = counts.nodes.get(node, 0) + pods
+            matches = self._matches[set_id]
+            assert matches is not None
+            matches.append(sel)
+            for node, pods in self._bound[set_id].items():
+                counts.nodes[node] = counts.nodes.get(node, 0) + pods
         return sel
 
     def _matches_set(self, sel: int, set_id: int) -> bool:
@@ -133,16 +155,20 @@ class PodLabelCounts:
         pod = self._sets[set_id]
         return pod.namespace in namespaces and selector_matches(selector, dict(pod.labels))
 
-    def _refresh(self, set_id: int) -> None:
-        """Bring a label set's list of matching selectors up to date with newly registered selectors."""
-        upto = self._checked[set_id]
-        if upto == len(self._selectors):
-            return
-        matches = self._matches[set_id]
-        for sel in range(upto, len(self._selectors)):
-            if self._matches_set(sel, set_id):
-                matches.append(sel)
-        self._checked[set_id] = len(self._selectors)
+    def _resolve(self, set_id: int) -> list[int]:
+        """The selectors matching a label set, computed on its first bind from the pair index."""
+        found = self._matches[set_id]
+        if found is not None:
+            return found
+        pairs = self._sets[set_id].labels
+        candidates = set(self._unindexed)
+        for pair in pairs:
+            candidates.update(self._selectors_by_pair.get(pair, ()))
+            self._resolved_by_pair.setdefault(pair, []).append(set_id)
+        self._resolved.append(set_id)
+        matches = [sel for sel in sorted(candidates) if self._matches_set(sel, set_id)]
+        self._matches[set_id] = matches
+        return matches
 
     # -- bind / unbind -----------------------------------------------------------------------------------
     def add(self, node: int, set_id: int, delta: int) -> None:
@@ -153,8 +179,7 @@ class PodLabelCounts:
             bound[node] = now
         else:
             bound.pop(node, None)
-        self._refresh(set_id)
-        for sel in self._matches[set_id]:
+        for sel in self._resolve(set_id):
             self._bump(self._counts[sel], node, delta)
         for term in self._sets[set_id].anti_terms:
             tid = self._term(term, self._sets[set_id].namespace)
@@ -172,6 +197,11 @@ class PodLabelCounts:
             tid = self._term_ids[key] = len(self._terms)
             self._terms.append(key)
             self._term_counts.append(_Counts())
+            pair = _index_pair(term.label_selector)
+            if pair is None:
+                self._unindexed_terms.add(tid)
+            else:
+                self._terms_by_pair.setdefault(pair, set()).add(tid)
         return tid
 
     def _bump(self, counts: _Counts, node: int, delta: int) -> None:
@@ -220,7 +250,12 @@ class PodLabelCounts:
     def existing_anti_terms(self, labels: Mapping[str, str], namespace: str) -> list[tuple[str, IntArray]]:
         """(topology key, owners per domain) of bound pods' required anti-affinity terms matching a pod."""
         out = []
-        for tid in sorted(self._live_terms):
+        candidates = set(self._unindexed_terms)
+        for pair in labels.items():
+            candidates.update(self._terms_by_pair.get(pair, ()))
+        for tid in sorted(candidates):
+            if tid not in self._live_terms:
+                continue
             term, owner_ns = self._terms[tid]
             namespaces = term.namespaces or (owner_ns,)
             if namespace in namespaces and selector_matches(term.label_selector, labels):
