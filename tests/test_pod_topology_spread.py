@@ -22,6 +22,7 @@ from fleetlab.placement.plugins.pod_topology_spread import (
     PodTopologySpreadFilter,
     PodTopologySpreadScore,
 )
+from spread_builders import FOO as FOO_SELECTOR
 from spread_builders import make_cluster, make_node, place_existing, pod, spread
 
 FOUR = ["node-a", "node-b", "node-x", "node-y"]
@@ -274,3 +275,37 @@ def test_system_default_constraints_apply_to_service_pods() -> None:
     listed = SchedulerConfig.model_validate({"podTopologySpread": {"defaultingType": "List"}})
     _, no_defaults = make_cluster(nodes, listed)
     assert no_defaults.profile.spread_defaults == ()
+
+
+def test_incremental_counts_match_a_recount_after_random_binds_and_releases() -> None:
+    """Counts kept on bind/unbind equal a from-scratch count, for zone, node and a selector registered
+    after pods were already bound."""
+    rng = np.random.default_rng(7)
+    state, _sched = four_nodes(make_node("node-o", "zone3"))
+    label_choices = [{"foo": ""}, {"foo": "", "v": "1"}, {"bar": ""}]
+    sets = [state.pod_labels.intern(labels, "default") for labels in label_choices]
+    early = state.pod_labels.selector(FOO_SELECTOR, frozenset({"default"}), count_empty=False)
+    state.pod_labels.domain_counts(early, "zone")
+    request = state.allocatable[0] * 0
+    request[state.pods_col] = 1
+    nonzero = request[[state.cpu_col, state.mem_col]]
+    live: list[tuple[int, int]] = []
+    for _ in range(300):
+        if live and rng.random() < 0.4:
+            node, set_id = live.pop(int(rng.integers(len(live))))
+            state.release(node, request, nonzero, set_id)
+        else:
+            node, set_id = int(rng.integers(state.n)), sets[int(rng.integers(len(sets)))]
+            state.bind(node, request, nonzero, set_id)
+            live.append((node, set_id))
+    late = state.pod_labels.selector(FOO_SELECTOR, frozenset({"default", "x"}), count_empty=False)
+    zone_codes = state.labels.codes("zone")
+    for sel in (early, late):
+        expected = np.zeros(3, dtype=np.int64)
+        per_node: dict[int, int] = {}
+        for node, set_id in live:
+            if set_id != sets[2]:
+                expected[zone_codes[node]] += 1
+                per_node[node] = per_node.get(node, 0) + 1
+        assert list(state.pod_labels.domain_counts(sel, "zone")) == list(expected)
+        assert state.pod_labels.node_counts(sel) == per_node
