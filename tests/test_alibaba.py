@@ -31,7 +31,7 @@ NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model"
 # Invented rows in the openb format (not taken from the trace).
 PODS = [
     "p-a,4000,8192,1,1000,,LS,Running,100,1100,105",  # whole GPU; runtime from scheduled_time
-    "p-b,2500,4096,1,250,,BE,Succeeded,200,260,200",  # shares a GPU: rounded up to 1
+    "p-b,2500,4096,1,250,,BE,Succeeded,200,260,200",  # shares a GPU: 250 milli of one
     "p-c,16000,65536,4,1000,T4|A10|T4,Burstable,Running,300,900,310",  # gpu_spec, deduplicated
     "p-d,1500,1024,0,0,,Guaranteed,Failed,400,400,400",  # zero lifetime: 1 s
     "p-e,8000,16384,1,500,G2,,Pending,500,2500,",  # never scheduled; empty qos
@@ -67,7 +67,8 @@ def test_pod_mapping(tmp_path: Path) -> None:
     assert a.requests == {"cpu": 4000, "memory": 8192 * 1024**2, "nvidia.com/gpu": 1}
     assert a.job_class is JobClass.INFERENCE and a.team == "LS" and a.priority == 0 and a.pods == 1
     assert a.affinity is None
-    assert by_id["p-b"].job_class is JobClass.BATCH and by_id["p-b"].gpus_per_pod == 1
+    b = by_id["p-b"]
+    assert b.job_class is JobClass.BATCH and b.gpus_per_pod == 0 and b.gpu_milli == 250 and b.shares_gpu
     assert by_id["p-c"].job_class is JobClass.EXPERIMENT and by_id["p-c"].gpus_per_pod == 4
     assert by_id["p-d"].job_class is JobClass.EXPERIMENT and by_id["p-d"].runtime.default == 1.0
     assert "nvidia.com/gpu" not in by_id["p-d"].requests and by_id["p-d"].requests["cpu"] == 1500
@@ -89,8 +90,20 @@ def test_gpu_spec_becomes_required_gpu_model_affinity(tmp_path: Path) -> None:
     assert (expr.key, expr.operator, expr.values) == (GPU_MODEL_LABEL, "In", ("T4", "A10"))
 
 
+def test_shared_gpu_pods_are_gpu_shares_not_whole_gpus(tmp_path: Path) -> None:
+    """openb gpu_milli < 1000 with num_gpu 1 is a share of one GPU (FGD simulator's gpu-milli)."""
+    jobs, warnings = load_openb_pods(pod_csv(tmp_path / "pods.csv"))
+    shares = {j.id: j.gpu_milli for j in jobs if j.shares_gpu}
+    assert shares == {"p-b": 250, "p-e": 500}
+    assert all("nvidia.com/gpu" not in j.requests for j in jobs if j.shares_gpu)
+    assert any("2 of 6 pods share a GPU" in w and "round_up_gpu_shares" in w for w in warnings)
+    assert not any("rounded up" in w for w in warnings)
+
+
 def test_shared_gpu_pods_are_rounded_up_with_one_warning(tmp_path: Path) -> None:
-    _, warnings = load_openb_pods(pod_csv(tmp_path / "pods.csv"))
+    jobs, warnings = load_openb_pods(pod_csv(tmp_path / "pods.csv"), round_up=True)
+    assert not any(j.shares_gpu for j in jobs)
+    assert {j.id: j.gpus_per_pod for j in jobs}["p-b"] == 1
     rounding = [w for w in warnings if "rounded up" in w]
     assert len(rounding) == 1
     assert "2 of 6 pods share a GPU" in rounding[0] and "1.2 GPUs more" in rounding[0]
@@ -125,8 +138,14 @@ def test_variant_without_times_is_refused_with_an_explanation(tmp_path: Path) ->
     assert "multigpu" in str(error) and "replays" in str(error)
 
 
-def test_jobs_convert_to_a_native_trace(tmp_path: Path) -> None:
+def test_gpu_shares_are_not_silently_dropped_by_the_native_writer(tmp_path: Path) -> None:
     jobs, _ = load_openb_pods(pod_csv(tmp_path / "pods.csv"))
+    with pytest.raises(ValueError, match="GPU share"):
+        write_native_trace(jobs, tmp_path / "native.csv")
+
+
+def test_jobs_convert_to_a_native_trace(tmp_path: Path) -> None:
+    jobs, _ = load_openb_pods(pod_csv(tmp_path / "pods.csv"), round_up=True)
     write_native_trace(jobs, tmp_path / "native.csv")
     assert load_native_trace(tmp_path / "native.csv")[0] == jobs
 
@@ -229,7 +248,7 @@ def test_openb_scenario(tmp_path: Path) -> None:
     assert trace == TraceSource(path=str(pods), format="alibaba-openb", limit=4)
     assert resolved.scenario.cluster == load_openb_nodes(nodes)
     assert [j.id for j in resolved.jobs] == ["p-a", "p-b", "p-c", "p-d"]
-    assert any("rounded up" in w for w in resolved.warnings)
+    assert any("share a GPU" in w for w in resolved.warnings)
 
 
 # --- the real trace (skipped without shared/) -------------------------------------------------------------
@@ -241,7 +260,8 @@ def test_real_default_pod_list() -> None:
     assert len(jobs) == 8152
     assert len({j.id for j in jobs}) == 8152
     assert any("3078 of 8152 pods share a GPU" in w for w in warnings)
-    assert sum(1 for j in jobs if j.gpus_per_pod == 0) == 1088
+    assert sum(1 for j in jobs if j.gpus_per_pod == 0 and not j.shares_gpu) == 1088
+    assert sum(1 for j in jobs if j.shares_gpu) == 3078
     assert all(j.affinity is None for j in jobs)  # gpu_spec is empty throughout default
     assert all(j.runtime.default >= 1 for j in jobs)
 

@@ -7,6 +7,7 @@ interpolation over the jobs that got every pod placed; jobs still pending are co
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,6 +15,25 @@ from numpy.typing import NDArray
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.sim.result import SimulationResult, Timeline
+
+
+def sharing_summary(result: SimulationResult) -> dict[str, Any]:
+    """OOM kills, failed jobs, time-slicing extra hours and time-weighted fragmentation (rate, amount)."""
+    sharing = result.sharing
+    if sharing is None:
+        return {}
+    frag = sharing.fragmentation
+    idle = frag[:, 1].astype(np.float64)
+    amount = frag[:, 4].astype(np.float64)
+    rate = np.where(idle > 0, amount / np.where(idle > 0, idle, 1.0), 0.0)
+    return {
+        "oom_kills": int(sharing.job_oom_kills.sum()),
+        "jobs_failed": int(np.count_nonzero(sharing.job_failed & ~result.jobs.completed)),
+        "time_slicing_extra_hours": float(sharing.job_extra_ms.sum()) / MS_PER_HOUR,
+        "frag_rate_mean": time_weighted_mean(frag[:, 0], rate, result.end_ms) if len(frag) else 0.0,
+        "frag_gpu_milli_mean": time_weighted_mean(frag[:, 0], amount, result.end_ms) if len(frag) else 0.0,
+        "consolidation_evictions": sharing.consolidation_evictions,
+    }
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,14 @@ class Summary:
     node_failures: int = 0
     pods_evicted_per_failure: float = 0.0
     gpu_hours_lost_per_failure: float = 0.0
+    #: GPU sharing (fleetlab.sim.gpu_tenancy / gpu_fragments): time-sliced OOM kills, jobs they failed,
+    #: extra wall time from time-slicing interference, time-weighted mean fragmentation rate (FGD).
+    oom_kills: int = 0
+    jobs_failed: int = 0
+    time_slicing_extra_hours: float = 0.0
+    frag_rate_mean: float = 0.0
+    frag_gpu_milli_mean: float = 0.0
+    consolidation_evictions: int = 0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -178,4 +206,5 @@ def summarize(result: SimulationResult) -> Summary:
         node_failures=life.failures,
         pods_evicted_per_failure=life.pods_evicted_per_failure,
         gpu_hours_lost_per_failure=life.gpu_hours_lost_per_failure,
+        **sharing_summary(result),
     )

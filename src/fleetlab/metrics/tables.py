@@ -14,6 +14,12 @@ from fleetlab.cost.billing import (
     lost_unit_ms_per_job,
     node_costs,
 )
+from fleetlab.metrics.sharing_columns import (
+    job_sharing_columns,
+    job_states,
+    merged_timeline,
+    pod_gpu_column,
+)
 from fleetlab.sim.result import SimulationResult
 
 Columns = dict[str, Any]
@@ -46,7 +52,7 @@ def job_columns(result: SimulationResult) -> Columns:
         "prep_s": _seconds(jobs.running_ms - jobs.last_bound_ms, running & bound),
         "compute_s": _seconds(jobs.end_ms - jobs.running_ms, done),
         "completion_s": _seconds(jobs.end_ms - jobs.submit_ms, done),
-        "state": [str(s) for s in state],
+        "state": job_states(result, state),
         "cost_usd": job_costs(result),
         "evictions": jobs.evictions,
         "eviction_delay_s": eviction_delay_ms(result) / 1000.0,
@@ -54,6 +60,7 @@ def job_columns(result: SimulationResult) -> Columns:
         * np.where(jobs.gpus_per_pod > 0, 1.0, 0.0)
         / MS_PER_HOUR,
         "pending_reason": [pending_by_id[i].message if i in pending_by_id else "" for i in jobs.ids],
+        **job_sharing_columns(result),
     }
 
 
@@ -95,16 +102,18 @@ def pod_columns(result: SimulationResult) -> Columns:
         "image_pull_wait_s": _seconds(pods.image_wait_ms, placed),
         "data_download_s": _seconds(pods.data_ms, placed),
         "evictions": pods.evictions,
+        **pod_gpu_column(result),
     }
 
 
 def timeline_columns(result: SimulationResult) -> Columns:
     """The cluster's GPU allocation step function."""
     tl = result.timeline
-    return {
+    columns = {
         "t_s": tl.t_ms / 1000.0,
         "allocated_gpus": tl.allocated_gpus,
         "total_gpus": tl.total_gpus,
         "whole_free_gpu_nodes": tl.whole_free_gpu_nodes,
         "gpu_nodes": tl.gpu_nodes,
     }
+    return merged_timeline(result, columns)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fleetlab.model.billing_rules import PoolBilling
+from fleetlab.model.gpu_share import TimeSlicing
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
@@ -74,6 +75,7 @@ class NodePool(SpecModel):
     billing: PoolBilling | None = None
     autoscaling: PoolAutoscaling | None = None
     failures: NodeFailures | None = None
+    time_slicing: TimeSlicing | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -121,6 +123,8 @@ class NodePool(SpecModel):
                         f"failures.trace names node {event.node!r}, which is not in this pool "
                         f"(nodes are {self.name}-0 .. {self.name}-{self.node_slots - 1})"
                     )
+        if self.time_slicing is not None and (self.gpu_model is None or self.mig is not None):
+            raise ValueError("time_slicing needs gpu_model and gpus_per_node, and is not modelled with mig")
         if self.mig is not None:
             if self.gpu_model is None:
                 raise ValueError("mig needs gpu_model and gpus_per_node")
@@ -137,6 +141,9 @@ class NodePool(SpecModel):
 
     def device_resources(self) -> dict[str, int]:
         """GPU resources a node advertises: whole GPUs, or MIG instances as the device plugin names them."""
+        if self.time_slicing is not None:  # each GPU advertised as `replicas` devices
+            shared = {self.time_slicing.resource: self.gpus_per_node * self.time_slicing.replicas}
+            return {"nvidia.com/gpu": 0, **shared}
         if self.mig is None or self.gpu_model is None:
             return {"nvidia.com/gpu": self.gpus_per_node}
         return self.mig.advertised(self.gpu_model, self.gpus_per_node)
@@ -179,6 +186,11 @@ class NodePool(SpecModel):
             labels[GPU_PRESENT_LABEL] = "true"
             labels[GPU_PRODUCT_LABEL] = GPU_MODELS[self.gpu_model].product
             labels[GPU_COUNT_LABEL] = str(self.gpus_per_node)
+            if self.time_slicing is not None:  # GFD with a sharing strategy
+                labels["nvidia.com/gpu.replicas"] = str(self.time_slicing.replicas)
+                labels["nvidia.com/gpu.sharing-strategy"] = "time-slicing"
+                if not self.time_slicing.rename_by_default:
+                    labels[GPU_PRODUCT_LABEL] += "-SHARED"
             mem = self.gpu_memory_bytes
             if mem is not None:
                 labels[GPU_MEMORY_LABEL] = str(mem // 1024**2)

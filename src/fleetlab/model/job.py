@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
+from fleetlab.model.gpu_share import normalize_share
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
@@ -101,6 +102,15 @@ class Job(SpecModel):
     #: Already running on this node when the run starts (a cluster snapshot's running pod): its pods are
     #: bound there at submit time without a scheduling cycle.
     bound_node: str | None = None
+    #: A share of one GPU (see fleetlab.model.gpu_share): thousandths of it and/or bytes of its memory.
+    gpu_milli: int | None = None
+    gpu_memory: Bytes | None = None
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _share(cls, data: Any) -> Any:
+        return normalize_share(data)
 
     @field_validator("requests", mode="before")
     @classmethod
@@ -129,6 +139,11 @@ class Job(SpecModel):
         if self.checkpoint_interval_s is not None and self.checkpoint_interval_s <= 0:
             raise ValueError("checkpoint_interval_s must be > 0 (omit it for no checkpoints)")
         return self
+
+    @property
+    def shares_gpu(self) -> bool:
+        """Each pod takes part of one GPU (gpu_milli below 1000 or a gpu-memory share)."""
+        return self.gpu_milli is not None or (self.gpu_memory is not None and GPU not in self.requests)
 
     @property
     def gpus_per_pod(self) -> int:

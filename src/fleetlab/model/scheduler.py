@@ -112,6 +112,8 @@ class SchedulerConfig(SpecModel):
     gang_scheduling: bool = True
     #: kube-scheduler's DefaultPreemption PostFilter for pods that find no node.
     preemption: bool = True
+    #: KAI-style consolidation: move preemptible pods elsewhere to open room (fleetlab.sim.consolidation).
+    consolidation: bool = False
     #: A scheduling profile per job class (kube-scheduler profiles by schedulerName), e.g.
     #: ``{inference: least-allocated, batch: most-allocated}``; other classes use ``policy``.
     class_profiles: dict[Literal["training", "inference", "batch", "experiment"], str] = Field(

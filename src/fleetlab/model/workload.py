@@ -102,6 +102,8 @@ class TraceSource(SpecModel):
     format: Literal["native", "alibaba-openb"] = "native"
     limit: int | None = Field(default=None, ge=1)
     time_scale: float = Field(default=1.0, gt=0)
+    #: alibaba-openb: round GPU shares (gpu_milli below 1000) up to whole GPUs instead of sharing GPUs.
+    round_up_gpu_shares: bool = False
 
 
 class Workload(SpecModel):

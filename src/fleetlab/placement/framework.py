@@ -36,6 +36,8 @@ class PodSpec:
     containers: int = 1
     #: Requests with no cpu/memory key get the scorers' non-zero defaults only when the key is absent.
     explicit_keys: frozenset[str] = frozenset()
+    #: A share of one GPU: (thousandths, bytes of its memory); (0, 0) for pods without one.
+    gpu_share: tuple[int, int] = (0, 0)
     #: Pod labels and namespace; set only for pods with spread / anti-affinity (others share one spec).
     labels: tuple[tuple[str, str], ...] = ()
     namespace: str = "default"

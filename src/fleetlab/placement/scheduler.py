@@ -30,6 +30,7 @@ from fleetlab.placement.framework import (
     ScorePlugin,
 )
 from fleetlab.placement.plugins.balanced_allocation import BalancedAllocationScore
+from fleetlab.placement.plugins.gpu_share import GpuShareFilter, TimeSlicingRequestFilter
 from fleetlab.placement.plugins.image_locality import ImageLocalityScore
 from fleetlab.placement.plugins.inter_pod_affinity import InterPodAffinityFilter, InterPodAffinityScore
 from fleetlab.placement.plugins.node_affinity import NodeAffinityFilter, NodeAffinityScore
@@ -83,6 +84,8 @@ class Scheduler:
             TaintTolerationFilter(version),
             NodeAffinityFilter(),
             NodeResourcesFitFilter(),
+            TimeSlicingRequestFilter(),
+            GpuShareFilter(),
             PodTopologySpreadFilter(profile.spread_defaults),
             InterPodAffinityFilter(),
         ]
@@ -193,6 +196,8 @@ class Scheduler:
         local = np.zeros(state.n, dtype=np.int64)
         if len(nodes):
             fits[nodes] = self._fits(pod, nodes)
+            if any(pod.spec.gpu_share) and state.devices is not None:
+                fits[nodes] &= state.devices.share_fits(nodes, *pod.spec.gpu_share)
             for plugin, weight in self.local_scorers:
                 scores = plugin.score(state, pod, nodes)
                 if scores is not None:
@@ -229,6 +234,7 @@ class Scheduler:
                     pod.cache.setdefault("memo", {})
                 )
                 alloc_class = state.alloc_class
+                share = pod.spec.gpu_share if any(pod.spec.gpu_share) else None
                 for node in changed:
                     if not static[node]:
                         continue
@@ -249,6 +255,8 @@ class Scheduler:
                             memo.clear()
                         hit = memo[memo_key] = (ok, total)
                     fits[node], local[node] = hit
+                    if share is not None and hit[0] and state.devices is not None:
+                        fits[node] = state.devices.share_fits_one(node, *share)
                 inc.log_pos = len(log)
         pod.cache["incremental"] = inc
         key = id(pod)

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from fleetlab.model.kube import Taint
 from fleetlab.model.resources import BASE_RESOURCES, CPU, GPU, MEMORY, PODS
+from fleetlab.placement.devices import GpuDevices
 from fleetlab.placement.pod_labels import PodLabelCounts
 
 IntArray = NDArray[np.int64]
@@ -150,6 +151,8 @@ class ClusterState:
         self.cpu_col = self.column[CPU]
         self.mem_col = self.column[MEMORY]
         self.pods_col = self.column[PODS]
+        #: Per-GPU usage (fleetlab.placement.devices.GpuDevices) when the simulator tracks it.
+        self.devices: GpuDevices | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def set_ready(self, node: int, ready: bool = True) -> None:

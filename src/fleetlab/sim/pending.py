@@ -16,6 +16,7 @@ from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray
 from fleetlab.sim.result import PendingJob
+from fleetlab.sim.share_pending import classify_share, stranded_note
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
@@ -29,6 +30,9 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
     nodes = np.flatnonzero(static)
     if len(nodes) == 0:
         return "constraints", "no ready node passes the taint, selector, affinity and cordon filters"
+    share = classify_share(state, pod, nodes)
+    if share is not None:
+        return share
     for col in pod.request_cols:
         want = int(pod.request[col])
         free = state.free[nodes, col]
@@ -48,14 +52,15 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
                 f"the pod needs {format_amount(name, want)} {what} but the largest eligible node has "
                 f"{format_amount(name, largest)}"
             )
+        note = stranded_note(state, nodes) if col == state.gpu_col else ""
         if total < want:
             return "shortage", (
-                f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s); "
-                f"the pod needs {format_amount(name, want)}"
+                f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s)"
+                f"{note}; the pod needs {format_amount(name, want)}"
             )
         return "fragmentation", (
             f"{format_amount(name, total)} {what} free across {holding} node(s), at most "
-            f"{format_amount(name, best)} on one node; the pod needs {format_amount(name, want)}"
+            f"{format_amount(name, best)} on one node{note}; the pod needs {format_amount(name, want)}"
         )
     if len(scheduler.feasible_nodes(pod)):
         return "none", "a node fits now; the pod would be placed at the next scheduling cycle"

@@ -135,6 +135,23 @@ class QueueSamples:
 
 
 @dataclass
+class SharingTable:
+    """What GPU sharing did: per job (scenario order) OOM kills, failure and time-slicing slowdown; per pod
+    (PodTable order) the GPU indices it last held (``"2-3"``); the fragmentation samples (gpu_fragments)."""
+
+    job_oom_kills: IntArray
+    job_failed: NDArray[np.bool_]
+    job_extra_ms: NDArray[np.float64]
+    job_sliced_ms: NDArray[np.float64]
+    job_gpu_milli: IntArray
+    pod_gpus: list[str]
+    #: Rows of (t_ms, idle, stranded, partial GPUs, frag, allocated), milli-GPU but the GPU count.
+    fragmentation: IntArray
+    #: Pods evicted by consolidation moves (also counted in the jobs' evictions).
+    consolidation_evictions: int = 0
+
+
+@dataclass
 class SimulationResult:
     """Everything one run produced; ``cost`` and ``metrics`` read it, never change it."""
 
@@ -160,3 +177,4 @@ class SimulationResult:
     billing: BillingInputs | None = None
     #: Autoscaler decisions, node windows and failures; None when every node is fixed.
     lifecycle: LifecycleRecord | None = None
+    sharing: SharingTable | None = None

@@ -24,6 +24,7 @@ from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, to_ms, transfer_ms
+from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.kueue_bridge import KueueBridge
@@ -130,6 +131,7 @@ class Simulator:
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
         self.lifecycle = lifecycle_for(self)
+        self.tenancy = GpuTenancy(self)
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -209,6 +211,7 @@ class Simulator:
         compiled = self.compiled[self.spec_of(job_index)]
         gpus_before = int(state.requested[node, state.gpu_col])
         state.bind(node, compiled.request, compiled.nonzero, int(self.label_sets[job_index]))
+        self.tenancy.bind(pod, node, compiled)
         self.placements += 1
         g = int(compiled.request[state.gpu_col])
         if g:
@@ -275,6 +278,7 @@ class Simulator:
         interval, write = self._checkpointing(int(book.job[pod]))
         wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
+        self.tenancy.started(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
@@ -283,6 +287,7 @@ class Simulator:
         job_index = int(book.job[pod])
         compiled = self.compiled[self.spec_of(job_index)]
         state.release(node, compiled.request, compiled.nonzero, int(self.label_sets[job_index]))
+        self.tenancy.release(pod, node)
         g = int(compiled.request[state.gpu_col])
         if g:
             c.allocated_gpus -= g
@@ -294,7 +299,8 @@ class Simulator:
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
             interval, write = self._checkpointing(job_index)
-            saved, lost = progress_at(self.now - int(book.start_ms[pod]), interval, write)
+            elapsed = self.tenancy.work_ms(pod, self.now - int(book.start_ms[pod]))
+            saved, lost = progress_at(elapsed, interval, write)
             total = int(book.run_total_ms[pod])
             if total > 0:
                 book.done_fraction[pod] = min(1.0, float(book.done_fraction[pod]) + saved / total)
@@ -408,8 +414,10 @@ class Simulator:
                 self.bind(member, node)
             return True
         node = scheduler.select(compiled)
-        if node < 0 and self.config.preemption:
+        if node < 0 and self.config.preemption and not any(compiled.spec.gpu_share):
             node = self._preempt_for(pod, compiled, scheduler)
+        if node < 0 and self.config.consolidation:
+            node = self.tenancy.consolidator.make_room(pod, compiled, scheduler)
         if node < 0:
             return False
         self.bind(pod, node)
@@ -541,6 +549,7 @@ class Simulator:
         return [first]
 
     def _record(self) -> None:
+        self.tenancy.step()
         c = self.counters
         row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes)
         tl = self.timeline

@@ -23,6 +23,7 @@ def pod_spec(job: Job, with_labels: bool = False) -> PodSpec:
         image=image.name if image else None,
         image_size=image.size if image else 0,
         explicit_keys=frozenset(job.requests),
+        gpu_share=(job.gpu_milli or 0, job.gpu_memory or 0) if job.shares_gpu else (0, 0),
         **spread,
     )
 

@@ -174,4 +174,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         interruptions=sim.spot.log(),
         billing=billing_inputs(sim, segments, end_ms),
         lifecycle=record,
+        sharing=sim.tenancy.table(),
     )

@@ -6,8 +6,9 @@ gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time``; each pod be
 * id = ``name``; submit time = ``creation_time``; runtime = ``deletion_time`` minus ``scheduled_time``
   (``creation_time`` where the pod was never scheduled), at least 1 s;
 * requests: ``cpu_milli`` milli-cores, ``memory_mib`` MiB, ``num_gpu`` whole ``nvidia.com/gpu``. A pod that
-  shares a GPU (``num_gpu`` 1 and ``gpu_milli`` below 1000) is rounded up to one whole GPU, with a warning:
-  fleetlab does not model GPU sharing yet;
+  shares a GPU (``num_gpu`` 1 and ``gpu_milli`` below 1000) becomes a GPU share ``gpu_milli`` of one GPU
+  (fleetlab.model.gpu_share), as the FGD simulator's ``alibabacloud.com/gpu-milli``; with ``round_up``
+  (trace option ``round_up_gpu_shares``) it is rounded up to one whole GPU instead, with a warning;
 * ``gpu_spec`` (``A|B``, empty = any model) becomes the required node affinity
   ``fleetlab.io/gpu-model In [A, B]``;
 * ``qos``: LS -> inference, BE -> batch, Burstable/Guaranteed -> experiment; the qos is also the team.
@@ -35,7 +36,7 @@ from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.model.workload import TraceSource, Workload
 from fleetlab.spec.errors import SpecError, problems_from_validation
-from fleetlab.spec.native_trace import CellProblems, parse_cells, parse_int, read_string_columns
+from fleetlab.spec.table_cells import CellProblems, parse_cells, parse_int, read_string_columns
 
 __all__ = ["GPU_MODEL_LABEL", "load_openb_nodes", "load_openb_pods", "openb_scenario"]
 
@@ -144,7 +145,7 @@ def _no_times_error(source: str, names: list[str]) -> SpecError:
 
 
 def load_openb_pods(
-    path: Path, limit: int | None = None, time_scale: float = 1.0
+    path: Path, limit: int | None = None, time_scale: float = 1.0, round_up: bool = False
 ) -> tuple[list[Job], list[str]]:
     """One job per openb pod (first ``limit`` rows, times multiplied by ``time_scale``), plus warnings.
 
@@ -213,6 +214,7 @@ def load_openb_pods(
 
     rounded = 0
     rounded_gpus = 0.0
+    shared = 0
     short = 0
     never_started = 0
     scale = float(time_scale)
@@ -246,7 +248,9 @@ def load_openb_pods(
                 f"a GPU share below 1000 is only defined for num_gpu 1 (this pod has num_gpu {gpus})",
             )
             continue
-        if gpus == 1 and milli < _MAX_GPU_MILLI:
+        share = gpus == 1 and milli < _MAX_GPU_MILLI
+        shared += share
+        if share and round_up:
             rounded += 1
             rounded_gpus += 1 - milli / _MAX_GPU_MILLI
         start = scheduled[row]
@@ -272,7 +276,7 @@ def load_openb_pods(
             CPU: milli_cpu // 1000 if milli_cpu % 1000 == 0 else f"{milli_cpu}m",
             MEMORY: memory[row] * _MIB,
         }
-        if gpus:
+        if gpus and not (share and not round_up):
             requests[GPU] = gpus
         data: dict[str, Any] = {
             "id": ids[row],
@@ -281,6 +285,8 @@ def load_openb_pods(
             "requests": requests,
             "runtime": lifetime * scale,
         }
+        if share and not round_up:
+            data["gpu_milli"] = milli
         if qos[row] is not None:
             data["class"] = QOS_CLASS[qos[row]]
         if spec[row] is not None:
@@ -297,8 +303,13 @@ def load_openb_pods(
     if rounded:
         warnings.append(
             f"{source}: {rounded} of {len(jobs)} pods share a GPU (num_gpu 1 with gpu_milli below 1000); "
-            f"fleetlab does not model GPU sharing yet, so each was rounded up to 1 whole GPU "
+            f"round_up_gpu_shares is set, so each was rounded up to 1 whole GPU "
             f"({rounded_gpus:.1f} GPUs more than the trace requests)"
+        )
+    if shared and not round_up:
+        warnings.append(
+            f"{source}: {shared} of {len(jobs)} pods share a GPU (num_gpu 1 with gpu_milli below 1000); "
+            "each takes its gpu_milli of one GPU (trace option round_up_gpu_shares: true rounds them up)"
         )
     if short:
         warnings.append(

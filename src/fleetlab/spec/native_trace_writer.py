@@ -20,12 +20,8 @@ import pyarrow.parquet as pq
 from fleetlab.model.job import Job
 from fleetlab.model.quantity import format_quantity
 from fleetlab.model.resources import CPU, GPU, MEMORY, format_amount
-from fleetlab.spec.native_trace import (
-    COLUMNS,
-    CSV_SUFFIXES,
-    PARQUET_SUFFIXES,
-    RUNTIME_PREFIX,
-)
+from fleetlab.spec.native_trace import COLUMNS, RUNTIME_PREFIX
+from fleetlab.spec.table_cells import CSV_SUFFIXES, PARQUET_SUFFIXES
 
 
 def _format_seconds(value: float) -> str:
@@ -69,6 +65,11 @@ def _format_selector(job: Job) -> str:
 
 
 def _row(job: Job, models: Sequence[str]) -> dict[str, Any]:
+    if job.shares_gpu or job.gpu_memory is not None:
+        raise ValueError(
+            f"job {job.id!r}: a GPU share (gpu_milli / gpu_memory) cannot be written to a native trace "
+            "(it has no such column); read the Alibaba trace with round_up_gpu_shares: true to convert it"
+        )
     extra = sorted(set(job.requests) - {CPU, MEMORY, GPU})
     if extra:
         raise ValueError(

@@ -26,7 +26,9 @@ def load_trace(path: Path, source: TraceSource) -> tuple[list[Job], list[str]]:
     if source.format == "native":
         jobs, warnings = load_native_trace(path, limit=source.limit, time_scale=source.time_scale)
     elif source.format == "alibaba-openb":
-        jobs, warnings = load_openb_pods(path, limit=source.limit, time_scale=source.time_scale)
+        jobs, warnings = load_openb_pods(
+            path, limit=source.limit, time_scale=source.time_scale, round_up=source.round_up_gpu_shares
+        )
     else:  # pragma: no cover - TraceSource.format is a Literal, so pydantic refuses anything else
         raise SpecError(str(path), [f"unknown trace format {source.format!r}: use native or alibaba-openb"])
     if any(a.submit_s > b.submit_s for a, b in pairwise(jobs)):

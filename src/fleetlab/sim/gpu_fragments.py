@@ -1,0 +1,162 @@
+"""GPU fragmentation over time in the FGD paper's terms (Weng et al., USENIX ATC 2023; reference fgd.md §3.3).
+
+Over the plain GPUs of ready nodes (time-sliced and MIG GPUs are left out), with R_{n,g} the unallocated
+milli-GPU of GPU g on node n:
+
+* ``idle_gpu_milli`` = Σ R: unallocated GPU capacity;
+* ``partial_gpus`` / ``stranded_gpu_milli``: GPUs partly in use, and the free milli on them;
+* ``frag_gpu_milli`` = F_N(M) = Σ_n Σ_m p_m · F_n(m) for the *typical pods* M of the workload: the most
+  common pod shapes (cpu, whole GPUs, GPU share) covering 95 % of pods, weighted by pod count. F_n(m) is
+  all of the node's idle GPU when m cannot run there (its static filters, cpu or not enough GPUs with
+  share u_m free — u_m = 1000 for whole-GPU pods) or m uses no plain GPU (CPU-only, MIG, time-sliced
+  requests); otherwise it is the idle GPU on GPUs with less than u_m free. Memory is ignored, as in FGD;
+  memory-only shares (``gpu-memory``) are not part of M;
+* ``frag_rate`` = frag / idle (the paper's "Frag Rate").
+
+Node terms are recomputed only for nodes that a bind or release touched (all nodes when readiness or
+cordons change), as one array expression over those nodes × M × GPUs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fleetlab.model.gpu_share import MILLI_PER_GPU
+from fleetlab.sim.specs import pod_spec
+
+if TYPE_CHECKING:
+    from fleetlab.placement.framework import PodSpec
+    from fleetlab.sim.simulator import Simulator
+
+#: Share of pods the typical pod shapes must cover (the FGD experiments' podPopularityThreshold).
+POPULARITY = 0.95
+
+#: One timeline sample: t_ms, idle, stranded, partial GPUs, frag (all milli-GPU but the count), allocated.
+Sample = tuple[int, int, int, int, int, int]
+
+
+class FragmentationMeter:
+    """Keeps per-node F_n(M) current and appends a sample whenever the totals change."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        counts: dict[PodSpec, int] = {}
+        for job in sim.jobs:
+            if job.gpu_memory is not None and job.gpu_milli is None and job.shares_gpu:
+                continue
+            spec = pod_spec(job)
+            counts[spec] = counts.get(spec, 0) + job.pods
+        total = sum(counts.values())
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])  # stable: first appearance breaks ties
+        chosen: list[tuple[PodSpec, int]] = []
+        covered = 0
+        for spec, count in ranked:
+            if total and covered >= POPULARITY * total:
+                break
+            chosen.append((spec, count))
+            covered += count
+        self.specs = [spec for spec, _ in chosen]
+        weight = np.asarray([c for _, c in chosen], dtype=np.float64)
+        self.p = weight / weight.sum() if len(weight) else weight
+        state = sim.state
+        self.cpu = np.asarray([dict(s.requests).get("cpu", 0) for s in self.specs], dtype=np.int64)
+        gpu = state.gpu_col
+        whole = np.asarray([dict(s.requests).get(state.resource_names[gpu], 0) for s in self.specs])
+        share = np.asarray([s.gpu_share[0] for s in self.specs], dtype=np.int64)
+        #: Per spec: GPUs needed and the per-GPU share (0 = uses no plain GPU).
+        self.count = np.where(share > 0, 1, whole).astype(np.int64)
+        self.unit = np.where(share > 0, share, np.where(whole > 0, MILLI_PER_GPU, 0)).astype(np.int64)
+        #: Per node the five sample terms (see _node_totals) and their sums over ready nodes.
+        self.terms = np.zeros((state.n, 5), dtype=np.float64)
+        self.totals = np.zeros(5, dtype=np.float64)
+        self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
+        self.dirty: set[int] = set()
+        self.generation = -1
+        self.rows: list[Sample] = []
+
+    def touch(self, node: int) -> None:
+        """The node's GPU usage changed."""
+        self.dirty.add(node)
+
+    def _refresh_eligibility(self) -> None:
+        scheduler = self.sim.scheduler
+        for j, spec in enumerate(self.specs):
+            self.eligible[:, j] = scheduler.static_mask(scheduler.compile(spec))
+        uses_devices = np.asarray(
+            [
+                any(k.startswith("nvidia.com/") and k != "nvidia.com/gpu" for k, _ in s.requests)
+                for s in self.specs
+            ],
+            dtype=bool,
+        )
+        self.unit = np.where(uses_devices, 0, self.unit)
+
+    def node_frag(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """F_n(M) of the given nodes, in milli-GPU."""
+        devices = self.sim.state.devices
+        assert devices is not None
+        free = devices.free_milli()[rows]  # (k, G)
+        idle = free.sum(axis=1).astype(np.float64)
+        if not len(self.specs):
+            return np.zeros(len(rows), dtype=np.float64)
+        unit = self.unit[None, :, None]
+        need = np.where(unit > 0, unit, MILLI_PER_GPU)
+        enough = free[:, None, :] >= need  # (k, M, G)
+        cpu_free = self.sim.state.free[rows, self.sim.state.cpu_col]
+        can = (
+            self.eligible[rows]
+            & (cpu_free[:, None] >= self.cpu[None, :])
+            & (enough.sum(axis=2) >= np.maximum(self.count, 1)[None, :])
+            & (self.unit[None, :] > 0)
+        )
+        small = np.where(enough, 0, free[:, None, :]).sum(axis=2).astype(np.float64)
+        per_spec = np.where(can, small, idle[:, None])
+        return np.asarray(per_spec @ self.p, dtype=np.float64)
+
+    def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Per node: idle, stranded, partial GPUs, F_n(M), allocated — the sample's terms before summing."""
+        devices = self.sim.state.devices
+        assert devices is not None
+        cap = devices.milli_cap[rows]
+        used = devices.milli_used[rows]
+        free = cap - used
+        partial = (used > 0) & (used < cap)
+        out = np.empty((len(rows), 5), dtype=np.float64)
+        out[:, 0] = free.sum(axis=1)
+        out[:, 1] = np.where(partial, free, 0).sum(axis=1)
+        out[:, 2] = partial.sum(axis=1)
+        out[:, 3] = self.node_frag(rows)
+        out[:, 4] = used.sum(axis=1)
+        return out
+
+    def sample(self, now: int) -> None:
+        """Bring the changed nodes' terms up to date and record the totals if they changed."""
+        state = self.sim.state
+        if state.topology_generation != self.generation:
+            self.generation = state.topology_generation
+            self._refresh_eligibility()
+            every = np.arange(state.n, dtype=np.int64)
+            self.terms = self._node_totals(every)
+            self.totals = self.terms[state.ready].sum(axis=0)
+            self.dirty.clear()
+        elif self.dirty:
+            rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
+            self.dirty.clear()
+            new = self._node_totals(rows)
+            ready = state.ready[rows]
+            self.totals = self.totals + (new[ready] - self.terms[rows][ready]).sum(axis=0)
+            self.terms[rows] = new
+        elif self.rows:
+            return
+        idle, stranded, partial, frag, used = self.totals.tolist()
+        row = (now, round(idle), round(stranded), round(partial), round(frag), round(used))
+        rows_ = self.rows
+        if rows_ and rows_[-1][1:] == row[1:]:
+            return
+        if rows_ and rows_[-1][0] == now:
+            rows_[-1] = row
+        else:
+            rows_.append(row)

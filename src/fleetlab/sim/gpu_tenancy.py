@@ -1,0 +1,238 @@
+"""Which GPUs each bound pod holds, and what sharing them does: the simulator's side of GPU sharing.
+
+On bind a pod gets GPU indices (fleetlab.placement.devices); on release it gives them back. On
+time-sliced nodes two more things happen, because the device plugin isolates nothing:
+
+* **OOM.** Every pod declares the GPU memory it uses (``gpu_memory``; none declared = 0). When a pod starts
+  computing and the declared memory of the running pods on one of its GPUs exceeds that GPU's memory, the
+  pod that just started — the newest, whose allocation fails — is OOM-killed. Its pod fails and is not
+  retried (a Job with ``backoffLimit: 0``); a gang job fails with it. Kills are counted per job.
+* **Interference.** With k running pods on a GPU each computes at 1 / (1 + α·(k−1)) of its full speed
+  (α = ``time_slicing.slowdown_per_extra_pod``; α = 1 is a fair time-slice of compute-bound work). A pod on
+  several GPUs runs at its slowest GPU's speed. Whenever k changes the affected pods' work done so far is
+  settled at the old speed and their finish events are rescheduled at the new one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fleetlab.model.resources import GPU
+from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
+from fleetlab.sim.consolidation import Consolidator
+from fleetlab.sim.events import EventKind
+from fleetlab.sim.gpu_fragments import FragmentationMeter
+from fleetlab.sim.result import SharingTable
+
+if TYPE_CHECKING:
+    from fleetlab.placement.framework import CompiledPod
+    from fleetlab.sim.simulator import Simulator
+
+
+@dataclass
+class _Run:
+    """A computing pod on time-sliced GPUs: work left at full speed and the speed it runs at now."""
+
+    node: int
+    gpus: tuple[int, ...]
+    memory: int
+    nominal_wall_ms: float
+    left_ms: float
+    last_ms: int
+    finish_ms: int
+    factor: float = 1.0
+
+
+class GpuTenancy:
+    """Per-pod GPU holdings, time-slicing OOM kills and slowdown, and the fragmentation timeline."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        state = sim.state
+        self.devices = build_devices(sim.pools, state.pool)
+        state.devices = self.devices
+        self.alpha = [p.time_slicing.slowdown_per_extra_pod if p.time_slicing else 0.0 for p in sim.pools]
+        n_pods = sim.book.n_pods
+        self.holdings: dict[int, list[Holding]] = {}
+        self.gpu_index = [""] * n_pods
+        self.oom_kills = np.zeros(n_pods, dtype=np.int64)
+        self.extra_ms = np.zeros(n_pods, dtype=np.float64)
+        self.sliced_ms = np.zeros(n_pods, dtype=np.float64)
+        self.failed = np.zeros(n_pods, dtype=bool)
+        self.runs: dict[int, _Run] = {}
+        self.on_gpu: dict[tuple[int, int], set[int]] = {}
+        self.work_done: dict[int, int] = {}
+        self.to_kill: list[int] = []
+        self.meter = FragmentationMeter(sim)
+        self.consolidator = Consolidator(sim)
+
+    # -- bind / release ------------------------------------------------------------------------------
+    def bind(self, pod: int, node: int, compiled: CompiledPod) -> None:
+        """Take GPUs for a pod the simulator just bound to ``node``."""
+        devices, state = self.devices, self.sim.state
+        holdings: list[Holding] = []
+        milli, memory = compiled.spec.gpu_share
+        request = compiled.request
+        if milli or memory:
+            holding, was_idle = devices.take_share(node, milli, memory)
+            holdings.append(holding)
+            if was_idle:  # the GPU is no longer an idle nvidia.com/gpu
+                col = state.gpu_col
+                state.requested[node, col] += 1
+                state.free[node, col] -= 1
+                if state.requested[node, col] == 1:
+                    self.sim.counters.whole_free -= 1
+        elif devices.kind[node] == TIME_SLICED:
+            sliced = state.column.get(devices.sliced_resource[node])
+            if sliced is not None and request[sliced] > 0:
+                holdings.append(devices.take_replicas(node, int(request[sliced])))
+        else:
+            whole = int(request[state.gpu_col])
+            if whole and devices.single_mig[node]:
+                holdings.append(devices.take_mig(node, GPU, whole))
+            elif whole:
+                holdings.append(devices.take_whole(node, whole))
+        if devices.kind[node] == MIG:
+            for resource in devices.mig_slots:
+                mig_col = state.column.get(resource)
+                if resource != GPU and mig_col is not None and request[mig_col] > 0:
+                    holdings.append(devices.take_mig(node, resource, int(request[mig_col])))
+        if holdings:
+            self.holdings[pod] = holdings
+            self.gpu_index[pod] = "-".join(str(g) for h in holdings for g in h.gpus)
+        self.meter.touch(node)
+
+    def release(self, pod: int, node: int) -> None:
+        """Give the pod's GPUs back (it finished, was evicted or OOM-killed)."""
+        self.meter.touch(node)
+        self._stop_run(pod)
+        state = self.sim.state
+        for holding in self.holdings.pop(pod, []):
+            if self.devices.release(node, holding):
+                col = state.gpu_col
+                state.requested[node, col] -= 1
+                state.free[node, col] += 1
+                if state.requested[node, col] == 0:
+                    self.sim.counters.whole_free += 1
+
+    def work_ms(self, pod: int, wall_ms: int) -> int:
+        """Work done in the current run at full speed (its wall time unless time-slicing slowed it)."""
+        return self.work_done.pop(pod, wall_ms)
+
+    # -- time-slicing --------------------------------------------------------------------------------
+    def started(self, pod: int, wall_ms: int) -> None:
+        """The pod began computing with ``wall_ms`` of wall time to go at full speed."""
+        holdings = self.holdings.get(pod)
+        if not holdings or holdings[0].kind != TIME_SLICED:
+            return
+        sim = self.sim
+        node, gpus = int(sim.book.node[pod]), tuple(sorted(set(holdings[0].gpus)))
+        memory = sim.jobs[int(sim.book.job[pod])].gpu_memory or 0
+        for gpu in gpus:
+            used = sum(self.runs[p].memory for p in self.on_gpu.get((node, gpu), ()))
+            if used + memory > int(self.devices.mem_cap[node, gpu]) > 0:
+                self.oom_kills[pod] += 1
+                self.to_kill.append(pod)
+                return
+        self.runs[pod] = _Run(node, gpus, memory, float(wall_ms), float(wall_ms), sim.now, sim.now + wall_ms)
+        for gpu in gpus:
+            self.on_gpu.setdefault((node, gpu), set()).add(pod)
+        self._retime(node, gpus)
+
+    def _stop_run(self, pod: int) -> None:
+        run = self.runs.pop(pod, None)
+        if run is None:
+            return
+        self._settle(pod, run)
+        self.work_done[pod] = round(run.nominal_wall_ms - run.left_ms)
+        for gpu in run.gpus:
+            self.on_gpu[(run.node, gpu)].discard(pod)
+        self._retime(run.node, run.gpus)
+
+    def _settle(self, pod: int, run: _Run) -> None:
+        now = self.sim.now
+        spent = now - run.last_ms
+        if spent > 0:
+            done = spent / run.factor
+            run.left_ms = max(0.0, run.left_ms - done)
+            self.extra_ms[pod] += spent - done
+            self.sliced_ms[pod] += spent
+        run.last_ms = now
+
+    def _retime(self, node: int, gpus: tuple[int, ...]) -> None:
+        """New speeds for the pods on ``gpus`` of ``node``; reschedule the finish of those that changed."""
+        sim = self.sim
+        alpha = self.alpha[int(sim.state.pool[node])]
+        affected = sorted({p for gpu in gpus for p in self.on_gpu.get((node, gpu), ())})
+        for pod in affected:
+            run = self.runs[pod]
+            k = max(len(self.on_gpu[(node, gpu)]) for gpu in run.gpus)
+            factor = 1.0 + alpha * (k - 1)
+            if factor == run.factor:
+                continue
+            self._settle(pod, run)
+            run.factor = factor
+            finish = sim.now + max(0, math.ceil(run.left_ms * factor - 1e-6))
+            if finish == run.finish_ms:
+                continue  # (its work is done: the finish event at this very time stands)
+            run.finish_ms = finish
+            sim.book.attempt[pod] += 1  # drops the finish event scheduled at the old speed
+            sim.events.push(finish, EventKind.POD_FINISH, pod, int(sim.book.attempt[pod]))
+
+    # -- per step ------------------------------------------------------------------------------------
+    def step(self) -> None:
+        """After each simulator step: carry out this step's OOM kills, then sample fragmentation."""
+        if self.to_kill:
+            kills, self.to_kill = self.to_kill, []
+            for pod in kills:
+                self._fail(pod)
+        self.meter.sample(self.sim.now)
+
+    def _fail(self, pod: int) -> None:
+        """The OOM-killed pod fails (no retry), with every pod of a gang; Kueue sees the job finish."""
+        sim = self.sim
+        book = sim.book
+        job_index = int(book.job[pod])
+        job = sim.jobs[job_index]
+        members = list(book.pods_of(job_index)) if job.gang and job.pods > 1 else [pod]
+        for p in members:
+            if book.end_ms[p] >= 0 or self.failed[p]:
+                continue
+            if book.node[p] >= 0:
+                sim.release(p, evicted=True)
+                book.node[p] = -1
+                book.attempt[p] += 1
+            self.failed[p] = True
+        if sim.kueue is not None and job.queue is not None:
+            sim.kueue.finished(job, sim.now)
+
+    def table(self) -> SharingTable:
+        """Per job (scenario order) and per pod what sharing did, plus the fragmentation samples."""
+        sim = self.sim
+        book = sim.book
+        n = len(sim.jobs)
+        starts = book.first_pod[:-1]
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+
+        def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
+            return reduce.reduceat(values, starts)[inverse] if n else values[:0]
+
+        milli = np.asarray(
+            [job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod for job in sim.jobs],
+            dtype=np.int64,
+        )
+        return SharingTable(
+            job_oom_kills=per_job(self.oom_kills, np.add).astype(np.int64),
+            job_failed=per_job(self.failed, np.logical_or).astype(bool),
+            job_extra_ms=per_job(self.extra_ms, np.add).astype(np.float64),
+            job_sliced_ms=per_job(self.sliced_ms, np.add).astype(np.float64),
+            job_gpu_milli=milli[inverse] if n else milli,
+            pod_gpus=list(self.gpu_index),
+            fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),
+            consolidation_evictions=self.consolidator.evictions,
+        )
