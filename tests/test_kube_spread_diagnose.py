@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from fleetlab.experiment.run import run_one
 from fleetlab.kube.cluster import build_live_cluster
 from fleetlab.kube.diagnose import diagnose
+from fleetlab.kube.to_scenario import snapshot_pools, snapshot_scenario
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.kube_snapshot import load_snapshot
 from kube_builders import container, node, pod, write_list
@@ -70,3 +72,29 @@ def test_bad_spread_constraint_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_snapshot([path])
     assert "topologySpreadConstraints[0]" in str(info.value) and "maxSkew" in str(info.value)
+
+
+def test_snapshot_scenario_keeps_anti_affinity_and_labels(tmp_path: Path) -> None:
+    """kube to scenario: the running replica and the pending one keep their labels and required
+    anti-affinity, so the simulated pending replica avoids the node holding the running one."""
+    term = {"labelSelector": SELECTOR, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    items = [
+        zoned("a1", "a"),
+        zoned("a2", "a"),
+        web("w1", "a1", affinity=anti),
+        web("w2", None, affinity=anti),
+    ]
+    snap = load_snapshot([write_list(tmp_path / "snap.json", items)])
+    resolved = snapshot_scenario(snap, remaining_s=3600, runtime_s=600)
+    jobs = {j.id: j for j in resolved.jobs}
+    assert jobs["default/w2"].labels == {"app": "web"}
+    assert jobs["default/w2"].anti_affinity[0].topology_key == "kubernetes.io/hostname"
+    result = run_one(resolved, "most-allocated").result
+    node_names = result.nodes.names
+    placed = {
+        result.jobs.ids[int(j)]: node_names[int(result.pods.node[p])] for p, j in enumerate(result.pods.job)
+    }
+    built = snapshot_pools(snap)
+    assert placed["default/w1"] == built.node_of["a1"]
+    assert placed["default/w2"] != placed["default/w1"]
