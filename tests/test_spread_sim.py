@@ -164,3 +164,13 @@ def test_example_every_chat_bind_respected_zone_skew_and_one_replica_per_node() 
         per_node[node] += 1
         checked += 1
     assert checked >= 20
+
+
+def test_gang_members_keep_anti_affinity_between_themselves() -> None:
+    """A gang with required hostname anti-affinity: placed one member per node when there are enough nodes
+    (trial binds count for the next member), and held back as a whole when there are not."""
+    gang = job("g", gpus=1, runtime=100, pods=3, gang=True, anti_affinity=[{"topology_key": HOST}])
+    enough = run_one(scenario([pool(count=3)], [gang]), "most-allocated").result
+    assert sorted(nodes_of(enough, "g")) == [0, 1, 2]
+    short = run_one(scenario([pool(count=2)], [gang], horizon_s=50), "most-allocated").result
+    assert nodes_of(short, "g") == [-1, -1, -1]
