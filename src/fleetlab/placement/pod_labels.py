@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from fleetlab.placement.state import LabelIndex
 
 IntArray = NDArray[np.int64]
+#: Per-domain arrays are kept (and bumped on every bind) only for keys with at most this many values, such
+#: as zones; hostname-like keys are summed from the sparse per-node counts on demand, so memory does not
+#: grow with selectors x nodes.
+MAX_KEPT_DOMAINS = 1024
 
 
 def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
@@ -210,6 +214,9 @@ class PodLabelCounts:
             counts.nodes[node] = now
         else:
             counts.nodes.pop(node, None)
+            if not counts.nodes:  # no matching pod left (a finished job): free its per-domain arrays
+                counts.domains.clear()
+                return
         for key, per_domain in counts.domains.items():
             code = int(self._labels.codes(key)[node])
             if code >= 0:
@@ -227,24 +234,25 @@ class PodLabelCounts:
     def _domains(self, counts: _Counts, key: str) -> IntArray:
         per_domain = counts.domains.get(key)
         if per_domain is None:
-            codes = self._labels.codes(key)
-            per_domain = np.zeros(int(codes.max(initial=-1)) + 1, dtype=np.int64)
-            for node, pods in counts.nodes.items():
-                if codes[node] >= 0:
-                    per_domain[codes[node]] += pods
-            counts.domains[key] = per_domain
+            per_domain = self._sum_by_domain(counts.nodes, key, None)
+            if len(per_domain) <= MAX_KEPT_DOMAINS and counts.nodes:
+                counts.domains[key] = per_domain  # kept current by _bump from now on
         return per_domain
 
     def counts_within(self, sel: int, key: str, eligible: NDArray[np.bool_]) -> IntArray:
         """Matching pods per value code of ``key``, counting only pods on ``eligible`` nodes."""
+        return self._sum_by_domain(self._counts[sel].nodes, key, eligible)
+
+    def _sum_by_domain(self, nodes: dict[int, int], key: str, eligible: NDArray[np.bool_] | None) -> IntArray:
+        """Pods per value code of ``key`` from a sparse node -> pods map (vectorised)."""
         codes = self._labels.codes(key)
         out = np.zeros(int(codes.max(initial=-1)) + 1, dtype=np.int64)
-        nodes = self._counts[sel].nodes
         if nodes:
             idx = np.fromiter(nodes.keys(), dtype=np.int64, count=len(nodes))
             pods = np.fromiter(nodes.values(), dtype=np.int64, count=len(nodes))
-            keep = eligible[idx] & (codes[idx] >= 0)
-            np.add.at(out, codes[idx[keep]], pods[keep])
+            node_codes = codes[idx]
+            keep = node_codes >= 0 if eligible is None else eligible[idx] & (node_codes >= 0)
+            np.add.at(out, node_codes[keep], pods[keep])
         return out
 
     def existing_anti_terms(self, labels: Mapping[str, str], namespace: str) -> list[tuple[str, IntArray]]:
