@@ -100,3 +100,26 @@ def test_min_max_normalisation_truncates_like_go_floats() -> None:
     """int64(float64(100) * (float64(s-min)/float64(max-min))): 29/100 -> 28, not 29."""
     assert list(normalize_min_max(np.asarray([0, 29, 100], dtype=np.int64))) == [0, 28, 100]
     assert list(normalize_min_max(np.asarray([-5, -5], dtype=np.int64))) == [0, 0]
+
+
+def test_counts_without_kept_domain_arrays_and_memory_freed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Keys with many values are summed from the sparse per-node counts (same verdicts as kept arrays),
+    and a selector's per-domain arrays are dropped once no matching pod is bound."""
+    import fleetlab.placement.pod_labels as pod_labels
+
+    state, sched = cluster()
+    set_id = place_existing(state, {"a": 1})
+    kept = pod(sched, anti_affinity=(anti("zone"),))
+    assert passes(state, kept) == [False, False, True, True]
+    sid = state.pod_labels.selector(anti("zone").label_selector, frozenset({"default"}), True)
+    assert "zone" in state.pod_labels._counts[sid].domains
+    request = state.allocatable[0] * 0
+    request[state.pods_col] = 1
+    state.release(0, request, request[[state.cpu_col, state.mem_col]], set_id)
+    assert state.pod_labels._counts[sid].domains == {}
+    assert passes(state, kept) == [True, True, True, True]
+    monkeypatch.setattr(pod_labels, "MAX_KEPT_DOMAINS", 0)
+    place_existing(state, {"x": 2})
+    fresh = pod(sched, labels={"foo": "", "n": "1"}, anti_affinity=(anti("zone"),))
+    assert passes(state, fresh) == [True, True, False, False]
+    assert state.pod_labels._counts[sid].domains == {}
