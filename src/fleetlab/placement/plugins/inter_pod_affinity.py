@@ -47,6 +47,8 @@ class InterPodAffinityFilter(FilterPlugin):
         existing = np.zeros(state.n, dtype=bool)
         own = np.zeros(state.n, dtype=bool)
         spec = pod.spec
+        if not spec.pod_dependent:  # a pod without labels here is one the scheduler places regardless
+            return existing, own
         for key, owners in state.pod_labels.existing_anti_terms(dict(spec.labels), spec.namespace):
             existing |= _occupied(state, key, owners)
         for term in spec.anti_affinity:
