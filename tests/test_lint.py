@@ -364,3 +364,15 @@ def test_exit_codes_and_unreadable_input(tmp_path: Path) -> None:
         cli.app, ["lint", str(FIXTURES / "clean.yaml"), "--scenario", str(tmp_path / "none.yaml")]
     )
     assert no_scenario.exit_code == 2 and "traceback" not in no_scenario.output.lower()
+
+
+def test_gpu010_gpu011_spread_key_missing_and_more_replicas_than_hosts(scenario: Scenario) -> None:
+    """A DoNotSchedule constraint on a label the H100 nodes lack (PodTopologySpread's missing required
+    label), and required hostname anti-affinity for 6 replicas on 4 H100 hosts."""
+    assert lint("spread-unsatisfiable.yaml").findings == ()  # node labels are scenario facts
+    by_rule = {f.rule: f for f in lint("spread-unsatisfiable.yaml", scenario).findings}
+    assert sorted(by_rule) == ["GPU010", "GPU011"]
+    assert by_rule["GPU010"].path == "spec.template.spec.topologySpreadConstraints[0].topologyKey"
+    assert "missing required label" in by_rule["GPU010"].message
+    assert "6 replica(s) must each have their own kubernetes.io/hostname domain" in by_rule["GPU011"].message
+    assert "have 4; 2 replica(s) stay Pending" in by_rule["GPU011"].message

@@ -65,8 +65,22 @@ def profile_object(profile: Profile, scheduler_name: str, preemption: bool) -> d
                     {"resources": [{"name": n, "weight": 1} for n in profile.balanced_resources]},
                 ),
             },
+            *spread_plugin_config(profile),
         ],
     }
+
+
+def spread_plugin_config(profile: Profile) -> list[dict[str, Any]]:
+    """PodTopologySpreadArgs when the profile does not use the system defaults (``List`` defaulting)."""
+    if profile.spread_system_defaulted:
+        return []
+    constraints = [
+        c.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+        | {"maxSkew": c.max_skew, "topologyKey": c.topology_key, "whenUnsatisfiable": c.when_unsatisfiable}
+        for c in profile.spread_defaults
+    ]
+    body = {"defaultingType": "List", "defaultConstraints": constraints}
+    return [{"name": "PodTopologySpread", "args": _args("PodTopologySpreadArgs", body)}]
 
 
 def class_profiles(config: SchedulerConfig) -> dict[str, Profile]:

@@ -50,8 +50,9 @@ def _yaml(documents: list[dict[str, Any]]) -> str:
 def _notes(scenario: Scenario) -> list[str]:
     config, cluster = scenario.scheduler, scenario.cluster
     notes = [
-        "PodTopologySpread and InterPodAffinity keep kube-scheduler's default weights (2 each); fleetlab "
-        "does not model them, so where pods spread by default a real cluster can score differently.",
+        "PodTopologySpread and InterPodAffinity score with weight 2 each as in kube-scheduler; fleetlab "
+        "models pod anti-affinity but not pod affinity (attraction), so pods with podAffinity can score "
+        "differently on a real cluster.",
     ]
     if config.tie_break == "first":
         notes.append(

@@ -35,7 +35,9 @@ def implied_taint(node: KubeNode) -> Taint | None:
 
 
 def pod_spec(pod: KubePod) -> PodSpec:
-    """The placement-facing view of a snapshot pod (what the simulator builds from a job)."""
+    """The placement-facing view of a snapshot pod (what the simulator builds from a job); labels only
+    for pods with spread or anti-affinity, so other pods keep sharing specs."""
+    constrained = bool(pod.topology_spread or pod.anti_affinity)
     return PodSpec(
         requests=tuple(sorted(pod.requests.items())),
         tolerations=pod.tolerations,
@@ -43,6 +45,10 @@ def pod_spec(pod: KubePod) -> PodSpec:
         affinity=pod.affinity,
         containers=max(1, pod.containers),
         explicit_keys=pod.explicit_keys,
+        labels=tuple(sorted(pod.labels.items())) if constrained else (),
+        namespace=pod.namespace,
+        topology_spread=pod.topology_spread,
+        anti_affinity=pod.anti_affinity,
     )
 
 
@@ -88,6 +94,8 @@ def build_live_cluster(snapshot: Snapshot, profile: Profile | None = None) -> Li
     scheduler = Scheduler(state, profile or resolve_profile(SchedulerConfig()))
     index = {name: i for i, name in enumerate(state.node_names)}
     orphans: list[KubePod] = []
+    #: Bound pods count for spread / anti-affinity only when some pod in the snapshot declares those.
+    counting = any(p.topology_spread or p.anti_affinity for p in snapshot.pods)
     for pod in snapshot.pods:
         if pod.terminated or pod.node_name is None:
             continue
@@ -96,5 +104,7 @@ def build_live_cluster(snapshot: Snapshot, profile: Profile | None = None) -> Li
             orphans.append(pod)
             continue
         compiled = scheduler.compile(pod_spec(pod))
-        state.bind(row, compiled.request, compiled.nonzero)
+        terms = tuple(t for t in pod.anti_affinity if t.required)
+        label_set = state.pod_labels.intern(pod.labels, pod.namespace, terms) if counting else -1
+        state.bind(row, compiled.request, compiled.nonzero, label_set)
     return LiveCluster(snapshot, state, scheduler, index, orphans, implied)

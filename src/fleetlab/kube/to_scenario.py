@@ -170,8 +170,10 @@ def _job(
     node_of: dict[str, str],
     pods: int = 1,
     bound: str | None = None,
+    with_labels: bool = False,
 ) -> dict[str, Any]:
-    """A job dict for one pod (or a gang of ``pods`` identical ones)."""
+    """A job dict for one pod (or a gang of ``pods`` identical ones); ``with_labels`` carries the pod's
+    labels (when some pod's spread or anti-affinity selectors may name them)."""
     job: dict[str, Any] = {
         "id": job_id,
         "submit_s": 0,
@@ -189,6 +191,12 @@ def _job(
         job["affinity"] = pod.affinity.model_dump(by_alias=True, exclude_none=True)
     if bound is not None:
         job["bound_node"] = bound
+    if with_labels and pod.labels:
+        job["labels"] = dict(pod.labels)
+    if pod.topology_spread:
+        job["topology_spread"] = [c.model_dump(by_alias=True, exclude_none=True) for c in pod.topology_spread]
+    if pod.anti_affinity:
+        job["anti_affinity"] = [t.model_dump(by_alias=True, exclude_none=True) for t in pod.anti_affinity]
     return job
 
 
@@ -198,24 +206,27 @@ def snapshot_jobs(
     """Running (and bound) pods as jobs bound at t=0; unbound pending pods as arrivals at t=0."""
     jobs: list[dict[str, Any]] = []
     gangs: dict[tuple[str, str], list[KubePod]] = {}
+    labelled = any(p.topology_spread or p.anti_affinity for p in snapshot.pods)
     for pod in sorted(snapshot.pods, key=lambda p: p.key):
         if pod.terminated or pod.owner_kind == "DaemonSet":
             continue
         if pod.node_name is not None:
             bound = node_of.get(pod.node_name)
             if bound is not None:
-                jobs.append(_job(pod, pod.key, remaining_s, node_of, bound=bound))
+                jobs.append(_job(pod, pod.key, remaining_s, node_of, bound=bound, with_labels=labelled))
         elif pod.group is not None:
             gangs.setdefault((pod.namespace, pod.group), []).append(pod)
         else:
-            jobs.append(_job(pod, pod.key, runtime_s, node_of))
+            jobs.append(_job(pod, pod.key, runtime_s, node_of, with_labels=labelled))
     for (ns, group), members in sorted(gangs.items()):
         first = members[0]
         same = all(m.requests == first.requests and m.tolerations == first.tolerations for m in members)
         if same:
-            jobs.append(_job(first, f"{ns}/{group}", runtime_s, node_of, pods=len(members)))
+            jobs.append(
+                _job(first, f"{ns}/{group}", runtime_s, node_of, pods=len(members), with_labels=labelled)
+            )
         else:
-            jobs.extend(_job(m, m.key, runtime_s, node_of) for m in members)
+            jobs.extend(_job(m, m.key, runtime_s, node_of, with_labels=labelled) for m in members)
     return jobs
 
 

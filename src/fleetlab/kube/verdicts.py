@@ -25,6 +25,8 @@ RULE_PLUGINS = {
     "NodeUnschedulable": "cordoned",
     "TaintToleration": "taint",
     "NodeAffinity": "selector/affinity",
+    "PodTopologySpread": "topology-spread",
+    "InterPodAffinity": "anti-affinity",
 }
 
 
@@ -106,7 +108,8 @@ def big_enough(scheduler: Scheduler, pod: CompiledPod) -> BoolArray:
 def rule_block(scheduler: Scheduler, pod: CompiledPod, verdicts: Verdicts) -> tuple[str, str] | None:
     """When rules (not capacity) keep a pod off every node big enough for it: the dominant rule and why.
 
-    Returns ("taint" | "not-ready" | "cordoned" | "selector/affinity", detail) or None.
+    Returns ("taint" | "not-ready" | "cordoned" | "selector/affinity" | "topology-spread" | "anti-affinity",
+    detail) or None.
     """
     state = scheduler.state
     big = big_enough(scheduler, pod)

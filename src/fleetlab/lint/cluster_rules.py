@@ -25,6 +25,7 @@ from fleetlab.lint.nodes import (
     untolerated,
 )
 from fleetlab.lint.resources import is_gpu_resource
+from fleetlab.lint.spread_rules import spread_findings
 from fleetlab.lint.workloads import PodGroup, PodTemplate
 from fleetlab.model.scenario import Scenario
 
@@ -205,6 +206,8 @@ def cluster_findings(template: PodTemplate, ctx: ClusterContext) -> list[Finding
     if not any(is_gpu_resource(n) for n in pod.gpu_resources):
         return []
     out, allowed = _placement_findings(template, pod, ctx)
+    if not out:
+        out = spread_findings(template, allowed, ctx.label)
     if out or template.topology is None or template.manifest.kind == "Pod":
         return out
     gang = _gang_finding(

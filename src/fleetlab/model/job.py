@@ -13,6 +13,7 @@ from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.plan_job import JobWork
+from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
 from fleetlab.model.units import Bytes, Seconds
 
@@ -67,6 +68,16 @@ class Job(SpecModel):
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     affinity: Affinity | None = None
+    #: Extra pod labels (selectors of spread constraints and anti-affinity terms can name them).
+    labels: dict[str, str] = Field(default_factory=dict)
+    #: A Service (or ReplicaSet) selecting this job's pods: they get ``fleetlab.io/service``, constraints
+    #: without a selector count the service's pods, and the profile's default spreading applies.
+    service: str | None = None
+    #: topologySpreadConstraints of every pod; a constraint without labelSelector counts the job's own pods
+    #: (the service's pods when ``service`` is set).
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    #: podAntiAffinity terms (required or preferred); without labelSelector, against the job's own pods.
+    anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
     runtime: Runtime
     image: Image | None = None
     data_size: Bytes = 0

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
+from fleetlab.model.pod_constraints import TopologySpreadConstraint
 
 StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
 KubernetesVersion = Literal["1.34", "1.35", "1.36"]
@@ -22,6 +23,8 @@ DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {
     "NodeResourcesFit": 1,
     "NodeResourcesBalancedAllocation": 1,
     "ImageLocality": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
 }
 
 
@@ -80,6 +83,23 @@ class ScoringStrategy(SpecModel):
         return self
 
 
+class PodTopologySpreadArgs(SpecModel):
+    """PodTopologySpreadArgs: ``System`` uses kube-scheduler's built-in defaults (hostname maxSkew 3, zone
+    maxSkew 5, ScheduleAnyway); ``List`` uses ``default_constraints`` (none when empty)."""
+
+    defaulting_type: Literal["System", "List"] = Field(default="System", alias="defaultingType")
+    default_constraints: tuple[TopologySpreadConstraint, ...] = Field(default=(), alias="defaultConstraints")
+
+    @model_validator(mode="after")
+    def _check(self) -> PodTopologySpreadArgs:
+        if self.defaulting_type == "System" and self.default_constraints:
+            raise ValueError("defaultConstraints need defaultingType: List")
+        for c in self.default_constraints:
+            if c.label_selector is not None:
+                raise ValueError("default constraints must not set labelSelector (it comes from the owner)")
+        return self
+
+
 class SchedulerConfig(SpecModel):
     """A scheduling profile: a named preset, optionally with its parts overridden."""
 
@@ -100,6 +120,10 @@ class SchedulerConfig(SpecModel):
         default_factory=dict
     )
     kubernetes_version: KubernetesVersion = "1.35"
+    #: Default spreading for pods a Service / ReplicaSet selects (jobs with ``service``).
+    pod_topology_spread: PodTopologySpreadArgs = Field(
+        default_factory=PodTopologySpreadArgs, alias="podTopologySpread"
+    )
 
     @field_validator("policy")
     @classmethod

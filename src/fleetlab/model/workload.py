@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.job import Image, Job, JobClass
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
 
@@ -69,6 +70,10 @@ class JobClassSpec(SpecModel):
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     affinity: Affinity | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    service: str | None = None
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
     image: Image | None = None
     data_size: Bytes = 0
     preemptible: bool = False

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.pod_constraints import LabelSelector, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
 #: One node's (allocatable, requested, nonzero_requested) rows as Python lists, for one-node rescoring.
@@ -37,6 +38,24 @@ class PodSpec:
     explicit_keys: frozenset[str] = frozenset()
     #: A share of one GPU: (thousandths, bytes of its memory); (0, 0) for pods without one.
     gpu_share: tuple[int, int] = (0, 0)
+    #: Pod labels and namespace; set only for pods with spread / anti-affinity (others share one spec).
+    labels: tuple[tuple[str, str], ...] = ()
+    namespace: str = "default"
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
+    #: Selector of the Service / ReplicaSet owning the pod: the profile's default constraints use it.
+    default_spread_selector: LabelSelector | None = None
+
+    @property
+    def pod_dependent(self) -> bool:
+        """Whether placement depends on other pods: spread, anti-affinity, default spreading, or labels that
+        bound pods' anti-affinity terms may select."""
+        return bool(
+            self.labels
+            or self.topology_spread
+            or self.anti_affinity
+            or self.default_spread_selector is not None
+        )
 
     @property
     def request_map(self) -> dict[str, int]:
@@ -57,6 +76,8 @@ class CompiledPod:
     cache: dict[str, Any] = field(default_factory=dict)
     static_mask: BoolArray | None = None
     static_generation: int = -1
+    #: The pod's label set in ``ClusterState.pod_labels`` (-1: it counts for no selector).
+    label_set: int = -1
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ class GangPlacer:
 
     def plan(self, pod: CompiledPod, count: int, topology: TopologyRequest) -> list[int] | None:
         """Node per pod (not yet bound), or None when the gang cannot be placed now."""
-        feasible = self.scheduler._incremental(pod).fits.copy()
+        feasible = self.scheduler.fits_now(pod).copy()
         if topology.required is not None:
             for mask in self._domain_masks(topology.required, feasible, pod, count):
                 plan = self._plan_in(pod, count, mask)
@@ -113,6 +113,8 @@ class GangPlacer:
         return self._plan_by_score(pod, count, None)
 
     def _plan_in(self, pod: CompiledPod, count: int, mask: BoolArray) -> list[int] | None:
+        if pod.spec.pod_dependent:  # spread / anti-affinity between members: place them one by one
+            return self._plan_by_score(pod, count, mask)
         nodes = np.flatnonzero(mask)
         return best_fit_nodes(pods_that_fit(self.state, pod, nodes), nodes, count)
 
@@ -125,9 +127,9 @@ class GangPlacer:
                 node = self.scheduler.select(pod, mask)
                 if node < 0:
                     return None
-                state.bind(node, pod.request, pod.nonzero)
+                state.bind(node, pod.request, pod.nonzero, pod.label_set)
                 chosen.append(node)
             return list(chosen)
         finally:
             for node in reversed(chosen):
-                state.release(node, pod.request, pod.nonzero)
+                state.release(node, pod.request, pod.nonzero, pod.label_set)

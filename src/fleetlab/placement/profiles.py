@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetlab.model.pod_constraints import SYSTEM_DEFAULT_CONSTRAINTS, TopologySpreadConstraint
 from fleetlab.model.scheduler import DEFAULT_PLUGIN_WEIGHTS, PRESET_NAMES, SchedulerConfig, ScoringStrategy
 
 
@@ -26,6 +27,9 @@ class Profile:
     tie_break: str
     kubernetes_version: str
     description: str = ""
+    #: PodTopologySpread defaults for owned pods without constraints, and whether they are the system ones.
+    spread_defaults: tuple[TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS
+    spread_system_defaulted: bool = True
 
 
 _GPU_WEIGHTED = (("cpu", 1), ("memory", 1), ("nvidia.com/gpu", 3))
@@ -93,6 +97,8 @@ def resolve_profile(config: SchedulerConfig) -> Profile:
     )
     weights = dict(DEFAULT_PLUGIN_WEIGHTS)
     weights.update(config.plugin_weights)
+    spread = config.pod_topology_spread
+    system = spread.defaulting_type == "System"
     return Profile(
         name=config.policy,
         strategy=strategy,
@@ -103,4 +109,6 @@ def resolve_profile(config: SchedulerConfig) -> Profile:
         tie_break=config.tie_break,
         kubernetes_version=config.kubernetes_version,
         description=description,
+        spread_defaults=SYSTEM_DEFAULT_CONSTRAINTS if system else spread.default_constraints,
+        spread_system_defaulted=system,
     )

@@ -32,9 +32,11 @@ from fleetlab.placement.framework import (
 from fleetlab.placement.plugins.balanced_allocation import BalancedAllocationScore
 from fleetlab.placement.plugins.gpu_share import GpuShareFilter, TimeSlicingRequestFilter
 from fleetlab.placement.plugins.image_locality import ImageLocalityScore
+from fleetlab.placement.plugins.inter_pod_affinity import InterPodAffinityFilter, InterPodAffinityScore
 from fleetlab.placement.plugins.node_affinity import NodeAffinityFilter, NodeAffinityScore
 from fleetlab.placement.plugins.node_resources_fit import NodeResourcesFitFilter, NodeResourcesFitScore
 from fleetlab.placement.plugins.node_unschedulable import NodeUnschedulableFilter
+from fleetlab.placement.plugins.pod_topology_spread import PodTopologySpreadFilter, PodTopologySpreadScore
 from fleetlab.placement.plugins.taint_toleration import TaintTolerationFilter, TaintTolerationScore
 from fleetlab.placement.profiles import Profile
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
@@ -84,13 +86,19 @@ class Scheduler:
             NodeResourcesFitFilter(),
             TimeSlicingRequestFilter(),
             GpuShareFilter(),
+            PodTopologySpreadFilter(profile.spread_defaults),
+            InterPodAffinityFilter(),
         ]
+        #: Filters whose verdict moves with other pods' binds: applied per cycle, only to pods they concern.
+        self.pod_filters = self.filters[-2:]
         candidates: list[ScorePlugin] = [
             TaintTolerationScore(),
             NodeAffinityScore(),
             NodeResourcesFitScore(profile.strategy, profile.resources, profile.shape),
             BalancedAllocationScore(profile.balanced_resources, version),
             ImageLocalityScore(),
+            PodTopologySpreadScore(profile.spread_defaults, profile.spread_system_defaulted),
+            InterPodAffinityScore(),
         ]
         self.scorers: list[tuple[ScorePlugin, int]] = [
             (p, profile.plugin_weights.get(p.name, 0))
@@ -115,6 +123,10 @@ class Scheduler:
         for name, amount in spec.requests:
             request[state.column[name]] += amount
         request[state.pods_col] = 1
+        label_set = -1
+        if spec.pod_dependent:
+            terms = tuple(t for t in spec.anti_affinity if t.required)
+            label_set = state.pod_labels.intern(dict(spec.labels), spec.namespace, terms)
         explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
         per = spec.containers
         nonzero = np.asarray(
@@ -140,6 +152,7 @@ class Scheduler:
             nonzero=nonzero,
             request_cols=cols,
             tolerations=tolerations,
+            label_set=label_set,
         )
         self._compiled[spec] = pod
         return pod
@@ -159,7 +172,17 @@ class Scheduler:
 
     def feasible_nodes(self, pod: CompiledPod) -> IntArray:
         """Indices of nodes where the pod fits now."""
-        return np.flatnonzero(self._incremental(pod).fits)
+        return np.flatnonzero(self.fits_now(pod))
+
+    def fits_now(self, pod: CompiledPod) -> BoolArray:
+        """Per node, whether every filter passes now (pod-dependent filters included)."""
+        fits = self._incremental(pod).fits
+        if not pod.spec.pod_dependent:
+            return fits
+        fits = fits.copy()
+        for plugin in self.pod_filters:
+            fits &= plugin.passes(self.state, pod)
+        return fits
 
     def _fits(self, pod: CompiledPod, nodes: IntArray) -> BoolArray:
         cols = pod.request_cols
@@ -267,7 +290,8 @@ class Scheduler:
     def select(self, pod: CompiledPod, allowed: BoolArray | None = None) -> int:
         """The node the pod goes to (among ``allowed`` nodes if given), or -1 when none is feasible."""
         inc = self._incremental(pod)
-        nodes = np.flatnonzero(inc.fits if allowed is None else inc.fits & allowed)
+        fits = self.fits_now(pod)
+        nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
         if len(nodes) <= 1:
             return int(nodes[0]) if len(nodes) else -1
         total = inc.local[nodes]

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from fleetlab.model.kube import Taint
 from fleetlab.model.resources import BASE_RESOURCES, CPU, GPU, MEMORY, PODS
 from fleetlab.placement.devices import GpuDevices
+from fleetlab.placement.pod_labels import PodLabelCounts
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
@@ -134,6 +135,8 @@ class ClusterState:
         self.ready_count = 0
         self.unschedulable = np.asarray([node.unschedulable for node in nodes], dtype=bool)
         self.labels = LabelIndex([node.labels for node in nodes])
+        #: Bound pods counted by selector (PodTopologySpread, InterPodAffinity); fed by ``label_set`` binds.
+        self.pod_labels = PodLabelCounts(self.labels)
         self.taint_classes = _taint_classes(nodes)
         self.images: dict[str, BoolArray] = {}
         self.image_nodes: dict[str, int] = {}
@@ -169,16 +172,21 @@ class ClusterState:
             self.release_generation += 1
 
     # -- accounting of pods --------------------------------------------------------------------------
-    def bind(self, node: int, request: IntArray, nonzero: IntArray) -> None:
-        """Add a pod's requests (``request`` has 1 in the pods column) to a node."""
+    def bind(self, node: int, request: IntArray, nonzero: IntArray, label_set: int = -1) -> None:
+        """Add a pod's requests (``request`` has 1 in the pods column) to a node; a ``label_set`` of
+        ``pod_labels`` makes the pod count for spread and anti-affinity."""
+        if label_set >= 0:
+            self.pod_labels.add(node, label_set, 1)
         self.requested[node] += request
         self.free[node] -= request
         self.nonzero_requested[node] += nonzero
         self.pod_count[node] += 1
         self.changes.append(node)
 
-    def release(self, node: int, request: IntArray, nonzero: IntArray) -> None:
+    def release(self, node: int, request: IntArray, nonzero: IntArray, label_set: int = -1) -> None:
         """Remove a finished pod's requests from a node."""
+        if label_set >= 0:
+            self.pod_labels.add(node, label_set, -1)
         self.requested[node] -= request
         self.free[node] += request
         self.nonzero_requested[node] -= nonzero

@@ -9,6 +9,7 @@ changes, for the time-weighted quota report.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -122,17 +123,7 @@ class KueueBridge:
                 continue
             selector.update(flavor.spec.node_labels)
             tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
-        return PodSpec(
-            requests=base.requests,
-            tolerations=tuple(tolerations),
-            node_selector=tuple(sorted(selector.items())),
-            affinity=base.affinity,
-            image=base.image,
-            image_size=base.image_size,
-            containers=base.containers,
-            explicit_keys=base.explicit_keys,
-            gpu_share=base.gpu_share,
-        )
+        return replace(base, tolerations=tuple(tolerations), node_selector=tuple(sorted(selector.items())))
 
     def step(self, now: int) -> None:
         """Run admission cycles until nothing changes: admit, and carry out requested preemptions."""

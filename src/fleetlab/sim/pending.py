@@ -64,6 +64,10 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
         )
     if len(scheduler.feasible_nodes(pod)):
         return "none", "a node fits now; the pod would be placed at the next scheduling cycle"
+    if pod.spec.pod_dependent and scheduler._incremental(pod).fits.any():
+        return "constraints", (
+            "nodes have room, but the pod's topology spread or anti-affinity rules keep it off them"
+        )
     return "fragmentation", "no single node has every requested resource free at once"
 
 

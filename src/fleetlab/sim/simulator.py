@@ -31,6 +31,7 @@ from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import pending_at_end
+from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
 from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
@@ -106,6 +107,8 @@ class Simulator:
         np.cumsum([job.pods for job in self.jobs], out=first_pod[1:])
         pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), [job.pods for job in self.jobs])
         self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
+        self.label_everyone = selects_other_jobs(self.jobs)
+        self.label_sets = job_label_sets(self.state, self.jobs)
         self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
         self.events, self.spot = interruption_events(self)
         self.queue = SchedulingQueue()
@@ -147,7 +150,7 @@ class Simulator:
         """Intern the job's pod spec; compiled once per distinct spec."""
         sid = int(self.job_spec[job])
         if sid < 0:
-            spec = self.spec_override.get(job) or pod_spec(self.jobs[job])
+            spec = self.spec_override.get(job) or pod_spec(self.jobs[job], self.label_everyone)
             key = self.jobs[job].job_class.value
             profile_key = key if key in self.schedulers else ""
             sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
@@ -219,7 +222,7 @@ class Simulator:
         job = self.jobs[job_index]
         compiled = self.compiled[self.spec_of(job_index)]
         gpus_before = int(state.requested[node, state.gpu_col])
-        state.bind(node, compiled.request, compiled.nonzero)
+        state.bind(node, compiled.request, compiled.nonzero, int(self.label_sets[job_index]))
         self.tenancy.bind(pod, node, compiled)
         self.usage.touch(node)
         self.placements += 1
@@ -300,7 +303,7 @@ class Simulator:
         node = int(book.node[pod])
         job_index = int(book.job[pod])
         compiled = self.compiled[self.spec_of(job_index)]
-        state.release(node, compiled.request, compiled.nonzero)
+        state.release(node, compiled.request, compiled.nonzero, int(self.label_sets[job_index]))
         self.tenancy.release(pod, node)
         self.interference.stopped(pod)
         self.usage.stopped(pod)
@@ -340,7 +343,9 @@ class Simulator:
     def admitted(self, job_index: int, admission: Admission) -> None:
         """Kueue admitted the job: inject its flavors and send its pods to kube-scheduler."""
         assert self.kueue is not None
-        self.spec_override[job_index] = self.kueue.spec_for(pod_spec(self.jobs[job_index]), admission)
+        self.spec_override[job_index] = self.kueue.spec_for(
+            pod_spec(self.jobs[job_index], self.label_everyone), admission
+        )
         self.job_spec[job_index] = -1
         self.admitted_ms[job_index] = self.now
         self.enqueue(job_index)
@@ -472,7 +477,7 @@ class Simulator:
         for victim in plan.victims:
             if self.book.node[victim] >= 0:
                 self.evict_job_pods(victim)
-        fits = scheduler._incremental(compiled).fits
+        fits = scheduler.fits_now(compiled)
         return plan.node if fits[plan.node] else -1
 
     # -- the loop ------------------------------------------------------------------------------------

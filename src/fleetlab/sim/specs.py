@@ -7,11 +7,14 @@ from fleetlab.model.resources import EPHEMERAL_STORAGE, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.state import NodeInfo
+from fleetlab.sim.pod_constraints import pod_constraints_of
 
 
-def pod_spec(job: Job) -> PodSpec:
-    """The placement-facing view of a job's pods (identical for all of them)."""
+def pod_spec(job: Job, with_labels: bool = False) -> PodSpec:
+    """The placement-facing view of a job's pods (identical for all of them); ``with_labels`` gives every
+    pod its labels (when other pods' anti-affinity may select them)."""
     image = job.image
+    spread = pod_constraints_of(job, with_labels)
     return PodSpec(
         requests=tuple(sorted(job.requests.items())),
         tolerations=job.tolerations,
@@ -21,6 +24,7 @@ def pod_spec(job: Job) -> PodSpec:
         image_size=image.size if image else 0,
         explicit_keys=frozenset(job.requests),
         gpu_share=(job.gpu_milli or 0, job.gpu_memory or 0) if job.shares_gpu else (0, 0),
+        **spread,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetlab.model.kube import Affinity, Taint, Toleration
+from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import ResourceList, is_native, parse_amount
 from fleetlab.spec.errors import SpecError, problems_from_validation
@@ -103,6 +104,9 @@ class KubePod:
     priority_class: str | None = None
     #: Whether spec.priority was in the object (the Priority admission plugin sets it on real pods).
     priority_given: bool = False
+    #: spec.topologySpreadConstraints and the podAntiAffinity terms (required and preferred).
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
 
     @property
     def key(self) -> str:
@@ -337,7 +341,41 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)),
         priority_class=str(spec["priorityClassName"]) if spec.get("priorityClassName") else None,
         priority_given=spec.get("priority") is not None,
+        topology_spread=tuple(
+            _model(TopologySpreadConstraint, c, f"{where}.spec.topologySpreadConstraints[{i}]", source)
+            for i, c in enumerate(spec.get("topologySpreadConstraints") or [])
+        ),
+        anti_affinity=anti_affinity_terms(spec, where, source),
     )
+
+
+def anti_affinity_terms(spec: Mapping[str, Any], where: str, source: str) -> tuple[PodAntiAffinityTerm, ...]:
+    """spec.affinity.podAntiAffinity as terms: required ones, then preferred ones with their weights
+    (labelSelector, topologyKey and namespaces are read; namespaceSelector is not modelled)."""
+    anti = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
+    base = f"{where}.spec.affinity.podAntiAffinity"
+    out: list[PodAntiAffinityTerm] = []
+    for i, term in enumerate(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []):
+        out.append(
+            _term(term, True, 100, f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", source)
+        )
+    for i, weighted in enumerate(anti.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        place = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        term = (weighted or {}).get("podAffinityTerm") or {}
+        out.append(_term(term, False, (weighted or {}).get("weight", 1), f"{place}.podAffinityTerm", source))
+    return tuple(out)
+
+
+def _term(term: Any, required: bool, weight: Any, where: str, source: str) -> PodAntiAffinityTerm:
+    known = {
+        k: term[k]
+        for k in ("labelSelector", "topologyKey", "namespaces")
+        if isinstance(term, dict) and k in term
+    }
+    result: PodAntiAffinityTerm = _model(
+        PodAntiAffinityTerm, {**known, "required": required, "weight": weight}, where, source
+    )
+    return result
 
 
 def _timestamps(obj: Any) -> list[datetime]:
