@@ -41,10 +41,12 @@ def _run(
     jobs: list[dict[str, Any]] | None = None,
     policy: str = "scenario",
     horizon: float = 3600,
+    default_spreading: bool = True,
 ) -> SimulationResult:
-    resolved = scenario(
-        pools, jobs or [], services=services, horizon_s=horizon, scheduler={"tie_break": "first"}
-    )
+    sched: dict[str, Any] = {"tie_break": "first"}
+    if not default_spreading:  # no cluster-level default constraints (PodTopologySpreadArgs List, empty)
+        sched["podTopologySpread"] = {"defaultingType": "List"}
+    resolved = scenario(pools, jobs or [], services=services, horizon_s=horizon, scheduler=sched)
     return run_one(resolved, policy).result
 
 
@@ -77,12 +79,13 @@ def test_static_replicas_run_to_the_horizon_and_their_latency_is_the_mmc_percent
 
 
 def test_a_node_failure_evicts_the_replicas_on_it_and_they_come_back_elsewhere() -> None:
-    """Pack puts both replicas on gpu-0, spread one per node: the failure takes both or one."""
+    """Pack (MostAllocated without default spreading) puts both replicas on gpu-0, spread one per node:
+    the failure takes both or one."""
     failures = {"trace": [{"node": "gpu-0", "at_s": 600, "repair_s": 1200}]}
     pools = [pool("gpu", count=2, failures=failures)]
     # 15 rps: one replica (4 servers of 5/s) still meets the 2 s p99 target, no replica cannot.
     svc = [_service(replicas={"min": 2}, rate={"kind": "constant", "rps": 15})]
-    packed = _run(pools, svc, policy="most-allocated")
+    packed = _run(pools, svc, policy="most-allocated", default_spreading=False)
     spread = _run(pools, svc, policy="least-allocated")
     assert _at(packed, 600.0)["ready_replicas"] == 0
     assert _at(packed, 660.0)["ready_replicas"] == 2
@@ -205,7 +208,11 @@ def test_a_spot_reclaim_counts_as_a_replica_lost_to_spot(tmp_path: Path) -> None
         "horizon_s": 3600,
         "cluster": {"pools": [spot]},
         "workload": {"jobs": []},
-        "scheduler": {"tie_break": "first", "policy": "most-allocated"},
+        "scheduler": {
+            "tie_break": "first",
+            "policy": "most-allocated",
+            "podTopologySpread": {"defaultingType": "List"},  # no default spreading: both on spot-0
+        },
         "services": [_service(replicas={"min": 2})],
     }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
@@ -213,3 +220,19 @@ def test_a_spot_reclaim_counts_as_a_replica_lost_to_spot(tmp_path: Path) -> None
     [summary] = service_rows(result)
     assert (summary.replicas_lost_to_spot, summary.replicas_lost_to_failures) == (2, 0)
     assert summary.replicas_lost_to_preemption == 0
+
+
+def test_replicas_honour_required_anti_affinity_per_node() -> None:
+    """A service's anti-affinity term reaches its replicas (InterPodAffinity): with one replica per
+    hostname and two nodes, the third replica stays pending and the service runs on two."""
+    anti = [{"topologyKey": "kubernetes.io/hostname"}]
+    result = _run([pool("gpu", count=2)], [_service(anti_affinity=anti)])
+    nodes = {
+        int(n)
+        for n, j in zip(result.pods.node, result.pods.job, strict=True)
+        if n >= 0 and result.jobs.ids[int(j)].startswith("service/chat/")
+    }
+    assert len(nodes) == 2
+    assert max(service_columns(result)["ready_replicas"]) == 2
+    packed = _run([pool("gpu", count=2)], [_service()])
+    assert max(service_columns(packed)["ready_replicas"]) == 3

@@ -48,6 +48,7 @@ def profile_for(resolved: ResolvedScenario, policy: str | None) -> Profile:
             tie_break=config.tie_break,
             kubernetes_version=config.kubernetes_version,
             plugin_weights=config.plugin_weights,
+            pod_topology_spread=config.pod_topology_spread,  # plugin args stay the scenario's
         )
     )
 

@@ -15,6 +15,7 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.job import Image
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
 #: Performance given under this key applies to every GPU model not listed (and to CPU-only replicas).
@@ -141,6 +142,11 @@ class Service(SpecModel):
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     affinity: Affinity | None = None
+    #: Spread and anti-affinity for the replicas (kube-scheduler's PodTopologySpread and
+    #: InterPodAffinity); a constraint without a selector counts this service's replicas.
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
+    labels: dict[str, str] = Field(default_factory=dict)
     preemptible: bool = False
     #: Pulled (unless cached) and downloaded before a replica is ready, as for any pod.
     image: Image | None = None
