@@ -14,6 +14,9 @@ KubernetesVersion = Literal["1.34", "1.35", "1.36"]
 
 #: Policy presets (defined in fleetlab.placement.profiles); named here so a scenario is checked on load.
 PRESET_NAMES: tuple[str, ...] = ("default", "least-allocated", "most-allocated", "bin-packing")
+#: The FGD paper's GPU-sharing policies (fleetlab.placement.share_policies) as main-simulator policies.
+SHARE_POLICY_NAMES: tuple[str, ...] = ("fgd", "bestfit", "dotprod", "packing", "clustering", "random")
+POLICY_NAMES: tuple[str, ...] = PRESET_NAMES + SHARE_POLICY_NAMES
 
 #: Score plugins fleetlab implements and the default profile's weights (default_plugins.go @01db4ae9).
 DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {
@@ -104,17 +107,17 @@ class SchedulerConfig(SpecModel):
     @field_validator("policy")
     @classmethod
     def _known_policy(cls, value: str) -> str:
-        if value not in PRESET_NAMES:
-            raise ValueError(f"unknown policy {value!r}; allowed: {', '.join(PRESET_NAMES)}")
+        if value not in POLICY_NAMES:
+            raise ValueError(f"unknown policy {value!r}; allowed: {', '.join(POLICY_NAMES)}")
         return value
 
     @field_validator("class_profiles")
     @classmethod
     def _known_class_policies(cls, value: dict[str, str]) -> dict[str, str]:
         for job_class, policy in value.items():
-            if policy not in PRESET_NAMES:
+            if policy not in POLICY_NAMES:
                 raise ValueError(
-                    f"{job_class}: unknown policy {policy!r}; allowed: {', '.join(PRESET_NAMES)}"
+                    f"{job_class}: unknown policy {policy!r}; allowed: {', '.join(POLICY_NAMES)}"
                 )
         return value
 

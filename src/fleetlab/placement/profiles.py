@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetlab.model.scheduler import DEFAULT_PLUGIN_WEIGHTS, PRESET_NAMES, SchedulerConfig, ScoringStrategy
+from fleetlab.model.scheduler import (
+    DEFAULT_PLUGIN_WEIGHTS,
+    PRESET_NAMES,
+    SHARE_POLICY_NAMES,
+    SchedulerConfig,
+    ScoringStrategy,
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,8 @@ class Profile:
     tie_break: str
     kubernetes_version: str
     description: str = ""
+    #: An FGD-paper policy scoring nodes through the SharePolicy plugin ("" for none).
+    share_policy: str = ""
 
 
 _GPU_WEIGHTED = (("cpu", 1), ("memory", 1), ("nvidia.com/gpu", 3))
@@ -60,6 +68,18 @@ PRESETS: dict[str, tuple[str, tuple[tuple[str, int], ...], tuple[tuple[int, int]
 
 assert tuple(PRESETS) == PRESET_NAMES, "model.scheduler.PRESET_NAMES must list the presets in order"
 
+#: The SharePolicy plugin's weight: it decides, taint and affinity preferences (3, 2) still count a little.
+SHARE_POLICY_WEIGHT = 10
+SHARE_POLICY_DESCRIPTIONS: dict[str, str] = {
+    "fgd": "FGD: least growth of expected GPU fragmentation against the workload's typical pods",
+    "bestfit": "BestFit (FGD paper): least CPU and GPU left over on the node, tightest GPU",
+    "dotprod": "DotProd (FGD paper): least alignment of free vector and request, tightest GPU",
+    "packing": "GpuPacking (FGD paper): partly used GPUs, then used nodes, then empty nodes",
+    "clustering": "GpuClustering (FGD paper, Gandiva-style): nodes holding the same pod kind",
+    "random": "Random (FGD paper): a random feasible node and GPU",
+}
+assert tuple(SHARE_POLICY_DESCRIPTIONS) == SHARE_POLICY_NAMES
+
 
 class UnknownPolicyError(ValueError):
     """A policy name that is neither a preset nor resolvable."""
@@ -72,6 +92,8 @@ def preset_names() -> list[str]:
 
 def resolve_profile(config: SchedulerConfig) -> Profile:
     """Turn a scheduler section (preset + overrides) into a Profile."""
+    if config.policy in SHARE_POLICY_DESCRIPTIONS:
+        return _share_profile(config)
     if config.policy not in PRESETS:
         raise UnknownPolicyError(f"unknown policy {config.policy!r}; presets: {', '.join(PRESETS)}")
     strategy, resources, shape, description = PRESETS[config.policy]
@@ -103,4 +125,28 @@ def resolve_profile(config: SchedulerConfig) -> Profile:
         tie_break=config.tie_break,
         kubernetes_version=config.kubernetes_version,
         description=description,
+    )
+
+
+def _share_profile(config: SchedulerConfig) -> Profile:
+    """An FGD-paper policy: the default profile's filters, its resource-fit and balance scores replaced by
+    the SharePolicy plugin (as the paper's runs score with the policy alone); the GPU inside the node is
+    the policy's too."""
+    base = resolve_profile(config.model_copy(update={"policy": "default", "scoring_strategy": None}))
+    weights = dict(base.plugin_weights)
+    weights.update(
+        {"NodeResourcesFit": 0, "NodeResourcesBalancedAllocation": 0, "SharePolicy": SHARE_POLICY_WEIGHT}
+    )
+    weights.update(config.plugin_weights)
+    return Profile(
+        name=config.policy,
+        strategy=base.strategy,
+        resources=base.resources,
+        shape=base.shape,
+        balanced_resources=base.balanced_resources,
+        plugin_weights=weights,
+        tie_break=config.tie_break,
+        kubernetes_version=config.kubernetes_version,
+        description=SHARE_POLICY_DESCRIPTIONS[config.policy],
+        share_policy=config.policy,
     )

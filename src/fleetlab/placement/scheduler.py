@@ -35,6 +35,7 @@ from fleetlab.placement.plugins.image_locality import ImageLocalityScore
 from fleetlab.placement.plugins.node_affinity import NodeAffinityFilter, NodeAffinityScore
 from fleetlab.placement.plugins.node_resources_fit import NodeResourcesFitFilter, NodeResourcesFitScore
 from fleetlab.placement.plugins.node_unschedulable import NodeUnschedulableFilter
+from fleetlab.placement.plugins.share_policy import SharePolicyScore
 from fleetlab.placement.plugins.taint_toleration import TaintTolerationFilter, TaintTolerationScore
 from fleetlab.placement.profiles import Profile
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
@@ -92,6 +93,8 @@ class Scheduler:
             BalancedAllocationScore(profile.balanced_resources, version),
             ImageLocalityScore(),
         ]
+        if profile.share_policy:
+            candidates.append(SharePolicyScore(profile.share_policy))
         self.scorers: list[tuple[ScorePlugin, int]] = [
             (p, profile.plugin_weights.get(p.name, 0))
             for p in candidates

@@ -27,6 +27,7 @@ from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.events import EventKind
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
+from fleetlab.sim.share_policy_hook import attach_share_view
 
 if TYPE_CHECKING:
     from fleetlab.placement.framework import CompiledPod
@@ -69,6 +70,7 @@ class GpuTenancy:
         self.to_kill: list[int] = []
         self.meter = FragmentationMeter(sim)
         self.consolidator = Consolidator(sim)
+        self.share_view = attach_share_view(sim)
 
     # -- bind / release ------------------------------------------------------------------------------
     def bind(self, pod: int, node: int, compiled: CompiledPod) -> None:
@@ -77,6 +79,9 @@ class GpuTenancy:
         holdings: list[Holding] = []
         milli, memory = compiled.spec.gpu_share
         request = compiled.request
+        view = self.share_view
+        if view is not None:
+            view.binding = view.request_of(compiled)
         if milli or memory:
             holding, was_idle = devices.take_share(node, milli, memory)
             holdings.append(holding)
@@ -105,10 +110,14 @@ class GpuTenancy:
             self.holdings[pod] = holdings
             self.gpu_index[pod] = "-".join(str(g) for h in holdings for g in h.gpus)
         self.meter.touch(node)
+        if view is not None:
+            view.bound(pod, node)
 
     def release(self, pod: int, node: int) -> None:
         """Give the pod's GPUs back (it finished, was evicted or OOM-killed)."""
         self.meter.touch(node)
+        if self.share_view is not None:
+            self.share_view.released(pod, node)
         self._stop_run(pod)
         state = self.sim.state
         for holding in self.holdings.pop(pod, []):
