@@ -21,7 +21,7 @@ from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
-from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
+from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import builtin_scenarios, load
 
@@ -223,6 +223,8 @@ def validate(scenario: Annotated[str, typer.Argument(help="Scenario YAML file to
 def policies() -> None:
     """List the placement policy presets."""
     for name, (_, _, _, description) in PRESETS.items():
+        out_console.print(f"[bold]{name}[/bold]: {description}", highlight=False)
+    for name, description in SHARE_POLICY_DESCRIPTIONS.items():
         out_console.print(f"[bold]{name}[/bold]: {description}", highlight=False)
     out_console.print(f"built-in scenarios: {', '.join(builtin_scenarios())}", highlight=False)
 
