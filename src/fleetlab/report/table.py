@@ -46,6 +46,13 @@ ROWS: list[Row] = [
     _row("completion time mean", lambda s: s.completion_mean_s, _duration, "min"),
     _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
     _row("whole free GPU nodes (mean)", lambda s: s.whole_free_gpu_nodes_mean, lambda v: f"{v:.2f}", "max"),
+    _row(
+        "fragmented GPUs, FGD F_N(M) (mean)",
+        lambda s: s.frag_gpu_milli_mean / 1000,
+        lambda v: f"{v:.2f}",
+        "min",
+    ),
+    _row("free GPUs no job can use (end)", lambda s: s.stranded_gpus_end, lambda v: f"{v:.2f}", "min"),
     _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),
     _row("GPU-hours held waiting for gang peers", lambda s: s.gpu_hours_wait, lambda v: f"{v:,.1f}", "min"),
     _row("evictions", lambda s: s.evictions, lambda v: f"{v:.0f}", "min"),

@@ -28,6 +28,7 @@ from fleetlab.sim.events import EventKind
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
 from fleetlab.sim.share_policy_hook import attach_share_view
+from fleetlab.sim.stranded import stranded_gpu_milli
 
 if TYPE_CHECKING:
     from fleetlab.placement.framework import CompiledPod
@@ -244,4 +245,5 @@ class GpuTenancy:
             pod_gpus=list(self.gpu_index),
             fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),
             consolidation_evictions=self.consolidator.evictions,
+            stranded_gpu_milli_end=stranded_gpu_milli(sim),
         )

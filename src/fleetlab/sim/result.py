@@ -149,6 +149,8 @@ class SharingTable:
     fragmentation: IntArray
     #: Pods evicted by consolidation moves (also counted in the jobs' evictions).
     consolidation_evictions: int = 0
+    #: At the end: free milli-GPU that no pending job and no typical pod shape can use (sim/stranded.py).
+    stranded_gpu_milli_end: int = 0
 
 
 @dataclass
