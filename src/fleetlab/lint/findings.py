@@ -22,6 +22,7 @@ RULES: dict[str, tuple[Severity, str]] = {
     "GPU007": ("error", "a nodeSelector or required node affinity no node pool satisfies"),
     "GPU008": ("error", "a gang that can never fit in one domain of its required topology"),
     "GPU009": ("error", "more of a GPU resource per pod than any node offers"),
+    "GPU010": ("error", "a KAI gpu-fraction / gpu-memory annotation with a bad value"),
 }
 
 
