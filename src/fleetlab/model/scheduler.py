@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
+from fleetlab.model.units import Seconds
 
 StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
 KubernetesVersion = Literal["1.34", "1.35", "1.36"]
@@ -97,6 +98,8 @@ class SchedulerConfig(SpecModel):
     preemption: bool = True
     #: KAI-style consolidation: move preemptible pods elsewhere to open room (fleetlab.sim.consolidation).
     consolidation: bool = False
+    #: A pod consolidation moved is not moved again for this long (seconds or a duration such as ``10m``).
+    consolidation_cooldown_s: Seconds = Field(default=600.0, ge=0)
     #: A scheduling profile per job class (kube-scheduler profiles by schedulerName), e.g.
     #: ``{inference: least-allocated, batch: most-allocated}``; other classes use ``policy``.
     class_profiles: dict[Literal["training", "inference", "batch", "experiment"], str] = Field(
