@@ -85,7 +85,7 @@ class VariantSpec(_Strict):
             return "scheduler: " + ", ".join(f"{k}={_compact(v)}" for k, v in self.scheduler.items())
         if self.set is not None:
             return ", ".join(f"{k}={_compact(v)}" for k, v in self.set.items())
-        return "(baseline: no change)"
+        return "(no change: the base scenario as written)"
 
 
 def _compact(value: Any) -> str:

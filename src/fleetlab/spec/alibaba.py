@@ -36,7 +36,7 @@ from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.model.workload import TraceSource, Workload
 from fleetlab.spec.errors import SpecError, problems_from_validation
-from fleetlab.spec.native_trace import CellProblems, parse_cells, parse_int, read_string_columns
+from fleetlab.spec.table_cells import CellProblems, parse_cells, parse_int, read_string_columns
 
 __all__ = ["GPU_MODEL_LABEL", "load_openb_nodes", "load_openb_pods", "openb_scenario"]
 

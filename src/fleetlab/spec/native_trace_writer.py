@@ -20,12 +20,8 @@ import pyarrow.parquet as pq
 from fleetlab.model.job import Job
 from fleetlab.model.quantity import format_quantity
 from fleetlab.model.resources import CPU, GPU, MEMORY, format_amount
-from fleetlab.spec.native_trace import (
-    COLUMNS,
-    CSV_SUFFIXES,
-    PARQUET_SUFFIXES,
-    RUNTIME_PREFIX,
-)
+from fleetlab.spec.native_trace import COLUMNS, RUNTIME_PREFIX
+from fleetlab.spec.table_cells import CSV_SUFFIXES, PARQUET_SUFFIXES
 
 
 def _format_seconds(value: float) -> str:

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.spec.alibaba import NODE_COLUMNS, POD_REQUIRED
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.native_trace import CellProblems, parse_cells, read_string_columns
+from fleetlab.spec.table_cells import CellProblems, parse_cells, read_string_columns
 
 IntArray = NDArray[np.int64]
 MAX_GPUS_PER_NODE = 8
