@@ -130,3 +130,17 @@ def test_share_policies_are_accepted_in_the_scenario_and_listed_on_error() -> No
     assert run_one(res).profile.share_policy == "fgd"
     with pytest.raises(ValueError, match="fgd"):
         scenario([pool("g")], [job("x")], scheduler={"policy": "nope"})
+
+
+@pytest.mark.parametrize("policy", ["fgd", "random"])
+def test_share_policies_are_deterministic_for_a_seed(policy: str) -> None:
+    """Same scenario and seed: the same node and GPU for every pod (Random draws from the seeded stream)."""
+    rng = np.random.default_rng(9)
+    jobs = _random_jobs(rng, 40)
+    for spec in jobs:
+        spec["runtime"] = int(rng.integers(5, 60))
+    res = scenario([pool("a", count=3, gpus=8), pool("b", count=2, gpus=4)], jobs)
+    first, second = (pod_columns(run_one(res, policy).result) for _ in range(2))
+    assert first["node"] == second["node"] and first["gpus"] == second["gpus"]
+    other = pod_columns(run_one(res, policy, seed=123).result)
+    assert policy == "fgd" or other["node"] != first["node"]

@@ -98,7 +98,11 @@ def _root(
 def simulate(
     scenario: ScenarioArg = None,
     policy: Annotated[
-        str, typer.Option("--policy", help=f"'{SCENARIO_POLICY}' (the file's scheduler section) or a preset.")
+        str,
+        typer.Option(
+            "--policy",
+            help=f"'{SCENARIO_POLICY}' (the file's scheduler section) or a preset (see 'policies').",
+        ),
     ] = SCENARIO_POLICY,
     seed: SeedOpt = None,
     out: OutOpt = None,
@@ -145,8 +149,9 @@ def compare_cmd(
         list[str] | None,
         typer.Option(
             "--policy",
-            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; "
-            f"'{SCENARIO_POLICY}' = the file's. Default: {', '.join(DEFAULT_COMPARE)}.",
+            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; FGD-paper policies: "
+            f"{', '.join(SHARE_POLICY_DESCRIPTIONS)}; '{SCENARIO_POLICY}' = the file's. "
+            f"Default: {', '.join(DEFAULT_COMPARE)}.",
         ),
     ] = None,
     seed: SeedOpt = None,
