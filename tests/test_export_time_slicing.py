@@ -12,8 +12,10 @@ import kubernetes_validate
 import yaml
 
 from builders import pool
+from fleetlab.export.scheduler_config import kube_scheduler_configuration
 from fleetlab.export.write import export_scenario
 from fleetlab.model.scenario import Scenario
+from fleetlab.model.scheduler import SchedulerConfig
 
 #: Field names per type of the device plugin's v1 config (k8s-device-plugin api/config/v1 json tags).
 FIELDS: dict[str, set[str]] = {
@@ -83,3 +85,14 @@ def test_time_sliced_pools_export_their_sharing_config(tmp_path: Path) -> None:
     for node_pool in scenario.cluster.pools:
         expected = {k: v for k, v in node_pool.device_resources().items() if v}
         assert _advertised(configs[node_pool.name], node_pool.gpus_per_node) == expected
+
+
+def test_an_fgd_policy_exports_the_authors_plugin_name() -> None:
+    """scheduler.policy: fgd scores with the FGD authors' out-of-tree FGDScore plugin (weight 10) in place
+    of NodeResourcesFit and BalancedAllocation, which are disabled."""
+    config = SchedulerConfig(policy="fgd")
+    (profile,) = kube_scheduler_configuration(config)["profiles"]
+    score = profile["plugins"]["score"]
+    assert {"name": "FGDScore", "weight": 10} in score["enabled"]
+    assert {"name": "NodeResourcesFit"} in score["disabled"]
+    assert all(p["name"] != "SharePolicy" for p in score["enabled"])

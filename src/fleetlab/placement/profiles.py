@@ -79,6 +79,16 @@ SHARE_POLICY_DESCRIPTIONS: dict[str, str] = {
     "random": "Random (FGD paper): a random feasible node and GPU",
 }
 assert tuple(SHARE_POLICY_DESCRIPTIONS) == SHARE_POLICY_NAMES
+#: The score plugin each policy is in the FGD authors' scheduler build (hkust-adsl
+#: kubernetes-scheduler-simulator, pkg/simulator/plugin); out of tree, not part of kube-scheduler.
+SHARE_POLICY_PLUGINS: dict[str, str] = {
+    "fgd": "FGDScore",
+    "bestfit": "BestFitScore",
+    "dotprod": "DotProductScore",
+    "packing": "GpuPackingScore",
+    "clustering": "GpuClusteringScore",
+    "random": "RandomScore",
+}
 
 
 class UnknownPolicyError(ValueError):
