@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from builders import job, pool, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
@@ -68,6 +70,8 @@ def test_stranded_gpus_count_free_share_no_pending_or_typical_shape_fits() -> No
     jobs.append(job("p", gpus=0, gpu_milli=600, submit_s=5, runtime=10))
     result = run_one(scenario([pool("g", count=1, gpus=2)], jobs, horizon_s=50), "default").result
     assert summarize(result).stranded_gpus_end == 0.6
+    # over time: 300 milli stranded while one share runs (0-1 s), 600 from then on, over 50 s
+    assert summarize(result).stranded_gpus_mean == pytest.approx((0.3 * 1 + 0.6 * 49) / 50)
     jobs.append(job("small", gpus=0, gpu_milli=250, submit_s=6, runtime=1))
     jobs.append(job("small2", gpus=0, gpu_milli=250, submit_s=7, runtime=1))
     jobs.append(job("small3", gpus=0, gpu_milli=250, submit_s=8, runtime=1))

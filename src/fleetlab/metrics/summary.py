@@ -34,6 +34,11 @@ def sharing_summary(result: SimulationResult) -> dict[str, Any]:
         "frag_gpu_milli_mean": time_weighted_mean(frag[:, 0], amount, result.end_ms) if len(frag) else 0.0,
         "consolidation_evictions": sharing.consolidation_evictions,
         "stranded_gpus_end": sharing.stranded_gpu_milli_end / 1000.0,
+        "stranded_gpus_mean": (
+            time_weighted_mean(sharing.stranded[:, 0], sharing.stranded[:, 1] / 1000.0, result.end_ms)
+            if len(sharing.stranded)
+            else 0.0
+        ),
     }
 
 
@@ -104,6 +109,8 @@ class Summary:
     consolidation_evictions: int = 0
     #: Free GPUs (in GPUs, from milli) at the end that no pending job or typical pod shape can use.
     stranded_gpus_end: float = 0.0
+    #: Time-weighted mean of the free GPUs no typical pod shape can use where they are.
+    stranded_gpus_mean: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""

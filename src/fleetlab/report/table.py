@@ -52,6 +52,9 @@ ROWS: list[Row] = [
         lambda v: f"{v:.2f}",
         "min",
     ),
+    _row(
+        "free GPUs no typical pod can use (mean)", lambda s: s.stranded_gpus_mean, lambda v: f"{v:.2f}", "min"
+    ),
     _row("free GPUs no job can use (end)", lambda s: s.stranded_gpus_end, lambda v: f"{v:.2f}", "min"),
     _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),
     _row("GPU-hours held waiting for gang peers", lambda s: s.gpu_hours_wait, lambda v: f"{v:,.1f}", "min"),

@@ -28,7 +28,7 @@ from fleetlab.sim.events import EventKind
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
 from fleetlab.sim.share_policy_hook import attach_share_view
-from fleetlab.sim.stranded import stranded_gpu_milli
+from fleetlab.sim.stranded import StrandedMeter, stranded_gpu_milli
 
 if TYPE_CHECKING:
     from fleetlab.placement.framework import CompiledPod
@@ -70,6 +70,7 @@ class GpuTenancy:
         self.work_done: dict[int, int] = {}
         self.to_kill: list[int] = []
         self.meter = FragmentationMeter(sim)
+        self.stranded = StrandedMeter(self.meter)
         self.consolidator = Consolidator(sim)
         self.share_view = attach_share_view(sim)
 
@@ -111,12 +112,14 @@ class GpuTenancy:
             self.holdings[pod] = holdings
             self.gpu_index[pod] = "-".join(str(g) for h in holdings for g in h.gpus)
         self.meter.touch(node)
+        self.stranded.touch(node)
         if view is not None:
             view.bound(pod, node)
 
     def release(self, pod: int, node: int) -> None:
         """Give the pod's GPUs back (it finished, was evicted or OOM-killed)."""
         self.meter.touch(node)
+        self.stranded.touch(node)
         if self.share_view is not None:
             self.share_view.released(pod, node)
         self._stop_run(pod)
@@ -201,6 +204,7 @@ class GpuTenancy:
             for pod in kills:
                 self._fail(pod)
         self.meter.sample(self.sim.now)
+        self.stranded.sample(self.sim.now)
 
     def _fail(self, pod: int) -> None:
         """The OOM-killed pod fails (no retry), with every pod of a gang; Kueue sees the job finish."""
@@ -246,4 +250,5 @@ class GpuTenancy:
             fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),
             consolidation_evictions=self.consolidator.evictions,
             stranded_gpu_milli_end=stranded_gpu_milli(sim),
+            stranded=np.asarray(self.stranded.rows, dtype=np.int64).reshape(-1, 2),
         )

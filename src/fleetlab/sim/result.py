@@ -151,6 +151,8 @@ class SharingTable:
     consolidation_evictions: int = 0
     #: At the end: free milli-GPU that no pending job and no typical pod shape can use (sim/stranded.py).
     stranded_gpu_milli_end: int = 0
+    #: Rows of (t_ms, free milli-GPU no typical pod shape can use) over the run (sim/stranded.py).
+    stranded: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Stranded GPU capacity at the end of a run: free share on plain GPUs that no pending job and no typical
-pod shape of the workload (the FGD target workload's shapes) could use where it is.
+"""Stranded GPU capacity over the run (typical pod shapes) and at its end (typical shapes and pending
+jobs): free share on plain GPUs that no pending job and no typical pod shape of the workload (the FGD
+target workload's shapes) could use where it is.
 
 A free GPU share is usable by a shape when the shape passes the node's static filters, the node has the
 shape's CPU, memory and other requests free, and either the shape is a share that fits on that GPU (milli
@@ -13,10 +14,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fleetlab.model.gpu_share import MILLI_PER_GPU
 from fleetlab.placement.framework import PodSpec
-from fleetlab.placement.state import BoolArray
+from fleetlab.placement.state import BoolArray, IntArray
 
 if TYPE_CHECKING:
+    from fleetlab.sim.gpu_fragments import FragmentationMeter
     from fleetlab.sim.simulator import Simulator
 
 
@@ -53,3 +56,67 @@ def stranded_gpu_milli(sim: Simulator) -> int:
             enough = idle.sum(axis=1) >= whole
             usable |= (node_ok & enough)[:, None] & idle
     return int(np.where(usable, 0, free).sum())
+
+
+class StrandedMeter:
+    """Over time: free milli-GPU on ready nodes' plain GPUs that no typical pod shape could use where it
+    is (the fragmentation meter's shapes, static filters, CPU and GPU count; memory ignored, as in FGD).
+    Node terms are recomputed only for nodes touched since the last sample, after the fragmentation meter
+    has refreshed its eligibility."""
+
+    def __init__(self, meter: FragmentationMeter) -> None:
+        self.meter = meter
+        n = meter.sim.state.n
+        self.terms = np.zeros(n, dtype=np.int64)
+        self.total = 0
+        self.dirty: set[int] = set()
+        self.generation = -1
+        #: (t_ms, stranded milli-GPU) whenever the total changes.
+        self.rows: list[tuple[int, int]] = []
+
+    def touch(self, node: int) -> None:
+        """The node's usage changed."""
+        self.dirty.add(node)
+
+    def _node_terms(self, rows: IntArray) -> IntArray:
+        meter, state = self.meter, self.meter.sim.state
+        devices = state.devices
+        assert devices is not None
+        cap = devices.milli_cap[rows]
+        free = np.where(cap > 0, cap - devices.milli_used[rows], 0)
+        if not len(meter.specs):
+            return np.asarray(free.sum(axis=1), dtype=np.int64)
+        unit = meter.unit[None, :, None]
+        enough = (free[:, None, :] >= np.where(unit > 0, unit, MILLI_PER_GPU)) & (cap[:, None, :] > 0)
+        cpu_free = state.free[rows, state.cpu_col]
+        can = (
+            meter.eligible[rows]
+            & (cpu_free[:, None] >= meter.cpu[None, :])
+            & (enough.sum(axis=2) >= np.maximum(meter.count, 1)[None, :])
+            & (meter.unit[None, :] > 0)
+        )
+        usable = (can[:, :, None] & enough).any(axis=1)
+        return np.asarray(np.where(usable, 0, free).sum(axis=1), dtype=np.int64)
+
+    def sample(self, now: int) -> None:
+        """Bring touched nodes up to date; record the total if it changed."""
+        state = self.meter.sim.state
+        if state.topology_generation != self.generation:
+            self.generation = state.topology_generation
+            self.terms = self._node_terms(np.arange(state.n, dtype=np.int64))
+            self.total = int(self.terms[state.ready].sum())
+            self.dirty.clear()
+        elif self.dirty:
+            rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
+            self.dirty.clear()
+            new = self._node_terms(rows)
+            ready = state.ready[rows]
+            self.total += int((new[ready] - self.terms[rows][ready]).sum())
+            self.terms[rows] = new
+        total = self.total
+        if self.rows and self.rows[-1][1] == total:
+            return
+        if self.rows and self.rows[-1][0] == now:
+            self.rows[-1] = (now, total)
+        else:
+            self.rows.append((now, total))
