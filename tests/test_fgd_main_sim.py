@@ -144,3 +144,18 @@ def test_share_policies_are_deterministic_for_a_seed(policy: str) -> None:
     assert first["node"] == second["node"] and first["gpus"] == second["gpus"]
     other = pod_columns(run_one(res, policy, seed=123).result)
     assert policy == "fgd" or other["node"] != first["node"]
+
+
+def test_a_class_profile_can_use_fgd_and_its_pods_get_fgds_gpus() -> None:
+    """``class_profiles: {inference: fgd}``: a 300-milli share goes where FGD puts it, not best fit. After a
+    400 share on GPU 0 (free [600, 1000]) and with M = {400: 1/6, 300: 1/6, 500: 4/6}, the 300 share on
+    GPU 0 leaves a 300 remnant that the 400 and 500 shapes cannot use (F = 250), on GPU 1 none (F = 0)."""
+    jobs = [_share("s400", 400, 0), _share("s300", 300, 1)]
+    jobs += [_share(f"s500-{i}", 500, 10 + i) for i in range(4)]
+    for spec in jobs:
+        spec["class"] = "inference"
+    pools = [pool("a", count=1, gpus=2)]
+    by_class = scenario(pools, jobs, scheduler={"tie_break": "first", "class_profiles": {"inference": "fgd"}})
+    preset = scenario(pools, jobs, scheduler={"tie_break": "first"})
+    assert pod_columns(run_one(by_class).result)["gpus"][:2] == ["0", "1"]
+    assert pod_columns(run_one(preset).result)["gpus"][:2] == ["0", "0"]  # best fit

@@ -27,7 +27,7 @@ from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.events import EventKind
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
-from fleetlab.sim.share_policy_hook import attach_share_view
+from fleetlab.sim.share_policy_hook import attach_share_view, policy_of
 from fleetlab.sim.stranded import StrandedMeter, stranded_gpu_milli
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class GpuTenancy:
         view = self.share_view
         if view is not None:
             view.binding = view.request_of(compiled)
+            view.policy = policy_of(self.sim, pod)
         if milli or memory:
             holding, was_idle = devices.take_share(node, milli, memory)
             holdings.append(holding)

@@ -22,9 +22,10 @@ POPULARITY = 0.95
 
 
 def attach_share_view(sim: Simulator) -> ShareView | None:
-    """A ShareView on ``sim.state`` when any profile uses a share policy (None otherwise); the main
-    profile's policy also chooses the GPU of each share. M weighs each job's pod shape by its pods, as
-    upstream counts pods by spec (CPU, per-GPU share, GPU count)."""
+    """A ShareView on ``sim.state`` when any profile uses a share policy (None otherwise). It also chooses
+    the GPU of each share, by the policy of the profile that scheduled the pod (best fit for presets). M
+    weighs each job's pod shape by its pods, as upstream counts pods by spec (CPU, per-GPU share, GPU
+    count)."""
     policies = [s.profile.share_policy for s in sim.schedulers.values() if s.profile.share_policy]
     if not policies or not sim.jobs:
         return None
@@ -49,9 +50,15 @@ def attach_share_view(sim: Simulator) -> ShareView | None:
     def eligibility() -> NDArray[np.bool_]:
         return np.stack([scheduler.static_mask(scheduler.compile(s)) for s in specs], axis=1)
 
-    view = ShareView(sim.state, policies[0], target, eligibility, sim.seed)
+    view = ShareView(sim.state, sim.profile.share_policy, target, eligibility, sim.seed)
     sim.state.share_view = view
-    if sim.profile.share_policy and sim.state.devices is not None:
-        view.policy = sim.profile.share_policy
+    if sim.state.devices is not None:
         sim.state.devices.chooser = view.choose_gpu
     return view
+
+
+def policy_of(sim: Simulator, pod: int) -> str:
+    """The share policy of the profile that schedules ``pod`` ("" for a preset profile)."""
+    spec_id = int(sim.job_spec[int(sim.book.job[pod])])
+    key = sim.spec_profile[spec_id] if spec_id >= 0 else ""
+    return sim.schedulers[key].profile.share_policy
