@@ -21,7 +21,9 @@ from fleetlab.experiment.results import load_results
 from fleetlab.experiment.sweep import run_sweep
 from fleetlab.report import experiment_data as data
 from fleetlab.report.experiment_charts import build_charts
+from fleetlab.report.experiment_charts import slo_attainment as slo_attainment_chart
 from fleetlab.report.experiment_html import render_html
+from fleetlab.spec.errors import SpecError
 from report_sweeps import kueue_sweep
 
 NO_QUEUES = """\
@@ -83,6 +85,9 @@ def test_chart_numbers_match_the_runs_parquet_files(sweep: Path) -> None:
         assert np.all(series.allocated[variant] <= series.total[variant] + 1e-9)
         assert series.free_on_used_nodes is not None and np.all(series.free_on_used_nodes[variant] >= 0)
         assert series.allocated[variant].max() > 0
+        assert series.busy is not None and series.largest_free_block is not None
+        assert np.all(series.busy[variant] <= series.allocated[variant] + 1e-9)  # allocation is not use
+        assert series.busy[variant].max() > 0 and np.all(series.largest_free_block[variant] <= 8)
     # two-teams: team-a borrows team-b's idle GPU quota; only the GPU rows are charted
     assert {b.flavor_resource for b in balances} == {"h100/nvidia.com/gpu"}
     queues = _runs(sweep, "queues")
@@ -169,3 +174,29 @@ def test_png_target_that_is_a_file_exits_2(sweep: Path, tmp_path: Path) -> None:
     target.write_text("not a folder")
     result = CliRunner().invoke(cli.app, ["experiment", "report", str(sweep), "--png", str(target)])
     assert result.exit_code == 2 and "is not a directory" in " ".join(result.output.split())
+
+
+def test_service_slo_reads_the_services_time_series() -> None:
+    """services rows (time_s, service, slo_met, p99_ms): share of samples meeting the SLO per seed, then the
+    mean over seeds; the SLO chart prefers it over job SLOs."""
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE services AS SELECT * FROM (VALUES "
+        "('a', 1, 0.0, 'search', true, 80.0), ('a', 1, 60.0, 'search', false, 250.0), "
+        "('a', 2, 0.0, 'search', true, 90.0), ('a', 2, 60.0, 'search', true, 100.0), "
+        "('b', 1, 0.0, 'search', false, 300.0)) AS t(variant, seed, time_s, service, slo_met, p99_ms)"
+    )
+    rows = data.service_slo(con)
+    assert [(r.job_class, r.variant) for r in rows] == [("search", "a"), ("search", "b")]
+    assert rows[0].attained == pytest.approx(0.75)  # seed 1: 1 of 2, seed 2: 2 of 2
+    assert rows[0].p99_ms == pytest.approx((165.0 + 95.0) / 2) and rows[1].attained == 0.0
+    section = slo_attainment_chart(rows, ["a", "b"])
+    assert section.figure is not None and len(section.figure.data) == 2
+    assert data.service_slo(duckdb.connect()) == []
+
+
+def test_service_slo_names_missing_columns() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE services AS SELECT 'a' AS variant, 1 AS seed, 'x' AS service")
+    with pytest.raises(SpecError, match="missing column"):
+        data.service_slo(con)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from fleetlab.experiment.run import Run
 from fleetlab.metrics.dynamics import lifecycle_payload
 from fleetlab.metrics.queues import queue_rows
+from fleetlab.metrics.services import service_columns, services_payload
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
 from fleetlab.metrics.teams import team_rows
@@ -52,6 +53,7 @@ def _run_payload(run: Run) -> dict[str, Any]:
         "cluster_queues": [row.as_dict() for row in queue_rows(result)],
         "teams": [row.as_dict() for row in team_rows(result)],
         "lifecycle": lifecycle_payload(result),
+        **services_payload(result),
     }
 
 
@@ -62,6 +64,8 @@ def write_run_files(run: Run, folder: Path) -> None:
     _write_parquet(node_columns(run.result), folder / "nodes.parquet")
     _write_parquet(pod_columns(run.result), folder / "pods.parquet")
     _write_parquet(timeline_columns(run.result), folder / "timeline.parquet")
+    if run.result.services is not None:
+        _write_parquet(service_columns(run.result), folder / "services.parquet")
     text = json.dumps(_run_payload(run), indent=2, sort_keys=True, allow_nan=False, default=_json_default)
     (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
 

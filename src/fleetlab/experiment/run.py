@@ -17,6 +17,7 @@ from fleetlab.placement.profiles import (
     resolve_profile,
 )
 from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.simulator import Simulator
 from fleetlab.sim.specs import build_nodes, pod_spec
 
@@ -75,7 +76,8 @@ def run_one(
     """Simulate under one policy."""
     profile = profile_for(resolved, policy)
     result = Simulator(resolved, profile, seed=seed).run(progress)
-    result.warnings.extend(preflight(resolved, profile))
+    result.warnings.extend(preflight(with_service_replicas(resolved), profile))
+    result.warnings.extend(result.services.warnings if result.services is not None else [])
     label = profile.name if policy in (None, SCENARIO_POLICY) else policy
     return Run(label=label, profile=profile, result=result)
 

@@ -143,7 +143,13 @@ def compare_variants(
     return out
 
 
-_HIGHER_IS_BETTER = {"jobs_completed", "gpu_allocation_ratio", "whole_free_gpu_nodes_mean"}
+_HIGHER_IS_BETTER = {
+    "jobs_completed",
+    "gpu_allocation_ratio",
+    "whole_free_gpu_nodes_mean",
+    "gpu_utilization_ratio",
+    "largest_free_block_mean",
+}
 _NEUTRAL = {"jobs", "gpu_hours_billed", "gpu_hours_busy", "gpu_hours_prep", "cost_compute", "cost_prep"}
 
 

@@ -1,8 +1,8 @@
 """The results store of an experiment: Parquet files per run and one DuckDB database over all of them.
 
 Each run folder (``runs/<variant>/seed-<n>/``) holds ``jobs``, ``costs`` (one row per node with its
-bill split), ``timeline`` and ``queues`` Parquet files and ``run.json`` (written last). A folder appears
-only by an atomic rename of a finished temporary folder, so it is complete or absent.
+bill split), ``timeline``, ``queues`` and ``services`` Parquet files and ``run.json`` (written last). A
+folder appears only by an atomic rename of a finished temporary folder, so it is complete or absent.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ import pyarrow.parquet as pq
 
 from fleetlab.experiment.output import safe_name, swap_into_place
 from fleetlab.metrics.queues import QueueRow, queue_rows
+from fleetlab.metrics.services import service_columns
 from fleetlab.metrics.summary import Summary, summarize
 from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
 from fleetlab.sim.result import SimulationResult
 
 TMP_PREFIX = ".tmp-"
 RUN_RECORD = "run.json"
-TABLES = ("jobs", "costs", "timeline", "queues")
+TABLES = ("jobs", "costs", "timeline", "queues", "services")
 DATABASE = "experiment.duckdb"
 _QUEUE_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64()}
 
@@ -50,13 +51,34 @@ def _queue_table(rows: list[QueueRow]) -> dict[str, Any]:
     return {name: pa.array([getattr(r, name) for r in rows], kind) for name, kind in schema.items()}
 
 
+#: services.parquet's types, fixed so that runs with and without services concatenate.
+_SERVICE_TYPES = {
+    "time_s": pa.float64(),
+    "service": pa.string(),
+    "ready_replicas": pa.int64(),
+    "desired_replicas": pa.int64(),
+    "servers": pa.int64(),
+    "rps": pa.float64(),
+    "p50_ms": pa.float64(),
+    "p99_ms": pa.float64(),
+    "slo_met": pa.bool_(),
+    "late_requests": pa.float64(),
+}
+
+
+def _service_table(result: SimulationResult) -> dict[str, Any]:
+    columns = service_columns(result)
+    return {name: pa.array(columns[name], kind) for name, kind in _SERVICE_TYPES.items()}
+
+
 def run_tables(result: SimulationResult, variant: str, seed: int) -> dict[str, pa.Table]:
-    """The four per-run tables, each with ``variant`` and ``seed`` columns in front."""
+    """The per-run tables, each with ``variant`` and ``seed`` columns in front."""
     return {
         "jobs": _with_keys(job_columns(result), variant, seed),
         "costs": _with_keys(node_columns(result), variant, seed),
         "timeline": _with_keys(timeline_columns(result), variant, seed),
         "queues": _with_keys(_queue_table(queue_rows(result)), variant, seed),
+        "services": _with_keys(_service_table(result), variant, seed),
     }
 
 
@@ -150,7 +172,7 @@ def build_database(
     baseline: str,
 ) -> Path:
     """(Re)build ``experiment.duckdb``: tables copied from the runs' Parquet files, and the views
-    ``runs``, ``variants``, ``jobs``, ``costs``, ``timeline`` and ``queues`` over them."""
+    ``runs``, ``variants``, ``jobs``, ``costs``, ``timeline``, ``queues`` and ``services`` over them."""
     import duckdb
 
     target = out / DATABASE

@@ -14,6 +14,8 @@ from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.metrics.dynamics import summarize_dynamics
+from fleetlab.metrics.services import service_totals, workload_jobs
+from fleetlab.metrics.usage_columns import usage_summary
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -111,6 +113,15 @@ class Summary:
     stranded_gpus_end: float = 0.0
     #: Time-weighted mean of the free GPUs no typical pod shape can use where they are.
     stranded_gpus_mean: float = 0.0
+    #: Busy GPU equivalents over allocatable GPUs, and the mean largest free block (sim/usage_meter.py).
+    gpu_utilization_ratio: float = 0.0
+    largest_free_block_mean: float = 0.0
+    #: Extra wall time co-located pods cost each other (fleetlab.model.interference; 0 when off).
+    interference_extra_hours: float = 0.0
+    #: Inference services (metrics/services.py), over all services; null (NaN) without services.
+    service_slo_attainment_pct: float = float("nan")
+    service_late_requests_pct: float = float("nan")
+    service_replicas_lost: int = 0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -148,7 +159,7 @@ def _percentile(values: NDArray[np.float64], q: float) -> float:
 
 def summarize(result: SimulationResult) -> Summary:
     """Compute the comparison row for one run."""
-    jobs = result.jobs
+    jobs = workload_jobs(result.jobs)  # service replicas are summarised per service
     started = jobs.last_bound_ms >= 0
     waits = (jobs.last_bound_ms[started] - jobs.submit_ms[started]) / 1000.0
     prep = (jobs.running_ms - jobs.last_bound_ms)[jobs.running_ms >= 0] / 1000.0
@@ -217,4 +228,6 @@ def summarize(result: SimulationResult) -> Summary:
         pods_evicted_per_failure=life.pods_evicted_per_failure,
         gpu_hours_lost_per_failure=life.gpu_hours_lost_per_failure,
         **sharing_summary(result),
+        **usage_summary(result),
+        **service_totals(result),
     )

@@ -20,6 +20,7 @@ from fleetlab.metrics.sharing_columns import (
     merged_timeline,
     pod_gpu_column,
 )
+from fleetlab.metrics.usage_columns import job_interference_columns, usage_timeline_columns
 from fleetlab.sim.result import SimulationResult
 
 Columns = dict[str, Any]
@@ -61,6 +62,7 @@ def job_columns(result: SimulationResult) -> Columns:
         / MS_PER_HOUR,
         "pending_reason": [pending_by_id[i].message if i in pending_by_id else "" for i in jobs.ids],
         **job_sharing_columns(result),
+        **job_interference_columns(result),
     }
 
 
@@ -115,5 +117,6 @@ def timeline_columns(result: SimulationResult) -> Columns:
         "total_gpus": tl.total_gpus,
         "whole_free_gpu_nodes": tl.whole_free_gpu_nodes,
         "gpu_nodes": tl.gpu_nodes,
+        **usage_timeline_columns(tl),
     }
     return merged_timeline(result, columns)

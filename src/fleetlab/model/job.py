@@ -11,6 +11,7 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpu_share import normalize_share
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
 from fleetlab.model.units import Bytes, Seconds
 
@@ -95,6 +96,15 @@ class Job(SpecModel):
     gpu_milli: int | None = None
     gpu_memory: Bytes | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
+    #: Share of its allocated GPU time the job keeps the GPU busy while computing (DCGM's GPU utilisation).
+    gpu_utilization: float = Field(default=1.0, ge=0.0, le=1.0)
+    #: Demand on the node's shared resources (fleetlab.model.interference); None: the class default.
+    interference_demand: Demand | None = None
+
+    @field_validator("interference_demand")
+    @classmethod
+    def _known_demand(cls, value: Demand | None) -> Demand | None:
+        return None if value is None else check_demand(value, "interference_demand")
 
     @model_validator(mode="before")
     @classmethod

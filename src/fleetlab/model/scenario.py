@@ -7,11 +7,13 @@ from typing import Any
 from pydantic import field_validator, model_validator
 
 from fleetlab.model.cluster import Cluster, SpecModel
+from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.scheduler import SchedulerConfig
+from fleetlab.model.service import Service, check_services
 from fleetlab.model.units import Seconds
 from fleetlab.model.workload import Workload
 
@@ -32,6 +34,10 @@ class Scenario(SpecModel):
     priority_classes: tuple[PriorityClass, ...] = ()
     #: Kueue's Configuration switches (waitForPodsReady, fairSharing).
     kueue_configuration: KueueConfiguration = KueueConfiguration()
+    #: Slowdown of co-located pods contending for node resources; None: off.
+    interference: InterferenceModel | None = None
+    #: Online inference services (model/service.py): long-running replicas with a latency SLO.
+    services: tuple[Service, ...] = ()
 
     @field_validator("kueue", mode="before")
     @classmethod
@@ -44,7 +50,14 @@ class Scenario(SpecModel):
             raise ValueError("; ".join(exc.problems)) from None
 
     @model_validator(mode="after")
+    def _interference_pools_known(self) -> Scenario:
+        if self.interference is not None:
+            self.interference.check_pools([p.name for p in self.cluster.pools])
+        return self
+
+    @model_validator(mode="after")
     def _queues_known(self) -> Scenario:
+        check_services(self.services, self.horizon_s)
         if self.workload.jobs is None:
             return self
         check_job_queues(self.workload.jobs, self.kueue)

@@ -77,6 +77,9 @@ class JobClassSpec(SpecModel):
     topology_preferred: str | None = None
     checkpoint_interval_s: Seconds | None = None
     checkpoint_write_s: Seconds = 0.0
+    #: Passed to each job (fleetlab.model.job): busy share of allocated GPU time, interference demand.
+    gpu_utilization: float = Field(default=1.0, ge=0.0, le=1.0)
+    interference_demand: dict[str, float] | None = None
     queue: str | None = None
     namespace: str = "default"
     #: First possible arrival of this class (defaults to the generator's start_s).

@@ -156,11 +156,26 @@ def gpu_allocation(series: data.TimelineSeries, order: Sequence[str]) -> ChartSe
                 line={"color": colour, "dash": "dot", "width": 1},
             )
         )
+        if series.busy is not None and variant in series.busy:
+            figure.add_trace(
+                go.Scatter(
+                    x=hours,
+                    y=series.busy[variant],
+                    mode="lines",
+                    name=f"{name} busy",
+                    legendgroup=name,
+                    line={"color": colour, "dash": "dash"},
+                )
+            )
     note = (
-        "Allocated = GPUs requested by bound pods. GPU utilisation (SM activity) is not recorded by the "
-        "simulator, so only allocation is shown."
+        "Allocated = GPUs requested by bound pods (solid); busy = GPUs doing useful work (dashed): only "
+        "pods that are computing (not pulling images, downloading data or waiting for gang peers), times "
+        "each job's gpu_utilization, divided by its slowdown (time-slicing, interference)."
+        if series.busy is not None
+        else "Allocated = GPUs requested by bound pods. This store predates the busy-GPU column, so only "
+        "allocation is shown."
     )
-    return ChartSection("gpu_allocation", "GPU allocation over time", figure, note)
+    return ChartSection("gpu_allocation", "GPU allocation and utilisation over time", figure, note)
 
 
 def fragmentation(series: data.TimelineSeries, order: Sequence[str]) -> ChartSection:
@@ -179,6 +194,12 @@ def fragmentation(series: data.TimelineSeries, order: Sequence[str]) -> ChartSec
         values, y_title = series.whole_free_nodes, "whole free GPU nodes"
         note = "GPU nodes differ in GPU count, so whole free GPU nodes are shown instead of stranded GPUs."
     figure = _figure("Fragmentation over time, mean over seeds", "time (hours)", y_title)
+    largest = series.largest_free_block
+    if largest is not None:
+        figure.update_layout(
+            yaxis2={"title": "largest free block (GPUs on one node)", "overlaying": "y", "side": "right"}
+        )
+        note += " Dashed (right axis): the largest free block, the most free GPUs on any one node."
     for variant in order:
         if variant in values:
             figure.add_trace(
@@ -187,7 +208,20 @@ def fragmentation(series: data.TimelineSeries, order: Sequence[str]) -> ChartSec
                     y=values[variant],
                     mode="lines",
                     name=_e(variant),
+                    legendgroup=_e(variant),
                     line={"color": colours[variant]},
+                )
+            )
+        if largest is not None and variant in largest:
+            figure.add_trace(
+                go.Scatter(
+                    x=hours,
+                    y=largest[variant],
+                    mode="lines",
+                    name=f"{_e(variant)} largest free block",
+                    legendgroup=_e(variant),
+                    yaxis="y2",
+                    line={"color": colours[variant], "dash": "dash"},
                 )
             )
     return ChartSection("fragmentation", "Fragmentation over time", figure, note)
@@ -272,11 +306,16 @@ def slo_attainment(rows: Sequence[data.SloAttainment], order: Sequence[str]) -> 
     )
     for variant in order:
         mine = {r.job_class: r.attained for r in rows if r.variant == variant}
+        p99 = {r.job_class: r.p99_ms for r in rows if r.variant == variant and not math.isnan(r.p99_ms)}
         if mine:
             figure.add_trace(
                 go.Bar(
                     x=[_e(c) for c in classes],
                     y=[100.0 * mine[c] if c in mine else math.nan for c in classes],
+                    customdata=[p99.get(c, math.nan) for c in classes],
+                    hovertemplate="%{y:.1f} % within SLO, p99 %{customdata:.0f} ms<extra></extra>"
+                    if p99
+                    else None,
                     name=_e(variant),
                     marker_color=colours[variant],
                 )
@@ -302,7 +341,7 @@ def build_charts(folder: Path, results: ExperimentResults) -> ReportCharts:
         series = data.timeline_series(con)
         costs = data.cost_split(con)
         balances = data.queue_balances(con)
-        slo = data.slo_attainment(con)
+        slo = data.service_slo(con) or data.slo_attainment(con)
     finally:
         con.close()
     sections = [

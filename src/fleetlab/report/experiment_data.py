@@ -21,6 +21,8 @@ from fleetlab.spec.errors import SpecError
 
 FloatArray = NDArray[np.float64]
 TIMELINE_POINTS = 400
+#: Timeline columns read when the store has them (runs recorded before they existed lack them).
+OPTIONAL_TIMELINE = ("busy_gpus", "largest_free_block")
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
@@ -63,6 +65,9 @@ class TimelineSeries:
     free_on_used_nodes: dict[str, FloatArray] | None
     whole_free_nodes: dict[str, FloatArray]
     gpus_per_node: int | None
+    #: GPUs doing useful work and the largest free block (GPUs on one node); None in stores without them.
+    busy: dict[str, FloatArray] | None = None
+    largest_free_block: dict[str, FloatArray] | None = None
 
 
 def _uniform_gpus_per_node(con: Any) -> int | None:
@@ -79,9 +84,11 @@ def _step_values(t: FloatArray, values: FloatArray, grid: FloatArray) -> FloatAr
 
 def timeline_series(con: Any, points: int = TIMELINE_POINTS) -> TimelineSeries:
     """GPU allocation, capacity and free-GPU shape over time, sampled at ``points`` fixed times."""
+    optional = [c for c in OPTIONAL_TIMELINE if c in _columns(con, "timeline")]
     data = con.execute(
-        "SELECT variant, seed, t_s, allocated_gpus, total_gpus, whole_free_gpu_nodes FROM timeline "
-        "ORDER BY variant, seed, t_s"
+        "SELECT variant, seed, t_s, allocated_gpus, total_gpus, whole_free_gpu_nodes"
+        + "".join(f", {c}" for c in optional)
+        + " FROM timeline ORDER BY variant, seed, t_s"
     ).fetchnumpy()
     per_node = _uniform_gpus_per_node(con)
     names = np.asarray(data["variant"], dtype=object)
@@ -91,6 +98,8 @@ def timeline_series(con: Any, points: int = TIMELINE_POINTS) -> TimelineSeries:
     grid = np.linspace(0.0, end, points) if end > 0 else np.zeros(1)
     columns = {k: np.asarray(data[k], dtype=np.float64) for k in ("allocated_gpus", "total_gpus")}
     columns["whole_free"] = np.asarray(data["whole_free_gpu_nodes"], dtype=np.float64)
+    for name in optional:
+        columns[name] = np.nan_to_num(np.asarray(data[name], dtype=np.float64))
     sums: dict[str, dict[str, FloatArray]] = {}
     counts: dict[str, int] = {}
     new_run = np.ones(len(t), dtype=bool)
@@ -118,6 +127,10 @@ def timeline_series(con: Any, points: int = TIMELINE_POINTS) -> TimelineSeries:
         free_on_used_nodes=free_on_used,
         whole_free_nodes={v: m["whole_free"] for v, m in means.items()},
         gpus_per_node=per_node,
+        busy={v: m["busy_gpus"] for v, m in means.items()} if "busy_gpus" in optional else None,
+        largest_free_block={v: m["largest_free_block"] for v, m in means.items()}
+        if "largest_free_block" in optional
+        else None,
     )
 
 
@@ -161,6 +174,8 @@ class SloAttainment:
     job_class: str
     variant: str
     attained: float
+    #: Services only: the mean of their recorded p99 latency (ms).
+    p99_ms: float = float("nan")
 
 
 def slo_attainment(con: Any) -> list[SloAttainment]:
@@ -174,6 +189,33 @@ def slo_attainment(con: Any) -> list[SloAttainment]:
         "ORDER BY class, variant"
     ).fetchall()
     return [SloAttainment(str(r[0]), str(r[1]), float(r[2])) for r in rows]
+
+
+def _has_table(con: Any, name: str) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
+    ).fetchone()
+    return bool(rows and rows[0])
+
+
+#: The services time series a run may record: one row per service and sample time.
+SERVICE_COLUMNS = ("variant", "seed", "time_s", "service", "slo_met", "p99_ms")
+
+
+def service_slo(con: Any) -> list[SloAttainment]:
+    """Per service and variant: the share of samples meeting the SLO (mean over seeds), from a
+    ``services`` table (``SERVICE_COLUMNS``); empty when the store has none."""
+    if not _has_table(con, "services"):
+        return []
+    missing = sorted(set(SERVICE_COLUMNS) - _columns(con, "services"))
+    if missing:
+        raise SpecError("services", [f"missing column(s) {', '.join(missing)}; expected {SERVICE_COLUMNS}"])
+    rows = con.execute(
+        "SELECT service, variant, avg(met), avg(p99) FROM (SELECT service, variant, seed, "
+        "avg(CASE WHEN slo_met THEN 1.0 ELSE 0.0 END) AS met, avg(p99_ms) AS p99 FROM services "
+        "GROUP BY service, variant, seed) GROUP BY service, variant ORDER BY service, variant"
+    ).fetchall()
+    return [SloAttainment(str(r[0]), str(r[1]), float(r[2]), float(r[3])) for r in rows]
 
 
 def queue_waits(con: Any) -> tuple[dict[str, FloatArray], list[tuple[Any, ...]]]:

@@ -45,6 +45,7 @@ ROWS: list[Row] = [
     _row("prep (pull + data) mean", lambda s: s.prep_mean_s, _duration, "min"),
     _row("completion time mean", lambda s: s.completion_mean_s, _duration, "min"),
     _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
+    _row("GPU utilisation ratio", lambda s: s.gpu_utilization_ratio, lambda v: f"{v:.1%}", "max"),
     _row("whole free GPU nodes (mean)", lambda s: s.whole_free_gpu_nodes_mean, lambda v: f"{v:.2f}", "max"),
     _row(
         "fragmented GPUs, FGD F_N(M) (mean)",
@@ -56,6 +57,8 @@ ROWS: list[Row] = [
         "free GPUs no typical pod can use (mean)", lambda s: s.stranded_gpus_mean, lambda v: f"{v:.2f}", "min"
     ),
     _row("free GPUs no job can use (end)", lambda s: s.stranded_gpus_end, lambda v: f"{v:.2f}", "min"),
+    _row("largest free GPU block (mean)", lambda s: s.largest_free_block_mean, lambda v: f"{v:.2f}", "max"),
+    _row("extra hours from interference", lambda s: s.interference_extra_hours, lambda v: f"{v:,.2f}", "min"),
     _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),
     _row("GPU-hours held waiting for gang peers", lambda s: s.gpu_hours_wait, lambda v: f"{v:,.1f}", "min"),
     _row("evictions", lambda s: s.evictions, lambda v: f"{v:.0f}", "min"),
@@ -210,9 +213,12 @@ def team_table(runs: Sequence[Run]) -> Table | None:
 def print_notes(console: Console, runs: Sequence[Run], show_pending: bool = True) -> None:
     """Per-team and per-queue tables, warnings and pending-job explanations of each run."""
     from fleetlab.report.dynamics_table import dynamics_table
+    from fleetlab.report.services_table import services_table
 
     if (lifecycle := dynamics_table(runs)) is not None:
         console.print(lifecycle)
+    if (services := services_table(runs)) is not None:
+        console.print(services)
     teams = team_table(runs)
     if teams is not None:
         console.print(teams)

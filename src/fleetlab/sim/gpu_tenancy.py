@@ -10,12 +10,12 @@ time-sliced nodes two more things happen, because the device plugin isolates not
 * **Interference.** With k running pods on a GPU each computes at 1 / (1 + α·(k−1)) of its full speed
   (α = ``time_slicing.slowdown_per_extra_pod``; α = 1 is a fair time-slice of compute-bound work). A pod on
   several GPUs runs at its slowest GPU's speed. Whenever k changes the affected pods' work done so far is
-  settled at the old speed and their finish events are rescheduled at the new one.
+  settled at the old speed and their finish events are rescheduled at the new one (sim/pod_pace.py,
+  shared with the node-level interference model).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,6 @@ import numpy as np
 from fleetlab.model.resources import GPU
 from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
 from fleetlab.sim.consolidation import Consolidator
-from fleetlab.sim.events import EventKind
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
 from fleetlab.sim.share_policy_hook import attach_share_view, policy_of
@@ -37,16 +36,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class _Run:
-    """A computing pod on time-sliced GPUs: work left at full speed and the speed it runs at now."""
+    """A computing pod on time-sliced GPUs (its pace, work left and speed, is in sim/pod_pace.py)."""
 
     node: int
     gpus: tuple[int, ...]
     memory: int
-    nominal_wall_ms: float
-    left_ms: float
-    last_ms: int
-    finish_ms: int
-    factor: float = 1.0
 
 
 class GpuTenancy:
@@ -62,12 +56,9 @@ class GpuTenancy:
         self.holdings: dict[int, list[Holding]] = {}
         self.gpu_index = [""] * n_pods
         self.oom_kills = np.zeros(n_pods, dtype=np.int64)
-        self.extra_ms = np.zeros(n_pods, dtype=np.float64)
-        self.sliced_ms = np.zeros(n_pods, dtype=np.float64)
         self.failed = np.zeros(n_pods, dtype=bool)
         self.runs: dict[int, _Run] = {}
         self.on_gpu: dict[tuple[int, int], set[int]] = {}
-        self.work_done: dict[int, int] = {}
         self.to_kill: list[int] = []
         self.meter = FragmentationMeter(sim)
         self.stranded = StrandedMeter(self.meter)
@@ -92,6 +83,7 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] += 1
                 state.free[node, col] -= 1
+                self.sim.counters.allocated_gpus += 1  # a shared GPU is taken from the whole-GPU pool
                 if state.requested[node, col] == 1:
                     self.sim.counters.whole_free -= 1
         elif devices.kind[node] == TIME_SLICED:
@@ -130,12 +122,13 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] -= 1
                 state.free[node, col] += 1
+                self.sim.counters.allocated_gpus -= 1
                 if state.requested[node, col] == 0:
                     self.sim.counters.whole_free += 1
 
     def work_ms(self, pod: int, wall_ms: int) -> int:
         """Work done in the current run at full speed (its wall time unless time-slicing slowed it)."""
-        return self.work_done.pop(pod, wall_ms)
+        return self.sim.pace.work_ms(pod, wall_ms)
 
     # -- time-slicing --------------------------------------------------------------------------------
     def started(self, pod: int, wall_ms: int) -> None:
@@ -152,7 +145,8 @@ class GpuTenancy:
                 self.oom_kills[pod] += 1
                 self.to_kill.append(pod)
                 return
-        self.runs[pod] = _Run(node, gpus, memory, float(wall_ms), float(wall_ms), sim.now, sim.now + wall_ms)
+        self.runs[pod] = _Run(node, gpus, memory)
+        sim.pace.begin(pod, wall_ms, sliced=True)
         for gpu in gpus:
             self.on_gpu.setdefault((node, gpu), set()).add(pod)
         self._retime(node, gpus)
@@ -161,21 +155,10 @@ class GpuTenancy:
         run = self.runs.pop(pod, None)
         if run is None:
             return
-        self._settle(pod, run)
-        self.work_done[pod] = round(run.nominal_wall_ms - run.left_ms)
+        self.sim.pace.end(pod)
         for gpu in run.gpus:
             self.on_gpu[(run.node, gpu)].discard(pod)
         self._retime(run.node, run.gpus)
-
-    def _settle(self, pod: int, run: _Run) -> None:
-        now = self.sim.now
-        spent = now - run.last_ms
-        if spent > 0:
-            done = spent / run.factor
-            run.left_ms = max(0.0, run.left_ms - done)
-            self.extra_ms[pod] += spent - done
-            self.sliced_ms[pod] += spent
-        run.last_ms = now
 
     def _retime(self, node: int, gpus: tuple[int, ...]) -> None:
         """New speeds for the pods on ``gpus`` of ``node``; reschedule the finish of those that changed."""
@@ -185,17 +168,7 @@ class GpuTenancy:
         for pod in affected:
             run = self.runs[pod]
             k = max(len(self.on_gpu[(node, gpu)]) for gpu in run.gpus)
-            factor = 1.0 + alpha * (k - 1)
-            if factor == run.factor:
-                continue
-            self._settle(pod, run)
-            run.factor = factor
-            finish = sim.now + max(0, math.ceil(run.left_ms * factor - 1e-6))
-            if finish == run.finish_ms:
-                continue  # (its work is done: the finish event at this very time stands)
-            run.finish_ms = finish
-            sim.book.attempt[pod] += 1  # drops the finish event scheduled at the old speed
-            sim.events.push(finish, EventKind.POD_FINISH, pod, int(sim.book.attempt[pod]))
+            sim.pace.set_factors(pod, slicing=1.0 + alpha * (k - 1))
 
     # -- per step ------------------------------------------------------------------------------------
     def step(self) -> None:
@@ -244,8 +217,8 @@ class GpuTenancy:
         return SharingTable(
             job_oom_kills=per_job(self.oom_kills, np.add).astype(np.int64),
             job_failed=per_job(self.failed, np.logical_or).astype(bool),
-            job_extra_ms=per_job(self.extra_ms, np.add).astype(np.float64),
-            job_sliced_ms=per_job(self.sliced_ms, np.add).astype(np.float64),
+            job_extra_ms=per_job(sim.pace.extra_ms, np.add).astype(np.float64),
+            job_sliced_ms=per_job(sim.pace.sliced_ms, np.add).astype(np.float64),
             job_gpu_milli=milli[inverse] if n else milli,
             pod_gpus=list(self.gpu_index),
             fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),

@@ -15,7 +15,9 @@ from fleetlab.sim.interruption_log import InterruptionLog
 
 if TYPE_CHECKING:
     from fleetlab.sim.billing_inputs import BillingInputs
+    from fleetlab.sim.interference_result import InterferenceTable
 from fleetlab.sim.lifecycle_result import LifecycleRecord
+from fleetlab.sim.service_record import ServiceRecord
 
 IntArray = NDArray[np.int64]
 
@@ -100,6 +102,8 @@ class Timeline:
     total_gpus: IntArray
     whole_free_gpu_nodes: IntArray
     gpu_nodes: IntArray
+    #: Busy milli-GPU and free-block counts (sim/usage_meter.py COLUMNS), same rows.
+    usage: dict[str, IntArray] = field(default_factory=dict)
 
 
 @dataclass
@@ -182,3 +186,7 @@ class SimulationResult:
     #: Autoscaler decisions, node windows and failures; None when every node is fixed.
     lifecycle: LifecycleRecord | None = None
     sharing: SharingTable | None = None
+    #: Interference of co-located pods (sim/interference.py); None when the scenario has no model.
+    interference: InterferenceTable | None = None
+    #: Inference services' samples (sim/services.py); None without services.
+    services: ServiceRecord | None = None

@@ -26,16 +26,21 @@ from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.guards import ProgressGuard
+from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import pending_at_end
+from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.service_replicas import with_service_replicas
+from fleetlab.sim.services import services_for
 from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.sim.tables import build_result
+from fleetlab.sim.usage_meter import UsageMeter
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -66,6 +71,7 @@ class Simulator:
     """Replays one resolved scenario under one profile; the same inputs give the same result."""
 
     def __init__(self, resolved: ResolvedScenario, profile: Profile, seed: int | None = None) -> None:
+        resolved = with_service_replicas(resolved)  # services' replicas are jobs (sim/service_replicas.py)
         self.resolved = resolved
         self.profile = profile
         scenario = resolved.scenario
@@ -90,7 +96,7 @@ class Simulator:
         self.scheduler = self.schedulers[""]
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
-        self.timeline: list[tuple[int, int, int, int, int]] = []
+        self.timeline: list[tuple[int, ...]] = []
         order = sorted(range(len(resolved.jobs)), key=lambda j: (to_ms(resolved.jobs[j].submit_s), j))
         self.order = order
         self.jobs = [resolved.jobs[j] for j in order]
@@ -128,7 +134,11 @@ class Simulator:
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
         self.lifecycle = lifecycle_for(self)
+        self.usage = UsageMeter(self)
+        self.pace = PodPace(self)
+        self.interference = Interference(self)
         self.tenancy = GpuTenancy(self)
+        self.services = services_for(self)
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -209,6 +219,7 @@ class Simulator:
         gpus_before = int(state.requested[node, state.gpu_col])
         state.bind(node, compiled.request, compiled.nonzero)
         self.tenancy.bind(pod, node, compiled)
+        self.usage.touch(node)
         self.placements += 1
         g = int(compiled.request[state.gpu_col])
         if g:
@@ -275,7 +286,9 @@ class Simulator:
         interval, write = self._checkpointing(int(book.job[pod]))
         wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
+        self.usage.started(pod)
         self.tenancy.started(pod, wall)
+        self.interference.started(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
@@ -285,6 +298,9 @@ class Simulator:
         compiled = self.compiled[self.spec_of(job_index)]
         state.release(node, compiled.request, compiled.nonzero)
         self.tenancy.release(pod, node)
+        self.interference.stopped(pod)
+        self.usage.stopped(pod)
+        self.usage.touch(node)
         g = int(compiled.request[state.gpu_col])
         if g:
             c.allocated_gpus -= g
@@ -478,7 +494,7 @@ class Simulator:
         horizon = self.horizon_ms
         while True:
             t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
-            t_event = self.lifecycle.next_time(events.peek_time(), t_job)
+            t_event = self.services.next_time(self.lifecycle.next_time(events.peek_time(), t_job))
             if t_event is None and t_job is None:
                 break
             t = min(x for x in (t_event, t_job) if x is not None)
@@ -520,6 +536,7 @@ class Simulator:
                     self.finish(index)
                     finished += 1
             self.lifecycle.step(t)
+            self.services.step(t)
             if self.kueue is not None:
                 self.kueue.step(t)
             submitted = submitted or self._dirty
@@ -546,7 +563,7 @@ class Simulator:
     def _record(self) -> None:
         self.tenancy.step()
         c = self.counters
-        row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes)
+        row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
         tl = self.timeline
         if tl and tl[-1][1:] == row[1:]:
             return

@@ -20,6 +20,7 @@ from fleetlab.sim.result import (
     SimulationResult,
     Timeline,
 )
+from fleetlab.sim.usage_meter import COLUMNS as USAGE_COLUMNS
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
@@ -127,13 +128,14 @@ def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = Non
 
 def timeline(sim: Simulator) -> Timeline:
     """The cluster's GPU totals after each step that changed them."""
-    rows = np.asarray(sim.timeline, dtype=np.int64).reshape(-1, 5)
+    rows = np.asarray(sim.timeline, dtype=np.int64).reshape(-1, 5 + len(USAGE_COLUMNS))
     return Timeline(
         t_ms=rows[:, 0].copy(),
         allocated_gpus=rows[:, 1].copy(),
         total_gpus=rows[:, 2].copy(),
         whole_free_gpu_nodes=rows[:, 3].copy(),
         gpu_nodes=rows[:, 4].copy(),
+        usage={name: rows[:, 5 + k].copy() for k, name in enumerate(USAGE_COLUMNS)},
     )
 
 
@@ -175,4 +177,6 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         billing=billing_inputs(sim, segments, end_ms),
         lifecycle=record,
         sharing=sim.tenancy.table(),
+        interference=sim.interference.table(),
+        services=sim.services.record(),
     )

@@ -80,6 +80,8 @@ def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float) ->
                     "topology_preferred": spec.topology_preferred if int(pods[i]) > 1 else None,
                     "checkpoint_interval_s": spec.checkpoint_interval_s,
                     "checkpoint_write_s": spec.checkpoint_write_s,
+                    "gpu_utilization": spec.gpu_utilization,
+                    "interference_demand": spec.interference_demand,
                     "queue": spec.queue,
                     "namespace": spec.namespace,
                 }

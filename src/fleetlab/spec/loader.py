@@ -17,6 +17,7 @@ from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
 from fleetlab.spec.interruption_trace import resolve_interruption_traces
 from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
+from fleetlab.spec.service_trace import resolve_service_traces
 
 BUILTIN = "default"
 
@@ -62,6 +63,7 @@ def load_scenario(path: str | None = None) -> tuple[Scenario, str, Path | None]:
     data = parse_yaml(label, text)
     resolve_catalog_pools(data, label, base)
     resolve_interruption_traces(data, label, base)
+    resolve_service_traces(data, label, base)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:

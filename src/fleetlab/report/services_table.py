@@ -1,0 +1,49 @@
+"""The inference-service table printed under the comparison when a scenario declares services."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich.table import Table
+
+from fleetlab.experiment.run import Run
+from fleetlab.metrics.services import ServiceSummary, service_rows
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+_ROWS: list[tuple[str, Callable[[ServiceSummary], str]]] = [
+    ("SLO attainment (% of time)", lambda s: f"{s.slo_attainment_pct:.1f}"),
+    ("requests served late (%)", lambda s: f"{s.late_requests:,.0f} ({s.late_requests_pct:.2f})"),
+    (
+        "p99 latency, time-weighted mean (ms)",
+        lambda s: "—" if s.p99_ms_mean is None else f"{s.p99_ms_mean:,.0f}",
+    ),
+    ("ready replicas (mean)", lambda s: f"{s.ready_replicas_mean:.2f}"),
+    (
+        "replicas lost: failures / preemption / spot",
+        lambda s: (
+            f"{s.replicas_lost_to_failures} / {s.replicas_lost_to_preemption} / {s.replicas_lost_to_spot}"
+        ),
+    ),
+]
+
+
+def services_table(runs: Sequence[Run]) -> Table | None:
+    """One column per run, a block of rows per service; None when no run has services."""
+    if all(run.result.services is None for run in runs):
+        return None
+    per_run = [{row.service: row for row in service_rows(run.result)} for run in runs]
+    names = list(dict.fromkeys(name for rows in per_run for name in rows))
+    table = Table(title="inference services (latency SLO)", title_justify="left")
+    table.add_column("metric", style="bold")
+    for run in runs:
+        table.add_column(run.label, justify="right")
+    for name in names:
+        for label, cell in _ROWS:
+            table.add_row(
+                f"{name}: {label}", *(cell(rows[name]) if name in rows else "—" for rows in per_run)
+            )
+    return table

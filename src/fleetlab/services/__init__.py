@@ -1,0 +1,1 @@
+"""Online inference services: queueing formulas and request-rate curves (pure, no simulator imports)."""

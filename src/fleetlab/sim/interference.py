@@ -1,0 +1,98 @@
+"""The simulator's side of the interference model (fleetlab.model.interference): per node, the summed
+demand of the pods computing there, and their slowdown, re-timed whenever one starts or stops.
+
+Re-timing goes through sim/pod_pace.py, the same mechanism time-slicing uses, so a pod both time-sliced
+and contended runs at 1 / (slicing × interference). Work per start or stop is O(pods on that node).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fleetlab.model.node_demand import RESOURCES
+from fleetlab.sim.interference_result import InterferenceTable
+
+if TYPE_CHECKING:
+    from fleetlab.sim.simulator import Simulator
+
+
+class Interference:
+    """Summed demand per node and resource; pods with a demand slow down while their node is over."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        model = sim.resolved.scenario.interference
+        self.on = model is not None
+        if model is None:
+            return
+        self.alpha = model.alpha
+        self.demand = np.asarray(
+            [model.demand_of(job.job_class, job.interference_demand) for job in sim.jobs], dtype=np.float64
+        ).reshape(-1, len(RESOURCES))
+        capacity = [
+            [float(model.capacity.get(pool.name, {}).get(r, 1.0)) for r in RESOURCES] for pool in sim.pools
+        ]
+        self.capacity = np.asarray(capacity, dtype=np.float64)[np.asarray(sim.state.pool, dtype=np.int64)]
+        self.load = np.zeros((sim.state.n, len(RESOURCES)), dtype=np.float64)
+        self.on_node: dict[int, set[int]] = {}
+        self.node_of: dict[int, int] = {}
+
+    def started(self, pod: int, wall_ms: int) -> None:
+        """The pod began computing: add its demand to its node and re-time the node's pods."""
+        if not self.on:
+            return
+        sim = self.sim
+        demand = self.demand[int(sim.book.job[pod])]
+        if not demand.any() or pod in sim.tenancy.to_kill:
+            return
+        node = int(sim.book.node[pod])
+        sim.pace.begin(pod, wall_ms, interfered=True)
+        self.load[node] += demand
+        self.on_node.setdefault(node, set()).add(pod)
+        self.node_of[pod] = node
+        self._retime(node)
+
+    def stopped(self, pod: int) -> None:
+        """The pod stopped computing (or was never counted): take its demand off its node."""
+        if not self.on:
+            return
+        node = self.node_of.pop(pod, None)
+        if node is None:
+            return
+        sim = self.sim
+        sim.pace.end(pod)
+        self.on_node[node].discard(pod)
+        self.load[node] -= self.demand[int(sim.book.job[pod])]
+        if not self.on_node[node]:
+            self.load[node] = 0.0  # no drift left behind by float sums
+        self._retime(node)
+
+    def _retime(self, node: int) -> None:
+        """Each pod's factor: the largest max(1, load / capacity) ** alpha over resources it uses."""
+        over = np.maximum(1.0, self.load[node] / self.capacity[node]) ** self.alpha
+        job = self.sim.book.job
+        for pod in sorted(self.on_node[node]):
+            uses = self.demand[int(job[pod])] > 0
+            factor = float(over[uses].max())
+            self.sim.pace.set_factors(pod, interference=factor)
+
+    def table(self) -> InterferenceTable | None:
+        """Per job (scenario order): wall time computed under the model and the extra it cost; None when
+        the model is off."""
+        if not self.on:
+            return None
+        sim = self.sim
+        n = len(sim.jobs)
+        if not n:
+            empty = np.zeros(0, dtype=np.float64)
+            return InterferenceTable(empty, empty)
+        starts = sim.book.first_pod[:-1]
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+        pace = sim.pace
+        return InterferenceTable(
+            job_interfered_ms=np.add.reduceat(pace.interfered_ms, starts)[inverse],
+            job_extra_ms=np.add.reduceat(pace.interference_extra_ms, starts)[inverse],
+        )

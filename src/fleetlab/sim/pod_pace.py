@@ -1,0 +1,110 @@
+"""Pods whose compute speed changes while they run: time-slicing and interference slow them down.
+
+A paced pod keeps the work it has left at full speed and the slowdown it runs at now (the product of a
+time-slicing and an interference factor). Whenever a factor changes its work so far is settled at the old
+speed and its finish event is rescheduled at the new one (the old event is dropped by bumping the pod's
+attempt). The extra wall time is split between the two causes: time-slicing's share is spent − spent /
+slicing, interference's is the rest, so the two add up to spent − work done.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fleetlab.sim.events import EventKind
+
+if TYPE_CHECKING:
+    from fleetlab.sim.simulator import Simulator
+
+
+@dataclass
+class Pace:
+    """A paced pod's current run: work left at full speed, when it was last settled, its factors."""
+
+    nominal_wall_ms: float
+    left_ms: float
+    last_ms: int
+    finish_ms: int
+    sliced: bool
+    interfered: bool
+    slicing: float = 1.0
+    interference: float = 1.0
+
+
+class PodPace:
+    """The paced pods of a run and per pod the extra wall time each cause added."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        n = sim.book.n_pods
+        self.paces: dict[int, Pace] = {}
+        self.work_done: dict[int, int] = {}
+        #: Time-slicing: wall time spent on time-sliced GPUs and the extra it cost.
+        self.sliced_ms = np.zeros(n, dtype=np.float64)
+        self.extra_ms = np.zeros(n, dtype=np.float64)
+        #: Interference: wall time spent under the model and the extra it cost.
+        self.interfered_ms = np.zeros(n, dtype=np.float64)
+        self.interference_extra_ms = np.zeros(n, dtype=np.float64)
+
+    def begin(self, pod: int, wall_ms: int, sliced: bool = False, interfered: bool = False) -> Pace:
+        """Pace the pod from now with ``wall_ms`` of work left at full speed (once per run; a second
+        caller, time-slicing or interference, joins the same pace)."""
+        pace = self.paces.get(pod)
+        if pace is None:
+            now = self.sim.now
+            pace = Pace(float(wall_ms), float(wall_ms), now, now + wall_ms, sliced, interfered)
+            self.paces[pod] = pace
+        pace.sliced = pace.sliced or sliced
+        pace.interfered = pace.interfered or interfered
+        return pace
+
+    def end(self, pod: int) -> None:
+        """The pod stopped computing: settle it and keep the work it did for ``work_ms``."""
+        pace = self.paces.pop(pod, None)
+        if pace is None:
+            return
+        self._settle(pod, pace)
+        self.work_done[pod] = round(pace.nominal_wall_ms - pace.left_ms)
+
+    def work_ms(self, pod: int, wall_ms: int) -> int:
+        """Work done in the pod's last run at full speed (its wall time unless it was paced)."""
+        return self.work_done.pop(pod, wall_ms)
+
+    def _settle(self, pod: int, pace: Pace) -> None:
+        now = self.sim.now
+        spent = now - pace.last_ms
+        if spent > 0:
+            done = spent / (pace.slicing * pace.interference)
+            pace.left_ms = max(0.0, pace.left_ms - done)
+            if pace.sliced:
+                self.sliced_ms[pod] += spent
+                self.extra_ms[pod] += (
+                    spent - done if pace.interference == 1.0 else spent - spent / pace.slicing
+                )
+            if pace.interfered:
+                self.interfered_ms[pod] += spent
+                self.interference_extra_ms[pod] += spent / pace.slicing - done
+        pace.last_ms = now
+
+    def set_factors(self, pod: int, slicing: float | None = None, interference: float | None = None) -> None:
+        """New slowdown factor(s) for a paced pod; reschedules its finish when the speed changed."""
+        pace = self.paces[pod]
+        new_slicing = pace.slicing if slicing is None else slicing
+        new_interference = pace.interference if interference is None else interference
+        if new_slicing == pace.slicing and new_interference == pace.interference:
+            return
+        sim = self.sim
+        self._settle(pod, pace)
+        pace.slicing, pace.interference = new_slicing, new_interference
+        factor = new_slicing * new_interference
+        sim.usage.set_slowdown(pod, factor)
+        finish = sim.now + max(0, math.ceil(pace.left_ms * factor - 1e-6))
+        if finish == pace.finish_ms:
+            return  # (its work is done: the finish event at this very time stands)
+        pace.finish_ms = finish
+        sim.book.attempt[pod] += 1  # drops the finish event scheduled at the old speed
+        sim.events.push(finish, EventKind.POD_FINISH, pod, int(sim.book.attempt[pod]))

@@ -1,0 +1,144 @@
+"""GPU utilisation next to allocation, and free-GPU blocks per node: two timeline views kept incrementally.
+
+*Allocation is not utilisation.* A GPU counts as allocated from bind to release, but it does useful work
+only while its pod computes: not while the pod pulls its image, downloads data or waits for gang peers.
+Even then a job keeps it busy only ``gpu_utilization`` (0-1) of the time (what DCGM's GPU utilisation would
+show), and a pod slowed down (time-slicing, interference) does its work at 1 / slowdown of full speed. So
+each computing pod contributes ``GPUs × gpu_utilization / slowdown`` full-speed GPU equivalents (milli-GPU
+in the timeline); the sum is updated when a pod starts, stops or changes speed, never by scanning pods.
+
+*Largest free block.* A node's largest free block is its free whole GPUs (``nvidia.com/gpu`` not
+allocated). Per sample: how many ready GPU nodes have a block of at least k GPUs for k in BLOCK_SIZES, and
+the cluster's largest block. Only nodes a bind or release touched are re-read (all when readiness changes).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fleetlab.model.gpu_share import MILLI_PER_GPU
+
+if TYPE_CHECKING:
+    from fleetlab.sim.simulator import Simulator
+
+#: Block sizes (free whole GPUs on one node) counted in the timeline.
+BLOCK_SIZES = (1, 2, 4, 8)
+
+#: The timeline columns this meter adds, in row order after the allocation columns.
+COLUMNS = ("busy_gpu_milli", *(f"free_block_ge{k}_nodes" for k in BLOCK_SIZES), "largest_free_block")
+
+NOT_COUNTED = -1
+
+
+class UsageMeter:
+    """Busy GPU equivalents and the histogram of free whole GPUs over ready GPU nodes."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        state = sim.state
+        self.capacity = state.allocatable[:, state.gpu_col].copy()
+        #: Per node its free whole GPUs (NOT_COUNTED: not a ready GPU node), how many nodes have each
+        #: count, and how many have at least each of BLOCK_SIZES (plain lists: a few touched per step).
+        self.block: list[int] = [NOT_COUNTED] * state.n
+        self.histogram: list[int] = [0] * (int(self.capacity.max(initial=0)) + 1)
+        self.at_least: list[int] = [0] * len(BLOCK_SIZES)
+        self.dirty: set[int] = set()
+        self.generation = -1
+        self.busy_milli = 0.0
+        self.weight: dict[int, float] = {}
+        self.slowdown: dict[int, float] = {}
+
+    # -- utilisation ---------------------------------------------------------------------------------
+    def _full_speed_milli(self, pod: int) -> float:
+        """Milli-GPU the pod keeps busy at full speed: its GPUs (or GPU share) × its gpu_utilization."""
+        sim = self.sim
+        job_index = int(sim.book.job[pod])
+        job = sim.jobs[job_index]
+        if job.shares_gpu:
+            milli = float(job.gpu_milli or 0)
+        else:
+            request = sim.compiled[sim.spec_of(job_index)].request
+            milli = float(MILLI_PER_GPU * int(request[sim.state.gpu_col]))
+        return milli * job.gpu_utilization
+
+    def started(self, pod: int) -> None:
+        """The pod began computing."""
+        weight = self._full_speed_milli(pod)
+        if weight <= 0:
+            return
+        self.weight[pod] = weight
+        self.busy_milli += weight / self.slowdown.get(pod, 1.0)
+
+    def stopped(self, pod: int) -> None:
+        """The pod stopped computing (finished, evicted, killed) or never started."""
+        weight = self.weight.pop(pod, None)
+        slowdown = self.slowdown.pop(pod, 1.0)
+        if weight is not None:
+            self.busy_milli -= weight / slowdown
+
+    def set_slowdown(self, pod: int, slowdown: float) -> None:
+        """The pod now computes at 1 / ``slowdown`` of full speed (time-slicing, interference)."""
+        old = self.slowdown.get(pod, 1.0)
+        if slowdown == old:
+            return
+        weight = self.weight.get(pod)
+        if weight is not None:
+            self.busy_milli += weight / slowdown - weight / old
+        if slowdown == 1.0:
+            self.slowdown.pop(pod, None)
+        else:
+            self.slowdown[pod] = slowdown
+
+    # -- free blocks ---------------------------------------------------------------------------------
+    def touch(self, node: int) -> None:
+        """The node's free GPUs may have changed."""
+        self.dirty.add(node)
+
+    def _refresh(self, node: int) -> None:
+        state = self.sim.state
+        old = self.block[node]
+        new = NOT_COUNTED
+        if self.capacity[node] > 0 and state.ready[node]:
+            new = max(0, int(state.free[node, state.gpu_col]))
+        if new == old:
+            return
+        histogram, at_least = self.histogram, self.at_least
+        if old != NOT_COUNTED:
+            histogram[old] -= 1
+        if new != NOT_COUNTED:
+            if new >= len(histogram):
+                histogram.extend([0] * (new + 1 - len(histogram)))
+            histogram[new] += 1
+        for i, k in enumerate(BLOCK_SIZES):
+            at_least[i] += (new >= k) - (old >= k)
+        self.block[node] = new
+
+    def _rebuild(self) -> None:
+        """Every node anew (readiness changed): one array pass."""
+        state = self.sim.state
+        counted = (self.capacity > 0) & state.ready
+        free = np.maximum(state.free[:, state.gpu_col], 0)
+        block = np.where(counted, free, NOT_COUNTED).astype(np.int64)
+        size = max(len(self.histogram), int(free[counted].max(initial=0)) + 1)
+        self.histogram = np.bincount(block[counted], minlength=size).astype(np.int64).tolist()
+        self.block = block.tolist()
+        self.at_least = [int((block >= k).sum()) for k in BLOCK_SIZES]
+
+    def sample(self) -> tuple[int, ...]:
+        """The meter's timeline values now, in COLUMNS order."""
+        state = self.sim.state
+        if state.topology_generation != self.generation:
+            self.generation = state.topology_generation
+            self.dirty.clear()
+            self._rebuild()
+        elif self.dirty:
+            for node in self.dirty:
+                self._refresh(node)
+            self.dirty.clear()
+        histogram = self.histogram
+        largest = len(histogram) - 1
+        while largest > 0 and histogram[largest] == 0:
+            largest -= 1
+        return (max(0, round(self.busy_milli)), *self.at_least, largest)
