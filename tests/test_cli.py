@@ -26,7 +26,14 @@ from fleetlab.metrics.summary import summarize
 from fleetlab.placement.profiles import PRESETS
 from fleetlab.spec.loader import load
 
-RUN_FILES = ("jobs.parquet", "nodes.parquet", "pods.parquet", "timeline.parquet", "summary.json")
+RUN_FILES = (
+    "jobs.parquet",
+    "ledger.parquet",
+    "nodes.parquet",
+    "pods.parquet",
+    "timeline.parquet",
+    "summary.json",
+)
 
 # 3 GPU nodes and 2 CPU nodes, 50 generated jobs: enough contention for queueing and score ties.
 SMALL = """\

@@ -40,10 +40,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_ledger_adds_up_to_the_bill_split() -> None:
     resolved = load(str(SCENARIO))
     run = run_one(resolved)
-    ledger = ledger_columns(resolved, run.result, "t")
+    ledger = ledger_columns(resolved.scenario.cluster.pools, run.result, "t")
     summary = summarize(run.result)
     assert sum(ledger["cost_usd"]) == pytest.approx(summary.cost_total, rel=1e-12)
-    idle = sum(c for c, b in zip(ledger["cost_usd"], ledger["bucket"], strict=True) if b == "idle")
+    idle = sum(c for c, b in zip(ledger["cost_usd"], ledger["category"], strict=True) if b == "idle")
     assert idle == pytest.approx(summary.cost_idle, rel=1e-12)
     for host, gpu, total in zip(
         ledger["host_cost_usd"], ledger["gpu_cost_usd"], ledger["cost_usd"], strict=True
@@ -171,7 +171,7 @@ def test_reconcile_cli_bad_input_exit_2(tmp_path: Path, run_dir: Path) -> None:
     cases = [
         (["--bill", str(tmp_path / "none.csv"), "--run", str(run_dir)], "billing export CSV not found"),
         (["--bill", str(tmp_path / "bad.csv"), "--run", str(run_dir)], "missing column(s)"),
-        (["--bill", str(BILL), "--run", str(tmp_path)], "plan ledger SCENARIO --out DIR"),
+        (["--bill", str(BILL), "--run", str(tmp_path)], "simulate SCENARIO --out DIR"),
         (["--bill", str(BILL), "--run", str(run_dir), "--period", "week"], "allowed: hour, day, month"),
         (["--bill", str(BILL), "--run", str(run_dir), "--start", "noon"], "not a timestamp"),
     ]

@@ -203,3 +203,40 @@ def test_example_spot_scenarios_run_and_longer_intervals_lose_more() -> None:
     assert lost["spot-ckpt-10m"] < lost["spot-ckpt-120m"]
     trace = run_one(load(str(EXAMPLES / "spot-trace.yaml"))).result.interruptions
     assert trace is not None and len(trace) + trace.skipped == 6
+
+
+def test_interruptions_stay_visible_while_a_replacement_boots() -> None:
+    """With every pod evicted and only interruption events left, a booting replacement can still start a
+    pending gang before the next interruption: that interruption must fire at its time, not after the
+    boot (the clock never runs backwards, no stay ends before it began)."""
+    from builders import scenario
+
+    spot = {
+        "name": "p0",
+        "count": 3,
+        "gpu_model": "H100",
+        "gpus_per_node": 8,
+        "cpu": "64",
+        "memory": "512Gi",
+        "capacity_type": "spot",
+        "boot_time_s": 300,
+        "initially_ready": False,
+        "interruptions": {"mtbi": 300, "notice_s": 0},
+    }
+    gang = {
+        "id": "j0",
+        "submit_s": 0,
+        "pods": 2,
+        "requests": {"cpu": "1", "memory": "8Gi", "nvidia.com/gpu": 8},
+        "runtime": 236,
+        "gang": True,
+    }
+    resolved = scenario([spot], [gang], seed=0, scheduler={"gang_scheduling": True}, horizon_s=2000)
+    result = run_one(resolved).result
+    log = result.interruptions
+    assert log is not None and len(log) >= 3
+    seg = result.segments
+    assert np.all(seg.end_ms >= seg.bound_ms)
+    for node, reclaim, ready in zip(log.node, log.reclaim_ms, log.ready_ms, strict=True):
+        on_node = seg.node == node
+        assert not np.any((seg.bound_ms[on_node] >= reclaim) & (seg.bound_ms[on_node] < ready))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,12 +14,13 @@ from rich.markup import escape
 
 from fleetlab import __version__, cli_snapshot
 from fleetlab.cli_cost import cost_app
-from fleetlab.cli_cost_plan import plan_app
+from fleetlab.cli_cost_plan import plan_app, register_cost_aliases
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
 from fleetlab.cli_export import export_cmd
 from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.cli_lint import lint_cmd
+from fleetlab.cli_profile import register_profile
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
@@ -39,6 +41,8 @@ app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
+register_cost_aliases(cost_app)
+register_profile(cost_app, plan_app)
 
 
 def _console(stderr: bool = False) -> Console:
@@ -172,7 +176,7 @@ def compare_cmd(
                 resolved = load(file, seed)
                 for run in compare(resolved, policies, None, progress):
                     label = run.label if len(files) == 1 else _variant_label(resolved, run, len(policies))
-                    runs.append(Run(label=_unique(label, runs), profile=run.profile, result=run.result))
+                    runs.append(replace(run, label=_unique(label, runs)))
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     title = (

@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 
 cost_app = typer.Typer(
-    help="Cost calculators: checkpoint intervals under spot interruptions.", no_args_is_help=True
+    help="Cost: checkpoint intervals under spot, cost per job across GPUs, buy vs rent, ledger, bill checks.",
+    no_args_is_help=True,
 )
 
 

@@ -6,6 +6,8 @@ Thin wrappers: each command parses its flags, calls one function of ``fleetlab.c
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,11 +21,9 @@ plan_app = typer.Typer(
 
 def _fail(message: str) -> typer.Exit:
     """The CLI's error paragraph and exit 2, shown verbatim."""
-    from rich.markup import escape
-
     from fleetlab import cli
 
-    return cli._fail(escape(message))
+    return cli._fail(message)  # cli._fail escapes rich markup itself
 
 
 def _consoles() -> tuple[Any, Any]:
@@ -320,12 +320,13 @@ def ledger_cmd(
     policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,
 ) -> None:
-    """Simulate and write the run files plus ledger.parquet: one cost row per node x job x bucket."""
-    from fleetlab.cost.ledger_io import write_run_with_ledger
+    """Simulate and write the run files (as simulate --out), with ledger.parquet: every cost record."""
+    from fleetlab.experiment.output import write_results
     from fleetlab.experiment.run import run_one
     from fleetlab.placement.profiles import UnknownPolicyError
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load
+    from fleetlab.spec.run_dir import read_ledger
 
     console, _ = _consoles()
     if out.exists() and not out.is_dir():
@@ -336,18 +337,25 @@ def ledger_cmd(
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     try:
-        rows, total = write_run_with_ledger(resolved, run, out)
+        write_results([run], out, single=True)
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+    ledger = read_ledger(out)
     console.print(
-        f"{rows} ledger rows, ${total:,.2f} in all, written to {out}/ledger.parquet", highlight=False
+        f"{len(ledger['cost_usd'])} ledger rows, ${math.fsum(ledger['cost_usd']):,.2f} in all, "
+        f"written to {out}/ledger.parquet",
+        highlight=False,
     )
 
 
 @plan_app.command("reconcile")
 def reconcile_cmd(
-    bill: Annotated[Path, typer.Option("--bill", help="GCP billing export (standard usage cost) as CSV.")],
-    run: Annotated[Path, typer.Option("--run", help="Run folder with ledger.parquet (`plan ledger`).")],
+    bill: Annotated[
+        Path, typer.Option("--bill", "--billing", help="GCP billing export (standard usage cost) as CSV.")
+    ],
+    run: Annotated[
+        Path, typer.Option("--run", help="Run folder with ledger.parquet (`simulate --out`, `cost ledger`).")
+    ],
     start: Annotated[
         str | None,
         typer.Option("--start", help="UTC time of the run's t=0 (default: the bill's first hour)."),
@@ -428,3 +436,17 @@ def mix_cmd(
         table.add_row(c.gpu, f"{c.usd_per_gpu_hour:.4f}", c.price_source, f"{c.gpu_hours:,.1f}",
                       f"{c.total_usd:,.2f}", f"{c.usd_per_job:,.2f}")  # fmt: skip
     out.print(table)
+
+
+COST_ALIASES: dict[str, Callable[..., None]] = {
+    "gpus": gpus_cmd,
+    "buy-vs-rent": buy_vs_rent_cmd,
+    "ledger": ledger_cmd,
+    "reconcile": reconcile_cmd,
+}
+
+
+def register_cost_aliases(app: typer.Typer) -> None:
+    """Offer the planning commands users look for under ``fleetlab cost`` too (the same callables)."""
+    for name, command in COST_ALIASES.items():
+        app.command(name)(command)

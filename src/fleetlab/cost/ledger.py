@@ -1,29 +1,40 @@
-"""The cost ledger of one run: one row per node x job x cost bucket (idle rows carry no job).
+"""The cost ledger of one run: every billed dollar as one row, in the terms a bill uses.
 
-Each row says where the money went in the terms a bill uses — cloud, region, machine type, GPU model and
-count, billing mode (capacity type, per-second), currency and whether tax is included — and who it is
-charged to (team as project, job). Rows are built from the same per-segment unit-ms as the bill split in
-``billing.py``, so a node's rows add up to its bill. For GCP catalog-priced pools the instance price is
-split into its host (vCPU + memory) part and its GPU part, as the catalog's two rows and the bill's SKUs do.
+Rows are node x job x category for what pods held (compute, lost, prep, wait), node x category for what
+no pod held (boot, down, minimum, idle), job x category for data charges (data_transfer, storage) and
+pool rows for commitments beyond a pool's nodes (commitment_unused). Each row carries cloud, region,
+machine type, GPU model and count, billing mode (on-demand, spot or committed; per second), currency,
+whether tax is included, and who pays (team as project, job). Node rows keep their exact integer inputs
+(``unit_ms``, ``price_micro_per_hour``, ``node_units``), the same ones ``billing.node_costs`` bills with,
+so the ledger reconciles exactly with the run's bill; data and commitment rows carry the run's own
+figures. For GCP catalog-priced pools the instance price is split into its host (vCPU + memory) and GPU
+parts, as the catalog's two rows and the bill's SKUs do.
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from fleetlab.cost.billing import MS_PER_HOUR, node_costs, segment_units
+from fleetlab.cost.billing import BUCKETS, MICRO, MS_PER_HOUR, node_costs, price_micro_per_hour, segment_units
 from fleetlab.model.cluster import NodePool
-from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.catalog import BUILTIN_FILES, builtin_catalog
 
 CURRENCY = "USD"
 UNALLOCATED = "(unallocated)"
+HELD = ("compute", "lost", "prep", "wait")
+#: Node rows: every bucket of the bill split that no pod holds (boot, down, minimum, idle, ...).
+NODE_ONLY = tuple(b for b in BUCKETS if b not in HELD)
+EXTRA = ("data_transfer", "storage", "commitment_unused")
+CATEGORIES = (*HELD, *NODE_ONLY, *EXTRA)
+IntArray = NDArray[np.int64]
 
 
 @cache
@@ -55,78 +66,211 @@ def gpu_price_share(pool: NodePool) -> float | None:
     return float(part) / total if part.strip() else None
 
 
-def ledger_columns(resolved: ResolvedScenario, result: SimulationResult, run_id: str) -> dict[str, Any]:
-    """The ledger as columns (see the module docstring)."""
-    nodes, jobs, seg = result.nodes, result.jobs, result.segments
-    pools = {p.name: p for p in resolved.scenario.cluster.pools}
-    capacity = np.where(nodes.gpus > 0, nodes.gpus, nodes.cpu_milli).astype(np.float64)
-    per_unit_ms = np.divide(
-        nodes.price_per_hour, capacity * MS_PER_HOUR, out=np.zeros(len(capacity)), where=capacity > 0
-    )
+def _held_rows(result: SimulationResult) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """(node, job, category index, unit_ms, first bound ms, last end ms) per node x job x held category."""
+    seg = result.segments
     _, per = segment_units(result)
-    job_of = result.pods.job[seg.pod] if len(seg.pod) else seg.pod
-    keyed: dict[tuple[int, int, str], list[float]] = {}
-    for bucket, units in per.items():
-        for i in np.flatnonzero(units > 0):
-            node, job = int(seg.node[i]), int(job_of[i])
-            entry = keyed.setdefault((node, job, bucket), [0.0, np.inf, -np.inf])
-            entry[0] += float(units[i])
-            entry[1] = min(entry[1], float(seg.bound_ms[i]))
-            entry[2] = max(entry[2], float(seg.end_ms[i]))
+    job_of = result.pods.job[seg.pod] if len(seg.pod) else seg.pod.copy()
+    n_jobs = max(len(result.jobs.ids), 1)
+    parts: list[tuple[IntArray, ...]] = []
+    for index, name in enumerate(HELD):
+        units = per[name]
+        mask = units > 0
+        if not mask.any():
+            continue
+        keys = seg.node[mask].astype(np.int64) * n_jobs + job_of[mask].astype(np.int64)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        total = np.zeros(len(unique), dtype=np.int64)
+        np.add.at(total, inverse, units[mask])
+        first = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, inverse, seg.bound_ms[mask])
+        last = np.full(len(unique), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(last, inverse, seg.end_ms[mask])
+        category = np.full(len(unique), index, dtype=np.int64)
+        parts.append((unique // n_jobs, unique % n_jobs, category, total, first, last))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty, empty, empty
+    a, b, c, d, e, f = (np.concatenate([p[i] for p in parts]) for i in range(6))
+    return a, b, c, d, e, f
+
+
+def _committed(pools: dict[str, NodePool], name: str, pool: str) -> bool:
+    billing = pools[pool].billing
+    return billing is not None and int(name.rsplit("-", 1)[1]) < billing.committed_nodes
+
+
+def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: str) -> dict[str, Any]:
+    """The ledger as columns (see the module docstring); rows sorted by node, job, category."""
+    nodes, jobs = result.nodes, result.jobs
+    by_name = {p.name: p for p in pools}
+    capacity = np.where(nodes.gpus > 0, nodes.gpus, nodes.cpu_milli).astype(np.int64)
+    node, job, cat, unit_ms, first, last = _held_rows(result)
     cost = node_costs(result)
-    for node in range(len(nodes.names)):
-        if cost.units["idle"][node] > 0:
-            start, end = float(nodes.billed_start_ms[node]), float(nodes.billed_end_ms[node])
-            keyed[(node, -1, "idle")] = [float(cost.units["idle"][node]), start, end]
-    rows = sorted(keyed.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))
-    share = {name: gpu_price_share(pool) for name, pool in pools.items()}
+    for offset, name in enumerate(NODE_ONLY):
+        units = cost.units[name]
+        where = np.flatnonzero(units > 0)
+        node = np.concatenate([node, where])
+        job = np.concatenate([job, np.full(len(where), -1, dtype=np.int64)])
+        cat = np.concatenate([cat, np.full(len(where), len(HELD) + offset, dtype=np.int64)])
+        unit_ms = np.concatenate([unit_ms, units[where]])
+        first = np.concatenate([first, nodes.billed_start_ms[where]])
+        last = np.concatenate([last, np.maximum(nodes.billed_end_ms[where], nodes.billed_start_ms[where])])
+    order = np.lexsort((cat, job, node))
+    share = {p.name: gpu_price_share(p) for p in pools}
     out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    for (node, job, bucket), (unit_ms, first_ms, last_ms) in rows:
-        pool = pools[nodes.pool[node]]
-        dollars = unit_ms * float(per_unit_ms[node])
-        gpu_part = share[pool.name]
-        gpu_node = nodes.gpus[node] > 0
-        values = {
-            "run_id": run_id,
-            "scenario": result.scenario,
-            "seed": result.seed,
-            "policy": result.policy,
-            "period_start_s": first_ms / 1000.0,
-            "period_end_s": last_ms / 1000.0,
-            "node": nodes.names[node],
-            "pool": pool.name,
-            "cloud": pool.cloud or "",
-            "region": pool.region or "",
-            "instance_type": pool.instance_type or "",
-            "capacity_type": pool.capacity_type,
-            "billing_mode": f"{pool.capacity_type}, per second",
-            "gpu_model": nodes.gpu_model[node],
-            "node_gpus": int(nodes.gpus[node]),
-            "job_gpus": int(jobs.gpus_per_pod[job]) if job >= 0 else 0,
-            "job_id": jobs.ids[job] if job >= 0 else "",
-            "job_class": jobs.job_class[job] if job >= 0 else "",
-            "team": jobs.team[job] if job >= 0 else "",
-            "project": jobs.team[job] if job >= 0 else UNALLOCATED,
-            "bucket": bucket,
-            "unit": "gpu" if gpu_node else "cpu",
-            "unit_hours": unit_ms / MS_PER_HOUR / (1.0 if gpu_node else 1000.0),
-            "cost_usd": dollars,
-            "gpu_cost_usd": dollars * gpu_part if gpu_part is not None else (dollars if gpu_node else 0.0),
-            "host_cost_usd": dollars * (1 - gpu_part)
-            if gpu_part is not None
-            else (0.0 if gpu_node else dollars),
-            "price_split": "catalog" if gpu_part is not None else "bundled",
-            "currency": CURRENCY,
-            "tax_included": False,
-        }
-        for name in COLUMNS:
-            out[name].append(values[name])
+    price_micro = [price_micro_per_hour(float(p)) for p in nodes.price_per_hour]
+    for i in order.tolist():
+        n, j, ms = int(node[i]), int(job[i]), int(unit_ms[i])
+        pool = by_name[nodes.pool[n]]
+        cap = int(capacity[n])
+        dollars = price_micro[n] * ms / (cap * MS_PER_HOUR * MICRO) if cap > 0 else 0.0
+        held = (
+            int(jobs.gpus_per_pod[j] if nodes.gpus[n] > 0 else jobs.cpu_milli_per_pod[j]) if j >= 0 else cap
+        )
+        committed = _committed(by_name, nodes.names[n], pool.name)
+        row = _row(pool, share[pool.name], nodes.gpus[n] > 0, dollars, committed)
+        row.update(
+            period_start_s=int(first[i]) / 1000.0,
+            period_end_s=int(last[i]) / 1000.0,
+            node=nodes.names[n],
+            gpu_model=nodes.gpu_model[n],
+            node_gpus=int(nodes.gpus[n]),
+            job_gpus=int(jobs.gpus_per_pod[j]) if j >= 0 else 0,
+            category=CATEGORIES[int(cat[i])],
+            seconds=ms / held / 1000.0 if held > 0 else 0.0,
+            unit_hours=ms / MS_PER_HOUR / (1.0 if nodes.gpus[n] > 0 else 1000.0),
+            unit_ms=ms,
+            price_micro_per_hour=price_micro[n],
+            node_units=cap,
+            **_who(result, j),
+        )
+        _append(out, row, result, run_id)
+    for row in extra_rows(by_name, result):
+        _append(out, row, result, run_id)
     return out
+
+
+def _who(result: SimulationResult, job: int) -> dict[str, Any]:
+    jobs = result.jobs
+    if job < 0:
+        return {"job_id": "", "job_class": "", "team": "", "project": UNALLOCATED}
+    return {
+        "job_id": jobs.ids[job],
+        "job_class": jobs.job_class[job],
+        "team": jobs.team[job],
+        "project": jobs.team[job] or UNALLOCATED,
+    }
+
+
+def _row(pool: NodePool, gpu_share: float | None, gpu_node: bool, dollars: float, committed: bool) -> Any:
+    """Where-and-how columns of an instance-priced row, with its host / GPU split."""
+    if gpu_share is not None:
+        gpu_part, split = dollars * gpu_share, "catalog"
+    else:
+        gpu_part, split = (dollars if gpu_node else 0.0), "bundled"
+    return {
+        "pool": pool.name,
+        "cloud": pool.cloud or "",
+        "region": pool.region or "",
+        "instance_type": pool.instance_type or "",
+        "capacity_type": pool.capacity_type,
+        "billing_mode": "committed" if committed else pool.capacity_type,
+        "unit": "gpu" if gpu_node else "cpu",
+        "cost_usd": dollars,
+        "gpu_cost_usd": gpu_part,
+        "host_cost_usd": dollars - gpu_part,
+        "price_split": split,
+    }
+
+
+def extra_rows(pools: dict[str, NodePool], result: SimulationResult) -> list[dict[str, Any]]:
+    """Rows for charges outside the node bills: each job's data transfer and storage, each pool's unused
+    commitments (the figures ``billing.extra_lines`` adds up)."""
+    rules = result.billing
+    if rules is None:
+        return []
+    seg, jobs = result.segments, result.jobs
+    job_of = result.pods.job[seg.pod] if len(seg.pod) else seg.pod
+    first_node: dict[int, int] = {}
+    for k in np.argsort(seg.bound_ms, kind="stable").tolist():
+        first_node.setdefault(int(job_of[k]), int(seg.node[k]))
+    rows: list[dict[str, Any]] = []
+    for j in np.flatnonzero((rules.job_transfer_usd > 0) | (rules.job_storage_usd > 0)).tolist():
+        pool = pools[result.nodes.pool[first_node[j]]] if j in first_node else None
+        done = int(jobs.end_ms[j]) if jobs.completed[j] else result.end_ms
+        for name, dollars, start, end in (
+            ("data_transfer", float(rules.job_transfer_usd[j]), int(jobs.last_bound_ms[j]), done),
+            ("storage", float(rules.job_storage_usd[j]), int(jobs.submit_ms[j]), done),
+        ):
+            if dollars > 0:
+                rows.append(_extra(pool, name, dollars, max(start, 0), max(end, start, 0), j))
+    for index, pool in enumerate(pools.values()):
+        unused = int(rules.unused_committed_nodes[index])
+        if unused > 0:
+            dollars = float(unused * rules.committed_rate[index] * (result.end_ms / MS_PER_HOUR))
+            row = _extra(pool, "commitment_unused", dollars, 0, result.end_ms, -1)
+            gpu_node = (pool.gpus_per_node or 0) > 0
+            row.update(_row(pool, gpu_price_share(pool), gpu_node, dollars, True))
+            row.update(seconds=unused * result.end_ms / 1000.0, node_gpus=pool.gpus_per_node or 0)
+            rows.append(row)
+    return rows
+
+
+def _extra(pool: NodePool | None, name: str, dollars: float, start: int, end: int, job: int) -> Any:
+    return {
+        "pool": pool.name if pool else "",
+        "cloud": (pool.cloud or "") if pool else "",
+        "region": (pool.region or "") if pool else "",
+        "instance_type": "",
+        "capacity_type": "",
+        "billing_mode": "per GB" if name != "storage" else "per GB-month",
+        "unit": "usd",
+        "cost_usd": dollars,
+        "gpu_cost_usd": 0.0,
+        "host_cost_usd": 0.0,
+        "price_split": "none",
+        "period_start_s": start / 1000.0,
+        "period_end_s": end / 1000.0,
+        "node": "",
+        "gpu_model": "",
+        "node_gpus": 0,
+        "job_gpus": 0,
+        "category": name,
+        "seconds": (end - start) / 1000.0 if name == "storage" else 0.0,
+        "unit_hours": 0.0,
+        "unit_ms": 0,
+        "price_micro_per_hour": 0,
+        "node_units": 0,
+        "job_id": "",
+        "job_class": "",
+        "team": "",
+        "project": UNALLOCATED,
+        "_job": job,
+    }
+
+
+def _append(out: dict[str, list[Any]], row: dict[str, Any], result: SimulationResult, run_id: str) -> None:
+    job = row.pop("_job", None)
+    if job is not None and job >= 0:
+        row.update(_who(result, job))
+        row["job_gpus"] = int(result.jobs.gpus_per_pod[job])
+    row.update(
+        run_id=run_id,
+        scenario=result.scenario,
+        seed=result.seed,
+        policy=result.policy,
+        currency=CURRENCY,
+        tax_included=False,
+    )
+    for name in COLUMNS:
+        out[name].append(row[name])
 
 
 COLUMNS = (
     "run_id", "scenario", "seed", "policy", "period_start_s", "period_end_s", "node", "pool", "cloud",
     "region", "instance_type", "capacity_type", "billing_mode", "gpu_model", "node_gpus", "job_gpus",
-    "job_id", "job_class", "team", "project", "bucket", "unit", "unit_hours", "cost_usd", "gpu_cost_usd",
-    "host_cost_usd", "price_split", "currency", "tax_included",
+    "job_id", "job_class", "team", "project", "category", "unit", "unit_hours", "seconds", "cost_usd",
+    "gpu_cost_usd", "host_cost_usd", "price_split", "currency", "tax_included", "unit_ms",
+    "price_micro_per_hour", "node_units",
 )  # fmt: skip

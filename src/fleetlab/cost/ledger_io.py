@@ -1,34 +1,34 @@
-"""Write a run folder with its ledger atomically: the files of ``simulate --out`` plus ledger.parquet."""
+"""Write a run's cost ledger as ledger.parquet, next to the other run files (which are written atomically
+as a whole by their callers: experiment/output.py and experiment/store.py)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.cost.ledger import ledger_columns
-from fleetlab.experiment.output import swap_into_place, write_run_files
-from fleetlab.experiment.run import Run
-from fleetlab.model.scenario import ResolvedScenario
+from fleetlab.model.cluster import NodePool
+from fleetlab.sim.result import SimulationResult
 
 LEDGER_FILE = "ledger.parquet"
 
 
-def write_run_with_ledger(resolved: ResolvedScenario, run: Run, out: Path) -> tuple[int, float]:
-    """Write the run's files and its ledger into ``out``; returns (ledger rows, total dollars)."""
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        write_run_files(run, staging)
-        run_id = f"{run.result.scenario}/{run.label}/seed-{run.result.seed}"
-        columns = ledger_columns(resolved, run.result, run_id)
-        pq.write_table(pa.table(columns), staging / LEDGER_FILE, compression="zstd")
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return len(columns["cost_usd"]), float(sum(columns["cost_usd"]))
+def run_id_of(result: SimulationResult, label: str) -> str:
+    """The ledger's run id: scenario / policy label / seed."""
+    return f"{result.scenario}/{label}/seed-{result.seed}"
+
+
+def write_ledger(
+    pools: Sequence[NodePool], result: SimulationResult, run_id: str, folder: Path, variant: str | None = None
+) -> tuple[int, float]:
+    """Write ``folder/ledger.parquet`` (a ``variant`` column in front for experiment runs); returns
+    (rows, total dollars)."""
+    columns = ledger_columns(pools, result, run_id)
+    table = pa.table(columns)
+    if variant is not None:
+        table = table.add_column(0, "variant", pa.array([variant] * table.num_rows, pa.string()))
+    pq.write_table(table, folder / LEDGER_FILE, compression="zstd")
+    return table.num_rows, float(sum(columns["cost_usd"]))

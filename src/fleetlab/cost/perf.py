@@ -5,6 +5,9 @@ Single-GPU throughput on model g, from the reference GPU r (c = compute_fraction
     time factor  f(g) = c * TFLOPS(r)/TFLOPS(g) + m * BW(r)/BW(g) + (1 - c - m)
     throughput   X(g) = reference_throughput / f(g)          (or the measured figure for g)
 
+A measured table (``measured_table``, from ``fleetlab cost profile``) gives X(g) per per-GPU batch size
+instead; the step's per-GPU batch B / n picks the point (see ``table_throughput``).
+
 A data-parallel step of B samples on n = k nodes x p GPUs computes B / (n X(g)) seconds and all-reduces
 G gradient bytes hierarchically: a ring inside each node over NVLink (per-direction bandwidth L), then a
 ring across the k nodes over the node's network (N, all NICs together), each stage moving 2(s-1)/s of
@@ -70,11 +73,33 @@ def time_factor(profile: WorkProfile, gpu: str) -> float:
     )
 
 
-def single_gpu_throughput(profile: WorkProfile, gpu: str) -> float:
-    """Samples per second on one GPU of ``gpu``: measured where given, else the roofline estimate."""
+def single_gpu_throughput(profile: WorkProfile, gpu: str, per_gpu_batch: float | None = None) -> float:
+    """Samples per second on one GPU of ``gpu``: the measured table where it has the model (at the
+    per-GPU batch), else a measured figure, else the roofline estimate."""
+    if gpu in profile.measured_table:
+        return table_throughput(profile.measured_table[gpu], per_gpu_batch)
     if gpu in profile.measured_throughput:
         return profile.measured_throughput[gpu]
     return profile.reference_throughput / time_factor(profile, gpu)
+
+
+def table_throughput(table: dict[int, float], batch: float | None) -> float:
+    """Samples/s at ``batch`` from measured (batch size -> samples/s) points.
+
+    Between two points the step time is interpolated linearly in the batch (a fixed cost per step plus a
+    cost per sample); outside them the nearest point's samples/s is kept. Without a batch: the largest
+    batch's figure (the best-amortised one).
+    """
+    sizes = sorted(table)
+    if batch is None or batch >= sizes[-1]:
+        return table[sizes[-1]]
+    if batch <= sizes[0]:
+        return table[sizes[0]]
+    upper = next(i for i, b in enumerate(sizes) if b >= batch)
+    b0, b1 = sizes[upper - 1], sizes[upper]
+    t0, t1 = b0 / table[b0], b1 / table[b1]
+    step = t0 + (t1 - t0) * (batch - b0) / (b1 - b0)
+    return batch / step
 
 
 def allreduce_s(gradient_bytes: float, layout: Layout) -> float:
@@ -92,9 +117,14 @@ def allreduce_s(gradient_bytes: float, layout: Layout) -> float:
     return seconds
 
 
-def step_time(profile: WorkProfile, samples_per_step: float, layout: Layout) -> StepTime:
-    """One data-parallel step of ``samples_per_step`` samples on ``layout``."""
-    compute = samples_per_step / (layout.gpus * single_gpu_throughput(profile, layout.gpu))
+def step_time(
+    profile: WorkProfile, samples_per_step: float, layout: Layout, gpus: int | None = None
+) -> StepTime:
+    """One data-parallel step of ``samples_per_step`` samples on ``layout``; ``gpus`` computing GPUs when
+    the nodes hold unequal shares (default: ``layout.gpus``, the busiest node's count on every node)."""
+    n = layout.gpus if gpus is None else gpus
+    per_gpu = samples_per_step / n
+    compute = samples_per_step / (n * single_gpu_throughput(profile, layout.gpu, per_gpu))
     comm = allreduce_s(profile.gradient_bytes, layout)
     exposed = max(0.0, comm - profile.overlap * compute)
     return StepTime(compute_s=compute, comm_s=comm, step_s=compute + exposed)

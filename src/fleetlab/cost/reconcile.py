@@ -3,9 +3,10 @@
 Bill lines are put in a category from their SKU and cost type — GPU ("... GPU running in ..."), compute
 (instance cores and RAM), storage (persistent disk, Cloud Storage, snapshots), egress (network egress and
 inter-zone/region transfer), tax, other — and credits are kept apart. The ledger's estimate is split into
-compute (host part) and GPU with the catalog's two price rows. Categories the estimate never prices
-(storage, egress, tax, other) are reported as missing in the estimate; the estimate's idle share is shown
-beside, since a bill has no idle line. Amounts that span several periods are spread over them by time.
+compute (host part) and GPU with the catalog's two price rows; its data rows count as storage and egress.
+Categories the estimate does not price (tax, other; storage and egress without data charges) are reported
+as missing in the estimate; the estimate's idle share is shown beside, since a bill has no idle line.
+Amounts that span several periods are spread over them by time.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ CATEGORIES = ("compute", "gpu", "storage", "egress", "tax", "other")
 ESTIMATED = ("compute", "gpu")
 PERIODS = ("hour", "day", "month")
 UNALLOCATED = "(unallocated)"
+#: Ledger rows priced outside the instance bill, and the bill category they are compared with.
+LEDGER_EXTRA = {"storage": "storage", "data_transfer": "egress"}
 
 _STORAGE = ("pd capacity", "storage pd", "hyperdisk", "snapshot", "standard storage", "nearline", "coldline",
             "local ssd", "filestore", "image storage", "archive storage")  # fmt: skip
@@ -172,9 +175,13 @@ def reconcile(
     idle = 0.0
     first, last = None, None
     for i in range(len(ledger["cost_usd"])):
-        estimate_by["compute"] += ledger["host_cost_usd"][i]
-        estimate_by["gpu"] += ledger["gpu_cost_usd"][i]
-        if ledger["bucket"][i] == "idle":
+        kind = ledger["category"][i]
+        if kind in LEDGER_EXTRA:
+            estimate_by[LEDGER_EXTRA[kind]] += ledger["cost_usd"][i]
+        else:
+            estimate_by["compute"] += ledger["host_cost_usd"][i]
+            estimate_by["gpu"] += ledger["gpu_cost_usd"][i]
+        if kind == "idle":
             idle += ledger["cost_usd"][i]
         begin = start + timedelta(seconds=float(ledger["period_start_s"][i]))
         finish = start + timedelta(seconds=float(ledger["period_end_s"][i]))
@@ -184,7 +191,7 @@ def reconcile(
         for when, amount in spread(begin, finish, ledger["cost_usd"][i], period):
             groups[(who, when)][1] += amount
     cats = [CategoryGap(c, bill_by.get(c, 0.0), estimate_by.get(c, 0.0)) for c in CATEGORIES]
-    missing = sum(c.bill_usd for c in cats if c.category not in ESTIMATED)
+    missing = sum(c.bill_usd for c in cats if c.category not in ESTIMATED and c.estimate_usd == 0)
     bill_window = (min((r.start for r in bill), default=start), max((r.end for r in bill), default=start))
     return Reconciliation(
         categories=cats,

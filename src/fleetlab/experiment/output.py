@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fleetlab.cost.ledger_io import run_id_of, write_ledger
 from fleetlab.experiment.run import Run
 from fleetlab.metrics.dynamics import lifecycle_payload
 from fleetlab.metrics.queues import queue_rows
@@ -58,7 +59,7 @@ def _run_payload(run: Run) -> dict[str, Any]:
 
 
 def write_run_files(run: Run, folder: Path) -> None:
-    """jobs, pods, nodes and timeline Parquet files and summary.json for one run."""
+    """jobs, pods, nodes, timeline and ledger Parquet files and summary.json for one run."""
     folder.mkdir(parents=True, exist_ok=True)
     _write_parquet(job_columns(run.result), folder / "jobs.parquet")
     _write_parquet(node_columns(run.result), folder / "nodes.parquet")
@@ -66,6 +67,8 @@ def write_run_files(run: Run, folder: Path) -> None:
     _write_parquet(timeline_columns(run.result), folder / "timeline.parquet")
     if run.result.services is not None:
         _write_parquet(service_columns(run.result), folder / "services.parquet")
+    if run.pools:
+        write_ledger(run.pools, run.result, run_id_of(run.result, run.label), folder)
     text = json.dumps(_run_payload(run), indent=2, sort_keys=True, allow_nan=False, default=_json_default)
     (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from fleetlab.model.cluster import NodePool
 from fleetlab.model.resources import format_amount
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.model.scheduler import SchedulerConfig
@@ -34,6 +35,8 @@ class Run:
     label: str
     profile: Profile
     result: SimulationResult
+    #: The scenario's node pools, for the cost ledger's cloud / region / machine type columns.
+    pools: tuple[NodePool, ...] = ()
 
 
 def profile_for(resolved: ResolvedScenario, policy: str | None) -> Profile:
@@ -79,7 +82,7 @@ def run_one(
     result.warnings.extend(preflight(with_service_replicas(resolved), profile))
     result.warnings.extend(result.services.warnings if result.services is not None else [])
     label = profile.name if policy in (None, SCENARIO_POLICY) else policy
-    return Run(label=label, profile=profile, result=result)
+    return Run(label=label, profile=profile, result=result, pools=tuple(resolved.scenario.cluster.pools))
 
 
 def compare(
@@ -101,5 +104,5 @@ def compare(
         label, n = run.label, 2
         while any(r.label == label for r in runs):
             label, n = f"{run.label}#{n}", n + 1
-        runs.append(Run(label=label, profile=run.profile, result=run.result))
+        runs.append(replace(run, label=label))
     return runs

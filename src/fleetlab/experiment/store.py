@@ -19,11 +19,13 @@ from typing import Any, get_type_hints
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fleetlab.cost.ledger_io import run_id_of, write_ledger
 from fleetlab.experiment.output import safe_name, swap_into_place
 from fleetlab.metrics.queues import QueueRow, queue_rows
 from fleetlab.metrics.services import service_columns
 from fleetlab.metrics.summary import Summary, summarize
 from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
+from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
 
 TMP_PREFIX = ".tmp-"
@@ -82,8 +84,11 @@ def run_tables(result: SimulationResult, variant: str, seed: int) -> dict[str, p
     }
 
 
-def write_run(folder: Path, result: SimulationResult, record: dict[str, Any]) -> dict[str, Any]:
-    """Write one run's tables and record into a temporary sibling and rename it into place."""
+def write_run(
+    folder: Path, result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()
+) -> dict[str, Any]:
+    """Write one run's tables, its cost ledger (given the pools) and record into a temporary sibling and
+    rename it into place."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     summary = summarize(result).as_dict()
     record = {**record, "summary": summary, "warnings": list(dict.fromkeys(result.warnings))}
@@ -91,6 +96,9 @@ def write_run(folder: Path, result: SimulationResult, record: dict[str, Any]) ->
     try:
         for name, table in run_tables(result, record["variant"], record["seed"]).items():
             pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+        if pools:
+            run_id = run_id_of(result, f"{record['variant']}/{record['policy']}")
+            write_ledger(pools, result, run_id, staging, variant=record["variant"])
         text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False)
         (staging / RUN_RECORD).write_text(text + "\n", encoding="utf-8")
         staging.chmod(0o755)

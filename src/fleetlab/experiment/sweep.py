@@ -78,7 +78,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         "policy": run.profile.name,
         "wall_s": round(time.perf_counter() - started, 3),
     }
-    return write_run(Path(task.folder), run.result, record)
+    return write_run(Path(task.folder), run.result, record, run.pools)
 
 
 @dataclass

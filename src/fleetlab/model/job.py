@@ -12,6 +12,7 @@ from fleetlab.model.gpu_share import normalize_share
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.node_demand import Demand, check_demand
+from fleetlab.model.plan_job import JobWork
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
 from fleetlab.model.units import Bytes, Seconds
 
@@ -106,6 +107,10 @@ class Job(SpecModel):
     def _known_demand(cls, value: Demand | None) -> Demand | None:
         return None if value is None else check_demand(value, "interference_demand")
 
+    #: A work profile: the runtime on a GPU model with a performance profile is derived from it and the
+    #: gang's placement (fleetlab.sim.runtime_model); ``runtime`` stays the figure everywhere else.
+    work: JobWork | None = None
+
     @model_validator(mode="before")
     @classmethod
     def _share(cls, data: Any) -> Any:
@@ -135,6 +140,8 @@ class Job(SpecModel):
             raise ValueError("topology_required / topology_preferred apply to gangs: set gang: true")
         if self.topology_required and self.topology_preferred:
             raise ValueError("give topology_required or topology_preferred, not both")
+        if self.work is not None and (self.gpus_per_pod < 1 or self.shares_gpu):
+            raise ValueError("work: a work profile needs whole GPUs per pod (requests nvidia.com/gpu >= 1)")
         if self.checkpoint_interval_s is not None and self.checkpoint_interval_s <= 0:
             raise ValueError("checkpoint_interval_s must be > 0 (omit it for no checkpoints)")
         return self

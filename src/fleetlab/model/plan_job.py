@@ -41,6 +41,9 @@ class WorkProfile(SpecModel):
     memory_gb_per_gpu: float | None = Field(default=None, gt=0)
     #: Measured samples/s on one GPU of a model; replaces the roofline estimate for that model.
     measured_throughput: dict[str, float] = Field(default_factory=dict)
+    #: Measured samples/s on one GPU of a model per per-GPU batch size (a recorded profile, see
+    #: model/measured_profile.py); replaces both the estimate and measured_throughput for that model.
+    measured_table: dict[str, dict[int, float]] = Field(default_factory=dict)
 
     @field_validator("reference_gpu")
     @classmethod
@@ -54,6 +57,20 @@ class WorkProfile(SpecModel):
             _known(name)
             if not rate > 0:
                 raise ValueError(f"measured_throughput[{name}]: {rate} must be > 0 samples/s")
+        return value
+
+    @field_validator("measured_table")
+    @classmethod
+    def _table(cls, value: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+        for name, rates in value.items():
+            _known(name)
+            if not rates:
+                raise ValueError(f"measured_table[{name}]: give at least one batch size: samples/s")
+            for batch, rate in rates.items():
+                if batch <= 0 or not rate > 0:
+                    raise ValueError(
+                        f"measured_table[{name}][{batch}]: {rate}; batch sizes and samples/s must be > 0"
+                    )
         return value
 
     @model_validator(mode="after")
@@ -72,6 +89,21 @@ class TrainingGoal(SpecModel):
     steps: int = Field(gt=0)
     samples_per_step: float = Field(gt=0)
     gpus: int = Field(default=8, ge=1)
+
+
+class JobWork(SpecModel):
+    """A scenario job's work for the runtime model: its profile and ``steps`` steps of
+    ``samples_per_step`` samples (the global batch over all the job's GPUs)."""
+
+    profile: WorkProfile
+    steps: int = Field(gt=0)
+    samples_per_step: float = Field(gt=0)
+    #: Node-to-node Gbit/s for the all-reduce; default: the pool's instance type figure, else 100.
+    network_gbps: float | None = Field(default=None, gt=0)
+    #: A recorded profile (``fleetlab cost profile``), relative to the scenario file; read into
+    #: ``profile.measured_table`` under its GPU model (or ``measured_gpu``) when the scenario is loaded.
+    measured_file: str | None = None
+    measured_gpu: str | None = None
 
 
 class InferenceGoal(SpecModel):

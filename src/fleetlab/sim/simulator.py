@@ -36,6 +36,7 @@ from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.services import services_for
 from fleetlab.sim.specs import build_nodes, pod_spec
@@ -119,6 +120,7 @@ class Simulator:
         self.group_ids: dict[Group, int] = {}
         self.groups: list[Group] = []
         self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
+        self.work = WorkRuntimes(self)
         self.bound_by_priority: dict[int, set[int]] = {}
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
@@ -256,7 +258,9 @@ class Simulator:
             book.job_ready[job_index] += 1
             if book.job_ready[job_index] == job.pods:
                 pods = list(book.pods_of(job_index))
-                total = max(self.runtime_ms(job_index, int(book.node[p])) for p in pods)
+                total = self.work.gang_ms(job_index, [int(book.node[p]) for p in pods]) or max(
+                    self.runtime_ms(job_index, int(book.node[p])) for p in pods
+                )
                 for p in pods:
                     self.start(p, total)
             return
@@ -268,7 +272,7 @@ class Simulator:
         key = (job, model)
         value = self._runtime.get(key)
         if value is None:
-            value = max(1, to_ms(self.jobs[job].runtime.on(model)))
+            value = max(1, to_ms(self.work.pod_seconds(job, model)))
             self._runtime[key] = value
         return value
 
@@ -487,7 +491,7 @@ class Simulator:
         next_job = 0
         last_generation = -1
         steps = 0
-        longest = max((to_ms(j.runtime.default) for j in self.jobs), default=0)
+        longest = self.work.longest_ms()
         guard = ProgressGuard(longest, self.horizon_ms is not None)
         total_work = n_jobs + book.n_pods
         finished = 0
@@ -505,6 +509,8 @@ class Simulator:
             )
             if self.stall_warning:
                 break  # nothing can make progress any more (see sim/guards.py and the Kueue bridge)
+            if t < self.now:
+                raise RuntimeError(f"internal error: an event at {t} ms, after the clock reached {self.now}")
             self.now = t
             submitted = False
             while next_job < n_jobs and self.submit_ms[next_job] == t:

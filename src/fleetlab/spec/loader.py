@@ -111,6 +111,9 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     warnings.extend(catalog_warnings(priced, base))
     check_unique_ids(source, jobs)
     from fleetlab.model.scenario import apply_priority_classes, check_job_queues
+    from fleetlab.spec.measured_profile import resolve_job_work_files
+
+    jobs = resolve_job_work_files(jobs, base, source)
 
     try:
         check_job_queues(jobs, scenario.kueue)

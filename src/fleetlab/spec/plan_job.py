@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from fleetlab.model.plan_job import PlanJob
 from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.measured_profile import resolve_measured_file
 
 
 def plan_job_from_data(label: str, data: Any) -> PlanJob:
@@ -34,4 +35,6 @@ def load_plan_job(path: str | Path) -> PlanJob:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         raise SpecError(str(file), [f"{where}invalid YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    if isinstance(data, dict) and isinstance(data.get("profile"), dict):
+        data = {**data, "profile": resolve_measured_file(data["profile"], file.parent, str(file))}
     return plan_job_from_data(str(file), data)

@@ -74,7 +74,7 @@ LEDGER_NEEDS = (
     "period_start_s",
     "period_end_s",
     "project",
-    "bucket",
+    "category",
     "cost_usd",
     "gpu_cost_usd",
     "host_cost_usd",
@@ -87,15 +87,17 @@ def read_ledger(folder: Path) -> dict[str, list[Any]]:
 
     file = folder / "ledger.parquet"
     if not folder.is_dir():
-        raise SpecError(str(folder), ["not a folder; give a run folder written by `fleetlab plan ledger`"])
+        raise SpecError(str(folder), [f"not a folder; give a run folder ({SIMULATE_HINT})"])
     if not file.is_file():
         raise SpecError(
-            str(file), ["not found; write the run with its ledger: `fleetlab plan ledger SCENARIO --out DIR`"]
+            str(file), [f"not found; {SIMULATE_HINT} (or `fleetlab cost ledger SCENARIO --out DIR`)"]
         )
     try:
         table = pq.read_table(file)
     except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
         raise SpecError(str(file), [f"cannot be read as a cost ledger: {exc}"]) from None
+    if "bucket" in table.column_names and "category" not in table.column_names:  # the earlier ledger layout
+        table = table.rename_columns(["category" if c == "bucket" else c for c in table.column_names])
     missing = [c for c in LEDGER_NEEDS if c not in table.column_names]
     if missing:
         raise SpecError(
