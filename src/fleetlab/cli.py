@@ -23,7 +23,7 @@ from fleetlab.cli_lint import lint_cmd
 from fleetlab.cli_profile import register_profile
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
-from fleetlab.placement.profiles import PRESETS, UnknownPolicyError
+from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import builtin_scenarios, load
 
@@ -102,7 +102,11 @@ def _root(
 def simulate(
     scenario: ScenarioArg = None,
     policy: Annotated[
-        str, typer.Option("--policy", help=f"'{SCENARIO_POLICY}' (the file's scheduler section) or a preset.")
+        str,
+        typer.Option(
+            "--policy",
+            help=f"'{SCENARIO_POLICY}' (the file's scheduler section) or a preset (see 'policies').",
+        ),
     ] = SCENARIO_POLICY,
     seed: SeedOpt = None,
     out: OutOpt = None,
@@ -149,8 +153,9 @@ def compare_cmd(
         list[str] | None,
         typer.Option(
             "--policy",
-            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; "
-            f"'{SCENARIO_POLICY}' = the file's. Default: {', '.join(DEFAULT_COMPARE)}.",
+            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; FGD-paper policies: "
+            f"{', '.join(SHARE_POLICY_DESCRIPTIONS)}; '{SCENARIO_POLICY}' = the file's. "
+            f"Default: {', '.join(DEFAULT_COMPARE)}.",
         ),
     ] = None,
     seed: SeedOpt = None,
@@ -227,6 +232,8 @@ def validate(scenario: Annotated[str, typer.Argument(help="Scenario YAML file to
 def policies() -> None:
     """List the placement policy presets."""
     for name, (_, _, _, description) in PRESETS.items():
+        out_console.print(f"[bold]{name}[/bold]: {description}", highlight=False)
+    for name, description in SHARE_POLICY_DESCRIPTIONS.items():
         out_console.print(f"[bold]{name}[/bold]: {description}", highlight=False)
     out_console.print(f"built-in scenarios: {', '.join(builtin_scenarios())}", highlight=False)
 

@@ -10,7 +10,13 @@ from fleetlab.model.resources import format_amount
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.placement.feasibility import unsatisfiable
-from fleetlab.placement.profiles import PRESETS, Profile, UnknownPolicyError, resolve_profile
+from fleetlab.placement.profiles import (
+    PRESETS,
+    SHARE_POLICY_DESCRIPTIONS,
+    Profile,
+    UnknownPolicyError,
+    resolve_profile,
+)
 from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.simulator import Simulator
@@ -38,10 +44,9 @@ def profile_for(resolved: ResolvedScenario, policy: str | None) -> Profile:
     config = resolved.scenario.scheduler
     if policy is None or policy == SCENARIO_POLICY:
         return resolve_profile(config)
-    if policy not in PRESETS:
-        raise UnknownPolicyError(
-            f"unknown policy {policy!r}; choose one of: {', '.join([SCENARIO_POLICY, *PRESETS])}"
-        )
+    if policy not in PRESETS and policy not in SHARE_POLICY_DESCRIPTIONS:
+        choices = [SCENARIO_POLICY, *PRESETS, *SHARE_POLICY_DESCRIPTIONS]
+        raise UnknownPolicyError(f"unknown policy {policy!r}; choose one of: {', '.join(choices)}")
     return resolve_profile(
         SchedulerConfig(
             policy=policy,

@@ -1,7 +1,10 @@
 """NVIDIA GPU Operator configuration for the scenario's GPU pools.
 
 * The device plugin's config file (``version: v1``, ``flags.migStrategy``) per GPU pool, as one ConfigMap
-  with a key per pool; a node selects its entry with the label ``nvidia.com/device-plugin.config``.
+  with a key per pool; a node selects its entry with the label ``nvidia.com/device-plugin.config``. A
+  time-sliced pool's entry adds ``sharing.timeSlicing`` (k8s-device-plugin ``api/config/v1``
+  ReplicatedResources: ``renameByDefault``, ``failRequestsGreaterThanOne``, ``resources[{name,
+  replicas}]``) for ``nvidia.com/gpu``; renamed, the plugin advertises ``nvidia.com/gpu.shared``.
 * For pools that declare MIG, a mig-parted config (``version: v1``, ``mig-configs``) with one named
   configuration per pool, as the ConfigMap the MIG manager reads (key ``config.yaml``); a node selects its
   configuration with the label ``nvidia.com/mig.config``. mig-parted takes counts per profile, not
@@ -15,6 +18,7 @@ from typing import Any
 import yaml
 
 from fleetlab.model.cluster import Cluster, NodePool
+from fleetlab.model.resources import GPU
 
 NAMESPACE = "gpu-operator"
 DEVICE_PLUGIN_CONFIGMAP = "fleetlab-device-plugin-config"
@@ -35,7 +39,17 @@ def gpu_pools(cluster: Cluster) -> list[NodePool]:
 def device_plugin_config(pool: NodePool) -> dict[str, Any]:
     """The device plugin config file for one pool: its MIG strategy (``none`` without MIG)."""
     strategy = "none" if pool.mig is None else pool.mig.strategy
-    return {"version": "v1", "flags": {"migStrategy": strategy}}
+    config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": strategy}}
+    sliced = pool.time_slicing
+    if sliced is not None:
+        config["sharing"] = {
+            "timeSlicing": {
+                "renameByDefault": sliced.rename_by_default,
+                "failRequestsGreaterThanOne": sliced.fail_requests_greater_than_one,
+                "resources": [{"name": GPU, "replicas": sliced.replicas}],
+            }
+        }
+    return config
 
 
 def mig_config_name(pool: NodePool) -> str:

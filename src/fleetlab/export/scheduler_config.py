@@ -8,7 +8,9 @@ plugin args. ``scheduler.preemption: false`` disables DefaultPreemption (PostFil
 ``class_profiles`` entry becomes one more profile, named ``fleetlab-<class>``: pods of that class select
 it with ``spec.schedulerName``. fleetlab filters and scores every node, so each profile sets
 ``percentageOfNodesToScore: 100`` (kube-scheduler otherwise stops at an adaptive share of feasible nodes
-on clusters of 100 nodes or more).
+on clusters of 100 nodes or more). An FGD-paper policy's SharePolicy weight is written under the
+out-of-tree plugin name of the authors' scheduler (``FGDScore``, ``BestFitScore``, ...): a stock
+kube-scheduler refuses it; a scheduler built with those plugins runs it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleetlab.model.scheduler import SchedulerConfig
-from fleetlab.placement.profiles import Profile, resolve_profile
+from fleetlab.placement.profiles import SHARE_POLICY_PLUGINS, Profile, resolve_profile
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -33,7 +35,9 @@ def _args(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 
 def profile_object(profile: Profile, scheduler_name: str, preemption: bool) -> dict[str, Any]:
     """One KubeSchedulerProfile that scores as ``profile`` does."""
-    enabled = [{"name": n, "weight": w} for n, w in profile.plugin_weights.items() if w > 0]
+    plugin = SHARE_POLICY_PLUGINS.get(profile.share_policy, "")
+    names = {"SharePolicy": plugin}
+    enabled = [{"name": names.get(n, n), "weight": w} for n, w in profile.plugin_weights.items() if w > 0]
     disabled = [{"name": n} for n, w in profile.plugin_weights.items() if w == 0]
     score: dict[str, Any] = {"enabled": enabled}
     if disabled:

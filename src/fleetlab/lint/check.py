@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fleetlab.lint.cluster_rules import ClusterContext, cluster_findings, group_findings
 from fleetlab.lint.findings import Finding
+from fleetlab.lint.kai_rules import kai_findings
 from fleetlab.lint.manifests import Manifest, read_manifests
 from fleetlab.lint.nodes import cluster_nodes
 from fleetlab.lint.resources import resource_findings
@@ -41,7 +42,7 @@ def lint_manifests(manifests: Sequence[Manifest], scenario: Scenario | None = No
     findings: list[Finding] = []
     ctx = ClusterContext(scenario, cluster_nodes(scenario.cluster)) if scenario is not None else None
     for template in templates:
-        own = resource_findings(template)
+        own = resource_findings(template) + kai_findings(template)
         findings += own
         if ctx is not None:
             unknown_mig = any(f.rule == "GPU005" for f in own)

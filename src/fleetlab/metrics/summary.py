@@ -35,6 +35,12 @@ def sharing_summary(result: SimulationResult) -> dict[str, Any]:
         "frag_rate_mean": time_weighted_mean(frag[:, 0], rate, result.end_ms) if len(frag) else 0.0,
         "frag_gpu_milli_mean": time_weighted_mean(frag[:, 0], amount, result.end_ms) if len(frag) else 0.0,
         "consolidation_evictions": sharing.consolidation_evictions,
+        "stranded_gpus_end": sharing.stranded_gpu_milli_end / 1000.0,
+        "stranded_gpus_mean": (
+            time_weighted_mean(sharing.stranded[:, 0], sharing.stranded[:, 1] / 1000.0, result.end_ms)
+            if len(sharing.stranded)
+            else 0.0
+        ),
     }
 
 
@@ -103,6 +109,10 @@ class Summary:
     frag_rate_mean: float = 0.0
     frag_gpu_milli_mean: float = 0.0
     consolidation_evictions: int = 0
+    #: Free GPUs (in GPUs, from milli) at the end that no pending job or typical pod shape can use.
+    stranded_gpus_end: float = 0.0
+    #: Time-weighted mean of the free GPUs no typical pod shape can use where they are.
+    stranded_gpus_mean: float = 0.0
     #: Busy GPU equivalents over allocatable GPUs, and the mean largest free block (sim/usage_meter.py).
     gpu_utilization_ratio: float = 0.0
     largest_free_block_mean: float = 0.0

@@ -13,6 +13,7 @@ Time-slicing (device plugin ``sharing.timeSlicing``) is node configuration: each
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -50,7 +51,9 @@ class TimeSlicing(BaseModel):
         return 1.0 + self.slowdown_per_extra_pod * max(0, pods_on_gpu - 1)
 
 
-def _kai_annotations(annotations: dict[str, Any]) -> tuple[int | None, int | None]:
+def kai_share(annotations: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(milli, bytes) from KAI's ``gpu-fraction`` / ``gpu-memory`` pod annotations (None where absent);
+    a ValueError naming the annotation for a bad value or for both at once."""
     fraction, memory = annotations.get(KAI_FRACTION), annotations.get(KAI_MEMORY)
     if fraction is not None and memory is not None:
         raise ValueError(f"annotations: give {KAI_FRACTION} or {KAI_MEMORY}, not both (KAI accepts one)")
@@ -67,10 +70,8 @@ def _kai_annotations(annotations: dict[str, Any]) -> tuple[int | None, int | Non
         milli = max(1, round(value * MILLI_PER_GPU))
     mem = None
     if memory is not None:
-        try:
-            mib = to_whole(str(memory), KAI_MEMORY)
-        except QuantityError:
-            mib = -1
+        text = str(memory).strip()
+        mib = int(text) if text.isdigit() else -1  # plain MiB: KAI reads the value as an integer
         if mib <= 0:
             raise ValueError(f"annotations.{KAI_MEMORY}: {memory!r} must be a whole number of MiB > 0")
         mem = mib * _MIB
@@ -86,7 +87,7 @@ def normalize_share(data: Any) -> Any:
     memory = data.get("gpu_memory")
     if not isinstance(annotations, dict):
         return data
-    kai_milli, kai_memory = _kai_annotations(annotations)
+    kai_milli, kai_memory = kai_share(annotations)
     if (kai_milli is not None or kai_memory is not None) and (milli is not None or memory is not None):
         raise ValueError("give the share as gpu_milli/gpu_memory or as KAI annotations, not both")
     if kai_milli is not None or kai_memory is not None:

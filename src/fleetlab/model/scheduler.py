@@ -9,12 +9,16 @@ from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
+from fleetlab.model.units import Seconds
 
 StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
 KubernetesVersion = Literal["1.34", "1.35", "1.36"]
 
 #: Policy presets (defined in fleetlab.placement.profiles); named here so a scenario is checked on load.
 PRESET_NAMES: tuple[str, ...] = ("default", "least-allocated", "most-allocated", "bin-packing")
+#: The FGD paper's GPU-sharing policies (fleetlab.placement.share_policies) as main-simulator policies.
+SHARE_POLICY_NAMES: tuple[str, ...] = ("fgd", "bestfit", "dotprod", "packing", "clustering", "random")
+POLICY_NAMES: tuple[str, ...] = PRESET_NAMES + SHARE_POLICY_NAMES
 
 #: Score plugins fleetlab implements and the default profile's weights (default_plugins.go @01db4ae9).
 DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {
@@ -114,6 +118,8 @@ class SchedulerConfig(SpecModel):
     preemption: bool = True
     #: KAI-style consolidation: move preemptible pods elsewhere to open room (fleetlab.sim.consolidation).
     consolidation: bool = False
+    #: A pod consolidation moved is not moved again for this long (seconds or a duration such as ``10m``).
+    consolidation_cooldown_s: Seconds = Field(default=600.0, ge=0)
     #: A scheduling profile per job class (kube-scheduler profiles by schedulerName), e.g.
     #: ``{inference: least-allocated, batch: most-allocated}``; other classes use ``policy``.
     class_profiles: dict[Literal["training", "inference", "batch", "experiment"], str] = Field(
@@ -128,17 +134,17 @@ class SchedulerConfig(SpecModel):
     @field_validator("policy")
     @classmethod
     def _known_policy(cls, value: str) -> str:
-        if value not in PRESET_NAMES:
-            raise ValueError(f"unknown policy {value!r}; allowed: {', '.join(PRESET_NAMES)}")
+        if value not in POLICY_NAMES:
+            raise ValueError(f"unknown policy {value!r}; allowed: {', '.join(POLICY_NAMES)}")
         return value
 
     @field_validator("class_profiles")
     @classmethod
     def _known_class_policies(cls, value: dict[str, str]) -> dict[str, str]:
         for job_class, policy in value.items():
-            if policy not in PRESET_NAMES:
+            if policy not in POLICY_NAMES:
                 raise ValueError(
-                    f"{job_class}: unknown policy {policy!r}; allowed: {', '.join(PRESET_NAMES)}"
+                    f"{job_class}: unknown policy {policy!r}; allowed: {', '.join(POLICY_NAMES)}"
                 )
         return value
 

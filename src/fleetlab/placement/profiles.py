@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleetlab.model.pod_constraints import SYSTEM_DEFAULT_CONSTRAINTS, TopologySpreadConstraint
-from fleetlab.model.scheduler import DEFAULT_PLUGIN_WEIGHTS, PRESET_NAMES, SchedulerConfig, ScoringStrategy
+from fleetlab.model.scheduler import (
+    DEFAULT_PLUGIN_WEIGHTS,
+    PRESET_NAMES,
+    SHARE_POLICY_NAMES,
+    SchedulerConfig,
+    ScoringStrategy,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,8 @@ class Profile:
     #: PodTopologySpread defaults for owned pods without constraints, and whether they are the system ones.
     spread_defaults: tuple[TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS
     spread_system_defaulted: bool = True
+    #: An FGD-paper policy scoring nodes through the SharePolicy plugin ("" for none).
+    share_policy: str = ""
 
 
 _GPU_WEIGHTED = (("cpu", 1), ("memory", 1), ("nvidia.com/gpu", 3))
@@ -64,6 +72,28 @@ PRESETS: dict[str, tuple[str, tuple[tuple[str, int], ...], tuple[tuple[int, int]
 
 assert tuple(PRESETS) == PRESET_NAMES, "model.scheduler.PRESET_NAMES must list the presets in order"
 
+#: The SharePolicy plugin's weight: it decides, taint and affinity preferences (3, 2) still count a little.
+SHARE_POLICY_WEIGHT = 10
+SHARE_POLICY_DESCRIPTIONS: dict[str, str] = {
+    "fgd": "FGD: least growth of expected GPU fragmentation against the workload's typical pods",
+    "bestfit": "BestFit (FGD paper): least CPU and GPU left over on the node, tightest GPU",
+    "dotprod": "DotProd (FGD paper): least alignment of free vector and request, tightest GPU",
+    "packing": "GpuPacking (FGD paper): partly used GPUs, then used nodes, then empty nodes",
+    "clustering": "GpuClustering (FGD paper, Gandiva-style): nodes holding the same pod kind",
+    "random": "Random (FGD paper): a random feasible node and GPU",
+}
+assert tuple(SHARE_POLICY_DESCRIPTIONS) == SHARE_POLICY_NAMES
+#: The score plugin each policy is in the FGD authors' scheduler build (hkust-adsl
+#: kubernetes-scheduler-simulator, pkg/simulator/plugin); out of tree, not part of kube-scheduler.
+SHARE_POLICY_PLUGINS: dict[str, str] = {
+    "fgd": "FGDScore",
+    "bestfit": "BestFitScore",
+    "dotprod": "DotProductScore",
+    "packing": "GpuPackingScore",
+    "clustering": "GpuClusteringScore",
+    "random": "RandomScore",
+}
+
 
 class UnknownPolicyError(ValueError):
     """A policy name that is neither a preset nor resolvable."""
@@ -76,6 +106,8 @@ def preset_names() -> list[str]:
 
 def resolve_profile(config: SchedulerConfig) -> Profile:
     """Turn a scheduler section (preset + overrides) into a Profile."""
+    if config.policy in SHARE_POLICY_DESCRIPTIONS:
+        return _share_profile(config)
     if config.policy not in PRESETS:
         raise UnknownPolicyError(f"unknown policy {config.policy!r}; presets: {', '.join(PRESETS)}")
     strategy, resources, shape, description = PRESETS[config.policy]
@@ -111,4 +143,30 @@ def resolve_profile(config: SchedulerConfig) -> Profile:
         description=description,
         spread_defaults=SYSTEM_DEFAULT_CONSTRAINTS if system else spread.default_constraints,
         spread_system_defaulted=system,
+    )
+
+
+def _share_profile(config: SchedulerConfig) -> Profile:
+    """An FGD-paper policy: the default profile's filters, its resource-fit and balance scores replaced by
+    the SharePolicy plugin (as the paper's runs score with the policy alone); the GPU inside the node is
+    the policy's too."""
+    base = resolve_profile(config.model_copy(update={"policy": "default", "scoring_strategy": None}))
+    weights = dict(base.plugin_weights)
+    weights.update(
+        {"NodeResourcesFit": 0, "NodeResourcesBalancedAllocation": 0, "SharePolicy": SHARE_POLICY_WEIGHT}
+    )
+    weights.update(config.plugin_weights)
+    return Profile(
+        name=config.policy,
+        strategy=base.strategy,
+        resources=base.resources,
+        shape=base.shape,
+        balanced_resources=base.balanced_resources,
+        plugin_weights=weights,
+        tie_break=config.tie_break,
+        kubernetes_version=config.kubernetes_version,
+        description=SHARE_POLICY_DESCRIPTIONS[config.policy],
+        spread_defaults=base.spread_defaults,
+        spread_system_defaulted=base.spread_system_defaulted,
+        share_policy=config.policy,
     )

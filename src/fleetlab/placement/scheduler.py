@@ -37,6 +37,7 @@ from fleetlab.placement.plugins.node_affinity import NodeAffinityFilter, NodeAff
 from fleetlab.placement.plugins.node_resources_fit import NodeResourcesFitFilter, NodeResourcesFitScore
 from fleetlab.placement.plugins.node_unschedulable import NodeUnschedulableFilter
 from fleetlab.placement.plugins.pod_topology_spread import PodTopologySpreadFilter, PodTopologySpreadScore
+from fleetlab.placement.plugins.share_policy import SharePolicyScore
 from fleetlab.placement.plugins.taint_toleration import TaintTolerationFilter, TaintTolerationScore
 from fleetlab.placement.profiles import Profile
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
@@ -100,6 +101,8 @@ class Scheduler:
             PodTopologySpreadScore(profile.spread_defaults, profile.spread_system_defaulted),
             InterPodAffinityScore(),
         ]
+        if profile.share_policy:
+            candidates.append(SharePolicyScore(profile.share_policy))
         self.scorers: list[tuple[ScorePlugin, int]] = [
             (p, profile.plugin_weights.get(p.name, 0))
             for p in candidates

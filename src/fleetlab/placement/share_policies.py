@@ -43,7 +43,7 @@ def _best(scores: FloatArray | IntArray) -> int:
     return int(np.argmax(scores))
 
 
-def _sigmoid_score(delta: FloatArray) -> FloatArray:
+def fgd_score(delta: FloatArray) -> FloatArray:
     """Upstream FGD score ⌊sigmoid(−Δ/1000)·100⌋ for a fragmentation change Δ in milli-GPU."""
     return np.floor(100.0 / (1.0 + np.exp(delta / 1000.0)))
 
@@ -120,47 +120,45 @@ def _fgd_node_scores(
     return memo
 
 
-def _fgd_with(name: str, score_of: Callable[[FloatArray], FloatArray]) -> Callable[..., Choice]:
-    def policy(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> Choice:
-        memo = _fgd_node_scores(state, pod, name, score_of)
-        node = int(nodes[_best(memo.score[nodes])])
-        return Choice(node, int(memo.gpu[node]) if pod.sharing else None)
+ScoreFn = Callable[[ShareState, PodRequest, IntArray, np.random.Generator], FloatArray]
 
-    return policy
+
+def _fgd_with(name: str, score_of: Callable[[FloatArray], FloatArray]) -> ScoreFn:
+    def scores(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> FloatArray:
+        return np.asarray(_fgd_node_scores(state, pod, name, score_of).score[nodes], dtype=np.float64)
+
+    return scores
 
 
 def _exact(delta: FloatArray) -> FloatArray:
     return np.asarray(-np.round(delta, 6), dtype=np.float64)
 
 
-def _bestfit(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> Choice:
+def _bestfit(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> FloatArray:
     """Upstream BestFitScore: (1 − ½·CPU left/128 cores − ½·GPU left/8 GPUs)·100, min-max normalised."""
     left_cpu = (state.cpu_free[nodes] - pod.cpu_milli) / MAX_CPU_MILLI
     left_gpu = (state.total[nodes] - pod.total_milli) / MAX_GPU_MILLI
     raw = np.trunc((1.0 - (0.5 * left_cpu + 0.5 * left_gpu)) * 100.0).astype(np.int64)
     low, high = int(raw.min()), int(raw.max())
     scores = (raw - low) * 100 // (high - low) if high > low else np.zeros_like(raw)
-    node = int(nodes[_best(scores)])
-    return Choice(node, tightest_gpu(state.free[node], pod.gpu_milli) if pod.sharing else None)
+    return scores.astype(np.float64)
 
 
-def _dotprod(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> Choice:
+def _dotprod(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> FloatArray:
     """Upstream DotProductScore (merged GPU dimension, max-normalised): (1 − ⟨free, request⟩/2)·100; the
     node whose free vector aligns least with the request wins (the code's sign, not classic Tetris)."""
     dot = (state.cpu_free[nodes] / MAX_CPU_MILLI) * (pod.cpu_milli / MAX_CPU_MILLI) + (
         state.total[nodes] / MAX_GPU_MILLI
     ) * (pod.total_milli / MAX_GPU_MILLI)
-    scores = np.trunc((1.0 - dot / 2.0) * 100.0)
-    node = int(nodes[_best(scores)])
-    return Choice(node, tightest_gpu(state.free[node], pod.gpu_milli) if pod.sharing else None)
+    return np.asarray(np.trunc((1.0 - dot / 2.0) * 100.0), dtype=np.float64)
 
 
-def _packing(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> Choice:
+def _packing(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> FloatArray:
     """Upstream GpuPackingScore tiers: fits on a partly used GPU: 100 − (its free %)//10, at least 50; must
     take fully free GPUs of a node in use: 50 − their number, at least 33; every GPU of the node free:
     33 − #GPUs (at least #GPUs). CPU-only pods score 0 everywhere."""
     if pod.num_gpu == 0:
-        return Choice(int(nodes[0]), None)
+        return np.zeros(len(nodes), dtype=np.float64)
     free = state.free[nodes]
     fully_free = (free == FULL).sum(axis=1)
     all_free = fully_free == state.gpus[nodes]
@@ -171,39 +169,61 @@ def _packing(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random
         partial = tight < FULL
         tier1 = np.maximum(100 - (tight * 100 // FULL) // 10, 50)
         scores = np.where(~all_free & partial, tier1, scores)
-    node = int(nodes[_best(scores)])
-    return Choice(node, tightest_gpu(state.free[node], pod.gpu_milli) if pod.sharing else None)
+    return scores.astype(np.float64)
 
 
-def _clustering(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> Choice:
+def _clustering(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> FloatArray:
     """Upstream GpuClusteringScore (Gandiva-style): nodes holding only this pod's tag (75, 100], mixed tags
     including it (50, 75], no GPU pods (25, 50], other tags only (0, 25]; within a band
     25·(8000 − free milli-GPU)//8000. CPU-only pods score 0 and carry no tag."""
     if pod.num_gpu == 0:
-        return Choice(int(nodes[0]), None)
+        return np.zeros(len(nodes), dtype=np.float64)
     tags = state.tags[nodes]
     mine = 1 << pod.tag
     band = np.where(tags == 0, 25, np.where(tags == mine, 75, np.where((tags & mine) != 0, 50, 0)))
-    scores = band + 25 * (MAX_GPU_MILLI - state.total[nodes]) // MAX_GPU_MILLI
-    node = int(nodes[_best(scores)])
-    return Choice(node, tightest_gpu(state.free[node], pod.gpu_milli) if pod.sharing else None)
+    return np.asarray(band + 25 * (MAX_GPU_MILLI - state.total[nodes]) // MAX_GPU_MILLI, dtype=np.float64)
 
 
-def _random(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> Choice:
-    """Upstream RandomScore: one feasible node at random (PreScore), and a random fitting GPU."""
-    node = int(nodes[rng.integers(len(nodes))])
-    return Choice(node, random_gpu(state.free[node], pod.gpu_milli, rng) if pod.sharing else None)
+def _random(state: ShareState, pod: PodRequest, nodes: IntArray, rng: np.random.Generator) -> FloatArray:
+    """Upstream RandomScore: PreScore picks one feasible node at random; it scores 100, the others 0."""
+    scores = np.zeros(len(nodes), dtype=np.float64)
+    scores[rng.integers(len(nodes))] = 100.0
+    return scores
 
 
-_POLICY: dict[str, Callable[[ShareState, PodRequest, IntArray, np.random.Generator], Choice]] = {
+_SCORES: dict[str, ScoreFn] = {
     "random": _random,
     "dotprod": _dotprod,
     "clustering": _clustering,
     "packing": _packing,
     "bestfit": _bestfit,
-    "fgd": _fgd_with("fgd", _sigmoid_score),
+    "fgd": _fgd_with("fgd", fgd_score),
     "fgd-exact": _fgd_with("fgd-exact", _exact),
 }
+
+
+def node_scores(
+    state: ShareState, pod: PodRequest, policy: str, nodes: IntArray, rng: np.random.Generator
+) -> FloatArray:
+    """The policy's score of every node in ``nodes`` (all feasible for ``pod``); higher is better. FGD
+    scores -inf where its own view of the node rules the pod out."""
+    return _SCORES[policy](state, pod, nodes, rng)
+
+
+def gpu_for(
+    state: ShareState, pod: PodRequest, policy: str, node: int, rng: np.random.Generator
+) -> int | None:
+    """The GPU a sharing pod takes on ``node`` under ``policy`` (None for other pods): FGD's best-scored
+    GPU (from the scores just computed), a random fitting GPU for Random, else the tightest fit."""
+    if not pod.sharing:
+        return None
+    if policy.startswith("fgd"):
+        memo = state.memo.get((policy, pod.cpu_milli, pod.num_gpu, pod.gpu_milli, pod.model_mask))
+        assert isinstance(memo, _NodeScores)
+        return int(memo.gpu[node])
+    if policy == "random":
+        return random_gpu(state.free[node], pod.gpu_milli, rng)
+    return tightest_gpu(state.free[node], pod.gpu_milli)
 
 
 def known_policies() -> tuple[str, ...]:
@@ -216,4 +236,5 @@ def place(state: ShareState, pod: PodRequest, policy: str, rng: np.random.Genera
     nodes = state.feasible(pod)
     if len(nodes) == 0:
         return None
-    return _POLICY[policy](state, pod, nodes, rng)
+    node = int(nodes[_best(node_scores(state, pod, policy, nodes, rng))])
+    return Choice(node, gpu_for(state, pod, policy, node, rng))

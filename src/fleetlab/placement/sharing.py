@@ -70,9 +70,10 @@ class ShareState:
         gpus: IntArray,
         model: IntArray,
         target: TargetWorkload,
+        width: int = MAX_GPUS_PER_NODE,
     ) -> None:
         n = len(cpu_milli)
-        slots = np.arange(MAX_GPUS_PER_NODE)[None, :]
+        slots = np.arange(width)[None, :]
         self.free = np.where(slots < gpus[:, None], FULL, -1).astype(np.int64)
         self.cpu_free = cpu_milli.astype(np.int64).copy()
         self.mem_free = memory_mib.astype(np.int64).copy()
@@ -144,6 +145,18 @@ class ShareState:
             self.cpu_free[node : node + 1],
             self.model_ok[node : node + 1],
         )[0]
+
+    def refresh(self, rows: IntArray, free: IntArray, cpu_free: IntArray) -> None:
+        """Set the nodes ``rows`` to the given free milli-GPU per GPU (-1 where none) and free CPU, kept by
+        another bookkeeper (the main simulator's devices), and recompute their summaries and F_n(M)."""
+        self.free[rows] = free
+        self.cpu_free[rows] = cpu_free
+        count_ge, sum_lt, total = share_summaries(free, self.target.shares)
+        self.count_ge[rows], self.sum_lt[rows], self.total[rows] = count_ge, sum_lt, total
+        self.frag[rows] = node_fragmentation(
+            self.target, count_ge, sum_lt, total, cpu_free, self.model_ok[rows]
+        )
+        self.version[rows] += 1
 
 
 def whole_gpus(free_row: IntArray, count: int) -> IntArray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +19,9 @@ from fleetlab.model.kube import Taint
 from fleetlab.model.resources import BASE_RESOURCES, CPU, GPU, MEMORY, PODS
 from fleetlab.placement.devices import GpuDevices
 from fleetlab.placement.pod_labels import PodLabelCounts
+
+if TYPE_CHECKING:
+    from fleetlab.placement.share_view import ShareView
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
@@ -153,6 +157,8 @@ class ClusterState:
         self.pods_col = self.column[PODS]
         #: Per-GPU usage (fleetlab.placement.devices.GpuDevices) when the simulator tracks it.
         self.devices: GpuDevices | None = None
+        #: GPU-sharing summaries for an FGD-paper policy (fleetlab.placement.share_view), when one is used.
+        self.share_view: ShareView | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def set_ready(self, node: int, ready: bool = True) -> None:

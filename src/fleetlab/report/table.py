@@ -47,6 +47,16 @@ ROWS: list[Row] = [
     _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
     _row("GPU utilisation ratio", lambda s: s.gpu_utilization_ratio, lambda v: f"{v:.1%}", "max"),
     _row("whole free GPU nodes (mean)", lambda s: s.whole_free_gpu_nodes_mean, lambda v: f"{v:.2f}", "max"),
+    _row(
+        "fragmented GPUs, FGD F_N(M) (mean)",
+        lambda s: s.frag_gpu_milli_mean / 1000,
+        lambda v: f"{v:.2f}",
+        "min",
+    ),
+    _row(
+        "free GPUs no typical pod can use (mean)", lambda s: s.stranded_gpus_mean, lambda v: f"{v:.2f}", "min"
+    ),
+    _row("free GPUs no job can use (end)", lambda s: s.stranded_gpus_end, lambda v: f"{v:.2f}", "min"),
     _row("largest free GPU block (mean)", lambda s: s.largest_free_block_mean, lambda v: f"{v:.2f}", "max"),
     _row("extra hours from interference", lambda s: s.interference_extra_hours, lambda v: f"{v:,.2f}", "min"),
     _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),

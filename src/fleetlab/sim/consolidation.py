@@ -6,7 +6,9 @@ another node (bin-packed: the node left with the fewest free GPUs). Only if all 
 committed: the pods are evicted (counted as evictions, their work since the last checkpoint lost), go back
 to the queue and the pending pod is bound. Moved pods are single, non-gang pods not managed by Kueue and
 without GPU shares; the pending pod must not want a share either. Enabled by
-``scheduler.consolidation: true``.
+``scheduler.consolidation: true``. Against churn, a pod consolidation moved is not moved again within
+``scheduler.consolidation_cooldown_s`` (10 min by default). The candidate search is one array pass over the
+running movable pods (grouped by node, cumulative freed capacity), not a loop over nodes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fleetlab.sim.events import to_ms
+
 if TYPE_CHECKING:
     from fleetlab.placement.framework import CompiledPod
     from fleetlab.placement.scheduler import Scheduler
@@ -22,6 +26,8 @@ if TYPE_CHECKING:
 
 #: Nodes tried per pending pod (those that need the fewest evicted GPUs first).
 MAX_CANDIDATES = 16
+#: moved_ms of a pod consolidation never moved.
+NEVER_MOVED = np.iinfo(np.int64).min // 2
 
 
 class Consolidator:
@@ -31,17 +37,82 @@ class Consolidator:
         self.sim = sim
         self.evictions = 0
         self._hopeless: dict[int, tuple[int, int]] = {}
-
-    def _movable(self, pod: int) -> bool:
-        sim = self.sim
-        job = sim.jobs[int(sim.book.job[pod])]
-        spec = sim.compiled[sim.spec_of(int(sim.book.job[pod]))].spec
-        return (
-            job.preemptible
-            and not (job.gang and job.pods > 1)
-            and job.queue is None
-            and not any(spec.gpu_share)
+        self.cooldown_ms = to_ms(sim.config.consolidation_cooldown_s)
+        #: Per pod, when consolidation last evicted it (churn guard).
+        self.moved_ms = np.full(sim.book.n_pods, NEVER_MOVED, dtype=np.int64)
+        self.movable_job = np.asarray(
+            [job.preemptible and not (job.gang and job.pods > 1) and job.queue is None for job in sim.jobs],
+            dtype=bool,
         )
+        self._spec_rows = 0
+        self._spec_request = np.zeros((0, len(sim.state.resource_names)), dtype=np.int64)
+        self._spec_shares = np.zeros(0, dtype=bool)
+
+    def _spec_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per interned spec id: its request vector and whether it wants a GPU share (grown lazily)."""
+        compiled = self.sim.compiled
+        if self._spec_rows < len(compiled):
+            new = compiled[self._spec_rows :]
+            self._spec_request = np.vstack([self._spec_request, *[c.request[None, :] for c in new]])
+            shares = np.asarray([any(c.spec.gpu_share) for c in new], dtype=bool)
+            self._spec_shares = np.concatenate([self._spec_shares, shares])
+            self._spec_rows = len(compiled)
+        return self._spec_request, self._spec_shares
+
+    def _victims(self, static: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Movable running pods on ``static`` nodes, past their cool-down: (pods, nodes, requests), ordered
+        by node, then GPU request, then pod index (the order victims are taken in on one node)."""
+        sim, book = self.sim, self.sim.book
+        bound = np.flatnonzero((book.node >= 0) & (book.end_ms < 0))
+        nodes = book.node[bound]
+        jobs = book.job[bound]
+        requests, shares = self._spec_arrays()
+        spec = sim.job_spec[jobs]
+        keep = (
+            static[nodes]
+            & self.movable_job[jobs]
+            & (spec >= 0)
+            & (sim.now - self.moved_ms[bound] >= self.cooldown_ms)
+        )
+        pods, nodes, spec = bound[keep], nodes[keep], spec[keep]
+        keep = ~shares[spec]
+        pods, nodes, req = pods[keep], nodes[keep], requests[spec[keep]]
+        order = np.lexsort((pods, req[:, sim.state.gpu_col], nodes))
+        return pods[order], nodes[order], req[order]
+
+    def candidates(self, compiled: CompiledPod, static: np.ndarray) -> list[tuple[int, int, int, list[int]]]:
+        """(GPUs evicted, pods evicted, node, victims) for every node where evicting its smallest movable pods
+        in turn makes ``compiled`` fit, fewest GPUs first; one array pass over all nodes' victims."""
+        state = self.sim.state
+        pods, nodes, req = self._victims(static)
+        if len(pods) == 0:
+            return []
+        cols = compiled.request_cols
+        want = compiled.request[cols]
+        starts = np.flatnonzero(np.r_[True, nodes[1:] != nodes[:-1]])
+        group = np.cumsum(np.r_[True, nodes[1:] != nodes[:-1]]) - 1
+        cum = np.cumsum(req, axis=0)
+        before = np.vstack([np.zeros((1, req.shape[1]), dtype=np.int64), cum])[starts][group]
+        freed = cum - before  # per victim: what its node frees with it and the victims before it
+        free = state.free[nodes]
+        fits_now = (free[:, cols] >= want).all(axis=1)
+        ok = ((free[:, cols] + freed[:, cols]) >= want).all(axis=1) & ~fits_now
+        hits = np.flatnonzero(ok)
+        if len(hits) == 0:
+            return []
+        first = hits[np.r_[True, group[hits][1:] != group[hits][:-1]]]
+        gpu = state.gpu_col
+        out = [
+            (
+                int(freed[i, gpu]),
+                int(i - starts[group[i]] + 1),
+                int(nodes[i]),
+                pods[starts[group[i]] : i + 1].tolist(),
+            )
+            for i in first.tolist()
+        ]
+        out.sort()
+        return out
 
     def make_room(self, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
         """Evict and re-queue pods so that ``pod`` fits; returns its node, or -1 when no move works."""
@@ -52,32 +123,12 @@ class Consolidator:
         stamp = (state.release_generation, state.topology_generation)
         if self._hopeless.get(id(compiled)) == stamp:
             return -1
-        cols = compiled.request_cols
-        want = compiled.request[cols]
         static = scheduler.static_mask(compiled)
-        candidates = []
-        for node in np.flatnonzero(static).tolist():
-            victims = sorted(
-                (p for p in sim.node_pods[node] if self._movable(p)),
-                key=lambda p: (int(self._request(p)[state.gpu_col]), p),
-            )
-            if not victims:
-                continue
-            free = state.free[node, cols].copy()
-            chosen: list[int] = []
-            for v in victims:
-                if (free >= want).all():
-                    break
-                free += self._request(v)[cols]
-                chosen.append(v)
-            if chosen and (free >= want).all():
-                gpus = sum(int(self._request(v)[state.gpu_col]) for v in chosen)
-                candidates.append((gpus, len(chosen), node, chosen))
-        candidates.sort()
-        for _, _, node, chosen in candidates[:MAX_CANDIDATES]:
+        for _, _, node, chosen in self.candidates(compiled, static)[:MAX_CANDIDATES]:
             if self._replaceable(node, chosen, compiled):
                 for v in chosen:
                     sim.evict_job_pods(v)
+                    self.moved_ms[v] = sim.now
                     self.evictions += 1
                 if scheduler._incremental(compiled).fits[node]:
                     return int(node)

@@ -26,6 +26,8 @@ from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
+from fleetlab.sim.share_policy_hook import attach_share_view, policy_of
+from fleetlab.sim.stranded import StrandedMeter, stranded_gpu_milli
 
 if TYPE_CHECKING:
     from fleetlab.placement.framework import CompiledPod
@@ -59,7 +61,9 @@ class GpuTenancy:
         self.on_gpu: dict[tuple[int, int], set[int]] = {}
         self.to_kill: list[int] = []
         self.meter = FragmentationMeter(sim)
+        self.stranded = StrandedMeter(self.meter)
         self.consolidator = Consolidator(sim)
+        self.share_view = attach_share_view(sim)
 
     # -- bind / release ------------------------------------------------------------------------------
     def bind(self, pod: int, node: int, compiled: CompiledPod) -> None:
@@ -68,6 +72,10 @@ class GpuTenancy:
         holdings: list[Holding] = []
         milli, memory = compiled.spec.gpu_share
         request = compiled.request
+        view = self.share_view
+        if view is not None:
+            view.binding = view.request_of(compiled)
+            view.policy = policy_of(self.sim, pod)
         if milli or memory:
             holding, was_idle = devices.take_share(node, milli, memory)
             holdings.append(holding)
@@ -97,10 +105,16 @@ class GpuTenancy:
             self.holdings[pod] = holdings
             self.gpu_index[pod] = "-".join(str(g) for h in holdings for g in h.gpus)
         self.meter.touch(node)
+        self.stranded.touch(node)
+        if view is not None:
+            view.bound(pod, node)
 
     def release(self, pod: int, node: int) -> None:
         """Give the pod's GPUs back (it finished, was evicted or OOM-killed)."""
         self.meter.touch(node)
+        self.stranded.touch(node)
+        if self.share_view is not None:
+            self.share_view.released(pod, node)
         self._stop_run(pod)
         state = self.sim.state
         for holding in self.holdings.pop(pod, []):
@@ -164,6 +178,7 @@ class GpuTenancy:
             for pod in kills:
                 self._fail(pod)
         self.meter.sample(self.sim.now)
+        self.stranded.sample(self.sim.now)
 
     def _fail(self, pod: int) -> None:
         """The OOM-killed pod fails (no retry), with every pod of a gang; Kueue sees the job finish."""
@@ -208,4 +223,6 @@ class GpuTenancy:
             pod_gpus=list(self.gpu_index),
             fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),
             consolidation_evictions=self.consolidator.evictions,
+            stranded_gpu_milli_end=stranded_gpu_milli(sim),
+            stranded=np.asarray(self.stranded.rows, dtype=np.int64).reshape(-1, 2),
         )

@@ -110,15 +110,17 @@ class NodeLifecycle:
 
     # -- the event loop's hooks ----------------------------------------------------------------------
     def next_time(self, t_event: int | None, t_job: int | None) -> int | None:
-        """The loop's next event time with lifecycle timers merged in. With nothing else left to happen,
-        only timers that can still place a pending pod count (a boot, a repair, a scan)."""
+        """The loop's next event time with lifecycle timers merged in. Failure timers count only while
+        something else is still to happen (so they never keep a finished run alive), but then they count
+        in time order: a failure due before the next boot or scan fires before it."""
         sim_next = min((t for t in (t_event, t_job) if t is not None), default=None)
         if sim_next is None and not len(self.sim.queue):
             return None
-        candidates = [sim_next, self.timers.peek_time()]
-        if sim_next is not None:
-            candidates.append(self.fail_timers.peek_time())
-        return min((t for t in candidates if t is not None), default=None)
+        upcoming = min((t for t in (sim_next, self.timers.peek_time()) if t is not None), default=None)
+        if upcoming is None:
+            return None
+        fail = self.fail_timers.peek_time()
+        return upcoming if fail is None else min(upcoming, fail)
 
     def step(self, now: int) -> None:
         """Fire the timers due now, then let the autoscaler look at the cluster (before the cycle)."""

@@ -16,7 +16,7 @@ from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray
 from fleetlab.sim.result import PendingJob
-from fleetlab.sim.share_pending import classify_share, stranded_note
+from fleetlab.sim.share_pending import classify_share, other_mig_note, whole_gpu_verdict
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
@@ -33,6 +33,8 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
     share = classify_share(state, pod, nodes)
     if share is not None:
         return share
+    short: list[tuple[str, str]] = []
+    fragmented: list[tuple[str, str]] = []
     for col in pod.request_cols:
         want = int(pod.request[col])
         free = state.free[nodes, col]
@@ -52,16 +54,27 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
                 f"the pod needs {format_amount(name, want)} {what} but the largest eligible node has "
                 f"{format_amount(name, largest)}"
             )
-        note = stranded_note(state, nodes) if col == state.gpu_col else ""
-        if total < want:
-            return "shortage", (
-                f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s)"
-                f"{note}; the pod needs {format_amount(name, want)}"
+        if col == state.gpu_col:
+            verdict = whole_gpu_verdict(state, nodes, want, total, best)
+            (short if verdict[0] == "shortage" else fragmented).append(verdict)
+        elif total < want:
+            short.append(
+                (
+                    "shortage",
+                    f"{format_amount(name, total)} {what} free in total on {len(nodes)} eligible node(s)"
+                    f"{other_mig_note(state, nodes, name)}; the pod needs {format_amount(name, want)}",
+                )
             )
-        return "fragmentation", (
-            f"{format_amount(name, total)} {what} free across {holding} node(s), at most "
-            f"{format_amount(name, best)} on one node{note}; the pod needs {format_amount(name, want)}"
-        )
+        else:
+            fragmented.append(
+                (
+                    "fragmentation",
+                    f"{format_amount(name, total)} {what} free across {holding} node(s), at most "
+                    f"{format_amount(name, best)} on one node; the pod needs {format_amount(name, want)}",
+                )
+            )
+    if short or fragmented:  # a total shortage of any resource outranks fragmentation of another
+        return (short or fragmented)[0]
     if len(scheduler.feasible_nodes(pod)):
         return "none", "a node fits now; the pod would be placed at the next scheduling cycle"
     if pod.spec.pod_dependent and scheduler._incremental(pod).fits.any():

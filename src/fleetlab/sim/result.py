@@ -153,6 +153,10 @@ class SharingTable:
     fragmentation: IntArray
     #: Pods evicted by consolidation moves (also counted in the jobs' evictions).
     consolidation_evictions: int = 0
+    #: At the end: free milli-GPU that no pending job and no typical pod shape can use (sim/stranded.py).
+    stranded_gpu_milli_end: int = 0
+    #: Rows of (t_ms, free milli-GPU no typical pod shape can use) over the run (sim/stranded.py).
+    stranded: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
 
 @dataclass

@@ -1,0 +1,122 @@
+"""Stranded GPU capacity over the run (typical pod shapes) and at its end (typical shapes and pending
+jobs): free share on plain GPUs that no pending job and no typical pod shape of the workload (the FGD
+target workload's shapes) could use where it is.
+
+A free GPU share is usable by a shape when the shape passes the node's static filters, the node has the
+shape's CPU, memory and other requests free, and either the shape is a share that fits on that GPU (milli
+and memory), or it asks for whole GPUs, the GPU is idle and the node has enough idle GPUs. Everything else
+is stranded: it is free, paid for, and nothing in sight can run on it. One array pass per distinct shape.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from fleetlab.model.gpu_share import MILLI_PER_GPU
+from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.state import BoolArray, IntArray
+
+if TYPE_CHECKING:
+    from fleetlab.sim.gpu_fragments import FragmentationMeter
+    from fleetlab.sim.simulator import Simulator
+
+
+def _pending_specs(sim: Simulator) -> list[PodSpec]:
+    by_id = {sid: key for key, sid in sim.spec_ids.items()}
+    return [by_id[sim.groups[gid].spec_id][0] for gid in sim.queue.pending()]
+
+
+def stranded_gpu_milli(sim: Simulator) -> int:
+    """Free milli-GPU on ready nodes' plain GPUs that no pending job and no typical shape can use now."""
+    state, devices = sim.state, sim.state.devices
+    if devices is None:
+        return 0
+    rows = np.flatnonzero(state.ready & (devices.milli_cap > 0).any(axis=1))
+    if len(rows) == 0:
+        return 0
+    cap = devices.milli_cap[rows]
+    free = np.where(cap > 0, cap - devices.milli_used[rows], 0)
+    idle = (cap > 0) & (devices.pods[rows] == 0)
+    usable = np.zeros(free.shape, dtype=bool)
+    scheduler = sim.scheduler
+    gpu = state.gpu_col
+    for spec in dict.fromkeys([*sim.tenancy.meter.specs, *_pending_specs(sim)]):
+        pod = scheduler.compile(spec)
+        others = pod.request_cols[pod.request_cols != gpu]
+        node_ok: BoolArray = scheduler.static_mask(pod)[rows] & (
+            state.free[rows][:, others] >= pod.request[others]
+        ).all(axis=1)
+        milli, memory = spec.gpu_share
+        whole = int(pod.request[gpu])
+        if milli or memory:
+            usable |= node_ok[:, None] & devices.share_fits_gpus(rows, milli, memory)
+        elif whole:
+            enough = idle.sum(axis=1) >= whole
+            usable |= (node_ok & enough)[:, None] & idle
+    return int(np.where(usable, 0, free).sum())
+
+
+class StrandedMeter:
+    """Over time: free milli-GPU on ready nodes' plain GPUs that no typical pod shape could use where it
+    is (the fragmentation meter's shapes, static filters, CPU and GPU count; memory ignored, as in FGD).
+    Node terms are recomputed only for nodes touched since the last sample, after the fragmentation meter
+    has refreshed its eligibility."""
+
+    def __init__(self, meter: FragmentationMeter) -> None:
+        self.meter = meter
+        n = meter.sim.state.n
+        self.terms = np.zeros(n, dtype=np.int64)
+        self.total = 0
+        self.dirty: set[int] = set()
+        self.generation = -1
+        #: (t_ms, stranded milli-GPU) whenever the total changes.
+        self.rows: list[tuple[int, int]] = []
+
+    def touch(self, node: int) -> None:
+        """The node's usage changed."""
+        self.dirty.add(node)
+
+    def _node_terms(self, rows: IntArray) -> IntArray:
+        meter, state = self.meter, self.meter.sim.state
+        devices = state.devices
+        assert devices is not None
+        cap = devices.milli_cap[rows]
+        free = np.where(cap > 0, cap - devices.milli_used[rows], 0)
+        if not len(meter.specs):
+            return np.asarray(free.sum(axis=1), dtype=np.int64)
+        unit = meter.unit[None, :, None]
+        enough = (free[:, None, :] >= np.where(unit > 0, unit, MILLI_PER_GPU)) & (cap[:, None, :] > 0)
+        cpu_free = state.free[rows, state.cpu_col]
+        can = (
+            meter.eligible[rows]
+            & (cpu_free[:, None] >= meter.cpu[None, :])
+            & (enough.sum(axis=2) >= np.maximum(meter.count, 1)[None, :])
+            & (meter.unit[None, :] > 0)
+        )
+        usable = (can[:, :, None] & enough).any(axis=1)
+        return np.asarray(np.where(usable, 0, free).sum(axis=1), dtype=np.int64)
+
+    def sample(self, now: int) -> None:
+        """Bring touched nodes up to date; record the total if it changed."""
+        state = self.meter.sim.state
+        if state.topology_generation != self.generation:
+            self.generation = state.topology_generation
+            self.terms = self._node_terms(np.arange(state.n, dtype=np.int64))
+            self.total = int(self.terms[state.ready].sum())
+            self.dirty.clear()
+        elif self.dirty:
+            rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
+            self.dirty.clear()
+            new = self._node_terms(rows)
+            ready = state.ready[rows]
+            self.total += int((new[ready] - self.terms[rows][ready]).sum())
+            self.terms[rows] = new
+        total = self.total
+        if self.rows and self.rows[-1][1] == total:
+            return
+        if self.rows and self.rows[-1][0] == now:
+            self.rows[-1] = (now, total)
+        else:
+            self.rows.append((now, total))
