@@ -88,9 +88,10 @@ class CheckedSimulator(Simulator):
         super()._record()
         book, state = self.book, self.state
         busy = 0.0
-        # A gang placed again after an eviction re-binds and re-runs its already finished pods too
-        # (start after end), so "computing" is: bound, started, and not finished since it started.
-        running = (book.node >= 0) & (book.start_ms >= 0) & (book.end_ms < book.start_ms)
+        # A gang placed again after an eviction places only its unfinished pods: a pod that succeeded
+        # never starts again (as a resumed Job keeps its succeeded pods).
+        assert not np.any((book.end_ms >= 0) & (book.start_ms > book.end_ms))
+        running = (book.node >= 0) & (book.start_ms >= 0) & (book.end_ms < 0)
         for pod in np.flatnonzero(running):
             p = int(pod)
             j = self.jobs[int(book.job[p])]

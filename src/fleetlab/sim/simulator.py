@@ -169,9 +169,8 @@ class Simulator:
         """The queue group of a job's pods."""
         j = self.jobs[job]
         if self.is_gang(job):
-            group = Group(
-                self.spec_of(job), j.pods, TopologyRequest(j.topology_required, j.topology_preferred)
-            )
+            left = j.pods - int(self.pods_done[job])  # a resumed gang places only its unfinished pods
+            group = Group(self.spec_of(job), left, TopologyRequest(j.topology_required, j.topology_preferred))
         else:
             group = Group(self.spec_of(job))
         gid = self.group_ids.setdefault(group, len(self.group_ids))
@@ -187,8 +186,7 @@ class Simulator:
             return
         j = self.jobs[job]
         group = self.group_of(job)
-        book = self.book
-        members = [p for p in book.pods_of(job) if book.end_ms[p] < 0] if pods is None else pods
+        members = self.unfinished_pods(job) if pods is None else pods
         if not members:
             return
         stamp = self.now
@@ -259,8 +257,8 @@ class Simulator:
             self.state.add_image(int(book.node[pod]), job.image.name)
         if job.gang and job.pods > 1:
             book.job_ready[job_index] += 1
-            if book.job_ready[job_index] == job.pods:
-                pods = list(book.pods_of(job_index))
+            if book.job_ready[job_index] == job.pods - self.pods_done[job_index]:
+                pods = self.unfinished_pods(job_index)
                 total = self.work.gang_ms(job_index, [int(book.node[p]) for p in pods]) or max(
                     self.runtime_ms(job_index, int(book.node[p])) for p in pods
                 )
@@ -430,7 +428,7 @@ class Simulator:
             plan = self.placers[profile_key].plan(compiled, group.gang_size, group.topology)
             if plan is None:
                 return False
-            for member, node in zip(book.pods_of(job_index), plan, strict=True):
+            for member, node in zip(self.unfinished_pods(job_index), plan, strict=True):
                 self.bind(member, node)
             return True
         node = scheduler.select(compiled)
@@ -566,10 +564,15 @@ class Simulator:
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
 
     def entry_pods(self, group_id: int, first: int) -> list[int]:
-        """The pods one queue entry stands for: a gang entry is all of its job's pods."""
+        """The pods one queue entry stands for: a gang entry is all of its job's unfinished pods."""
         if self.groups[group_id].gang_size:
-            return list(self.book.pods_of(int(self.book.job[first])))
+            return self.unfinished_pods(int(self.book.job[first]))
         return [first]
+
+    def unfinished_pods(self, job_index: int) -> list[int]:
+        """A job's pods that have not succeeded (an evicted gang keeps its succeeded pods, as a Job does)."""
+        book = self.book
+        return [p for p in book.pods_of(job_index) if book.end_ms[p] < 0]
 
     def _record(self) -> None:
         self.tenancy.step()
