@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from builders import job, pool, scenario
 from fleetlab.cost.billing import BUCKETS, extra_lines, node_costs
@@ -70,6 +71,17 @@ def test_committed_nodes_pay_the_committed_rate_used_or_not() -> None:
         [job("a", gpus=8, runtime=3600)],
     )
     assert run_one(explicit).result.nodes.price_per_hour.tolist() == [4.0, 10.0]
+
+
+def test_three_year_commitments_take_the_three_year_discount() -> None:
+    """pricing.md §2.3: 1-year resource CUD 37 %, 3-year 55–65 % (the low end, 55 %, is the default)."""
+    three = scenario(
+        [pool("od", count=1, price_per_hour=10.0, billing={"committed_nodes": 1, "commitment_term": "3y"})],
+        [job("a", gpus=8, runtime=3600)],
+    )
+    assert run_one(three).result.nodes.price_per_hour.tolist() == [4.5]
+    with pytest.raises(ValidationError, match="commitment_term"):
+        scenario([pool("od", billing={"commitment_term": "5y"})], [job("a")])
 
 
 def test_data_transfer_per_download_and_storage_until_completion() -> None:

@@ -53,7 +53,7 @@ def lint_cmd(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
 ) -> None:
-    """Check workload manifests for GPU request mistakes (rules: GPU000-GPU009)."""
+    """Check workload manifests for GPU request mistakes (rules: GPU000-GPU012)."""
     out, err = _console(), _console(stderr=True)
     try:
         resolved = None

@@ -69,9 +69,9 @@ class FragmentationMeter:
         #: Per spec: GPUs needed and the per-GPU share (0 = uses no plain GPU).
         self.count = np.where(share > 0, 1, whole).astype(np.int64)
         self.unit = np.where(share > 0, share, np.where(whole > 0, MILLI_PER_GPU, 0)).astype(np.int64)
-        #: Per node the five sample terms (see _node_totals) and their sums over ready nodes.
-        self.terms = np.zeros((state.n, 5), dtype=np.float64)
-        self.totals = np.zeros(5, dtype=np.float64)
+        #: Per node the six terms (see _node_totals) and their sums over ready nodes.
+        self.terms = np.zeros((state.n, 6), dtype=np.float64)
+        self.totals = np.zeros(6, dtype=np.float64)
         self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
         self.dirty: set[int] = set()
         self.generation = -1
@@ -94,42 +94,40 @@ class FragmentationMeter:
         )
         self.unit = np.where(uses_devices, 0, self.unit)
 
-    def node_frag(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
-        """F_n(M) of the given nodes, in milli-GPU."""
-        devices = self.sim.state.devices
+    def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Per node: idle, stranded-in-partial, partial GPUs, F_n(M), allocated and stranded (free share no
+        typical shape can use, see sim/stranded.py) — the sample's terms before summing, in one pass."""
+        state = self.sim.state
+        devices = state.devices
         assert devices is not None
-        free = devices.free_milli()[rows]  # (k, G)
-        idle = free.sum(axis=1).astype(np.float64)
+        cap = devices.milli_cap[rows]
+        used = devices.milli_used[rows]
+        free = cap - used  # (k, G); 0 on slots that are not plain GPUs
+        partial = (used > 0) & (used < cap)
+        out = np.empty((len(rows), 6), dtype=np.float64)
+        idle = free.sum(axis=1)
+        out[:, 0] = idle
+        out[:, 1] = np.where(partial, free, 0).sum(axis=1)
+        out[:, 2] = partial.sum(axis=1)
+        out[:, 4] = used.sum(axis=1)
         if not len(self.specs):
-            return np.zeros(len(rows), dtype=np.float64)
+            out[:, 3] = 0.0
+            out[:, 5] = idle
+            return out
         unit = self.unit[None, :, None]
-        need = np.where(unit > 0, unit, MILLI_PER_GPU)
-        enough = free[:, None, :] >= need  # (k, M, G)
-        cpu_free = self.sim.state.free[rows, self.sim.state.cpu_col]
+        enough = free[:, None, :] >= np.where(unit > 0, unit, MILLI_PER_GPU)  # (k, M, G)
+        cpu_free = state.free[rows, state.cpu_col]
         can = (
             self.eligible[rows]
             & (cpu_free[:, None] >= self.cpu[None, :])
             & (enough.sum(axis=2) >= np.maximum(self.count, 1)[None, :])
             & (self.unit[None, :] > 0)
         )
+        # F_n(M): per shape, the free share too small for it where it could run, else all that is free.
         small = np.where(enough, 0, free[:, None, :]).sum(axis=2).astype(np.float64)
-        per_spec = np.where(can, small, idle[:, None])
-        return np.asarray(per_spec @ self.p, dtype=np.float64)
-
-    def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Per node: idle, stranded, partial GPUs, F_n(M), allocated — the sample's terms before summing."""
-        devices = self.sim.state.devices
-        assert devices is not None
-        cap = devices.milli_cap[rows]
-        used = devices.milli_used[rows]
-        free = cap - used
-        partial = (used > 0) & (used < cap)
-        out = np.empty((len(rows), 5), dtype=np.float64)
-        out[:, 0] = free.sum(axis=1)
-        out[:, 1] = np.where(partial, free, 0).sum(axis=1)
-        out[:, 2] = partial.sum(axis=1)
-        out[:, 3] = self.node_frag(rows)
-        out[:, 4] = used.sum(axis=1)
+        out[:, 3] = np.where(can, small, idle[:, None].astype(np.float64)) @ self.p
+        usable = (can[:, :, None] & enough & (cap[:, None, :] > 0)).any(axis=1)
+        out[:, 5] = np.where(usable, 0, free).sum(axis=1)
         return out
 
     def sample(self, now: int) -> None:
@@ -151,7 +149,7 @@ class FragmentationMeter:
             self.terms[rows] = new
         elif self.rows:
             return
-        idle, stranded, partial, frag, used = self.totals.tolist()
+        idle, stranded, partial, frag, used, _ = self.totals.tolist()
         row = (now, round(idle), round(stranded), round(partial), round(frag), round(used))
         rows_ = self.rows
         if rows_ and rows_[-1][1:] == row[1:]:

@@ -105,14 +105,12 @@ class GpuTenancy:
             self.holdings[pod] = holdings
             self.gpu_index[pod] = "-".join(str(g) for h in holdings for g in h.gpus)
         self.meter.touch(node)
-        self.stranded.touch(node)
         if view is not None:
             view.bound(pod, node)
 
     def release(self, pod: int, node: int) -> None:
         """Give the pod's GPUs back (it finished, was evicted or OOM-killed)."""
         self.meter.touch(node)
-        self.stranded.touch(node)
         if self.share_view is not None:
             self.share_view.released(pod, node)
         self._stop_run(pod)

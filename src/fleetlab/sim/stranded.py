@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fleetlab.model.gpu_share import MILLI_PER_GPU
 from fleetlab.placement.framework import PodSpec
-from fleetlab.placement.state import BoolArray, IntArray
+from fleetlab.placement.state import BoolArray
 
 if TYPE_CHECKING:
     from fleetlab.sim.gpu_fragments import FragmentationMeter
@@ -61,59 +60,17 @@ def stranded_gpu_milli(sim: Simulator) -> int:
 class StrandedMeter:
     """Over time: free milli-GPU on ready nodes' plain GPUs that no typical pod shape could use where it
     is (the fragmentation meter's shapes, static filters, CPU and GPU count; memory ignored, as in FGD).
-    Node terms are recomputed only for nodes touched since the last sample, after the fragmentation meter
-    has refreshed its eligibility."""
+    The per-node terms are the fragmentation meter's last column, computed in the same pass; this keeps
+    only the series, sampled after the meter."""
 
     def __init__(self, meter: FragmentationMeter) -> None:
         self.meter = meter
-        n = meter.sim.state.n
-        self.terms = np.zeros(n, dtype=np.int64)
-        self.total = 0
-        self.dirty: set[int] = set()
-        self.generation = -1
         #: (t_ms, stranded milli-GPU) whenever the total changes.
         self.rows: list[tuple[int, int]] = []
 
-    def touch(self, node: int) -> None:
-        """The node's usage changed."""
-        self.dirty.add(node)
-
-    def _node_terms(self, rows: IntArray) -> IntArray:
-        meter, state = self.meter, self.meter.sim.state
-        devices = state.devices
-        assert devices is not None
-        cap = devices.milli_cap[rows]
-        free = np.where(cap > 0, cap - devices.milli_used[rows], 0)
-        if not len(meter.specs):
-            return np.asarray(free.sum(axis=1), dtype=np.int64)
-        unit = meter.unit[None, :, None]
-        enough = (free[:, None, :] >= np.where(unit > 0, unit, MILLI_PER_GPU)) & (cap[:, None, :] > 0)
-        cpu_free = state.free[rows, state.cpu_col]
-        can = (
-            meter.eligible[rows]
-            & (cpu_free[:, None] >= meter.cpu[None, :])
-            & (enough.sum(axis=2) >= np.maximum(meter.count, 1)[None, :])
-            & (meter.unit[None, :] > 0)
-        )
-        usable = (can[:, :, None] & enough).any(axis=1)
-        return np.asarray(np.where(usable, 0, free).sum(axis=1), dtype=np.int64)
-
     def sample(self, now: int) -> None:
-        """Bring touched nodes up to date; record the total if it changed."""
-        state = self.meter.sim.state
-        if state.topology_generation != self.generation:
-            self.generation = state.topology_generation
-            self.terms = self._node_terms(np.arange(state.n, dtype=np.int64))
-            self.total = int(self.terms[state.ready].sum())
-            self.dirty.clear()
-        elif self.dirty:
-            rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
-            self.dirty.clear()
-            new = self._node_terms(rows)
-            ready = state.ready[rows]
-            self.total += int((new[ready] - self.terms[rows][ready]).sum())
-            self.terms[rows] = new
-        total = self.total
+        """Record the meter's stranded total if it changed (call after ``FragmentationMeter.sample``)."""
+        total = round(float(self.meter.totals[5]))
         if self.rows and self.rows[-1][1] == total:
             return
         if self.rows and self.rows[-1][0] == now:
