@@ -93,3 +93,12 @@ def test_comparisons_flag_not_significant_and_name_the_direction() -> None:
     assert verdict(rows["cheaper", "jobs_completed"]) == "better"  # more completed jobs is better
     worse = MetricComparison("x", "queue_wait_mean_s", mean_interval([5, 6]), mean_interval([1.0, 1.1, 1.2]))
     assert verdict(worse) == "worse"
+
+
+def test_directions_of_service_and_lifecycle_metrics() -> None:
+    """SLO attainment is better higher; node churn and exogenous counts have no better direction."""
+    from fleetlab.experiment.stats import better_direction
+
+    assert better_direction("service_slo_attainment_pct") == "max"
+    assert better_direction("service_late_requests_pct") == "min"
+    assert [better_direction(m) for m in ("scale_ups", "nodes_removed", "node_failures")] == ["", "", ""]

@@ -149,8 +149,21 @@ _HIGHER_IS_BETTER = {
     "whole_free_gpu_nodes_mean",
     "gpu_utilization_ratio",
     "largest_free_block_mean",
+    "service_slo_attainment_pct",
 }
-_NEUTRAL = {"jobs", "gpu_hours_billed", "gpu_hours_busy", "gpu_hours_prep", "cost_compute", "cost_prep"}
+#: Counts and totals with no better direction: node churn, exogenous events and the work itself.
+_NEUTRAL = {
+    "jobs",
+    "gpu_hours_billed",
+    "gpu_hours_busy",
+    "gpu_hours_prep",
+    "cost_compute",
+    "cost_prep",
+    "scale_ups",
+    "nodes_removed",
+    "node_failures",
+    "interruptions",
+}
 
 
 def better_direction(metric: str) -> str:
