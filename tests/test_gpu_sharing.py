@@ -238,6 +238,11 @@ class CheckedSimulator(Simulator):
                         whole_on[(node, g)] = whole_on.get((node, g), 0) + 1
         for (node, g), count in whole_on.items():
             assert count == 1 and devices.pods[node, g] == 1, "a whole GPU is shared"
+        # The fragmentation meter's memoised per-node terms equal a from-scratch pass over every node (up to
+        # the last bits of F_n(M)'s dot product, which BLAS may sum in another order for one row).
+        meter = self.tenancy.meter
+        fresh = meter._node_totals(np.arange(self.state.n, dtype=np.int64))
+        assert np.allclose(meter.terms, fresh, rtol=1e-12, atol=1e-9)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

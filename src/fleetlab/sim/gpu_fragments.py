@@ -38,6 +38,10 @@ POPULARITY = 0.95
 Sample = tuple[int, int, int, int, int, int]
 
 
+#: Distinct node states remembered before the memo starts again (bounds its memory).
+MEMO_LIMIT = 65_536
+
+
 class FragmentationMeter:
     """Keeps per-node F_n(M) current and appends a sample whenever the totals change."""
 
@@ -76,6 +80,10 @@ class FragmentationMeter:
         self.dirty: set[int] = set()
         self.generation = -1
         self.rows: list[Sample] = []
+        #: A node's terms depend only on its GPU slots' capacity and use, its eligibility per shape and
+        #: whether its free CPU covers each shape: few distinct states recur on many nodes, so the terms
+        #: of a touched node are looked up by that state (cleared with the eligibility).
+        self._memo: dict[bytes, NDArray[np.float64]] = {}
 
     def touch(self, node: int) -> None:
         """The node's GPU usage changed."""
@@ -93,6 +101,32 @@ class FragmentationMeter:
             dtype=bool,
         )
         self.unit = np.where(uses_devices, 0, self.unit)
+        self._memo.clear()
+
+    def _touched_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``_node_totals`` of a few touched nodes, through the per-state memo."""
+        state = self.sim.state
+        devices = state.devices
+        assert devices is not None
+        cpu_free = state.free[rows, state.cpu_col]
+        out = np.empty((len(rows), 6), dtype=np.float64)
+        memo = self._memo
+        if len(memo) > MEMO_LIMIT:
+            memo.clear()
+        for k, node in enumerate(rows.tolist()):
+            key = b"".join(
+                (
+                    devices.milli_cap[node].tobytes(),
+                    devices.milli_used[node].tobytes(),
+                    self.eligible[node].tobytes(),
+                    (cpu_free[k] >= self.cpu).tobytes(),
+                )
+            )
+            terms = memo.get(key)
+            if terms is None:
+                terms = memo[key] = self._node_totals(np.asarray([node], dtype=np.int64))[0]
+            out[k] = terms
+        return out
 
     def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         """Per node: idle, stranded-in-partial, partial GPUs, F_n(M), allocated and stranded (free share no
@@ -143,7 +177,7 @@ class FragmentationMeter:
         elif self.dirty:
             rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
             self.dirty.clear()
-            new = self._node_totals(rows)
+            new = self._touched_totals(rows)
             ready = state.ready[rows]
             self.totals = self.totals + (new[ready] - self.terms[rows][ready]).sum(axis=0)
             self.terms[rows] = new
