@@ -301,8 +301,12 @@ def slo_attainment(rows: Sequence[data.SloAttainment], order: Sequence[str]) -> 
         )
     colours = _colours(order)
     classes = list(dict.fromkeys(r.job_class for r in rows))
+    services = any(not math.isnan(r.p99_ms) for r in rows)  # rows from the services time series
     figure = _figure(
-        "SLO attainment, mean over seeds", "job class", "jobs within their SLO (%)", barmode="group"
+        "SLO attainment, mean over seeds",
+        "service" if services else "job class",
+        "evaluation steps within the SLO (%)" if services else "jobs within their SLO (%)",
+        barmode="group",
     )
     for variant in order:
         mine = {r.job_class: r.attained for r in rows if r.variant == variant}
