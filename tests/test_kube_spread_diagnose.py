@@ -98,3 +98,14 @@ def test_snapshot_scenario_keeps_anti_affinity_and_labels(tmp_path: Path) -> Non
     built = snapshot_pools(snap)
     assert placed["default/w1"] == built.node_of["a1"]
     assert placed["default/w2"] != placed["default/w1"]
+
+
+def test_pending_pod_blocked_by_required_pod_affinity(tmp_path: Path) -> None:
+    """podAffinity to app=db in the same zone with no db pod running (and the pod not matching its own
+    term): every node fails with kube-scheduler's affinity reason, and the block is named pod-affinity."""
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": ZONE}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    items = [zoned("a1", "a"), zoned("b1", "b"), web("w1", "a1"), web("w2", None, affinity=affinity)]
+    (p,) = run(tmp_path, items).pending
+    assert p.message == "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
+    assert p.blocked_by == "pod-affinity"

@@ -174,3 +174,21 @@ def test_gang_members_keep_anti_affinity_between_themselves() -> None:
     assert sorted(nodes_of(enough, "g")) == [0, 1, 2]
     short = run_one(scenario([pool(count=2)], [gang], horizon_s=50), "most-allocated").result
     assert nodes_of(short, "g") == [-1, -1, -1]
+
+
+def test_required_zone_affinity_follows_the_pod_it_names_and_waits_for_it() -> None:
+    """A web job with required zone affinity to the db job's pods, queued ahead of db: it cannot bind
+    until db runs somewhere, then goes to db's zone (retried once db's bind makes it fit); with no db at
+    all it stays pending with kube-scheduler's affinity message."""
+    pools = [pool("za", count=2, zones=["zone-a"]), pool("zb", count=2, zones=["zone-b"])]
+    term = {"topology_key": ZONE, "label_selector": {"matchLabels": {"fleetlab.io/job": "db"}}}
+    web = job("web", gpus=1, runtime=100, submit_s=0, pod_affinity=[term])
+    db = job("db", gpus=8, runtime=100, submit_s=0, image={"name": "db", "size": "2Gi"})
+    result = run_one(scenario(pools, [web, db], horizon_s=3600), "least-allocated").result
+    zone_of = {0: "zone-a", 1: "zone-a", 2: "zone-b", 3: "zone-b"}
+    (web_node,), (db_node,) = nodes_of(result, "web"), nodes_of(result, "db")
+    assert zone_of[web_node] == zone_of[db_node] and web_node != db_node
+    assert not result.pending
+    alone = run_one(scenario(pools, [web], horizon_s=600), "least-allocated").result
+    (pending,) = alone.pending
+    assert pending.message == "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."

@@ -37,7 +37,7 @@ def implied_taint(node: KubeNode) -> Taint | None:
 def pod_spec(pod: KubePod) -> PodSpec:
     """The placement-facing view of a snapshot pod (what the simulator builds from a job); labels only
     for pods with spread or anti-affinity, so other pods keep sharing specs."""
-    constrained = bool(pod.topology_spread or pod.anti_affinity)
+    constrained = bool(pod.topology_spread or pod.anti_affinity or pod.pod_affinity)
     return PodSpec(
         requests=tuple(sorted(pod.requests.items())),
         tolerations=pod.tolerations,
@@ -49,6 +49,7 @@ def pod_spec(pod: KubePod) -> PodSpec:
         namespace=pod.namespace,
         topology_spread=pod.topology_spread,
         anti_affinity=pod.anti_affinity,
+        pod_affinity=pod.pod_affinity,
     )
 
 
@@ -95,7 +96,7 @@ def build_live_cluster(snapshot: Snapshot, profile: Profile | None = None) -> Li
     index = {name: i for i, name in enumerate(state.node_names)}
     orphans: list[KubePod] = []
     #: Bound pods count for spread / anti-affinity only when some pod in the snapshot declares those.
-    counting = any(p.topology_spread or p.anti_affinity for p in snapshot.pods)
+    counting = any(p.topology_spread or p.anti_affinity or p.pod_affinity for p in snapshot.pods)
     for pod in snapshot.pods:
         if pod.terminated or pod.node_name is None:
             continue

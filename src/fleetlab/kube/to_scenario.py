@@ -197,6 +197,8 @@ def _job(
         job["topology_spread"] = [c.model_dump(by_alias=True, exclude_none=True) for c in pod.topology_spread]
     if pod.anti_affinity:
         job["anti_affinity"] = [t.model_dump(by_alias=True, exclude_none=True) for t in pod.anti_affinity]
+    if pod.pod_affinity:
+        job["pod_affinity"] = [t.model_dump(by_alias=True, exclude_none=True) for t in pod.pod_affinity]
     return job
 
 
@@ -206,7 +208,7 @@ def snapshot_jobs(
     """Running (and bound) pods as jobs bound at t=0; unbound pending pods as arrivals at t=0."""
     jobs: list[dict[str, Any]] = []
     gangs: dict[tuple[str, str], list[KubePod]] = {}
-    labelled = any(p.topology_spread or p.anti_affinity for p in snapshot.pods)
+    labelled = any(p.topology_spread or p.anti_affinity or p.pod_affinity for p in snapshot.pods)
     for pod in sorted(snapshot.pods, key=lambda p: p.key):
         if pod.terminated or pod.owner_kind == "DaemonSet":
             continue

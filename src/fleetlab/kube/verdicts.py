@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetlab.placement.framework import CompiledPod
+from fleetlab.placement.plugins.inter_pod_affinity import affinity_blocked
 from fleetlab.placement.plugins.node_resources_fit import NodeResourcesFitFilter
 from fleetlab.placement.plugins.taint_toleration import TaintTolerationFilter, first_untolerated
 from fleetlab.placement.scheduler import Scheduler
@@ -108,8 +109,8 @@ def big_enough(scheduler: Scheduler, pod: CompiledPod) -> BoolArray:
 def rule_block(scheduler: Scheduler, pod: CompiledPod, verdicts: Verdicts) -> tuple[str, str] | None:
     """When rules (not capacity) keep a pod off every node big enough for it: the dominant rule and why.
 
-    Returns ("taint" | "not-ready" | "cordoned" | "selector/affinity" | "topology-spread" | "anti-affinity",
-    detail) or None.
+    Returns ("taint" | "not-ready" | "cordoned" | "selector/affinity" | "topology-spread" | "pod-affinity" |
+    "anti-affinity", detail) or None.
     """
     state = scheduler.state
     big = big_enough(scheduler, pod)
@@ -122,6 +123,12 @@ def rule_block(scheduler: Scheduler, pod: CompiledPod, verdicts: Verdicts) -> tu
     taint_names: Counter[str] = Counter()
     for p_index, n in zip(*np.unique(first, return_counts=True), strict=True):
         name = plugin_names[int(p_index)]
+        if name == "InterPodAffinity":  # affinity (checked first) or anti-affinity, node by node
+            attracted = int(affinity_blocked(state, pod)[targets[first == p_index]].sum())
+            counts["pod-affinity"] += attracted
+            if int(n) > attracted:
+                counts["anti-affinity"] += int(n) - attracted
+            continue
         if name != "TaintToleration":
             counts[RULE_PLUGINS[name]] += int(n)
             continue

@@ -13,7 +13,7 @@ from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.plan_job import JobWork
-from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
+from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
 from fleetlab.model.units import Bytes, Seconds
 
@@ -78,6 +78,8 @@ class Job(SpecModel):
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     #: podAntiAffinity terms (required or preferred); without labelSelector, against the job's own pods.
     anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
+    #: podAffinity terms (required or preferred); without labelSelector, towards the job\'s own pods.
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
     runtime: Runtime
     image: Image | None = None
     data_size: Bytes = 0

@@ -1,4 +1,4 @@
-"""Pod-to-pod placement constraints as data: label selectors, topology spread and pod anti-affinity.
+"""Pod-to-pod placement constraints as data: label selectors, topology spread, pod affinity and anti-affinity.
 
 Shapes follow core/v1 (TopologySpreadConstraint, LabelSelector, PodAffinityTerm) with camelCase aliases, so a
 pod spec fragment pastes into a scenario. A missing ``label_selector`` in a fleetlab job means "this job's
@@ -102,6 +102,12 @@ class PodAntiAffinityTerm(KubeModel):
 
     def __hash__(self) -> int:
         return hash((self.topology_key, self.required, self.weight, self.label_selector, self.namespaces))
+
+
+class PodAffinityTerm(PodAntiAffinityTerm):
+    """One pod affinity (attraction) term: the pod goes (required) or prefers to go (preferred, by
+    ``weight``) only where a matching pod runs in the same ``topology_key`` domain — a PodAffinityTerm in
+    podAffinity's required or preferred list."""
 
 
 #: kube-scheduler's system default constraints (PodTopologySpreadArgs defaultingType System), applied to

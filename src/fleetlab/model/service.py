@@ -15,7 +15,7 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.job import Image
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
+from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
 #: Performance given under this key applies to every GPU model not listed (and to CPU-only replicas).
@@ -146,6 +146,8 @@ class Service(SpecModel):
     #: InterPodAffinity); a constraint without a selector counts this service's replicas.
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
+    #: podAffinity terms (required or preferred); without labelSelector, towards the job\'s own pods.
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
     preemptible: bool = False
     #: Pulled (unless cached) and downloaded before a replica is ready, as for any pod.

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.job import Image, Job, JobClass
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
+from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
 
@@ -74,6 +74,8 @@ class JobClassSpec(SpecModel):
     service: str | None = None
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
+    #: podAffinity terms (required or preferred); without labelSelector, towards the job\'s own pods.
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
     image: Image | None = None
     data_size: Bytes = 0
     preemptible: bool = False

@@ -16,7 +16,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.pod_constraints import LabelSelector, PodAntiAffinityTerm, TopologySpreadConstraint
+from fleetlab.model.pod_constraints import (
+    LabelSelector,
+    PodAffinityTerm,
+    PodAntiAffinityTerm,
+    TopologySpreadConstraint,
+)
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
 #: One node's (allocatable, requested, nonzero_requested) rows as Python lists, for one-node rescoring.
@@ -43,6 +48,7 @@ class PodSpec:
     namespace: str = "default"
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
     #: Selector of the Service / ReplicaSet owning the pod: the profile's default constraints use it.
     default_spread_selector: LabelSelector | None = None
 
@@ -54,6 +60,7 @@ class PodSpec:
             self.labels
             or self.topology_spread
             or self.anti_affinity
+            or self.pod_affinity
             or self.default_spread_selector is not None
         )
 

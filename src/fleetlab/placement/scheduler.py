@@ -128,6 +128,8 @@ class Scheduler:
         request[state.pods_col] = 1
         label_set = -1
         if spec.pod_dependent:
+            if spec.pod_affinity:
+                state.binds_can_help = True
             terms = tuple(t for t in spec.anti_affinity if t.required)
             label_set = state.pod_labels.intern(dict(spec.labels), spec.namespace, terms)
         explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)

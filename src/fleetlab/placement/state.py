@@ -149,6 +149,9 @@ class ClusterState:
         self.changes: list[int] = []
         #: Bumped whenever a change could make a previously unschedulable pod fit.
         self.release_generation = 0
+        #: Set once a pod with pod affinity is compiled: then a bind can make a waiting pod fit, so binds
+        #: count as releases for the queue's retry rule.
+        self.binds_can_help = False
         #: Bumped whenever node membership, readiness or cordon state changes (static masks go stale).
         self.topology_generation = 0
         self.gpu_col = self.column[GPU]
@@ -183,6 +186,8 @@ class ClusterState:
         ``pod_labels`` makes the pod count for spread and anti-affinity."""
         if label_set >= 0:
             self.pod_labels.add(node, label_set, 1)
+            if self.binds_can_help:
+                self.release_generation += 1
         self.requested[node] += request
         self.free[node] -= request
         self.nonzero_requested[node] += nonzero

@@ -41,7 +41,7 @@ def own_selector(job: Job) -> LabelSelector:
 
 def has_pod_constraints(job: Job) -> bool:
     """Whether the job's placement depends on other pods."""
-    return bool(job.topology_spread or job.anti_affinity or job.service is not None)
+    return bool(job.topology_spread or job.anti_affinity or job.pod_affinity or job.service is not None)
 
 
 def selects_other_jobs(jobs: Sequence[Job]) -> bool:
@@ -68,6 +68,10 @@ def pod_constraints_of(job: Job, with_labels: bool = False) -> dict[str, Any]:
         "anti_affinity": tuple(
             t if t.label_selector is not None else t.model_copy(update={"label_selector": own})
             for t in job.anti_affinity
+        ),
+        "pod_affinity": tuple(
+            t if t.label_selector is not None else t.model_copy(update={"label_selector": own})
+            for t in job.pod_affinity
         ),
         "default_spread_selector": own if job.service is not None else None,
     }

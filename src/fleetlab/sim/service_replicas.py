@@ -54,6 +54,7 @@ def replica_jobs(service: Service, horizon_s: float) -> list[Job]:
             labels=service.labels,
             topology_spread=service.topology_spread,
             anti_affinity=service.anti_affinity,
+            pod_affinity=service.pod_affinity,
             runtime=runtime,
             preemptible=service.preemptible,
             image=service.image,

@@ -75,6 +75,7 @@ def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float) ->
                     "service": spec.service,
                     "topology_spread": spec.topology_spread,
                     "anti_affinity": spec.anti_affinity,
+                    "pod_affinity": spec.pod_affinity,
                     "runtime": {"default": base, "by_gpu": by_gpu},
                     "image": spec.image,
                     "data_size": spec.data_size,

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetlab.model.kube import Affinity, Taint, Toleration
-from fleetlab.model.pod_constraints import PodAntiAffinityTerm, TopologySpreadConstraint
+from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import ResourceList, is_native, parse_amount
 from fleetlab.spec.errors import SpecError, problems_from_validation
@@ -104,9 +104,10 @@ class KubePod:
     priority_class: str | None = None
     #: Whether spec.priority was in the object (the Priority admission plugin sets it on real pods).
     priority_given: bool = False
-    #: spec.topologySpreadConstraints and the podAntiAffinity terms (required and preferred).
+    #: spec.topologySpreadConstraints and the podAntiAffinity / podAffinity terms (required and preferred).
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
 
     @property
     def key(self) -> str:
@@ -346,34 +347,47 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
             for i, c in enumerate(spec.get("topologySpreadConstraints") or [])
         ),
         anti_affinity=anti_affinity_terms(spec, where, source),
+        pod_affinity=tuple(
+            PodAffinityTerm.model_validate(t.model_dump(by_alias=True))
+            for t in anti_affinity_terms(spec, where, source, "podAffinity")
+        ),
     )
 
 
-def anti_affinity_terms(spec: Mapping[str, Any], where: str, source: str) -> tuple[PodAntiAffinityTerm, ...]:
-    """spec.affinity.podAntiAffinity as terms: required ones, then preferred ones with their weights
-    (labelSelector, topologyKey and namespaces are read; namespaceSelector is not modelled)."""
-    anti = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
-    base = f"{where}.spec.affinity.podAntiAffinity"
+def anti_affinity_terms(
+    spec: Mapping[str, Any], where: str, source: str, field: str = "podAntiAffinity"
+) -> tuple[PodAntiAffinityTerm, ...]:
+    """spec.affinity.podAntiAffinity (or ``field`` podAffinity) as terms: required ones, then preferred ones
+    with their weights (labelSelector, topologyKey and namespaces are read; namespaceSelector is not
+    modelled)."""
+    kind = PodAffinityTerm if field == "podAffinity" else PodAntiAffinityTerm
+    anti = (spec.get("affinity") or {}).get(field) or {}
+    base = f"{where}.spec.affinity.{field}"
     out: list[PodAntiAffinityTerm] = []
     for i, term in enumerate(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []):
         out.append(
-            _term(term, True, 100, f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", source)
+            _term(
+                term, True, 100, f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", source, kind
+            )
         )
     for i, weighted in enumerate(anti.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
         place = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
         term = (weighted or {}).get("podAffinityTerm") or {}
-        out.append(_term(term, False, (weighted or {}).get("weight", 1), f"{place}.podAffinityTerm", source))
+        weight = (weighted or {}).get("weight", 1)
+        out.append(_term(term, False, weight, f"{place}.podAffinityTerm", source, kind))
     return tuple(out)
 
 
-def _term(term: Any, required: bool, weight: Any, where: str, source: str) -> PodAntiAffinityTerm:
+def _term(
+    term: Any, required: bool, weight: Any, where: str, source: str, kind: type[PodAntiAffinityTerm]
+) -> PodAntiAffinityTerm:
     known = {
         k: term[k]
         for k in ("labelSelector", "topologyKey", "namespaces")
         if isinstance(term, dict) and k in term
     }
     result: PodAntiAffinityTerm = _model(
-        PodAntiAffinityTerm, {**known, "required": required, "weight": weight}, where, source
+        kind, {**known, "required": required, "weight": weight}, where, source
     )
     return result
 

@@ -1,22 +1,29 @@
-"""InterPodAffinity, the anti-affinity half: required terms filter, preferred terms score.
+"""InterPodAffinity: required terms filter, preferred terms score, for pod affinity and anti-affinity.
 
-Upstream: pkg/scheduler/framework/plugins/interpodaffinity (filtering.go, scoring.go). Filter: a node fails
-when a pod matching one of the incoming pod's required terms runs in the node's domain of that term's key
-(checked first, so that reason wins, as upstream's Filter orders them), or when a bound pod whose required
-anti-affinity term matches the incoming pod runs there ("existing pods anti-affinity"). Nodes without the
-term's key cannot violate it. Score: each preferred term takes ``weight`` off per matching pod in the node's
-domain, then min-max normalised to 0..100 (0 when all equal).
-Pod affinity (attraction) is not modelled.
+Upstream: pkg/scheduler/framework/plugins/interpodaffinity (filtering.go, scoring.go). Filter, in upstream's
+order (the first failing check names the reason):
+1. pod affinity: the node must carry every required term's topology key, and each term's domain there must
+   hold a pod matching *all* the required terms — unless no pod anywhere matches them and the incoming pod
+   matches all its own terms (the first pod of a group with affinity to itself may go anywhere with the keys);
+2. the pod's own anti-affinity: no pod matching a required term runs in the node's domain of its key (a node
+   without the key cannot violate it);
+3. existing pods' anti-affinity: no bound pod whose required anti-affinity term matches the incoming pod runs
+   in that term's domain of the node.
+Score: each preferred affinity term adds ``weight`` per matching pod in the node's domain, each preferred
+anti-affinity term takes it off; then min-max normalised to 0..100 (0 when all equal). Not modelled: the
+symmetric score from bound pods' own affinity terms (hardPodAffinityWeight) and namespaceSelector.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fleetlab.model.pod_constraints import PodAntiAffinityTerm
+from fleetlab.model.pod_constraints import LabelSelector, LabelSelectorRequirement, PodAntiAffinityTerm
 from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, ScorePlugin
+from fleetlab.placement.pod_labels import selector_matches
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
 MAX_NODE_SCORE = 100
@@ -36,19 +43,72 @@ def _occupied(state: ClusterState, key: str, per_domain: IntArray) -> BoolArray:
     return hit
 
 
+def _all_terms_selector(terms: tuple[PodAntiAffinityTerm, ...]) -> LabelSelector | None:
+    """One selector matching exactly the pods every term's selector matches (None: no pod can)."""
+    labels: dict[str, str] = {}
+    expressions: list[LabelSelectorRequirement] = []
+    for term in terms:
+        selector = term.label_selector
+        if selector is None:
+            return None
+        for key, value in selector.match_labels.items():
+            if labels.setdefault(key, value) != value:
+                return None
+        expressions.extend(selector.match_expressions)
+    return LabelSelector(match_labels=labels, match_expressions=tuple(expressions))
+
+
+def affinity_blocked(state: ClusterState, pod: CompiledPod) -> BoolArray:
+    """Nodes failing the required pod affinity terms (filtering.go satisfyPodAffinity)."""
+    spec = pod.spec
+    terms = tuple(t for t in spec.pod_affinity if t.required)
+    blocked = np.zeros(state.n, dtype=bool)
+    if not terms:
+        return blocked
+    namespaces = frozenset.intersection(*(frozenset(t.namespaces or (spec.namespace,)) for t in terms))
+    merged = _all_terms_selector(terms)
+    has_keys = np.ones(state.n, dtype=bool)
+    pods_exist = np.ones(state.n, dtype=bool)
+    matching_anywhere = 0
+    for term in terms:
+        codes = state.labels.codes(term.topology_key)
+        has = codes >= 0
+        has_keys &= has
+        if merged is None or not namespaces:
+            pods_exist[:] = False
+            continue
+        sid = state.pod_labels.selector(merged, namespaces, count_empty=True)
+        per_domain = state.pod_labels.domain_counts(sid, term.topology_key)
+        matching_anywhere += int(per_domain.sum())
+        here = np.zeros(state.n, dtype=bool)
+        here[has] = per_domain[codes[has]] > 0
+        pods_exist &= here
+    own = dict(spec.labels)
+    first_of_group = (
+        matching_anywhere == 0
+        and merged is not None
+        and spec.namespace in namespaces
+        and selector_matches(merged, own)
+    )
+    return ~has_keys | (~pods_exist & (not first_of_group))
+
+
 class InterPodAffinityFilter(FilterPlugin):
-    """Rejects nodes that break a required anti-affinity term, the pod's own or an existing pod's."""
+    """Rejects nodes that break a required affinity or anti-affinity term, the pod's own or an existing
+    pod's."""
 
     name = "InterPodAffinity"
 
-    def _verdict(self, state: ClusterState, pod: CompiledPod) -> tuple[BoolArray, BoolArray]:
-        """(blocked by existing pods' terms, blocked by the pod's own terms) per node; a node blocked by
-        both counts under the pod's own terms (upstream checks those first)."""
+    def _verdict(self, state: ClusterState, pod: CompiledPod) -> tuple[BoolArray, BoolArray, BoolArray]:
+        """Per node, blocked by (the pod's affinity, its own anti-affinity, existing pods' anti-affinity),
+        each node under the first check it fails (upstream's order)."""
+        affinity = np.zeros(state.n, dtype=bool)
         existing = np.zeros(state.n, dtype=bool)
         own = np.zeros(state.n, dtype=bool)
         spec = pod.spec
         if not spec.pod_dependent:  # a pod without labels here is one the scheduler places regardless
-            return existing, own
+            return affinity, own, existing
+        affinity = affinity_blocked(state, pod)
         for key, owners in state.pod_labels.existing_anti_terms(dict(spec.labels), spec.namespace):
             existing |= _occupied(state, key, owners)
         for term in spec.anti_affinity:
@@ -57,15 +117,17 @@ class InterPodAffinityFilter(FilterPlugin):
                 own |= _occupied(
                     state, term.topology_key, state.pod_labels.domain_counts(sid, term.topology_key)
                 )
-        return existing & ~own, own
+        own &= ~affinity
+        return affinity, own, existing & ~own & ~affinity
 
     def passes(self, state: ClusterState, pod: CompiledPod) -> BoolArray:
-        existing, own = self._verdict(state, pod)
-        return ~(existing | own)
+        affinity, own, existing = self._verdict(state, pod)
+        return ~(affinity | own | existing)
 
     def failure(self, state: ClusterState, pod: CompiledPod, failing: BoolArray) -> FilterFailure:
-        existing, own = self._verdict(state, pod)
+        affinity, own, existing = self._verdict(state, pod)
         counts = {
+            REASON_AFFINITY: int(np.count_nonzero(failing & affinity)),
             REASON_EXISTING: int(np.count_nonzero(failing & existing)),
             REASON_ANTI: int(np.count_nonzero(failing & own)),
         }
@@ -74,21 +136,23 @@ class InterPodAffinityFilter(FilterPlugin):
 
 
 class InterPodAffinityScore(ScorePlugin):
-    """Preferred anti-affinity: fewer weighted matching pods in a node's domains score higher."""
+    """Preferred affinity and anti-affinity: more weighted attracting and fewer weighted repelling matching
+    pods in a node's domains score higher."""
 
     name = "InterPodAffinity"
 
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
-        preferred = [t for t in pod.spec.anti_affinity if not t.required]
-        if not preferred:
+        weighted = [(t, -1) for t in pod.spec.anti_affinity if not t.required]
+        weighted += [(t, 1) for t in pod.spec.pod_affinity if not t.required]
+        if not weighted:
             return None
         raw = np.zeros(len(nodes), dtype=np.int64)
-        for term in preferred:
+        for term, sign in weighted:
             sid = _term_selector(state, pod, term)
             per_domain = state.pod_labels.domain_counts(sid, term.topology_key)
             codes = state.labels.codes(term.topology_key)[nodes]
             has = codes >= 0
-            raw[has] -= term.weight * per_domain[codes[has]]
+            raw[has] += sign * term.weight * per_domain[codes[has]]
         return normalize_min_max(raw)
 
 
