@@ -399,9 +399,19 @@ def check_tree(m: AdmissionManager) -> None:
         for fr, q in node.quotas.items():
             if q.borrowing_limit is not None:
                 assert node.usage.get(fr, 0) <= q.nominal + q.borrowing_limit, (name, fr)
+    # A cohort may be over its quota only by workloads already chosen as preemption victims: upstream's
+    # ``fits`` checks every later entry of the cycle with those victims' usage simulated away, so a head
+    # admitted in the same cycle can rely on quota the victims are about to release.
+    leaving: dict[int, dict[FlavorResource, int]] = {}
+    admitted_now = m.admitted_workloads()
+    for victim in m.requested_victims():
+        if victim in admitted_now:
+            root = m._root_of[admitted_now[victim].cluster_queue]
+            for fr, v in admitted_now[victim].usage.items():
+                leaving.setdefault(id(root), {})[fr] = leaving.get(id(root), {}).get(fr, 0) + v
     for root in t.roots():
         for fr, sq in root.subtree_quota.items():
-            assert root.usage.get(fr, 0) <= sq
+            assert root.usage.get(fr, 0) - leaving.get(id(root), {}).get(fr, 0) <= sq
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -480,3 +490,25 @@ def test_preemptor_goes_first_once_its_victims_are_gone() -> None:
     assert m.take_preemptions() == []
     # j6 (older, also borrowing) waits; j8 no longer fits behind j2 and triggers nothing.
     assert m.cycle(11) == [] and m.take_preemptions() == []
+
+
+def test_heads_admitted_beside_a_reclaim_may_count_on_the_victims_quota() -> None:
+    """Upstream ``fits`` checks every entry of a cycle with the cycle's preemption victims simulated away:
+    q1 reclaims its lent quota from q2's borrower w3, and in the same cycle q0's and q2's small heads are
+    admitted into what w3 is about to free — the cohort is over quota (13 of 12) only until w3 leaves."""
+    objects = [cohort("root")]
+    for i, nominal in enumerate([3, 7, 1, 1]):
+        objects.append(cq(f"q{i}", "root", quota(nominal, None, None), reclaimWithinCohort="Any"))
+    m = manager(*objects)
+    for serial, (queue, size) in enumerate([(0, 3), (1, 5), (2, 3)], start=1):
+        m.submit(wl(f"w{serial}", f"q{queue}", size, 0, t=serial))
+    m.cycle(4)
+    for serial, (queue, size) in enumerate([(0, 1), (0, 1), (0, 1), (1, 2), (2, 1)], start=4):
+        m.submit(wl(f"w{serial}", f"q{queue}", size, 0, t=serial))
+    admitted = {a.workload_id for a in m.cycle(10)}
+    assert admitted == {"w4", "w8"} and m.requested_victims() == frozenset({"w3"})
+    root = m.tree.cohorts["root"]
+    assert root.usage[G] == 13 and root.subtree_quota[G] == 12
+    check_tree(m)  # over quota only by the victim's usage
+    m.evict("w3", 11, keep_creation_timestamp=True)
+    assert root.usage[G] == 10
