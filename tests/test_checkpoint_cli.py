@@ -83,6 +83,8 @@ def test_rate_per_hour_is_the_same_as_its_mtbi() -> None:
         (["--write-time", "-5m", "--mtbi", "6h"], "--write-time '-5m': must not be negative"),
         (["--write-time", "5m", "--mtbi", "soon"], "--mtbi 'soon': 'soon' is not a duration"),
         (["--write-time", "5m", "--mtbi", "0s"], "--mtbi '0s': must be a duration > 0"),
+        # rich markup in the user's text is shown as typed, not parsed (an unmatched tag used to crash)
+        (["--write-time", "5m", "--mtbi", "[/x]"], "--mtbi '[/x]': '[/x]' is not a duration"),
         (["--write-time", "5m"], "give exactly one of --mtbi"),
         (["--write-time", "5m", "--mtbi", "6h", "--rate-per-hour", "1"], "give exactly one of --mtbi"),
         (["--write-time", "5m", "--rate-per-hour", "0"], "--rate-per-hour 0.0: must be a finite number > 0"),

@@ -214,6 +214,7 @@ def test_cli_says_where_to_get_the_trace(tmp_path: Path) -> None:
     [
         (["--policy", "tetris"], "--policy tetris: unknown"),
         (["--seeds", "9-3"], "runs backwards"),
+        (["--seeds", "[/x]"], "'[/x]' is not a seed"),  # shown as typed, not parsed as rich markup
         (["--variant", "cpu999"], "unknown pod list"),
         (["--sample", "2"], "not a fraction"),
     ],

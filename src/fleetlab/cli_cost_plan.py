@@ -183,9 +183,6 @@ def gpus_cmd(
             raise _fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
 
 
-Money = Annotated[float | None, typer.Option(min=0.0)]
-
-
 @plan_app.command("buy-vs-rent")
 def buy_vs_rent_cmd(
     from_run: Annotated[

@@ -30,10 +30,9 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _fail(message: str) -> typer.Exit:
-    from fleetlab.cli import err_console
+    from fleetlab import cli
 
-    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True, soft_wrap=True)
-    return typer.Exit(2)
+    return cli._fail(message)  # cli._fail escapes rich markup itself
 
 
 def fgd_experiment(

@@ -95,9 +95,10 @@ def _held_rows(result: SimulationResult) -> tuple[IntArray, IntArray, IntArray, 
     return a, b, c, d, e, f
 
 
-def _committed(pools: dict[str, NodePool], name: str, pool: str) -> bool:
-    billing = pools[pool].billing
-    return billing is not None and int(name.rsplit("-", 1)[1]) < billing.committed_nodes
+def _committed(pool: NodePool, node_name: str) -> bool:
+    """Whether the node is one of its pool's first ``committed_nodes`` (named ``<pool>-<index>``)."""
+    billing = pool.billing
+    return billing is not None and int(node_name.rsplit("-", 1)[1]) < billing.committed_nodes
 
 
 def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: str) -> dict[str, Any]:
@@ -128,7 +129,7 @@ def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: 
         held = (
             int(jobs.gpus_per_pod[j] if nodes.gpus[n] > 0 else jobs.cpu_milli_per_pod[j]) if j >= 0 else cap
         )
-        committed = _committed(by_name, nodes.names[n], pool.name)
+        committed = _committed(pool, nodes.names[n])
         row = _row(pool, share[pool.name], nodes.gpus[n] > 0, dollars, committed)
         row.update(
             period_start_s=int(first[i]) / 1000.0,

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from fleetlab.cost.ledger import UNALLOCATED
 from fleetlab.spec.billing_export import BillRow
 
 CATEGORIES = ("compute", "gpu", "storage", "egress", "tax", "other")
 ESTIMATED = ("compute", "gpu")
 PERIODS = ("hour", "day", "month")
-UNALLOCATED = "(unallocated)"
 #: Ledger rows priced outside the instance bill, and the bill category they are compared with.
 LEDGER_EXTRA = {"storage": "storage", "data_transfer": "egress"}
 

@@ -25,7 +25,6 @@ from fleetlab.placement.share_policies import known_policies, place
 from fleetlab.placement.sharing import PodRequest, ShareState
 from fleetlab.spec.openb_share import ShareNodes, SharePods
 
-DEFAULT_SEEDS = tuple(range(42, 52))
 INFLATION = 1.3
 POPULARITY = 0.95
 TOP_PERCENT = 130

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.model.service import Service
-from fleetlab.services.queueing import Discipline, response_percentile, response_tail, saturated
+from fleetlab.services.queueing import Discipline, response_percentile, response_tail
 from fleetlab.sim.result import JobTable, SimulationResult
 from fleetlab.sim.service_record import ServiceSamples
 from fleetlab.sim.service_replicas import is_service_job
@@ -83,7 +83,7 @@ def sample_latency(samples: ServiceSamples, service: Service, end_ms: int) -> Sa
     met |= idle
     target_ms = slo.p99_ms if slo.p99_ms is not None else slo.p50_ms
     assert target_ms is not None
-    late_fraction = np.where(saturated(lam, mu, c), 1.0, response_tail(target_ms / 1000.0, lam, mu, c, disc))
+    late_fraction = response_tail(target_ms / 1000.0, lam, mu, c, disc)  # 1 where saturated
     late = np.where(idle, 0.0, lam * duration * late_fraction)
     return SampleLatency(duration, p50, p99, met, late)
 

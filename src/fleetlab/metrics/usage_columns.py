@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fleetlab.cost.billing import MS_PER_HOUR
 from fleetlab.model.gpu_share import MILLI_PER_GPU
-
-MS_PER_HOUR = 3_600_000
 
 if TYPE_CHECKING:
     from fleetlab.metrics.sharing_columns import Columns

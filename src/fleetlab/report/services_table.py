@@ -17,10 +17,7 @@ def _ms(value: float | None) -> str:
 _ROWS: list[tuple[str, Callable[[ServiceSummary], str]]] = [
     ("SLO attainment (% of time)", lambda s: f"{s.slo_attainment_pct:.1f}"),
     ("requests served late (%)", lambda s: f"{s.late_requests:,.0f} ({s.late_requests_pct:.2f})"),
-    (
-        "p99 latency, time-weighted mean (ms)",
-        lambda s: "—" if s.p99_ms_mean is None else f"{s.p99_ms_mean:,.0f}",
-    ),
+    ("p99 latency, time-weighted mean (ms)", lambda s: _ms(s.p99_ms_mean)),
     ("ready replicas (mean)", lambda s: f"{s.ready_replicas_mean:.2f}"),
     (
         "replicas lost: failures / preemption / spot",
