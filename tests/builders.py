@@ -38,3 +38,19 @@ def scenario(pools: list[dict[str, Any]], jobs: list[dict[str, Any]], **extra: A
     data: dict[str, Any] = {"cluster": {"pools": pools}, "workload": {"jobs": jobs}}
     data.update(extra)
     return resolve(Scenario.model_validate(data))
+
+
+def service(**over: Any) -> dict[str, Any]:
+    """An inference service dict: 3 one-GPU replicas (1 CPU, 1Gi) serving 20 rps each on H100 against a
+    constant 30 rps, p99 SLO 2 s; ``over`` replaces whole top-level fields."""
+    out: dict[str, Any] = {
+        "name": "chat",
+        "replicas": {"min": 3},
+        "cpu_per_replica": "1",
+        "memory_per_replica": "1Gi",
+        "performance": {"H100": {"throughput_rps": 20, "service_time_ms": 200}},
+        "slo": {"p99_ms": 2000},
+        "rate": {"kind": "constant", "rps": 30},
+    }
+    out.update(over)
+    return out
