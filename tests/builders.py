@@ -1,10 +1,14 @@
-"""Small scenario builders shared by the engine, cost and property tests."""
+"""Small scenario builders, and the cost-split check, shared by the engine, cost and property tests."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from fleetlab.cost.billing import BUCKETS, NodeCost, node_costs
 from fleetlab.model.scenario import ResolvedScenario, Scenario
+from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.loader import resolve
 
 
@@ -54,3 +58,15 @@ def service(**over: Any) -> dict[str, Any]:
     }
     out.update(over)
     return out
+
+
+def assert_cost_split_exact(result: SimulationResult) -> NodeCost:
+    """The node bills' split, checked: no bucket negative, the unit-ms buckets add up to each node's total
+    and the dollar buckets to its bill exactly (the invariant every property test holds the run to)."""
+    cost = node_costs(result)
+    for bucket in BUCKETS:
+        assert np.all(cost.units[bucket] >= 0), bucket
+    assert np.array_equal(sum(cost.units[b] for b in BUCKETS), cost.unit_total)
+    for i, billed in enumerate(cost.billed):
+        assert sum(cost.dollars[b][i] for b in BUCKETS) == billed
+    return cost
