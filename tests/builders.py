@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.cost.billing import BUCKETS, NodeCost, node_costs
+from fleetlab.metrics.tables import job_columns
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.loader import resolve
@@ -70,3 +71,9 @@ def assert_cost_split_exact(result: SimulationResult) -> NodeCost:
     for i, billed in enumerate(cost.billed):
         assert sum(cost.dollars[b][i] for b in BUCKETS) == billed
     return cost
+
+
+def by_job(result: SimulationResult, column: str) -> dict[str, Any]:
+    """One column of the run's jobs table keyed by job id."""
+    cols = job_columns(result)
+    return dict(zip(cols["job_id"], list(cols[column]), strict=True))
