@@ -1,10 +1,15 @@
-"""Small scenario builders shared by the engine, cost and property tests."""
+"""Small scenario builders, and the cost-split check, shared by the engine, cost and property tests."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from fleetlab.cost.billing import BUCKETS, NodeCost, node_costs
+from fleetlab.metrics.tables import job_columns
 from fleetlab.model.scenario import ResolvedScenario, Scenario
+from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.loader import resolve
 
 
@@ -38,3 +43,37 @@ def scenario(pools: list[dict[str, Any]], jobs: list[dict[str, Any]], **extra: A
     data: dict[str, Any] = {"cluster": {"pools": pools}, "workload": {"jobs": jobs}}
     data.update(extra)
     return resolve(Scenario.model_validate(data))
+
+
+def service(**over: Any) -> dict[str, Any]:
+    """An inference service dict: 3 one-GPU replicas (1 CPU, 1Gi) serving 20 rps each on H100 against a
+    constant 30 rps, p99 SLO 2 s; ``over`` replaces whole top-level fields."""
+    out: dict[str, Any] = {
+        "name": "chat",
+        "replicas": {"min": 3},
+        "cpu_per_replica": "1",
+        "memory_per_replica": "1Gi",
+        "performance": {"H100": {"throughput_rps": 20, "service_time_ms": 200}},
+        "slo": {"p99_ms": 2000},
+        "rate": {"kind": "constant", "rps": 30},
+    }
+    out.update(over)
+    return out
+
+
+def assert_cost_split_exact(result: SimulationResult) -> NodeCost:
+    """The node bills' split, checked: no bucket negative, the unit-ms buckets add up to each node's total
+    and the dollar buckets to its bill exactly (the invariant every property test holds the run to)."""
+    cost = node_costs(result)
+    for bucket in BUCKETS:
+        assert np.all(cost.units[bucket] >= 0), bucket
+    assert np.array_equal(sum(cost.units[b] for b in BUCKETS), cost.unit_total)
+    for i, billed in enumerate(cost.billed):
+        assert sum(cost.dollars[b][i] for b in BUCKETS) == billed
+    return cost
+
+
+def by_job(result: SimulationResult, column: str) -> dict[str, Any]:
+    """One column of the run's jobs table keyed by job id."""
+    cols = job_columns(result)
+    return dict(zip(cols["job_id"], list(cols[column]), strict=True))

@@ -9,16 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import job, pool, scenario
+from builders import by_job, job, pool, scenario
 from fleetlab.experiment.run import profile_for, run_one
-from fleetlab.metrics.tables import job_columns
 from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.simulator import Simulator
-
-
-def _by_job(result: Any, column: str) -> dict[str, Any]:
-    cols = job_columns(result)
-    return dict(zip(cols["job_id"], list(cols[column]), strict=True))
 
 
 def _on(slot: str, job_id: str, cpu: str, preemptible: bool, **extra: Any) -> dict[str, Any]:
@@ -48,14 +42,14 @@ def test_moves_are_committed_only_if_every_evicted_pod_fits_again(d_cpu: str, co
         pools, jobs, scheduler={"consolidation": True, "tie_break": "first", "policy": "most-allocated"}
     )
     result = run_one(res).result
-    evictions = _by_job(result, "evictions")
+    evictions = by_job(result, "evictions")
     assert result.sharing is not None
     if committed:
         assert evictions["v1"] == 1 and evictions["v2"] == 1 and result.sharing.consolidation_evictions == 2
-        assert _by_job(result, "queue_wait_s")["p"] == 0
+        assert by_job(result, "queue_wait_s")["p"] == 0
     else:
         assert sum(evictions.values()) == 0 and result.sharing.consolidation_evictions == 0
-        assert _by_job(result, "queue_wait_s")["p"] > 900
+        assert by_job(result, "queue_wait_s")["p"] > 900
 
 
 def _churn(cooldown: Any) -> Any:
@@ -77,9 +71,9 @@ def _churn(cooldown: Any) -> Any:
 
 def test_a_moved_pod_is_not_moved_again_within_the_cooldown() -> None:
     default = _churn(None)  # 10 minutes: the second move (20 s after the first) is refused
-    assert _by_job(default, "evictions")["a"] == 1 and _by_job(default, "queue_wait_s")["p2"] > 900
+    assert by_job(default, "evictions")["a"] == 1 and by_job(default, "queue_wait_s")["p2"] > 900
     short = _churn("15s")
-    assert _by_job(short, "evictions")["a"] == 2 and _by_job(short, "queue_wait_s")["p2"] == 0
+    assert by_job(short, "evictions")["a"] == 2 and by_job(short, "queue_wait_s")["p2"] == 0
 
 
 def test_array_candidates_equal_a_per_node_search() -> None:

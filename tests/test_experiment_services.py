@@ -7,28 +7,20 @@ from pathlib import Path
 
 import duckdb
 
-from builders import pool, scenario
+from builders import pool, scenario, service
 from fleetlab.experiment.run import run_one
 from fleetlab.experiment.store import build_database, write_run
 from fleetlab.metrics.services import service_columns
 from fleetlab.report import experiment_data as data
 
 
-def _service(rps: float) -> dict[str, object]:
-    return {
-        "name": "chat",
-        "replicas": {"min": 2},
-        "cpu_per_replica": "1",
-        "memory_per_replica": "1Gi",
-        "performance": {"H100": {"throughput_rps": 20, "service_time_ms": 200}},
-        "slo": {"p99_ms": 2000},
-        "rate": {"kind": "constant", "rps": rps},
-    }
-
-
 def test_services_table_round_trips_into_the_slo_chart(tmp_path: Path) -> None:
     folders, records = [], []
-    for variant, services in (("calm", [_service(10)]), ("busy", [_service(400)]), ("none", [])):
+    for variant, services in (
+        ("calm", [service(replicas={"min": 2}, rate={"kind": "constant", "rps": 10})]),
+        ("busy", [service(replicas={"min": 2}, rate={"kind": "constant", "rps": 400})]),
+        ("none", []),
+    ):
         resolved = scenario([pool("gpu", count=1)], [], services=services, horizon_s=1800)
         result = run_one(resolved, "scenario").result
         folder = tmp_path / "runs" / variant / "seed-1"

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from builders import job, pool, scenario
+from builders import by_job, job, pool, scenario
 from fleetlab.experiment.run import profile_for, run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, pod_columns, timeline_columns
@@ -25,11 +25,6 @@ def _run(
     pools: list[dict[str, Any]], jobs: list[dict[str, Any]], policy: str = "default"
 ) -> SimulationResult:
     return run_one(scenario(pools, jobs), policy).result
-
-
-def _by_job(result: SimulationResult, column: str) -> dict[str, Any]:
-    cols = job_columns(result)
-    return dict(zip(cols["job_id"], list(cols[column]), strict=True))
 
 
 # --- spec validation ------------------------------------------------------------------------------------
@@ -88,7 +83,7 @@ def test_shares_pack_onto_partly_used_gpus_and_whole_pods_take_idle_ones() -> No
     result = _run([pool(gpus=2)], jobs)
     gpus = dict(zip(job_columns(result)["job_id"], pod_columns(result)["gpus"], strict=True))
     assert gpus == {"s600": "0", "s400": "0", "whole": "1", "s500": "0"}
-    waits = _by_job(result, "queue_wait_s")
+    waits = by_job(result, "queue_wait_s")
     assert waits["s400"] == 0 and waits["whole"] == 0
     assert waits["s500"] == pytest.approx(97.0)  # until s600 and s400 leave GPU 0 at t=100 / 101
 
@@ -140,7 +135,7 @@ def test_requests_over_one_fail_on_fail_requests_greater_than_one_nodes() -> Non
     assert "request for 'nvidia.com/gpu: 2' too large: maximum request size for shared resources is 1" in (
         pending.message
     )
-    assert _by_job(result, "state")["one"] == "completed"
+    assert by_job(result, "state")["one"] == "completed"
 
 
 def test_replicas_spread_over_gpus_and_slow_each_other_down() -> None:
@@ -150,14 +145,14 @@ def test_replicas_spread_over_gpus_and_slow_each_other_down() -> None:
     result = _run([_sliced(slowdown_per_extra_pod=1.0)], jobs)
     gpus = dict(zip(job_columns(result)["job_id"], pod_columns(result)["gpus"], strict=True))
     assert gpus == {"a": "0", "b": "1", "c": "0"}
-    end = _by_job(result, "completion_s")
+    end = by_job(result, "completion_s")
     # a: 50 s alone, then 50 s of work at half speed = 100 s → ends at 150; c: 50 work at half speed
     # (t 50..150) then 50 s alone → ends at 200 (completion 150 after its submit at 50).
     assert end["a"] == pytest.approx(150.0) and end["b"] == pytest.approx(100.0)
     assert end["c"] == pytest.approx(150.0)
-    extra = _by_job(result, "time_slicing_extra_s")
+    extra = by_job(result, "time_slicing_extra_s")
     assert extra["a"] == pytest.approx(50.0) and extra["c"] == pytest.approx(50.0) and extra["b"] == 0
-    slow = _by_job(result, "time_slicing_slowdown")
+    slow = by_job(result, "time_slicing_slowdown")
     assert slow["a"] == pytest.approx(1.5) and slow["b"] == pytest.approx(1.0)
 
 
@@ -165,7 +160,7 @@ def test_slowdown_parameter_scales_interference() -> None:
     """α = 0.5 with two pods on one GPU from t=0: factor 1.5, both end at 150."""
     jobs = [job("a", runtime=100), job("b", runtime=100)]
     result = _run([pool(gpus=1, time_slicing={"replicas": 2, "slowdown_per_extra_pod": 0.5})], jobs)
-    end = _by_job(result, "completion_s")
+    end = by_job(result, "completion_s")
     assert end == {"a": pytest.approx(150.0), "b": pytest.approx(150.0)}
 
 
@@ -173,8 +168,8 @@ def test_co_located_pods_over_gpu_memory_oom_kill_the_newest() -> None:
     """No memory isolation: 30 + 30 + 30 GiB declared on one 80 GB H100 → the third to start is killed."""
     jobs = [job(f"t{i}", runtime=100, gpu_memory="30Gi", submit_s=i) for i in range(3)]
     result = _run([pool(gpus=1, time_slicing={"replicas": 4})], jobs)
-    assert _by_job(result, "oom_kills") == {"t0": 0, "t1": 0, "t2": 1}
-    assert _by_job(result, "state") == {"t0": "completed", "t1": "completed", "t2": "failed"}
+    assert by_job(result, "oom_kills") == {"t0": 0, "t1": 0, "t2": 1}
+    assert by_job(result, "state") == {"t0": "completed", "t1": "completed", "t2": "failed"}
     summary = summarize(result)
     assert summary.oom_kills == 1 and summary.jobs_failed == 1
 
@@ -306,8 +301,8 @@ def test_shares_do_not_trigger_default_preemption() -> None:
         job("hi", gpus=0, gpu_milli=500, priority=10, submit_s=1),
     ]
     result = _run([pool(gpus=1)], jobs)
-    assert _by_job(result, "evictions") == {"low": 0, "hi": 0}
-    assert _by_job(result, "queue_wait_s")["hi"] == pytest.approx(99.0)
+    assert by_job(result, "evictions") == {"low": 0, "hi": 0}
+    assert by_job(result, "queue_wait_s")["hi"] == pytest.approx(99.0)
 
 
 # --- consolidation --------------------------------------------------------------------------------------
@@ -328,17 +323,17 @@ def test_consolidation_moves_a_preemptible_pod_to_open_a_whole_node() -> None:
     """KAI consolidation: a and b sit on different nodes, p needs 2 GPUs on one; moving a next to b (which
     fits) lets p start at once. a is evicted once and loses its 10 s of work."""
     off = _consolidation_run(False)
-    assert _by_job(off, "queue_wait_s")["p"] == pytest.approx(990.0)
+    assert by_job(off, "queue_wait_s")["p"] == pytest.approx(990.0)
     on = _consolidation_run(True)
-    assert _by_job(on, "queue_wait_s")["p"] == 0
-    evictions = _by_job(on, "evictions")
+    assert by_job(on, "queue_wait_s")["p"] == 0
+    evictions = by_job(on, "evictions")
     assert evictions["a"] + evictions["b"] == 1 and summarize(on).consolidation_evictions == 1
-    assert set(_by_job(on, "state").values()) == {"completed"}
+    assert set(by_job(on, "state").values()) == {"completed"}
 
 
 def test_consolidation_is_not_committed_when_an_evicted_pod_would_not_fit_again() -> None:
     """a and b each take 40 of a node's 64 CPUs: either could leave its node, but neither fits next to the
     other, so nothing is evicted and p waits."""
     on = _consolidation_run(True, cpu="40")
-    assert summarize(on).consolidation_evictions == 0 and sum(_by_job(on, "evictions").values()) == 0
-    assert _by_job(on, "queue_wait_s")["p"] > 900
+    assert summarize(on).consolidation_evictions == 0 and sum(by_job(on, "evictions").values()) == 0
+    assert by_job(on, "queue_wait_s")["p"] > 900

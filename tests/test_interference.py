@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from builders import job, pool, scenario
+from builders import by_job, job, pool, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns
@@ -25,11 +25,6 @@ def _run(
     return run_one(scenario([pool(**pool_extra)], jobs, **extra), policy).result
 
 
-def _by_job(result: SimulationResult, column: str) -> dict[str, Any]:
-    cols = job_columns(result)
-    return dict(zip(cols["job_id"], list(cols[column]), strict=True))
-
-
 NET = {"network": 0.8}
 
 
@@ -37,9 +32,9 @@ def test_two_pods_over_a_saturated_resource_share_it() -> None:
     """Σ network = 1.6 of capacity 1, alpha = 1: both 100 s pods run at 1/1.6 speed and end at 160 s."""
     jobs = [job("a", interference_demand=NET), job("b", interference_demand=NET)]
     result = _run(jobs, {"alpha": 1.0})
-    assert _by_job(result, "completion_s") == {"a": pytest.approx(160.0), "b": pytest.approx(160.0)}
-    assert _by_job(result, "interference_slowdown") == {"a": pytest.approx(1.6), "b": pytest.approx(1.6)}
-    assert _by_job(result, "interference_extra_s") == {"a": pytest.approx(60.0), "b": pytest.approx(60.0)}
+    assert by_job(result, "completion_s") == {"a": pytest.approx(160.0), "b": pytest.approx(160.0)}
+    assert by_job(result, "interference_slowdown") == {"a": pytest.approx(1.6), "b": pytest.approx(1.6)}
+    assert by_job(result, "interference_extra_s") == {"a": pytest.approx(60.0), "b": pytest.approx(60.0)}
     assert summarize(result).interference_extra_hours == pytest.approx(120.0 / 3600.0)
 
 
@@ -47,23 +42,23 @@ def test_slowdown_is_retimed_when_a_neighbour_starts_and_finishes() -> None:
     """a alone 0..50 (50 s of work), then with b at 1/1.6: its last 50 s take 80 → ends 130; b did 50 s of
     work by then and ends alone at 180 (completion 130 after its submit at 50)."""
     jobs = [job("a", interference_demand=NET), job("b", submit_s=50, interference_demand=NET)]
-    end = _by_job(_run(jobs, {}), "completion_s")
+    end = by_job(_run(jobs, {}), "completion_s")
     assert end == {"a": pytest.approx(130.0), "b": pytest.approx(130.0)}
 
 
 def test_alpha_and_pool_capacity_scale_the_factor() -> None:
     """alpha = 0.5 gives sqrt(1.6); a pool with network capacity 2 is not saturated by 1.6."""
     jobs = [job("a", interference_demand=NET), job("b", interference_demand=NET)]
-    slow = _by_job(_run(jobs, {"alpha": 0.5}), "interference_slowdown")
+    slow = by_job(_run(jobs, {"alpha": 0.5}), "interference_slowdown")
     assert slow["a"] == pytest.approx(1.6**0.5)
     roomy = _run(jobs, {"capacity": {"gpu": {"network": 2.0}}})
-    assert _by_job(roomy, "completion_s") == {"a": pytest.approx(100.0), "b": pytest.approx(100.0)}
+    assert by_job(roomy, "completion_s") == {"a": pytest.approx(100.0), "b": pytest.approx(100.0)}
 
 
 def test_pods_contending_for_different_resources_do_not_slow_each_other() -> None:
     """Network-bound and disk-bound pods on one node: neither resource is over capacity."""
     jobs = [job("a", interference_demand=NET), job("b", interference_demand={"disk": 0.8})]
-    assert _by_job(_run(jobs, {}), "interference_slowdown") == {"a": 1.0, "b": 1.0}
+    assert by_job(_run(jobs, {}), "interference_slowdown") == {"a": 1.0, "b": 1.0}
 
 
 def test_class_defaults_apply_to_jobs_that_declare_nothing() -> None:
@@ -74,7 +69,7 @@ def test_class_defaults_apply_to_jobs_that_declare_nothing() -> None:
         job("own", interference_demand={}),
     ]
     model = {"class_demand": {"training": {"memory_bandwidth": 0.7}}}
-    slow = _by_job(_run(jobs, model), "interference_slowdown")
+    slow = by_job(_run(jobs, model), "interference_slowdown")
     assert slow == {"t1": pytest.approx(1.4), "t2": pytest.approx(1.4), "own": 1.0}
 
 
@@ -82,15 +77,15 @@ def test_model_off_by_default_adds_no_columns() -> None:
     jobs = [job("a", interference_demand=NET), job("b", interference_demand=NET)]
     result = _run(jobs, None)
     assert "interference_slowdown" not in job_columns(result)
-    assert _by_job(result, "completion_s") == {"a": 100.0, "b": 100.0}
+    assert by_job(result, "completion_s") == {"a": 100.0, "b": 100.0}
 
 
 def test_most_allocated_packs_and_pays_in_slowdown_where_least_allocated_spreads() -> None:
     """Two 8-GPU nodes, two 1-GPU network-heavy pods: MostAllocated puts both on one node (1.6 × slower),
     LeastAllocated spreads them (no slowdown)."""
     jobs = [job("a", interference_demand=NET), job("b", submit_s=1, interference_demand=NET)]
-    packed = _by_job(_run(jobs, {}, "most-allocated", count=2), "interference_slowdown")
-    spread = _by_job(_run(jobs, {}, "least-allocated", count=2), "interference_slowdown")
+    packed = by_job(_run(jobs, {}, "most-allocated", count=2), "interference_slowdown")
+    spread = by_job(_run(jobs, {}, "least-allocated", count=2), "interference_slowdown")
     assert packed["b"] > 1.3 and spread == {"a": 1.0, "b": 1.0}
 
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import scenario
-from fleetlab.cost.billing import BUCKETS, node_costs
+from builders import assert_cost_split_exact, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.sim.result import SimulationResult
 
@@ -136,9 +134,4 @@ def test_lifecycle_invariants(world: tuple[Any, str, int | None]) -> None:
             live += g
             assert live <= quota
     # The split adds up exactly, nothing negative.
-    cost = node_costs(result)
-    for bucket in BUCKETS:
-        assert np.all(cost.units[bucket] >= 0), bucket
-    assert np.array_equal(sum(cost.units[b] for b in BUCKETS), cost.unit_total)
-    for i, billed in enumerate(cost.billed):
-        assert sum(cost.dollars[b][i] for b in BUCKETS) == billed
+    assert_cost_split_exact(result)

@@ -4,9 +4,7 @@ failure than replicas packed by MostAllocated with kube-scheduler's default spre
 
 from __future__ import annotations
 
-from typing import Any
-
-from builders import pool, scenario
+from builders import pool, scenario, service
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.services import service_rows
 from fleetlab.sim.result import SimulationResult
@@ -20,23 +18,14 @@ HOSTNAME_SPREAD = {
 
 def _run(spread: bool) -> SimulationResult:
     """4 nodes × 8 GPUs, 4 one-GPU replicas at 30 rps (each serves 20), gpu-0 fails at 10 min for 1 h."""
-    service: dict[str, Any] = {
-        "name": "chat",
-        "replicas": {"min": 4},
-        "cpu_per_replica": "1",
-        "memory_per_replica": "1Gi",
-        "performance": {"H100": {"throughput_rps": 20, "service_time_ms": 200}},
-        "slo": {"p99_ms": 2000},
-        "rate": {"kind": "constant", "rps": 30},
-        "image": {"name": "triton", "size": "12Gi"},
-    }
+    chat = service(replicas={"min": 4}, image={"name": "triton", "size": "12Gi"})
     if spread:
-        service["topology_spread"] = [HOSTNAME_SPREAD]
+        chat["topology_spread"] = [HOSTNAME_SPREAD]
     failures = {"trace": [{"node": "gpu-0", "at_s": 600, "repair_s": 3600}]}
     resolved = scenario(
         [pool("gpu", count=4, failures=failures, image_pull_bandwidth="100Mi")],
         [],
-        services=[service],
+        services=[chat],
         horizon_s=7200,
         # kube-scheduler's default spreading (PodTopologySpreadArgs System) off: List with no constraints.
         scheduler={"tie_break": "first", "podTopologySpread": {"defaultingType": "List"}},

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from builders import job, pool, scenario
+from builders import job, pool, scenario, service
 from fleetlab.cost.billing import MS_PER_HOUR, node_costs
 from fleetlab.experiment.output import write_results
 from fleetlab.experiment.run import run_one
@@ -19,20 +19,6 @@ from fleetlab.metrics.summary import summarize
 from fleetlab.services.hpa import HpaState, desired_replicas, raw_recommendation
 from fleetlab.services.queueing import response_percentile
 from fleetlab.sim.result import SimulationResult
-
-
-def _service(**over: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "name": "chat",
-        "replicas": {"min": 3},
-        "cpu_per_replica": "1",
-        "memory_per_replica": "1Gi",
-        "performance": {"H100": {"throughput_rps": 20, "service_time_ms": 200}},
-        "slo": {"p99_ms": 2000},
-        "rate": {"kind": "constant", "rps": 30},
-    }
-    out.update(over)
-    return out
 
 
 def _run(
@@ -57,7 +43,7 @@ def _at(result: SimulationResult, t_s: float) -> dict[str, Any]:
 
 
 def test_static_replicas_run_to_the_horizon_and_their_latency_is_the_mmc_percentile() -> None:
-    result = _run([pool("gpu", count=1)], [_service()])
+    result = _run([pool("gpu", count=1)], [service()])
     assert result.services is not None
     # Placed in the first step's cycle, so ready from the second tick on; each replica is 4 servers of 5/s.
     assert _at(result, 0.0)["ready_replicas"] == 0
@@ -84,7 +70,7 @@ def test_a_node_failure_evicts_the_replicas_on_it_and_they_come_back_elsewhere()
     failures = {"trace": [{"node": "gpu-0", "at_s": 600, "repair_s": 1200}]}
     pools = [pool("gpu", count=2, failures=failures)]
     # 15 rps: one replica (4 servers of 5/s) still meets the 2 s p99 target, no replica cannot.
-    svc = [_service(replicas={"min": 2}, rate={"kind": "constant", "rps": 15})]
+    svc = [service(replicas={"min": 2}, rate={"kind": "constant", "rps": 15})]
     packed = _run(pools, svc, policy="most-allocated", default_spreading=False)
     spread = _run(pools, svc, policy="least-allocated")
     assert _at(packed, 600.0)["ready_replicas"] == 0
@@ -98,7 +84,7 @@ def test_a_node_failure_evicts_the_replicas_on_it_and_they_come_back_elsewhere()
 
 def test_a_higher_priority_job_preempts_replicas_and_the_service_misses_its_slo_meanwhile() -> None:
     jobs = [job("big", gpus=8, submit_s=300, runtime=600, priority=100)]
-    result = _run([pool("gpu", count=1)], [_service(replicas={"min": 8})], jobs)
+    result = _run([pool("gpu", count=1)], [service(replicas={"min": 8})], jobs)
     [summary] = service_rows(result)
     assert summary.replicas_lost_to_preemption == 8
     assert summarize(result).service_replicas_lost == 8
@@ -114,7 +100,7 @@ def test_a_higher_priority_job_preempts_replicas_and_the_service_misses_its_slo_
 def test_hpa_scales_up_within_policy_limits_and_down_after_the_stabilisation_window(tmp_path: Path) -> None:
     trace = tmp_path / "rate.csv"
     trace.write_text("time,rps\n0,10\n600,100\n1800,10\n", encoding="utf-8")
-    svc = _service(
+    svc = service(
         replicas={"min": 1, "max": 12},
         performance={"H100": {"throughput_rps": 20}},
         rate={"kind": "trace", "path": str(trace)},
@@ -138,7 +124,7 @@ def test_hpa_scales_up_within_policy_limits_and_down_after_the_stabilisation_win
 def test_same_scenario_and_seed_give_identical_service_series_and_files(tmp_path: Path) -> None:
     pools = [pool("gpu", count=3, failures={"mtbf": "2h", "repair_time": "20m"})]
     jobs = [job(f"b{i}", gpus=2, submit_s=120 * i, runtime=1800) for i in range(20)]
-    svc = [_service(replicas={"min": 2, "max": 8}, autoscaling={"target_utilization": 0.6})]
+    svc = [service(replicas={"min": 2, "max": 8}, autoscaling={"target_utilization": 0.6})]
     a = _run(pools, svc, jobs, horizon=7200)
     b = _run(pools, svc, jobs, horizon=7200)
     assert service_columns(a) == service_columns(b)
@@ -181,7 +167,7 @@ def test_hpa_scale_down_waits_for_the_highest_recommendation_of_its_window() -> 
 
 def test_replicas_on_a_gpu_model_without_performance_serve_nothing_and_say_so() -> None:
     """A replica placed on a node whose GPU model has no performance entry adds no server: warned."""
-    svc = _service(replicas={"min": 1}, performance={"A100-80GB": {"throughput_rps": 20}})
+    svc = service(replicas={"min": 1}, performance={"A100-80GB": {"throughput_rps": 20}})
     result = _run([pool("gpu", count=1)], [svc])
     assert _at(result, 60.0)["ready_replicas"] == 1 and _at(result, 60.0)["servers"] == 0
     assert not _at(result, 60.0)["slo_met"]
@@ -189,7 +175,7 @@ def test_replicas_on_a_gpu_model_without_performance_serve_nothing_and_say_so() 
 
 
 def test_a_gpu_model_no_node_has_leaves_the_replicas_pending_with_a_warning() -> None:
-    svc = _service(gpu_model="A100-80GB", performance={"default": {"throughput_rps": 20}})
+    svc = service(gpu_model="A100-80GB", performance={"default": {"throughput_rps": 20}})
     result = _run([pool("gpu", count=1)], [svc])
     assert service_rows(result)[0].slo_attainment_pct == 0.0
     assert any("service/chat/0" in w for w in result.warnings)
@@ -213,7 +199,7 @@ def test_a_spot_reclaim_counts_as_a_replica_lost_to_spot(tmp_path: Path) -> None
             "policy": "most-allocated",
             "podTopologySpread": {"defaultingType": "List"},  # no default spreading: both on spot-0
         },
-        "services": [_service(replicas={"min": 2})],
+        "services": [service(replicas={"min": 2})],
     }
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
     result = run_one(load(str(tmp_path / "s.yaml"))).result
@@ -226,7 +212,7 @@ def test_replicas_honour_required_anti_affinity_per_node() -> None:
     """A service's anti-affinity term reaches its replicas (InterPodAffinity): with one replica per
     hostname and two nodes, the third replica stays pending and the service runs on two."""
     anti = [{"topologyKey": "kubernetes.io/hostname"}]
-    result = _run([pool("gpu", count=2)], [_service(anti_affinity=anti)])
+    result = _run([pool("gpu", count=2)], [service(anti_affinity=anti)])
     nodes = {
         int(n)
         for n, j in zip(result.pods.node, result.pods.job, strict=True)
@@ -234,5 +220,5 @@ def test_replicas_honour_required_anti_affinity_per_node() -> None:
     }
     assert len(nodes) == 2
     assert max(service_columns(result)["ready_replicas"]) == 2
-    packed = _run([pool("gpu", count=2)], [_service()])
+    packed = _run([pool("gpu", count=2)], [service()])
     assert max(service_columns(packed)["ready_replicas"]) == 3

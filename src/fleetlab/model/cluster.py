@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fleetlab.model.billing_rules import PoolBilling
 from fleetlab.model.gpu_share import TimeSlicing
-from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.gpus import GPU_MODELS, check_gpu_model
 from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
 from fleetlab.model.lifecycle import ClusterAutoscalerConfig, NodeFailures, PoolAutoscaling
@@ -80,9 +80,7 @@ class NodePool(SpecModel):
     @field_validator("gpu_model")
     @classmethod
     def _known_model(cls, value: str | None) -> str | None:
-        if value is not None and value not in GPU_MODELS:
-            raise ValueError(f"unknown GPU model {value!r}; known models: {', '.join(known_gpu_models())}")
-        return value
+        return None if value is None else check_gpu_model(value)
 
     @field_validator("extended_resources")
     @classmethod

@@ -46,3 +46,10 @@ GPU_MODELS: dict[str, GpuModel] = {m.name: m for m in _MODELS}
 def known_gpu_models() -> list[str]:
     """Names accepted for ``gpu_model``, for error messages."""
     return sorted(GPU_MODELS)
+
+
+def check_gpu_model(name: str) -> str:
+    """``name`` if it is a known GPU model; otherwise the ValueError every spec field gives for it."""
+    if name not in GPU_MODELS:
+        raise ValueError(f"unknown GPU model {name!r}; known models: {', '.join(known_gpu_models())}")
+    return name

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpu_share import normalize_share
-from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.gpus import check_gpu_model
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.plan_job import JobWork
@@ -44,8 +44,7 @@ class Runtime(SpecModel):
     @classmethod
     def _models(cls, value: dict[str, float]) -> dict[str, float]:
         for name in value:
-            if name not in GPU_MODELS:
-                raise ValueError(f"unknown GPU model {name!r}; known models: {', '.join(known_gpu_models())}")
+            check_gpu_model(name)
         return value
 
     def on(self, gpu_model: str | None) -> float:

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
-from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
+from fleetlab.model.gpus import GPU_MODELS, check_gpu_model, known_gpu_models
 from fleetlab.model.job import Image
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
@@ -157,9 +157,7 @@ class Service(SpecModel):
     @field_validator("gpu_model")
     @classmethod
     def _gpu_model(cls, value: str | None) -> str | None:
-        if value is not None and value not in GPU_MODELS:
-            raise ValueError(f"unknown GPU model {value!r}; known models: {', '.join(known_gpu_models())}")
-        return value
+        return None if value is None else check_gpu_model(value)
 
     @field_validator("performance")
     @classmethod
