@@ -420,3 +420,11 @@ def test_error_text_in_square_brackets_is_shown_verbatim(tmp_path: Path) -> None
     result = CliRunner().invoke(cli.app, ["simulate", str(bad)])
     assert result.exit_code == 2
     assert "[team]" in result.output, result.output
+
+
+def test_an_output_path_with_markup_like_text_is_printed_as_is(tmp_path: Path) -> None:
+    """Paths are user text: a folder named like a rich closing tag must not break the final message."""
+    out = tmp_path / "[/x]"
+    result = CliRunner().invoke(cli.app, ["simulate", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"results written to {out}" in result.output

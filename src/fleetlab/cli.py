@@ -137,7 +137,7 @@ def simulate(
     else:
         print_runs(out_console, [run], _title(resolved, run))
         if out is not None:
-            out_console.print(f"results written to {out}", highlight=False)
+            out_console.print(f"results written to {out}", highlight=False, markup=False)
 
 
 @app.command(name="compare")
@@ -187,7 +187,7 @@ def compare_cmd(
     print_runs(out_console, runs, title)
     if out is not None:
         _write(runs, out, single=False)
-        out_console.print(f"results written to {out}", highlight=False)
+        out_console.print(f"results written to {out}", highlight=False, markup=False)
 
 
 def _variant_label(resolved: ResolvedScenario, run: Run, n_policies: int) -> str:

@@ -43,6 +43,6 @@ def export_cmd(
         )
         raise typer.Exit(2) from None
     for name in result.files:
-        console.print(f"wrote {out / name}", highlight=False)
+        console.print(f"wrote {out / name}", highlight=False, markup=False)
     for note in result.notes:
         console.print(f"note: {note}", highlight=False, markup=False)

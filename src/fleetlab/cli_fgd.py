@@ -117,4 +117,4 @@ def fgd_experiment(
         out_console.print(f"{name}: {sum(walls) / len(walls):.2f} s per run", highlight=False)
     for warning in warnings:
         err_console.print(f"warning: {warning}", highlight=False, markup=False)
-    err_console.print(f"results in {out}", highlight=False)
+    err_console.print(f"results in {out}", highlight=False, markup=False)

@@ -97,7 +97,7 @@ def profile_cmd(
         )
     out_console.print(table)
     standing = profile.gpu_model or "no GPU model (set --gpu-model, or measured_gpu where it is used)"
-    out_console.print(f"profile for {standing} written to {out}", highlight=False)
+    out_console.print(f"profile for {standing} written to {out}", highlight=False, markup=False)
 
 
 def register_profile(cost_app: typer.Typer, plan_app: typer.Typer) -> None:

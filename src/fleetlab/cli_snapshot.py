@@ -81,4 +81,4 @@ def snapshot_cmd(
     for item in items:
         kinds[str(item.get("kind"))] = kinds.get(str(item.get("kind")), 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    out_console.print(f"wrote {out}: {summary}", highlight=False)
+    out_console.print(f"wrote {out}: {summary}", highlight=False, markup=False)
