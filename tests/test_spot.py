@@ -240,3 +240,34 @@ def test_interruptions_stay_visible_while_a_replacement_boots() -> None:
     for node, reclaim, ready in zip(log.node, log.reclaim_ms, log.ready_ms, strict=True):
         on_node = seg.node == node
         assert not np.any((seg.bound_ms[on_node] >= reclaim) & (seg.bound_ms[on_node] < ready))
+
+
+def test_interruptions_stay_visible_while_a_pending_pod_waits_for_a_repair() -> None:
+    """An autoscaled spot pool of one node that also fails: while the only job waits for the node's
+    repair, the interruptions due before the repair still fire in time order (the run used to resume them
+    after the repair, in the past)."""
+    from builders import scenario
+
+    spot = {
+        "name": "p0",
+        "count": 0,
+        "gpu_model": "H100",
+        "gpus_per_node": 2,
+        "cpu": "32",
+        "memory": "256Gi",
+        "price_per_hour": 1.37,
+        "capacity_type": "spot",
+        "interruptions": {"mtbi": 1200, "notice_s": 120},
+        "autoscaling": {"min": 0, "max": 1, "scale_down_unneeded_time": 60},
+        "failures": {"mtbf": 1800, "repair_time": 600},
+    }
+    one = {
+        "id": "j0",
+        "submit_s": 0,
+        "requests": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": 1},
+        "runtime": 117,
+    }
+    result = run_one(scenario([spot], [one], seed=0, scheduler={"preemption": True})).result
+    seg = result.segments
+    assert np.all(seg.end_ms >= seg.bound_ms)
+    assert result.jobs.end_ms[0] >= 0

@@ -60,12 +60,15 @@ class SpotEventQueue(EventQueue):
     def peek_time(self) -> int | None:
         """Earliest event time; None while only interruption events are left and they can change nothing:
         no pod bound, none to arrive, no node booting (a boot could let a pending pod start before the next
-        interruption), no node under notice (the loop then ends once a scheduling cycle has
-        placed nothing more)."""
+        interruption), no pending pod with a repair or autoscaler timer still to come, no node under notice
+        (the loop then ends once a scheduling cycle has placed nothing more)."""
         if self.spot_events and self.spot_events == len(self._heap):
             sim = self.sim
             idle = sim.submissions_left == 0 and sim.bound_pods == 0 and sim.booting == 0
-            if idle and self.under_notice == 0:
+            # A pending pod may still start once a lifecycle timer (a repair, an autoscaler scan) fires:
+            # then the interruptions due before it must fire in time order too.
+            waiting = len(sim.queue) > 0 and sim.lifecycle.has_timers()
+            if idle and not waiting and self.under_notice == 0:
                 return None
         return super().peek_time()
 

@@ -55,6 +55,10 @@ class NoLifecycle:
     def step(self, now: int) -> None:
         """Nothing to do."""
 
+    def has_timers(self) -> bool:
+        """No timers of its own."""
+        return False
+
 
 def lifecycle_for(sim: Simulator) -> NodeLifecycle | NoLifecycle:
     """Only scenarios with autoscaled, failing or spot-interrupted pools pay for any of this (others stay
@@ -121,6 +125,10 @@ class NodeLifecycle:
             return None
         fail = self.fail_timers.peek_time()
         return upcoming if fail is None else min(upcoming, fail)
+
+    def has_timers(self) -> bool:
+        """Whether a boot, repair or autoscaler timer is still to fire (failure clocks do not count)."""
+        return self.timers.peek_time() is not None
 
     def step(self, now: int) -> None:
         """Fire the timers due now, then let the autoscaler look at the cluster (before the cycle)."""
