@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.model.billing_rules import BYTES_PER_GB, HOURS_PER_MONTH
+from fleetlab.sim.events import MS_PER_HOUR
 from fleetlab.sim.result import SegmentTable
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
-MS_PER_HOUR = 3_600_000
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fleetlab.model.cluster import NodePool
-from fleetlab.sim.events import EventKind, EventQueue, to_ms
+from fleetlab.sim.events import MS_PER_HOUR, EventKind, EventQueue, to_ms
 from fleetlab.sim.interruption_log import IntArray, InterruptionLog
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.spec.interruption_trace import read_interruption_trace
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 #: Entropy mixed with the run's seed for the interruption stream (independent of every other stream).
 SPOT_STREAM = 0x5B07
-MS_PER_HOUR = 3_600_000
 
 
 class SpotEventQueue(EventQueue):
