@@ -184,9 +184,7 @@ class Interruptions:
             return
         first_segment, evictions = len(book.segments), sim.evictions
         self.first_ready.setdefault(node, int(sim.ready_ms[node]))
-        for pod in sorted(sim.node_pods[node]):
-            if book.node[pod] == node and book.end_ms[pod] < 0:
-                sim.evict_job_pods(pod)
+        lifecycle.evict_all(node)
         lost_units, lost_gpu, dollars = self._lost(first_segment)
         boot_ms = to_ms(pool.boot_time_s)
         lifecycle.remove(node)

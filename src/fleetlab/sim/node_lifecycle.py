@@ -169,7 +169,7 @@ class NodeLifecycle:
 
     def remove(self, node: int) -> None:
         """Drain (evict every pod through the shared eviction path) and delete the node; billing stops."""
-        self._evict_all(node)
+        self.evict_all(node)
         if self.up[node]:
             self._take_down(node)
         elif not self.down[node]:
@@ -182,7 +182,7 @@ class NodeLifecycle:
 
     def fail(self, node: int, repair_ms: int) -> None:
         """The node breaks: its pods are evicted, it stays billed (bucket ``down``) until repaired."""
-        self._evict_all(node)
+        self.evict_all(node)
         self._take_down(node)
         self.down[node] = True
         self.token[node] += 1
@@ -195,7 +195,8 @@ class NodeLifecycle:
             self.down[node] = False
             self.record.down.append((node, self._down_at.pop(node), self.sim.now))
 
-    def _evict_all(self, node: int) -> None:
+    def evict_all(self, node: int) -> None:
+        """Evict every pod still on the node through the shared eviction path, in pod order."""
         sim = self.sim
         for pod in sorted(sim.node_pods[node]):
             if sim.book.node[pod] == node and sim.book.end_ms[pod] < 0:
