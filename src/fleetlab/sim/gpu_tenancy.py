@@ -124,10 +124,6 @@ class GpuTenancy:
                 if state.requested[node, col] == 0:
                     self.sim.counters.whole_free += 1
 
-    def work_ms(self, pod: int, wall_ms: int) -> int:
-        """Work done in the current run at full speed (its wall time unless time-slicing slowed it)."""
-        return self.sim.pace.work_ms(pod, wall_ms)
-
     # -- time-slicing --------------------------------------------------------------------------------
     def started(self, pod: int, wall_ms: int) -> None:
         """The pod began computing with ``wall_ms`` of wall time to go at full speed."""

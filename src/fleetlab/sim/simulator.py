@@ -317,7 +317,7 @@ class Simulator:
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
             interval, write = self._checkpointing(job_index)
-            elapsed = self.tenancy.work_ms(pod, self.now - int(book.start_ms[pod]))
+            elapsed = self.pace.work_ms(pod, self.now - int(book.start_ms[pod]))
             saved, lost = progress_at(elapsed, interval, write)
             total = int(book.run_total_ms[pod])
             if total > 0:
