@@ -83,9 +83,7 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] += 1
                 state.free[node, col] -= 1
-                self.sim.counters.allocated_gpus += 1  # a shared GPU is taken from the whole-GPU pool
-                if state.requested[node, col] == 1:
-                    self.sim.counters.whole_free -= 1
+                self.sim.counters.gpus_taken(1, state.requested[node, col] == 1)  # out of the whole-GPU pool
         elif devices.kind[node] == TIME_SLICED:
             sliced = state.column.get(devices.sliced_resource[node])
             if sliced is not None and request[sliced] > 0:
@@ -120,9 +118,7 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] -= 1
                 state.free[node, col] += 1
-                self.sim.counters.allocated_gpus -= 1
-                if state.requested[node, col] == 0:
-                    self.sim.counters.whole_free += 1
+                self.sim.counters.gpus_returned(1, state.requested[node, col] == 0)
 
     # -- time-slicing --------------------------------------------------------------------------------
     def started(self, pod: int, wall_ms: int) -> None:

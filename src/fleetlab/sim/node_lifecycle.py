@@ -205,13 +205,9 @@ class NodeLifecycle:
     def _take_down(self, node: int) -> None:
         """Hide an empty node from the scheduler and take it out of the cluster totals."""
         sim, state = self.sim, self.sim.state
-        c = sim.counters
         g = int(state.allocatable[node, state.gpu_col])
         if g > 0:
-            c.total_gpus -= g
-            c.gpu_nodes -= 1
-            if state.requested[node, state.gpu_col] == 0:
-                c.whole_free -= 1
+            sim.counters.node_counted(g, state.requested[node, state.gpu_col] == 0, -1)
         state.set_ready(node, False)
 
     def _clear_images(self, node: int) -> None:
