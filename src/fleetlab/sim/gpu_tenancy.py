@@ -23,6 +23,7 @@ import numpy as np
 
 from fleetlab.model.resources import GPU
 from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
+from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
@@ -194,8 +195,7 @@ class GpuTenancy:
         book = sim.book
         n = len(sim.jobs)
         starts = book.first_pod[:-1]
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+        inverse = scenario_positions(sim.order)
 
         def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
             return reduce.reduceat(values, starts)[inverse] if n else values[:0]
