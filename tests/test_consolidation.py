@@ -117,3 +117,38 @@ def test_array_candidates_equal_a_per_node_search() -> None:
         assert consolidator.candidates(pending, static) == sorted(expected)
         checked += len(expected)
     assert checked > 3
+
+
+def test_a_move_never_binds_the_pod_against_its_required_anti_affinity() -> None:
+    """Upstream kube-scheduler binds only to a node that passes every filter, InterPodAffinity included.
+    As in the committed case above (d = 20), evicting v1 and v2 frees both GPUs of n0, but n0 also runs
+    ``guard`` (CPU only, not preemptible, outliving every other pod), which p's required hostname
+    anti-affinity excludes: p must never be bound on n0, and nothing is evicted for a move that cannot
+    help."""
+    pools = [pool(f"n{i}", count=1, gpus=2, labels={"slot": str(i)}) for i in range(3)]
+    guard = job(
+        "guard", gpus=0, submit_s=2, runtime=5000, nodeSelector={"slot": "0"}, labels={"app": "guard"}
+    )
+    anti = [{"topology_key": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "guard"}}}]
+    jobs = [
+        {**_on("0", "v1", "1", True), "nodeSelector": {}},
+        {**_on("0", "v2", "40", True, submit_s=1), "nodeSelector": {}},
+        guard,
+        _on("1", "c", "30", False, submit_s=3),
+        _on("2", "d", "20", False, submit_s=4),
+        job("p", gpus=2, submit_s=10, runtime=10, anti_affinity=anti),
+    ]
+    res = scenario(
+        pools, jobs, scheduler={"consolidation": True, "tie_break": "first", "policy": "most-allocated"}
+    )
+    sim = Simulator(res, profile_for(res, None))
+    result = sim.run()
+    ids = [j.id for j in sim.jobs]
+
+    def nodes_of(job_id: str) -> set[int]:
+        pods = set(sim.book.pods_of(ids.index(job_id)))
+        return {int(s.node) for s in sim.book.segments if s.pod in pods}
+
+    assert nodes_of("guard") == {0} and 0 in nodes_of("v1") and 0 in nodes_of("v2")
+    assert 0 not in nodes_of("p")
+    assert result.sharing is not None and result.sharing.consolidation_evictions == 0

@@ -15,6 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.model.billing_rules import BYTES_PER_GB, HOURS_PER_MONTH
+from fleetlab.sim.book import scenario_positions
+from fleetlab.sim.events import MS_PER_HOUR
 from fleetlab.sim.result import SegmentTable
 
 if TYPE_CHECKING:
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
-MS_PER_HOUR = 3_600_000
 
 
 @dataclass
@@ -88,6 +89,5 @@ def billing_inputs(sim: Simulator, segments: SegmentTable, end_ms: int) -> Billi
         done = np.where(complete, ends, end_ms)
     months = np.maximum(done - sim.submit_ms, 0) / MS_PER_HOUR / HOURS_PER_MONTH
     storage = gb_per_job * storage_rate * months
-    inverse = np.empty(n_jobs, dtype=np.int64)
-    inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n_jobs, dtype=np.int64)
+    inverse = scenario_positions(sim.order)
     return BillingInputs(minimum, unused, rate, transfer[inverse], storage[inverse])

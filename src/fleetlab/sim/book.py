@@ -7,6 +7,7 @@ from what really happened, however often a pod was placed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,6 +16,14 @@ from numpy.typing import NDArray
 from fleetlab.sim.result import NEVER
 
 IntArray = NDArray[np.int64]
+
+
+def scenario_positions(order: Sequence[int]) -> IntArray:
+    """Per job in scenario order, its index in submit order (``order[i]`` is the scenario index of the i-th
+    job submitted): indexing a per-job array in submit order with it gives scenario order."""
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+    return inverse
 
 
 @dataclass

@@ -124,13 +124,16 @@ class Consolidator:
         if self._hopeless.get(id(compiled)) == stamp:
             return -1
         static = scheduler.static_mask(compiled)
+        if compiled.spec.pod_dependent:  # inter-pod (anti-)affinity and spread, judged as the cluster is now
+            for plugin in scheduler.pod_filters:
+                static = static & plugin.passes(state, compiled)
         for _, _, node, chosen in self.candidates(compiled, static)[:MAX_CANDIDATES]:
             if self._replaceable(node, chosen, compiled):
                 for v in chosen:
                     sim.evict_job_pods(v)
                     self.moved_ms[v] = sim.now
                     self.evictions += 1
-                if scheduler._incremental(compiled).fits[node]:
+                if scheduler.fits_now(compiled)[node]:
                     return int(node)
                 return -1
         self._hopeless[id(compiled)] = stamp

@@ -8,6 +8,9 @@ from __future__ import annotations
 import heapq
 from enum import IntEnum
 
+#: Engine milliseconds in one hour (GPU-hours, per-hour rates and prices).
+MS_PER_HOUR = 3_600_000
+
 
 class EventKind(IntEnum):
     """What happened; the payload is an index into the simulator's node or pod arrays."""

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fleetlab.sim.events import to_ms
+from fleetlab.sim.events import MS_PER_HOUR, to_ms
 from fleetlab.sim.lifecycle_result import FailureRecord
 from fleetlab.sim.node_lifecycle import Timer
 
 if TYPE_CHECKING:
     from fleetlab.sim.node_lifecycle import NodeLifecycle
 
-MS_PER_HOUR = 3_600_000
 #: Stream id mixed into the seed for failure draws (distinct from every other generator's stream).
 FAILURE_STREAM = 0xFA11
 #: Trace failures carry this token: they apply to whatever life of the node is up at that time.

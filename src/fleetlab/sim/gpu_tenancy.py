@@ -23,6 +23,7 @@ import numpy as np
 
 from fleetlab.model.resources import GPU
 from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
+from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.result import SharingTable
@@ -83,9 +84,7 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] += 1
                 state.free[node, col] -= 1
-                self.sim.counters.allocated_gpus += 1  # a shared GPU is taken from the whole-GPU pool
-                if state.requested[node, col] == 1:
-                    self.sim.counters.whole_free -= 1
+                self.sim.counters.gpus_taken(1, state.requested[node, col] == 1)  # out of the whole-GPU pool
         elif devices.kind[node] == TIME_SLICED:
             sliced = state.column.get(devices.sliced_resource[node])
             if sliced is not None and request[sliced] > 0:
@@ -120,13 +119,7 @@ class GpuTenancy:
                 col = state.gpu_col
                 state.requested[node, col] -= 1
                 state.free[node, col] += 1
-                self.sim.counters.allocated_gpus -= 1
-                if state.requested[node, col] == 0:
-                    self.sim.counters.whole_free += 1
-
-    def work_ms(self, pod: int, wall_ms: int) -> int:
-        """Work done in the current run at full speed (its wall time unless time-slicing slowed it)."""
-        return self.sim.pace.work_ms(pod, wall_ms)
+                self.sim.counters.gpus_returned(1, state.requested[node, col] == 0)
 
     # -- time-slicing --------------------------------------------------------------------------------
     def started(self, pod: int, wall_ms: int) -> None:
@@ -202,8 +195,7 @@ class GpuTenancy:
         book = sim.book
         n = len(sim.jobs)
         starts = book.first_pod[:-1]
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+        inverse = scenario_positions(sim.order)
 
         def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
             return reduce.reduceat(values, starts)[inverse] if n else values[:0]

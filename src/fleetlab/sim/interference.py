@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fleetlab.model.node_demand import RESOURCES
+from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.interference_result import InterferenceTable
 
 if TYPE_CHECKING:
@@ -89,8 +90,7 @@ class Interference:
             empty = np.zeros(0, dtype=np.float64)
             return InterferenceTable(empty, empty)
         starts = sim.book.first_pod[:-1]
-        inverse = np.empty(n, dtype=np.int64)
-        inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+        inverse = scenario_positions(sim.order)
         pace = sim.pace
         return InterferenceTable(
             job_interfered_ms=np.add.reduceat(pace.interfered_ms, starts)[inverse],

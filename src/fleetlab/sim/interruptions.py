@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fleetlab.model.cluster import NodePool
-from fleetlab.sim.events import EventKind, EventQueue, to_ms
+from fleetlab.sim.events import MS_PER_HOUR, EventKind, EventQueue, to_ms
 from fleetlab.sim.interruption_log import IntArray, InterruptionLog
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.spec.interruption_trace import read_interruption_trace
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 #: Entropy mixed with the run's seed for the interruption stream (independent of every other stream).
 SPOT_STREAM = 0x5B07
-MS_PER_HOUR = 3_600_000
 
 
 class SpotEventQueue(EventQueue):
@@ -188,9 +187,7 @@ class Interruptions:
             return
         first_segment, evictions = len(book.segments), sim.evictions
         self.first_ready.setdefault(node, int(sim.ready_ms[node]))
-        for pod in sorted(sim.node_pods[node]):
-            if book.node[pod] == node and book.end_ms[pod] < 0:
-                sim.evict_job_pods(pod)
+        lifecycle.evict_all(node)
         lost_units, lost_gpu, dollars = self._lost(first_segment)
         boot_ms = to_ms(pool.boot_time_s)
         lifecycle.remove(node)

@@ -177,7 +177,7 @@ class NodeLifecycle:
 
     def remove(self, node: int) -> None:
         """Drain (evict every pod through the shared eviction path) and delete the node; billing stops."""
-        self._evict_all(node)
+        self.evict_all(node)
         if self.up[node]:
             self._take_down(node)
         elif not self.down[node]:
@@ -190,7 +190,7 @@ class NodeLifecycle:
 
     def fail(self, node: int, repair_ms: int) -> None:
         """The node breaks: its pods are evicted, it stays billed (bucket ``down``) until repaired."""
-        self._evict_all(node)
+        self.evict_all(node)
         self._take_down(node)
         self.down[node] = True
         self.token[node] += 1
@@ -203,7 +203,8 @@ class NodeLifecycle:
             self.down[node] = False
             self.record.down.append((node, self._down_at.pop(node), self.sim.now))
 
-    def _evict_all(self, node: int) -> None:
+    def evict_all(self, node: int) -> None:
+        """Evict every pod still on the node through the shared eviction path, in pod order."""
         sim = self.sim
         for pod in sorted(sim.node_pods[node]):
             if sim.book.node[pod] == node and sim.book.end_ms[pod] < 0:
@@ -212,13 +213,9 @@ class NodeLifecycle:
     def _take_down(self, node: int) -> None:
         """Hide an empty node from the scheduler and take it out of the cluster totals."""
         sim, state = self.sim, self.sim.state
-        c = sim.counters
         g = int(state.allocatable[node, state.gpu_col])
         if g > 0:
-            c.total_gpus -= g
-            c.gpu_nodes -= 1
-            if state.requested[node, state.gpu_col] == 0:
-                c.whole_free -= 1
+            sim.counters.node_counted(g, state.requested[node, state.gpu_col] == 0, -1)
         state.set_ready(node, False)
 
     def _clear_images(self, node: int) -> None:

@@ -12,13 +12,11 @@ from fleetlab.placement.fragmentation import target_workload
 from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.share_view import ShareView, pod_request
 from fleetlab.placement.sharing import PodRequest
+from fleetlab.sim.gpu_fragments import POPULARITY
 from fleetlab.sim.specs import pod_spec
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
-
-#: Share of pods the typical pod shapes cover (the FGD experiments' podPopularityThreshold).
-POPULARITY = 0.95
 
 
 def attach_share_view(sim: Simulator) -> ShareView | None:

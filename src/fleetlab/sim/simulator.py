@@ -68,6 +68,25 @@ class Counters:
     whole_free: int = 0
     gpu_nodes: int = 0
 
+    def gpus_taken(self, gpus: int, node_had_none: bool) -> None:
+        """``gpus`` GPUs of a ready node were allocated; a node that had none is no longer whole free."""
+        self.allocated_gpus += gpus
+        if node_had_none:
+            self.whole_free -= 1
+
+    def gpus_returned(self, gpus: int, node_has_none: bool) -> None:
+        """``gpus`` GPUs of a ready node were freed; a node left with none allocated is whole free again."""
+        self.allocated_gpus -= gpus
+        if node_has_none:
+            self.whole_free += 1
+
+    def node_counted(self, gpus: int, idle: bool, sign: int) -> None:
+        """A GPU node joins (``sign`` 1) or leaves (-1) the ready totals; ``idle``: no GPU allocated."""
+        self.total_gpus += sign * gpus
+        self.gpu_nodes += sign
+        if idle:
+            self.whole_free += sign
+
 
 class Simulator:
     """Replays one resolved scenario under one profile; the same inputs give the same result."""
@@ -205,10 +224,7 @@ class Simulator:
         self.ready_ms[node] = self.now
         g = int(state.allocatable[node, state.gpu_col])
         if g > 0:
-            c.total_gpus += g
-            c.gpu_nodes += 1
-            if state.requested[node, state.gpu_col] == 0:
-                c.whole_free += 1
+            c.node_counted(g, state.requested[node, state.gpu_col] == 0, 1)
 
     # -- pod lifecycle -------------------------------------------------------------------------------
     def bind(self, pod: int, node: int) -> None:
@@ -226,9 +242,7 @@ class Simulator:
         self.placements += 1
         g = int(compiled.request[state.gpu_col])
         if g:
-            c.allocated_gpus += g
-            if gpus_before == 0:
-                c.whole_free -= 1
+            c.gpus_taken(g, gpus_before == 0)
         self.node_pods[node].add(pod)
         self.bound_pods += 1
         self.bound_by_priority.setdefault(job.priority, set()).add(pod)
@@ -308,16 +322,14 @@ class Simulator:
         self.usage.touch(node)
         g = int(compiled.request[state.gpu_col])
         if g:
-            c.allocated_gpus -= g
-            if state.requested[node, state.gpu_col] == 0:
-                c.whole_free += 1
+            c.gpus_returned(g, state.requested[node, state.gpu_col] == 0)
         self.node_pods[node].discard(pod)
         self.bound_pods -= 1
         self.bound_by_priority[self.jobs[job_index].priority].discard(pod)
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
             interval, write = self._checkpointing(job_index)
-            elapsed = self.tenancy.work_ms(pod, self.now - int(book.start_ms[pod]))
+            elapsed = self.pace.work_ms(pod, self.now - int(book.start_ms[pod]))
             saved, lost = progress_at(elapsed, interval, write)
             total = int(book.run_total_ms[pod])
             if total > 0:

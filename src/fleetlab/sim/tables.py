@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.sim.billing_inputs import billing_inputs, node_prices
+from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.lifecycle_result import LifecycleRecord
 from fleetlab.sim.node_lifecycle import NodeLifecycle, billed_columns
 from fleetlab.sim.result import (
@@ -50,8 +51,7 @@ def job_table(sim: Simulator) -> JobTable:
         all_bound = all_started = completed = np.zeros(0, dtype=bool)
     # A completed job's last stay is what the queue-wait / prep / compute split describes.
     last_bound = np.where(completed | all_bound, last_bound, NEVER)
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[np.asarray(sim.order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+    inverse = scenario_positions(sim.order)
     ordered = [jobs[int(i)] for i in inverse]
     return JobTable(
         ids=[job.id for job in ordered],
