@@ -130,8 +130,7 @@ class Scheduler:
         if spec.pod_dependent:
             if spec.pod_affinity:
                 state.binds_can_help = True
-            terms = tuple(t for t in spec.anti_affinity if t.required)
-            label_set = state.pod_labels.intern(dict(spec.labels), spec.namespace, terms)
+            label_set = state.pod_labels.intern(dict(spec.labels), spec.namespace, spec.anti_affinity)
         explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
         per = spec.containers
         nonzero = np.asarray(
