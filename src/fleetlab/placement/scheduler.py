@@ -183,10 +183,14 @@ class Scheduler:
         fits = self._incremental(pod).fits
         if not pod.spec.pod_dependent:
             return fits
-        fits = fits.copy()
+        return fits & self.pod_filters_pass(pod)
+
+    def pod_filters_pass(self, pod: CompiledPod) -> BoolArray:
+        """Per node, whether the filters that move with other pods' binds (``pod_filters``) pass now."""
+        passed = np.ones(self.state.n, dtype=bool)
         for plugin in self.pod_filters:
-            fits &= plugin.passes(self.state, pod)
-        return fits
+            passed &= plugin.passes(self.state, pod)
+        return passed
 
     def _fits(self, pod: CompiledPod, nodes: IntArray) -> BoolArray:
         cols = pod.request_cols
