@@ -90,7 +90,9 @@ def test_every_file_is_written_and_an_old_folder_is_replaced_whole(
         "README.md",
     }
     assert [p.name for p in tmp_path.iterdir()] == ["config"]  # no staging or old folder left behind
-    assert "tie_break: first" in (out / "README.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert "tie_break: first" in readme
+    assert "models topology spread, pod affinity and pod anti-affinity" in readme  # all three are simulated
 
 
 def test_gpu_operator_configmaps_pass_kubernetes_validate(scenario: Scenario, exported: Path) -> None:

@@ -376,3 +376,12 @@ def test_gpu010_gpu011_spread_key_missing_and_more_replicas_than_hosts(scenario:
     assert "missing required label" in by_rule["GPU010"].message
     assert "6 replica(s) must each have their own kubernetes.io/hostname domain" in by_rule["GPU011"].message
     assert "have 4; 2 replica(s) stay Pending" in by_rule["GPU011"].message
+
+
+def test_gpu011_finds_the_own_labels_of_a_jobset_template(scenario: Scenario) -> None:
+    """A JobSet's pod template sits under spec.replicatedJobs[i]: its own labels (which the required
+    hostname anti-affinity selects) are read through the list index, so 6 pods on 4 hosts are flagged."""
+    by_rule = {f.rule: f for f in lint("jobset-anti-affinity.yaml", scenario).findings}
+    assert sorted(by_rule) == ["GPU011"]
+    assert by_rule["GPU011"].path.startswith("spec.replicatedJobs[0].template.spec.template.spec.affinity")
+    assert "6 replica(s) must each have their own kubernetes.io/hostname domain" in by_rule["GPU011"].message

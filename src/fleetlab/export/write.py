@@ -51,8 +51,7 @@ def _notes(scenario: Scenario) -> list[str]:
     config, cluster = scenario.scheduler, scenario.cluster
     notes = [
         "PodTopologySpread and InterPodAffinity score with weight 2 each as in kube-scheduler; fleetlab "
-        "models pod anti-affinity but not pod affinity (attraction), so pods with podAffinity can score "
-        "differently on a real cluster.",
+        "models topology spread, pod affinity and pod anti-affinity with them.",
     ]
     if config.tie_break == "first":
         notes.append(

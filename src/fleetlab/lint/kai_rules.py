@@ -9,23 +9,13 @@ parser that reads them into a scenario (``fleetlab.model.gpu_share.kai_share``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from fleetlab.lint.findings import Finding, finding
-from fleetlab.lint.manifests import FieldPath
+from fleetlab.lint.manifests import FieldPath, value_at
 from fleetlab.lint.resources import containers
 from fleetlab.lint.workloads import PodTemplate
 from fleetlab.model.gpu_share import KAI_FRACTION, KAI_MEMORY, kai_share
 from fleetlab.model.resources import GPU
-
-
-def _at(data: Any, path: FieldPath) -> Any:
-    for part in path:
-        if isinstance(part, int):
-            data = data[part] if isinstance(data, list) and 0 <= part < len(data) else None
-        else:
-            data = data.get(part) if isinstance(data, Mapping) else None
-    return data
 
 
 def _requests_gpu(template: PodTemplate) -> bool:
@@ -43,7 +33,7 @@ def _requests_gpu(template: PodTemplate) -> bool:
 def kai_findings(template: PodTemplate) -> list[Finding]:
     """GPU012 for one pod template's KAI sharing annotations."""
     meta_path: FieldPath = (*template.spec_path[:-1], "metadata", "annotations")
-    annotations = _at(template.manifest.data, meta_path)
+    annotations = value_at(template.manifest.data, meta_path)
     if not isinstance(annotations, Mapping):
         return []
     given = [key for key in (KAI_FRACTION, KAI_MEMORY) if key in annotations]

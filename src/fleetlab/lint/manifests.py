@@ -26,6 +26,16 @@ class ManifestError(SpecError):
     """A manifest file that cannot be read or parsed (file, line, what was wrong)."""
 
 
+def value_at(data: Any, path: FieldPath) -> Any:
+    """The value at a field path (list indices included), or None where a level is missing."""
+    for part in path:
+        if isinstance(part, int):
+            data = data[part] if isinstance(data, list) and 0 <= part < len(data) else None
+        else:
+            data = data.get(part) if isinstance(data, Mapping) else None
+    return data
+
+
 def render_path(path: FieldPath) -> str:
     """A field path the way the API server writes it: ``spec.containers[0].resources.limits[nvidia.com/gpu]``.
 

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetlab.lint.findings import Finding, finding
+from fleetlab.lint.manifests import value_at
 from fleetlab.lint.nodes import LintNode
 from fleetlab.lint.workloads import PodTemplate
 from fleetlab.model.pod_constraints import LabelSelector
@@ -23,11 +24,7 @@ from fleetlab.placement.pod_labels import selector_matches
 
 def _own_labels(template: PodTemplate) -> dict[str, str]:
     """The pod template's metadata.labels (the Pod's own for kind Pod)."""
-    data: Any = template.manifest.data
-    for key in (*template.spec_path[:-1], "metadata", "labels"):
-        if not isinstance(data, Mapping):
-            return {}
-        data = data.get(key)
+    data = value_at(template.manifest.data, (*template.spec_path[:-1], "metadata", "labels"))
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
 
 

@@ -106,9 +106,14 @@ def node_fragmentation(
     return np.asarray(per_task @ target.weight, dtype=np.float64)
 
 
+def model_bits(model: IntArray) -> IntArray:
+    """Each node's GPU model as one bit (0 for CPU-only nodes), to test against a pod's ``model_mask``."""
+    return np.where(model >= 0, np.left_shift(1, np.maximum(model, 0)), 0).astype(np.int64)
+
+
 def model_compatibility(target: TargetWorkload, node_model: IntArray) -> NDArray[np.bool_]:
     """``[node, task]``: task k accepts the node's GPU model (any model when its mask is 0)."""
-    bits = np.where(node_model >= 0, np.left_shift(1, np.maximum(node_model, 0)), 0)
+    bits = model_bits(node_model)
     mask = target.model_mask[None, :]
     return np.asarray((mask == 0) | ((bits[:, None] & mask) != 0), dtype=np.bool_)
 

@@ -108,7 +108,8 @@ class PodLabelCounts:
     def intern(
         self, labels: Mapping[str, str], namespace: str, anti_terms: tuple[PodAntiAffinityTerm, ...] = ()
     ) -> int:
-        """Id of a pod label set (stable for the life of the state)."""
+        """Id of a pod label set (stable for the life of the state); of ``anti_terms`` only the required
+        ones are kept, as only those are checked against incoming pods."""
         key = LabelSet(tuple(sorted(labels.items())), namespace, tuple(t for t in anti_terms if t.required))
         found = self._set_ids.get(key)
         if found is not None:

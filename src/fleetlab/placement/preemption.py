@@ -101,9 +101,7 @@ def find_preemption(
     if pod.spec.pod_dependent:
         # Only nodes whose spread / anti-affinity verdict already passes: evicting to fix a skew or an
         # anti-affinity conflict (which upstream's dry run can find) is not modelled.
-        static = static.copy()
-        for plugin in scheduler.pod_filters:
-            static &= plugin.passes(state, pod)
+        static = static & scheduler.pod_filters_pass(pod)
     cols = pod.request_cols
     resolvable = (state.allocatable[:, cols] >= pod.request[cols]).all(axis=1)
     helps = ((state.free[:, cols] + reclaimable[:, cols]) >= pod.request[cols]).all(axis=1)

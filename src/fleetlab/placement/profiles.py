@@ -8,7 +8,7 @@ GPU platform team configures NodeResourcesFitArgs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fleetlab.model.pod_constraints import SYSTEM_DEFAULT_CONSTRAINTS, TopologySpreadConstraint
 from fleetlab.model.scheduler import (
@@ -156,17 +156,10 @@ def _share_profile(config: SchedulerConfig) -> Profile:
         {"NodeResourcesFit": 0, "NodeResourcesBalancedAllocation": 0, "SharePolicy": SHARE_POLICY_WEIGHT}
     )
     weights.update(config.plugin_weights)
-    return Profile(
+    return replace(
+        base,
         name=config.policy,
-        strategy=base.strategy,
-        resources=base.resources,
-        shape=base.shape,
-        balanced_resources=base.balanced_resources,
         plugin_weights=weights,
-        tie_break=config.tie_break,
-        kubernetes_version=config.kubernetes_version,
         description=SHARE_POLICY_DESCRIPTIONS[config.policy],
-        spread_defaults=base.spread_defaults,
-        spread_system_defaulted=base.spread_system_defaulted,
         share_policy=config.policy,
     )

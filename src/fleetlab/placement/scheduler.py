@@ -130,8 +130,7 @@ class Scheduler:
         if spec.pod_dependent:
             if spec.pod_affinity:
                 state.binds_can_help = True
-            terms = tuple(t for t in spec.anti_affinity if t.required)
-            label_set = state.pod_labels.intern(dict(spec.labels), spec.namespace, terms)
+            label_set = state.pod_labels.intern(dict(spec.labels), spec.namespace, spec.anti_affinity)
         explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
         per = spec.containers
         nonzero = np.asarray(
@@ -184,10 +183,14 @@ class Scheduler:
         fits = self._incremental(pod).fits
         if not pod.spec.pod_dependent:
             return fits
-        fits = fits.copy()
+        return fits & self.pod_filters_pass(pod)
+
+    def pod_filters_pass(self, pod: CompiledPod) -> BoolArray:
+        """Per node, whether the filters that move with other pods' binds (``pod_filters``) pass now."""
+        passed = np.ones(self.state.n, dtype=bool)
         for plugin in self.pod_filters:
-            fits &= plugin.passes(self.state, pod)
-        return fits
+            passed &= plugin.passes(self.state, pod)
+        return passed
 
     def _fits(self, pod: CompiledPod, nodes: IntArray) -> BoolArray:
         cols = pod.request_cols

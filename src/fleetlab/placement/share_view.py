@@ -60,10 +60,6 @@ class ShareView:
         self.binding = PodRequest(0, 0, 0, 0, 0)
 
     # -- keeping current -----------------------------------------------------------------------------
-    def touch(self, node: int) -> None:
-        """The node's CPU or GPU usage changed."""
-        self.dirty.add(node)
-
     def bound(self, pod: int, node: int) -> None:
         """Pod ``pod`` (the one in ``binding``) was bound to the node."""
         self.dirty.add(node)

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from fleetlab.placement.fragmentation import (
     TargetWorkload,
+    model_bits,
     model_compatibility,
     node_fragmentation,
     share_summaries,
@@ -53,11 +54,6 @@ class PodRequest:
         if self.num_gpu == 0:
             return -1
         return 0 if self.sharing else int(self.num_gpu).bit_length()
-
-
-def model_bits(model: IntArray) -> IntArray:
-    """Each node's GPU model as one bit (0 for CPU-only nodes), to test against a pod's ``model_mask``."""
-    return np.where(model >= 0, np.left_shift(1, np.maximum(model, 0)), 0).astype(np.int64)
 
 
 class ShareState:

@@ -68,11 +68,11 @@ class TimeSlicingRequestFilter(FilterPlugin):
         if devices is None or not devices.fail_over_one.any():
             return np.ones(state.n, dtype=bool)
         ok = np.ones(state.n, dtype=bool)
+        sliced = np.asarray(devices.sliced_resource)
         for resource in {r for r in devices.sliced_resource if r}:
             col = state.column.get(resource)
             if col is not None and pod.request[col] > 1:
-                named = np.asarray([r == resource for r in devices.sliced_resource], dtype=bool)
-                ok &= ~(devices.fail_over_one & named)
+                ok &= ~(devices.fail_over_one & (sliced == resource))
         return ok
 
     def failure(self, state: ClusterState, pod: CompiledPod, failing: BoolArray) -> FilterFailure:

@@ -68,21 +68,16 @@ def affinity_blocked(state: ClusterState, pod: CompiledPod) -> BoolArray:
     namespaces = frozenset.intersection(*(frozenset(t.namespaces or (spec.namespace,)) for t in terms))
     merged = _all_terms_selector(terms)
     has_keys = np.ones(state.n, dtype=bool)
-    pods_exist = np.ones(state.n, dtype=bool)
+    can_match = merged is not None and bool(namespaces)
+    pods_exist = np.full(state.n, can_match, dtype=bool)
+    sid = state.pod_labels.selector(merged, namespaces, count_empty=True) if can_match else -1
     matching_anywhere = 0
     for term in terms:
-        codes = state.labels.codes(term.topology_key)
-        has = codes >= 0
-        has_keys &= has
-        if merged is None or not namespaces:
-            pods_exist[:] = False
-            continue
-        sid = state.pod_labels.selector(merged, namespaces, count_empty=True)
-        per_domain = state.pod_labels.domain_counts(sid, term.topology_key)
-        matching_anywhere += int(per_domain.sum())
-        here = np.zeros(state.n, dtype=bool)
-        here[has] = per_domain[codes[has]] > 0
-        pods_exist &= here
+        has_keys &= state.labels.codes(term.topology_key) >= 0
+        if can_match:
+            per_domain = state.pod_labels.domain_counts(sid, term.topology_key)
+            matching_anywhere += int(per_domain.sum())
+            pods_exist &= _occupied(state, term.topology_key, per_domain)
     own = dict(spec.labels)
     first_of_group = (
         matching_anywhere == 0

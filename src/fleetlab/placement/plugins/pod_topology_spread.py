@@ -204,9 +204,10 @@ class PodTopologySpreadScore(ScorePlugin):
         if not constraints:
             return None
         require_all = bool(pod.spec.topology_spread) or not self.system_defaulted
-        ignored = (
-            ~_has_all_keys(state, constraints)[nodes] if require_all else np.zeros(len(nodes), dtype=bool)
-        )
+        has_all = _has_all_keys(state, constraints) if require_all else None
+        ignored = ~has_all[nodes] if has_all is not None else np.zeros(len(nodes), dtype=bool)
+        # Nodes whose pods count, before each constraint's inclusion policies.
+        base = state.ready & has_all if has_all is not None else state.ready
         scored = nodes[~ignored]
         raw = np.zeros(len(nodes), dtype=np.float64)
         for rc in constraints:
@@ -217,8 +218,7 @@ class PodTopologySpreadScore(ScorePlugin):
                 cnt = dense_node_counts(state, rc.selector_id)[nodes]
             else:
                 size = len(np.unique(codes[scored]))
-                base = state.ready & (_has_all_keys(state, constraints) if require_all else True)
-                eligible = _eligible(state, pod, rc, np.asarray(base, dtype=bool))
+                eligible = _eligible(state, pod, rc, base)
                 counts = state.pod_labels.counts_within(rc.selector_id, rc.key, eligible)
                 cnt = np.where(node_codes >= 0, counts[np.maximum(node_codes, 0)], 0)
             weight = math.log(size + 2)
