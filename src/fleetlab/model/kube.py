@@ -6,6 +6,7 @@ a scenario; matching semantics live in ``fleetlab.placement``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -43,6 +44,27 @@ class Toleration(KubeModel):
         if not self.key and self.operator != "Exists":
             raise ValueError("a toleration with an empty key must use operator Exists")
         return self
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """core/v1 ToleratesTaint: effect empty or equal, key empty (Exists) or equal, Exists or equal value."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
+def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint no toleration covers (what Filter reports)."""
+    for taint in taints:
+        if taint.effect == "PreferNoSchedule":
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
 
 
 class NodeSelectorRequirement(KubeModel):

@@ -16,6 +16,7 @@ Fields that Kueue's defaulting writes into stored objects are accepted with thei
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -30,8 +31,8 @@ from pydantic import (
 )
 
 from fleetlab.model.kube import KubeModel, Taint, Toleration
-from fleetlab.model.quantity import QuantityError, to_milli
-from fleetlab.model.resources import parse_amount
+from fleetlab.model.quantity import QuantityError, to_int, to_milli
+from fleetlab.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_amount
 from fleetlab.spec.errors import problems_from_validation
 
 __all__ = [
@@ -84,9 +85,18 @@ class ObjectMeta(BaseModel):
     namespace: str = Field(default="default", min_length=1, max_length=63)
 
 
+_STANDARD = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+#: Kueue quotas may name any resource (``cpu_credits``, ``example.com/foo``); one outside Kubernetes' own
+#: names is counted in whole units, as Kueue's ``Quantity.Value()``.
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?$")
+
+
 def _quantity(resource: str, value: Any) -> int:
     try:
-        amount = parse_amount(resource, value)
+        if _RESOURCE_NAME.match(resource) and "/" not in resource and resource not in _STANDARD:
+            amount = to_int(value)
+        else:
+            amount = parse_amount(resource, value)
     except QuantityError as exc:
         text = str(exc)
         raise ValueError(text if text.startswith(f"{resource}:") else f"{resource}: {text}") from None

@@ -109,7 +109,7 @@ class KueueBridge:
                 local_queue=job.queue,
                 priority=job.priority,
                 created_ms=now,
-                podsets=(PodSetRequest(PODSET, job.pods, requests),),
+                podsets=(PodSetRequest(PODSET, job.pods, requests, job.tolerations),),
             )
         )
 
