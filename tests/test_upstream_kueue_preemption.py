@@ -39,11 +39,17 @@ def _res(name: str, nominal: str, borrowing: str = "", lending: str = "") -> dic
     return out
 
 
+def _dns(name: str) -> str:
+    """Upstream's table uses names Kueue's API would refuse (``a_standard``, ``preventStarvation``); the
+    port uses their DNS-1123 forms (``a-standard``, ``preventstarvation``)."""
+    return name.replace("_", "-").lower()
+
+
 def _cq(name: str, cohort: str | None, groups: list[Any], **preemption: Any) -> dict[str, Any]:
     spec: dict[str, Any] = {"resourceGroups": groups, "preemption": preemption}
     if cohort:
-        spec["cohortName"] = cohort
-    return {"kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+        spec["cohortName"] = _dns(cohort)
+    return {"kind": "ClusterQueue", "metadata": {"name": _dns(name)}, "spec": spec}
 
 
 def _group(resources: list[str], *flavors: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -115,57 +121,118 @@ CLUSTER_QUEUES: dict[str, dict[str, Any]] = {
         reclaimWithinCohort=ANY,
         borrowWithinCohort=BWC0,
     ),
+    "a_best_effort": _cq(
+        "a_best_effort",
+        "with_shared_cq",
+        [_group([CPU], ("default", [_res(CPU, "1", "12")]))],
+        withinClusterQueue=NEVER,
+        reclaimWithinCohort=LOWER,
+        borrowWithinCohort=BWC0,
+    ),
+    "b_best_effort": _cq(
+        "b_best_effort",
+        "with_shared_cq",
+        [_group([CPU], ("default", [_res(CPU, "0", "13")]))],
+        withinClusterQueue=NEVER,
+        reclaimWithinCohort=LOWER,
+        borrowWithinCohort=BWC0,
+    ),
     "shared": _cq("shared", "with_shared_cq", [_group([CPU], ("default", [_res(CPU, "10")]))]),
+    "preventStarvation": _cq(
+        "preventStarvation",
+        None,
+        [_group([CPU], ("default", [_res(CPU, "6")]))],
+        withinClusterQueue="LowerOrNewerEqualPriority",
+    ),
+    "lend1": _cq(
+        "lend1",
+        "cohort-lend",
+        [_group([CPU], ("default", [_res(CPU, "6", "", "4")]))],
+        withinClusterQueue=LOWER,
+        reclaimWithinCohort=LOWER,
+    ),
+    "lend2": _cq(
+        "lend2",
+        "cohort-lend",
+        [_group([CPU], ("default", [_res(CPU, "6", "", "2")]))],
+        withinClusterQueue=LOWER,
+        reclaimWithinCohort=LOWER,
+    ),
+    "a": _cq(
+        "a",
+        "cohort-three",
+        [_group([CPU, MEM], ("default", [_res(CPU, "2"), _res(MEM, "2")]))],
+        withinClusterQueue=LOWER,
+        reclaimWithinCohort=ANY,
+    ),
+    "b": _cq("b", "cohort-three", [_group([CPU, MEM], ("default", [_res(CPU, "2"), _res(MEM, "2")]))]),
+    "c": _cq("c", "cohort-three", [_group([CPU, MEM], ("default", [_res(CPU, "2"), _res(MEM, "2")]))]),
 }
 
-#: The cohort each ClusterQueue's case needs built around it.
-_COHORT_MEMBERS = {
-    "cohort": ["c1", "c2"],
-    "cohort-no-limits": ["d1", "d2"],
-    "legion": ["l1"],
-    "with_shared_cq": ["a_standard", "b_standard", "shared"],
-}
+#: The "long range preemption" case's own ClusterQueues and Cohorts.
+LONG_RANGE: list[dict[str, Any]] = [
+    _cq("cq-left", "cohort-left", [_group([CPU], ("default", [_res(CPU, "10")]))], reclaimWithinCohort=ANY),
+    _cq("cq-right", "cohort-right", [_group([CPU], ("default", [_res(CPU, "0")]))]),
+    {"kind": "Cohort", "metadata": {"name": "cohort-left"}, "spec": {"parentName": "root"}},
+    {"kind": "Cohort", "metadata": {"name": "cohort-right"}, "spec": {"parentName": "root"}},
+]
 
 
 def _manager(target: str) -> AdmissionManager:
-    cohort = CLUSTER_QUEUES[target]["spec"].get("cohortName")
-    names = _COHORT_MEMBERS[cohort] if cohort else [target]
+    """Every ClusterQueue of upstream's table (as its cache holds them), or the long-range case's own."""
+    queues = LONG_RANGE if target == "cq-left" else list(CLUSTER_QUEUES.values())
+    names = [o["metadata"]["name"] for o in queues if o["kind"] == "ClusterQueue"]
     flavors = [{"kind": "ResourceFlavor", "metadata": {"name": f}} for f in ("default", "alpha", "beta")]
     lqs = [{"kind": "LocalQueue", "metadata": {"name": n}, "spec": {"clusterQueue": n}} for n in names]
-    config = queue_config_from_objects([*flavors, *(CLUSTER_QUEUES[n] for n in names), *lqs])
+    config = queue_config_from_objects([*flavors, *queues, *lqs])
     return AdmissionManager(config, preemption=ClassicPreemption())
 
 
-#: An admitted workload: (name, ClusterQueue, priority, {resource: (flavor, amount)}).
-Admitted = tuple[str, str, int, dict[str, tuple[str, int]]]
+#: An admitted workload: (name, ClusterQueue, priority, {resource: (flavor, amount)}), optionally followed by
+#: its quota-reservation time and creation time (ms; both 0, upstream's ``now``, when absent).
+Admitted = tuple[Any, ...]
+#: One incoming podset: (name, count, {resource: (flavor, per-pod amount, mode)}).
+PodSet = tuple[str, int, dict[str, tuple[str, int, AssignmentMode]]]
 
 
 def _reserve(m: AdmissionManager, admitted: list[Admitted]) -> None:
     """Reserve each workload's quota in its ClusterQueue, as upstream's ``ReserveQuotaAt`` does."""
-    for i, (name, cq, priority, usage) in enumerate(admitted):
+    for name, cq, priority, usage, *times in admitted:
+        at, created = (*times, 0, 0)[:2]
         requests = {r: v for r, (_, v) in usage.items()}
-        wl = Workload(name, "default", cq, priority, 0, (PodSetRequest("main", 1, requests),))
-        m.reserve(wl, cq, {"main": {r: f for r, (f, _) in usage.items()}}, i)
+        wl = Workload(name, "default", _dns(cq), priority, created, (PodSetRequest("main", 1, requests),))
+        m.reserve(wl, _dns(cq), {"main": {r: f for r, (f, _) in usage.items()}}, at)
 
 
 def _targets(
     target: str,
     admitted: list[Admitted],
     priority: int,
-    assignment: dict[str, tuple[str, int, AssignmentMode]],
+    podsets: dict[str, tuple[str, int, AssignmentMode]] | list[PodSet],
+    created_ms: int = 10,
 ) -> set[str]:
     m = _manager(target)
     _reserve(m, admitted)
-    requests = {r: v for r, (_, v, _) in assignment.items()}
-    wl = Workload("in", "default", target, priority, 10, (PodSetRequest("main", 1, requests),))
-    psa = PodSetAssignment("main", 1, requests)
-    psa.flavors = {r: ResourceAssignment(f, mode, 0) for r, (f, _, mode) in assignment.items()}
-    psa.reasons = (
-        ["needs preemption"] if any(mode != AssignmentMode.FIT for *_, mode in assignment.values()) else []
-    )
-    usage = {FlavorResource(f, r): v for r, (f, v, _) in assignment.items()}
-    nominee = Nominee(wl, target, 10, Assignment([psa], usage, 0))
-    return set(ClassicPreemption().targets(m, nominee))
+    shaped = [("main", 1, podsets)] if isinstance(podsets, dict) else podsets
+    requests = tuple(PodSetRequest(n, c, {r: v for r, (_, v, _) in res.items()}) for n, c, res in shaped)
+    target = _dns(target)
+    wl = Workload("in", "default", target, priority, created_ms, requests)
+    assigned: list[PodSetAssignment] = []
+    usage: dict[FlavorResource, int] = {}
+    for name, count, res in shaped:
+        psa = PodSetAssignment(name, count, {r: v * count for r, (_, v, _) in res.items()})
+        psa.flavors = {r: ResourceAssignment(f, mode, 0) for r, (f, _, mode) in res.items()}
+        psa.reasons = (
+            ["needs preemption"] if any(mode != AssignmentMode.FIT for *_, mode in res.values()) else []
+        )
+        assigned.append(psa)
+        for r, (f, v, _) in res.items():
+            usage[FlavorResource(f, r)] = usage.get(FlavorResource(f, r), 0) + v * count
+    nominee = Nominee(wl, target, created_ms, Assignment(assigned, usage, 0))
+    before = {n: dict(node.usage) for n, node in m.tree.cluster_queues.items()}
+    found = set(ClassicPreemption().targets(m, nominee))
+    assert {n: dict(node.usage) for n, node in m.tree.cluster_queues.items()} == before  # snapshot untouched
+    return found
 
 
 P, F = AssignmentMode.PREEMPT, AssignmentMode.FIT
@@ -175,7 +242,7 @@ STANDALONE_3 = [
     ("high", "standalone", 1, {CPU: ("default", 2000)}),
 ]
 
-CASES: list[tuple[str, str, list[Admitted], int, dict[str, tuple[str, int, AssignmentMode]], set[str]]] = [
+CASES: list[tuple[Any, ...]] = [
     ("preempt lowest priority", "standalone", STANDALONE_3, 1, {CPU: ("default", 2000, P)}, {"low"}),
     ("preempt multiple", "standalone", STANDALONE_3, 1, {CPU: ("default", 3000, P)}, {"low", "mid"}),
     (
@@ -349,19 +416,243 @@ CASES: list[tuple[str, str, list[Admitted], int, dict[str, tuple[str, int, Assig
         {CPU: ("default", 4000, P)},
         set(),
     ),
+    (
+        "reclaim borrowed quota from same priority for withinCohort=ReclaimFromAny",
+        "c2",
+        [
+            ("c1-1", "c1", 0, {CPU: ("default", 4000)}),
+            ("c1-2", "c1", 1, {CPU: ("default", 4000)}),
+            ("c2", "c2", 0, {CPU: ("default", 2000)}),
+        ],
+        0,
+        {CPU: ("default", 4000, P)},
+        {"c1-1"},
+    ),
+    (
+        "preempt from all ClusterQueues in cohort",
+        "c1",
+        [
+            ("c1-low", "c1", -1, {CPU: ("default", 3000)}),
+            ("c1-mid", "c1", 0, {CPU: ("default", 2000)}),
+            ("c2-low", "c2", -1, {CPU: ("default", 3000)}),
+            ("c2-mid", "c2", 0, {CPU: ("default", 4000)}),
+        ],
+        0,
+        {CPU: ("default", 4000, P)},
+        {"c1-low", "c2-low"},
+    ),
+    (
+        "can't preempt workloads in ClusterQueue for withinClusterQueue=Never",
+        "c2",
+        [("c2-low", "c2", -1, {CPU: ("default", 3000)})],
+        1,
+        {CPU: ("default", 4000, P)},
+        set(),
+    ),
+    (
+        "each podset preempts a different flavor",
+        "standalone",
+        [
+            ("low-alpha", "standalone", -1, {MEM: ("alpha", 2 * GI)}),
+            ("low-beta", "standalone", -1, {MEM: ("beta", 2 * GI)}),
+        ],
+        0,
+        [("launcher", 1, {MEM: ("alpha", 2 * GI, P)}), ("workers", 2, {MEM: ("beta", GI, P)})],
+        {"low-alpha", "low-beta"},
+    ),
+    (
+        "preempt newer workloads with the same priority",
+        "preventStarvation",
+        [
+            ("wl1", "preventStarvation", 2, {CPU: ("default", 2000)}, 0, 15_000),
+            ("wl2", "preventStarvation", 1, {CPU: ("default", 2000)}, 1_000, 15_000),
+            ("wl3", "preventStarvation", 1, {CPU: ("default", 2000)}, 0, 15_000),
+        ],
+        1,
+        [("launcher", 1, {CPU: ("default", 2000, P)})],
+        {"wl2"},
+        0,  # created 15 s before the others: an older equal-priority preemptor
+    ),
+    (
+        "use BorrowWithinCohort; allow preempting a lower-priority workload from another ClusterQueue while "
+        "borrowing",
+        "a_standard",
+        [
+            ("a_best_effort_low", "a_best_effort", -1, {CPU: ("default", 10_000)}),
+            ("b_best_effort_low", "b_best_effort", -1, {CPU: ("default", 1000)}),
+        ],
+        0,
+        {CPU: ("default", 10_000, P)},
+        {"a_best_effort_low"},
+    ),
+    (
+        "use BorrowWithinCohort; don't allow preempting a lower-priority workload with priority above "
+        "MaxPriorityThreshold, if borrowing is required even after the preemption",
+        "a_standard",
+        [("b_standard", "b_standard", 1, {CPU: ("default", 10_000)})],
+        2,
+        {CPU: ("default", 10_000, P)},
+        set(),
+    ),
+    (
+        "use BorrowWithinCohort; allow preempting a lower-priority workload with priority above "
+        "MaxPriorityThreshold, if borrowing is not required after the preemption",
+        "a_standard",
+        [("b_standard", "b_standard", 1, {CPU: ("default", 13_000)})],
+        2,
+        {CPU: ("default", 1000, P)},
+        {"b_standard"},
+    ),
+    (
+        "use BorrowWithinCohort; don't allow for preemption of lower-priority workload from the same "
+        "ClusterQueue",
+        "a_standard",
+        [("a_standard", "a_standard", 1, {CPU: ("default", 13_000)})],
+        2,
+        {CPU: ("default", 1000, P)},
+        set(),
+    ),
+    (
+        "use BorrowWithinCohort; only preempt from CQ if no workloads below threshold and already above nominal",
+        "b_standard",
+        [
+            ("a_standard_1", "a_standard", 1, {CPU: ("default", 10_000)}),
+            ("a_standard_2", "a_standard", 1, {CPU: ("default", 1000)}),
+            ("b_standard_1", "b_standard", 1, {CPU: ("default", 1000)}),
+            ("b_standard_2", "b_standard", 2, {CPU: ("default", 1000)}),
+        ],
+        3,
+        {CPU: ("default", 1000, P)},
+        {"b_standard_1"},
+    ),
+    (
+        "use BorrowWithinCohort; preempt from CQ and from other CQs with workloads below threshold",
+        "b_standard",
+        [
+            ("b_standard_high", "b_standard", 2, {CPU: ("default", 10_000)}),
+            ("b_standard_mid", "b_standard", 1, {CPU: ("default", 1000)}),
+            ("a_best_effort_low", "a_best_effort", -1, {CPU: ("default", 1000)}),
+            ("a_best_effort_lower", "a_best_effort", -2, {CPU: ("default", 1000)}),
+        ],
+        2,
+        {CPU: ("default", 2000, P)},
+        {"b_standard_mid", "a_best_effort_lower"},
+    ),
+    (
+        "reclaim quota from lender",
+        "lend1",
+        [
+            ("lend1-low", "lend1", -1, {CPU: ("default", 3000)}),
+            ("lend2-mid", "lend2", 0, {CPU: ("default", 3000)}),
+            ("lend2-high", "lend2", 1, {CPU: ("default", 4000)}),
+        ],
+        1,
+        {CPU: ("default", 3000, P)},
+        {"lend2-mid"},
+    ),
+    (
+        "preempt from all ClusterQueues in cohort-lend",
+        "lend1",
+        [
+            ("lend1-low", "lend1", -1, {CPU: ("default", 3000)}),
+            ("lend1-mid", "lend1", 0, {CPU: ("default", 2000)}),
+            ("lend2-low", "lend2", -1, {CPU: ("default", 3000)}),
+            ("lend2-mid", "lend2", 0, {CPU: ("default", 4000)}),
+        ],
+        0,
+        {CPU: ("default", 4000, P)},
+        {"lend1-low", "lend2-low"},
+    ),
+    (
+        "cannot preempt from other ClusterQueues if exceeds requestable quota including lending limit",
+        "lend1",
+        [("lend2-low", "lend2", -1, {CPU: ("default", 10_000)})],
+        0,
+        {CPU: ("default", 9000, P)},
+        set(),
+    ),
+    (
+        "preemptions from cq when target queue is exhausted for the single requested resource",
+        "a",
+        [
+            ("a1", "a", -2, {CPU: ("default", 1000)}),
+            ("a2", "a", -2, {CPU: ("default", 1000)}),
+            ("a3", "a", -1, {CPU: ("default", 1000)}),
+            ("b1", "b", 0, {CPU: ("default", 1000)}),
+            ("b2", "b", 0, {CPU: ("default", 1000)}),
+            ("b3", "b", 0, {CPU: ("default", 1000)}),
+        ],
+        0,
+        {CPU: ("default", 2000, P)},
+        {"a1", "a2"},
+    ),
+    (
+        "preemptions from cq when target queue is exhausted for two requested resources",
+        "a",
+        [
+            ("a1", "a", -2, {CPU: ("default", 1000), MEM: ("default", 1)}),
+            ("a2", "a", -2, {CPU: ("default", 1000), MEM: ("default", 1)}),
+            ("a3", "a", -1, {CPU: ("default", 1000), MEM: ("default", 1)}),
+            ("b1", "b", 0, {CPU: ("default", 1000), MEM: ("default", 1)}),
+            ("b2", "b", 0, {CPU: ("default", 1000), MEM: ("default", 1)}),
+            ("b3", "b", 0, {CPU: ("default", 1000), MEM: ("default", 1)}),
+        ],
+        0,
+        {CPU: ("default", 2000, P), MEM: ("default", 2, P)},
+        {"a1", "a2"},
+    ),
+    (
+        "preemptions from cq when target queue is exhausted for one requested resource, but not the other",
+        "a",
+        [
+            ("a1", "a", -2, {CPU: ("default", 1000)}),
+            ("a2", "a", -2, {CPU: ("default", 1000)}),
+            ("a3", "a", -1, {CPU: ("default", 1000)}),
+            ("b1", "b", 0, {CPU: ("default", 1000)}),
+            ("b2", "b", 0, {CPU: ("default", 1000)}),
+            ("b3", "b", 0, {CPU: ("default", 1000)}),
+        ],
+        0,
+        {CPU: ("default", 2000, P), MEM: ("default", 2, P)},
+        {"a1", "a2"},
+    ),
+    (
+        "allow preemption from other cluster queues if target cq is not exhausted for the requested resource",
+        "a",
+        [
+            ("a1", "a", -1, {CPU: ("default", 1000)}),
+            ("b1", "b", 0, {CPU: ("default", 1000)}),
+            ("b2", "b", 0, {CPU: ("default", 1000)}),
+            ("b3", "b", 0, {CPU: ("default", 1000)}),
+            ("b4", "b", 0, {CPU: ("default", 1000)}),
+            ("b5", "b", -1, {CPU: ("default", 1000)}),
+        ],
+        0,
+        {CPU: ("default", 2000, P)},
+        {"a1", "b5"},
+    ),
+    (
+        "long range preemption",
+        "cq-left",
+        [("to-be-preempted", "cq-right", 0, {CPU: ("default", 5000)})],
+        0,
+        {CPU: ("default", 8000, P)},
+        {"to-be-preempted"},
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("target", "admitted", "priority", "assignment", "expected"),
-    [pytest.param(*case[1:], id=case[0]) for case in CASES],
+    ("target", "admitted", "priority", "podsets", "expected", "created_ms"),
+    [pytest.param(*case[1:6], case[6] if len(case) > 6 else 10, id=str(case[0])) for case in CASES],
 )
 def test_upstream_preemption_table(
     target: str,
     admitted: list[Admitted],
     priority: int,
-    assignment: dict[str, tuple[str, int, AssignmentMode]],
+    podsets: dict[str, tuple[str, int, AssignmentMode]] | list[PodSet],
     expected: set[str],
+    created_ms: int,
 ) -> None:
     """One ``TestPreemption`` case (name in the test id): the victims are upstream's ``wantPreempted``."""
-    assert _targets(target, admitted, priority, assignment) == expected, UPSTREAM
+    assert _targets(target, admitted, priority, podsets, created_ms) == expected, UPSTREAM
