@@ -213,7 +213,8 @@ def test_untolerated_flavor_taint_skips_the_flavor() -> None:
 
 
 def test_untolerated_taint_message_when_no_flavor_fits() -> None:
-    """With "on-demand" full, the pending message names the taint as upstream's ``Taint.ToString``."""
+    """With "on-demand" full, the pending message names the taint as upstream prints it (Go's rendering of
+    the Taint struct, as in flavorassigner_test.go "multiple flavors, fits while skipping tainted flavor")."""
     m = _tainted_manager()
     m.tree.add_cq_usage("q", {FlavorResource("on-demand", GPU): 8})
     result = assign_flavors(m.tree, m.rules["q"], (PodSetRequest("main", 1, {GPU: 4}),))
@@ -221,7 +222,7 @@ def test_untolerated_taint_message_when_no_flavor_fits() -> None:
     assert result.mode == AssignmentMode.PREEMPT
     assert result.message() == (
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
-        "on-demand, 4 more needed, untolerated taint spot=true:NoSchedule in flavor spot"
+        "on-demand, 4 more needed, untolerated taint {spot true NoSchedule <nil>} in flavor spot"
     )
 
 

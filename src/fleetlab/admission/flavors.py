@@ -16,7 +16,8 @@ workload put on that flavor) gets a mode, as upstream's ``fitsResourceQuota`` de
   mode), with the borrowing level *after* the simulated preemption; else NoFit (reason ``WaitingForQuota``).
   ``withinClusterQueue`` alone never lets a ClusterQueue preempt in order to borrow.
 * a flavor whose ``nodeTaints`` (NoSchedule / NoExecute) the podset does not tolerate (its tolerations plus
-  the flavor's own ``tolerations``) is skipped: "untolerated taint {key=value:Effect} in flavor F" (reason
+  the flavor's own ``tolerations``), or whose ``nodeLabels`` contradict the podset's nodeSelector or required
+  node affinity (reduced to the flavor's own label keys), is skipped with upstream's reason (reason
   ``NoMatchingFlavor``); the podset takes no quota there.
 
 A flavor's mode is the worst over its resources. A flavor that fits without borrowing is taken at once;
@@ -31,8 +32,7 @@ resources are ignored (kueue#8079). If the ClusterQueue covers ``pods``, each po
 Messages are Kueue's (``flavorassigner.go``, ``assignment.go``): each podset's reasons sorted and joined by
 ", " after "couldn't assign flavors to pod set NAME: ", podsets joined by "; ".
 
-Not modelled: flavor node-affinity matching against the podset's selectors, the flavor-scan resume state
-across cycles (``LastTriedFlavorIdx``), partial admission, TAS.
+Not modelled: the flavor-scan resume state across cycles (``LastTriedFlavorIdx``), partial admission, TAS.
 """
 
 from __future__ import annotations
@@ -42,7 +42,14 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
-from fleetlab.model.kube import Taint, Toleration, first_untolerated
+from fleetlab.model.kube import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    Toleration,
+    first_untolerated,
+    requirement_matches,
+)
 from fleetlab.model.queues import ClusterQueue, FlavorFungibility, ResourceFlavor
 from fleetlab.model.resources import PODS, format_amount
 
@@ -81,6 +88,9 @@ class PodSetRequest:
     count: int
     requests: dict[str, int]
     tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    #: ``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`` (None: no required affinity).
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None
 
 
 class PreemptionMode(IntEnum):
@@ -180,6 +190,7 @@ class ClusterQueueRules:
     may_preempt_beyond_nominal: bool
     flavor_taints: Mapping[str, tuple[Taint, ...]] = field(default_factory=dict)
     flavor_tolerations: Mapping[str, tuple[Toleration, ...]] = field(default_factory=dict)
+    flavor_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_spec(
@@ -207,8 +218,17 @@ class ClusterQueueRules:
         )
         taints = {f.name: f.spec.node_taints for f in flavors if f.spec.node_taints}
         tolerations = {f.name: f.spec.tolerations for f in flavors if f.spec.tolerations}
+        labels = {f.name: f.spec.node_labels for f in flavors if f.spec.node_labels}
         return cls(
-            cq.name, groups, group_of, nominal, cq.spec.flavor_fungibility, beyond, taints, tolerations
+            cq.name,
+            groups,
+            group_of,
+            nominal,
+            cq.spec.flavor_fungibility,
+            beyond,
+            taints,
+            tolerations,
+            labels,
         )
 
 
@@ -273,16 +293,33 @@ class Assignment:
         return {ps.name: {r: a.flavor for r, a in sorted(ps.flavors.items())} for ps in self.podsets}
 
 
-def _untolerated_taint(
-    rules: ClusterQueueRules, flavor: str, tolerations: Sequence[Toleration]
-) -> str | None:
-    """The first NoSchedule/NoExecute ``nodeTaints`` entry of ``flavor`` that neither the podset's nor the
-    flavor's own tolerations tolerate, written as upstream's ``Taint.ToString`` (``key=value:Effect``)."""
-    all_tolerations = (*tolerations, *rules.flavor_tolerations.get(flavor, ()))
-    taint = first_untolerated(rules.flavor_taints.get(flavor, ()), all_tolerations)
-    if taint is None:
+def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetRequest | None) -> str | None:
+    """Upstream ``checkFlavorForPodSets``: the reason ``flavor`` cannot hold ``podset``, or None.
+
+    * the first NoSchedule/NoExecute ``nodeTaints`` entry neither the podset's nor the flavor's own
+      tolerations tolerate: "untolerated taint {key value Effect <nil>} in flavor F" (Go's rendering of
+      the taint);
+    * the podset's nodeSelector and required node affinity, reduced to the flavor's own label keys
+      (``flavorSelector``: a term left empty matches every flavor), against the flavor's ``nodeLabels``:
+      "flavor F doesn't match node affinity"."""
+    if podset is None:
         return None
-    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+    all_tolerations = (*podset.tolerations, *rules.flavor_tolerations.get(flavor, ()))
+    taint = first_untolerated(rules.flavor_taints.get(flavor, ()), all_tolerations)
+    if taint is not None:
+        return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor}"
+    labels = rules.flavor_labels.get(flavor, {})
+    if any(k in labels and labels[k] != v for k, v in podset.node_selector):
+        return f"flavor {flavor} doesn't match node affinity"
+    terms: list[list[NodeSelectorRequirement]] = []
+    for term in podset.required_terms or ():
+        kept = [e for e in term.match_expressions if e.key in labels]
+        if not kept:
+            return None  # terms are ORed: this one matches any flavor
+        terms.append(kept)
+    if terms and not any(all(requirement_matches(labels, e) for e in t) for t in terms):
+        return f"flavor {flavor} doesn't match node affinity"
+    return None
 
 
 def _fits_resource_quota(
@@ -329,7 +366,7 @@ def _find_flavor(
     requests: Mapping[str, int],
     usage: Mapping[FlavorResource, int],
     can_preempt: CanPreempt,
-    tolerations: Sequence[Toleration] = (),
+    podset: PodSetRequest | None = None,
 ) -> tuple[dict[str, ResourceAssignment], list[str], str]:
     """Best flavor of resource group ``group`` for a podset's ``requests`` (``findFlavorForPodSets``)."""
     covered, flavor_names = rules.groups[group]
@@ -339,9 +376,9 @@ def _find_flavor(
     best_mode = _WORST
     least_severe = ""
     for flavor in flavor_names:
-        untolerated = _untolerated_taint(rules, flavor, tolerations)
-        if untolerated is not None:
-            reasons.append(f"untolerated taint {untolerated} in flavor {flavor}")
+        mismatch = _flavor_mismatch(rules, flavor, podset)
+        if mismatch is not None:
+            reasons.append(mismatch)
             if not least_severe or _SEVERITY[NO_MATCHING_FLAVOR] < _SEVERITY[least_severe]:
                 least_severe = NO_MATCHING_FLAVOR
             continue
@@ -412,9 +449,7 @@ def assign_flavors(
             if group in done:
                 continue
             done.add(group)
-            chosen, reasons, no_fit = _find_flavor(
-                tree, node, rules, group, totals, usage, hook, ps.tolerations
-            )
+            chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps)
             psa.reasons += reasons
             if not chosen:
                 psa.flavors = {}

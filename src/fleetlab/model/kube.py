@@ -6,7 +6,7 @@ a scenario; matching semantics live in ``fleetlab.placement``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -104,6 +104,28 @@ class NodeSelectorTerm(KubeModel):
             if field.key != "metadata.name":
                 raise ValueError(f"matchFields supports only metadata.name, got {field.key!r}")
         return self
+
+
+def requirement_matches(labels: Mapping[str, str], req: NodeSelectorRequirement) -> bool:
+    """One ``matchExpressions`` entry against one label set (upstream ``labels.Selector`` semantics; Gt/Lt
+    compare integers and fail on a missing or non-integer label)."""
+    value = labels.get(req.key)
+    if req.operator == "In":
+        return value is not None and value in req.values
+    if req.operator == "NotIn":
+        return value is None or value not in req.values
+    if req.operator == "Exists":
+        return value is not None
+    if req.operator == "DoesNotExist":
+        return value is None
+    try:
+        number = int(value) if value is not None else None
+    except ValueError:
+        number = None
+    if number is None:
+        return False
+    bound = int(req.values[0])
+    return number > bound if req.operator == "Gt" else number < bound
 
 
 class NodeSelector(KubeModel):
