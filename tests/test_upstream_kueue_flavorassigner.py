@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from fleetlab.admission.flavors import (
     AssignmentMode,
     PodSetRequest,
@@ -381,3 +383,193 @@ def test_past_min_but_can_preempt_in_cluster_queue() -> None:
         {MAIN: {CPU: ("one", PREEMPT)}},
         {MAIN: ["insufficient unused quota for cpu in flavor one, 1 more needed"]},
     )
+
+
+def test_past_min_but_can_preempt_in_cohort_and_cluster_queue() -> None:
+    main = cq("q", group(fq("one", cpu="3")), cohort="test-cohort")
+    secondary = cq("q2", group(fq("one", cpu="7")), cohort="test-cohort")
+    r = assign(
+        main,
+        [ps(MAIN, 1, cpu=2000)],
+        usage={("one", CPU): 2000},
+        secondary=secondary,
+        secondary_usage={("one", CPU): 8000},
+        simulation={("one", CPU): (PreemptionMode.PREEMPT, 1)},
+    )
+    check(
+        r,
+        PREEMPT,
+        {MAIN: {CPU: ("one", PREEMPT)}},
+        {MAIN: ["insufficient unused quota for cpu in flavor one, 2 more needed"]},
+        borrowing=1,
+    )
+
+
+def test_can_only_preempt_flavors_that_match_affinity() -> None:
+    r = assign(
+        cq("q", group(fq("one", cpu="4"), fq("two", cpu="4"))),
+        [ps(MAIN, 1, selector={"type": "two"}, cpu=2000)],
+        usage={("one", CPU): 3000, ("two", CPU): 3000},
+    )
+    check(
+        r,
+        PREEMPT,
+        {MAIN: {CPU: ("two", PREEMPT)}},
+        {
+            MAIN: [
+                "flavor one doesn't match node affinity",
+                "insufficient unused quota for cpu in flavor two, 1 more needed",
+            ]
+        },
+    )
+
+
+def test_each_podset_requires_preemption_on_a_different_flavor() -> None:
+    tol = ({"key": "instance", "operator": "Equal", "value": "spot", "effect": "NoSchedule"},)
+    r = assign(
+        cq("q", group(fq("one", cpu="4"), fq("tainted", cpu="10"))),
+        [ps("launcher", 1, cpu=2000), ps("workers", 10, tol, cpu=1000)],
+        usage={("one", CPU): 3000, ("tainted", CPU): 3000},
+    )
+    check(
+        r,
+        PREEMPT,
+        {"launcher": {CPU: ("one", PREEMPT)}, "workers": {CPU: ("tainted", PREEMPT)}},
+        {
+            "launcher": [
+                "insufficient unused quota for cpu in flavor one, 1 more needed",
+                "untolerated taint {instance spot NoSchedule <nil>} in flavor tainted",
+            ],
+            "workers": [
+                "insufficient quota for cpu in flavor one, previously considered podsets requests (2) + current "
+                "podset request (10) > maximum capacity (4)",
+                "insufficient unused quota for cpu in flavor tainted, 3 more needed",
+            ],
+        },
+    )
+
+
+def test_resource_not_listed_in_cluster_queue() -> None:
+    r = assign(cq("q", group(fq("one", cpu="4"))), [ps(MAIN, 1, gpu=2)])
+    check(r, NO_FIT, {MAIN: {}}, {MAIN: ["resource example.com/gpu unavailable in ClusterQueue"]})
+    assert r.no_fit_reason == "NoMatchingFlavor"
+
+
+def test_zero_resource_request_not_in_cluster_queue_should_succeed() -> None:
+    r = assign(cq("q", group(fq("default", cpu="4"))), [ps(MAIN, 1, cpu=1000, gpu=0)])
+    check(r, FIT, {MAIN: {CPU: ("default", FIT)}})
+
+
+def test_zero_resource_request_defined_in_cluster_queue_should_get_flavor_assigned() -> None:
+    r = assign(cq("q", group(fq("default", cpu="4", gpu="4"))), [ps(MAIN, 1, cpu=1000, gpu=0)])
+    check(r, FIT, {MAIN: {CPU: ("default", FIT), GPU: ("default", FIT)}})
+
+
+@pytest.mark.parametrize(
+    ("name", "one", "two", "usage", "flavor"),
+    [
+        ("zero-count PodSet prefers a flavor with capacity", "0", "4", {}, "two"),
+        ("zero-count PodSet retains its probe with explicit counts", "0", "4", {}, "two"),
+        (
+            "zero-count PodSet uses potential capacity even when quota is exhausted",
+            "0",
+            "4",
+            {("two", GPU): 4},
+            "two",
+        ),
+        ("zero-count PodSet falls back when no flavor has capacity", "0", "0", {}, "one"),
+    ],
+)
+def test_zero_count_podset_probe(
+    name: str, one: str, two: str, usage: dict[tuple[str, str], int], flavor: str
+) -> None:
+    """A podset of count 0 probes with one pod's requests against each flavor's maximum capacity."""
+    r = assign(cq("q", group(fq("one", gpu=one), fq("two", gpu=two))), [ps(MAIN, 0, gpu=1)], usage=usage)
+    check(r, FIT, {MAIN: {GPU: (flavor, FIT)}})
+
+
+def test_zero_count_podset_prefers_a_flavor_with_pod_capacity() -> None:
+    main = cq(
+        "q",
+        {
+            "coveredResources": ["pods"],
+            "flavors": [
+                {"name": "one", "resources": [{"name": "pods", "nominalQuota": "0"}]},
+                {"name": "two", "resources": [{"name": "pods", "nominalQuota": "4"}]},
+            ],
+        },
+    )
+    r = assign(main, [ps(MAIN, 0)])
+    check(r, FIT, {MAIN: {"pods": ("two", FIT)}})
+
+
+def _pods_cpu(pods: str, cpu: str, flavor: str = "default") -> dict[str, Any]:
+    return {
+        "name": flavor,
+        "resources": [{"name": "pods", "nominalQuota": pods}, {"name": CPU, "nominalQuota": cpu}],
+    }
+
+
+def test_num_pods_fit() -> None:
+    main = cq("q", {"coveredResources": ["pods", CPU], "flavors": [_pods_cpu("3", "10")]})
+    r = assign(main, [ps(MAIN, 3, cpu=1000)])
+    check(r, FIT, {MAIN: {CPU: ("default", FIT), "pods": ("default", FIT)}})
+    assert r.usage == {FlavorResource("default", "pods"): 3, FlavorResource("default", CPU): 3000}
+
+
+def test_num_pods_dont_fit() -> None:
+    main = cq("q", {"coveredResources": ["pods", CPU], "flavors": [_pods_cpu("2", "10")]})
+    r = assign(main, [ps(MAIN, 3, cpu=1000)])
+    check(
+        r,
+        NO_FIT,
+        {MAIN: {}},
+        {
+            MAIN: [
+                "insufficient quota for pods in flavor default, previously considered podsets requests (0) + "
+                "current podset request (3) > maximum capacity (2)"
+            ]
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("fungibility", "flavor", "mode"),
+    [
+        pytest.param(
+            {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
+            "one",
+            PREEMPT,
+            id="preempt before try next flavor",
+        ),
+        pytest.param({}, "two", FIT, id="preempt try next flavor"),
+    ],
+)
+def test_preempt_or_try_next_flavor(fungibility: dict[str, str], flavor: str, mode: AssignmentMode) -> None:
+    """whenCanPreempt: MayStopSearch keeps "one" (Preempt); the default TryNextFlavor takes "two" (Fit)."""
+    groups = {
+        "coveredResources": ["pods", CPU],
+        "flavors": [_pods_cpu("10", "10", "one"), _pods_cpu("10", "10", "two")],
+    }
+    spec = {"flavorFungibility": fungibility} if fungibility else {}
+    r = assign(cq("q", groups, **spec), [ps(MAIN, 1, cpu=9000)], usage={("one", CPU): 2000})
+    check(r, mode, {MAIN: {CPU: (flavor, mode), "pods": (flavor, FIT)}})
+
+
+def test_borrow_try_next_flavor_found_the_first_flavor() -> None:
+    one = {
+        "name": "one",
+        "resources": [
+            {"name": "pods", "nominalQuota": "10"},
+            {"name": CPU, "nominalQuota": "10", "borrowingLimit": "1"},
+        ],
+    }
+    main = cq(
+        "q",
+        {"coveredResources": ["pods", CPU], "flavors": [one, _pods_cpu("10", "1", "two")]},
+        cohort="test-cohort",
+        flavorFungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+    )
+    secondary = cq("q2", group(fq("one", cpu="1")), cohort="test-cohort")
+    r = assign(main, [ps(MAIN, 1, cpu=9000)], usage={("one", CPU): 2000}, secondary=secondary)
+    check(r, FIT, {MAIN: {CPU: ("one", FIT), "pods": ("one", FIT)}}, borrowing=1)

@@ -293,6 +293,16 @@ class Assignment:
         return {ps.name: {r: a.flavor for r, a in sorted(ps.flavors.items())} for ps in self.podsets}
 
 
+def _zero_count_probe(ps: PodSetRequest, pods_covered: bool) -> dict[str, int] | None:
+    """Upstream's probe for a podset of count 0: one pod's requests (and one pod when ``pods`` is covered)."""
+    if ps.count != 0:
+        return None
+    probe = {r: v for r, v in ps.requests.items() if v}
+    if pods_covered:
+        probe[PODS] = 1
+    return probe
+
+
 def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetRequest | None) -> str | None:
     """Upstream ``checkFlavorForPodSets``: the reason ``flavor`` cannot hold ``podset``, or None.
 
@@ -367,8 +377,12 @@ def _find_flavor(
     usage: Mapping[FlavorResource, int],
     can_preempt: CanPreempt,
     podset: PodSetRequest | None = None,
+    probe: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, ResourceAssignment], list[str], str]:
-    """Best flavor of resource group ``group`` for a podset's ``requests`` (``findFlavorForPodSets``)."""
+    """Best flavor of resource group ``group`` for a podset's ``requests`` (``findFlavorForPodSets``).
+
+    ``probe`` (a zero-count podset's per-pod requests) skips flavors whose maximum capacity could not hold
+    one pod, so the podset lands where it could grow."""
     covered, flavor_names = rules.groups[group]
     wanted = [(r, requests[r]) for r in sorted(requests) if r in covered]
     reasons: list[str] = []
@@ -381,6 +395,17 @@ def _find_flavor(
             reasons.append(mismatch)
             if not least_severe or _SEVERITY[NO_MATCHING_FLAVOR] < _SEVERITY[least_severe]:
                 least_severe = NO_MATCHING_FLAVOR
+            continue
+        too_small = [
+            f"insufficient quota for {r} in flavor {flavor}, one pod per zero-count podset request "
+            f"({format_amount(r, v)}) > maximum capacity ({format_amount(r, cap)})"
+            for r, v in sorted((probe or {}).items())
+            if r in covered and (cap := tree.potential_available(node, FlavorResource(flavor, r))) < v
+        ]
+        if too_small:
+            reasons += too_small
+            if not least_severe or _SEVERITY[EXCEEDS_MAX_QUOTA] < _SEVERITY[least_severe]:
+                least_severe = EXCEEDS_MAX_QUOTA
             continue
         assignments: dict[str, ResourceAssignment] = {}
         mode = _BEST
@@ -449,7 +474,10 @@ def assign_flavors(
             if group in done:
                 continue
             done.add(group)
-            chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps)
+            probe = _zero_count_probe(ps, PODS in rules.group_of)
+            chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps, probe)
+            if probe is not None and not chosen:  # the probe is a preference, not a barrier
+                chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps)
             psa.reasons += reasons
             if not chosen:
                 psa.flavors = {}
