@@ -6,6 +6,7 @@ a scenario; matching semantics live in ``fleetlab.placement``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -92,6 +93,20 @@ class NodeSelectorRequirement(KubeModel):
         return self
 
 
+#: A label value as ``validation.IsValidLabelValue`` accepts it: empty, or up to 63 characters of
+#: alphanumerics, ``-``, ``_`` and ``.``, beginning and ending with an alphanumeric.
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def selector_values_valid(req: NodeSelectorRequirement) -> bool:
+    """Whether upstream's ``labels.NewRequirement`` accepts an In/NotIn requirement's values; the API server
+    takes any string, but a term with an invalid one then matches no node (``nodeaffinity`` treats the
+    parse error as a non-match)."""
+    if req.operator not in ("In", "NotIn"):
+        return True
+    return all(len(v) <= 63 and LABEL_VALUE.match(v) for v in req.values)
+
+
 class NodeSelectorTerm(KubeModel):
     """A node selector term: all expressions must match (an empty term matches no node)."""
 
@@ -108,7 +123,9 @@ class NodeSelectorTerm(KubeModel):
 
 def requirement_matches(labels: Mapping[str, str], req: NodeSelectorRequirement) -> bool:
     """One ``matchExpressions`` entry against one label set (upstream ``labels.Selector`` semantics; Gt/Lt
-    compare integers and fail on a missing or non-integer label)."""
+    compare integers and fail on a missing or non-integer label; invalid In/NotIn values never match)."""
+    if not selector_values_valid(req):
+        return False
     value = labels.get(req.key)
     if req.operator == "In":
         return value is not None and value in req.values
