@@ -39,6 +39,8 @@ class PodSpec:
     image: str | None = None
     image_size: int = 0
     containers: int = 1
+    #: Every container image (init containers included) when the pod has more than ``image``.
+    images: tuple[str, ...] = ()
     #: Requests with no cpu/memory key get the scorers' non-zero defaults only when the key is absent.
     explicit_keys: frozenset[str] = frozenset()
     #: A share of one GPU: (thousandths, bytes of its memory); (0, 0) for pods without one.
