@@ -345,3 +345,60 @@ def test_drs_compares_exact_shares_not_rounded_ones() -> None:
     assert (one.value, two.value) == (0, 0)  # the integer form ties them
     assert one.sort_key() < two.sort_key()  # the exact share does not
     assert str(one.exact_share) == "1/3" and str(two.exact_share) == "2/3"
+
+
+# ---- end to end: the simulator hands Kueue the job's tolerations ------------------------------------------
+
+
+def test_simulated_job_without_toleration_is_admitted_to_the_untainted_flavor() -> None:
+    """Two pools, each behind a ResourceFlavor; "spot" carries nodeTaints (and the pool the taint). A job
+    without the toleration is admitted to "on-demand" and runs on that pool; one with it takes "spot"."""
+    from builders import job, pool, scenario
+    from fleetlab.experiment.run import run_one
+    from fleetlab.metrics.tables import job_columns
+
+    taint = {"key": "spot", "value": "true", "effect": "NoSchedule"}
+    flavors = [
+        {
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "spot"},
+            "spec": {"nodeLabels": {"fleetlab.io/pool": "spot"}, "nodeTaints": [taint]},
+        },
+        {
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "on-demand"},
+            "spec": {"nodeLabels": {"fleetlab.io/pool": "od"}},
+        },
+    ]
+    quotas = [
+        {"name": "cpu", "nominalQuota": "64"},
+        {"name": "memory", "nominalQuota": "512Gi"},
+        {"name": GPU, "nominalQuota": 8},
+    ]
+    cq_obj = {
+        "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", GPU],
+                    "flavors": [
+                        {"name": "spot", "resources": quotas},
+                        {"name": "on-demand", "resources": quotas},
+                    ],
+                }
+            ]
+        },
+    }
+    lq = {"kind": "LocalQueue", "metadata": {"name": "q"}, "spec": {"clusterQueue": "q"}}
+    tolerate = [{"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    jobs = [
+        job("plain", gpus=8, runtime=100, queue="q"),
+        job("tolerant", gpus=8, runtime=100, queue="q", tolerations=tolerate),
+    ]
+    pools = [pool("spot", count=1, taints=[taint]), pool("od", count=1)]
+    result = run_one(scenario(pools, jobs, kueue=[*flavors, cq_obj, lq]), "default").result
+    cols = job_columns(result)
+    finished = {j: cols["completion_s"][i] for i, j in enumerate(cols["job_id"])}
+    # Both run at once: "plain" cannot take spot's quota, so it gets on-demand's; "tolerant" takes spot.
+    assert finished == {"plain": pytest.approx(100), "tolerant": pytest.approx(100)}
