@@ -81,37 +81,20 @@ def cohort(
 
 
 BASE = [
-    cq(
-        "a",
-        "all",
-        {"default": "3"},
-        withinClusterQueue=LOWER,
-        reclaimWithinCohort=ANY,
-        borrowWithinCohort=BWC,
-    ),
-    cq(
-        "b",
-        "all",
-        {"default": "3"},
-        withinClusterQueue=LOWER,
-        reclaimWithinCohort=ANY,
-        borrowWithinCohort=BWC,
-    ),
-    cq(
-        "c",
-        "all",
-        {"default": "3"},
-        withinClusterQueue=LOWER,
-        reclaimWithinCohort=ANY,
-        borrowWithinCohort=BWC,
+    *(
+        cq(
+            n,
+            "all",
+            {"default": "3"},
+            withinClusterQueue=LOWER,
+            reclaimWithinCohort=ANY,
+            borrowWithinCohort=BWC,
+        )
+        for n in "abc"
     ),
     cq("preemptible", "all", {"default": "0"}),
 ]
-ABC_PLAIN = [
-    cq("a", "all", {"default": "3"}, withinClusterQueue=LOWER, reclaimWithinCohort=ANY),
-    cq("b", "all", {"default": "3"}, withinClusterQueue=LOWER, reclaimWithinCohort=ANY),
-    cq("c", "all", {"default": "3"}, withinClusterQueue=LOWER, reclaimWithinCohort=ANY),
-]
+ABC_PLAIN = [cq(n, "all", {"default": "3"}, withinClusterQueue=LOWER, reclaimWithinCohort=ANY) for n in "abc"]
 
 
 def units(cq_name: str, *names: str, priority: int = 0) -> list[tuple[str, str, int, int]]:

@@ -242,6 +242,12 @@ STANDALONE_3 = [
     ("high", "standalone", 1, {CPU: ("default", 2000)}),
 ]
 
+#: "a1".."a3" (priorities -2, -2, -1) and "b1".."b3" (0) of 1 cpu each, in cohort-three.
+A3_B3: list[Admitted] = [
+    *((f"a{i}", "a", p, {CPU: ("default", 1000)}) for i, p in ((1, -2), (2, -2), (3, -1))),
+    *((f"b{i}", "b", 0, {CPU: ("default", 1000)}) for i in (1, 2, 3)),
+]
+
 CASES: list[tuple[Any, ...]] = [
     ("preempt lowest priority", "standalone", STANDALONE_3, 1, {CPU: ("default", 2000, P)}, {"low"}),
     ("preempt multiple", "standalone", STANDALONE_3, 1, {CPU: ("default", 3000, P)}, {"low", "mid"}),
@@ -574,14 +580,7 @@ CASES: list[tuple[Any, ...]] = [
     (
         "preemptions from cq when target queue is exhausted for the single requested resource",
         "a",
-        [
-            ("a1", "a", -2, {CPU: ("default", 1000)}),
-            ("a2", "a", -2, {CPU: ("default", 1000)}),
-            ("a3", "a", -1, {CPU: ("default", 1000)}),
-            ("b1", "b", 0, {CPU: ("default", 1000)}),
-            ("b2", "b", 0, {CPU: ("default", 1000)}),
-            ("b3", "b", 0, {CPU: ("default", 1000)}),
-        ],
+        A3_B3,
         0,
         {CPU: ("default", 2000, P)},
         {"a1", "a2"},
@@ -604,14 +603,7 @@ CASES: list[tuple[Any, ...]] = [
     (
         "preemptions from cq when target queue is exhausted for one requested resource, but not the other",
         "a",
-        [
-            ("a1", "a", -2, {CPU: ("default", 1000)}),
-            ("a2", "a", -2, {CPU: ("default", 1000)}),
-            ("a3", "a", -1, {CPU: ("default", 1000)}),
-            ("b1", "b", 0, {CPU: ("default", 1000)}),
-            ("b2", "b", 0, {CPU: ("default", 1000)}),
-            ("b3", "b", 0, {CPU: ("default", 1000)}),
-        ],
+        A3_B3,
         0,
         {CPU: ("default", 2000, P), MEM: ("default", 2, P)},
         {"a1", "a2"},
