@@ -25,6 +25,7 @@ from fleetlab.admission.flavors import (
 from fleetlab.admission.manager import AdmissionManager
 from fleetlab.admission.tree import FlavorResource
 from fleetlab.model.kube import NodeSelectorTerm, Toleration
+from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import queue_config_from_objects
 
 UPSTREAM = (
@@ -109,9 +110,11 @@ def assign(
     secondary: dict[str, Any] | None = None,
     secondary_usage: dict[tuple[str, str], int] | None = None,
     simulation: dict[tuple[str, str], tuple[PreemptionMode, int]] | None = None,
+    fair_sharing: bool = False,
 ) -> Any:
     queues = [main] if secondary is None else [main, secondary]
-    m = AdmissionManager(queue_config_from_objects([*FLAVORS, *queues]))
+    fs = FairSharingConfig() if fair_sharing else None
+    m = AdmissionManager(queue_config_from_objects([*FLAVORS, *queues]), fair_sharing=fs)
     for queue, amounts in ((main, usage), (secondary, secondary_usage)):
         if queue is not None and amounts:
             m.tree.add_cq_usage(
@@ -503,10 +506,14 @@ def test_zero_count_podset_prefers_a_flavor_with_pod_capacity() -> None:
     check(r, FIT, {MAIN: {"pods": ("two", FIT)}})
 
 
-def _pods_cpu(pods: str, cpu: str, flavor: str = "default") -> dict[str, Any]:
+def _pods_cpu(pods: str, cpu: str, flavor: str = "default", **cpu_limits: str) -> dict[str, Any]:
+    """A flavor with ``pods`` and ``cpu`` quotas; ``cpu_limits`` adds borrowingLimit/lendingLimit to cpu."""
     return {
         "name": flavor,
-        "resources": [{"name": "pods", "nominalQuota": pods}, {"name": CPU, "nominalQuota": cpu}],
+        "resources": [
+            {"name": "pods", "nominalQuota": pods},
+            {"name": CPU, "nominalQuota": cpu, **cpu_limits},
+        ],
     }
 
 
@@ -557,13 +564,7 @@ def test_preempt_or_try_next_flavor(fungibility: dict[str, str], flavor: str, mo
 
 
 def test_borrow_try_next_flavor_found_the_first_flavor() -> None:
-    one = {
-        "name": "one",
-        "resources": [
-            {"name": "pods", "nominalQuota": "10"},
-            {"name": CPU, "nominalQuota": "10", "borrowingLimit": "1"},
-        ],
-    }
+    one = _pods_cpu("10", "10", "one", borrowingLimit="1")
     main = cq(
         "q",
         {"coveredResources": ["pods", CPU], "flavors": [one, _pods_cpu("10", "1", "two")]},
@@ -573,3 +574,152 @@ def test_borrow_try_next_flavor_found_the_first_flavor() -> None:
     secondary = cq("q2", group(fq("one", cpu="1")), cohort="test-cohort")
     r = assign(main, [ps(MAIN, 1, cpu=9000)], usage={("one", CPU): 2000}, secondary=secondary)
     check(r, FIT, {MAIN: {CPU: ("one", FIT), "pods": ("one", FIT)}}, borrowing=1)
+
+
+COHORT = "test-cohort"
+MAY_STOP = {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"}
+TRY_NEXT = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+BORROW_LOWER = {"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority"}}
+
+
+def _pods_cpu_group(*flavors: dict[str, Any]) -> dict[str, Any]:
+    return {"coveredResources": ["pods", CPU], "flavors": list(flavors)}
+
+
+def test_borrow_before_try_next_flavor() -> None:
+    """Default fungibility (whenCanBorrow MayStopSearch): "one" fits by borrowing 1 cpu and is kept."""
+    groups = _pods_cpu_group(_pods_cpu("10", "10", "one", borrowingLimit="1"), _pods_cpu("10", "10", "two"))
+    secondary = cq("q2", group(fq("one", cpu="1")), cohort=COHORT)
+    r = assign(cq("q", groups, cohort=COHORT), [ps(MAIN, 1, cpu=9000)], {("one", CPU): 2000}, secondary)
+    check(r, FIT, {MAIN: {CPU: ("one", FIT), "pods": ("one", FIT)}}, borrowing=1)
+
+
+@pytest.mark.parametrize(
+    ("one_quota", "fungibility", "flavor", "mode", "borrowing"),
+    [
+        pytest.param(("0", "12"), MAY_STOP, "one", PREEMPT, 1, id="WhenCanBorrow=MayStopSearch"),
+        pytest.param("0", MAY_STOP, "one", PREEMPT, 1, id="no borrowingLimit; WhenCanBorrow=MayStopSearch"),
+        pytest.param(
+            ("0", "12"),
+            {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"},
+            "two",
+            FIT,
+            0,
+            id="WhenCanBorrow=TryNextFlavor",
+        ),
+    ],
+)
+def test_when_borrowing_while_preemption_is_needed_for_flavor_one(
+    one_quota: Any, fungibility: dict[str, str], flavor: str, mode: AssignmentMode, borrowing: int
+) -> None:
+    """Upstream gives the TryNextFlavor case no usage in the cohort: "one" fits by borrowing, "two" without.
+
+    Upstream repeats each case word for word under a name ending "...,WhenCanPreempt=MayStopSearch";
+    each is ported once.
+    """
+    main = cq(
+        "q",
+        group(fq("one", cpu=one_quota), fq("two", cpu="12")),
+        cohort=COHORT,
+        preemption=BORROW_LOWER,
+        flavorFungibility=fungibility,
+    )
+    secondary = cq("q2", group(fq("one", cpu="12")), cohort=COHORT)
+    used = {("one", CPU): 10_000} if mode == PREEMPT else None
+    sim = {("one", CPU): (PreemptionMode.PREEMPT, 1)}
+    r = assign(main, [ps(MAIN, 1, cpu=12_000)], None, secondary, used, sim)
+    reasons = (
+        {MAIN: ["insufficient unused quota for cpu in flavor one, 10 more needed"]} if mode == PREEMPT else {}
+    )
+    check(r, mode, {MAIN: {CPU: (flavor, mode)}}, reasons, borrowing)
+
+
+def test_when_borrowing_while_preemption_is_needed_but_borrowing_limit_exceeds_cohort_quota() -> None:
+    main = cq("q", group(fq("one", cpu=("0", "12"))), cohort=COHORT, preemption=BORROW_LOWER)
+    secondary = cq("q2", group(fq("one", cpu="11")), cohort=COHORT)
+    r = assign(main, [ps(MAIN, 1, cpu=12_000)], None, secondary, {("one", CPU): 10_000})
+    reason = (
+        "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + "
+        "current podset request (12) > maximum capacity (11)"
+    )
+    check(r, NO_FIT, {MAIN: {}}, {MAIN: [reason]})
+
+
+@pytest.mark.parametrize(
+    ("two_cpu", "flavor", "borrowing"),
+    [
+        pytest.param("10", "two", 0, id="lend try next flavor, found the second flavor"),
+        pytest.param("1", "one", 1, id="lend try next flavor, found the first flavor"),
+    ],
+)
+def test_lend_try_next_flavor(two_cpu: str, flavor: str, borrowing: int) -> None:
+    """ "one" lends 1 of its 10 cpu, so 2 used + 9 asked borrows; "two" (lends nothing) is taken if it fits."""
+    groups = _pods_cpu_group(
+        _pods_cpu("10", "10", "one", lendingLimit="1"), _pods_cpu("10", two_cpu, "two", lendingLimit="0")
+    )
+    main = cq("q", groups, cohort=COHORT, flavorFungibility=TRY_NEXT)
+    secondary = cq("q2", group(fq("one", cpu="1")), cohort=COHORT)
+    r = assign(main, [ps(MAIN, 1, cpu=9000)], {("one", CPU): 2000}, secondary)
+    check(r, FIT, {MAIN: {CPU: (flavor, FIT), "pods": (flavor, FIT)}}, borrowing=borrowing)
+
+
+def test_cannot_preempt_in_cohort_for_the_first_flavor_tries_the_second() -> None:
+    """The oracle says NoCandidates for "one": the search goes on and "two" fits by borrowing.
+
+    Upstream repeats this case word for word under a second name ("... using deprecated
+    WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch"); it is ported once.
+    """
+    main = cq(
+        "q",
+        group(fq("one", cpu=("0", "2")), fq("two", cpu=("0", "2"))),
+        cohort=COHORT,
+        preemption=BORROW_LOWER,
+        flavorFungibility=MAY_STOP,
+    )
+    secondary = cq("q2", group(fq("one", cpu="2"), fq("two", cpu="2")), cohort=COHORT)
+    sim = {("one", CPU): (PreemptionMode.NO_CANDIDATES, 0)}
+    r = assign(main, [ps(MAIN, 1, cpu=2000)], None, secondary, {("one", CPU): 2000}, sim)
+    check(r, FIT, {MAIN: {CPU: ("two", FIT)}}, borrowing=1)
+
+
+def test_quota_exhausted_but_can_preempt_in_cohort_and_cluster_queue() -> None:
+    main = cq("q", _pods_cpu_group(_pods_cpu("10", "10", "one", lendingLimit="0")), cohort=COHORT)
+    secondary = cq("q2", _pods_cpu_group(_pods_cpu("0", "0", "one")), cohort=COHORT)
+    sim = {("one", CPU): (PreemptionMode.PREEMPT, 1)}
+    r = assign(main, [ps(MAIN, 1, cpu=9000)], {("one", CPU): 2000}, secondary, None, sim)
+    reasons = {MAIN: ["insufficient unused quota for cpu in flavor one, 1 more needed"]}
+    check(r, PREEMPT, {MAIN: {CPU: ("one", PREEMPT), "pods": ("one", FIT)}}, reasons, borrowing=1)
+
+
+@pytest.mark.parametrize(
+    ("reclaim", "outcome", "flavor", "mode", "borrowing"),
+    [
+        pytest.param("Any", PreemptionMode.PREEMPT, "one", PREEMPT, 1, id="reclaimWithinCohort=Any"),
+        pytest.param("Never", PreemptionMode.NO_CANDIDATES, "two", FIT, 0, id="reclaimWithinCohort=Never"),
+    ],
+)
+def test_when_borrowing_while_preemption_is_needed_for_flavor_one_fair_sharing_enabled(
+    reclaim: str, outcome: PreemptionMode, flavor: str, mode: AssignmentMode, borrowing: int
+) -> None:
+    """With fair sharing on, reclaimWithinCohort (not borrowWithinCohort) decides whether a flavor that
+    needs borrowing may preempt: Any keeps "one" (Preempt), Never goes on to "two".
+
+    Upstream repeats both cases word for word under "...; using deprecated WhenCanBorrow=MayStopSearch,
+    WhenCanPreempt=MayStopSearch"; each is ported once.
+    """
+    main = cq(
+        "q",
+        group(fq("one", cpu="0"), fq("two", cpu="12")),
+        cohort=COHORT,
+        preemption={"reclaimWithinCohort": reclaim},
+        flavorFungibility=MAY_STOP,
+    )
+    secondary = cq("q2", group(fq("one", cpu="12")), cohort=COHORT)
+    sim = {("one", CPU): (outcome, 1 if outcome == PreemptionMode.PREEMPT else 0)}
+    r = assign(
+        main, [ps(MAIN, 1, cpu=12_000)], None, secondary, {("one", CPU): 10_000}, sim, fair_sharing=True
+    )
+    reasons = (
+        {MAIN: ["insufficient unused quota for cpu in flavor one, 10 more needed"]} if mode == PREEMPT else {}
+    )
+    check(r, mode, {MAIN: {CPU: (flavor, mode)}}, reasons, borrowing)
