@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from fleetlab.model.kube import Taint
-from fleetlab.model.pod_constraints import LabelSelector, PodAntiAffinityTerm, TopologySpreadConstraint
+from fleetlab.model.pod_constraints import (
+    LabelSelector,
+    PodAffinityTerm,
+    PodAntiAffinityTerm,
+    TopologySpreadConstraint,
+)
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.profiles import resolve_profile
@@ -79,9 +84,13 @@ def place_existing(
     labels: dict[str, str] | None = None,
     namespace: str = "default",
     anti_terms: tuple[PodAntiAffinityTerm, ...] = (),
+    affinity_terms: tuple[PodAffinityTerm, ...] = (),
+    terminating: bool = False,
 ) -> int:
     """Bind ``count`` existing pods per node name (as upstream's existingPods); returns their label set."""
-    set_id = state.pod_labels.intern(labels if labels is not None else {"foo": ""}, namespace, anti_terms)
+    set_id = state.pod_labels.intern(
+        labels if labels is not None else {"foo": ""}, namespace, anti_terms, affinity_terms, terminating
+    )
     index = {name: i for i, name in enumerate(state.node_names)}
     request = state.allocatable[0] * 0
     request[state.pods_col] = 1

@@ -105,6 +105,12 @@ def build_live_cluster(snapshot: Snapshot, profile: Profile | None = None) -> Li
             orphans.append(pod)
             continue
         compiled = scheduler.compile(pod_spec(pod))
-        label_set = state.pod_labels.intern(pod.labels, pod.namespace, pod.anti_affinity) if counting else -1
+        label_set = (
+            state.pod_labels.intern(
+                pod.labels, pod.namespace, pod.anti_affinity, pod.pod_affinity, terminating=pod.deleting
+            )
+            if counting
+            else -1
+        )
         state.bind(row, compiled.request, compiled.nonzero, label_set)
     return LiveCluster(snapshot, state, scheduler, index, orphans, implied)

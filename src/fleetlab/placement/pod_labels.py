@@ -4,7 +4,9 @@ PodTopologySpread and InterPodAffinity ask "how many pods matching S run in each
 recounting every bound pod per scheduling cycle (upstream's PreFilter walks all nodes' pods), each distinct
 selector is registered once and its counts move with every bind and release: a sparse node -> pods map and,
 per topology key asked for, a dense per-domain array. Pods are interned as label sets (labels, namespace and
-the required anti-affinity terms they carry), so matching a pod against selectors happens once per set.
+the affinity terms they carry that bear on other pods: required anti-affinity for the Filter, pod affinity
+and preferred anti-affinity for the symmetric score), so matching a pod against selectors happens once per
+set.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.model.pod_constraints import LabelSelector, PodAntiAffinityTerm
+from fleetlab.model.pod_constraints import LabelSelector, PodAffinityTerm, PodAntiAffinityTerm
 
 if TYPE_CHECKING:
     from fleetlab.placement.state import LabelIndex
@@ -55,9 +57,10 @@ def _index_pair(selector: LabelSelector | None) -> tuple[str, str] | None:
     return min(selector.match_labels.items())
 
 
-#: What a registered selector is keyed by: the selector, the namespaces it looks in, and whether an empty
-#: selector counts pods (InterPodAffinity: yes; PodTopologySpread's countPodsMatchSelector: no).
-SelectorKey = tuple[LabelSelector | None, frozenset[str], bool]
+#: What a registered selector is keyed by: the selector, the namespaces it looks in, whether an empty
+#: selector counts pods and whether terminating pods count (InterPodAffinity: yes and yes;
+#: PodTopologySpread's countPodsMatchSelector: no and no).
+SelectorKey = tuple[LabelSelector | None, frozenset[str], bool, bool]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,11 @@ class LabelSet:
     labels: tuple[tuple[str, str], ...]
     namespace: str
     anti_terms: tuple[PodAntiAffinityTerm, ...] = ()
+    #: metadata.deletionTimestamp is set: PodTopologySpread no longer counts the pod (upstream #87621).
+    terminating: bool = False
+    #: Terms that score incoming pods (upstream processExistingPod): required and preferred pod affinity
+    #: (``PodAffinityTerm``) and preferred anti-affinity.
+    score_terms: tuple[PodAntiAffinityTerm, ...] = ()
 
 
 @dataclass
@@ -96,8 +104,9 @@ class PodLabelCounts:
         self._selectors: list[SelectorKey] = []
         self._selector_ids: dict[SelectorKey, int] = {}
         self._counts: list[_Counts] = []
-        #: Required anti-affinity terms carried by bound pods: term key -> owners' counts.
-        self._term_ids: dict[tuple[PodAntiAffinityTerm, str], int] = {}
+        #: Affinity terms carried by bound pods (required anti-affinity, and the score terms): term key ->
+        #: owners' counts. The key tells pod affinity from anti-affinity (equal fields hash alike).
+        self._term_ids: dict[tuple[PodAntiAffinityTerm, str, bool], int] = {}
         self._terms: list[tuple[PodAntiAffinityTerm, str]] = []
         self._term_counts: list[_Counts] = []
         self._live_terms: dict[int, int] = {}
@@ -106,11 +115,22 @@ class PodLabelCounts:
 
     # -- interning ---------------------------------------------------------------------------------------
     def intern(
-        self, labels: Mapping[str, str], namespace: str, anti_terms: tuple[PodAntiAffinityTerm, ...] = ()
+        self,
+        labels: Mapping[str, str],
+        namespace: str,
+        anti_terms: tuple[PodAntiAffinityTerm, ...] = (),
+        affinity_terms: tuple[PodAffinityTerm, ...] = (),
+        terminating: bool = False,
     ) -> int:
-        """Id of a pod label set (stable for the life of the state); of ``anti_terms`` only the required
-        ones are kept, as only those are checked against incoming pods."""
-        key = LabelSet(tuple(sorted(labels.items())), namespace, tuple(t for t in anti_terms if t.required))
+        """Id of a pod label set (stable for the life of the state). Required ``anti_terms`` are checked
+        against incoming pods; preferred ones and all ``affinity_terms`` add to their score."""
+        key = LabelSet(
+            tuple(sorted(labels.items())),
+            namespace,
+            tuple(t for t in anti_terms if t.required),
+            terminating,
+            (*affinity_terms, *(t for t in anti_terms if not t.required)),
+        )
         found = self._set_ids.get(key)
         if found is not None:
             return found
@@ -125,9 +145,15 @@ class PodLabelCounts:
         """The interned label set."""
         return self._sets[set_id]
 
-    def selector(self, selector: LabelSelector | None, namespaces: frozenset[str], count_empty: bool) -> int:
+    def selector(
+        self,
+        selector: LabelSelector | None,
+        namespaces: frozenset[str],
+        count_empty: bool,
+        count_terminating: bool = True,
+    ) -> int:
         """Id of a selector, registering it (and counting the pods already bound) on first use."""
-        key: SelectorKey = (selector, namespaces, count_empty)
+        key: SelectorKey = (selector, namespaces, count_empty, count_terminating)
         found = self._selector_ids.get(key)
         if found is not None:
             return found
@@ -154,10 +180,12 @@ class PodLabelCounts:
         return sel
 
     def _matches_set(self, sel: int, set_id: int) -> bool:
-        selector, namespaces, count_empty = self._selectors[sel]
+        selector, namespaces, count_empty, count_terminating = self._selectors[sel]
         if selector is None or (selector.is_empty and not count_empty):
             return False
         pod = self._sets[set_id]
+        if pod.terminating and not count_terminating:
+            return False
         return pod.namespace in namespaces and selector_matches(selector, dict(pod.labels))
 
     def _resolve(self, set_id: int) -> list[int]:
@@ -186,8 +214,9 @@ class PodLabelCounts:
             bound.pop(node, None)
         for sel in self._resolve(set_id):
             self._bump(self._counts[sel], node, delta)
-        for term in self._sets[set_id].anti_terms:
-            tid = self._term(term, self._sets[set_id].namespace)
+        pod = self._sets[set_id]
+        for term in (*pod.anti_terms, *pod.score_terms):
+            tid = self._term(term, pod.namespace)
             self._bump(self._term_counts[tid], node, delta)
             live = self._live_terms.get(tid, 0) + delta
             if live:
@@ -196,11 +225,11 @@ class PodLabelCounts:
                 self._live_terms.pop(tid, None)
 
     def _term(self, term: PodAntiAffinityTerm, namespace: str) -> int:
-        key = (term, namespace)
+        key = (term, namespace, isinstance(term, PodAffinityTerm))
         tid = self._term_ids.get(key)
         if tid is None:
             tid = self._term_ids[key] = len(self._terms)
-            self._terms.append(key)
+            self._terms.append((term, namespace))
             self._term_counts.append(_Counts())
             pair = _index_pair(term.label_selector)
             if pair is None:
@@ -258,6 +287,27 @@ class PodLabelCounts:
 
     def existing_anti_terms(self, labels: Mapping[str, str], namespace: str) -> list[tuple[str, IntArray]]:
         """(topology key, owners per domain) of bound pods' required anti-affinity terms matching a pod."""
+        return [
+            (term.topology_key, owners)
+            for term, owners in self._existing_terms(labels, namespace)
+            if term.required and not isinstance(term, PodAffinityTerm)
+        ]
+
+    def existing_score_terms(
+        self, labels: Mapping[str, str], namespace: str
+    ) -> list[tuple[PodAntiAffinityTerm, IntArray]]:
+        """(term, owners per domain of its topology key) of bound pods' pod-affinity and preferred
+        anti-affinity terms matching a pod."""
+        return [
+            (term, owners)
+            for term, owners in self._existing_terms(labels, namespace)
+            if isinstance(term, PodAffinityTerm) or not term.required
+        ]
+
+    def _existing_terms(
+        self, labels: Mapping[str, str], namespace: str
+    ) -> list[tuple[PodAntiAffinityTerm, IntArray]]:
+        """Bound pods' terms (term namespaces, else the owner's) whose selector matches a pod."""
         out = []
         candidates = set(self._unindexed_terms)
         for pair in labels.items():
@@ -268,5 +318,5 @@ class PodLabelCounts:
             term, owner_ns = self._terms[tid]
             namespaces = term.namespaces or (owner_ns,)
             if namespace in namespaces and selector_matches(term.label_selector, labels):
-                out.append((term.topology_key, self._domains(self._term_counts[tid], term.topology_key)))
+                out.append((term, self._domains(self._term_counts[tid], term.topology_key)))
         return out

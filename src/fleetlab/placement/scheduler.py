@@ -130,7 +130,9 @@ class Scheduler:
         if spec.pod_dependent:
             if spec.pod_affinity:
                 state.binds_can_help = True
-            label_set = state.pod_labels.intern(dict(spec.labels), spec.namespace, spec.anti_affinity)
+            label_set = state.pod_labels.intern(
+                dict(spec.labels), spec.namespace, spec.anti_affinity, spec.pod_affinity
+            )
         explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
         per = spec.containers
         nonzero = np.asarray(

@@ -45,9 +45,10 @@ def has_pod_constraints(job: Job) -> bool:
 
 
 def selects_other_jobs(jobs: Sequence[Job]) -> bool:
-    """Whether some required anti-affinity term names its own selector: then every pod's labels matter to
-    placement (the symmetric existing-pods check), not only the pods of jobs with constraints."""
-    return any(t.required and t.label_selector is not None for job in jobs for t in job.anti_affinity)
+    """Whether some anti-affinity or pod-affinity term names its own selector: then every pod's labels
+    matter to placement (the existing pods' anti-affinity check and symmetric score), not only the pods of
+    jobs with constraints."""
+    return any(t.label_selector is not None for job in jobs for t in (*job.anti_affinity, *job.pod_affinity))
 
 
 def pod_constraints_of(job: Job, with_labels: bool = False) -> dict[str, Any]:
@@ -85,6 +86,7 @@ def job_label_sets(state: ClusterState, jobs: Sequence[Job]) -> IntArray:
         return out
     for j, job in enumerate(jobs):
         fields = pod_constraints_of(job)
-        terms = tuple(t for t in fields.get("anti_affinity", ()) if t.required)
-        out[j] = state.pod_labels.intern(pod_labels(job), job.namespace, terms)
+        out[j] = state.pod_labels.intern(
+            pod_labels(job), job.namespace, fields.get("anti_affinity", ()), fields.get("pod_affinity", ())
+        )
     return out

@@ -108,6 +108,9 @@ class KubePod:
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     anti_affinity: tuple[PodAntiAffinityTerm, ...] = ()
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    #: metadata.deletionTimestamp is set: the pod is terminating (it keeps its node's resources until it
+    #: is gone, but PodTopologySpread no longer counts it).
+    deleting: bool = False
 
     @property
     def key(self) -> str:
@@ -358,6 +361,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)),
         priority_class=str(spec["priorityClassName"]) if spec.get("priorityClassName") else None,
         priority_given=spec.get("priority") is not None,
+        deleting=meta.get("deletionTimestamp") is not None,
         topology_spread=tuple(
             _model(TopologySpreadConstraint, c, f"{where}.spec.topologySpreadConstraints[{i}]", source)
             for i, c in enumerate(spec.get("topologySpreadConstraints") or [])

@@ -9,16 +9,24 @@ order (the first failing check names the reason):
    without the key cannot violate it);
 3. existing pods' anti-affinity: no bound pod whose required anti-affinity term matches the incoming pod runs
    in that term's domain of the node.
-Score: each preferred affinity term adds ``weight`` per matching pod in the node's domain, each preferred
-anti-affinity term takes it off; then min-max normalised to 0..100 (0 when all equal). Not modelled: the
-symmetric score from bound pods' own affinity terms (hardPodAffinityWeight) and namespaceSelector.
+Score (scoring.go): each of the pod's preferred affinity terms adds ``weight`` per matching pod in the
+node's domain, each preferred anti-affinity term takes it off; symmetrically, each bound pod whose own term
+matches the incoming pod adds to (or takes from) every node in its domain of that term's key:
+``hardPodAffinityWeight`` (1) for a required affinity term, ``weight`` for a preferred affinity term,
+``-weight`` for a preferred anti-affinity term. Then min-max normalised to 0..100 (0 when all equal). Not
+modelled: namespaceSelector.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fleetlab.model.pod_constraints import LabelSelector, LabelSelectorRequirement, PodAntiAffinityTerm
+from fleetlab.model.pod_constraints import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    PodAffinityTerm,
+    PodAntiAffinityTerm,
+)
 from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, ScorePlugin
 from fleetlab.placement.pod_labels import selector_matches
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
@@ -27,6 +35,9 @@ REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
 MAX_NODE_SCORE = 100
+#: InterPodAffinityArgs hardPodAffinityWeight default: what a bound pod's required affinity term matching
+#: the incoming pod adds to each node of its domain.
+HARD_POD_AFFINITY_WEIGHT = 1
 
 
 def _term_selector(state: ClusterState, pod: CompiledPod, term: PodAntiAffinityTerm) -> int:
@@ -137,18 +148,34 @@ class InterPodAffinityScore(ScorePlugin):
     name = "InterPodAffinity"
 
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
-        weighted = [(t, -1) for t in pod.spec.anti_affinity if not t.required]
-        weighted += [(t, 1) for t in pod.spec.pod_affinity if not t.required]
-        if not weighted:
+        spec = pod.spec
+        weighted = [
+            (t, -t.weight, _term_selector(state, pod, t)) for t in spec.anti_affinity if not t.required
+        ]
+        weighted += [
+            (t, t.weight, _term_selector(state, pod, t)) for t in spec.pod_affinity if not t.required
+        ]
+        counted = [
+            (t.topology_key, w, state.pod_labels.domain_counts(sid, t.topology_key)) for t, w, sid in weighted
+        ]
+        if spec.pod_dependent:  # bound pods' own terms can only select a pod whose labels are modelled
+            for term, owners in state.pod_labels.existing_score_terms(dict(spec.labels), spec.namespace):
+                counted.append((term.topology_key, _symmetric_weight(term), owners))
+        if not counted:
             return None
         raw = np.zeros(len(nodes), dtype=np.int64)
-        for term, sign in weighted:
-            sid = _term_selector(state, pod, term)
-            per_domain = state.pod_labels.domain_counts(sid, term.topology_key)
-            codes = state.labels.codes(term.topology_key)[nodes]
+        for key, weight, per_domain in counted:
+            codes = state.labels.codes(key)[nodes]
             has = codes >= 0
-            raw[has] += sign * term.weight * per_domain[codes[has]]
+            raw[has] += weight * per_domain[codes[has]]
         return normalize_min_max(raw)
+
+
+def _symmetric_weight(term: PodAntiAffinityTerm) -> int:
+    """What one bound pod's term matching the incoming pod adds to each node of its domain."""
+    if isinstance(term, PodAffinityTerm):
+        return HARD_POD_AFFINITY_WEIGHT if term.required else term.weight
+    return -term.weight
 
 
 def normalize_min_max(raw: IntArray) -> IntArray:

@@ -6,6 +6,7 @@ pods, ``matchNum + selfMatch - globalMin > maxSkew`` rejects, where the global m
 eligible domains (nodes carrying every constraint's key and passing the node inclusion policies) and is 0
 while fewer than minDomains domains exist. Score: per constraint ``count * ln(domains + 2) + maxSkew - 1``
 summed, rounded, then reversed against the max (``100 * (max + min - s) / max``); nodes missing a key get 0.
+Terminating pods (deletionTimestamp set) are not counted (common.go countPodsMatchSelector).
 """
 
 from __future__ import annotations
@@ -78,7 +79,9 @@ def constraints_for(
     out = []
     for c in chosen:
         selector = _merged_selector(c, labels)
-        sid = state.pod_labels.selector(selector, frozenset({spec.namespace}), count_empty=False)
+        sid = state.pod_labels.selector(
+            selector, frozenset({spec.namespace}), count_empty=False, count_terminating=False
+        )
         out.append(ResolvedConstraint(c, sid, 1 if selector_matches(selector, labels) else 0))
     pod.cache[cache_key] = out
     return out
