@@ -90,6 +90,7 @@ def build_live_cluster(snapshot: Snapshot, profile: Profile | None = None) -> Li
     ]
     extra = sorted({name for pod in snapshot.pods for name in pod.requests})
     state = ClusterState(infos, extra_resources=extra)
+    state.pod_labels.namespace_labels.update(snapshot.namespace_labels)
     for i in range(state.n):
         state.set_ready(i)
     scheduler = Scheduler(state, profile or resolve_profile(SchedulerConfig()))

@@ -99,9 +99,21 @@ class PodAntiAffinityTerm(KubeModel):
     weight: int = Field(default=100, ge=1, le=100)
     label_selector: LabelSelector | None = Field(default=None, alias="labelSelector")
     namespaces: tuple[str, ...] = ()
+    #: Namespaces by label (``{}``: all); with ``namespaces`` the term looks in the union of both, and in the
+    #: pod's own namespace only when neither is given.
+    namespace_selector: LabelSelector | None = Field(default=None, alias="namespaceSelector")
 
     def __hash__(self) -> int:
-        return hash((self.topology_key, self.required, self.weight, self.label_selector, self.namespaces))
+        return hash(
+            (
+                self.topology_key,
+                self.required,
+                self.weight,
+                self.label_selector,
+                self.namespaces,
+                self.namespace_selector,
+            )
+        )
 
 
 class PodAffinityTerm(PodAntiAffinityTerm):

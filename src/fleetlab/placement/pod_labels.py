@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from fleetlab.placement.state import LabelIndex
 
 IntArray = NDArray[np.int64]
+#: The label the API server sets on every Namespace (1.21+): a namespaceSelector can always name one by it.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: Per-domain arrays are kept (and bumped on every bind) only for keys with at most this many values, such
 #: as zones; hostname-like keys are summed from the sparse per-node counts on demand, so memory does not
 #: grow with selectors x nodes.
@@ -112,6 +114,10 @@ class PodLabelCounts:
         self._live_terms: dict[int, int] = {}
         self._terms_by_pair: dict[tuple[str, str], set[int]] = {}
         self._unindexed_terms: set[int] = set()
+        #: Labels of Namespace objects (set before pods are bound); every namespace also carries its
+        #: ``kubernetes.io/metadata.name`` label.
+        self.namespace_labels: dict[str, Mapping[str, str]] = {}
+        self._namespaces: set[str] = set()
 
     # -- interning ---------------------------------------------------------------------------------------
     def intern(
@@ -135,11 +141,30 @@ class PodLabelCounts:
         if found is not None:
             return found
         sid = len(self._sets)
+        self._namespaces.add(namespace)
         self._set_ids[key] = sid
         self._sets.append(key)
         self._bound.append({})
         self._matches.append(None)
         return sid
+
+    def labels_of_namespace(self, namespace: str) -> Mapping[str, str]:
+        """A namespace's labels, its name label included."""
+        return {**self.namespace_labels.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
+
+    def term_namespaces(self, term: PodAntiAffinityTerm, own: str) -> frozenset[str]:
+        """The namespaces a term of a pod in ``own`` looks in (upstream GetNamespacesFromPodAffinityTerm
+        plus the namespaceSelector resolved over the namespaces known here, as PreFilter resolves it over
+        the Namespace lister)."""
+        if not term.namespaces and term.namespace_selector is None:
+            return frozenset((own,))
+        names = set(term.namespaces)
+        if term.namespace_selector is not None:
+            known = self._namespaces | self.namespace_labels.keys()
+            names.update(
+                n for n in known if selector_matches(term.namespace_selector, self.labels_of_namespace(n))
+            )
+        return frozenset(names)
 
     def label_set(self, set_id: int) -> LabelSet:
         """The interned label set."""
@@ -316,7 +341,16 @@ class PodLabelCounts:
             if tid not in self._live_terms:
                 continue
             term, owner_ns = self._terms[tid]
-            namespaces = term.namespaces or (owner_ns,)
-            if namespace in namespaces and selector_matches(term.label_selector, labels):
+            if self._term_covers(term, owner_ns, namespace) and selector_matches(term.label_selector, labels):
                 out.append((term, self._domains(self._term_counts[tid], term.topology_key)))
         return out
+
+    def _term_covers(self, term: PodAntiAffinityTerm, owner: str, namespace: str) -> bool:
+        """Whether a bound pod's term (the pod in ``owner``) looks in ``namespace`` (upstream
+        AffinityTerm.Matches: the listed names, or the namespaceSelector against the namespace's labels)."""
+        if not term.namespaces and term.namespace_selector is None:
+            return namespace == owner
+        if namespace in term.namespaces:
+            return True
+        selector = term.namespace_selector
+        return selector is not None and selector_matches(selector, self.labels_of_namespace(namespace))

@@ -135,6 +135,8 @@ class Snapshot:
     queue_objects: list[KubeObject] = field(default_factory=list)
     #: core/v1 or events.k8s.io/v1 Events as read.
     events: list[KubeObject] = field(default_factory=list)
+    #: Namespace name -> its labels, from Namespace objects (podAffinity namespaceSelector reads them).
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -378,8 +380,7 @@ def anti_affinity_terms(
     spec: Mapping[str, Any], where: str, source: str, field: str = "podAntiAffinity"
 ) -> tuple[PodAntiAffinityTerm, ...]:
     """spec.affinity.podAntiAffinity (or ``field`` podAffinity) as terms: required ones, then preferred ones
-    with their weights (labelSelector, topologyKey and namespaces are read; namespaceSelector is not
-    modelled)."""
+    with their weights (labelSelector, topologyKey, namespaces and namespaceSelector are read)."""
     kind = PodAffinityTerm if field == "podAffinity" else PodAntiAffinityTerm
     anti = (spec.get("affinity") or {}).get(field) or {}
     base = f"{where}.spec.affinity.{field}"
@@ -403,7 +404,7 @@ def _term(
 ) -> PodAntiAffinityTerm:
     known = {
         k: term[k]
-        for k in ("labelSelector", "topologyKey", "namespaces")
+        for k in ("labelSelector", "topologyKey", "namespaces", "namespaceSelector")
         if isinstance(term, dict) and k in term
     }
     result: PodAntiAffinityTerm = _model(
@@ -506,6 +507,8 @@ def _read_into(
             out["events"].append(obj)
         elif kind in PRIORITY_KINDS:
             out["classes"].append(obj)
+        elif kind == "Namespace":
+            out["namespaces"].append(_namespace_labels(obj, source))
         else:
             out["nodes" if kind == "Node" else "pods"].append(_parse(kind, obj, source))
         stamps.extend(_timestamps(obj))
@@ -522,12 +525,19 @@ def load_snapshot(
 ) -> Snapshot:
     """Nodes and pods (plus Kueue objects, Events, PriorityClasses) from kubectl files; other kinds are an
     error."""
-    out: dict[str, list[Any]] = {"nodes": [], "pods": [], "queue": [], "events": [], "classes": []}
+    out: dict[str, list[Any]] = {
+        "nodes": [],
+        "pods": [],
+        "queue": [],
+        "events": [],
+        "classes": [],
+        "namespaces": [],
+    }
     stamps: list[datetime] = []
-    main = frozenset({"Node", "Pod"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
+    main = frozenset({"Node", "Pod", "Namespace"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
-        "plus Kueue objects and Events"
+        "plus Namespaces, Kueue objects and Events"
     )
     for path in paths:
         _read_into(path, main, what, out, stamps)
@@ -557,4 +567,22 @@ def load_snapshot(
         if out["classes"]
         else out["pods"]
     )
-    return Snapshot(nodes, pods, max(stamps) if stamps else None, sources, out["queue"], out["events"])
+    return Snapshot(
+        nodes,
+        pods,
+        max(stamps) if stamps else None,
+        sources,
+        out["queue"],
+        out["events"],
+        dict(out["namespaces"]),
+    )
+
+
+def _namespace_labels(obj: Mapping[str, Any], source: str) -> tuple[str, dict[str, str]]:
+    """(name, labels) of a Namespace object."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    labels = meta.get("labels") or {}
+    if not isinstance(name, str) or not name or not isinstance(labels, dict):
+        raise SpecError(source, [f"Namespace {name!r}: metadata.name must be a string and labels a mapping"])
+    return name, {str(k): str(v) for k, v in labels.items()}

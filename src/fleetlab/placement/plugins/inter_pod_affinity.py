@@ -13,8 +13,9 @@ Score (scoring.go): each of the pod's preferred affinity terms adds ``weight`` p
 node's domain, each preferred anti-affinity term takes it off; symmetrically, each bound pod whose own term
 matches the incoming pod adds to (or takes from) every node in its domain of that term's key:
 ``hardPodAffinityWeight`` (1) for a required affinity term, ``weight`` for a preferred affinity term,
-``-weight`` for a preferred anti-affinity term. Then min-max normalised to 0..100 (0 when all equal). Not
-modelled: namespaceSelector.
+``-weight`` for a preferred anti-affinity term. Then min-max normalised to 0..100 (0 when all equal).
+A term looks in its ``namespaces`` and those its ``namespaceSelector`` selects (by the Namespace objects'
+labels, or the name label every namespace has), else in its pod's own namespace.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ HARD_POD_AFFINITY_WEIGHT = 1
 
 
 def _term_selector(state: ClusterState, pod: CompiledPod, term: PodAntiAffinityTerm) -> int:
-    namespaces = frozenset(term.namespaces or (pod.spec.namespace,))
+    namespaces = state.pod_labels.term_namespaces(term, pod.spec.namespace)
     return state.pod_labels.selector(term.label_selector, namespaces, count_empty=True)
 
 
@@ -76,7 +77,7 @@ def affinity_blocked(state: ClusterState, pod: CompiledPod) -> BoolArray:
     blocked = np.zeros(state.n, dtype=bool)
     if not terms:
         return blocked
-    namespaces = frozenset.intersection(*(frozenset(t.namespaces or (spec.namespace,)) for t in terms))
+    namespaces = frozenset.intersection(*(state.pod_labels.term_namespaces(t, spec.namespace) for t in terms))
     merged = _all_terms_selector(terms)
     has_keys = np.ones(state.n, dtype=bool)
     can_match = merged is not None and bool(namespaces)
