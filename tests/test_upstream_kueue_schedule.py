@@ -7,14 +7,18 @@ Source: kubernetes-sigs/kueue ``pkg/scheduler/scheduler_test.go``, ``TestSchedul
 preemption, or fair sharing and its preemption). Each case checks what upstream checks: which workloads are admitted and on which flavors, which
 are left pending, and which are preempted. Units: cpu in milli-cores.
 
-Of the first 34 cases of the table, 23 are ported (fair sharing on where upstream enables it). Not ported:
+Of the first 47 cases of the table, 33 are ported (fair sharing on where upstream enables it). Not ported:
 admission-check states (2; admission checks are not modelled), a workload whose LocalQueue or ClusterQueue
 does not exist and a ClusterQueue naming a missing flavor (3; fleetlab refuses such input when it is loaded),
 an injected admission error, the ClusterQueue ``namespaceSelector`` case (accepted, not applied), the
-LendingLimit feature gate turned off, and 3 partial admission cases (not modelled; the 2 whose answer does not
-depend on it are ported). Upstream's ``sales`` and ``other-alpha`` carry a ``borrowingLimit`` without a
-cohort, which Kueue's API refuses ("borrowingLimit must be nil when cohort is empty"); it is left out (a
-ClusterQueue without a cohort cannot borrow either way).
+LendingLimit feature gate turned off, 3 partial admission cases (not modelled; the 2 whose answer does not
+depend on it are ported), a LimitRange case (not modelled), and "multiple preemptions within cq when fair
+sharing" and "multiple preemptions skip overlapping preemption targets": their ClusterQueues leave
+``reclaimWithinCohort`` unset, which the unit test's objects keep as "" (so fair sharing may preempt while
+borrowing) but the API defaults to Never (so it may not); fleetlab reads objects as applied. Upstream's
+``sales`` and ``other-alpha`` carry a ``borrowingLimit`` without a cohort, which Kueue's API refuses
+("borrowingLimit must be nil when cohort is empty"); it is left out (a ClusterQueue without a cohort cannot
+borrow either way).
 """
 
 from __future__ import annotations
@@ -494,3 +498,182 @@ def test_fair_sharing_schedule_workload_with_lowest_drf_after_admission() -> Non
         ("eng-alpha/c1", "lq-c", 0, one(75_000, 1, "one"), None),
     ]
     check(run(wls, queues, fair=True), {"eng-alpha/b1": ("b", {"one": {CPU: "on-demand"}})}, {"eng-alpha/c1"})
+
+
+def _ab_fair(*extra_cohorts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Cohort A (10 on-demand) over ClusterQueues b and c without quota of their own."""
+    return [
+        _cohort("cohort-a", cpu="10"),
+        *extra_cohorts,
+        cq("b", "cohort-a", [quota("on-demand", CPU, "0")]),
+        cq("c", "cohort-a", [quota("on-demand", CPU, "0")]),
+        lq("lq-b", "eng-alpha", "b"),
+        lq("lq-c", "eng-alpha", "c"),
+    ]
+
+
+def test_fair_sharing_schedule_singleton_cqs_and_cq_without_cohort() -> None:
+    """a draws on cohort A's 10, b on its own 10 in cohort B, c (no cohort) on its own 10: all admitted."""
+    queues = [
+        _cohort("cohort-a", cpu="10"),
+        _cohort("cohort-b"),
+        cq("a", "cohort-a", [quota("on-demand", CPU, "0")]),
+        cq("b", "cohort-b", [quota("on-demand", CPU, "10")]),
+        cq("c", None, [quota("on-demand", CPU, "10")]),
+        *(lq(f"lq-{n}", "eng-alpha", n) for n in "abc"),
+    ]
+    wls: list[Wl] = [(f"eng-alpha/{n}1", f"lq-{n}", 0, one(10_000, 1, "one"), None) for n in "abc"]
+    want = {f"eng-alpha/{n}1": (n, {"one": {CPU: "on-demand"}}) for n in "abc"}
+    check(run(wls, queues, fair=True), want, set())
+
+
+@pytest.mark.parametrize(
+    ("b1", "c1"),
+    [
+        pytest.param((99, 0), (101, 0), id="fair sharing schedule highest priority first"),
+        pytest.param((101, 1000), (101, 0), id="fair sharing schedule earliest timestamp first"),
+    ],
+)
+def test_fair_sharing_tie_break(b1: tuple[int, int], c1: tuple[int, int]) -> None:
+    """Equal shares after admission (10 each of cohort A's 10): priority, then creation time decides."""
+    wls: list[Wl] = [
+        ("eng-alpha/b1", "lq-b", b1[0], one(10_000, 1, "one"), None),
+        ("eng-alpha/c1", "lq-c", c1[0], one(10_000, 1, "one"), None),
+    ]
+    created = {"eng-alpha/b1": b1[1], "eng-alpha/c1": c1[1]}
+    got = run(wls, _ab_fair(_cohort("cohort-b")), created, fair=True)
+    check(got, {"eng-alpha/c1": ("c", {"one": {CPU: "on-demand"}})}, {"eng-alpha/b1"})
+
+
+def _other_queues(names: str, **preemption: Any) -> list[dict[str, Any]]:
+    """other-<name> ClusterQueues of 2 cpu each in cohort ``other``; the first gets ``preemption``."""
+    out: list[dict[str, Any]] = []
+    for i, name in enumerate(names.split()):
+        spec = {"preemption": preemption} if i == 0 else {}
+        out += [
+            cq(f"other-{name}", "other", [quota("on-demand", CPU, "2")], **spec),
+            lq("other", f"eng-{name}", f"other-{name}"),
+        ]
+    return out
+
+
+def test_minimal_preemptions_when_target_queue_is_exhausted() -> None:
+    """other-alpha holds 3 (one borrowed) and needs 2 more: its two priority -2 workloads go, not a3 (-1) and
+    not other-beta's."""
+    queues = _other_queues("alpha beta gamma", reclaimWithinCohort="Any", withinClusterQueue="LowerPriority")
+    wls: list[Wl] = [
+        ("eng-alpha/a1", "other", -2, one(1000), reserved("other-alpha", "on-demand")),
+        ("eng-alpha/a2", "other", -2, one(1000), reserved("other-alpha", "on-demand")),
+        ("eng-alpha/a3", "other", -1, one(1000), reserved("other-alpha", "on-demand")),
+        *((f"eng-beta/b{i}", "other", 0, one(1000), reserved("other-beta", "on-demand")) for i in (1, 2, 3)),
+        ("eng-alpha/incoming", "other", 0, one(2000), None),
+    ]
+    check(run(wls, queues), {}, {"eng-alpha/incoming"}, {"eng-alpha/a1", "eng-alpha/a2"})
+
+
+def test_workload_only_eligible_to_preempt_if_it_fits_within_nominal_quota() -> None:
+    """ "A workload is only eligible to do preemptions if it fits fully within nominal quota": 3 > other-alpha's
+    2 means borrowing, and without borrowWithinCohort it may not preempt to borrow."""
+    queues = _other_queues("alpha beta", reclaimWithinCohort="Any", withinClusterQueue="LowerPriority")
+    wls: list[Wl] = [
+        ("eng-alpha/a1", "other", -1, one(1000), reserved("other-alpha", "on-demand")),
+        ("eng-beta/b1", "other", -1, one(1000), reserved("other-beta", "on-demand")),
+        ("eng-alpha/incoming", "other", 1, one(3000), None),
+    ]
+    check(run(wls, queues), {}, {"eng-alpha/incoming"})
+
+
+def test_with_fair_sharing_preempt_workload_from_cq_with_the_highest_share() -> None:
+    """eng-beta needs 30 on-demand; eng-alpha (80 on 50) and eng-gamma (70 on 50) borrow: one workload of
+    each goes (alpha1, then gamma1 as gamma's share becomes the highest)."""
+    gamma = [
+        cq("eng-gamma", "eng", [quota("on-demand", CPU, "50", "0")]),
+        lq("main", "eng-gamma", "eng-gamma"),
+    ]
+    alpha = [
+        (f"eng-alpha/alpha{i}", "", 0, one(20_000), reserved("eng-alpha", "on-demand")) for i in (1, 2, 3, 4)
+    ]
+    gammas = [
+        (f"eng-gamma/gamma{i}", "", 0, one(10_000 if i == 1 else 20_000), reserved("eng-gamma", "on-demand"))
+        for i in (1, 2, 3, 4)
+    ]
+    wls: list[Wl] = [
+        ("eng-alpha/all-spot", "", 0, one(100_000), reserved("eng-alpha", "spot")),
+        *alpha,
+        *gammas,
+        ("eng-beta/preemptor", "main", 0, one(30_000), None),
+    ]
+    got = run(wls, gamma, fair=True)
+    check(got, {}, {"eng-beta/preemptor"}, {"eng-alpha/alpha1", "eng-gamma/gamma1"})
+
+
+def test_multiple_preemptions_without_borrowing() -> None:
+    """Two ClusterQueues of the same cohort each preempt inside themselves in one cycle."""
+    queues = _other_queues("alpha beta", withinClusterQueue="LowerPriority")
+    queues[2]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    wls: list[Wl] = [
+        ("eng-alpha/a1", "other", 0, one(2000), reserved("other-alpha", "on-demand")),
+        ("eng-beta/b1", "other", 0, one(2000), reserved("other-beta", "on-demand")),
+        ("eng-alpha/preemptor", "other", 100, one(2000), None),
+        ("eng-beta/preemptor", "other", 100, one(2000), None),
+    ]
+    left = {"eng-alpha/preemptor", "eng-beta/preemptor"}
+    check(run(wls, queues), {}, left, {"eng-alpha/a1", "eng-beta/b1"})
+
+
+def _default_queues(quotas: dict[str, dict[str, str]], preemption: dict[str, Any]) -> list[dict[str, Any]]:
+    """ClusterQueues of cohort ``other`` on flavor ``default`` (``quotas``: name -> resource -> nominal);
+    those named other-<team> get ``preemption`` and a LocalQueue ``other`` in namespace eng-<team>."""
+    out: list[dict[str, Any]] = []
+    for name, resources in quotas.items():
+        flavor = {
+            "name": "default",
+            "resources": [{"name": r, "nominalQuota": v} for r, v in sorted(resources.items())],
+        }
+        spec = {"preemption": preemption} if name.startswith("other-") else {}
+        out.append(cq(name, "other", [flavor], **spec))
+        if name.startswith("other-"):
+            out.append(lq("other", "eng-" + name.removeprefix("other-"), name))
+    return out
+
+
+WITHIN = {"withinClusterQueue": "LowerPriority"}
+
+
+def test_multiple_preemptions_preemption_possible_after_earlier_workload_fits() -> None:
+    queues = _default_queues({"other-alpha": {CPU: "1"}, "other-beta": {CPU: "2"}}, WITHIN)
+    wls: list[Wl] = [
+        ("eng-beta/b1", "other", 0, one(2000), reserved("other-beta", "default")),
+        ("eng-alpha/fit", "other", 100, one(1000), None),
+        ("eng-beta/preemptor", "other", 99, one(2000), None),
+    ]
+    want = {"eng-alpha/fit": ("other-alpha", {"main": {CPU: "default"}})}
+    check(run(wls, queues), want, {"eng-beta/preemptor"}, {"eng-beta/b1"})
+
+
+def test_multiple_preemptions_skip_preemption_when_shared_limited_resource() -> None:
+    """Both preemptors ask 3 (2 own + 1 borrowed) and the cohort has 5: after alpha's preemption of a1 only
+    one can fit, so beta's is skipped rather than wasted. Upstream's object sets borrowWithinCohort with
+    reclaimWithinCohort unset, which the API defaults to Never and then refuses ("reclaimWithinCohort=Never
+    and borrowWithinCohort.Policy!=Never"); here it is LowerPriority, which changes nothing in this case (no
+    other ClusterQueue borrows)."""
+    bwc = {
+        **WITHIN,
+        "reclaimWithinCohort": "LowerPriority",
+        "borrowWithinCohort": {"policy": "LowerPriority"},
+    }
+    queues = _default_queues(
+        {"other-alpha": {CPU: "2"}, "other-beta": {CPU: "2"}, "resource-bank": {CPU: "1"}}, bwc
+    )
+    wls: list[Wl] = [
+        ("eng-alpha/a1", "other", 0, one(2000), reserved("other-alpha", "default")),
+        ("eng-beta/b1", "other", 0, one(2000), reserved("other-beta", "default")),
+        ("eng-alpha/preemptor", "other", 100, one(3000), None),
+        ("eng-beta/pretending-preemptor", "other", 99, one(3000), None),
+    ]
+    left = {"eng-alpha/preemptor", "eng-beta/pretending-preemptor"}
+    check(run(wls, queues), {}, left, {"eng-alpha/a1"})
+
+
+def test_not_enough_resources() -> None:
+    check(run([("sales/new", "main", 0, one(100_000, 1, "one"), None)]), {}, {"sales/new"})
