@@ -385,3 +385,13 @@ def test_gpu011_finds_the_own_labels_of_a_jobset_template(scenario: Scenario) ->
     assert sorted(by_rule) == ["GPU011"]
     assert by_rule["GPU011"].path.startswith("spec.replicatedJobs[0].template.spec.template.spec.affinity")
     assert "6 replica(s) must each have their own kubernetes.io/hostname domain" in by_rule["GPU011"].message
+
+
+def test_describe_output_is_refused_with_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "describe.txt"
+    path.write_text(
+        "Name:         train-0\nNamespace:    default\nPriority:     0\nLabels:       app=train\n"
+    )
+    result = CliRunner().invoke(cli.app, ["lint", str(path)])
+    assert result.exit_code == 2
+    assert "looks like `kubectl describe` output" in result.output

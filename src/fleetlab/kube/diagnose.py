@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
+from fleetlab.kube.cluster import LiveCluster, pod_spec
 from fleetlab.kube.events import PodEvent, pod_events
+from fleetlab.kube.gpu_nodes import GpuNode, allocated_by_node, gpu_node_report, schedulable, unknown_products
 from fleetlab.kube.preemption_check import PreemptionCheck
 from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
 from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
@@ -24,26 +25,10 @@ from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.pending import classify, classify_gang
-from fleetlab.spec.kube_snapshot import KubeNode, KubePod
+from fleetlab.spec.kube_snapshot import KubePod
 
 #: Verdicts where evicting lower-priority pods could make room (capacity, not rules, is short).
 PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang"})
-GPU_LABEL_HINTS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
-
-
-@dataclass
-class GpuNode:
-    """Stage (a): one node that has, or should have, GPUs, and what stops it offering them."""
-
-    node: str
-    product: str | None
-    gpus_allocatable: int
-    gpus_capacity: int
-    other_gpu_resources: dict[str, int]
-    ready: str
-    unschedulable: bool
-    sharing: str | None
-    problems: list[str]
 
 
 @dataclass
@@ -70,6 +55,8 @@ class Diagnosis:
 
     now: str | None
     nodes: int
+    #: nvidia.com/gpu summed over all nodes: allocatable (healthy), on schedulable nodes, capacity
+    #: (advertised), requested by bound running pods, and free (allocatable minus allocated, per node).
     gpus_allocatable: int
     gpus_schedulable: int
     gpu_nodes: list[GpuNode]
@@ -78,6 +65,9 @@ class Diagnosis:
     notes: list[str]
     #: Kueue Workloads not admitted (only when Kueue objects were given).
     workloads: list[QueuedWorkload] = field(default_factory=list)
+    gpus_advertised: int = 0
+    gpus_allocated: int = 0
+    gpus_free: int = 0
 
     @property
     def anything_pending(self) -> bool:
@@ -87,72 +77,6 @@ class Diagnosis:
     def as_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return asdict(self)
-
-
-def _gpu_resources(node: KubeNode) -> dict[str, int]:
-    return {
-        name: amount
-        for name, amount in node.allocatable.items()
-        if name.startswith("nvidia.com/") and name != GPU
-    }
-
-
-def _sharing(node: KubeNode) -> str | None:
-    strategy = node.labels.get("nvidia.com/gpu.sharing-strategy", "none")
-    replicas = node.labels.get("nvidia.com/gpu.replicas")
-    count = node.labels.get("nvidia.com/gpu.count")
-    if strategy in ("time-slicing", "mps"):
-        shape = f"{count} GPUs x {replicas} replicas" if count and replicas else "replicated GPUs"
-        return f"{strategy}: nvidia.com/gpu counts {shape}; memory and faults are shared"
-    mig = node.labels.get("nvidia.com/mig.strategy")
-    if mig in ("single", "mixed"):
-        return f"MIG {mig}: GPUs are advertised as MIG instances"
-    return None
-
-
-def gpu_node_report(node: KubeNode) -> GpuNode | None:
-    """What keeps a GPU node's GPUs from the scheduler, or None for a node with no sign of GPUs."""
-    alloc = node.allocatable.get(GPU, 0)
-    cap = node.capacity.get(GPU, 0)
-    others = _gpu_resources(node)
-    labelled = any(k in node.labels for k in GPU_LABEL_HINTS)
-    if not (alloc or cap or others or labelled or GPU in node.allocatable):
-        return None
-    problems: list[str] = []
-    if GPU not in node.allocatable and GPU not in node.capacity and not others:
-        problems.append(
-            "GPU labels but no nvidia.com/gpu resource: the NVIDIA device plugin is not running here"
-        )
-    elif alloc == 0 and not others:
-        if cap > 0:
-            problems.append(
-                f"nvidia.com/gpu allocatable 0 of capacity {cap}: the device plugin marked the GPUs "
-                "unhealthy (XID / driver fault); check `nvidia-smi` and the device-plugin log"
-            )
-        else:
-            problems.append("advertises nvidia.com/gpu: 0 (driver not loaded or device plugin found no GPU)")
-    elif alloc < cap:
-        problems.append(f"{cap - alloc} of {cap} GPUs unhealthy (allocatable {alloc} < capacity {cap})")
-    if node.ready != "True":
-        problems.append(f"NotReady (Ready={node.ready}): the kubelet is not reporting; no new pods land here")
-    if node.unschedulable:
-        problems.append("cordoned (spec.unschedulable): new pods are not placed here")
-    return GpuNode(
-        node=node.name,
-        product=node.labels.get("nvidia.com/gpu.product"),
-        gpus_allocatable=alloc,
-        gpus_capacity=cap,
-        other_gpu_resources=others,
-        ready=node.ready,
-        unschedulable=node.unschedulable,
-        sharing=_sharing(node),
-        problems=problems,
-    )
-
-
-def _schedulable(node: KubeNode) -> bool:
-    blocked = any(t.key in NOT_READY_KEYS and t.effect != "PreferNoSchedule" for t in node.taints)
-    return node.ready == "True" and not node.unschedulable and not blocked
 
 
 def _not_advertised(live: LiveCluster, pod: KubePod) -> tuple[str, str] | None:
@@ -320,9 +244,10 @@ def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     """All three stages over the snapshot, in a stable order (nodes and pods by name)."""
     snapshot = live.snapshot
-    gpu_nodes = [r for r in (gpu_node_report(n) for n in snapshot.nodes) if r is not None]
+    used = allocated_by_node(snapshot.pods)
+    gpu_nodes = [r for r in (gpu_node_report(n, used.get(n.name)) for n in snapshot.nodes) if r is not None]
     gpu_nodes.sort(key=lambda r: r.node)
-    schedulable = sum(n.allocatable.get(GPU, 0) for n in snapshot.nodes if _schedulable(n))
+    on_schedulable = sum(n.allocatable.get(GPU, 0) for n in snapshot.nodes if schedulable(n))
     groups: dict[tuple[str, str], list[KubePod]] = {}
     for pod in snapshot.pods:
         if pod.group is not None:
@@ -364,17 +289,22 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             f"node {name} is NotReady but has no not-ready/unreachable taint yet; treated as tainted "
             "(the node lifecycle controller adds it within seconds)"
         )
+    notes.extend(unknown_products(gpu_nodes))
     total = int(np.sum([n.allocatable.get(GPU, 0) for n in snapshot.nodes]))
+    gpu_rows = [row for r in gpu_nodes for row in r.resources if row.resource == GPU]
     if not any(r.gpus_allocatable for r in gpu_nodes) and not any(r.other_gpu_resources for r in gpu_nodes):
         notes.append("no node advertises nvidia.com/gpu: GPU pods cannot be placed anywhere")
     return Diagnosis(
         now=now.isoformat().replace("+00:00", "Z") if now else None,
         nodes=len(snapshot.nodes),
         gpus_allocatable=total,
-        gpus_schedulable=schedulable,
+        gpus_schedulable=on_schedulable,
         gpu_nodes=gpu_nodes,
         pending=pending,
         starting=starting,
         notes=notes,
         workloads=workloads,
+        gpus_advertised=sum(row.advertised for row in gpu_rows),
+        gpus_allocated=sum(row.allocated for row in gpu_rows),
+        gpus_free=sum(row.free for row in gpu_rows),
     )

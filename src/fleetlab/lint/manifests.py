@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.kube_objects import describe_text
 
 PathPart = str | int
 FieldPath = tuple[PathPart, ...]
@@ -169,6 +170,14 @@ def read_manifests(path: Path) -> list[Manifest]:
     """Every object in one manifest file, in order; a ManifestError when it cannot be read or parsed."""
     label = str(path)
     text = read_text_file(path, "file not found (give a Kubernetes manifest: YAML or JSON)")
+    if describe_text(text):
+        raise ManifestError(
+            label,
+            [
+                "this looks like `kubectl describe` output, which is not a manifest; lint the manifest file "
+                "itself, or save `kubectl get KIND NAME -o yaml`"
+            ],
+        )
     is_json = path.suffix.lower() == ".json" or text.lstrip().startswith("{")
     out: list[Manifest] = []
     for index, (data, node) in enumerate(_documents(label, text, is_json)):

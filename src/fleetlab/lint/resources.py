@@ -17,7 +17,7 @@ from typing import Any
 from fleetlab.lint.findings import Finding, finding
 from fleetlab.lint.manifests import FieldPath, render_path
 from fleetlab.lint.workloads import PodTemplate
-from fleetlab.model.gpus import GPU_MODELS
+from fleetlab.model.gpu_products import parse_product
 from fleetlab.model.mig import MIG_RESOURCE_PREFIX, MigLayoutError, mig_capable_models, profiles
 from fleetlab.model.quantity import QuantityError, parse_quantity
 from fleetlab.model.resources import is_extended
@@ -205,12 +205,6 @@ def resource_findings(template: PodTemplate) -> list[Finding]:
     return out
 
 
-def _model_for_product(product: str) -> str | None:
-    """fleetlab's GPU model for a GFD ``nvidia.com/gpu.product`` value (``-MIG-...``/``-SHARED`` stripped)."""
-    base = product.split("-MIG-", 1)[0].removesuffix("-SHARED")
-    return next((m.name for m in GPU_MODELS.values() if m.product == base), None)
-
-
 def declared_products(spec: Mapping[str, Any]) -> tuple[FieldPath, list[str]] | None:
     """GPU products a pod is pinned to by nodeSelector, or by an ``In`` on every required affinity term."""
     selector = spec.get("nodeSelector")
@@ -244,7 +238,7 @@ def _known_somewhere(profile: str) -> bool:
 
 def _mig_problem(resource: str, profile: str, product: str, selected_at: str) -> tuple[str, str] | None:
     """(message, fix) when the GPU model behind ``product`` cannot provide MIG resource ``resource``."""
-    model = _model_for_product(product)
+    model = parse_product(product).model
     if model is None:
         return None  # a product fleetlab does not know: nothing to check against
     label = f"{GPU_PRODUCT_LABEL}={product}"
