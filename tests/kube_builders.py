@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fleetlab.kube.cluster import build_live_cluster
+from fleetlab.kube.diagnose import Diagnosis, diagnose
 from fleetlab.model.resources import GPU
+from fleetlab.spec.kube_snapshot import load_snapshot
 
 
 def container(
@@ -54,6 +57,12 @@ def node(
             "conditions": [{"type": "Ready", "status": ready}],
         },
     }
+
+
+def diagnose_items(tmp_path: Path, items: list[dict[str, Any]]) -> Diagnosis:
+    """Write the objects as one List and diagnose it, measured at the newest timestamp in it."""
+    snap = load_snapshot([write_list(tmp_path / "snap.json", items)])
+    return diagnose(build_live_cluster(snap), snap.newest)
 
 
 def write_list(path: Path, items: list[dict[str, Any]]) -> Path:

@@ -14,27 +14,22 @@ import pytest
 from typer.testing import CliRunner
 
 from fleetlab import cli
-from fleetlab.kube.cluster import build_live_cluster
-from fleetlab.kube.diagnose import Diagnosis, diagnose
+from fleetlab.kube.diagnose import Diagnosis
 from fleetlab.model.gpu_products import model_for_instance_type, parse_product
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.resources import GPU
-from fleetlab.spec.kube_snapshot import load_snapshot
 from kube_builders import (
     aks_gpu_node,
     container,
+    diagnose_items,
     gke_gpu_node,
     gpu_operator_node,
     karpenter_gpu_node,
     node,
     pod,
-    write_list,
 )
 
-
-def run(tmp_path: Path, items: list[dict[str, Any]]) -> Diagnosis:
-    snap = load_snapshot([write_list(tmp_path / "snap.json", items)])
-    return diagnose(build_live_cluster(snap), snap.newest)
+run = diagnose_items
 
 
 def by_node(d: Diagnosis) -> dict[str, Any]:

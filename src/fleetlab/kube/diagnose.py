@@ -19,8 +19,10 @@ from fleetlab.kube.cluster import LiveCluster, pod_spec
 from fleetlab.kube.events import PodEvent, pod_events
 from fleetlab.kube.gpu_nodes import GpuNode, allocated_by_node, gpu_node_report, schedulable, unknown_products
 from fleetlab.kube.preemption_check import PreemptionCheck
+from fleetlab.kube.queue_order import JointPlacer, queue_key
 from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
 from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
+from fleetlab.kube.storage import StorageView, storage_block
 from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.framework import PodSpec
@@ -28,7 +30,7 @@ from fleetlab.sim.pending import classify, classify_gang
 from fleetlab.spec.kube_snapshot import KubePod
 
 #: Verdicts where evicting lower-priority pods could make room (capacity, not rules, is short).
-PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang"})
+PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang", "queued-behind"})
 
 
 @dataclass
@@ -47,6 +49,10 @@ class PendingPod:
     reported: str = ""
     #: DefaultPreemption's dry run over the snapshot: who would be evicted, or why nobody.
     preemption: str = ""
+    #: 1-based place in kube-scheduler's queue (priority, then creation) among the pending pods.
+    queue_position: int = 0
+    #: Where the joint pass placed the pod (it fits once the pods ahead of it are placed), if anywhere.
+    placed_on: str | None = None
 
 
 @dataclass
@@ -147,8 +153,9 @@ def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
         ruled = rule_block(scheduler, compiled, verdicts)
         if ruled is not None:
             blocked_by, detail = ruled
-            if blocked_by == "selector/affinity":
-                detail = _selector_detail(live, pod) or detail
+            nowhere = _selector_detail(live, pod)
+            if nowhere:  # a selector no node satisfies must change whatever else does
+                blocked_by, detail = "selector/affinity", f"{nowhere}; {detail}"
     missing = _not_advertised(live, pod)
     if missing is not None:
         blocked_by, detail = missing
@@ -241,8 +248,48 @@ def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
     return notes
 
 
+def _storage(live: LiveCluster, pod: KubePod, entry: PendingPod, view: StorageView) -> bool:
+    """Whether the pod's volumes keep it out (the verdict becomes ``storage``); when something else
+    blocks it too, the volume problem is appended to the detail."""
+    found = storage_block(live, pod, view, entry.reported) if pod.claims else None
+    if found is None:
+        return False
+    if entry.blocked_by != "none":
+        entry.detail += f"; also: {found[1]}"
+        return False
+    entry.blocked_by, entry.detail = found
+    entry.message = "no node with room passes kube-scheduler's volume filters (VolumeBinding, VolumeZone)"
+    return True
+
+
+def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod) -> bool:
+    """Place a pod that fits in queue order (True: the state changed), or say which pods ahead of it in
+    the queue took the room it would have had."""
+    if entry.blocked_by == "none" and not pod.gates and pod.group is None:
+        node = placer.place(pod)
+        if node is None:
+            return False
+        entry.placed_on = node
+        entry.detail = (
+            f"fits: in queue order (position {entry.queue_position}) the scheduler would bind it to {node}"
+        )
+        return True
+    if entry.blocked_by in ("shortage", "fragmentation") and placer.bound:
+        taken = placer.taken_by(pod)
+        if taken:
+            shown = ", ".join(taken[:4]) + (f" and {len(taken) - 4} more" if len(taken) > 4 else "")
+            entry.blocked_by = "queued-behind"
+            entry.detail = (
+                f"the cluster has room for it alone, but {len(taken)} pending pod(s) ahead of it in the "
+                f"scheduling queue (higher priority, or equal and created earlier) take it: {shown}; "
+                f"after them: {entry.detail}"
+            )
+    return False
+
+
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
-    """All three stages over the snapshot, in a stable order (nodes and pods by name)."""
+    """All three stages over the snapshot: pending pods in scheduling-queue order, each judged after the
+    ones ahead of it are placed (see ``queue_order``); bound pods and nodes by name."""
     snapshot = live.snapshot
     used = allocated_by_node(snapshot.pods)
     gpu_nodes = [r for r in (gpu_node_report(n, used.get(n.name)) for n in snapshot.nodes) if r is not None]
@@ -260,28 +307,31 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     events = pod_events(snapshot.events)
     placements: dict[PodSpec, _Placement] = {}
     preemption: PreemptionCheck | None = None
-    for pod in sorted(snapshot.pods, key=lambda p: p.key):
-        if pod.terminated or pod.phase != "Pending":
-            continue
-        if pod.node_name is None:
-            siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
-            entry = diagnose_pending(live, pod, siblings, now, placements)
-            kueue = _kueue_block(pod, by_owner)
-            if kueue is not None:
-                entry.blocked_by, entry.detail = kueue
-            entry.reported = _reported(pod, events.get(pod.key, {}))
-            if entry.blocked_by in PREEMPTION_MAY_HELP:
-                preemption = preemption or PreemptionCheck(live)
-                entry.preemption = preemption.verdict(pod)
-            if pod.nominated_node is not None:
-                entry.preemption = (
-                    f"nominated to node {pod.nominated_node}: preemption is under way, the pod waits for "
-                    "its victims to terminate"
-                )
-            notes.extend(_pending_notes(pod, entry))
-            pending.append(entry)
-        else:
-            starting.append(_starting(live, pod, now, events.get(pod.key, {})))
+    placer = JointPlacer(live)
+    storage = StorageView(snapshot.storage_objects)
+    active = [p for p in snapshot.pods if not p.terminated and p.phase == "Pending"]
+    for pod in sorted((p for p in active if p.node_name is None), key=queue_key):
+        siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
+        entry = diagnose_pending(live, pod, siblings, now, placements)
+        entry.queue_position = len(pending) + 1
+        entry.reported = _reported(pod, events.get(pod.key, {}))
+        kueue = _kueue_block(pod, by_owner)
+        if kueue is not None:
+            entry.blocked_by, entry.detail = kueue
+        elif not _storage(live, pod, entry, storage) and _joint(placer, pod, entry):
+            placements.clear()  # the state changed: cached verdicts are stale
+        if entry.blocked_by in PREEMPTION_MAY_HELP:
+            preemption = preemption or PreemptionCheck(live)
+            entry.preemption = preemption.verdict(pod)
+        if pod.nominated_node is not None:
+            entry.preemption = (
+                f"nominated to node {pod.nominated_node}: preemption is under way, the pod waits for "
+                "its victims to terminate"
+            )
+        notes.extend(_pending_notes(pod, entry))
+        pending.append(entry)
+    for pod in sorted((p for p in active if p.node_name is not None), key=lambda p: p.key):
+        starting.append(_starting(live, pod, now, events.get(pod.key, {})))
     for orphan in live.orphans:
         notes.append(f"{orphan.key} is bound to node {orphan.node_name}, which is not in the snapshot")
     for name in live.implied:

@@ -21,6 +21,7 @@ from fleetlab.model.gpu_products import parse_product
 from fleetlab.model.mig import MIG_RESOURCE_PREFIX, MigLayoutError, mig_capable_models, profiles
 from fleetlab.model.quantity import QuantityError, parse_quantity
 from fleetlab.model.resources import is_extended
+from fleetlab.spec.kube_objects import dig
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 #: apimachinery's resource.ErrFormatWrong, what the API server says about a quantity it cannot parse.
@@ -44,15 +45,6 @@ def canonical(value: Fraction) -> str:
         if scaled.denominator == 1:
             return f"{sign}{scaled.numerator}{suffix}"
     return f"{sign}{-(-value * 10**9 // 1)}n"
-
-
-def dig(data: Any, *keys: str) -> Any:
-    """``data[k1][k2]...``, or None where a level is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
 
 
 def is_gpu_resource(name: str) -> bool:

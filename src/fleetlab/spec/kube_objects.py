@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,15 @@ def read_objects(path: Path) -> list[KubeObject]:
     for d, doc in enumerate(_documents(path)):
         out.extend(_flatten(doc, str(path), f"document {d + 1}: " if d else ""))
     return out
+
+
+def dig(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...``, or None where a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
 
 
 def object_name(obj: KubeObject) -> str:
