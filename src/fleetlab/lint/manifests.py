@@ -79,6 +79,17 @@ class Manifest:
                     return str(meta[key])
         return "<unnamed>"
 
+    def inner(self, path: FieldPath) -> Manifest | None:
+        """The object embedded at ``path`` (an AppWrapper component's template) as a manifest of its own,
+        or None when no object is there."""
+        data = value_at(self.data, path)
+        if not isinstance(data, Mapping):
+            return None
+        node = self.node
+        for part in path:
+            node = _child(node, part) if node is not None else None
+        return Manifest(self.file, self.document, data, (*self.root, *path), node)
+
     def line(self, path: FieldPath) -> int | None:
         """1-based line of the deepest node of ``path`` that exists, or None without YAML nodes."""
         node = self.node

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from fleetlab.lint.findings import Finding, finding
-from fleetlab.lint.manifests import FieldPath, render_path
+from fleetlab.lint.manifests import FieldPath, render_path, value_at
 from fleetlab.lint.workloads import PodTemplate
 from fleetlab.model.gpu_products import parse_product
 from fleetlab.model.mig import MIG_RESOURCE_PREFIX, MigLayoutError, mig_capable_models, profiles
@@ -61,10 +61,18 @@ class Container:
     data: Mapping[str, Any]
     init: bool
     sidecar: bool
+    #: Where the ResourceRequirements sit under ``path`` (``resourcesPerNode`` on a Trainer TrainJob).
+    resources_key: str = "resources"
 
 
 def containers(template: PodTemplate) -> Iterator[Container]:
-    """App and init containers of a pod spec (ephemeral containers cannot have resources)."""
+    """App and init containers of a pod spec (ephemeral containers cannot have resources), and the
+    container a CRD writes elsewhere (``resources_at``)."""
+    if template.resources_at is not None:
+        path, key = template.resources_at
+        data = value_at(template.manifest.data, path)
+        if isinstance(data, Mapping):
+            yield Container(path, str(path[-1]), {"resources": data.get(key)}, False, False, key)
     for key, init in (("initContainers", True), ("containers", False)):
         items = template.spec.get(key)
         if not isinstance(items, list):
@@ -137,7 +145,7 @@ def _extended(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _container_findings(template: PodTemplate, container: Container) -> list[Finding]:
     out: list[Finding] = []
-    res_path: FieldPath = (*container.path, "resources")
+    res_path: FieldPath = (*container.path, container.resources_key)
     limits = _extended(_resource_map(container, "limits"))
     requests = _extended(_resource_map(container, "requests"))
     parsed_limits = {n: _parse(template, (*res_path, "limits", n), n, raw, out) for n, raw in limits.items()}
@@ -261,7 +269,7 @@ def _mig_findings(template: PodTemplate, container: Container) -> list[Finding]:
         profile = _profile_name(resource).replace(".me", "+me")
         path: FieldPath = (
             *container.path,
-            "resources",
+            container.resources_key,
             "limits" if resource in limits else "requests",
             resource,
         )

@@ -47,6 +47,9 @@ class PodTemplate:
     gang_size: int = 0
     gang_path: FieldPath = ()
     gang_label: str = ""
+    #: A container written outside ``containers`` (KServe ``predictor.model``, Trainer
+    #: ``trainer.resourcesPerNode``): the object's path and the key of its ResourceRequirements.
+    resources_at: tuple[FieldPath, str] | None = None
 
 
 def _count(value: Any, default: int = 1) -> int:
@@ -63,7 +66,7 @@ def _labels(meta: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _template(
+def template_at(
     manifest: Manifest,
     template: Any,
     path: FieldPath,
@@ -106,7 +109,7 @@ def _jobset(manifest: Manifest) -> list[PodTemplate]:
         job_spec = dig(job, "template", "spec")
         per_job = _count(dig(job_spec, "parallelism"))
         path: FieldPath = ("spec", "replicatedJobs", i, "template", "spec", "template")
-        found = _template(manifest, dig(job_spec, "template"), path, copies * per_job, f"{name}")
+        found = template_at(manifest, dig(job_spec, "template"), path, copies * per_job, f"{name}")
         if found is None:
             continue
         own = _annotations(dig(job, "template", "metadata")).get(JOBSET_EXCLUSIVE)
@@ -142,7 +145,7 @@ def _replica_specs(manifest: Manifest) -> list[PodTemplate]:
         for role, replica in roles.items():
             if not isinstance(replica, Mapping):
                 continue
-            found = _template(
+            found = template_at(
                 manifest,
                 replica.get("template"),
                 ("spec", key, str(role), "template"),
@@ -163,7 +166,7 @@ def _ray(manifest: Manifest) -> list[PodTemplate]:
         if isinstance(dig(spec, key), Mapping):
             spec, root = dig(spec, key), ("spec", key)
     out: list[PodTemplate] = []
-    head = _template(
+    head = template_at(
         manifest, dig(spec, "headGroupSpec", "template"), (*root, "headGroupSpec", "template"), 1, "head"
     )
     if head is not None:
@@ -172,7 +175,7 @@ def _ray(manifest: Manifest) -> list[PodTemplate]:
     for i, group in enumerate(groups if isinstance(groups, list) else []):
         replicas = _count(dig(group, "replicas")) * _count(dig(group, "numOfHosts"))
         name = str(dig(group, "groupName") or i)
-        found = _template(
+        found = template_at(
             manifest, dig(group, "template"), (*root, "workerGroupSpecs", i, "template"), replicas, name
         )
         if found is not None:
@@ -188,11 +191,11 @@ def _leader_worker_set(manifest: Manifest) -> list[PodTemplate]:
     size = _count(dig(lwt, "size"))
     root: FieldPath = ("spec", "leaderWorkerTemplate")
     out: list[PodTemplate] = []
-    leader = _template(manifest, dig(lwt, "leaderTemplate"), (*root, "leaderTemplate"), groups, "leader", 1)
+    leader = template_at(manifest, dig(lwt, "leaderTemplate"), (*root, "leaderTemplate"), groups, "leader", 1)
     if leader is not None:
         out.append(leader)
     workers = size - 1 if leader is not None else size
-    found = _template(
+    found = template_at(
         manifest, dig(lwt, "workerTemplate"), (*root, "workerTemplate"), groups * workers, "workers", workers
     )
     if found is not None:
@@ -204,20 +207,22 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
     """Every pod spec of a workload object; an empty list for kinds that run no pods."""
     kind, data = manifest.kind, manifest.data
     if kind == "Pod":
-        found = _template(manifest, data, (), 1, manifest.name)
+        found = template_at(manifest, data, (), 1, manifest.name)
         return [] if found is None else [found]
     if kind in _DIRECT_TEMPLATE:
         spec = data.get("spec")
         replicas = _count(dig(spec, "parallelism" if kind == "Job" else "replicas"))
         gang = 1 if kind in _PODS_ONE_BY_ONE else None
-        found = _template(
+        found = template_at(
             manifest, dig(spec, "template"), ("spec", "template"), replicas, manifest.name, gang
         )
         return [] if found is None else [found]
     if kind == "CronJob":
         job_spec = dig(data, "spec", "jobTemplate", "spec")
         path: FieldPath = ("spec", "jobTemplate", "spec", "template")
-        found = _template(manifest, dig(job_spec, "template"), path, _count(dig(job_spec, "parallelism")), "")
+        found = template_at(
+            manifest, dig(job_spec, "template"), path, _count(dig(job_spec, "parallelism")), ""
+        )
         return [] if found is None else [found]
     if kind == "JobSet":
         return _jobset(manifest)
