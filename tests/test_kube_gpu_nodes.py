@@ -271,3 +271,17 @@ def test_describe_output_gets_a_hint(tmp_path: Path) -> None:
     assert "looks like `kubectl describe` output" in result.output
     assert "kubectl get nodes -o json" in result.output
     assert "has no `kind`" not in result.output
+
+
+def test_pending_gpu_pod_names_the_machines_without_a_plugin(tmp_path: Path) -> None:
+    """Karpenter launched a g4dn.xlarge for the pod, but no device plugin runs there: the pod's verdict
+    points at that machine, not at a generic 'no node has it'."""
+    toleration = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    p = pod("train", [container("c", {"cpu": "1"}, {GPU: "1"})], tolerations=[toleration])
+    d = run(tmp_path, [karpenter_gpu_node("ip-10-0-1-17.ec2.internal"), node("cpu-0", gpus=None), p])
+    (entry,) = d.pending
+    assert entry.blocked_by == "not-advertised"
+    assert entry.detail == (
+        "no node advertises nvidia.com/gpu: 1 GPU machine(s) run no NVIDIA device plugin (or driver): "
+        "ip-10-0-1-17.ec2.internal; install or fix it there"
+    )

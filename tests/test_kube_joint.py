@@ -102,3 +102,36 @@ def test_pods_on_other_nodes_do_not_count_as_ahead(tmp_path: Path) -> None:
     )
     assert sorted(p.placed_on or "" for p in d.pending) == ["h100nvl-0", "h100nvl-1"]
     assert {p.blocked_by for p in d.pending} == {"none"}
+
+
+def test_a_gang_that_fits_is_placed_whole_before_later_pods(tmp_path: Path) -> None:
+    """Kueue plain-pod group of 2 pods x 4 GPUs (created 09:01) on one 8-GPU node; a single 4-GPU pod
+    created at 09:02 comes later in the queue: the gang takes all 8, the single pod waits behind it."""
+    node = gpu_operator_node("h100-0", "NVIDIA-H100-80GB-HBM3", gpus=8)
+
+    def gpu_pod(name: str, created: str, group: str | None = None) -> dict[str, Any]:
+        out = pod(name, [container("c", {"cpu": "1"}, {"nvidia.com/gpu": "4"})])
+        out["metadata"]["creationTimestamp"] = created
+        if group:
+            out["metadata"]["labels"] = {"kueue.x-k8s.io/pod-group-name": group}
+            out["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+        return out
+
+    d = run(
+        tmp_path,
+        [
+            node,
+            gpu_pod("g-0", "2026-11-30T09:01:00Z", "g"),
+            gpu_pod("g-1", "2026-11-30T09:01:00Z", "g"),
+            gpu_pod("solo", "2026-11-30T09:02:00Z"),
+        ],
+    )
+    by = {p.pod: p for p in d.pending}
+    assert by["default/g-0"].placed_on == by["default/g-1"].placed_on == "h100-0"
+    assert (
+        "placed together in queue order: default/g-0 -> h100-0, default/g-1 -> h100-0"
+        in by["default/g-0"].detail
+    )
+    solo = by["default/solo"]
+    assert solo.blocked_by == "queued-behind" and solo.placed_on is None
+    assert "default/g-0 -> h100-0, default/g-1 -> h100-0" in solo.detail

@@ -9,7 +9,7 @@ device plugin is the real block, and whether a gang waits for its siblings.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,15 @@ import numpy as np
 
 from fleetlab.kube.cluster import LiveCluster, pod_spec
 from fleetlab.kube.events import PodEvent, pod_events
-from fleetlab.kube.gpu_nodes import GpuNode, allocated_by_node, gpu_node_report, schedulable, unknown_products
+from fleetlab.kube.gpu_nodes import (
+    GFD_LABELS,
+    GpuNode,
+    allocated_by_node,
+    cloud_gpu_machine,
+    gpu_node_report,
+    schedulable,
+    unknown_products,
+)
 from fleetlab.kube.preemption_check import PreemptionCheck
 from fleetlab.kube.queue_order import JointPlacer, queue_key
 from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
@@ -27,8 +35,10 @@ from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.pending import classify, classify_gang
-from fleetlab.spec.kube_snapshot import KubePod
+from fleetlab.spec.kube_snapshot import KubeNode, KubePod
 
+#: What the gang verdict says when every waiting pod of the group fits at once.
+GANG_READY = "room for all of them exists"
 #: Verdicts where evicting lower-priority pods could make room (capacity, not rules, is short).
 PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang", "queued-behind"})
 
@@ -85,23 +95,41 @@ class Diagnosis:
         return asdict(self)
 
 
+def _advertised_anywhere(live: LiveCluster, name: str) -> bool:
+    """Whether some node has ``name`` in allocatable (one column of the placement state)."""
+    col = live.state.column.get(name)
+    return col is not None and bool((live.state.allocatable[:, col] > 0).any())
+
+
 def _not_advertised(live: LiveCluster, pod: KubePod) -> tuple[str, str] | None:
     """A requested extended resource that no node offers at all (device plugin missing, MIG layout)."""
     for name, amount in sorted(pod.requests.items()):
-        if amount <= 0 or not is_extended(name):
-            continue
-        offering = [n for n in live.snapshot.nodes if n.allocatable.get(name, 0) > 0]
-        if offering:
+        if amount <= 0 or not is_extended(name) or _advertised_anywhere(live, name):
             continue
         capacity = [n.name for n in live.snapshot.nodes if n.capacity.get(name, 0) > 0]
-        why = (
-            f"{len(capacity)} node(s) have it in capacity but 0 allocatable (unhealthy devices)"
-            if capacity
-            else "no node has it even in capacity (device plugin not running, or a different MIG/sharing "
-            "resource name is advertised)"
-        )
+        machines = [n.name for n in live.snapshot.nodes if _unplugged_gpu_machine(n)]
+        if capacity:
+            why = f"{len(capacity)} node(s) have it in capacity but 0 allocatable (unhealthy devices)"
+        elif machines and name.startswith("nvidia.com/"):
+            shown = ", ".join(machines[:3]) + (f" and {len(machines) - 3} more" if len(machines) > 3 else "")
+            why = (
+                f"{len(machines)} GPU machine(s) run no NVIDIA device plugin (or driver): {shown}; "
+                "install or fix it there"
+            )
+        else:
+            why = (
+                "no node has it even in capacity (device plugin not running, or a different MIG/sharing "
+                "resource name is advertised)"
+            )
         return "not-advertised", f"no node advertises {name}: {why}"
     return None
+
+
+def _unplugged_gpu_machine(node: KubeNode) -> bool:
+    """A node its cloud or NFD calls a GPU machine that advertises no ``nvidia.com/*`` resource."""
+    if any(r.startswith("nvidia.com/") for r in (*node.allocatable, *node.capacity)):
+        return False
+    return cloud_gpu_machine(node) is not None or any(k in node.labels for k in GFD_LABELS)
 
 
 def _selector_detail(live: LiveCluster, pod: KubePod) -> str:
@@ -128,7 +156,7 @@ def _gang(live: LiveCluster, pod: KubePod, spec: PodSpec, siblings: list[KubePod
         if verdict is not None:
             return verdict[0], f"pod group {pod.group}: {verdict[1]}"
         return "gang", (
-            f"pod group {pod.group}: {len(waiting)} pods pending; room for all of them exists, so the gang "
+            f"pod group {pod.group}: {len(waiting)} pods pending; {GANG_READY}, so the gang "
             "scheduler (or Kueue) has not released them yet"
         )
     return None
@@ -191,17 +219,25 @@ def diagnose_pending(
         if gang is not None:
             blocked_by, detail = gang
             message = f"pod group {pod.group}: its pods wait for room to start together"
-    scheduled = pod.conditions.get("PodScheduled")
-    since = pod.created or (scheduled[2] if scheduled is not None else None)
     return PendingPod(
         pod=pod.key,
-        requests={k: format_amount(k, v) for k, v in sorted(pod.requests.items())},
+        requests=_requests(pod),
         message=message,
         blocked_by=blocked_by,
         detail=detail,
-        waiting_s=seconds_between(now, since),
+        waiting_s=_waiting(pod, now),
         nodes=placed.verdicts.groups,
     )
+
+
+def _requests(pod: KubePod) -> dict[str, str]:
+    return {k: format_amount(k, v) for k, v in sorted(pod.requests.items())}
+
+
+def _waiting(pod: KubePod, now: datetime | None) -> float | None:
+    """Seconds since the pod was created (or since its PodScheduled condition, without a creation time)."""
+    scheduled = pod.conditions.get("PodScheduled")
+    return seconds_between(now, pod.created or (scheduled[2] if scheduled is not None else None))
 
 
 def _reported(pod: KubePod, events: dict[str, PodEvent]) -> str:
@@ -262,18 +298,27 @@ def _storage(live: LiveCluster, pod: KubePod, entry: PendingPod, view: StorageVi
     return True
 
 
-def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod) -> bool:
-    """Place a pod that fits in queue order (True: the state changed), or say which pods ahead of it in
-    the queue took the room it would have had."""
+def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod, siblings: list[KubePod]) -> dict[str, str]:
+    """Place a pod (or its whole gang) that fits in queue order: pod key -> node of what was bound; or
+    say which pods ahead of it in the queue took the room it would have had."""
+    if entry.blocked_by == "gang" and GANG_READY in entry.detail and not pod.gates:
+        waiting = [p for p in siblings if p.node_name is None and p.phase == "Pending" and not p.gates]
+        placed = placer.place_all(sorted(waiting, key=queue_key))
+        if placed is not None:
+            entry.placed_on = placed[pod.key]
+            shown = ", ".join(f"{k} -> {n}" for k, n in list(placed.items())[:4])
+            more = f" and {len(placed) - 4} more" if len(placed) > 4 else ""
+            entry.detail += f"; placed together in queue order: {shown}{more}"
+        return placed or {}
     if entry.blocked_by == "none" and not pod.gates and pod.group is None:
         node = placer.place(pod)
         if node is None:
-            return False
+            return {}
         entry.placed_on = node
         entry.detail = (
             f"fits: in queue order (position {entry.queue_position}) the scheduler would bind it to {node}"
         )
-        return True
+        return {pod.key: node}
     if entry.blocked_by in ("shortage", "fragmentation") and placer.bound:
         taken = placer.taken_by(pod)
         if taken:
@@ -284,7 +329,7 @@ def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod) -> bool:
                 f"scheduling queue (higher priority, or equal and created earlier) take it: {shown}; "
                 f"after them: {entry.detail}"
             )
-    return False
+    return {}
 
 
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
@@ -310,17 +355,26 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     placer = JointPlacer(live)
     storage = StorageView(snapshot.storage_objects)
     active = [p for p in snapshot.pods if not p.terminated and p.phase == "Pending"]
+    gang_placed: dict[str, tuple[str, PendingPod]] = {}  # pod key -> (node, the gang's first entry)
     for pod in sorted((p for p in active if p.node_name is None), key=queue_key):
         siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
-        entry = diagnose_pending(live, pod, siblings, now, placements)
+        if pod.key in gang_placed:  # bound with its gang when the gang's first pod came up
+            node, first = gang_placed[pod.key]
+            entry = replace(first, pod=pod.key, requests=_requests(pod), waiting_s=_waiting(pod, now))
+            entry.placed_on, entry.preemption = node, ""
+        else:
+            entry = diagnose_pending(live, pod, siblings, now, placements)
         entry.queue_position = len(pending) + 1
         entry.reported = _reported(pod, events.get(pod.key, {}))
         kueue = _kueue_block(pod, by_owner)
         if kueue is not None:
             entry.blocked_by, entry.detail = kueue
-        elif not _storage(live, pod, entry, storage) and _joint(placer, pod, entry):
-            placements.clear()  # the state changed: cached verdicts are stale
-        if entry.blocked_by in PREEMPTION_MAY_HELP:
+        elif entry.placed_on is None and not _storage(live, pod, entry, storage):
+            placed = _joint(placer, pod, entry, siblings)
+            if placed:
+                placements.clear()  # the state changed: cached verdicts are stale
+                gang_placed.update({k: (n, entry) for k, n in placed.items() if k != pod.key})
+        if entry.blocked_by in PREEMPTION_MAY_HELP and entry.placed_on is None:
             preemption = preemption or PreemptionCheck(live)
             entry.preemption = preemption.verdict(pod)
         if pod.nominated_node is not None:

@@ -5,8 +5,8 @@ among equals, the one that entered the queue first (creation time here). Each po
 working copy of the snapshot's placement state with the simulator's own ``Scheduler.select`` (filters,
 scores, tie-break), so the next pod sees the room the earlier ones took: three pods asking for
 ``nvidia.com/mig-1g.12gb`` on a node with two free give two placements and one pod that waits, not three
-"a node fits now". Gated pods, pods whose Kueue Workload is not admitted and gang members are not bound:
-the scheduler does not place those on their own.
+"a node fits now". A gang whose waiting pods all fit is bound whole (all or nothing) when its first pod
+comes up; gated pods and pods whose Kueue Workload is not admitted are not bound.
 """
 
 from __future__ import annotations
@@ -54,6 +54,20 @@ class JointPlacer:
         state.bind(row, compiled.request, compiled.nonzero)
         self.bound.append(_Bound(pod.key, row, compiled))
         return state.node_names[row]
+
+    def place_all(self, pods: list[KubePod]) -> dict[str, str] | None:
+        """Bind a gang's pods one by one (all or nothing): pod key -> node, or None with nothing bound."""
+        mark = len(self.bound)
+        out: dict[str, str] = {}
+        for pod in pods:
+            node = self.place(pod)
+            if node is None:
+                for b in self.bound[mark:]:
+                    self.live.state.release(b.node, b.compiled.request, b.compiled.nonzero)
+                del self.bound[mark:]
+                return None
+            out[pod.key] = node
+        return out
 
     def taken_by(self, pod: KubePod) -> list[str]:
         """Pods placed earlier in this pass without which ``pod`` would fit now (``a -> node``), else []."""

@@ -79,14 +79,18 @@ def gpu_node_table(diagnosis: Diagnosis) -> Table:
 def pending_table(pod: PendingPod) -> Table:
     """Stage (b) for one pod: the verdict, the scheduler's line and which nodes failed how."""
     requests = ", ".join(f"{k}={v}" for k, v in pod.requests.items())
+    where = f"  #{pod.queue_position} in queue" if pod.queue_position else ""
     table = Table(
-        title=escape(f"{pod.pod}  [{requests}]  pending {duration(pod.waiting_s)}"),
+        title=escape(f"{pod.pod}  [{requests}]  pending {duration(pod.waiting_s)}{where}"),
         title_justify="left",
         show_header=False,
     )
     table.add_column("what", style="bold")
     table.add_column("detail")
-    table.add_row("blocked by", Text(f"{pod.blocked_by}: {pod.detail}", style="bold red"))
+    if pod.placed_on is not None:
+        table.add_row("fits", Text(pod.detail, style="bold green"))
+    else:
+        table.add_row("blocked by", Text(f"{pod.blocked_by}: {pod.detail}", style="bold red"))
     table.add_row("kube-scheduler", Text(pod.message))
     if pod.preemption:
         table.add_row("preemption", Text(pod.preemption))
