@@ -285,3 +285,16 @@ def test_pending_gpu_pod_names_the_machines_without_a_plugin(tmp_path: Path) -> 
         "no node advertises nvidia.com/gpu: 1 GPU machine(s) run no NVIDIA device plugin (or driver): "
         "ip-10-0-1-17.ec2.internal; install or fix it there"
     )
+
+
+def test_totals_row_sums_every_gpu_resource(tmp_path: Path) -> None:
+    """A mixed-MIG node: 14 x 1g.10gb, two held by a running pod -> 14/14/2/12 in the totals row."""
+    mig = gpu_operator_node(
+        "mig-0", "NVIDIA-H100-80GB-HBM3", gpus=0, extra_resources={"nvidia.com/mig-1g.10gb": "14"}
+    )
+    running = pod(
+        "r", [container("c", {"cpu": "1"}, {"nvidia.com/mig-1g.10gb": "2"})], node="mig-0", phase="Running"
+    )
+    run(tmp_path, [mig, running])  # writes snap.json
+    out = CliRunner().invoke(cli.app, ["diagnose", "--snapshot", str(tmp_path / "snap.json")]).output
+    assert "gpu: 0/0/0/0" in out and "mig-1g.10gb: 14/14/2/12" in out

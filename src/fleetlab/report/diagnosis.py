@@ -38,6 +38,19 @@ def _resource_cell(g: GpuNode) -> str:
     )
 
 
+def _totals(diagnosis: Diagnosis) -> str:
+    """Per GPU resource, the four columns summed over every GPU node (nvidia.com/gpu first)."""
+    sums: dict[str, list[int]] = {"nvidia.com/gpu": [0, 0, 0, 0]}
+    for g in diagnosis.gpu_nodes:
+        for r in g.resources:
+            row = sums.setdefault(r.resource, [0, 0, 0, 0])
+            for i, v in enumerate((r.advertised, r.healthy, r.allocated, r.free)):
+                row[i] += v
+    return "\n".join(
+        f"{name.removeprefix('nvidia.com/')}: {'/'.join(map(str, row))}" for name, row in sums.items()
+    )
+
+
 def gpu_node_table(diagnosis: Diagnosis) -> Table:
     """Stage (a): every GPU node with its totals per GPU resource; the header sums the same rows."""
     healthy = len([g for g in diagnosis.gpu_nodes if not g.problems])
@@ -62,17 +75,7 @@ def gpu_node_table(diagnosis: Diagnosis) -> Table:
             Text("\n".join(g.problems), style="red"),
         )
     if diagnosis.gpu_nodes:
-        table.add_row(
-            Text("total", style="bold"),
-            "",
-            Text(
-                f"gpu: {diagnosis.gpus_advertised}/{diagnosis.gpus_allocatable}/{diagnosis.gpus_allocated}/"
-                f"{diagnosis.gpus_free}",
-                style="bold",
-            ),
-            "",
-            "",
-        )
+        table.add_row(Text("total", style="bold"), "", Text(_totals(diagnosis), style="bold"), "", "")
     return table
 
 
