@@ -2,7 +2,9 @@
 GPU is partitioned, GFD product strings mapped to models, and a node table whose totals add up.
 
 The node shapes are the builders in kube_builders.py (GKE, EKS with Karpenter, AKS, GPU Operator), each
-citing the public page its labels and taints come from.
+citing the public page its labels and taints come from. The product-string forms (``-SHARED`` with
+``renameByDefault: false``, ``-MIG-<profile>`` under the single strategy, both together) are those listed in
+shared/reference/kube-scheduler/semantics.md section 6.4 (GPU Feature Discovery README, "Generated Labels").
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def by_node(d: Diagnosis) -> dict[str, Any]:
         ("Tesla-T4", "T4", None, False),
         ("Tesla-T4-SHARED", "T4", None, True),  # time-slicing with renameByDefault: false
         ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "A100-40GB", "1g.5gb", False),  # MIG single strategy
+        ("A100-SXM4-40GB-MIG-1g.5gb-SHARED", "A100-40GB", "1g.5gb", True),  # MIG single, also shared
         ("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", "H100", "1g.10gb", False),
         ("nvidia-l4", "L4", None, False),  # case differs
         ("NVIDIA-RTX-PRO-6000-Blackwell", None, None, False),
@@ -146,6 +149,24 @@ def test_real_mig_single_mixed_and_config(tmp_path: Path) -> None:
     assert nodes["mig-mixed-0"].mig == "MIG mixed: mig-1g.10gb x 14, mig-3g.40gb x 4"
     assert not nodes["mig-mixed-0"].problems  # gpu 0 but MIG resources: not a driver fault
     assert nodes["mig-pending-0"].mig == "MIG config all-balanced requested (nvidia.com/mig.config)"
+
+
+def test_gpu_operator_mps_example(tmp_path: Path) -> None:
+    """The GPU Operator docs' MPS example (shared/reference/kube-scheduler/semantics.md section 6.4):
+    4 x T4, replicas 4, gpu.count=4, product Tesla-T4-SHARED, capacity nvidia.com/gpu 16."""
+    labels = {
+        "nvidia.com/gpu.count": "4",
+        "nvidia.com/gpu.replicas": "4",
+        "nvidia.com/gpu.sharing-strategy": "mps",
+    }
+    d = run(
+        tmp_path,
+        [gpu_operator_node("mps-0", "Tesla-T4-SHARED", gpus=16, mig_capable=False, extra_labels=labels)],
+    )
+    g = by_node(d)["mps-0"]
+    assert g.sharing == "mps: nvidia.com/gpu counts 4 GPUs x 4 replicas; memory and faults are shared"
+    assert g.mig is None and g.model == "T4"
+    assert [(r.advertised, r.healthy) for r in g.resources] == [(16, 16)]
 
 
 def test_time_slicing_shared_product(tmp_path: Path) -> None:

@@ -434,3 +434,12 @@ def test_unread_kind_with_gpus_is_a_warning(scenario: Scenario) -> None:
     assert f.rule == "GPU013" and f.severity == "warning"
     assert "Workflow (argoproj.io/v1alpha1) is not a workload kind fleetlab reads" in f.message
     assert f.path == "spec.templates[0].container.resources.limits[nvidia.com/gpu]"
+
+
+def test_trainjob_placement_rules_wait_for_its_runtime(scenario: Scenario, tmp_path: Path) -> None:
+    """A TrainJob's tolerations and node selection live in its ClusterTrainingRuntime: with a valid
+    resourcesPerNode nothing is reported, not a GPU006 for tolerations lint cannot see."""
+    path = tmp_path / "trainjob.yaml"
+    path.write_text((FIXTURES / "crd-workloads.yaml").read_text().split("---")[1].replace("1500m", "4"))
+    report = lint_paths([path], scenario)
+    assert report.pod_templates == 1 and report.findings == ()

@@ -316,7 +316,7 @@ def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod, siblings: list[
             return {}
         entry.placed_on = node
         entry.detail = (
-            f"fits: in queue order (position {entry.queue_position}) the scheduler would bind it to {node}"
+            f"in queue order (position {entry.queue_position}) the scheduler would bind it to {node}"
         )
         return {pod.key: node}
     if entry.blocked_by in ("shortage", "fragmentation") and placer.bound:

@@ -49,7 +49,7 @@ def lint_manifests(manifests: Sequence[Manifest], scenario: Scenario | None = No
     for template in templates:
         own = resource_findings(template) + kai_findings(template)
         findings += own
-        if ctx is not None:
+        if ctx is not None and template.placement_known:
             unknown_mig = any(f.rule == "GPU005" for f in own)
             # a MIG profile that does not exist is reported once, not again as "no node has room"
             findings += [

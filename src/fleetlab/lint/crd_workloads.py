@@ -6,8 +6,9 @@ lint cannot read.
   object (a PyTorchJob, a JobSet...) whose templates are read as that kind's, at their path inside the
   AppWrapper.
 * Kubeflow Trainer v2 ``TrainJob`` (``trainer.kubeflow.org``): ``spec.trainer.resourcesPerNode`` is the
-  trainer container's ResourceRequirements, ``numNodes`` pods (the pod template itself lives in the
-  referenced runtime, which is checked where it is defined).
+  trainer container's ResourceRequirements, ``numNodes`` pods. The pod template, with its tolerations
+  and node selection, lives in the referenced runtime: the quantity rules run, the placement rules
+  (``--scenario``) do not.
 * KServe ``InferenceService``: ``predictor`` / ``transformer`` / ``explainer`` are inline pod specs whose
   model container is a key (``model``, ``pytorch``, ``triton``...) besides ``containers``; ``minReplicas``
   pods (default 1).
@@ -127,7 +128,12 @@ def _train_job(manifest: Manifest) -> list[PodTemplate]:
     path: FieldPath = ("spec", "trainer")
     return [
         PodTemplate(
-            manifest, path, {}, _count(trainer.get("numNodes")), resources_at=(path, "resourcesPerNode")
+            manifest,
+            path,
+            {},
+            _count(trainer.get("numNodes")),
+            resources_at=(path, "resourcesPerNode"),
+            placement_known=False,
         )
     ]
 

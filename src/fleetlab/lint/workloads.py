@@ -50,6 +50,9 @@ class PodTemplate:
     #: A container written outside ``containers`` (KServe ``predictor.model``, Trainer
     #: ``trainer.resourcesPerNode``): the object's path and the key of its ResourceRequirements.
     resources_at: tuple[FieldPath, str] | None = None
+    #: False where the pod's tolerations and node selection live elsewhere (a TrainJob's runtime): the
+    #: rules that judge placement against the scenario's nodes are skipped.
+    placement_known: bool = True
 
 
 def _count(value: Any, default: int = 1) -> int:
