@@ -183,3 +183,23 @@ def test_credentials_in_the_url_are_refused() -> None:
     with pytest.raises(SpecError, match="--token-env or --token-file") as err:
         PrometheusClient("http://admin:hunter2@127.0.0.1:9090", None, 5)
     assert "hunter2" not in str(err.value)
+
+
+@needs_prometheus
+def test_kubectl_and_prometheus_merge_by_job_id(prometheus_url: str, tmp_path: Path) -> None:
+    """The kubectl small world (tests/history_builders.py) and this Prometheus describe the same
+    team-a/Job/train-1: kubectl's times win, DCGM fills the utilisation kubectl cannot know."""
+    from history_builders import small_world
+
+    history = import_sources(
+        small_world(tmp_path), PrometheusSource(prometheus_url, T0 - 600, END, step_s=60)
+    )
+    jobs = {row["job_id"]: row for row in history.jobs.to_pylist()}
+    train = jobs["team-a/Job/train-1"]
+    assert (train["source"], train["end_s"], train["admitted_s"]) == ("kubectl", 3630.0, 120.0)  # kubectl's
+    assert (
+        train["gpu_util_mean"] == pytest.approx(0.6) and train["gpu_mem_used_max"] == 40000 * 2**20
+    )  # DCGM's
+    assert "team-b/ReplicaSet/serve-7d9f" in jobs and jobs["team-c/Pod/notebook"]["source"] == "kubectl"
+    assert history.end_s == 7200.0  # the Prometheus range ends after every kubectl record
+    assert history.sources[1].startswith("prometheus:http://127.0.0.1:")

@@ -102,7 +102,7 @@ class JobAcc:
 
     def take_requests(self, spec: dict[str, Any], where: str, source: str) -> None:
         """Per-pod requests as kube-scheduler computes them; the largest pod of the job counts."""
-        requests, _ = pod_requests(spec, where, source)
+        requests = _requests_of(spec, where, source)
         self.gpus = max(self.gpus, float(requests.get(GPU, 0)))
         self.cpu_milli = max(self.cpu_milli, requests.get(CPU, 0))
         self.memory = max(self.memory, requests.get(MEMORY, 0))
@@ -142,6 +142,29 @@ class JobAcc:
         if other.state == "failed" and self.state is None:
             self.state, self.end_reason = other.state, other.end_reason
         self.nodes |= other.nodes
+
+
+_REQUESTS_CACHE: dict[str, dict[str, int]] = {}
+_CACHE_LIMIT = 4096
+
+
+def _requests_of(spec: dict[str, Any], where: str, source: str) -> dict[str, int]:
+    """pod_requests, remembered by the containers' resources: a history repeats a few pod shapes."""
+    key = repr(
+        (
+            [c.get("resources") for c in spec.get("containers") or [] if isinstance(c, dict)],
+            [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or []
+             if isinstance(c, dict)],
+            spec.get("overhead"),
+        )
+    )  # fmt: skip
+    found = _REQUESTS_CACHE.get(key)
+    if found is None:
+        found, _ = pod_requests(spec, where, source)
+        if len(_REQUESTS_CACHE) >= _CACHE_LIMIT:
+            _REQUESTS_CACHE.clear()
+        _REQUESTS_CACHE[key] = found
+    return found
 
 
 @dataclass(slots=True)

@@ -38,6 +38,14 @@ class KubeHistory:
         self.events = EventTally()
         self.workloads: list[dict[str, Any]] = []
         self.workload_job: dict[str, str] = {}  # namespace/workload -> job key
+        self.folded: dict[str, str] = {}  # a child job's key -> the key of the job it was folded into
+
+    def job_of_pod(self, pod: str) -> JobAcc | None:
+        """The (folded) job a pod ``namespace/name`` belongs to."""
+        key = self.pod_job.get(pod)
+        while key is not None and key in self.folded:
+            key = self.folded[key]
+        return None if key is None else self.jobs.get(key)
 
     def acc(self, namespace: str, kind: str, name: str) -> JobAcc:
         key = f"{namespace}/{kind}/{name}"
@@ -164,9 +172,7 @@ class KubeHistory:
             parent = self.acc(job.namespace, *job.parent)
             parent.absorb(job)
             del self.jobs[key]
-            for pod, owner in self.pod_job.items():
-                if owner == key:
-                    self.pod_job[pod] = parent_key
+            self.folded[key] = parent_key
         self.events.apply(self)
         models = {n.node: n.gpu_model for n in self.data.nodes}
         for key in sorted(self.jobs):

@@ -38,24 +38,24 @@ class EventTally:
         """Add evictions and pull times to the jobs the pods and Workloads belong to."""
         per_job: Counter[str] = Counter()
         for pod in sorted(set(self.pod_evictions) | set(history.pod_evicted)):
-            key = history.pod_job.get(pod)
-            if key is None:
+            job = history.job_of_pod(pod)
+            if job is None:
                 history.data.skip("event about a pod not in the history")
                 continue
-            per_job[key] += max(self.pod_evictions.get(pod, 0), history.pod_evicted.get(pod, 0))
+            per_job[job.key] += max(self.pod_evictions.get(pod, 0), history.pod_evicted.get(pod, 0))
         for pod, seconds in sorted(self.pod_pull_s.items()):
-            key = history.pod_job.get(pod)
-            if key is None:
+            job = history.job_of_pod(pod)
+            if job is None:
                 history.data.skip("event about a pod not in the history")
                 continue
-            history.jobs[key].take_max("pull_s", seconds)
+            job.take_max("pull_s", seconds)
         for workload, count in self.workload_evictions.items():
             wl_key = history.workload_job.get(workload)
-            if wl_key is None:
+            wl_job = None if wl_key is None else history.jobs.get(history.folded.get(wl_key, wl_key))
+            if wl_job is None:
                 history.data.skip("event about a Workload not in the history")
                 continue
-            job = history.jobs[wl_key]
-            job.workload_evictions = max(job.workload_evictions, count)
+            wl_job.workload_evictions = max(wl_job.workload_evictions, count)
         for key, job in history.jobs.items():
             job.evictions = max(job.evictions + per_job.get(key, 0), job.workload_evictions)
 
