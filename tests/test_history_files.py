@@ -229,3 +229,22 @@ def test_format_detection(tmp_path: Path) -> None:
     odd.write_text("hello\n")
     with pytest.raises(SpecError, match="FORMAT:PATH"):
         detect_format(odd)
+
+
+def test_gcp_billing_export_lands_in_usd(tmp_path: Path) -> None:
+    export = tmp_path / "gcp.csv"
+    export.write_text(
+        "service.description,sku.description,usage_start_time,usage_end_time,project.id,labels,cost,currency,"
+        "currency_conversion_rate,cost_type,credits\n"
+        'Compute Engine,Nvidia H100 80GB GPU running in Americas,2024-05-01T10:00:00Z,2024-05-01T11:00:00Z,p,team=a,'
+        '92.0,EUR,0.92,regular,"[{""name"": ""CUD"", ""amount"": -18.4, ""type"": ""COMMITTED_USAGE_DISCOUNT""}]"\n'
+    )  # fmt: skip
+    history = import_sources([str(export)])
+    (row,) = history.bill.to_pylist()
+    # 92 EUR at 0.92 EUR per USD = 100 USD billed; credits -18.4 EUR = -20 USD -> 80 USD effective.
+    assert (row["billed_cost"], row["effective_cost"], row["currency"]) == (
+        pytest.approx(100.0),
+        pytest.approx(80.0),
+        "USD",
+    )
+    assert (row["charge_start_s"], row["charge_end_s"], row["tags_json"]) == (0.0, 3600.0, '{"team":"a"}')

@@ -1,5 +1,11 @@
 """Prometheus import against a real server with backfilled kube-state-metrics and DCGM series.
 
+Series shapes: kube-state-metrics docs/metrics/workload/pod-metrics.md and node-metrics.md (metric names,
+``namespace``/``pod``/``uid``, ``owner_kind``/``owner_name``/``owner_is_controller``, ``resource``/``unit``
+with ``nvidia_com_gpu``, ``phase``), NVIDIA/dcgm-exporter etc/default-counters.csv (``DCGM_FI_DEV_GPU_UTIL``
+percent, ``DCGM_FI_DEV_FB_USED`` MiB) with the ``exported_namespace``/``exported_pod`` labels a
+ServiceMonitor scrape gives.
+
 T0 = 2024-05-01T10:00:00Z (Unix 1714557600) is the epoch: pod train-1-0 is created then. Samples every
 60 s; the query range is T0-600 .. T0+7200 with step 60.
 """
@@ -156,6 +162,15 @@ def test_import_from_a_real_prometheus(prometheus_url: str) -> None:
 
 
 @needs_prometheus
+def test_windowed_reads_give_the_same_history(prometheus_url: str) -> None:
+    """Reading the 7800 s range in 1800 s windows (evaluation instants never shared between windows) gives
+    exactly the history of one window: no DCGM sample counted twice, no time lost at a boundary."""
+    whole = import_sources([], PrometheusSource(prometheus_url, T0 - 600, END, step_s=60))
+    windows = import_sources([], PrometheusSource(prometheus_url, T0 - 600, END, step_s=60, window_s=1800))
+    assert whole.jobs.equals(windows.jobs) and whole.nodes.equals(windows.nodes)
+
+
+@needs_prometheus
 def test_prometheus_error_answer_is_a_clear_error(prometheus_url: str) -> None:
     client = PrometheusClient(prometheus_url, None, 10)
     with pytest.raises(SpecError) as err:
@@ -183,6 +198,7 @@ def test_credentials_in_the_url_are_refused() -> None:
     with pytest.raises(SpecError, match="--token-env or --token-file") as err:
         PrometheusClient("http://admin:hunter2@127.0.0.1:9090", None, 5)
     assert "hunter2" not in str(err.value)
+    assert "hunter2" not in repr(PrometheusSource("http://127.0.0.1:9090", 0, 1, token="hunter2"))
 
 
 @needs_prometheus

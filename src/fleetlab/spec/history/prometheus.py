@@ -38,6 +38,8 @@ MAX_RESPONSE_BYTES = 512 * 1024 * 1024
 #: Prometheus refuses more than 11,000 points per series; stay under it.
 MAX_POINTS = 10_000
 DEFAULT_STEP_S = 60.0
+#: The range is read one window at a time, so one answer holds a day of series, not a month.
+DEFAULT_WINDOW_S = 86400.0
 TIME_METRICS = {
     "created": "kube_pod_created",
     "scheduled": "kube_pod_status_scheduled_time",
@@ -163,10 +165,19 @@ def _pod_key(labels: dict[str, str]) -> tuple[str, str] | None:
 class PromHistory:
     """The pods, jobs and nodes of one range of Prometheus data."""
 
-    def __init__(self, client: PrometheusClient, start: float, end: float, step: float) -> None:
+    def __init__(
+        self,
+        client: PrometheusClient,
+        start: float,
+        end: float,
+        step: float,
+        window: float = DEFAULT_WINDOW_S,
+    ) -> None:
         self.client = client
         self.start, self.end = start, end
-        self.step = max(step, math.ceil((end - start) / MAX_POINTS))
+        self.step = max(step, math.ceil(min(window, end - start) / MAX_POINTS))
+        # Whole steps per window; windows [a, a + window - step] do not share an evaluation instant.
+        self.window = max(round(window / self.step), 1) * self.step
         self.data = SourceData(label=client.base, kind="prometheus", end=end)
         self.pods: dict[tuple[str, str], PromPod] = {}
         self.job_owner: dict[tuple[str, str], tuple[str, str]] = {}
@@ -179,9 +190,13 @@ class PromHistory:
 
     def each(self, query: str) -> Iterator[tuple[dict[str, str], list[tuple[float, float]], str]]:
         where = f"Prometheus {self.client.base}, query {query}"
-        for series in self.client.query_range(query, self.start, self.end, self.step):
-            labels = {str(k): str(v) for k, v in (series.get("metric") or {}).items()}
-            yield labels, list(_samples(series, where)), where
+        at = self.start
+        while at <= self.end:
+            last = min(at + self.window - self.step, self.end)
+            for series in self.client.query_range(query, at, last, self.step):
+                labels = {str(k): str(v) for k, v in (series.get("metric") or {}).items()}
+                yield labels, list(_samples(series, where)), where
+            at += self.window
 
     def read(self, progress: Callable[[int], None] | None = None) -> SourceData:
         steps: list[Callable[[], None]] = [self._times, self._phases, self._owners, self._requests,
@@ -361,6 +376,7 @@ class PromHistory:
 def read_prometheus(
     url: str, start: float, end: float, token: str | None = None, step_s: float = DEFAULT_STEP_S,
     timeout_s: float = 30.0, progress: Callable[[int], None] | None = None,
+    window_s: float = DEFAULT_WINDOW_S,
 ) -> SourceData:  # fmt: skip
     """Pods, jobs and nodes between ``start`` and ``end`` (Unix seconds) from a Prometheus server."""
     if not end > start:
@@ -368,4 +384,6 @@ def read_prometheus(
     if not 0 < step_s <= 86400:
         raise SpecError("--step", [f"{step_s:g}s: allowed 1s..1d"])
     client = PrometheusClient(url, token, timeout_s)
-    return PromHistory(client, start, end, step_s).read(progress)
+    if not window_s >= step_s:
+        raise SpecError("--prometheus", [f"the query window ({window_s:g}s) must be at least one step"])
+    return PromHistory(client, start, end, step_s, window_s).read(progress)

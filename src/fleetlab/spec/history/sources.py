@@ -17,7 +17,7 @@ from fleetlab.spec.history.common import SourceData, assemble, head_bytes
 from fleetlab.spec.history.focus import read_focus, read_gcp_export
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
 from fleetlab.spec.history.philly import read_philly
-from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, read_prometheus
+from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
 from fleetlab.spec.history.slurm import read_slurm
 from fleetlab.spec.history.swf import read_swf
 
@@ -37,6 +37,7 @@ class PrometheusSource:
     token: str | None = None
     step_s: float = DEFAULT_STEP_S
     timeout_s: float = 30.0
+    window_s: float = DEFAULT_WINDOW_S
 
     def __repr__(self) -> str:  # keep the token out of any log or traceback
         return f"PrometheusSource(url={self.url!r}, start={self.start}, end={self.end})"
@@ -150,6 +151,7 @@ def import_sources(
             read_prometheus(
                 prometheus.url, prometheus.start, prometheus.end, prometheus.token, prometheus.step_s,
                 prometheus.timeout_s, (lambda done: progress("prometheus", done, 6)) if progress else None,
+                prometheus.window_s,
             )
         )  # fmt: skip
     for fmt, path in others:
