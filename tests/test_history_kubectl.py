@@ -196,3 +196,64 @@ def test_yaml_and_single_object_files(tmp_path: Path) -> None:
             10.0,
             610.0,
         )
+
+
+def test_owner_kinds_lws_pytorchjob_and_workload_only(tmp_path: Path) -> None:
+    """LeaderWorkerSet pods (owned by its StatefulSets, named by the lws label), PyTorchJob pods (owned by
+    the PyTorchJob, whose Succeeded condition ends it), and a job known only from its finished Workload
+    (pods and Job already garbage-collected). Epoch: the Workload's creation, 09:00:00."""
+    from history_builders import condition, owner, workload
+
+    lws = {"leaderworkerset.sigs.k8s.io/name": "llm", "leaderworkerset.sigs.k8s.io/group-index": "0"}
+    items = [
+        pod("serve", "llm-0", "10:00:00", owner_ref=owner("StatefulSet", "llm", "apps/v1"), scheduled="10:00:01",
+            started="10:00:30", gpus=8, labels=lws),
+        pod("serve", "llm-0-1", "10:00:00", owner_ref=owner("StatefulSet", "llm-0", "apps/v1"),
+            scheduled="10:00:01", started="10:00:40", gpus=8, labels=lws),
+        pod("ml", "bert-master-0", "09:30:00", owner_ref=owner("PyTorchJob", "bert", "kubeflow.org/v1"),
+            scheduled="09:30:05", started="09:31:00", finished="09:50:00", phase="Succeeded", gpus=1),
+        pod("ml", "bert-worker-0", "09:30:00", owner_ref=owner("PyTorchJob", "bert", "kubeflow.org/v1"),
+            scheduled="09:30:05", started="09:31:10", finished="09:50:00", phase="Succeeded", gpus=1),
+        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+         "metadata": {"name": "bert", "namespace": "ml", "creationTimestamp": "2024-05-01T09:29:58Z"},
+         "status": {"conditions": [condition("Created", "09:29:58"), condition("Succeeded", "09:50:02")]}},
+        workload("ml", "job-old-5d2c1", "09:00:00", owner("Job", "old"), queue="ml-queue", count=4, gpus=2,
+                 conditions=[condition("QuotaReserved", "09:05:00"), condition("Admitted", "09:05:00"),
+                             condition("Finished", "09:25:00", reason="Failed", message="Job failed")]),
+        {"apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Preempted",
+         "note": "Preempted by pod x on node gpu-node-1", "regarding": {"kind": "Pod", "namespace": "ml",
+                                                                         "name": "bert-worker-0"},
+         "series": {"count": 2, "lastObservedTime": "2024-05-01T09:40:00.000000Z"},
+         "eventTime": "2024-05-01T09:35:00.000000Z", "metadata": {"name": "bert-worker-0.1", "namespace": "ml"}},
+    ]  # fmt: skip
+    history = import_sources([write_json(tmp_path / "more.json", kube_list(items))])
+    jobs = {row["job_id"]: row for row in history.jobs.to_pylist()}
+    assert history.epoch == "2024-05-01T09:00:00Z"
+    llm = jobs["serve/LeaderWorkerSet/llm"]
+    assert (llm["pods"], llm["job_class"], llm["state"], llm["running_s"]) == (
+        2,
+        "inference",
+        "running",
+        3630.0,
+    )
+    bert = jobs["ml/PyTorchJob/bert"]
+    # created 09:29:58 -> 1798; first start 09:31:00 -> 1860; Succeeded 09:50:02 -> 3002; 2 preemptions.
+    assert (bert["submit_s"], bert["running_s"], bert["end_s"], bert["state"], bert["pods"], bert["evictions"]) == (
+        1798.0, 1860.0, 3002.0, "completed", 2, 2
+    )  # fmt: skip
+    old = jobs["ml/Job/old"]
+    # Only the Workload: created 0, QuotaReserved 300, Finished (Failed) 1500; 4 pods of 2 GPUs each.
+    assert (old["submit_s"], old["admitted_s"], old["end_s"], old["state"], old["pods"], old["gpus_per_pod"]) == (
+        0.0, 300.0, 1500.0, "failed", 4, 2.0
+    )  # fmt: skip
+    assert old["queue"] == "ml-queue" and old["scheduled_s"] is None
+
+
+def test_documents_appended_to_one_file(tmp_path: Path) -> None:
+    """`kubectl get pods -A -o json > f; kubectl get jobs -A -o json >> f` gives two documents in a row."""
+    files = small_world(tmp_path)
+    both = tmp_path / "both.json"
+    both.write_text(files[0].read_text() + "\n" + files[3].read_text())
+    apart = import_sources([files[0], files[3]])
+    together = import_sources([f"kubectl:{both}"])
+    assert together.jobs.equals(apart.jobs) and together.nodes.num_rows == 1

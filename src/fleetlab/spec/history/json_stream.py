@@ -122,43 +122,49 @@ def _items_kind(list_kind: Any) -> str | None:
 
 
 def stream_list(
-    path: Path, key: str, progress: Callable[[int], None] | None = None
+    path: Path, key: str, progress: Callable[[int], None] | None = None, many: bool = False
 ) -> Iterator[tuple[Any, dict[str, Any]]]:
     """Each element of the top-level array ``key`` of a JSON object (or of a top-level JSON array), with
-    the top-level fields read before it; after the last element, ``(STREAM_END, top)`` with all of them."""
+    the top-level fields read before it; after the last element, ``(STREAM_END, top)`` with all of them.
+    With ``many``, documents written one after another (``kubectl ... >> FILE``) follow in turn."""
     source = str(path)
     with open_text(path) as fh:
         reader = _Reader(fh, source, progress)
         try:
-            first = reader.peek()
-            if first == "":
+            if reader.peek() == "":
                 raise SpecError(source, ["the file is empty; expected JSON"])
-            if first == "[":
-                for item in _array(reader):
-                    yield item, {}
-                _end(reader)
-                yield STREAM_END, {}
-                return
-            reader.expect("{", "'{' (a JSON object)")
-            top: dict[str, Any] = {}
-            while reader.peek() != "}":
-                if top:
-                    reader.expect(",", "',' or '}'")
-                name = reader.value()
-                if not isinstance(name, str):
-                    raise reader.error("expected a field name")
-                reader.expect(":", "':'")
-                if name == key and reader.peek() == "[":
-                    for item in _array(reader):
-                        yield item, top
-                    top[name] = STREAM_END
-                else:
-                    top[name] = reader.value()
-            reader.expect("}", "'}'")
-            _end(reader)
-            yield STREAM_END, top
+            while True:
+                yield from _document(reader, key)
+                if not many or reader.peek() == "":
+                    _end(reader)
+                    return
         except UnicodeDecodeError as exc:
             raise SpecError(source, [f"is not UTF-8 text ({exc.reason}); expected JSON"]) from None
+
+
+def _document(reader: _Reader, key: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+    if reader.peek() == "[":
+        for item in _array(reader):
+            yield item, {}
+        yield STREAM_END, {}
+        return
+    reader.expect("{", "'{' (a JSON object)")
+    top: dict[str, Any] = {}
+    while reader.peek() != "}":
+        if top:
+            reader.expect(",", "',' or '}'")
+        name = reader.value()
+        if not isinstance(name, str):
+            raise reader.error("expected a field name")
+        reader.expect(":", "':'")
+        if name == key and reader.peek() == "[":
+            for item in _array(reader):
+                yield item, top
+            top[name] = STREAM_END
+        else:
+            top[name] = reader.value()
+    reader.expect("}", "'}'")
+    yield STREAM_END, top
 
 
 #: Marks the end of :func:`stream_list` (and, as a top-level value, that the array was streamed).
@@ -197,22 +203,21 @@ def stream_objects(
             on_kindless()
         return out
 
-    streamed = False
-    for item, top in stream_list(path, "items", progress):
+    streamed = False  # whether this document's items came one by one
+    for item, top in stream_list(path, "items", progress, many=True):
         if item is not STREAM_END:
             streamed = True
             if (out := emit(item, _items_kind(top.get("kind")))) is not None:
                 yield out
             continue
         if top.get("items") is STREAM_END or streamed:
-            return
-        if "items" in top and isinstance(top.get("kind"), str) and top["kind"].endswith("List"):
+            streamed = False
+        elif "items" in top and isinstance(top.get("kind"), str) and top["kind"].endswith("List"):
             for sub in top["items"] if isinstance(top["items"], list) else []:
                 if (out := emit(sub, _items_kind(top.get("kind")))) is not None:
                     yield out
         elif top and (out := emit(top, None)) is not None:
             yield out
-        return
 
 
 def _array(reader: _Reader) -> Iterator[Any]:
