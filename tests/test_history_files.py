@@ -248,3 +248,19 @@ def test_gcp_billing_export_lands_in_usd(tmp_path: Path) -> None:
         "USD",
     )
     assert (row["charge_start_s"], row["charge_end_s"], row["tags_json"]) == (0.0, 3600.0, '{"team":"a"}')
+
+
+def test_values_out_of_range_are_errors_not_overflows(tmp_path: Path) -> None:
+    bad = tmp_path / "huge.swf"
+    # 1e7 processors x 3e9 KB each would overflow a 64-bit byte count.
+    bad.write_text(
+        "; UnixStartTime: 1714557600\n1 0 60 3600 10000000 -1 -1 8 7200 3000000000 1 1 1 -1 1 -1 -1 -1\n"
+    )
+    with pytest.raises(SpecError, match=r"job huge/1: memory_per_pod .* is outside the allowed"):
+        import_sources([str(bad)])
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|Submit|Start|End|State|Priority\n7|2024-05-01T10:00:00|Unknown|Unknown|PENDING|99999999999999999999\n"
+    )
+    with pytest.raises(SpecError, match=r"job 7: priority"):
+        import_sources([f"slurm:{sacct}"])

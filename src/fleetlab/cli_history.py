@@ -149,7 +149,12 @@ def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
     from rich.table import Table
 
     hours = float(meta["end_s"]) / 3600
-    table = Table(title=f"history from {meta['epoch']}, {hours:.1f} h")
+    console.print(
+        f"history from {meta['epoch']}, {hours:.1f} h, from {len(meta['sources'])} source(s)",
+        highlight=False,
+        markup=False,
+    )
+    table = Table()
     table.add_column("jobs by state")
     table.add_column("count", justify="right")
     for state, count in meta["jobs_by_state"].items():

@@ -247,9 +247,43 @@ def _shift(value: float | None, epoch: float) -> float | None:
     return None if value is None else value - epoch
 
 
+#: Allowed ranges of the integer and size columns (a value outside is from a corrupt or hostile file).
+RANGES: dict[str, tuple[float, float]] = {
+    "pods": (0, MAX_COUNT),
+    "gpus_per_pod": (0, MAX_GPUS_PER_POD),
+    "cpu_per_pod": (0, 1e7),
+    "memory_per_pod": (0, 2.0**60),
+    "priority": (-(2.0**31), 2.0**31),
+    "restarts": (0, MAX_COUNT),
+    "evictions": (0, MAX_COUNT),
+    "gpu_util_mean": (0, 1),
+    "gpu_mem_used_max": (0, 2.0**50),
+    "image_pull_s": (0, 1e7),
+}
+
+
+def _check_ranges(part: SourceData) -> None:
+    """A SpecError naming the source, job, column, value and range for the first value out of range."""
+    for job in part.jobs:
+        for name, (lo, hi) in RANGES.items():
+            value = getattr(job, name)
+            if value is not None and not lo <= value <= hi:
+                raise SpecError(
+                    part.label,
+                    [f"job {job.job_id}: {name} {short(value)} is outside the allowed {lo:g}..{hi:g}"],
+                )
+    for node in part.nodes:
+        for name, hi in (("gpus", MAX_GPUS_PER_POD), ("cpu", 1e7), ("memory", 2.0**60)):
+            value = getattr(node, name)
+            if not 0 <= value <= hi:
+                raise SpecError(part.label, [f"node {node.node}: {name} {short(value)} is outside 0..{hi:g}"])
+
+
 def assemble(parts: list[SourceData], end: float | None = None) -> History:
     """One History from every source: merged by job id and node name, shifted to the epoch (the earliest
     submit, else the earliest node or bill time, floored to a whole second), sorted for determinism."""
+    for part in parts:
+        _check_ranges(part)
     jobs = _merged([j for p in parts for j in p.jobs], "job_id")
     nodes = _merged([n for p in parts for n in p.nodes], "node")
     bills = [p.bill for p in parts if p.bill is not None and p.bill.num_rows]
