@@ -138,7 +138,8 @@ def write_history(path: Path, pods: int, per_job: int) -> None:
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from fleetlab.spec.history import import_sources, write_history
+from fleetlab.spec.history.sources import import_sources
+from fleetlab.spec.history.store import write_history
 t = time.perf_counter()
 history = import_sources(["kubectl:" + sys.argv[1]])
 read_s = time.perf_counter() - t

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from fleetlab.cli import app
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.history import import_sources, load_history, write_history
-from history_builders import small_world
+from fleetlab.spec.history.sources import import_sources
+from fleetlab.spec.history.store import load_history, write_history
+from kube_history_builders import small_world
 
 DATA = Path(__file__).parent / "data" / "history"
 runner = CliRunner()

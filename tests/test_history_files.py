@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.history import detect_format, import_sources
 from fleetlab.spec.history.slurm import expand_hostlist
+from fleetlab.spec.history.sources import detect_format, import_sources
 from shared_data import shared_path
 
 DATA = Path(__file__).parent / "data" / "history"

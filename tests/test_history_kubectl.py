@@ -1,4 +1,4 @@
-"""kubectl history import: pods, Jobs, a JobSet, Kueue Workloads, events and nodes (tests/history_builders.py).
+"""kubectl history import: pods, Jobs, a JobSet, Kueue Workloads, events and nodes (tests/kube_history_builders.py).
 
 Epoch = the earliest submit = Job train-1's creationTimestamp 2024-05-01T10:00:00Z; every expected time
 below is seconds from it, worked out from the fixture's clock times.
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.history import import_sources
 from fleetlab.spec.history.json_stream import stream_objects
-from history_builders import kube_list, pod, small_world, write_json
+from fleetlab.spec.history.sources import import_sources
+from kube_history_builders import kube_list, pod, small_world, write_json
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,7 @@ def test_owner_kinds_lws_pytorchjob_and_workload_only(tmp_path: Path) -> None:
     """LeaderWorkerSet pods (owned by its StatefulSets, named by the lws label), PyTorchJob pods (owned by
     the PyTorchJob, whose Succeeded condition ends it), and a job known only from its finished Workload
     (pods and Job already garbage-collected). Epoch: the Workload's creation, 09:00:00."""
-    from history_builders import condition, owner, workload
+    from kube_history_builders import condition, owner, workload
 
     lws = {"leaderworkerset.sigs.k8s.io/name": "llm", "leaderworkerset.sigs.k8s.io/group-index": "0"}
     items = [

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.history import PrometheusSource, import_sources
 from fleetlab.spec.history.prometheus import PrometheusClient
+from fleetlab.spec.history.sources import PrometheusSource, import_sources
 from prometheus_server import (
     PROMETHEUS,
     PROMTOOL,
@@ -203,9 +203,9 @@ def test_credentials_in_the_url_are_refused() -> None:
 
 @needs_prometheus
 def test_kubectl_and_prometheus_merge_by_job_id(prometheus_url: str, tmp_path: Path) -> None:
-    """The kubectl small world (tests/history_builders.py) and this Prometheus describe the same
+    """The kubectl small world (tests/kube_history_builders.py) and this Prometheus describe the same
     team-a/Job/train-1: kubectl's times win, DCGM fills the utilisation kubectl cannot know."""
-    from history_builders import small_world
+    from kube_history_builders import small_world
 
     history = import_sources(
         small_world(tmp_path), PrometheusSource(prometheus_url, T0 - 600, END, step_s=60)

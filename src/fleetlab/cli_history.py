@@ -107,8 +107,8 @@ def import_cmd(
     from fleetlab.cli import _check_out, _fail, err_console, out_console
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.spec.errors import SpecError
-    from fleetlab.spec.history import PrometheusSource, import_sources, write_history
-    from fleetlab.spec.history.store import history_meta
+    from fleetlab.spec.history.sources import PrometheusSource, import_sources
+    from fleetlab.spec.history.store import history_meta, write_history
 
     _check_out(out)
     try:
