@@ -257,3 +257,19 @@ def test_documents_appended_to_one_file(tmp_path: Path) -> None:
     apart = import_sources([files[0], files[3]])
     together = import_sources([f"kubectl:{both}"])
     assert together.jobs.equals(apart.jobs) and together.nodes.num_rows == 1
+
+
+def test_syntax_error_mid_file_is_reported_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fleetlab.spec.history.json_stream as js
+
+    monkeypatch.setattr(js, "CHUNK_CHARS", 4096)
+    items = [pod("ns", f"p{i}", "10:00:00") for i in range(30)]
+    text = json.dumps(kube_list(items), indent=4)
+    broken = text.replace('"name": "p3",', '"name": "p3",,', 1)  # a stray comma in the 4th pod
+    line = broken[: broken.index(",,")].count("\n") + 1
+    path = tmp_path / "broken.json"
+    path.write_text(broken)
+    with pytest.raises(SpecError, match=rf"line {line}: invalid JSON: Expecting property name"):
+        list(stream_objects(path))

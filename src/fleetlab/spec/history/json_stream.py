@@ -36,7 +36,7 @@ class _Reader:
         self.buf = ""
         self.pos = 0
         self.eof = False
-        self.line = 1  # line number of buf[0]
+        self.offset = 0  # characters of the file before buf[0]
         self.chars_read = 0
         self.progress = progress
 
@@ -48,7 +48,7 @@ class _Reader:
             self.eof = True
             return False
         self.chars_read += len(chunk)
-        self.line += self.buf.count("\n", 0, self.pos)
+        self.offset += self.pos
         self.buf = self.buf[self.pos :] + chunk
         self.pos = 0
         if self.progress is not None:
@@ -78,9 +78,12 @@ class _Reader:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                if len(self.buf) - self.pos > MAX_OBJECT_CHARS:
+                # Input cut off by the window fails at its end (or inside a string running past it);
+                # an error well before the end is in the file itself.
+                cut = exc.pos >= len(self.buf) - 16 or exc.msg.startswith("Unterminated string")
+                if cut and len(self.buf) - self.pos > MAX_OBJECT_CHARS:
                     raise self.error(f"one object is larger than {MAX_OBJECT_CHARS // 2**20} MiB") from None
-                if self.fill():
+                if cut and self.fill():
                     continue
                 raise self.error(f"invalid JSON: {exc.msg}", exc.pos) from None
             except RecursionError:
@@ -91,9 +94,22 @@ class _Reader:
             return value
 
     def error(self, problem: str, at: int | None = None) -> SpecError:
-        line = self.line + self.buf.count("\n", 0, self.pos if at is None else at)
+        line = _line_of(self.source, self.offset + (self.pos if at is None else at))
         hint = " (is the file truncated? re-save it with `kubectl get ... -o json > FILE`)"
         return SpecError(self.source, [f"line {line}: {problem}{hint}"])
+
+
+def _line_of(source: str, offset: int) -> int:
+    """The line holding character ``offset`` of the file (counted again only when there is an error)."""
+    line, seen = 1, 0
+    with open_text(Path(source)) as fh:
+        while seen < offset:
+            chunk = fh.read(min(CHUNK_CHARS, offset - seen))
+            if not chunk:
+                break
+            line += chunk.count("\n")
+            seen += len(chunk)
+    return line
 
 
 def _checked(obj: Any, source: str, where: str, default_kind: str | None) -> dict[str, Any] | None:
