@@ -114,6 +114,16 @@ def _world() -> str:
         (f'{node},resource="cpu",unit="core"', _every(T0 - 600, END, 207)),
         (f'{node},resource="memory",unit="byte"', _every(T0 - 600, END, 1842 * GiB)),
     ]
+    # gpu-node-2 joins at T0+1800 (created then) and is gone after T0+5400: an autoscaled node.
+    node2 = 'node="gpu-node-2"'
+    series["kube_node_status_allocatable"] += [
+        (f'{node2},resource="nvidia_com_gpu",unit="integer"', _every(T0 + 1800, T0 + 5400, 8)),
+        (f'{node2},resource="cpu",unit="core"', _every(T0 + 1800, T0 + 5400, 207)),
+    ]
+    series["kube_node_created"] = [
+        (node, _every(T0 - 600, END, T0 - 86400)),
+        (node2, _every(T0 + 1800, T0 + 5400, T0 + 1800)),
+    ]
     series["kube_node_labels"] = [
         (f'{node},label_nvidia_com_gpu_product="NVIDIA-H100-80GB-HBM3",label_topology_kubernetes_io_zone="us-central1-a",'
          'label_node_kubernetes_io_instance_type="a3-highgpu-8g"', _every(T0 - 600, END, 1)),
@@ -155,10 +165,15 @@ def test_import_from_a_real_prometheus(prometheus_url: str) -> None:
     )  # fmt: skip
     pending = jobs["team-c/Pod/notebook"]
     assert (pending["state"], pending["submit_s"], pending["scheduled_s"]) == ("pending", 900.0, None)
-    (node,) = history.nodes.to_pylist()
+    node, node2 = history.nodes.to_pylist()
     assert (node["node"], node["gpus"], node["cpu"], node["memory"], node["gpu_model"], node["zone"]) == (
         "gpu-node-1", 8, 207.0, 1842 * GiB, "H100", "us-central1-a"
     )  # fmt: skip
+    assert (node["created_s"], node["deleted_s"]) == (None, None)  # there before the history, still there
+    # gpu-node-2: created T0+1800; its series stop at T0+5400. Backfilled blocks carry no staleness marker
+    # (a live scrape writes one when the series disappears), so the 5-minute lookback keeps answering until
+    # T0+5700, the last evaluation instant that still sees a sample: that is when the import sees it go.
+    assert (node2["created_s"], node2["deleted_s"], node2["gpus"]) == (1800.0, 5700.0, 8)
 
 
 @needs_prometheus

@@ -6,7 +6,8 @@ kube-state-metrics (values are Unix seconds): ``kube_pod_created`` (submit),
 before image pulls finish), ``kube_pod_completion_time`` (end); ``kube_pod_status_phase`` (outcome);
 ``kube_pod_owner`` and ``kube_job_owner`` (which job a pod belongs to);
 ``kube_pod_container_resource_requests`` (requests, summed over containers, and the node);
-``kube_node_status_allocatable`` and ``kube_node_labels`` (nodes). DCGM: ``DCGM_FI_DEV_GPU_UTIL`` (percent,
+``kube_node_status_allocatable``, ``kube_node_labels`` and ``kube_node_created`` (nodes; a node whose
+series stop before the range ends was deleted at its last sample). DCGM: ``DCGM_FI_DEV_GPU_UTIL`` (percent,
 mean over samples -> ``gpu_util_mean``) and ``DCGM_FI_DEV_FB_USED`` (MiB, max -> ``gpu_mem_used_max``),
 matched to pods by their ``pod``/``namespace`` labels (``exported_*`` first). The token is sent as
 ``Authorization: Bearer``; it never appears in output, files or errors.
@@ -279,11 +280,13 @@ class PromHistory:
 
     def _nodes(self) -> None:
         nodes: dict[str, NodeRecord] = {}
+        last_seen: dict[str, float] = {}
         for labels, samples, _ in self.each("kube_node_status_allocatable"):
             name = labels.get("node")
             if not name or not samples:
                 continue
             node = nodes.setdefault(name, NodeRecord(node=name))
+            last_seen[name] = max(last_seen.get(name, samples[-1][0]), samples[-1][0])
             value = samples[-1][1]
             resource = labels.get("resource")
             if resource == "nvidia_com_gpu":
@@ -304,6 +307,13 @@ class PromHistory:
             node.zone = node_labels.get("topology_kubernetes_io_zone")
             node.capacity_type = node_labels.get("karpenter_sh_capacity_type")
             node.pool = node_labels.get("cloud_google_com_gke_nodepool") or node.instance_type
+        for labels, samples, where in self.each("kube_node_created"):
+            found = nodes.get(labels.get("node", ""))
+            if found is not None and samples:
+                found.created = checked_unix(samples[-1][1], where, f"node {found.node}")
+        for name, seen in last_seen.items():
+            if seen < self.end - 2 * self.step:  # its series stopped: the node went away
+                nodes[name].deleted = seen
         self.data.nodes.extend(nodes[n] for n in sorted(nodes))
 
     def _finish(self) -> SourceData:
