@@ -132,6 +132,34 @@ def _gpu_spec(text: str) -> Affinity | None:
     )
 
 
+def column_parser(
+    cells: dict[str, list[str | None]], order: dict[str, int], problems: CellProblems
+) -> Callable[..., list[Any]]:
+    """``column(name, parse, cache=True)``: one column's parsed cells (all None when it is absent)."""
+    rows = len(next(iter(cells.values()))) if cells else 0
+
+    def column(name: str, parse: Callable[[str], Any], cache: bool = True) -> list[Any]:
+        if name not in cells:
+            return [None] * rows
+        return parse_cells(cells[name], parse, name, order[name], problems, cache)
+
+    return column
+
+
+def pod_names(names: list[str | None], order: int, problems: CellProblems) -> list[str | None]:
+    """Stripped pod names; an empty or repeated name is recorded as a problem."""
+    ids: list[str | None] = [None if c is None or not c.strip() else c.strip() for c in names]
+    first_row: dict[str, int] = {}
+    for row, name in enumerate(ids):
+        if name is None:
+            problems.add(row, order, "name", "", "every pod needs a name")
+        elif name in first_row:
+            problems.add(row, order, "name", name, f"name already used on row {first_row[name] + 1}")
+        else:
+            first_row[name] = row
+    return ids
+
+
 def _no_times_error(source: str, names: list[str]) -> SpecError:
     return SpecError(
         source,
@@ -175,20 +203,8 @@ def load_openb_pods(
     problems = CellProblems(source)
     order = {n: i for i, n in enumerate(names)}
 
-    def column(name: str, parse: Callable[[str], Any], cache: bool = True) -> list[Any]:
-        if name not in cells:
-            return [None] * rows
-        return parse_cells(cells[name], parse, name, order[name], problems, cache)
-
-    ids: list[str | None] = [None if c is None or not c.strip() else c.strip() for c in cells["name"]]
-    first_row: dict[str, int] = {}
-    for row, name in enumerate(ids):
-        if name is None:
-            problems.add(row, order["name"], "name", "", "every pod needs a name")
-        elif name in first_row:
-            problems.add(row, order["name"], "name", name, f"name already used on row {first_row[name] + 1}")
-        else:
-            first_row[name] = row
+    column = column_parser(cells, order, problems)
+    ids = pod_names(cells["name"], order["name"], problems)
     cpu = column("cpu_milli", _whole)
     memory = column("memory_mib", _whole)
     num_gpu = column("num_gpu", _whole)

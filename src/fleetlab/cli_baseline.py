@@ -1,0 +1,86 @@
+"""``fleetlab baseline`` and ``fleetlab calibrate``: measure a cluster's own history, then replay it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fleetlab.model.history import History
+from fleetlab.spec.errors import SpecError
+
+HistoryArg = Annotated[
+    Path | None,
+    typer.Argument(help="A history folder (jobs.parquet, nodes.parquet, bill.parquet, history.json)."),
+]
+AlibabaPodsOpt = Annotated[
+    Path | None,
+    typer.Option("--alibaba-pods", help="Instead of a folder: an Alibaba 2023 (openb) pod list CSV."),
+]
+AlibabaNodesOpt = Annotated[
+    Path | None,
+    typer.Option("--alibaba-nodes", help="The openb node list that goes with --alibaba-pods."),
+]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the results here (atomically).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def load_history_input(history: Path | None, pods: Path | None, nodes: Path | None) -> History:
+    """A history folder, or an openb pod list (+ node list); exactly one of the two."""
+    if (history is None) == (pods is None):
+        raise SpecError("<command line>", ["give a history folder or --alibaba-pods FILE (not both)"])
+    if nodes is not None and pods is None:
+        raise SpecError("<command line>", ["--alibaba-nodes goes with --alibaba-pods"])
+    if pods is not None:
+        from fleetlab.spec.history.alibaba import load_alibaba_history
+
+        return load_alibaba_history(pods, nodes)
+    from fleetlab.spec.history.folder import read_history_folder
+
+    assert history is not None
+    return read_history_folder(history)
+
+
+def _title(history: History, label: str) -> str:
+    return (
+        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
+        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
+    )
+
+
+def baseline_cmd(
+    history: HistoryArg = None,
+    out: OutOpt = None,
+    json_out: JsonOpt = False,
+    alibaba_pods: AlibabaPodsOpt = None,
+    alibaba_nodes: AlibabaNodesOpt = None,
+) -> None:
+    """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
+    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.metrics.baseline import compute_baseline
+    from fleetlab.report.baseline_files import baseline_payload, dumps, write_baseline_files, write_staged
+    from fleetlab.report.baseline_report import baseline_table, cluster_lines
+
+    _check_out(out)
+    try:
+        loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    result = compute_baseline(loaded)
+    title = _title(loaded, "measured baseline")
+    if out is not None:
+        try:
+            write_staged(out, lambda folder: write_baseline_files(result, folder, title))
+        except OSError as exc:
+            raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+    payload = baseline_payload(result)
+    if json_out:
+        out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
+        return
+    out_console.print(baseline_table(payload["rows"], title))
+    for line in [*cluster_lines(result.cluster), *result.notes]:
+        out_console.print(line, highlight=False, markup=False)
+    if out is not None:
+        out_console.print(f"baseline written to {out}", highlight=False, markup=False)
+    _ = err_console
