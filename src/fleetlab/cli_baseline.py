@@ -84,3 +84,75 @@ def baseline_cmd(
     if out is not None:
         out_console.print(f"baseline written to {out}", highlight=False, markup=False)
     _ = err_console
+
+
+def _tolerances(items: list[str] | None) -> dict[str, float]:
+    from fleetlab.experiment.calibration import DEFAULT_TOLERANCES
+
+    out: dict[str, float] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or key not in DEFAULT_TOLERANCES:
+            raise SpecError(
+                "--tolerance", [f"{item!r}: use KEY=NUMBER with KEY one of {', '.join(DEFAULT_TOLERANCES)}"]
+            )
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not (0 <= number < float("inf")):
+            raise SpecError("--tolerance", [f"{item!r}: the value must be a number >= 0"])
+        out[key] = number
+    return out
+
+
+def calibrate_cmd(
+    history: HistoryArg = None,
+    out: OutOpt = None,
+    json_out: JsonOpt = False,
+    alibaba_pods: AlibabaPodsOpt = None,
+    alibaba_nodes: AlibabaNodesOpt = None,
+    tolerance: Annotated[
+        list[str] | None,
+        typer.Option("--tolerance", help="Override a tolerance, KEY=VALUE (e.g. wait_ks=0.2); repeat it."),
+    ] = None,
+    no_fit: Annotated[bool, typer.Option("--no-fit", help="Replay once with no fitted knob.")] = False,
+) -> None:
+    """Replay the history on its own nodes and compare measured with simulated, metric by metric."""
+    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.experiment.calibration import calibrate
+    from fleetlab.report.baseline_files import (
+        calibration_payload,
+        dumps,
+        write_calibration_files,
+        write_staged,
+    )
+    from fleetlab.report.baseline_report import calibration_table
+    from fleetlab.report.progress import DelayedProgress
+
+    _check_out(out)
+    try:
+        tolerances = _tolerances(tolerance)
+        loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
+        with DelayedProgress(err_console) as progress:
+            result = calibrate(
+                loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t)
+            )
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    if out is not None:
+        try:
+            write_staged(out, lambda folder: write_calibration_files(result, folder))
+        except OSError as exc:
+            raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+    payload = calibration_payload(result)
+    if json_out:
+        out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
+        return
+    out_console.print(calibration_table(payload, _title(loaded, "calibration")))
+    for line in result.notes:
+        out_console.print(line, highlight=False, markup=False)
+    if out is not None:
+        out_console.print(
+            f"calibration written to {out} (scenario.yaml: the calibrated scenario)", markup=False
+        )

@@ -63,3 +63,59 @@ def write_baseline_files(baseline: Baseline, folder: Path, title: str) -> None:
     pq.write_table(table, folder / "baseline.parquet", compression="zstd")
     (folder / "baseline.json").write_text(dumps(payload), encoding="utf-8")
     (folder / "baseline.html").write_text(baseline_html(payload, title), encoding="utf-8")
+
+
+def calibration_payload(calibration: Any) -> dict[str, Any]:
+    """What calibration.json holds: verdict, fitted knobs and the search, rows, disagreements, notes."""
+    return {
+        "verdict": calibration.verdict,
+        "fitted": {"scheduling_latency_s": calibration.knobs.scheduling_latency_s},
+        "not_fitted": {
+            "image_pull_bandwidth": (
+                "histories carry no image sizes; measured preparation is replayed per job"
+            ),
+            "node_boot_time_s": "the replay keeps every imported node for the whole history",
+        },
+        "search": calibration.fit,
+        "rows": [row.as_dict() for row in calibration.rows],
+        "disagreements": calibration.disagreements,
+        "notes": list(calibration.notes),
+    }
+
+
+def write_calibration_files(calibration: Any, folder: Path) -> None:
+    """calibration.json, calibration.parquet (the rows), scenario.yaml (the calibrated scenario) and the
+    replay's own result files under ``replay/``."""
+    import yaml
+
+    from fleetlab.experiment.history_scenario import scenario_document
+    from fleetlab.experiment.output import write_run_files
+
+    payload = calibration_payload(calibration)
+    pq.write_table(
+        pa.Table.from_pylist(payload["rows"], schema=CALIBRATION_SCHEMA), folder / "calibration.parquet"
+    )
+    (folder / "calibration.json").write_text(dumps(payload), encoding="utf-8")
+    text = yaml.safe_dump(
+        scenario_document(calibration.scenario), sort_keys=False, allow_unicode=True, width=120
+    )
+    (folder / "scenario.yaml").write_text(
+        "# Calibrated replay of a measured history, written by `fleetlab calibrate`; use it as the base of\n"
+        "# `fleetlab experiment` (see docs/baseline.md).\n" + text,
+        encoding="utf-8",
+    )
+    write_run_files(calibration.run, folder / "replay")
+
+
+CALIBRATION_SCHEMA = pa.schema(
+    [
+        pa.field("job_class", pa.string()),
+        pa.field("metric", pa.string()),
+        pa.field("measured", pa.float64()),
+        pa.field("simulated", pa.float64()),
+        pa.field("error", pa.float64()),
+        pa.field("error_kind", pa.string()),
+        pa.field("tolerance", pa.float64()),
+        pa.field("within", pa.bool_()),
+    ]
+)

@@ -125,3 +125,34 @@ def baseline_html(payload: dict[str, Any], title: str) -> str:
         + (f"<table><caption>Rows skipped on import</caption>{skipped_rows}</table>" if skipped_rows else "")
         + "</section></body></html>\n"
     )
+
+
+def _value(kind: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if kind == "abs_s":
+        return _duration(value)
+    if kind in ("rel", "abs_share"):
+        return f"{100 * value:.1f} %"
+    return f"{value:.3f}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def calibration_table(payload: dict[str, Any], title: str) -> Table:
+    """Measured vs simulated per class and metric, the error, the tolerance and the verdict."""
+    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items())
+    table = Table(title=f"{title} — verdict {payload['verdict']} (fitted: {fitted})", title_justify="left")
+    for name in ("class", "metric", "measured", "simulated", "error", "tolerance", "within"):
+        table.add_column(name, justify="left" if name in ("class", "metric") else "right")
+    for r in payload["rows"]:
+        plain = "abs_s" if r["error_kind"] == "abs_s" else ("share" if r["error_kind"] == "abs_share" else "")
+        shown = "abs_s" if plain == "abs_s" else ("abs_share" if plain == "share" else "")
+        table.add_row(
+            r["job_class"],
+            r["metric"],
+            _value(shown, r["measured"]),
+            _value(shown, r["simulated"]),
+            _value(r["error_kind"], r["error"]),
+            _value(r["error_kind"], r["tolerance"]),
+            "—" if r["within"] is None else ("yes" if r["within"] else "NO"),
+        )
+    return table
