@@ -33,7 +33,7 @@ def write_pods(path: Path, pods: int, seed: int) -> None:
     gpus = rng.choice([0, 1, 1, 1, 2, 4, 8], pods)
     milli = np.where(gpus == 1, rng.choice([250, 500, 1000, 1000], pods), np.where(gpus == 0, 0, 1000))
     qos = rng.choice(["LS", "BE", "Burstable"], pods)
-    scheduled = created + wait
+    scheduled = np.minimum(created + wait, MONTH_S)
     deleted = np.minimum(scheduled + life, MONTH_S)
     with path.open("w", encoding="utf-8") as out:
         out.write(HEADER + "\n")
@@ -41,7 +41,7 @@ def write_pods(path: Path, pods: int, seed: int) -> None:
             pending = phase[i] == "Pending"
             out.write(
                 f"pod-{i:07d},{4000 * (1 + i % 4)},{16384},{gpus[i]},{milli[i]},,{qos[i]},{phase[i]},"
-                f"{created[i]:.0f},{deleted[i] if not pending else created[i] + wait[i]:.0f},"
+                f"{created[i]:.0f},{deleted[i] if not pending else scheduled[i]:.0f},"
                 f"{'' if pending else f'{scheduled[i]:.0f}'}\n"
             )
 

@@ -4,6 +4,7 @@ the comparison arithmetic (KS, quantile and relative errors, verdicts) on hand-m
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +19,11 @@ from fleetlab.experiment.run import run_one
 from fleetlab.metrics.survival import kaplan_meier
 from fleetlab.model.history import History
 from fleetlab.model.scenario import Scenario
+from fleetlab.spec.history.alibaba import load_alibaba_history
 from fleetlab.spec.history.folder import write_history_folder
 from fleetlab.spec.loader import resolve
 from history_builders import HAND_JOBS, HAND_NODES, history, jobs_table, nodes_table
+from shared_data import shared_path
 
 runner = CliRunner()
 
@@ -141,12 +144,17 @@ def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_
     assert {p.name for p in out.iterdir()} == {
         "calibration.json",
         "calibration.parquet",
+        "calibration.html",
         "scenario.yaml",
         "replay",
     }
     payload = json.loads((out / "calibration.json").read_text())
     assert payload["verdict"] in ("pass", "fail") and "scheduling_latency_s" in payload["fitted"]
     assert next(r for r in payload["rows"] if r["metric"] == "wait_ks")["tolerance"] == 0.5
+    page = (out / "calibration.html").read_text()
+    assert "Verdict: <b>" in page and "<script" not in page
+    page = (out / "calibration.html").read_text()
+    assert "Verdict: <b>" in page and "<script" not in page
     loaded = Scenario.model_validate(yaml.safe_load((out / "scenario.yaml").read_text()))
     assert scenario_document(loaded) == yaml.safe_load((out / "scenario.yaml").read_text())
     assert runner.invoke(app, ["validate", str(out / "scenario.yaml")]).exit_code == 0
@@ -177,3 +185,20 @@ def test_history_without_nodes_cannot_be_replayed(tmp_path: Path) -> None:
     write_history_folder(history(HAND_JOBS, []), tmp_path / "h")
     result = runner.invoke(app, ["calibrate", str(tmp_path / "h")])
     assert result.exit_code == 2 and "has no nodes" in result.output
+
+
+OPENB = shared_path("traces", "alibaba-gpu-v2023")
+
+
+@pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").is_file(), reason="shared openb trace absent")
+@pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~25 s)")
+def test_alibaba_default_replay_reproduces_run_times_but_not_the_wait_tail() -> None:
+    """The demonstration of docs/baseline.md: GPU-hours and makespan agree, the wait tail does not."""
+    h = load_alibaba_history(OPENB / "openb_pod_list_default.csv", OPENB / "openb_node_list_gpu_node.csv")
+    c = calibrate(h)
+    rows = {(r.job_class, r.metric): r for r in c.rows}
+    assert c.knobs.scheduling_latency_s == 2.0
+    assert rows[("all", "gpu_hours_allocated")].within and rows[("all", "makespan_s")].within
+    assert rows[("all", "wait_p50_s")].within
+    assert not rows[("all", "wait_p99_s")].within and c.verdict == "fail"
+    assert rows[("all", "never_started_share")].measured == pytest.approx(897 / 8152)

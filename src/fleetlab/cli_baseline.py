@@ -142,7 +142,8 @@ def calibrate_cmd(
         raise _fail(str(exc)) from None
     if out is not None:
         try:
-            write_staged(out, lambda folder: write_calibration_files(result, folder))
+            title = _title(loaded, "calibration")
+            write_staged(out, lambda folder: write_calibration_files(result, folder, title))
         except OSError as exc:
             raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
     payload = calibration_payload(result)

@@ -6,6 +6,7 @@ run times on the imported nodes, under the default kube-scheduler profile (docs/
   class (of all jobs when its class has none) — the replay decides whether it starts;
 * measured preparation (``running − scheduled``) is replayed as a data download of ``prep × bandwidth``
   bytes at the pools' data bandwidth, so each job's preparation is its own;
+* a measured GPU utilisation (DCGM) becomes the job's ``gpu_utilization``;
 * nodes with the same pool and shape become one pool; a job's ``gpu_model`` (models joined by ``|``)
   becomes a required node affinity on ``fleetlab.io/gpu-model`` when the nodes carry that label.
 """
@@ -151,6 +152,8 @@ def history_jobs(history: History) -> list[Job]:
                 )
             requests["nvidia.com/gpu"] = round(gpus)
         data["requests"] = requests
+        if not np.isnan(cols.util[i]):
+            data["gpu_utilization"] = min(max(float(cols.util[i]), 0.0), 1.0)
         if row["gpu_model"] and labelled:
             data["affinity"] = _affinity(row["gpu_model"])
         try:

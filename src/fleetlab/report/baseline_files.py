@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from fleetlab.experiment.output import swap_into_place
 from fleetlab.metrics.baseline import Baseline, BaselineRow
-from fleetlab.report.baseline_report import baseline_html
+from fleetlab.report.baseline_report import baseline_html, calibration_html
 
 _ARROW = {
     "str": pa.string(),
@@ -83,9 +83,9 @@ def calibration_payload(calibration: Any) -> dict[str, Any]:
     }
 
 
-def write_calibration_files(calibration: Any, folder: Path) -> None:
-    """calibration.json, calibration.parquet (the rows), scenario.yaml (the calibrated scenario) and the
-    replay's own result files under ``replay/``."""
+def write_calibration_files(calibration: Any, folder: Path, title: str) -> None:
+    """calibration.json, calibration.parquet (the rows), calibration.html, scenario.yaml (the calibrated
+    scenario) and the replay's own result files under ``replay/``."""
     import yaml
 
     from fleetlab.experiment.history_scenario import scenario_document
@@ -96,6 +96,7 @@ def write_calibration_files(calibration: Any, folder: Path) -> None:
         pa.Table.from_pylist(payload["rows"], schema=CALIBRATION_SCHEMA), folder / "calibration.parquet"
     )
     (folder / "calibration.json").write_text(dumps(payload), encoding="utf-8")
+    (folder / "calibration.html").write_text(calibration_html(payload, title), encoding="utf-8")
     text = yaml.safe_dump(
         scenario_document(calibration.scenario), sort_keys=False, allow_unicode=True, width=120
     )

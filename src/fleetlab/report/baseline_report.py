@@ -112,18 +112,23 @@ def baseline_html(payload: dict[str, Any], title: str) -> str:
     notes = "".join(f"<li class='note'>{e(n)}</li>" for n in payload.get("notes", []))
     skipped = payload["cluster"].get("skipped") or {}
     skipped_rows = "".join(f"<tr><td>{e(k)}</td><td>{int(v)}</td></tr>" for k, v in skipped.items())
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{e(title)}</title><style>{_CSS}</style></head><body>"
+    return _page(
+        title,
         f"<section id='baseline'><h1>{e(title)}</h1><ul>{cluster}</ul>"
         "<table><caption>Measured baseline per job class, team and queue</caption>"
-        f"<thead><tr>{head}</tr></thead>"
-        f"<tbody>{body}</tbody></table>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         "<p class='note'>Waits are Kaplan–Meier estimates: jobs that never started are censored "
         "when they left or when the record ends; ≥ marks a lower bound. Definitions: docs/baseline.md.</p>"
         f"<ul>{notes}</ul>"
         + (f"<table><caption>Rows skipped on import</caption>{skipped_rows}</table>" if skipped_rows else "")
-        + "</section></body></html>\n"
+        + "</section>",
+    )
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>{body}</body></html>\n"
     )
 
 
@@ -141,18 +146,60 @@ def calibration_table(payload: dict[str, Any], title: str) -> Table:
     """Measured vs simulated per class and metric, the error, the tolerance and the verdict."""
     fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items())
     table = Table(title=f"{title} — verdict {payload['verdict']} (fitted: {fitted})", title_justify="left")
-    for name in ("class", "metric", "measured", "simulated", "error", "tolerance", "within"):
+    for name in CALIBRATION_COLUMNS:
         table.add_column(name, justify="left" if name in ("class", "metric") else "right")
     for r in payload["rows"]:
-        plain = "abs_s" if r["error_kind"] == "abs_s" else ("share" if r["error_kind"] == "abs_share" else "")
-        shown = "abs_s" if plain == "abs_s" else ("abs_share" if plain == "share" else "")
-        table.add_row(
-            r["job_class"],
-            r["metric"],
-            _value(shown, r["measured"]),
-            _value(shown, r["simulated"]),
-            _value(r["error_kind"], r["error"]),
-            _value(r["error_kind"], r["tolerance"]),
-            "—" if r["within"] is None else ("yes" if r["within"] else "NO"),
-        )
+        table.add_row(*_calibration_cells(r))
     return table
+
+
+def _calibration_cells(r: dict[str, Any]) -> list[str]:
+    shown = {"abs_s": "abs_s", "abs_share": "abs_share"}.get(r["error_kind"], "")
+    return [
+        r["job_class"],
+        r["metric"],
+        _value(shown, r["measured"]),
+        _value(shown, r["simulated"]),
+        _value(r["error_kind"], r["error"]),
+        _value(r["error_kind"], r["tolerance"]),
+        "—" if r["within"] is None else ("yes" if r["within"] else "NO"),
+    ]
+
+
+def _wait(seconds: float, started: bool) -> str:
+    return _duration(seconds) + ("" if started else " (never started: ≥)")
+
+
+CALIBRATION_COLUMNS = ("class", "metric", "measured", "simulated", "error", "tolerance", "within")
+
+
+def calibration_html(payload: dict[str, Any], title: str) -> str:
+    """A standalone page: verdict, fitted knobs and the search, the comparison table, the disagreements."""
+    e = html.escape
+    head = "".join(f"<th>{name}</th>" for name in CALIBRATION_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>" for r in payload["rows"]
+    )
+    search = "".join(
+        f"<tr><td>{row['scheduling_latency_s']:g} s</td><td>{row['wait_ks']:.3f}</td></tr>"
+        for row in payload["search"]
+    )
+    worst = "".join(
+        f"<tr><td>{e(d['job_id'])}</td><td>{e(d['job_class'])}</td>"
+        f"<td>{e(_wait(d['measured_wait_s'], d['measured_started']))}</td>"
+        f"<td>{e(_wait(d['simulated_wait_s'], d['simulated_started']))}</td></tr>"
+        for d in payload["disagreements"]
+    )
+    not_fitted = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in payload["not_fitted"].items())
+    notes = "".join(f"<li class='note'>{e(n)}</li>" for n in payload.get("notes", []))
+    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items())
+    return _page(
+        title,
+        f"<section id='calibration'><h1>{e(title)}</h1>"
+        f"<p>Verdict: <b>{e(payload['verdict'])}</b>. Fitted: {e(fitted)}.</p><ul>{not_fitted}{notes}</ul>"
+        f"<table><caption>Measured vs simulated</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+        "</table><table><caption>Scheduling latency search (KS distance of all waits)</caption>"
+        f"<tr><th>latency</th><th>KS</th></tr>{search}</table>"
+        "<table><caption>Largest disagreements</caption><tr><th>job</th><th>class</th><th>measured wait</th>"
+        f"<th>simulated wait</th></tr>{worst}</table></section>",
+    )
