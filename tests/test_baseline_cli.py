@@ -184,3 +184,33 @@ def test_real_alibaba_default_pod_list_baselines(tmp_path: Path) -> None:
     assert row.jobs_submitted == 8152
     assert (row.completed, row.failed, row.cancelled, row.running) == (5351, 1870, 897, 34)
     assert row.started == 7255 and row.wait_censored == 897
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"end_s": 12.0}, "have end_s before running_s (the clock goes backwards)"),
+        ({"scheduled_s": -1.0, "admitted_s": None, "running_s": None}, "negative scheduled_s"),
+        ({"submit_s": float("nan")}, "submit_s that is not a finite number"),
+        ({"gpu_util_mean": 1.5}, "gpu_util_mean outside 0..1"),
+        ({"end_s": 500.0}, "end_s after the record's end_s"),
+        ({"state": "pending"}, "are pending yet have a scheduled_s"),
+        ({"state": "running"}, "are still open yet have an end_s"),
+    ],
+)
+def test_history_folders_with_impossible_rows_are_refused(
+    tmp_path: Path, change: dict[str, object], expected: str
+) -> None:
+    jobs = [{**HAND_JOBS[0], **change}, *HAND_JOBS[1:]]
+    write_history_folder(history(jobs, HAND_NODES), tmp_path / "h")
+    result = runner.invoke(app, ["baseline", str(tmp_path / "h")])
+    assert result.exit_code == 2, result.output
+    assert expected in result.output and "job 'j1'" in result.output and "Traceback" not in result.output
+
+
+def test_truncated_parquet_is_a_clear_error(tmp_path: Path) -> None:
+    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    data = (tmp_path / "h" / "jobs.parquet").read_bytes()
+    (tmp_path / "h" / "jobs.parquet").write_bytes(data[: len(data) // 2])
+    result = runner.invoke(app, ["baseline", str(tmp_path / "h")])
+    assert result.exit_code == 2 and "cannot be read as Parquet" in result.output

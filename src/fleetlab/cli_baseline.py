@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -42,6 +43,17 @@ def load_history_input(history: Path | None, pods: Path | None, nodes: Path | No
     return read_history_folder(history)
 
 
+def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
+    """Stage ``fill``'s files and rename them into ``out``; an OS error is one clear line, exit 2."""
+    from fleetlab.cli import _fail
+    from fleetlab.report.baseline_files import write_staged
+
+    try:
+        write_staged(out, fill)
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+
+
 def _title(history: History, label: str) -> str:
     return (
         f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
@@ -59,7 +71,7 @@ def baseline_cmd(
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
     from fleetlab.cli import _check_out, _fail, err_console, out_console
     from fleetlab.metrics.baseline import compute_baseline
-    from fleetlab.report.baseline_files import baseline_payload, dumps, write_baseline_files, write_staged
+    from fleetlab.report.baseline_files import baseline_payload, dumps, write_baseline_files
     from fleetlab.report.baseline_report import baseline_table, cluster_lines
 
     _check_out(out)
@@ -70,10 +82,7 @@ def baseline_cmd(
     result = compute_baseline(loaded)
     title = _title(loaded, "measured baseline")
     if out is not None:
-        try:
-            write_staged(out, lambda folder: write_baseline_files(result, folder, title))
-        except OSError as exc:
-            raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+        _write_out(out, lambda folder: write_baseline_files(result, folder, title))
     payload = baseline_payload(result)
     if json_out:
         out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
@@ -125,7 +134,6 @@ def calibrate_cmd(
         calibration_payload,
         dumps,
         write_calibration_files,
-        write_staged,
     )
     from fleetlab.report.baseline_report import calibration_table
     from fleetlab.report.progress import DelayedProgress
@@ -140,17 +148,14 @@ def calibrate_cmd(
             )
     except SpecError as exc:
         raise _fail(str(exc)) from None
+    title = _title(loaded, "calibration")
     if out is not None:
-        try:
-            title = _title(loaded, "calibration")
-            write_staged(out, lambda folder: write_calibration_files(result, folder, title))
-        except OSError as exc:
-            raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+        _write_out(out, lambda folder: write_calibration_files(result, folder, title))
     payload = calibration_payload(result)
     if json_out:
         out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
         return
-    out_console.print(calibration_table(payload, _title(loaded, "calibration")))
+    out_console.print(calibration_table(payload, title))
     for line in result.notes:
         out_console.print(line, highlight=False, markup=False)
     if out is not None:

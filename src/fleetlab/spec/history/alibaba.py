@@ -25,20 +25,9 @@ import numpy as np
 import pyarrow as pa
 
 from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, NODE_SCHEMA, History
-from fleetlab.spec.alibaba import (
-    POD_COLUMNS,
-    QOS_CLASS,
-    _gpu_milli,
-    _phase,
-    _qos,
-    _time,
-    _whole,
-    column_parser,
-    load_openb_nodes,
-    pod_names,
-)
+from fleetlab.spec.alibaba import POD_COLUMNS, QOS_CLASS, load_openb_nodes, parse_pod_cells
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.table_cells import CellProblems, read_string_columns
+from fleetlab.spec.table_cells import read_string_columns, require_columns
 
 __all__ = ["EPOCH", "load_alibaba_history", "openb_node_table"]
 
@@ -104,46 +93,22 @@ def load_alibaba_history(pod_csv: Path, node_csv: Path | None = None) -> History
     """Read an openb pod list (and optionally its node list) into a History; bad cells raise SpecError."""
     source = str(pod_csv)
     names, cells = read_string_columns(pod_csv, None, source)
-    missing = [c for c in _HISTORY_REQUIRED if c not in cells]
-    if missing:
-        raise SpecError(
-            source,
-            [
-                f"required column {c!r} is missing; a measured history needs the openb columns "
-                f"{','.join(POD_COLUMNS)} (the multigpu* variants have no times and cannot be baselined)"
-                for c in missing
-            ],
-        )
+    require_columns(
+        source,
+        cells,
+        _HISTORY_REQUIRED,
+        f"a measured history needs the openb columns {','.join(POD_COLUMNS)} "
+        "(the multigpu* variants have no times and cannot be baselined)",
+    )
     rows = len(cells["name"])
     if rows == 0:
         raise SpecError(source, ["the pod list has no rows; a history needs at least one pod"])
-    problems = CellProblems(source)
-    order = {n: i for i, n in enumerate(names)}
-
-    column = column_parser(cells, order, problems)
-    ids = pod_names(cells["name"], order["name"], problems)
-    cpu = column("cpu_milli", _whole)
-    memory = column("memory_mib", _whole)
-    num_gpu = column("num_gpu", _whole)
-    milli = column("gpu_milli", _gpu_milli)
-    qos = column("qos", _qos)
-    phase = column("pod_phase", _phase)
-    created = column("creation_time", _time, cache=False)
-    deleted = column("deletion_time", _time, cache=False)
-    scheduled = column("scheduled_time", _time, cache=False)
+    pods = parse_pod_cells(names, cells, source)
+    problems, order, ids = pods.problems, pods.order, pods.ids
+    cpu, memory, num_gpu, milli = pods.cpu, pods.memory, pods.num_gpu, pods.gpu_milli
+    qos, phase, created, deleted, scheduled = pods.qos, pods.phase, pods.created, pods.deleted, pods.scheduled
     spec = cells.get("gpu_spec") or [None] * rows
-    for name, values in (
-        ("cpu_milli", cpu),
-        ("memory_mib", memory),
-        ("num_gpu", num_gpu),
-        ("gpu_milli", milli),
-        ("pod_phase", phase),
-        ("creation_time", created),
-        ("deletion_time", deleted),
-    ):
-        for row, value in enumerate(values):
-            if value is None:
-                problems.add(row, order[name], name, "", "required: the cell is empty")
+    pods.require_filled(_HISTORY_REQUIRED[1:-1])
     problems.raise_if_any(ids)
     for row in range(rows):
         start = scheduled[row]

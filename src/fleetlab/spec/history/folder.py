@@ -17,12 +17,15 @@ import pyarrow.parquet as pq
 
 from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCHEMA, History
 from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.history.checks import check_history
 
 __all__ = ["HISTORY_FILES", "read_history_folder", "write_history_folder"]
 
 HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA}
 #: history.json is small; anything larger is not one.
 MAX_META_BYTES = 1 << 20
+#: A month of a 2,000-GPU cluster (~500k jobs) is tens of MB of Parquet; far larger is not a history.
+MAX_TABLE_BYTES = 4 << 30
 
 
 def _read_table(file: Path, schema: pa.Schema, required: bool) -> pa.Table:
@@ -32,6 +35,11 @@ def _read_table(file: Path, schema: pa.Schema, required: bool) -> pa.Table:
                 str(file), ["not found; a history folder has jobs.parquet (nodes, bill optional)"]
             )
         return schema.empty_table()
+    size = file.stat().st_size
+    if size > MAX_TABLE_BYTES:
+        raise SpecError(
+            str(file), [f"is {size:,} bytes; a history table is at most {MAX_TABLE_BYTES:,} bytes"]
+        )
     try:
         table = pq.read_table(file)
     except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
@@ -92,7 +100,7 @@ def read_history_folder(folder: Path) -> History:
         raise SpecError(
             str(folder / "jobs.parquet"), [f"state {bad[0]!r}: must be one of {', '.join(JOB_STATES)}"]
         )
-    return History(
+    history = History(
         jobs=jobs,
         nodes=_read_table(folder / "nodes.parquet", NODE_SCHEMA, False),
         bill=_read_table(folder / "bill.parquet", BILL_SCHEMA, False),
@@ -101,6 +109,7 @@ def read_history_folder(folder: Path) -> History:
         sources=tuple(sources),
         skipped={str(k): int(v) for k, v in skipped.items()},
     )
+    return check_history(history, str(folder))
 
 
 def write_history_folder(history: History, folder: Path) -> None:
