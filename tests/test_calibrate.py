@@ -202,3 +202,13 @@ def test_alibaba_default_replay_reproduces_run_times_but_not_the_wait_tail() -> 
     assert rows[("all", "wait_p50_s")].within
     assert not rows[("all", "wait_p99_s")].within and c.verdict == "fail"
     assert rows[("all", "never_started_share")].measured == pytest.approx(897 / 8152)
+
+
+def test_calibration_files_are_byte_identical_across_runs(tmp_path: Path) -> None:
+    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    for out in ("a", "b"):
+        result = runner.invoke(app, ["calibrate", str(tmp_path / "h"), "--out", str(tmp_path / out)])
+        assert result.exit_code == 0, result.output
+    names = ["calibration.json", "calibration.parquet", "calibration.html", "scenario.yaml"]
+    for name in [*names, "replay/jobs.parquet", "replay/summary.json"]:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name

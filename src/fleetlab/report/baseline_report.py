@@ -69,7 +69,7 @@ def baseline_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     """One line per group (all, each class, team, queue)."""
     table = Table(title=title, title_justify="left")
     for name, _ in COLUMNS:
-        table.add_column(name, justify="left" if name == "group" else "right")
+        table.add_column(name, justify="left" if name == "group" else "right", no_wrap=name == "group")
     for row in rows:
         table.add_row(*(cell(row) for _, cell in COLUMNS))
     return table
