@@ -82,7 +82,10 @@ def _history_of_own_run(scenario: Scenario) -> History:
     pools = {p.name: p for p in scenario.cluster.pools}
     nodes = [
         {"node": name, "pool": pool, "gpu_model": pools[pool].gpu_model, "gpus": int(n.gpus[k]),
-         "cpu": n.cpu_milli[k] / 1000.0, "memory": pools[pool].memory, "capacity_type": "on-demand"}
+         "cpu": n.cpu_milli[k] / 1000.0, "memory": pools[pool].memory, "capacity_type": "on-demand",
+         # a Node object appears when the machine registers (ready), not when it was requested
+         "created_s": n.ready_ms[k] / ms if n.billed_start_ms[k] > 0 else None,
+         "deleted_s": n.billed_end_ms[k] / ms if n.billed_end_ms[k] < result.end_ms else None}
         for k, (name, pool) in enumerate(zip(n.names, n.pool, strict=True))
     ]  # fmt: skip
     return History(jobs_table(rows), nodes_table(nodes), history([]).bill, "2026-01-01T00:00:00Z",
@@ -114,7 +117,44 @@ def test_fit_recovers_a_scheduling_latency_added_to_the_history() -> None:
     assert next(r for r in c.rows if r.metric == "wait_ks" and r.job_class == "all").error == pytest.approx(
         0.0
     )
-    assert {row["scheduling_latency_s"] for row in c.fit} >= {0.0, 5.0}
+    assert {row["value"] for row in c.fit if row["knob"] == "scheduling_latency_s"} >= {0.0, 5.0}
+    assert c.fitted == ["scheduling_latency_s"]  # no node joined: no boot time to fit
+
+
+def _autoscaled_scenario(boot_s: float) -> Scenario:
+    """One fixed 8-GPU node and an autoscaled group of up to three more that boot in ``boot_s``."""
+    jobs = [
+        {"id": f"job-{i:02d}", "submit_s": 200.0 * i, "class": "training", "runtime": 1500.0 + 100.0 * (i % 3),
+         "requests": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 4}}
+        for i in range(14)
+    ]  # fmt: skip
+    shape = {"gpu_model": "A100-80GB", "gpus_per_node": 8, "cpu": "64", "memory": "512Gi"}
+    burst = {"name": "burst", "count": 0, **shape, "boot_time_s": boot_s, "autoscaling": {"min": 0, "max": 3}}
+    return Scenario.model_validate(
+        {
+            "name": "as",
+            "cluster": {"pools": [{"name": "base", "count": 1, **shape}, burst]},
+            "workload": {"jobs": jobs},
+        }
+    )
+
+
+def test_fit_recovers_the_boot_time_of_nodes_that_joined_during_the_history() -> None:
+    # Nodes of the burst group register at 520, 920 and 1320 s (requested 120 s earlier); the history only
+    # shows the registrations and the jobs' waits, and the boot-time grid must find 120 s.
+    h = _history_of_own_run(_autoscaled_scenario(120.0))
+    assert h.nodes.column("created_s").to_pylist()[1:] == [520.0, 920.0, 1320.0]
+    c = calibrate(h)
+    assert c.fitted == ["scheduling_latency_s", "node_boot_time_s"]
+    assert (c.knobs.scheduling_latency_s, c.knobs.node_boot_time_s) == (0.0, 120.0)
+    rows = {(r.job_class, r.metric): r for r in c.rows}
+    assert rows[("all", "wait_ks")].error == pytest.approx(0.0, abs=1e-9) and c.verdict == "pass"
+    pool = next(p for p in c.scenario.cluster.pools if p.name == "burst")
+    assert pool.autoscaling is not None and (pool.count, pool.autoscaling.min, pool.autoscaling.max) == (
+        0,
+        0,
+        3,
+    )
 
 
 def test_ks_distance_and_errors_by_hand() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.experiment.history_scenario import Knobs, history_scenario
+from fleetlab.experiment.history_scenario import Knobs, has_node_arrivals, history_scenario
 from fleetlab.experiment.run import Run, run_one
 from fleetlab.metrics.baseline import job_columns, wait_observations
 from fleetlab.metrics.baseline_cost import cluster_cost
@@ -39,6 +39,8 @@ DEFAULT_TOLERANCES: dict[str, float] = {
 }
 #: Candidate scheduling latencies are these quantiles of the measured positive waits (plus 0).
 LATENCY_GRID_QUANTILES = (0.1, 0.25, 0.5, 0.75)
+#: Candidate boot times (request to ready) of nodes the replay's autoscaler adds.
+BOOT_GRID_S = (30.0, 60.0, 120.0, 300.0, 600.0)
 QUANTILES = (0.5, 0.95, 0.99)
 DISAGREEMENTS = 10
 
@@ -77,11 +79,13 @@ class Calibration:
 
     rows: list[MetricRow]
     knobs: Knobs
-    fit: list[dict[str, float]]
+    fit: list[dict[str, Any]]
     disagreements: list[dict[str, Any]]
     scenario: Scenario
     run: Run
     notes: list[str] = field(default_factory=list)
+    #: The knobs that were fitted (the others keep their defaults).
+    fitted: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -229,19 +233,36 @@ def calibrate(
     fit: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> Calibration:
-    """Fit the scheduling latency (lowest KS distance of all waits; ties -> the smaller latency), then
-    report the replay with the fitted value."""
+    """Fit the hidden knobs one after the other (scheduling latency, then the boot time of nodes that joined
+    during the history), each by the lowest KS distance of all waits on a fixed grid (ties: the smaller
+    value), then report the replay with the fitted values."""
     tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
-    grid = latency_grid(history) if fit else [0.0]
+    grids: list[tuple[str, list[float]]] = []
+    if fit:
+        grids.append(("scheduling_latency_s", latency_grid(history)))
+        if has_node_arrivals(history):
+            grids.append(("node_boot_time_s", list(BOOT_GRID_S)))
+    total = sum(len(g) for _, g in grids) or 1
+    knobs = Knobs()
     best: Calibration | None = None
-    tried: list[dict[str, float]] = []
-    for k, latency in enumerate(grid):
-        result = evaluate(history, replace(Knobs(), scheduling_latency_s=latency), tol)
-        tried.append({"scheduling_latency_s": latency, "wait_ks": _score(result)})
-        if best is None or _score(result) < _score(best) - 1e-12:
-            best = result
+    tried: list[dict[str, Any]] = []
+    done = 0
+    for knob, grid in grids:
+        best = None
+        for value in grid:
+            result = evaluate(history, replace(knobs, **{knob: value}), tol)
+            tried.append({"knob": knob, "value": value, "wait_ks": _score(result)})
+            if best is None or _score(result) < _score(best) - 1e-12:
+                best = result
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        assert best is not None
+        knobs = best.knobs
+    if best is None:
+        best = evaluate(history, knobs, tol)
         if progress is not None:
-            progress(k + 1, len(grid))
-    assert best is not None
+            progress(1, 1)
     best.fit = tried
+    best.fitted = [knob for knob, _ in grids]
     return best

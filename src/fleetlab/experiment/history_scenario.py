@@ -44,6 +44,8 @@ class Knobs:
     """What a real cluster hides and calibration may fit."""
 
     scheduling_latency_s: float = 0.0
+    #: Request-to-ready time of nodes the replay's autoscaler adds (pools that gained nodes).
+    node_boot_time_s: float = 300.0
 
 
 def _pool_name(raw: str | None, index: int) -> str:
@@ -51,54 +53,83 @@ def _pool_name(raw: str | None, index: int) -> str:
     return text.strip("-.") or f"pool-{index}"
 
 
-def history_cluster(history: History) -> Cluster:
-    """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels)."""
+def _max_alive(spans: list[tuple[float, float]]) -> int:
+    """The most nodes alive at once, from [created, deleted) spans."""
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
+    alive = peak = 0
+    for _, step in events:
+        alive += step
+        peak = max(peak, alive)
+    return peak
+
+
+def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]], knobs: Knobs) -> NodePool:
+    pool, model, gpus, cpu, memory, labels, capacity = key
+    if gpus and model not in GPU_MODELS:
+        raise SpecError(
+            "<history nodes>",
+            [f"pool {pool!r}: GPU model {model!r} is not one fleetlab knows; known: {', '.join(GPU_MODELS)}"],
+        )
+    try:
+        parsed = json.loads(labels)
+    except json.JSONDecodeError:
+        parsed = {}
+    node_labels = {str(k): str(v) for k, v in parsed.items()} if isinstance(parsed, dict) else {}
+    initial = sum(1 for created, _ in spans if created <= 0)
+    autoscaled = initial < len(spans)
+    data: dict[str, Any] = {
+        "name": name,
+        "count": initial if autoscaled else len(spans),
+        "gpu_model": model if gpus else None,
+        "gpus_per_node": gpus,
+        "cpu": f"{round(cpu * 1000)}m",
+        "memory": memory,
+        "labels": {k: v for k, v in node_labels.items() if not k.startswith("kubernetes.io/")},
+        "capacity_type": "spot" if capacity == "spot" else "on-demand",
+        "data_bandwidth": PREP_BANDWIDTH,
+    }
+    if autoscaled:
+        data["boot_time_s"] = knobs.node_boot_time_s
+        data["autoscaling"] = {"min": initial, "max": max(_max_alive(spans), initial, 1)}
+    try:
+        return NodePool.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError("<history nodes>", problems_from_validation(exc, f"pool {name}")) from None
+
+
+def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
+    """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels, capacity type).
+
+    A pool whose nodes all exist from the start is fixed. One that gained nodes during the history becomes
+    a Cluster Autoscaler node group: it starts with the nodes present at time 0 (its minimum), may grow to
+    the most nodes it ever had at once, and new nodes take ``knobs.node_boot_time_s`` to boot (a Node
+    object is created when the machine registers, so histories do not show how long booting took)."""
     nodes = history.nodes.to_pylist()
     if not nodes:
         raise SpecError("<history>", ["the history has no nodes; calibration replays on the imported nodes"])
-    groups: dict[tuple[Any, ...], int] = {}
+    end = float(history.end_s)
+    groups: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
     for n in nodes:
-        labels = n["labels_json"] or "{}"
-        key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], labels, n["capacity_type"])
-        groups[key] = groups.get(key, 0) + 1
+        key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], n["labels_json"] or "{}",
+               n["capacity_type"])  # fmt: skip
+        created = 0.0 if n["created_s"] is None else max(float(n["created_s"]), 0.0)
+        deleted = end if n["deleted_s"] is None else float(n["deleted_s"])
+        groups.setdefault(key, []).append((created, deleted))
     pools: list[NodePool] = []
     used: set[str] = set()
-    for index, (key, count) in enumerate(groups.items()):
-        pool, model, gpus, cpu, memory, labels, capacity = key
-        if gpus and model not in GPU_MODELS:
-            raise SpecError(
-                "<history nodes>",
-                [
-                    f"pool {pool!r}: GPU model {model!r} is not one fleetlab knows; "
-                    f"known: {', '.join(GPU_MODELS)}"
-                ],
-            )
-        name = _pool_name(pool, index)
+    for index, (key, spans) in enumerate(groups.items()):
+        name = _pool_name(key[0], index)
         if name in used:
             name = f"{name}-{index}"
         used.add(name)
-        try:
-            parsed = json.loads(labels)
-        except json.JSONDecodeError:
-            parsed = {}
-        node_labels = {str(k): str(v) for k, v in parsed.items()} if isinstance(parsed, dict) else {}
-        try:
-            pools.append(
-                NodePool(
-                    name=name,
-                    count=count,
-                    gpu_model=model if gpus else None,
-                    gpus_per_node=gpus,
-                    cpu=f"{round(cpu * 1000)}m",
-                    memory=memory,
-                    labels={k: v for k, v in node_labels.items() if not k.startswith("kubernetes.io/")},
-                    capacity_type="spot" if capacity == "spot" else "on-demand",
-                    data_bandwidth=PREP_BANDWIDTH,
-                )
-            )
-        except ValidationError as exc:
-            raise SpecError("<history nodes>", problems_from_validation(exc, f"pool {name}")) from None
+        pools.append(_node_pool(name, key, spans, knobs or Knobs()))
     return Cluster(pools=tuple(pools))
+
+
+def has_node_arrivals(history: History) -> bool:
+    """Whether any node joined after the history began (only then is a boot time worth fitting)."""
+    created = history.nodes.column("created_s").to_pylist()
+    return any(c is not None and c > 0 for c in created)
 
 
 def _affinity(models: str) -> dict[str, Any]:
@@ -170,7 +201,7 @@ def history_scenario(history: History, knobs: Knobs, name: str = "calibrated") -
     return Scenario(
         name=name,
         description=f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
-        cluster=history_cluster(history),
+        cluster=history_cluster(history, knobs),
         workload=Workload(jobs=tuple(history_jobs(history))),
         scheduler=SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
     )

@@ -69,18 +69,24 @@ def calibration_payload(calibration: Any) -> dict[str, Any]:
     """What calibration.json holds: verdict, fitted knobs and the search, rows, disagreements, notes."""
     return {
         "verdict": calibration.verdict,
-        "fitted": {"scheduling_latency_s": calibration.knobs.scheduling_latency_s},
-        "not_fitted": {
-            "image_pull_bandwidth": (
-                "histories carry no image sizes; measured preparation is replayed per job"
-            ),
-            "node_boot_time_s": "the replay keeps every imported node for the whole history",
-        },
+        "fitted": {k: getattr(calibration.knobs, k) for k in calibration.fitted},
+        "not_fitted": _not_fitted(calibration),
         "search": calibration.fit,
         "rows": [row.as_dict() for row in calibration.rows],
         "disagreements": calibration.disagreements,
         "notes": list(calibration.notes),
     }
+
+
+def _not_fitted(calibration: Any) -> dict[str, str]:
+    out = {
+        "image_pull_bandwidth": "histories carry no image sizes; measured preparation is replayed per job",
+    }
+    if "scheduling_latency_s" not in calibration.fitted:
+        out["scheduling_latency_s"] = "--no-fit: kept at 0"
+    if "node_boot_time_s" not in calibration.fitted:
+        out["node_boot_time_s"] = "no node joined during the history, so no replayed node boots"
+    return out
 
 
 def write_calibration_files(calibration: Any, folder: Path, title: str) -> None:

@@ -144,7 +144,7 @@ def _value(kind: str, value: float | None) -> str:
 
 def calibration_table(payload: dict[str, Any], title: str) -> Table:
     """Measured vs simulated per class and metric, the error, the tolerance and the verdict."""
-    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items())
+    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items()) or "nothing"
     table = Table(title=f"{title} — verdict {payload['verdict']} (fitted: {fitted})", title_justify="left")
     for name in CALIBRATION_COLUMNS:
         table.add_column(name, justify="left" if name in ("class", "metric") else "right")
@@ -181,7 +181,7 @@ def calibration_html(payload: dict[str, Any], title: str) -> str:
         "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>" for r in payload["rows"]
     )
     search = "".join(
-        f"<tr><td>{row['scheduling_latency_s']:g} s</td><td>{row['wait_ks']:.3f}</td></tr>"
+        f"<tr><td>{e(row['knob'])}</td><td>{row['value']:g} s</td><td>{row['wait_ks']:.3f}</td></tr>"
         for row in payload["search"]
     )
     worst = "".join(
@@ -192,14 +192,14 @@ def calibration_html(payload: dict[str, Any], title: str) -> str:
     )
     not_fitted = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in payload["not_fitted"].items())
     notes = "".join(f"<li class='note'>{e(n)}</li>" for n in payload.get("notes", []))
-    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items())
+    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items()) or "nothing"
     return _page(
         title,
         f"<section id='calibration'><h1>{e(title)}</h1>"
         f"<p>Verdict: <b>{e(payload['verdict'])}</b>. Fitted: {e(fitted)}.</p><ul>{not_fitted}{notes}</ul>"
         f"<table><caption>Measured vs simulated</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-        "</table><table><caption>Scheduling latency search (KS distance of all waits)</caption>"
-        f"<tr><th>latency</th><th>KS</th></tr>{search}</table>"
+        "</table><table><caption>Knob search (KS distance of all waits)</caption>"
+        f"<tr><th>knob</th><th>value</th><th>KS</th></tr>{search}</table>"
         "<table><caption>Largest disagreements</caption><tr><th>job</th><th>class</th><th>measured wait</th>"
         f"<th>simulated wait</th></tr>{worst}</table></section>",
     )
