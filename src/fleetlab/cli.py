@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from fleetlab import __version__, cli_snapshot
+from fleetlab.cli_baseline import baseline_cmd, calibrate_cmd
 from fleetlab.cli_cost import cost_app
 from fleetlab.cli_cost_plan import plan_app, register_cost_aliases
 from fleetlab.cli_diagnose import diagnose_cmd
@@ -41,6 +42,8 @@ app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
+app.command(name="baseline")(baseline_cmd)
+app.command(name="calibrate")(calibrate_cmd)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
 register_cost_aliases(cost_app)
