@@ -20,7 +20,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from bench_scale import scenario as scale_scenario
 from fleetlab.cli import app
+from fleetlab.experiment.output import write_run_files
+from fleetlab.experiment.run import run_one
+from fleetlab.spec.loader import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTINS = ("default", "two-teams")
@@ -45,11 +49,18 @@ def hash_tree(folder: Path) -> dict[str, str]:
     }
 
 
+def generated(policy: str, out: Path) -> None:
+    """bench_scale's generated workload at 3,000 jobs on 1,000 GPUs, written as ``simulate`` writes it."""
+    resolved = resolve(scale_scenario(3000, 1000, policy))
+    write_run_files(run_one(resolved), out)
+
+
 def run_all(only: str | None) -> dict[str, str]:
     """Run every case and return ``case/file`` → hash."""
     runner = CliRunner()
     cases: list[tuple[str, list[str]]] = [(f"compare:{b}", ["compare", b]) for b in BUILTINS]
     cases += [(f"simulate:{p.relative_to(ROOT)}", ["simulate", str(p)]) for p in scenario_files()]
+    cases += [(f"generated:{p}", ["generated", p]) for p in ("default", "most-allocated")]
     hashes: dict[str, str] = {}
     for name, argv in cases:
         if only and only not in name:
@@ -57,6 +68,11 @@ def run_all(only: str | None) -> dict[str, str]:
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out"
+            if argv[0] == "generated":
+                generated(argv[1], out)
+                for rel, digest in hash_tree(out).items():
+                    hashes[f"{name}/{rel}"] = digest
+                continue
             result = runner.invoke(app, [*argv, "--out", str(out)])
             if result.exit_code != 0:
                 hashes[f"{name}/exit"] = f"{result.exit_code}: {result.output.strip()[:200]}"
