@@ -12,14 +12,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fleetlab.cost.ledger_io import run_id_of, write_ledger
+from fleetlab.cost.ledger_io import LEDGER_FILE, ledger_table, run_id_of
 from fleetlab.experiment.output import safe_name, swap_into_place
 from fleetlab.metrics.queues import QueueRow, queue_rows
 from fleetlab.metrics.services import service_columns
@@ -84,29 +84,51 @@ def run_tables(result: SimulationResult, variant: str, seed: int) -> dict[str, p
     }
 
 
-def write_run(
-    folder: Path, result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()
-) -> dict[str, Any]:
-    """Write one run's tables, its cost ledger (given the pools) and record into a temporary sibling and
-    rename it into place."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
+@dataclass(frozen=True)
+class RunFiles:
+    """One run's record and tables, computed where the run executed (a worker process or a Ray task) and
+    written by the driver alone: workers need no access to ``--out``."""
+
+    record: dict[str, Any]
+    #: File stem -> table, in writing order (the ledger last, when the pools are known).
+    tables: dict[str, pa.Table]
+
+
+def run_files(result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()) -> RunFiles:
+    """The record (with summary and warnings) and every table of one run, ready to write."""
     summary = summarize(result).as_dict()
     record = {**record, "summary": summary, "warnings": list(dict.fromkeys(result.warnings))}
+    tables = run_tables(result, record["variant"], record["seed"])
+    if pools:
+        run_id = run_id_of(result, f"{record['variant']}/{record['policy']}")
+        tables[LEDGER_FILE.removesuffix(".parquet")] = ledger_table(
+            pools, result, run_id, variant=record["variant"]
+        )
+    return RunFiles(record, tables)
+
+
+def write_run_files(folder: Path, files: RunFiles) -> dict[str, Any]:
+    """Write one run's tables and record into a temporary sibling and rename it into place."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{folder.name}-", dir=folder.parent))
     try:
-        for name, table in run_tables(result, record["variant"], record["seed"]).items():
+        for name, table in files.tables.items():
             pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
-        if pools:
-            run_id = run_id_of(result, f"{record['variant']}/{record['policy']}")
-            write_ledger(pools, result, run_id, staging, variant=record["variant"])
-        text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False)
+        text = json.dumps(files.record, indent=2, sort_keys=True, allow_nan=False)
         (staging / RUN_RECORD).write_text(text + "\n", encoding="utf-8")
         staging.chmod(0o755)
         swap_into_place(staging, folder, aside_prefix=TMP_PREFIX)  # leftovers are swept on resume
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return record
+    return files.record
+
+
+def write_run(
+    folder: Path, result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()
+) -> dict[str, Any]:
+    """Compute and write one run's files in this process (``run_files`` then ``write_run_files``)."""
+    return write_run_files(folder, run_files(result, record, pools))
 
 
 def read_record(folder: Path) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ share a trace parse it once per process; jobs are frozen models, safe to share.
 from __future__ import annotations
 
 import hashlib
+import logging
 import stat
 from collections import OrderedDict
 from itertools import pairwise
@@ -24,6 +25,8 @@ __all__ = ["clear_trace_cache", "load_trace"]
 
 #: Parsed traces kept per process (each can be large: a 1M-row trace is a few GB of jobs).
 CACHED_TRACES = 2
+
+log = logging.getLogger(__name__)
 
 _TraceKey = tuple[str, str, str, int | None, float, bool]
 _cache: OrderedDict[_TraceKey, tuple[tuple[Job, ...], tuple[str, ...]]] = OrderedDict()
@@ -66,6 +69,7 @@ def load_trace(path: Path, source: TraceSource) -> tuple[list[Job], list[str]]:
     hit = _cache.get(key) if key is not None else None
     if key is not None and hit is not None:
         _cache.move_to_end(key)
+        log.info("trace %s: %d jobs reused from this process's parse", path, len(hit[0]))
         return list(hit[0]), list(hit[1])
     jobs, warnings = _parse(path, source)
     if key is not None:
