@@ -28,6 +28,12 @@ from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
 
+#: Version of the layout of run folders, run.json, manifest.json and the database; raised whenever a
+#: column or key changes meaning or disappears (docs/data-dictionary.md). Stored in run.json,
+#: manifest.json and every Parquet file's key-value metadata (``fleetlab.schema_version``).
+RESULTS_SCHEMA_VERSION = 1
+SCHEMA_METADATA_KEY = "fleetlab.schema_version"
+
 TMP_PREFIX = ".tmp-"
 RUN_RECORD = "run.json"
 TABLES = ("jobs", "costs", "timeline", "queues", "services")
@@ -94,10 +100,22 @@ class RunFiles:
     tables: dict[str, pa.Table]
 
 
+def with_schema_version(table: pa.Table) -> pa.Table:
+    """The table with ``fleetlab.schema_version`` added to its schema's key-value metadata."""
+    metadata = dict(table.schema.metadata or {})
+    metadata[SCHEMA_METADATA_KEY.encode()] = str(RESULTS_SCHEMA_VERSION).encode()
+    return table.replace_schema_metadata(metadata)
+
+
 def run_files(result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()) -> RunFiles:
     """The record (with summary and warnings) and every table of one run, ready to write."""
     summary = summarize(result).as_dict()
-    record = {**record, "summary": summary, "warnings": list(dict.fromkeys(result.warnings))}
+    record = {
+        **record,
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "summary": summary,
+        "warnings": list(dict.fromkeys(result.warnings)),
+    }
     tables = run_tables(result, record["variant"], record["seed"])
     if pools:
         run_id = run_id_of(result, f"{record['variant']}/{record['policy']}")
@@ -113,7 +131,7 @@ def write_run_files(folder: Path, files: RunFiles) -> dict[str, Any]:
     staging = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{folder.name}-", dir=folder.parent))
     try:
         for name, table in files.tables.items():
-            pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+            pq.write_table(with_schema_version(table), staging / f"{name}.parquet", compression="zstd")
         text = json.dumps(files.record, indent=2, sort_keys=True, allow_nan=False)
         (staging / RUN_RECORD).write_text(text + "\n", encoding="utf-8")
         staging.chmod(0o755)
@@ -172,6 +190,10 @@ def write_json_atomic(path: Path, payload: Any) -> None:
 
 
 SUMMARY_FIELDS = tuple(f.name for f in fields(Summary) if f.name != "policy")
+#: run_summary's column types come from Summary's declared fields, never from the values seen (a float
+#: figure that happens to be whole in every run stays DOUBLE).
+_SUMMARY_HINTS = get_type_hints(Summary)
+_SUMMARY_TYPES: dict[Any, tuple[pa.DataType, Any]] = {int: (pa.int64(), int), float: (pa.float64(), float)}
 
 
 def _summary_table(records: Sequence[dict[str, Any]], changes: dict[str, str], baseline: str) -> pa.Table:
@@ -182,11 +204,9 @@ def _summary_table(records: Sequence[dict[str, Any]], changes: dict[str, str], b
         "is_baseline": pa.array([r["variant"] == baseline for r in records], pa.bool_()),
     }
     for name in SUMMARY_FIELDS:
-        values = [r["summary"].get(name) for r in records]
-        kind = pa.int64() if all(isinstance(v, int) for v in values if v is not None) else pa.float64()
-        columns[name] = pa.array(
-            [float(v) if v is not None and kind == pa.float64() else v for v in values], kind
-        )
+        values = [r["summary"].get(name) for r in records]  # None: a null in JSON, or an older record
+        kind, cast = _SUMMARY_TYPES[_SUMMARY_HINTS[name]]
+        columns[name] = pa.array([None if v is None else cast(v) for v in values], kind)
     return pa.table(columns)
 
 
@@ -202,7 +222,8 @@ def build_database(
     baseline: str,
 ) -> Path:
     """(Re)build ``experiment.duckdb``: tables copied from the runs' Parquet files, and the views
-    ``runs``, ``variants``, ``jobs``, ``costs``, ``timeline``, ``queues`` and ``services`` over them."""
+    ``runs``, ``variants``, ``jobs``, ``costs``, ``timeline``, ``queues``, ``services`` and ``ledger``
+    over them."""
     import duckdb
 
     target = out / DATABASE
@@ -218,6 +239,12 @@ def build_database(
             con.execute(f"CREATE TABLE {name}_rows AS SELECT * FROM arrow_rows")
             con.unregister("arrow_rows")
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_rows")
+        ledgers = [folder / LEDGER_FILE for folder in folders]
+        if ledgers and all(path.is_file() for path in ledgers):  # every run of a scenario has one
+            con.register("arrow_rows", _concat(ledgers))
+            con.execute("CREATE TABLE ledger_rows AS SELECT * FROM arrow_rows")
+            con.unregister("arrow_rows")
+            con.execute("CREATE VIEW ledger AS SELECT * FROM ledger_rows")
         means = ", ".join(f"avg({m}) AS {m}" for m in SUMMARY_FIELDS)
         con.execute("CREATE VIEW runs AS SELECT * FROM run_summary")
         con.execute(

@@ -25,6 +25,7 @@ from fleetlab.experiment.plan import Experiment, Variant
 from fleetlab.experiment.results import MANIFEST
 from fleetlab.experiment.run import run_one
 from fleetlab.experiment.store import (
+    RESULTS_SCHEMA_VERSION,
     RunFiles,
     build_database,
     read_record,
@@ -168,6 +169,7 @@ def plan_tasks(experiment: Experiment, out: Path) -> list[RunTask]:
 
 def _manifest(experiment: Experiment, records: dict[str, dict[str, Any]], tasks: list[RunTask]) -> Any:
     return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
         "experiment": experiment.name,
         "source": experiment.source,
         "baseline": experiment.baseline,
