@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -97,7 +98,12 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log diagnostics (engines, trace cache) to stderr.")
+    ] = False,
 ) -> None:
+    if verbose:
+        logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     if version:
         out_console.print(f"fleetlab {__version__}")
         raise typer.Exit(0)
