@@ -224,6 +224,15 @@ class ClusterQueuePreemption(KubeModel):
         return self
 
 
+def _v1beta1_name(data: Any, old: str, new: str) -> Any:
+    """A spec with v1beta1's field name ``old`` renamed to v1beta2's ``new`` (both given is an error)."""
+    if isinstance(data, dict) and old in data:
+        if new in data:
+            raise ValueError(f"give {new} (v1beta2) or {old} (v1beta1), not both")
+        data = {(new if k == old else k): v for k, v in data.items()}
+    return data
+
+
 class ClusterQueueSpec(KubeModel):
     """``ClusterQueue.spec``; ``cohort`` (the v1beta1 name) is accepted for ``cohortName``."""
 
@@ -277,11 +286,7 @@ class ClusterQueueSpec(KubeModel):
     @model_validator(mode="before")
     @classmethod
     def _v1beta1_cohort(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "cohort" in data:
-            if "cohortName" in data:
-                raise ValueError("give cohortName (v1beta2) or cohort (v1beta1), not both")
-            data = {("cohortName" if k == "cohort" else k): v for k, v in data.items()}
-        return data
+        return _v1beta1_name(data, "cohort", "cohortName")
 
 
 class CohortSpec(KubeModel):
@@ -292,6 +297,12 @@ class CohortSpec(KubeModel):
     )
     resource_groups: tuple[ResourceGroup, ...] = Field(default=(), alias="resourceGroups")
     fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1beta1_parent(cls, data: Any) -> Any:
+        """v1beta1 spells ``parentName`` as ``parent`` (kueue.x-k8s.io_cohorts.yaml, version v1beta1)."""
+        return _v1beta1_name(data, "parent", "parentName")
 
 
 class ResourceFlavorSpec(KubeModel):

@@ -135,6 +135,8 @@ class Snapshot:
     queue_objects: list[KubeObject] = field(default_factory=list)
     #: core/v1 or events.k8s.io/v1 Events as read.
     events: list[KubeObject] = field(default_factory=list)
+    #: PersistentVolumes, PersistentVolumeClaims and StorageClasses as read (for the storage verdict).
+    storage_objects: list[KubeObject] = field(default_factory=list)
     #: Namespace name -> its labels, from Namespace objects (podAffinity namespaceSelector reads them).
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -449,6 +451,8 @@ KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlav
 
 
 EVENT_KINDS = frozenset({"Event"})
+#: Storage kinds kept as plain objects: where a pod's volumes can be (``kubectl get pv,pvc,sc -A -o json``).
+STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 PRIORITY_KINDS = frozenset({"PriorityClass"})
 
 
@@ -507,6 +511,8 @@ def _read_into(
             out["events"].append(obj)
         elif kind in PRIORITY_KINDS:
             out["classes"].append(obj)
+        elif kind in STORAGE_KINDS:
+            out["storage"].append(obj)
         elif kind == "Namespace":
             out["namespaces"].append(_namespace_labels(obj, source))
         else:
@@ -522,6 +528,7 @@ def load_snapshot(
     kueue_paths: Sequence[Path] = (),
     event_paths: Sequence[Path] = (),
     priority_paths: Sequence[Path] = (),
+    storage_paths: Sequence[Path] = (),
 ) -> Snapshot:
     """Nodes and pods (plus Kueue objects, Events, PriorityClasses) from kubectl files; other kinds are an
     error."""
@@ -531,13 +538,16 @@ def load_snapshot(
         "queue": [],
         "events": [],
         "classes": [],
+        "storage": [],
         "namespaces": [],
     }
     stamps: list[datetime] = []
     main = frozenset({"Node", "Pod", "Namespace"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
+    main |= STORAGE_KINDS
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
-        "plus Namespaces, Kueue objects and Events"
+        "plus Namespaces, Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims "
+        "and StorageClasses"
     )
     for path in paths:
         _read_into(path, main, what, out, stamps)
@@ -551,6 +561,14 @@ def load_snapshot(
         )
     for path in priority_paths:
         _read_into(path, PRIORITY_KINDS, "a --priorityclasses file holds PriorityClass objects", out, stamps)
+    for path in storage_paths:
+        _read_into(
+            path,
+            STORAGE_KINDS,
+            "a --storage file holds `kubectl get pv,pvc,sc -A -o json` output",
+            out,
+            stamps,
+        )
     nodes: list[KubeNode] = out["nodes"]
     seen: set[str] = set()
     for node in nodes:
@@ -561,7 +579,7 @@ def load_snapshot(
         raise SpecError(
             ", ".join(map(str, paths)), ["no Node objects found; pass `kubectl get nodes -o json`"]
         )
-    sources = [str(p) for p in [*paths, *kueue_paths, *event_paths, *priority_paths]]
+    sources = [str(p) for p in [*paths, *kueue_paths, *event_paths, *priority_paths, *storage_paths]]
     pods = (
         apply_priority_classes(out["pods"], out["classes"], ", ".join(sources))
         if out["classes"]
@@ -574,6 +592,7 @@ def load_snapshot(
         sources,
         out["queue"],
         out["events"],
+        out["storage"],
         dict(out["namespaces"]),
     )
 
