@@ -53,7 +53,10 @@ def test_no_matching_pod_and_not_self_matching_fails_everywhere_with_the_affinit
     p = pod(sched, labels={"app": "web"}, pod_affinity=(affinity("zone", selector=SERVICE),))
     assert passes(state, p) == [False] * 5
     assert sched.select(p) < 0
-    assert sched.explain(p).histogram == {REASON_AFFINITY: 5}
+    error = sched.explain(p)
+    assert error.histogram == {REASON_AFFINITY: 5}
+    # filtering.go returns UnschedulableAndUnresolvable for ErrReasonAffinityRulesNotMatch
+    assert next(f for f in error.failures if f.plugin == "InterPodAffinity").unresolvable
 
 
 def test_first_pod_of_a_self_affine_group_goes_anywhere_with_the_topology_key() -> None:
@@ -90,8 +93,11 @@ def test_affinity_is_checked_before_anti_affinity() -> None:
         anti_affinity=(anti(HOST, selector=SERVICE),),
     )
     assert passes(state, p) == [False, True, False, False, False]
-    histogram = sched.explain(p).histogram
+    error = sched.explain(p)
+    histogram = error.histogram
     assert histogram[REASON_AFFINITY] == 3 and sum(histogram.values()) == 4
+    # node a fails anti-affinity (Unschedulable: evicting the pod there would help), so not all unresolvable
+    assert not next(f for f in error.failures if f.plugin == "InterPodAffinity").unresolvable
 
 
 def test_preferred_affinity_attracts_by_weight_and_anti_affinity_repels() -> None:

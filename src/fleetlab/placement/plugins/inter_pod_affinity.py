@@ -139,7 +139,10 @@ class InterPodAffinityFilter(FilterPlugin):
             REASON_ANTI: int(np.count_nonzero(failing & own)),
         }
         reasons = {r: n for r, n in counts.items() if n}
-        return FilterFailure(self.name, reasons, sum(reasons.values()), unresolvable=False)
+        # filtering.go: a failed pod affinity is UnschedulableAndUnresolvable (evicting pods cannot create
+        # a partner), anti-affinity only Unschedulable; unresolvable when every failing node is the former.
+        only_affinity = counts[REASON_ANTI] == 0 and counts[REASON_EXISTING] == 0
+        return FilterFailure(self.name, reasons, sum(reasons.values()), unresolvable=only_affinity)
 
 
 class InterPodAffinityScore(ScorePlugin):
