@@ -3,12 +3,33 @@ each placed with the simulator's own Scheduler before the next is judged."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from fleetlab.kube.queue_order import queue_key
+from fleetlab.spec.kube_snapshot import KubePod
 from kube_builders import container, diagnose_items, gpu_operator_node, pod
 
 MIG = "nvidia.com/mig-1g.12gb"
+BASE = KubePod(
+    namespace="default",
+    name="p",
+    uid="u",
+    phase="Pending",
+    node_name=None,
+    requests={},
+    containers=1,
+    explicit_keys=frozenset(),
+    tolerations=(),
+    node_selector=(),
+    affinity=None,
+    owner_kind=None,
+    labels={},
+)
 
 
 run = diagnose_items
@@ -135,3 +156,24 @@ def test_a_gang_that_fits_is_placed_whole_before_later_pods(tmp_path: Path) -> N
     solo = by["default/solo"]
     assert solo.blocked_by == "queued-behind" and solo.placed_on is None
     assert "default/g-0 -> h100-0, default/g-1 -> h100-0" in solo.detail
+
+
+@pytest.mark.parametrize(
+    ("p1", "p2", "p1_first"),
+    [
+        ((10, "09:00"), (100, "09:00"), False),  # p1.priority less than p2.priority
+        ((100, "09:00"), (10, "09:00"), True),  # p1.priority greater than p2.priority
+        ((100, "09:00"), (100, "09:01"), True),  # equal priority, p1 queued earlier
+        ((100, "09:01"), (100, "09:00"), False),  # equal priority, p2 queued earlier
+    ],
+)
+def test_queue_order_follows_priority_sort(p1: tuple[int, str], p2: tuple[int, str], p1_first: bool) -> None:
+    """The cases of kubernetes/kubernetes pkg/scheduler/framework/plugins/queuesort/priority_sort_test.go
+    TestLess @008b3652 (priorities 10 and 100; the queue timestamp is the pod's creation time here)."""
+
+    def queued(name: str, priority: int, at: str) -> KubePod:
+        created = datetime.fromisoformat(f"2026-11-30T{at}:00+00:00")
+        return replace(BASE, name=name, priority=priority, created=created)
+
+    first, second = queued("p1", *p1), queued("p2", *p2)
+    assert (queue_key(first) < queue_key(second)) is p1_first

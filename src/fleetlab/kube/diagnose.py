@@ -334,7 +334,8 @@ def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod, siblings: list[
 
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     """All three stages over the snapshot: pending pods in scheduling-queue order, each judged after the
-    ones ahead of it are placed (see ``queue_order``); bound pods and nodes by name."""
+    ones ahead of it are placed (see ``queue_order``; those binds stay in ``live.state``, so build a fresh
+    LiveCluster to diagnose again); bound pods and nodes by name."""
     snapshot = live.snapshot
     used = allocated_by_node(snapshot.pods)
     gpu_nodes = [r for r in (gpu_node_report(n, used.get(n.name)) for n in snapshot.nodes) if r is not None]
