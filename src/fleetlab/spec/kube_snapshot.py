@@ -206,8 +206,24 @@ def pod_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[Reso
             _add(effective, sidecars)
         _max_into(init_max, effective)
     _max_into(total, init_max)
+    pod_level = _pod_level_requests(spec, where, source)
+    total.update(pod_level)
+    explicit.update(pod_level)
     _add(total, _resources(spec.get("overhead"), f"{where}.overhead", source))
     return {k: v for k, v in total.items() if v > 0 or k in explicit}, frozenset(explicit)
+
+
+def _pod_level_requests(spec: Mapping[str, Any], where: str, source: str) -> ResourceList:
+    """Pod-level ``spec.resources`` (PodLevelResources, on by default since v1.34): its cpu, memory and
+    hugepages-* requests replace the containers' aggregate (resourcehelper ``PodRequests``); a limit with
+    no request stands for the request, as the API server's defaulting sets it."""
+    resources = spec.get("resources")
+    if not isinstance(resources, Mapping):
+        return {}
+    limits = _resources(resources.get("limits"), f"{where}.resources.limits", source)
+    requests = _resources(resources.get("requests"), f"{where}.resources.requests", source)
+    merged = {**limits, **requests}
+    return {k: v for k, v in merged.items() if k in ("cpu", "memory") or k.startswith("hugepages-")}
 
 
 def _model(cls: type[Any], data: Any, where: str, source: str) -> Any:
