@@ -177,3 +177,45 @@ def test_queue_order_follows_priority_sort(p1: tuple[int, str], p2: tuple[int, s
 
     first, second = queued("p1", *p1), queued("p2", *p2)
     assert (queue_key(first) < queue_key(second)) is p1_first
+
+
+def test_a_bind_elsewhere_keeps_a_verdict_a_bind_on_its_nodes_renews_it(tmp_path: Path) -> None:
+    """Pool A (zone a, one 8-GPU node) and pool B (zone b, one 8-GPU node, 4 held). Pending in queue
+    order: x (4 GPUs, zone a) -> a-0; y (8 GPUs, zone b) cannot fit (4 free); z (4 GPUs, zone b) ->
+    b-0; w (8 GPUs, zone b), same spec as y, now sees b-0 full: its verdict must count 0 free, not the
+    4 y saw, so the cached verdict of y's spec is renewed after z's bind on b-0."""
+
+    def zoned(name: str, zone: str) -> dict[str, Any]:
+        out = gpu_operator_node(name, "NVIDIA-H100-80GB-HBM3", gpus=8)
+        out["metadata"]["labels"]["topology.kubernetes.io/zone"] = zone
+        return out
+
+    def want(name: str, gpus: int, zone: str, minute: int, on: str | None = None) -> dict[str, Any]:
+        out = pod(
+            name,
+            [container("c", {"cpu": "1"}, {"nvidia.com/gpu": str(gpus)})],
+            node=on,
+            phase="Running" if on else "Pending",
+            nodeSelector={"topology.kubernetes.io/zone": zone},
+        )
+        out["metadata"]["creationTimestamp"] = f"2026-11-30T09:{minute:02d}:00Z"
+        return out
+
+    d = run(
+        tmp_path,
+        [
+            zoned("a-0", "a"),
+            zoned("b-0", "b"),
+            want("held", 4, "b", 0, on="b-0"),
+            want("x", 4, "a", 1),
+            want("y", 8, "b", 2),
+            want("z", 4, "b", 3),
+            want("w", 8, "b", 4),
+        ],
+    )
+    by = {p.pod: p for p in d.pending}
+    assert (by["default/x"].placed_on, by["default/z"].placed_on) == ("a-0", "b-0")
+    assert "4 nvidia.com/gpu free" in by["default/y"].detail
+    # w would not fit even without z (4 free < 8): a shortage, measured after z's bind
+    assert by["default/w"].blocked_by == "shortage"
+    assert by["default/w"].detail.startswith("0 nvidia.com/gpu free in total on 1 eligible node(s)")
