@@ -443,3 +443,16 @@ def test_trainjob_placement_rules_wait_for_its_runtime(scenario: Scenario, tmp_p
     path.write_text((FIXTURES / "crd-workloads.yaml").read_text().split("---")[1].replace("1500m", "4"))
     report = lint_paths([path], scenario)
     assert report.pod_templates == 1 and report.findings == ()
+
+
+def test_quota_kinds_with_gpu_amounts_are_not_unread_workloads(tmp_path: Path) -> None:
+    """A Volcano Queue (batch quota, spec.capability) and a ResourceQuota name nvidia.com/gpu amounts but
+    run no pods: no GPU013."""
+    path = tmp_path / "quotas.yaml"
+    path.write_text(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n"
+        "spec: {weight: 1, capability: {cpu: '64', nvidia.com/gpu: '16'}}\n---\n"
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: gpus, namespace: team-a}\n"
+        "spec: {hard: {requests.nvidia.com/gpu: '8'}}\n"
+    )
+    assert lint_paths([path]).findings == ()

@@ -44,7 +44,7 @@ KSERVE_MODEL_KEYS = (
     "art",
 )
 KSERVE_COMPONENTS = ("predictor", "transformer", "explainer")
-#: Kinds that never run pods: nothing to check and nothing to warn about.
+#: Kinds that never run pods (some name GPU amounts as quotas): nothing to check, nothing to warn about.
 NO_PODS = frozenset(
     {
         "ConfigMap",
@@ -71,6 +71,16 @@ NO_PODS = frozenset(
         "Topology",
         "LimitRange",
         "ResourceQuota",
+        # quota and gang objects that name GPU amounts without running pods (Volcano Queue and
+        # PodGroup, scheduler-plugins PodGroup / ElasticQuota, Kueue's own Workload and friends)
+        "Queue",
+        "PodGroup",
+        "ElasticQuota",
+        "CompositeElasticQuota",
+        "Workload",
+        "WorkloadPriorityClass",
+        "AdmissionCheck",
+        "ProvisioningRequestConfig",
     }
 )
 MAX_DEPTH = 3  # AppWrappers inside AppWrappers: deeper nesting is not followed
