@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetlab.kube.cluster import implied_taint
+from fleetlab.kube.gpu_nodes import cloud_gpu_machine
 from fleetlab.model.cluster import (
     GPU_PRODUCT_LABEL,
     HOSTNAME_LABEL,
@@ -44,9 +45,18 @@ def _node_model(node: KubeNode) -> str | None:
 
 
 def _model_warning(pool: dict[str, Any], node: KubeNode) -> str | None:
-    """Why a pool with GPUs got no GPU model (its nvidia.com/gpu is then a plain resource)."""
+    """Why a pool with GPUs got no GPU model (its nvidia.com/gpu is then a plain resource), or that a
+    GPU machine's pool has no GPUs at all (no device plugin on its nodes)."""
     if GPU not in pool["extended_resources"]:
-        return None
+        if "gpu_model" in pool or any(r.startswith("nvidia.com/") for r in node.allocatable):
+            return None
+        machine = cloud_gpu_machine(node)
+        if machine is None:
+            return None
+        return (
+            f"pool {pool['name']}: GPU machines ({machine[0]}) that advertise no nvidia.com/gpu (no device "
+            "plugin or driver on them); simulated without GPUs, as the scheduler sees them now"
+        )
     label = node.labels.get(GPU_PRODUCT_LABEL)
     if not label:
         why = "its nodes carry no nvidia.com/gpu.product label"
