@@ -3,8 +3,9 @@
 Stage (b) runs the simulator's own filter plugins against the snapshot, so the per-node reasons and the
 ``0/N nodes are available: ...`` line are those kube-scheduler writes into the FailedScheduling event,
 and the shortage/fragmentation verdict is the one the simulator reports for its pending jobs. On top,
-it says what kube-scheduler cannot: which rule (taint, selector, cordon, NotReady) or which missing
-device plugin is the real block, and whether a gang waits for its siblings.
+it says what kube-scheduler cannot: which rule (taint, selector, cordon, NotReady), which missing
+device plugin or which volume is the real block, and whether a gang waits for its siblings. Pending pods
+are judged together, in the scheduler's queue order, each after the ones ahead of it are placed.
 """
 
 from __future__ import annotations
