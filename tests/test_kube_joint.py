@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
+from fleetlab.experiment.run import run_one
 from fleetlab.kube.queue_order import queue_key
-from fleetlab.spec.kube_snapshot import KubePod
+from fleetlab.kube.to_scenario import snapshot_scenario
+from fleetlab.metrics.tables import job_columns
+from fleetlab.spec.kube_snapshot import KubePod, load_snapshot
 from kube_builders import container, diagnose_items, gpu_operator_node, pod
 
 MIG = "nvidia.com/mig-1g.12gb"
@@ -219,3 +222,23 @@ def test_a_bind_elsewhere_keeps_a_verdict_a_bind_on_its_nodes_renews_it(tmp_path
     # w would not fit even without z (4 free < 8): a shortage, measured after z's bind
     assert by["default/w"].blocked_by == "shortage"
     assert by["default/w"].detail.startswith("0 nvidia.com/gpu free in total on 1 eligible node(s)")
+
+
+def test_diagnose_and_simulate_from_snapshot_place_the_same_pods(tmp_path: Path) -> None:
+    """2 free slices, three pending pods: c (09:01, priority 0), a (09:02, priority 0), b (09:03,
+    priority 5). Queue order b, c, a: diagnose places b and c and leaves a waiting; the simulator,
+    replaying the snapshot, starts b and c at t=0 and a only when a slice frees (runtime 600 s)."""
+    running = [mig_pod(f"run-{i}", "2026-11-30T08:00:00Z", node="h100nvl-0") for i in range(5)]
+    pending = [
+        mig_pod("c", "2026-11-30T09:01:00Z"),
+        mig_pod("a", "2026-11-30T09:02:00Z"),
+        mig_pod("b", "2026-11-30T09:03:00Z", priority=5),
+    ]
+    d = run(tmp_path, [mig_node(), *running, *pending])
+    placed = {p.pod for p in d.pending if p.placed_on}
+    assert placed == {"default/b", "default/c"}
+    snap = load_snapshot([tmp_path / "snap.json"])
+    cols = job_columns(run_one(snapshot_scenario(snap, remaining_s=3600, runtime_s=600), "default").result)
+    waits = dict(zip(cols["job_id"], cols["queue_wait_s"], strict=True))
+    assert {j for j in ("default/a", "default/b", "default/c") if waits[j] == 0} == placed
+    assert waits["default/a"] == 600

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from fleetlab.kube.cluster import implied_taint
 from fleetlab.kube.gpu_nodes import cloud_gpu_machine
+from fleetlab.kube.queue_order import queue_key
 from fleetlab.model.cluster import (
     GPU_PRODUCT_LABEL,
     HOSTNAME_LABEL,
@@ -236,11 +237,15 @@ def _job(
 def snapshot_jobs(
     snapshot: Snapshot, node_of: dict[str, str], remaining_s: float, runtime_s: float
 ) -> list[dict[str, Any]]:
-    """Running (and bound) pods as jobs bound at t=0; unbound pending pods as arrivals at t=0."""
+    """Running (and bound) pods as jobs bound at t=0; unbound pending pods as arrivals at t=0, listed in
+    kube-scheduler's queue order (priority, then creation) so that the simulator, which breaks ties
+    between equal arrivals by job order, places them in the order ``diagnose`` does."""
     jobs: list[dict[str, Any]] = []
     gangs: dict[tuple[str, str], list[KubePod]] = {}
     labelled = any(p.topology_spread or p.anti_affinity or p.pod_affinity for p in snapshot.pods)
-    for pod in sorted(snapshot.pods, key=lambda p: p.key):
+    placed = sorted((p for p in snapshot.pods if p.node_name is not None), key=lambda p: p.key)
+    ordered = placed + sorted((p for p in snapshot.pods if p.node_name is None), key=queue_key)
+    for pod in ordered:
         if pod.terminated or pod.owner_kind == "DaemonSet":
             continue
         if pod.node_name is not None:
