@@ -83,6 +83,8 @@ class JointPlacer:
         compiled = scheduler.compile(pod_spec(pod))
         eligible = scheduler.static_mask(compiled)
         rivals = [b for b in self.bound if eligible[b.node]]
+        if rivals and not compiled.spec.pod_dependent:
+            rivals = self._where_room_returns(compiled, rivals)
         if not rivals:
             return []
         for b in rivals:
@@ -93,3 +95,17 @@ class JointPlacer:
             for b in rivals:
                 state.bind(b.node, b.compiled.request, b.compiled.nonzero, b.label_set)
         return [f"{b.pod} -> {state.node_names[b.node]}" for b in rivals] if fits else []
+
+    def _where_room_returns(self, pod: CompiledPod, rivals: list[_Bound]) -> list[_Bound]:
+        """The rivals on nodes whose free capacity, with the rivals' requests given back, holds the pod:
+        for a pod whose fit depends on no other pod, only those nodes can change its verdict."""
+        state = self.live.state
+        rows = np.asarray([b.node for b in rivals], dtype=np.int64)
+        returned = np.zeros((state.n, state.free.shape[1]), dtype=state.free.dtype)
+        np.add.at(returned, rows, np.stack([b.compiled.request for b in rivals]))
+        cols = pod.request_cols
+        room = np.asarray(
+            ((state.free[rows][:, cols] + returned[rows][:, cols]) >= pod.request[cols]).all(axis=1),
+            dtype=bool,
+        )
+        return [b for b, ok in zip(rivals, room, strict=True) if ok]
