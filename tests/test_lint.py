@@ -433,6 +433,7 @@ def test_unread_kind_with_gpus_is_a_warning(scenario: Scenario) -> None:
     (f,) = report.findings
     assert f.rule == "GPU013" and f.severity == "warning"
     assert "Workflow (argoproj.io/v1alpha1) is not a workload kind fleetlab reads" in f.message
+    assert "(first at spec.templates[0].container.resources.limits[nvidia.com/gpu])" in f.message
     assert f.path == "spec.templates[0].container.resources.limits[nvidia.com/gpu]"
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from fleetlab.lint.findings import Finding, finding
-from fleetlab.lint.manifests import FieldPath, Manifest
+from fleetlab.lint.manifests import FieldPath, Manifest, render_path
 from fleetlab.lint.workloads import PodTemplate, pod_templates, template_at
 from fleetlab.model.resources import is_extended
 from fleetlab.spec.kube_objects import dig
@@ -206,7 +206,7 @@ def unread_kind_findings(manifest: Manifest, templates: list[PodTemplate]) -> li
             manifest,
             first,
             f"{manifest.kind or '<no kind>'} ({api}) is not a workload kind fleetlab reads: its GPU requests "
-            f"(first at {'.'.join(map(str, first))}) were not checked",
+            f"(first at {render_path(first)}) were not checked",
             "lint the pod template it creates (e.g. the Job or Pod it renders), or check it by hand",
         )
     ]
