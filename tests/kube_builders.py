@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,38 @@ def _labelled(base: dict[str, Any], labels: dict[str, str], taints: list[dict[st
     return base
 
 
+def _machine(
+    base: dict[str, Any], provider_id: str, capacity: dict[str, str], allocatable: dict[str, str]
+) -> dict[str, Any]:
+    """The machine's own cpu / memory / pods / ephemeral-storage (capacity and what the kubelet leaves
+    allocatable after system reservations), its providerID and the kubelet's five node conditions."""
+    status = base["status"]
+    status["capacity"].update(capacity)
+    status["allocatable"].update(allocatable)
+    base["spec"]["providerID"] = provider_id
+    status["conditions"] = [
+        {"type": kind, "status": "False", "reason": f"KubeletHas{ok}"}
+        for kind, ok in (
+            ("MemoryPressure", "SufficientMemory"),
+            ("DiskPressure", "NoDiskPressure"),
+            ("PIDPressure", "SufficientPID"),
+        )
+    ] + [c for c in status["conditions"] if c["type"] == "Ready"]
+    return base
+
+
 def gke_gpu_node(name: str, accelerator: str = "nvidia-tesla-t4", gpus: int | None = 1) -> dict[str, Any]:
     """GKE Standard GPU node pool node: ``cloud.google.com/gke-accelerator``, the node pool label and
     the ``nvidia.com/gpu=present:NoSchedule`` taint GKE adds (cloud.google.com/kubernetes-engine/docs/
     how-to/gpus, "Run GPUs in GKE Standard node pools"); no GFD labels (GKE runs its own device plugin)."""
-    return _labelled(
+    machine = _machine(
         node(name, gpus=gpus),
+        f"gce://demo-project/us-central1-a/{name}",
+        {"cpu": "8", "memory": "30817596Ki", "pods": "110", "ephemeral-storage": "98831908Ki"},
+        {"cpu": "7910m", "memory": "27896636Ki", "pods": "110", "ephemeral-storage": "47060071478"},
+    )
+    return _labelled(
+        machine,
         {
             "cloud.google.com/gke-accelerator": accelerator,
             "cloud.google.com/gke-nodepool": "gpu-pool",
@@ -106,8 +133,14 @@ def karpenter_gpu_node(
     ``nvidia.com/gpu:NoSchedule`` taint of Karpenter's GPU NodePool example (docs.aws.amazon.com/eks/
     latest/userguide/ml-workload-placement.html; karpenter.sh "Well-Known Labels"). ``gpus=None``: the
     device plugin has not registered, so no ``nvidia.com/gpu`` is advertised."""
-    return _labelled(
+    machine = _machine(
         node(name, gpus=gpus),
+        f"aws:///us-east-1a/i-0{zlib.crc32(name.encode()):016x}",
+        {"cpu": "4", "memory": "15896476Ki", "pods": "29", "ephemeral-storage": "104845292Ki"},
+        {"cpu": "3920m", "memory": "15079324Ki", "pods": "29", "ephemeral-storage": "95551679124"},
+    )
+    return _labelled(
+        machine,
         {
             "karpenter.sh/nodepool": "gpu",
             "karpenter.sh/capacity-type": "on-demand",
@@ -127,8 +160,14 @@ def aks_gpu_node(name: str, gpus: int | None = 1) -> dict[str, Any]:
     """AKS GPU node pool node: ``kubernetes.azure.com/agentpool``, ``accelerator=nvidia`` and the
     ``sku=gpu:NoSchedule`` taint the AKS GPU guide creates the pool with (learn.microsoft.com/azure/aks/
     gpu-cluster)."""
-    return _labelled(
+    machine = _machine(
         node(name, gpus=gpus),
+        f"azure:///subscriptions/0000/resourceGroups/mc_rg/providers/Microsoft.Compute/virtualMachineScaleSets/aks-gpunp-vmss/virtualMachines/{name[-1]}",
+        {"cpu": "6", "memory": "115520512Ki", "pods": "30", "ephemeral-storage": "129886128Ki"},
+        {"cpu": "5840m", "memory": "103977984Ki", "pods": "30", "ephemeral-storage": "119703055367"},
+    )
+    return _labelled(
+        machine,
         {
             "kubernetes.azure.com/agentpool": "gpunp",
             "agentpool": "gpunp",

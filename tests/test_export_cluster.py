@@ -184,3 +184,10 @@ def test_cli_snapshot_and_kueue_api(tmp_path: Path) -> None:
     assert "kueue.x-k8s.io/v1beta1" in (out / "kueue.yaml").read_text()
     bad = CliRunner().invoke(cli.app, ["export", str(PLATFORM), "--out", str(out), "--kueue-api", "v1"])
     assert bad.exit_code == 2 and "expected v1beta2 or v1beta1" in bad.output
+
+
+def test_fgd_policy_notes_the_out_of_tree_plugin(scenario: Scenario, tmp_path: Path) -> None:
+    fgd = scenario.model_copy(update={"scheduler": scenario.scheduler.model_copy(update={"policy": "fgd"})})
+    result = export_scenario(fgd, tmp_path / "c")
+    assert any("out-of-tree score plugin(s) FGDScore" in n for n in result.notes)
+    assert not any("out-of-tree" in n for n in export_scenario(scenario, tmp_path / "d").notes)

@@ -227,3 +227,30 @@ def test_volume_conflict_from_the_event_alone(tmp_path: Path) -> None:
         run(tmp_path, [karpenter_gpu_node("g4-0", gpus=1), node("cpu-0", gpus=None), p, event]), "train"
     )
     assert got.blocked_by == "storage" and "volume node affinity conflict" in got.detail
+
+
+def test_storage_objects_of_odd_shapes_do_not_crash(tmp_path: Path) -> None:
+    """Hostile storage objects: metadata as a list, a PV nodeAffinity that is not a selector, a class
+    whose allowedTopologies is a string. They are ignored (no verdict from them), never a traceback."""
+    odd_pvc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": ["x"],
+        "spec": "?",
+    }
+    bad_pv = ebs_pv("pv-data", "us-east-1a")
+    bad_pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": "zone-a"}}
+    odd_sc = storage_class("gp3", "WaitForFirstConsumer")
+    odd_sc["allowedTopologies"] = "us-east-1a"
+    items = [
+        karpenter_gpu_node("g4-0", gpus=2),
+        claim_pod("a", "data"),
+        claim_pod("b", "fresh"),
+        pvc("data", "gp3", volume="pv-data"),
+        pvc("fresh", "gp3"),
+        odd_pvc,
+        bad_pv,
+        odd_sc,
+    ]
+    d = run(tmp_path, items)
+    assert {p.pod: p.placed_on for p in d.pending} == {"default/a": "g4-0", "default/b": "g4-0"}

@@ -109,3 +109,20 @@ def test_pending_pod_blocked_by_required_pod_affinity(tmp_path: Path) -> None:
     (p,) = run(tmp_path, items).pending
     assert p.message == "0/2 nodes are available: 2 node(s) didn't match pod affinity rules."
     assert p.blocked_by == "pod-affinity"
+
+
+def test_pending_replicas_see_each_other_in_queue_order(tmp_path: Path) -> None:
+    """One web replica per hostname, two nodes, one running replica on a1, and two pending replicas w2
+    (created first) and w3: w2 goes to a2; then both nodes hold a replica, so w3 is blocked by
+    anti-affinity, the earlier pending replica counted like a running one."""
+    term = {"labelSelector": SELECTOR, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    w2, w3 = web("w2", None, affinity=anti), web("w3", None, affinity=anti)
+    w3["metadata"]["creationTimestamp"] = "2026-11-30T09:05:00Z"
+    d = run(tmp_path, [zoned("a1", "a"), zoned("a2", "a"), web("w1", "a1"), w2, w3])
+    by = {p.pod: p for p in d.pending}
+    assert by["default/w2"].placed_on == "a2"
+    assert (
+        by["default/w3"].message == "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    )
+    assert by["default/w3"].blocked_by == "anti-affinity"

@@ -16,7 +16,7 @@ from fleetlab.kube.to_scenario import snapshot_pools, snapshot_scenario
 from fleetlab.metrics.tables import job_columns
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.kube_snapshot import load_snapshot
-from kube_builders import gpu_operator_node, write_list
+from kube_builders import gpu_operator_node, karpenter_gpu_node, write_list
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "kube" / "snapshot.json"
 PRETRAIN = "ml-research/pretrain-70b-worker-0-fz2lm"
@@ -172,5 +172,18 @@ def test_product_strings_become_models_or_a_named_warning(tmp_path: Path) -> Non
     assert any("counts MIG instances (NVIDIA-A100-SXM4-40GB-MIG-1g.5gb)" in w for w in built.warnings)
     assert any(
         "GPU product 'NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition' is not a model" in w
+        for w in built.warnings
+    )
+
+
+def test_gpu_machine_without_plugin_is_warned(tmp_path: Path) -> None:
+    """An EKS g4dn node Karpenter launched, with no device plugin: its pool has no GPUs, and says why."""
+    built = snapshot_pools(
+        load_snapshot([write_list(tmp_path / "n.json", [karpenter_gpu_node("ip-10-0-1-17")])])
+    )
+    (pool,) = built.pools
+    assert "gpu_model" not in pool and "nvidia.com/gpu" not in pool["extended_resources"]
+    assert any(
+        "GPU machines (karpenter.k8s.aws/instance-gpu-count=1) that advertise no nvidia.com/gpu" in w
         for w in built.warnings
     )

@@ -433,6 +433,7 @@ def test_unread_kind_with_gpus_is_a_warning(scenario: Scenario) -> None:
     (f,) = report.findings
     assert f.rule == "GPU013" and f.severity == "warning"
     assert "Workflow (argoproj.io/v1alpha1) is not a workload kind fleetlab reads" in f.message
+    assert "(first at spec.templates[0].container.resources.limits[nvidia.com/gpu])" in f.message
     assert f.path == "spec.templates[0].container.resources.limits[nvidia.com/gpu]"
 
 
@@ -443,3 +444,16 @@ def test_trainjob_placement_rules_wait_for_its_runtime(scenario: Scenario, tmp_p
     path.write_text((FIXTURES / "crd-workloads.yaml").read_text().split("---")[1].replace("1500m", "4"))
     report = lint_paths([path], scenario)
     assert report.pod_templates == 1 and report.findings == ()
+
+
+def test_quota_kinds_with_gpu_amounts_are_not_unread_workloads(tmp_path: Path) -> None:
+    """A Volcano Queue (batch quota, spec.capability) and a ResourceQuota name nvidia.com/gpu amounts but
+    run no pods: no GPU013."""
+    path = tmp_path / "quotas.yaml"
+    path.write_text(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: research}\n"
+        "spec: {weight: 1, capability: {cpu: '64', nvidia.com/gpu: '16'}}\n---\n"
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: gpus, namespace: team-a}\n"
+        "spec: {hard: {requests.nvidia.com/gpu: '8'}}\n"
+    )
+    assert lint_paths([path]).findings == ()

@@ -68,7 +68,8 @@ def snapshot_cmd(
         str | None, typer.Option("--context", help="kubeconfig context (default: the current one).")
     ] = None,
 ) -> None:
-    """Capture nodes, pods and Kueue objects (when its CRDs exist) from the cluster, read-only."""
+    """Capture nodes, pods, PersistentVolumes, PersistentVolumeClaims, StorageClasses and Kueue objects (when
+    its CRDs exist) from the cluster, read-only."""
     from fleetlab.cli import _fail, out_console
     from fleetlab.kube.capture import CaptureError, capture, write_list
 

@@ -14,9 +14,14 @@ from fleetlab.experiment.output import swap_into_place
 from fleetlab.export.flavor_labels import PoolSelector, pool_selectors, real_node_labels
 from fleetlab.export.kueue_objects import API_VERSION, kueue_objects
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
-from fleetlab.export.scheduler_config import class_scheduler_name, kube_scheduler_configuration
+from fleetlab.export.scheduler_config import (
+    class_profiles,
+    class_scheduler_name,
+    kube_scheduler_configuration,
+)
 from fleetlab.export.second_scheduler import SECOND_SCHEDULER, second_scheduler_objects
 from fleetlab.model.scenario import Scenario
+from fleetlab.placement.profiles import SHARE_POLICY_PLUGINS, resolve_profile
 from fleetlab.spec.kube_snapshot import Snapshot
 
 SCHEDULER_FILE = "kube-scheduler-config.yaml"
@@ -95,6 +100,19 @@ def _notes(scenario: Scenario) -> list[str]:
         f"in the managed control plane and cannot be given {SCHEDULER_FILE}: use the second scheduler there. "
         f"{SCHEDULER_FILE} is for control planes you run yourself (kube-scheduler --config).",
     ]
+    plugins = sorted(
+        {
+            SHARE_POLICY_PLUGINS[p.share_policy]
+            for p in (resolve_profile(config), *class_profiles(config).values())
+            if p.share_policy in SHARE_POLICY_PLUGINS
+        }
+    )
+    if plugins:
+        notes.append(
+            f"The profiles use the out-of-tree score plugin(s) {', '.join(plugins)}: the stock "
+            f"registry.k8s.io/kube-scheduler image in {SECOND_SCHEDULER_FILE} refuses them; build a "
+            "scheduler with those plugins and set its image there."
+        )
     if config.tie_break == "first":
         notes.append(
             "tie_break: first has no kube-scheduler setting: the real scheduler picks at random among the "

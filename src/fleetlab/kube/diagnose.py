@@ -3,8 +3,9 @@
 Stage (b) runs the simulator's own filter plugins against the snapshot, so the per-node reasons and the
 ``0/N nodes are available: ...`` line are those kube-scheduler writes into the FailedScheduling event,
 and the shortage/fragmentation verdict is the one the simulator reports for its pending jobs. On top,
-it says what kube-scheduler cannot: which rule (taint, selector, cordon, NotReady) or which missing
-device plugin is the real block, and whether a gang waits for its siblings.
+it says what kube-scheduler cannot: which rule (taint, selector, cordon, NotReady), which missing
+device plugin or which volume is the real block, and whether a gang waits for its siblings. Pending pods
+are judged together, in the scheduler's queue order, each after the ones ahead of it are placed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from fleetlab.kube.storage import StorageView, storage_block
 from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.state import BoolArray
 from fleetlab.sim.pending import classify, classify_gang
 from fleetlab.spec.kube_snapshot import KubeNode, KubePod
 
@@ -172,6 +174,49 @@ class _Placement:
     detail: str
 
 
+class PlacementCache:
+    """Placement verdicts per pod spec, kept across the joint pass's binds while no bind lands on a node
+    the spec may use: a bind elsewhere changes nothing the verdict reads (statically ineligible nodes
+    report their static filter; capacity is read on eligible nodes only). Specs whose verdict depends on
+    other pods (spread, inter-pod affinity) are recomputed after any bind."""
+
+    # "may use": passes the static filters ahead of NodeResourcesFit (see _eligible)
+
+    def __init__(self, live: LiveCluster) -> None:
+        self.live = live
+        self.entries: dict[PodSpec, tuple[_Placement, int]] = {}
+        self.binds: list[int] = []
+
+    def get(self, spec: PodSpec) -> _Placement | None:
+        found = self.entries.get(spec)
+        if found is None:
+            return None
+        placement, mark = found
+        since = self.binds[mark:]
+        if since and (spec.pod_dependent or self._eligible(spec)[since].any()):
+            return None
+        return placement
+
+    def put(self, spec: PodSpec, placement: _Placement) -> None:
+        self.entries[spec] = (placement, len(self.binds))
+
+    def bound(self, nodes: list[str]) -> None:
+        """The joint pass bound pods to these nodes."""
+        self.binds += [self.live.index[n] for n in nodes]
+
+    def _eligible(self, spec: PodSpec) -> BoolArray:
+        """Nodes passing the static filters that run before the first capacity filter: the others
+        report a static reason whatever their free capacity."""
+        scheduler, state = self.live.scheduler, self.live.state
+        compiled = scheduler.compile(spec)
+        mask = state.ready.copy()
+        for plugin in scheduler.filters:
+            if not plugin.static:
+                break
+            mask &= plugin.passes(state, compiled)
+        return mask
+
+
 def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
     scheduler = live.scheduler
     compiled = scheduler.compile(spec)
@@ -199,7 +244,7 @@ def diagnose_pending(
     pod: KubePod,
     siblings: list[KubePod],
     now: datetime | None,
-    cache: dict[PodSpec, _Placement] | None = None,
+    cache: PlacementCache | None = None,
 ) -> PendingPod:
     """The scheduler's message for one unbound pod and what really blocks it (``cache`` per pod spec)."""
     spec = pod_spec(pod)
@@ -207,7 +252,7 @@ def diagnose_pending(
     if placed is None:
         placed = _placement(live, pod, spec)
         if cache is not None:
-            cache[spec] = placed
+            cache.put(spec, placed)
     blocked_by, detail, message = placed.blocked_by, placed.detail, placed.message
     if pod.gates:
         blocked_by = "gated"
@@ -334,7 +379,8 @@ def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod, siblings: list[
 
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     """All three stages over the snapshot: pending pods in scheduling-queue order, each judged after the
-    ones ahead of it are placed (see ``queue_order``); bound pods and nodes by name."""
+    ones ahead of it are placed (see ``queue_order``; those binds stay in ``live.state``, so build a fresh
+    LiveCluster to diagnose again); bound pods and nodes by name."""
     snapshot = live.snapshot
     used = allocated_by_node(snapshot.pods)
     gpu_nodes = [r for r in (gpu_node_report(n, used.get(n.name)) for n in snapshot.nodes) if r is not None]
@@ -350,7 +396,7 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     workloads = queued_workloads(KueueView(snapshot.queue_objects)) if snapshot.queue_objects else []
     by_owner = {uid: w for w in workloads for uid in w.owners}
     events = pod_events(snapshot.events)
-    placements: dict[PodSpec, _Placement] = {}
+    placements = PlacementCache(live)
     preemption: PreemptionCheck | None = None
     placer = JointPlacer(live)
     storage = StorageView(snapshot.storage_objects)
@@ -372,7 +418,7 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
         elif entry.placed_on is None and not _storage(live, pod, entry, storage):
             placed = _joint(placer, pod, entry, siblings)
             if placed:
-                placements.clear()  # the state changed: cached verdicts are stale
+                placements.bound(list(placed.values()))  # verdicts of specs that may use them go stale
                 gang_placed.update({k: (n, entry) for k, n in placed.items() if k != pod.key})
         if entry.blocked_by in PREEMPTION_MAY_HELP and entry.placed_on is None:
             preemption = preemption or PreemptionCheck(live)

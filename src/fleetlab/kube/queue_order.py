@@ -3,7 +3,8 @@
 kube-scheduler's default QueueSort plugin (PrioritySort) pops the pod with the highest priority first and,
 among equals, the one that entered the queue first (creation time here). Each pod that fits is bound on a
 working copy of the snapshot's placement state with the simulator's own ``Scheduler.select`` (filters,
-scores, tie-break), so the next pod sees the room the earlier ones took: three pods asking for
+scores, tie-break), so the next pod sees the room the earlier ones took (and, where spread or inter-pod
+rules count pods, the earlier pods themselves): three pods asking for
 ``nvidia.com/mig-1g.12gb`` on a node with two free give two placements and one pod that waits, not three
 "a node fits now". A gang whose waiting pods all fit is bound whole (all or nothing) when its first pod
 comes up; gated pods and pods whose Kueue Workload is not admitted are not bound.
@@ -35,6 +36,8 @@ class _Bound:
     pod: str
     node: int
     compiled: CompiledPod
+    #: The pod's label set when spread / inter-pod rules count pods (-1 otherwise), as in build_live_cluster.
+    label_set: int = -1
 
 
 class JointPlacer:
@@ -43,6 +46,8 @@ class JointPlacer:
     def __init__(self, live: LiveCluster) -> None:
         self.live = live
         self.bound: list[_Bound] = []
+        pods = live.snapshot.pods
+        self.counting = any(p.topology_spread or p.anti_affinity or p.pod_affinity for p in pods)
 
     def place(self, pod: KubePod) -> str | None:
         """Bind the pod where the scheduler would put it now; the node's name, or None if none fits."""
@@ -51,8 +56,11 @@ class JointPlacer:
         row = scheduler.select(compiled)
         if row < 0:
             return None
-        state.bind(row, compiled.request, compiled.nonzero)
-        self.bound.append(_Bound(pod.key, row, compiled))
+        labels = (
+            state.pod_labels.intern(pod.labels, pod.namespace, pod.anti_affinity) if self.counting else -1
+        )
+        state.bind(row, compiled.request, compiled.nonzero, labels)
+        self.bound.append(_Bound(pod.key, row, compiled, labels))
         return state.node_names[row]
 
     def place_all(self, pods: list[KubePod]) -> dict[str, str] | None:
@@ -63,7 +71,7 @@ class JointPlacer:
             node = self.place(pod)
             if node is None:
                 for b in self.bound[mark:]:
-                    self.live.state.release(b.node, b.compiled.request, b.compiled.nonzero)
+                    self.live.state.release(b.node, b.compiled.request, b.compiled.nonzero, b.label_set)
                 del self.bound[mark:]
                 return None
             out[pod.key] = node
@@ -75,13 +83,29 @@ class JointPlacer:
         compiled = scheduler.compile(pod_spec(pod))
         eligible = scheduler.static_mask(compiled)
         rivals = [b for b in self.bound if eligible[b.node]]
+        if rivals and not compiled.spec.pod_dependent:
+            rivals = self._where_room_returns(compiled, rivals)
         if not rivals:
             return []
         for b in rivals:
-            state.release(b.node, b.compiled.request, b.compiled.nonzero)
+            state.release(b.node, b.compiled.request, b.compiled.nonzero, b.label_set)
         try:
             fits = bool(np.any(scheduler.fits_now(compiled)))
         finally:
             for b in rivals:
-                state.bind(b.node, b.compiled.request, b.compiled.nonzero)
+                state.bind(b.node, b.compiled.request, b.compiled.nonzero, b.label_set)
         return [f"{b.pod} -> {state.node_names[b.node]}" for b in rivals] if fits else []
+
+    def _where_room_returns(self, pod: CompiledPod, rivals: list[_Bound]) -> list[_Bound]:
+        """The rivals on nodes whose free capacity, with the rivals' requests given back, holds the pod:
+        for a pod whose fit depends on no other pod, only those nodes can change its verdict."""
+        state = self.live.state
+        rows = np.asarray([b.node for b in rivals], dtype=np.int64)
+        returned = np.zeros((state.n, state.free.shape[1]), dtype=state.free.dtype)
+        np.add.at(returned, rows, np.stack([b.compiled.request for b in rivals]))
+        cols = pod.request_cols
+        room = np.asarray(
+            ((state.free[rows][:, cols] + returned[rows][:, cols]) >= pod.request[cols]).all(axis=1),
+            dtype=bool,
+        )
+        return [b for b, ok in zip(rivals, room, strict=True) if ok]

@@ -45,10 +45,9 @@ class StorageView:
         self.volumes: dict[str, KubeObject] = {}
         self.classes: dict[str, KubeObject] = {}
         for obj in objects:
-            meta = obj.get("metadata") or {}
-            name = str(meta.get("name", ""))
+            name = str(dig(obj, "metadata", "name") or "")
             if obj.get("kind") == "PersistentVolumeClaim":
-                self.claims[f"{meta.get('namespace') or 'default'}/{name}"] = obj
+                self.claims[f"{dig(obj, 'metadata', 'namespace') or 'default'}/{name}"] = obj
             elif obj.get("kind") == "PersistentVolume":
                 self.volumes[name] = obj
             else:
@@ -68,10 +67,12 @@ def _selector(raw: Any) -> NodeSelector | None:
 def _class_topology(sc: KubeObject | None) -> NodeSelector | None:
     """A StorageClass's ``allowedTopologies`` as a node selector (each term's values are ``In``)."""
     terms = []
-    for term in (sc or {}).get("allowedTopologies") or []:
+    raw = (sc or {}).get("allowedTopologies")
+    for term in raw if isinstance(raw, list) else []:
+        found = dig(term, "matchLabelExpressions")
         exprs = [
-            {"key": e.get("key"), "operator": "In", "values": list(e.get("values") or [])}
-            for e in dig(term, "matchLabelExpressions") or []
+            {"key": e.get("key"), "operator": "In", "values": e.get("values")}
+            for e in (found if isinstance(found, list) else [])
             if isinstance(e, Mapping)
         ]
         if exprs:

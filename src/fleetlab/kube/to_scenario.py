@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetlab.kube.cluster import implied_taint
+from fleetlab.kube.gpu_nodes import cloud_gpu_machine
+from fleetlab.kube.queue_order import queue_key
 from fleetlab.model.cluster import (
     GPU_PRODUCT_LABEL,
     HOSTNAME_LABEL,
@@ -44,9 +46,18 @@ def _node_model(node: KubeNode) -> str | None:
 
 
 def _model_warning(pool: dict[str, Any], node: KubeNode) -> str | None:
-    """Why a pool with GPUs got no GPU model (its nvidia.com/gpu is then a plain resource)."""
+    """Why a pool with GPUs got no GPU model (its nvidia.com/gpu is then a plain resource), or that a
+    GPU machine's pool has no GPUs at all (no device plugin on its nodes)."""
     if GPU not in pool["extended_resources"]:
-        return None
+        if "gpu_model" in pool or any(r.startswith("nvidia.com/") for r in node.allocatable):
+            return None
+        machine = cloud_gpu_machine(node)
+        if machine is None:
+            return None
+        return (
+            f"pool {pool['name']}: GPU machines ({machine[0]}) that advertise no nvidia.com/gpu (no device "
+            "plugin or driver on them); simulated without GPUs, as the scheduler sees them now"
+        )
     label = node.labels.get(GPU_PRODUCT_LABEL)
     if not label:
         why = "its nodes carry no nvidia.com/gpu.product label"
@@ -226,11 +237,15 @@ def _job(
 def snapshot_jobs(
     snapshot: Snapshot, node_of: dict[str, str], remaining_s: float, runtime_s: float
 ) -> list[dict[str, Any]]:
-    """Running (and bound) pods as jobs bound at t=0; unbound pending pods as arrivals at t=0."""
+    """Running (and bound) pods as jobs bound at t=0; unbound pending pods as arrivals at t=0, listed in
+    kube-scheduler's queue order (priority, then creation) so that the simulator, which breaks ties
+    between equal arrivals by job order, places them in the order ``diagnose`` does."""
     jobs: list[dict[str, Any]] = []
     gangs: dict[tuple[str, str], list[KubePod]] = {}
     labelled = any(p.topology_spread or p.anti_affinity or p.pod_affinity for p in snapshot.pods)
-    for pod in sorted(snapshot.pods, key=lambda p: p.key):
+    placed = sorted((p for p in snapshot.pods if p.node_name is not None), key=lambda p: p.key)
+    ordered = placed + sorted((p for p in snapshot.pods if p.node_name is None), key=queue_key)
+    for pod in ordered:
         if pod.terminated or pod.owner_kind == "DaemonSet":
             continue
         if pod.node_name is not None:

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from fleetlab.lint.findings import Finding, finding
-from fleetlab.lint.manifests import FieldPath, Manifest
+from fleetlab.lint.manifests import FieldPath, Manifest, render_path
 from fleetlab.lint.workloads import PodTemplate, pod_templates, template_at
 from fleetlab.model.resources import is_extended
 from fleetlab.spec.kube_objects import dig
@@ -44,7 +44,7 @@ KSERVE_MODEL_KEYS = (
     "art",
 )
 KSERVE_COMPONENTS = ("predictor", "transformer", "explainer")
-#: Kinds that never run pods: nothing to check and nothing to warn about.
+#: Kinds that never run pods (some name GPU amounts as quotas): nothing to check, nothing to warn about.
 NO_PODS = frozenset(
     {
         "ConfigMap",
@@ -71,6 +71,16 @@ NO_PODS = frozenset(
         "Topology",
         "LimitRange",
         "ResourceQuota",
+        # quota and gang objects that name GPU amounts without running pods (Volcano Queue and
+        # PodGroup, scheduler-plugins PodGroup / ElasticQuota, Kueue's own Workload and friends)
+        "Queue",
+        "PodGroup",
+        "ElasticQuota",
+        "CompositeElasticQuota",
+        "Workload",
+        "WorkloadPriorityClass",
+        "AdmissionCheck",
+        "ProvisioningRequestConfig",
     }
 )
 MAX_DEPTH = 3  # AppWrappers inside AppWrappers: deeper nesting is not followed
@@ -196,7 +206,7 @@ def unread_kind_findings(manifest: Manifest, templates: list[PodTemplate]) -> li
             manifest,
             first,
             f"{manifest.kind or '<no kind>'} ({api}) is not a workload kind fleetlab reads: its GPU requests "
-            f"(first at {'.'.join(map(str, first))}) were not checked",
+            f"(first at {render_path(first)}) were not checked",
             "lint the pod template it creates (e.g. the Job or Pod it renders), or check it by hand",
         )
     ]
