@@ -62,6 +62,7 @@ class JobAcc:
     pods_succeeded: int = 0
     pods_active: int = 0  # Running or Unknown
     pods_waiting: int = 0  # Pending
+    pods_deleted: int = 0  # gone before finishing (Prometheus: its series stopped)
     parallelism: int | None = None
     workload_pods: int | None = None  # pods the Kueue Workload's podSets ask for
     gpus: float = 0.0
@@ -124,8 +125,9 @@ class JobAcc:
             self.take_min(attr, getattr(other, attr))
         self.take_max("end", other.end)
         self.take_max("pull_s", other.pull_s)
-        for attr in ("pods_seen", "pods_failed", "pods_succeeded", "pods_active", "pods_waiting",
-                     "restarts", "evictions"):  # fmt: skip
+        counts = ("pods_seen", "pods_failed", "pods_succeeded", "pods_active", "pods_waiting", "pods_deleted",
+                  "restarts", "evictions")  # fmt: skip
+        for attr in counts:
             setattr(self, attr, getattr(self, attr) + getattr(other, attr))
         if other.parallelism is not None:
             self.parallelism = (self.parallelism or 0) + other.parallelism
@@ -316,6 +318,8 @@ def _state(job: JobAcc) -> tuple[str, str | None]:
         return "completed", "Completed"
     if job.pods_failed:
         return "failed", job.pod_failure_reason or "Failed"
+    if job.pods_deleted:
+        return "cancelled", "Deleted"
     return "pending", None
 
 

@@ -371,7 +371,7 @@ class PromHistory:
             job.pod_failure_reason = job.pod_failure_reason or "Failed"
             job.take_max("end", done if done is not None else pod.last_seen)
         elif gone:
-            job.state, job.end_reason = "cancelled", "Deleted"
+            job.pods_deleted += 1
             job.take_max("end", pod.last_seen)
         elif pod.phase == "Pending" or started is None:
             job.pods_waiting += 1
