@@ -273,3 +273,18 @@ def test_syntax_error_mid_file_is_reported_where_it_is(
     path.write_text(broken)
     with pytest.raises(SpecError, match=rf"line {line}: invalid JSON: Expecting property name"):
         list(stream_objects(path))
+
+
+def test_job_retries_count_as_restarts(tmp_path: Path) -> None:
+    """batch/v1 Job status.failed counts pods the controller replaced: a Job that failed on its third pod
+    (failed 3) retried twice; one that succeeded after one failed pod (failed 1) retried once."""
+    from kube_history_builders import condition, job
+
+    items = [
+        job("ns", "gives-up", "10:00:00", failed=3, conditions=[condition("Failed", "10:30:00", reason="BackoffLimitExceeded")]),
+        job("ns", "recovers", "10:00:00", failed=1, succeeded=1, completion="10:40:00",
+            conditions=[condition("Complete", "10:40:00")]),
+    ]  # fmt: skip
+    history = import_sources([write_json(tmp_path / "jobs.json", kube_list(items))])
+    restarts = {row["job_id"]: row["restarts"] for row in history.jobs.to_pylist()}
+    assert restarts == {"ns/Job/gives-up": 2, "ns/Job/recovers": 1}

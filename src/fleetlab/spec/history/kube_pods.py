@@ -81,6 +81,7 @@ class JobAcc:
     end_reason: str | None = None
     pod_failure_reason: str | None = None
     restarts: int = 0
+    replaced_pods: int = 0  # batch/v1 Job status.failed: pods the Job controller had to replace
     evictions: int = 0
     workload_evictions: int = 0
     nodes: set[str] = field(default_factory=set)
@@ -126,7 +127,7 @@ class JobAcc:
         self.take_max("end", other.end)
         self.take_max("pull_s", other.pull_s)
         counts = ("pods_seen", "pods_failed", "pods_succeeded", "pods_active", "pods_waiting", "pods_deleted",
-                  "restarts", "evictions")  # fmt: skip
+                  "restarts", "replaced_pods", "evictions")  # fmt: skip
         for attr in counts:
             setattr(self, attr, getattr(self, attr) + getattr(other, attr))
         if other.parallelism is not None:
@@ -270,7 +271,8 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
     if state in ("completed", "failed") and end is None:
         data.skip("job finished with no finish time recorded")
         return None
-    restarts = job.restarts - (1 if state == "failed" and job.restarts > 0 and job.kind == "Job" else 0)
+    # A failed Job's last failed pod is the failure itself, not a retry.
+    restarts = job.restarts + max(job.replaced_pods - (1 if state == "failed" else 0), 0)
     running = job.running
     if running is not None and job.scheduled is not None and running < job.scheduled:
         running = job.scheduled  # kubelet and API server clocks differ slightly

@@ -141,7 +141,7 @@ class KubeHistory:
             job.take_requests(template, f"{where}.spec.template.spec", source)
             failed = status.get("failed")
             if isinstance(failed, int) and failed > 0:
-                job.restarts += failed  # pods the Job controller replaced (taken back if the Job failed)
+                job.replaced_pods += failed
         for i, cond in enumerate(status.get("conditions") or []):
             if not isinstance(cond, dict) or cond.get("status") != "True":
                 continue
