@@ -104,3 +104,15 @@ def test_load_history_errors(tmp_path: Path) -> None:
     (tmp_path / "h" / "jobs.parquet").write_bytes(b"not parquet")
     with pytest.raises(SpecError, match=r"jobs\.parquet: cannot be read as Parquet"):
         load_history(tmp_path / "h")
+
+
+@pytest.mark.parametrize("fmt", ["kubectl", "slurm", "focus", "philly", "swf"])
+def test_binary_file_or_folder_is_one_clear_error(tmp_path: Path, fmt: str) -> None:
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(
+        b"{\xff\xfe\x00\x81 not text" * 100 if fmt in ("kubectl", "philly") else b"\xff\xfe\x00\x81" * 100
+    )
+    for target in (binary, tmp_path):
+        result = runner.invoke(app, ["import", f"{fmt}:{target}", "--out", str(tmp_path / "h")])
+        assert result.exit_code == 2, result.output
+        assert str(target) in result.output and "Traceback" not in result.output
