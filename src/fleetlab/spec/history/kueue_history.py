@@ -2,9 +2,10 @@
 
 Workload (``kueue.x-k8s.io/v1beta1``/``v1beta2``): ``metadata.ownerReferences`` (the job), ``spec.queueName``,
 ``spec.priority``, ``spec.podSets[].count/template``, ``spec.active``; ``status.conditions`` QuotaReserved
-(admitted_s), Evicted / Preempted (evictions), Finished (end and outcome); ``status.requeueState.count``
-(requeues). Events (``kubectl get events -A -o json``; ``events.k8s.io/v1`` too): ``Preempted`` and
-``Evicted`` on pods and Workloads count evictions, ``Pulled`` gives the image pull time from its message.
+(admitted_s), Evicted (present at all) / Preempted (True) (evictions), Finished (end and outcome);
+``status.requeueState.count`` (requeues). Events (``kubectl get events -A -o json``; ``events.k8s.io/v1``
+too): ``Preempted`` and ``Evicted`` on pods and Workloads count evictions, ``Pulled`` gives the image pull
+time from its message.
 """
 
 from __future__ import annotations
@@ -149,7 +150,9 @@ def apply_workload(history: KubeHistory, obj: dict[str, Any]) -> None:
     requeues = (status.get("requeueState") or {}).get("count")
     requeues = requeues if isinstance(requeues, int) and 0 <= requeues < 10_000_000 else 0
     job.restarts += requeues
-    evicted = any(conds.get(t, ("",))[0] == "True" for t in ("Evicted", "Preempted"))
+    # Kueue adds the Evicted condition only when it evicts; after re-admission it stays (status False), so
+    # its presence means at least one eviction. Preempted counts while True.
+    evicted = "Evicted" in conds or conds.get("Preempted", ("",))[0] == "True"
     job.workload_evictions = max(job.workload_evictions, requeues, 1 if evicted else 0)
     finished = conds.get("Finished")
     if finished and finished[0] == "True":
