@@ -116,3 +116,19 @@ def test_binary_file_or_folder_is_one_clear_error(tmp_path: Path, fmt: str) -> N
         result = runner.invoke(app, ["import", f"{fmt}:{target}", "--out", str(tmp_path / "h")])
         assert result.exit_code == 2, result.output
         assert str(target) in result.output and "Traceback" not in result.output
+
+
+def test_load_history_reads_a_minimal_folder(tmp_path: Path) -> None:
+    """Only jobs.parquet and a history.json with epoch and end_s (no format key, no nodes or bill)."""
+    import pyarrow.parquet as pq
+
+    full = import_sources([str(DATA / "tiny.swf")])
+    folder = tmp_path / "min"
+    folder.mkdir()
+    pq.write_table(full.jobs, folder / "jobs.parquet")
+    (folder / "history.json").write_text(json.dumps({"epoch": full.epoch, "end_s": full.end_s}))
+    loaded = load_history(folder)
+    assert loaded.jobs.equals(full.jobs) and loaded.nodes.num_rows == 0 and loaded.bill.num_rows == 0
+    (folder / "history.json").write_text(json.dumps({"format": "other/2", "epoch": full.epoch, "end_s": 1}))
+    with pytest.raises(SpecError, match="'format' is not"):
+        load_history(folder)

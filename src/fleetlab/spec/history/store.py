@@ -1,6 +1,8 @@
 """The folder ``fleetlab import`` writes and ``baseline``/``calibrate`` read: ``jobs.parquet``,
 ``nodes.parquet``, ``bill.parquet`` (the model.history schemas) and ``history.json`` (epoch, end, sources,
 skipped counts by reason, row counts by state). Written atomically; read back with every column checked.
+A folder without ``nodes.parquet``/``bill.parquet`` or without the ``format`` key (written by another
+writer of the same layout) reads too.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ def _table(folder: Path, name: str, schema: pa.Schema) -> pa.Table:
 
     file = folder / f"{name}.parquet"
     if not file.is_file():
+        if name != "jobs":  # a history without nodes or bill lines may leave their files out
+            return schema.empty_table()
         raise SpecError(str(file), [f"not found; {IMPORT_HINT}"])
     try:
         table = pq.read_table(file)
@@ -98,7 +102,7 @@ def load_history(folder: Path) -> History:
         raise SpecError(
             str(meta_file), [f"invalid JSON: {getattr(exc, 'msg', 'nested too deeply')}"]
         ) from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    if not isinstance(meta, dict) or meta.get("format", FORMAT) != FORMAT:
         raise SpecError(str(meta_file), [f"'format' is not {FORMAT!r}; {IMPORT_HINT}"])
     end_s = meta.get("end_s")
     if not isinstance(end_s, int | float) or isinstance(end_s, bool) or not math.isfinite(end_s) or end_s < 0:
