@@ -288,3 +288,13 @@ def test_job_retries_count_as_restarts(tmp_path: Path) -> None:
     history = import_sources([write_json(tmp_path / "jobs.json", kube_list(items))])
     restarts = {row["job_id"]: row["restarts"] for row in history.jobs.to_pylist()}
     assert restarts == {"ns/Job/gives-up": 2, "ns/Job/recovers": 1}
+
+
+def test_mig_slice_is_a_share_of_one_gpu(tmp_path: Path) -> None:
+    """A pod asking for nvidia.com/mig-3g.40gb (mixed strategy) holds 3 of an A100/H100's 7 compute slices:
+    gpu_milli_per_pod = round(1000 * 3 / 7) = 429, no whole GPU."""
+    mig = pod("ns", "mig-pod", "10:00:00", scheduled="10:00:01", started="10:00:02")
+    mig["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/mig-3g.40gb": "1"}
+    history = import_sources([write_json(tmp_path / "mig.json", kube_list([mig]))])
+    (row,) = history.jobs.to_pylist()
+    assert (row["gpus_per_pod"], row["gpu_milli_per_pod"], row["job_class"]) == (0.0, 429, "training")

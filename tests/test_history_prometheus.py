@@ -97,6 +97,18 @@ def _world() -> str:
                     {"kube_pod_created": T0 + 300, "kube_pod_status_scheduled_time": T0 + 301,
                      "kube_pod_start_time": T0 + 310},
                     [(T0 + 300, "Running")], None, {}))  # fmt: skip
+    # mig: a pod holding one MIG 1g.10gb slice (1 of 7): gpu_milli_per_pod = round(1000 / 7) = 143.
+    add(_pod_series("team-c", "mig", T0 + 300, END,
+                    {"kube_pod_created": T0 + 300, "kube_pod_status_scheduled_time": T0 + 301,
+                     "kube_pod_start_time": T0 + 310},
+                    [(T0 + 300, "Running")], None, {}))  # fmt: skip
+    series["kube_pod_container_resource_requests"].append(
+        (
+            'namespace="team-c",pod="mig",uid="uid-mig",container="main",node="gpu-node-1",'
+            'resource="nvidia_com_mig_1g_10gb",unit="integer"',
+            _every(T0 + 300, END, 1),
+        )
+    )
     # pending: no owner, never scheduled.
     add(_pod_series("team-c", "notebook", T0 + 900, END, {"kube_pod_created": T0 + 900},
                     [(T0 + 900, "Pending")], None, {"nvidia_com_gpu": 1}))  # fmt: skip
@@ -159,8 +171,10 @@ def test_import_from_a_real_prometheus(prometheus_url: str) -> None:
     assert history.skipped == {"prometheus: pod finished before it started (clocks went backwards)": 1}
     jobs = {row["job_id"]: row for row in history.jobs.to_pylist()}
     assert sorted(jobs) == [
-        "team-a/Job/train-1", "team-b/ReplicaSet/serve-7d9f", "team-c/Pod/notebook", "team-c/Pod/scratch"
+        "team-a/Job/train-1", "team-b/ReplicaSet/serve-7d9f", "team-c/Pod/mig", "team-c/Pod/notebook",
+        "team-c/Pod/scratch",
     ]  # fmt: skip
+    assert (jobs["team-c/Pod/mig"]["gpu_milli_per_pod"], jobs["team-c/Pod/mig"]["gpus_per_pod"]) == (143, 0.0)
     train = jobs["team-a/Job/train-1"]
     assert (train["submit_s"], train["scheduled_s"], train["running_s"], train["end_s"], train["run_s"]) == (
         0.0, 60.0, 120.0, 3720.0, 3600.0

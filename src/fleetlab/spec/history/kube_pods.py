@@ -8,6 +8,7 @@ pod group, or the bare pod). Times: ``creationTimestamp`` (submit), the ``PodSch
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ DISRUPTION_REASONS = frozenset(
 )  # fmt: skip
 #: Tolerated skew between the API server's clock (creation) and a kubelet's (container start).
 CLOCK_SKEW_S = 60.0
+_MIG = re.compile(r"^nvidia\.com/mig-([1-7])g\.\d+gb$")
 
 
 def owner_of(meta: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -66,6 +68,7 @@ class JobAcc:
     parallelism: int | None = None
     workload_pods: int | None = None  # pods the Kueue Workload's podSets ask for
     gpus: float = 0.0
+    gpu_milli: int | None = None  # a MIG slice's share of one GPU, in thousandths
     cpu_milli: int = 0
     memory: int = 0
     priority: int | None = None
@@ -108,6 +111,11 @@ class JobAcc:
         self.gpus = max(self.gpus, float(requests.get(GPU, 0)))
         self.cpu_milli = max(self.cpu_milli, requests.get(CPU, 0))
         self.memory = max(self.memory, requests.get(MEMORY, 0))
+        for name in requests:  # a MIG slice (mixed strategy): nvidia.com/mig-<g>g.<memory>gb, g of 7 slices
+            match = _MIG.match(name)
+            if match and self.gpus == 0:
+                milli = min(round(1000 * int(match.group(1)) / 7), 1000)
+                self.gpu_milli = max(self.gpu_milli or 0, milli)
         selector = spec.get("nodeSelector") or {}
         if isinstance(selector, dict) and selector.get(GPU_PRODUCT_LABEL) and self.product is None:
             self.product = str(selector[GPU_PRODUCT_LABEL])
@@ -133,6 +141,8 @@ class JobAcc:
         if other.parallelism is not None:
             self.parallelism = (self.parallelism or 0) + other.parallelism
         self.gpus = max(self.gpus, other.gpus)
+        if other.gpu_milli is not None:
+            self.gpu_milli = max(self.gpu_milli or 0, other.gpu_milli)
         self.cpu_milli = max(self.cpu_milli, other.cpu_milli)
         self.memory = max(self.memory, other.memory)
         if other.priority is not None:
@@ -289,6 +299,7 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
         priority=job.priority,
         pods=pods,
         gpus_per_pod=job.gpus,
+        gpu_milli_per_pod=job.gpu_milli if not job.gpus else None,
         cpu_per_pod=job.cpu_milli / 1000.0,
         memory_per_pod=job.memory,
         gpu_model=node_models[0] if node_models else gpu_model_of(job.product),
@@ -328,4 +339,4 @@ def _state(job: JobAcc) -> tuple[str, str | None]:
 def _default_class(job: JobAcc) -> str:
     if job.kind in SERVING_KINDS:
         return "inference"
-    return "training" if job.gpus > 0 else "batch"
+    return "training" if job.gpus > 0 or job.gpu_milli else "batch"

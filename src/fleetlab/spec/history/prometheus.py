@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -48,6 +49,8 @@ TIME_METRICS = {
     "completed": "kube_pod_completion_time",
 }
 KSM_RESOURCES = {"nvidia_com_gpu": "gpus", "cpu": "cpu", "memory": "memory"}
+#: kube-state-metrics writes nvidia.com/mig-3g.40gb as nvidia_com_mig_3g_40gb.
+_KSM_MIG = re.compile(r"^nvidia_com_mig_([1-7])g_\d+gb$")
 
 
 @dataclass(slots=True)
@@ -253,7 +256,9 @@ class PromHistory:
         query = "kube_pod_container_resource_requests"
         for labels, samples, _ in self.each(query):
             key = _pod_key(labels)
-            resource = KSM_RESOURCES.get(labels.get("resource", ""))
+            raw = labels.get("resource", "")
+            mig = _KSM_MIG.match(raw)
+            resource = f"mig{mig.group(1)}" if mig else KSM_RESOURCES.get(raw)
             if key is None or key not in self.pods or resource is None or not samples:
                 continue
             pod = self.pods[key]
@@ -356,6 +361,9 @@ class PromHistory:
         job.pods_seen += 1
         gpus = sum(v for k, v in pod.requests.items() if k.startswith("gpus:"))
         job.gpus = max(job.gpus, gpus)
+        slices = max((int(k[3]) for k, v in pod.requests.items() if k.startswith("mig") and v > 0), default=0)
+        if slices and not gpus:
+            job.gpu_milli = max(job.gpu_milli or 0, round(1000 * slices / 7))
         job.cpu_milli = max(
             job.cpu_milli, round(1000 * sum(v for k, v in pod.requests.items() if k.startswith("cpu:")))
         )
