@@ -18,7 +18,13 @@ from fleetlab.spec.history.common import SourceData, parse_rfc3339
 from fleetlab.spec.history.json_stream import stream_objects
 from fleetlab.spec.history.kube_nodes import node_record
 from fleetlab.spec.history.kube_pods import JobAcc, job_record, owner_of, pod_problem, pod_times
-from fleetlab.spec.history.kueue_history import EventTally, apply_workload, tally_event
+from fleetlab.spec.history.kueue_history import (
+    EventTally,
+    WorkloadFacts,
+    apply_workload,
+    read_workload,
+    tally_event,
+)
 from fleetlab.spec.kube_objects import object_name
 
 #: Owner kinds whose own objects carry the job's creation time and outcome.
@@ -36,7 +42,7 @@ class KubeHistory:
         self.pod_job: dict[str, str] = {}  # namespace/pod -> job key
         self.pod_evicted: dict[str, int] = {}  # namespace/pod -> 1 when its status says it was disrupted
         self.events = EventTally()
-        self.workloads: list[dict[str, Any]] = []
+        self.workloads: list[WorkloadFacts] = []
         self.workload_job: dict[str, str] = {}  # namespace/workload -> job key
         self.folded: dict[str, str] = {}  # a child job's key -> the key of the job it was folded into
 
@@ -64,7 +70,7 @@ class KubeHistory:
             elif kind in OWNER_KINDS:
                 self._owner(obj, source)
             elif kind == "Workload":
-                self.workloads.append(obj)
+                self.workloads.append(read_workload(obj, source, self.data))
             elif kind == "Event":
                 tally_event(self.events, obj, source, self.data)
             elif kind == "Node":
@@ -160,8 +166,8 @@ class KubeHistory:
 
     def finish(self) -> SourceData:
         """Fold children into parents, apply Workloads and events, and emit one record per job."""
-        for obj in self.workloads:
-            apply_workload(self, obj)
+        for workload in self.workloads:
+            apply_workload(self, workload)
         for key in sorted(self.jobs):
             job = self.jobs.get(key)
             if job is None or job.parent is None:
