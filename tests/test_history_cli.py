@@ -129,6 +129,8 @@ def test_load_history_reads_a_minimal_folder(tmp_path: Path) -> None:
     (folder / "history.json").write_text(json.dumps({"epoch": full.epoch, "end_s": full.end_s}))
     loaded = load_history(folder)
     assert loaded.jobs.equals(full.jobs) and loaded.nodes.num_rows == 0 and loaded.bill.num_rows == 0
-    (folder / "history.json").write_text(json.dumps({"format": "other/2", "epoch": full.epoch, "end_s": 1}))
+    (folder / "history.json").write_text(
+        json.dumps({"format": "other/2", "epoch": full.epoch, "end_s": full.end_s})
+    )
     with pytest.raises(SpecError, match="'format' is not"):
         load_history(folder)

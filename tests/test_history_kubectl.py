@@ -298,3 +298,24 @@ def test_mig_slice_is_a_share_of_one_gpu(tmp_path: Path) -> None:
     history = import_sources([write_json(tmp_path / "mig.json", kube_list([mig]))])
     (row,) = history.jobs.to_pylist()
     assert (row["gpus_per_pod"], row["gpu_milli_per_pod"], row["job_class"]) == (0.0, 429, "training")
+
+
+def test_scheduled_not_started_runs_and_readmission_hides_first_admission(tmp_path: Path) -> None:
+    """A pod bound to a node but still pulling its image (phase Pending, PodScheduled True) holds the node:
+    the job is running, not pending. A Workload whose QuotaReserved time (10:30, a re-admission) is later
+    than the first pod's scheduling (10:05) no longer knows its first admission: admitted_s is null."""
+    from kube_history_builders import condition, owner, workload
+
+    pulling = pod("ns", "pulling", "10:00:00", scheduled="10:00:02", phase="Pending", gpus=1)
+    readmitted = pod("ns", "re-0", "10:00:00", owner_ref=owner("Job", "re"), scheduled="10:05:00",
+                     started="10:06:00", gpus=1)  # fmt: skip
+    wl = workload("ns", "job-re-1", "10:00:00", owner("Job", "re"), queue="q",
+                  conditions=[condition("QuotaReserved", "10:30:00"), condition("Evicted", "10:20:00", status="False")])  # fmt: skip
+    history = import_sources([write_json(tmp_path / "p.json", kube_list([pulling, readmitted, wl]))])
+    jobs = {row["job_id"]: row for row in history.jobs.to_pylist()}
+    assert (jobs["ns/Pod/pulling"]["state"], jobs["ns/Pod/pulling"]["scheduled_s"]) == ("running", 2.0)
+    assert (
+        jobs["ns/Job/re"]["admitted_s"],
+        jobs["ns/Job/re"]["scheduled_s"],
+        jobs["ns/Job/re"]["evictions"],
+    ) == (None, 300.0, 1)

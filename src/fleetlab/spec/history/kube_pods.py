@@ -286,6 +286,9 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
     running = job.running
     if running is not None and job.scheduled is not None and running < job.scheduled:
         running = job.scheduled  # kubelet and API server clocks differ slightly
+    admitted = job.admitted
+    if admitted is not None and job.scheduled is not None and admitted > job.scheduled:
+        admitted = None  # QuotaReserved of a later re-admission: the first admission's time is not kept
     node_models = sorted({m for n in job.nodes if (m := models.get(n))})
     pods = job.parallelism or job.workload_pods or max(job.pods_seen - job.pods_failed, 1)
     return JobRecord(
@@ -303,8 +306,8 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
         cpu_per_pod=job.cpu_milli / 1000.0,
         memory_per_pod=job.memory,
         gpu_model=node_models[0] if node_models else gpu_model_of(job.product),
-        submit=min(t for t in (job.created, job.admitted, job.scheduled) if t is not None),
-        admitted=job.admitted,
+        submit=min(t for t in (job.created, admitted, job.scheduled) if t is not None),
+        admitted=admitted,
         scheduled=job.scheduled,
         running=running,
         end=end,
@@ -325,8 +328,8 @@ def _state(job: JobAcc) -> tuple[str, str | None]:
         return "running", None
     if job.children and job.children_done == job.children and not job.pods_waiting:
         return "completed", "Completed"
-    if job.pods_waiting:
-        return ("running" if job.running is not None else "pending"), None
+    if job.pods_waiting:  # scheduled but not started yet (pulling images) counts as running: it holds a node
+        return ("running" if job.running is not None or job.scheduled is not None else "pending"), None
     if job.pods_succeeded:
         return "completed", "Completed"
     if job.pods_failed:
