@@ -134,3 +134,13 @@ def test_load_history_reads_a_minimal_folder(tmp_path: Path) -> None:
     )
     with pytest.raises(SpecError, match="'format' is not"):
         load_history(folder)
+
+
+def test_end_before_the_records_is_refused(tmp_path: Path) -> None:
+    """--end 2024-05-01T10:30:00Z is 1800 s after the epoch; job 1001 ran until 7500 s: one paragraph, exit 2."""
+    out = tmp_path / "h"
+    result = runner.invoke(
+        app, ["import", str(DATA / "sacct.txt"), "--end", "2024-05-01T10:30:00Z", "--out", str(out)]
+    )
+    assert result.exit_code == 2 and "after the record's end_s" in result.output and "1001" in result.output
+    assert not out.exists()
