@@ -70,7 +70,11 @@ def test_jobset_folds_its_jobs_and_counts_kueue_requeue(jobs: dict[str, dict[str
     assert (job["submit_s"], job["admitted_s"], job["scheduled_s"], job["running_s"], job["end_s"]) == (
         300.0, 1200.0, 1202.0, 1230.0, None
     )  # fmt: skip
-    assert (job["state"], job["pods"], job["gpus_per_pod"], job["cpu_per_pod"]) == ("running", 2, 8.0, 32.0)
+    # Two Jobs of one pod each, but only the workers' pod holds GPUs: the job is 1 GPU pod of 8 GPUs with
+    # the workers' 32 CPUs and 256 GiB (the CPU-only driver is left out of the GPU shape), so
+    # pods x gpus_per_pod = 8 GPUs, what the JobSet really holds.
+    assert (job["state"], job["pods"], job["gpus_per_pod"], job["cpu_per_pod"]) == ("running", 1, 8.0, 32.0)
+    assert job["memory_per_pod"] == 256 * 2**30
     # restarts: worker restartCount 2 + requeueState.count 1 = 3; evictions: the one requeue.
     assert (job["restarts"], job["evictions"], job["queue"], job["priority"]) == (3, 1, "team-b-queue", 100)
 
@@ -319,3 +323,32 @@ def test_scheduled_not_started_runs_and_readmission_hides_first_admission(tmp_pa
         jobs["ns/Job/re"]["scheduled_s"],
         jobs["ns/Job/re"]["evictions"],
     ) == (None, 300.0, 1)
+
+
+def test_launcher_without_gpus_is_not_a_gpu_pod(tmp_path: Path) -> None:
+    """An MPIJob-style job: one CPU launcher and 4 workers of 8 GPUs, all owned by the job. GPU pods: 4 of 8
+    GPUs (32 GPUs held), not 5 x 8 = 40."""
+    from kube_history_builders import owner
+
+    ref = owner("MPIJob", "allreduce", "kubeflow.org/v2beta1")
+    items = [
+        pod(
+            "ml",
+            "allreduce-launcher",
+            "10:00:00",
+            owner_ref=ref,
+            scheduled="10:00:01",
+            started="10:00:05",
+            cpu="1",
+        )
+    ]
+    items += [pod("ml", f"allreduce-worker-{i}", "10:00:00", owner_ref=ref, scheduled="10:00:01", started="10:00:04",
+                  gpus=8, cpu="64", memory="512Gi") for i in range(4)]  # fmt: skip
+    history = import_sources([write_json(tmp_path / "mpi.json", kube_list(items))])
+    (row,) = history.jobs.to_pylist()
+    assert (row["pods"], row["gpus_per_pod"], row["cpu_per_pod"], row["memory_per_pod"]) == (
+        4,
+        8.0,
+        64.0,
+        512 * 2**30,
+    )

@@ -69,6 +69,9 @@ class JobAcc:
     workload_pods: int | None = None  # pods the Kueue Workload's podSets ask for
     gpus: float = 0.0
     gpu_milli: int | None = None  # a MIG slice's share of one GPU, in thousandths
+    gpu_pods: int = 0  # pods holding GPUs (a launcher or driver without GPUs is not one)
+    gpu_cpu_milli: int = 0  # the largest GPU pod's cpu and memory
+    gpu_memory: int = 0
     cpu_milli: int = 0
     memory: int = 0
     priority: int | None = None
@@ -105,10 +108,16 @@ class JobAcc:
             if current is None or value > current:
                 setattr(self, attr, value)
 
-    def take_requests(self, spec: dict[str, Any], where: str, source: str) -> None:
-        """Per-pod requests as kube-scheduler computes them; the largest pod of the job counts."""
+    def take_requests(self, spec: dict[str, Any], where: str, source: str, count: int = 0) -> None:
+        """Per-pod requests as kube-scheduler computes them; the largest pod of the job counts. ``count``
+        pods have this shape (0 for a template whose pods are counted as they are seen)."""
         requests = _requests_of(spec, where, source)
-        self.gpus = max(self.gpus, float(requests.get(GPU, 0)))
+        gpus = requests.get(GPU, 0)
+        if gpus > 0:
+            self.gpu_pods += count
+            self.gpu_cpu_milli = max(self.gpu_cpu_milli, requests.get(CPU, 0))
+            self.gpu_memory = max(self.gpu_memory, requests.get(MEMORY, 0))
+        self.gpus = max(self.gpus, float(gpus))
         self.cpu_milli = max(self.cpu_milli, requests.get(CPU, 0))
         self.memory = max(self.memory, requests.get(MEMORY, 0))
         for name in requests:  # a MIG slice (mixed strategy): nvidia.com/mig-<g>g.<memory>gb, g of 7 slices
@@ -140,6 +149,10 @@ class JobAcc:
             setattr(self, attr, getattr(self, attr) + getattr(other, attr))
         if other.parallelism is not None:
             self.parallelism = (self.parallelism or 0) + other.parallelism
+        if other.gpus > 0:  # a child Job of GPU pods: its parallelism (or the pods seen) counts
+            self.gpu_pods += other.parallelism or other.gpu_pods or 1
+            self.gpu_cpu_milli = max(self.gpu_cpu_milli, other.gpu_cpu_milli)
+            self.gpu_memory = max(self.gpu_memory, other.gpu_memory)
         self.gpus = max(self.gpus, other.gpus)
         if other.gpu_milli is not None:
             self.gpu_milli = max(self.gpu_milli or 0, other.gpu_milli)
@@ -291,6 +304,11 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
         admitted = None  # QuotaReserved of a later re-admission: the first admission's time is not kept
     node_models = sorted({m for n in job.nodes if (m := models.get(n))})
     pods = job.parallelism or job.workload_pods or max(job.pods_seen - job.pods_failed, 1)
+    cpu_milli, memory = job.cpu_milli, job.memory
+    if job.gpus > 0:  # the GPU pods' shape: CPU-only launchers and drivers are not GPU pods
+        homogeneous = job.parallelism if job.kind == "Job" and not job.children else None
+        pods = homogeneous or job.gpu_pods or 1
+        cpu_milli, memory = job.gpu_cpu_milli, job.gpu_memory
     return JobRecord(
         job_id=job.key,
         source=data.kind,
@@ -303,8 +321,8 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
         pods=pods,
         gpus_per_pod=job.gpus,
         gpu_milli_per_pod=job.gpu_milli if not job.gpus else None,
-        cpu_per_pod=job.cpu_milli / 1000.0,
-        memory_per_pod=job.memory,
+        cpu_per_pod=cpu_milli / 1000.0,
+        memory_per_pod=memory,
         gpu_model=node_models[0] if node_models else gpu_model_of(job.product),
         submit=min(t for t in (job.created, admitted, job.scheduled) if t is not None),
         admitted=admitted,

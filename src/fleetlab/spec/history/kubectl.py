@@ -46,11 +46,15 @@ class KubeHistory:
         self.workload_job: dict[str, str] = {}  # namespace/workload -> job key
         self.folded: dict[str, str] = {}  # a child job's key -> the key of the job it was folded into
 
-    def job_of_pod(self, pod: str) -> JobAcc | None:
-        """The (folded) job a pod ``namespace/name`` belongs to."""
-        key = self.pod_job.get(pod)
+    def resolve(self, key: str | None) -> str | None:
+        """The key a job was folded into (itself when it was not)."""
         while key is not None and key in self.folded:
             key = self.folded[key]
+        return key
+
+    def job_of_pod(self, pod: str) -> JobAcc | None:
+        """The (folded) job a pod ``namespace/name`` belongs to."""
+        key = self.resolve(self.pod_job.get(pod))
         return None if key is None else self.jobs.get(key)
 
     def acc(self, namespace: str, kind: str, name: str) -> JobAcc:
@@ -94,7 +98,7 @@ class KubeHistory:
         kind, name, _ = owner_of(meta)
         job = self.acc(namespace, kind, name)
         self.pod_job[f"{namespace}/{meta.get('name')}"] = job.key
-        job.take_requests(spec, f"{where}.spec", source)
+        job.take_requests(spec, f"{where}.spec", source, 0 if status.get("phase") == "Failed" else 1)
         job.take_labels(meta.get("labels") or {})
         job.take_min("created", times.created)
         job.take_min("scheduled", times.scheduled)
@@ -166,8 +170,6 @@ class KubeHistory:
 
     def finish(self) -> SourceData:
         """Fold children into parents, apply Workloads and events, and emit one record per job."""
-        for workload in self.workloads:
-            apply_workload(self, workload)
         for key in sorted(self.jobs):
             job = self.jobs.get(key)
             if job is None or job.parent is None:
@@ -179,6 +181,8 @@ class KubeHistory:
             parent.absorb(job)
             del self.jobs[key]
             self.folded[key] = parent_key
+        for workload in self.workloads:  # after folding: a JobSet's Workload meets its Jobs' pods
+            apply_workload(self, workload)
         self.events.apply(self)
         models = {n.node: n.gpu_model for n in self.data.nodes}
         for key in sorted(self.jobs):

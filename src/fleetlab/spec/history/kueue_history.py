@@ -54,7 +54,7 @@ class EventTally:
             job.take_max("pull_s", seconds)
         for workload, count in self.workload_evictions.items():
             wl_key = history.workload_job.get(workload)
-            wl_job = None if wl_key is None else history.jobs.get(history.folded.get(wl_key, wl_key))
+            wl_job = None if wl_key is None else history.jobs.get(history.resolve(wl_key) or wl_key)
             if wl_job is None:
                 history.data.skip("event about a Workload not in the history")
                 continue
@@ -147,8 +147,9 @@ def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> Workloa
         if not isinstance(pod_set, dict):
             continue
         template = (pod_set.get("template") or {}).get("spec") or {}
-        shape.take_requests(template, f"{where}.spec.podSets[{i}].template.spec", source)
-        counts += pod_set.get("count", 1) if isinstance(pod_set.get("count"), int) else 1
+        count = pod_set.get("count", 1) if isinstance(pod_set.get("count"), int) else 1
+        shape.take_requests(template, f"{where}.spec.podSets[{i}].template.spec", source, count)
+        counts += count
     shape.workload_pods = counts or None
     created = parse_rfc3339(meta.get("creationTimestamp"), source, f"{where}.metadata.creationTimestamp")
     conds = _conditions(obj, source, where)
@@ -182,15 +183,16 @@ def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> Workloa
 
 def apply_workload(history: KubeHistory, wl: WorkloadFacts) -> None:
     """Add one Workload's admission, evictions, requeues and outcome to its job."""
-    job = history.acc(wl.namespace, *wl.owner)
-    if job.parent is not None:  # a Job of a JobSet: the JobSet is the job
-        job = history.acc(wl.namespace, *job.parent)
+    key = history.resolve(f"{wl.namespace}/{wl.owner[0]}/{wl.owner[1]}")  # a Job of a JobSet: the JobSet
+    job = history.jobs.get(key) if key is not None else None
+    if job is None:
+        job = history.acc(wl.namespace, *wl.owner)
     history.workload_job[f"{wl.namespace}/{wl.name}"] = job.key
     job.take_min("created", wl.created)
     job.take_labels(wl.labels)
     if job.queue is None:
         job.queue = wl.queue
-    if job.priority is None:
+    if wl.priority is not None:  # Kueue orders admission by the Workload's priority
         job.priority = wl.priority
     if job.pods_seen == 0:
         job.gpus = max(job.gpus, wl.shape.gpus)
@@ -200,6 +202,9 @@ def apply_workload(history: KubeHistory, wl: WorkloadFacts) -> None:
         job.memory = max(job.memory, wl.shape.memory)
         job.product = job.product or wl.shape.product
         job.workload_pods = wl.shape.workload_pods
+        job.gpu_pods = max(job.gpu_pods, wl.shape.gpu_pods)
+        job.gpu_cpu_milli = max(job.gpu_cpu_milli, wl.shape.gpu_cpu_milli)
+        job.gpu_memory = max(job.gpu_memory, wl.shape.gpu_memory)
     job.take_min("admitted", wl.admitted)
     job.restarts += wl.requeues
     job.workload_evictions = max(job.workload_evictions, wl.requeues, 1 if wl.evicted else 0)

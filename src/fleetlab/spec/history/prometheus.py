@@ -361,13 +361,17 @@ class PromHistory:
         job.pods_seen += 1
         gpus = sum(v for k, v in pod.requests.items() if k.startswith("gpus:"))
         job.gpus = max(job.gpus, gpus)
+        cpu_milli = round(1000 * sum(v for k, v in pod.requests.items() if k.startswith("cpu:")))
+        memory = int(sum(v for k, v in pod.requests.items() if k.startswith("memory:")))
+        if gpus > 0 and pod.phase != "Failed":
+            job.gpu_pods += 1
+            job.gpu_cpu_milli = max(job.gpu_cpu_milli, cpu_milli)
+            job.gpu_memory = max(job.gpu_memory, memory)
         slices = max((int(k[3]) for k, v in pod.requests.items() if k.startswith("mig") and v > 0), default=0)
         if slices and not gpus:
             job.gpu_milli = max(job.gpu_milli or 0, round(1000 * slices / 7))
-        job.cpu_milli = max(
-            job.cpu_milli, round(1000 * sum(v for k, v in pod.requests.items() if k.startswith("cpu:")))
-        )
-        job.memory = max(job.memory, int(sum(v for k, v in pod.requests.items() if k.startswith("memory:"))))
+        job.cpu_milli = max(job.cpu_milli, cpu_milli)
+        job.memory = max(job.memory, memory)
         if pod.node:
             job.nodes.add(pod.node)
         gone = pod.last_seen is not None and pod.last_seen < self.end - 2 * self.step
