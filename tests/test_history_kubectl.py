@@ -108,7 +108,8 @@ def test_failed_job_pending_pod_and_preempted_pod(jobs: dict[str, dict[str, Any]
 
 def test_node_row(tmp_path: Path) -> None:
     history = import_sources(small_world(tmp_path))
-    (node,) = history.nodes.to_pylist()
+    node = history.nodes.to_pylist()[0]
+    assert history.nodes.column("node").to_pylist() == ["gpu-node-1", "gpu-node-2", "gpu-node-3"]
     assert (node["node"], node["pool"], node["gpu_model"], node["gpus"], node["cpu"]) == (
         "gpu-node-1", "h100-pool", "H100", 8, 207.0
     )  # fmt: skip
@@ -260,7 +261,7 @@ def test_documents_appended_to_one_file(tmp_path: Path) -> None:
     both.write_text(files[0].read_text() + "\n" + files[3].read_text())
     apart = import_sources([files[0], files[3]])
     together = import_sources([f"kubectl:{both}"])
-    assert together.jobs.equals(apart.jobs) and together.nodes.num_rows == 1
+    assert together.jobs.equals(apart.jobs) and together.nodes.num_rows == 3
 
 
 def test_syntax_error_mid_file_is_reported_where_it_is(
