@@ -181,7 +181,9 @@ def write_json(path: Path, doc: Any) -> Path:
 
 
 def small_world(folder: Path) -> list[Path]:
-    """The kubectl history of test_history_kubectl (answers worked out there), in three files."""
+    """The kubectl history of test_history_kubectl (answers worked out there), in four files: three 8-GPU
+    nodes, and no node ever holds more GPUs than it has (train-1 alone on gpu-node-1; victim, then js-1's
+    workers on gpu-node-2; oom-job on gpu-node-3)."""
     a_owner = owner("Job", "train-1")
     pods_and_jobs = [
         pod("team-a", "train-1-0-abcde", "10:02:01", owner_ref=a_owner, scheduled="10:02:03", started="10:04:00",
@@ -194,21 +196,24 @@ def small_world(folder: Path) -> list[Path]:
             conditions=[condition("Complete", "11:00:25")], labels={"kueue.x-k8s.io/queue-name": "team-a-queue"}),
         # A JobSet's two child Jobs; its pods run; Kueue evicted it once and re-admitted it.
         pod("team-b", "js-1-workers-0-0-x1", "10:20:01", owner_ref=owner("Job", "js-1-workers-0"),
-            scheduled="10:20:02", started="10:21:00", gpus=8, cpu="32", memory="256Gi", restarts=2),
+            scheduled="10:20:02", started="10:21:00", gpus=8, cpu="32", memory="256Gi", restarts=2,
+            node="gpu-node-2"),
         pod("team-b", "js-1-driver-0-0-x2", "10:20:01", owner_ref=owner("Job", "js-1-driver-0"),
-            scheduled="10:20:02", started="10:20:30", cpu="2", memory="4Gi"),
+            scheduled="10:20:02", started="10:20:30", cpu="2", memory="4Gi", node="gpu-node-2"),
         job("team-b", "js-1-workers-0", "10:20:00", owner_ref=owner("JobSet", "js-1", "jobset.x-k8s.io/v1alpha2")),
         job("team-b", "js-1-driver-0", "10:20:00", owner_ref=owner("JobSet", "js-1", "jobset.x-k8s.io/v1alpha2")),
         # A pending notebook pod with no owner.
         pod("team-c", "notebook", "10:30:00", gpus=1, phase="Pending"),
         # A Job whose only pod was OOM-killed.
         pod("team-a", "oom-job-0-zz", "10:09:58", owner_ref=owner("Job", "oom-job"), scheduled="10:09:59",
-            started="10:10:00", finished="10:15:00", phase="Failed", exit_code=137, reason="OOMKilled", gpus=1),
+            started="10:10:00", finished="10:15:00", phase="Failed", exit_code=137, reason="OOMKilled", gpus=1,
+            node="gpu-node-3"),
         job("team-a", "oom-job", "10:09:57", failed=1,
             conditions=[condition("Failed", "10:15:05", reason="BackoffLimitExceeded")]),
         # A pod preempted by the scheduler (DisruptionTarget condition and a Preempted event).
         pod("team-b", "victim", "10:06:00", scheduled="10:06:00", started="10:06:00", finished="10:12:00",
-            phase="Failed", exit_code=137, reason="Error", gpus=2, disruption="PreemptionByScheduler"),
+            phase="Failed", exit_code=137, reason="Error", gpus=2, disruption="PreemptionByScheduler",
+            node="gpu-node-2"),
         # Bad rows: a running pod with no node, and a pod whose clock went backwards.
         pod("team-c", "ghost", "10:40:00", scheduled="10:40:01", started="10:40:02", node=None),
         pod("team-c", "backwards", "10:41:00", scheduled="10:41:01", started="10:50:00", finished="10:45:00",
@@ -231,7 +236,7 @@ def small_world(folder: Path) -> list[Path]:
               "Image size: 9876543210 bytes.", "10:03:56"),
         event("Pod", "team-a", "train-1-1-fghij", "Pulled",
               'Container image "nvcr.io/nvidia/pytorch:24.05-py3" already present on machine', "10:04:29"),
-        event("Pod", "team-b", "victim", "Preempted", "Preempted by pod uid-pod-x on node gpu-node-1", "10:12:00"),
+        event("Pod", "team-b", "victim", "Preempted", "Preempted by pod uid-pod-x on node gpu-node-2", "10:12:00"),
         event("Pod", "team-c", "notebook", "FailedScheduling",
               "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: "
               "1 No preemption victims found for incoming pod.", "10:30:00", count=5),
@@ -242,5 +247,5 @@ def small_world(folder: Path) -> list[Path]:
         write_json(folder / "workloads.json", kube_list(workloads)),
         write_json(folder / "events.json", {"apiVersion": "v1", "items": events, "kind": "EventList",
                                             "metadata": {"resourceVersion": "99"}}),
-        write_json(folder / "nodes.json", kube_list([node("gpu-node-1")])),
+        write_json(folder / "nodes.json", kube_list([node(f"gpu-node-{i}") for i in (1, 2, 3)])),
     ]  # fmt: skip

@@ -104,3 +104,43 @@ def test_load_history_errors(tmp_path: Path) -> None:
     (tmp_path / "h" / "jobs.parquet").write_bytes(b"not parquet")
     with pytest.raises(SpecError, match=r"jobs\.parquet: cannot be read as Parquet"):
         load_history(tmp_path / "h")
+
+
+@pytest.mark.parametrize("fmt", ["kubectl", "slurm", "focus", "philly", "swf"])
+def test_binary_file_or_folder_is_one_clear_error(tmp_path: Path, fmt: str) -> None:
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(
+        b"{\xff\xfe\x00\x81 not text" * 100 if fmt in ("kubectl", "philly") else b"\xff\xfe\x00\x81" * 100
+    )
+    for target in (binary, tmp_path):
+        result = runner.invoke(app, ["import", f"{fmt}:{target}", "--out", str(tmp_path / "h")])
+        assert result.exit_code == 2, result.output
+        assert str(target) in result.output and "Traceback" not in result.output
+
+
+def test_load_history_reads_a_minimal_folder(tmp_path: Path) -> None:
+    """Only jobs.parquet and a history.json with epoch and end_s (no format key, no nodes or bill)."""
+    import pyarrow.parquet as pq
+
+    full = import_sources([str(DATA / "tiny.swf")])
+    folder = tmp_path / "min"
+    folder.mkdir()
+    pq.write_table(full.jobs, folder / "jobs.parquet")
+    (folder / "history.json").write_text(json.dumps({"epoch": full.epoch, "end_s": full.end_s}))
+    loaded = load_history(folder)
+    assert loaded.jobs.equals(full.jobs) and loaded.nodes.num_rows == 0 and loaded.bill.num_rows == 0
+    (folder / "history.json").write_text(
+        json.dumps({"format": "other/2", "epoch": full.epoch, "end_s": full.end_s})
+    )
+    with pytest.raises(SpecError, match="'format' is not"):
+        load_history(folder)
+
+
+def test_end_before_the_records_is_refused(tmp_path: Path) -> None:
+    """--end 2024-05-01T10:30:00Z is 1800 s after the epoch; job 1001 ran until 7500 s: one paragraph, exit 2."""
+    out = tmp_path / "h"
+    result = runner.invoke(
+        app, ["import", str(DATA / "sacct.txt"), "--end", "2024-05-01T10:30:00Z", "--out", str(out)]
+    )
+    assert result.exit_code == 2 and "after the record's end_s" in result.output and "1001" in result.output
+    assert not out.exists()

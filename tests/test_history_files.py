@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.philly import NO_WAIT
 from fleetlab.spec.history.slurm import expand_hostlist
 from fleetlab.spec.history.sources import detect_format, import_sources
 from shared_data import shared_path
@@ -205,10 +206,12 @@ def test_philly_summary_csv(tmp_path: Path) -> None:
     history, jobs = _jobs(str(summary))
     assert history.epoch == "2017-10-09T06:13:03Z"
     j = jobs["philly/2"]
-    # No start instants in the summary: the wait is unknown (null), the measured duration is run_s.
+    # No start instant in the summary: the job starts at submit (wait 0, an assumption shown among the
+    # skip reasons) and ends its measured duration later.
     assert (j["submit_s"], j["scheduled_s"], j["end_s"], j["run_s"], j["gpus_per_pod"], j["state"]) == (
-        0.0, None, None, 2951.0, 8.0, "completed"
+        0.0, 0.0, 2951.0, 2951.0, 8.0, "completed"
     )  # fmt: skip
+    assert history.skipped == {f"philly: {NO_WAIT}": 2}
     assert jobs["philly/1"]["submit_s"] == 2932.0  # 07:01:55 - 06:13:03
 
 
@@ -217,7 +220,7 @@ def test_philly_summary_csv(tmp_path: Path) -> None:
 )
 def test_pollux_philly_trace_imports_whole() -> None:
     history = import_sources([str(shared_path("traces", "pollux", "traces", "philly.csv"))])
-    assert history.jobs.num_rows == 82_247 and not history.skipped
+    assert history.jobs.num_rows == 82_247 and history.skipped == {f"philly: {NO_WAIT}": 82_247}
     assert set(history.jobs.column("state").to_pylist()) == {"completed"}
 
 

@@ -70,7 +70,11 @@ def test_jobset_folds_its_jobs_and_counts_kueue_requeue(jobs: dict[str, dict[str
     assert (job["submit_s"], job["admitted_s"], job["scheduled_s"], job["running_s"], job["end_s"]) == (
         300.0, 1200.0, 1202.0, 1230.0, None
     )  # fmt: skip
-    assert (job["state"], job["pods"], job["gpus_per_pod"], job["cpu_per_pod"]) == ("running", 2, 8.0, 32.0)
+    # Two Jobs of one pod each, but only the workers' pod holds GPUs: the job is 1 GPU pod of 8 GPUs with
+    # the workers' 32 CPUs and 256 GiB (the CPU-only driver is left out of the GPU shape), so
+    # pods x gpus_per_pod = 8 GPUs, what the JobSet really holds.
+    assert (job["state"], job["pods"], job["gpus_per_pod"], job["cpu_per_pod"]) == ("running", 1, 8.0, 32.0)
+    assert job["memory_per_pod"] == 256 * 2**30
     # restarts: worker restartCount 2 + requeueState.count 1 = 3; evictions: the one requeue.
     assert (job["restarts"], job["evictions"], job["queue"], job["priority"]) == (3, 1, "team-b-queue", 100)
 
@@ -104,7 +108,8 @@ def test_failed_job_pending_pod_and_preempted_pod(jobs: dict[str, dict[str, Any]
 
 def test_node_row(tmp_path: Path) -> None:
     history = import_sources(small_world(tmp_path))
-    (node,) = history.nodes.to_pylist()
+    node = history.nodes.to_pylist()[0]
+    assert history.nodes.column("node").to_pylist() == ["gpu-node-1", "gpu-node-2", "gpu-node-3"]
     assert (node["node"], node["pool"], node["gpu_model"], node["gpus"], node["cpu"]) == (
         "gpu-node-1", "h100-pool", "H100", 8, 207.0
     )  # fmt: skip
@@ -256,7 +261,7 @@ def test_documents_appended_to_one_file(tmp_path: Path) -> None:
     both.write_text(files[0].read_text() + "\n" + files[3].read_text())
     apart = import_sources([files[0], files[3]])
     together = import_sources([f"kubectl:{both}"])
-    assert together.jobs.equals(apart.jobs) and together.nodes.num_rows == 1
+    assert together.jobs.equals(apart.jobs) and together.nodes.num_rows == 3
 
 
 def test_syntax_error_mid_file_is_reported_where_it_is(
@@ -273,3 +278,78 @@ def test_syntax_error_mid_file_is_reported_where_it_is(
     path.write_text(broken)
     with pytest.raises(SpecError, match=rf"line {line}: invalid JSON: Expecting property name"):
         list(stream_objects(path))
+
+
+def test_job_retries_count_as_restarts(tmp_path: Path) -> None:
+    """batch/v1 Job status.failed counts pods the controller replaced: a Job that failed on its third pod
+    (failed 3) retried twice; one that succeeded after one failed pod (failed 1) retried once."""
+    from kube_history_builders import condition, job
+
+    items = [
+        job("ns", "gives-up", "10:00:00", failed=3, conditions=[condition("Failed", "10:30:00", reason="BackoffLimitExceeded")]),
+        job("ns", "recovers", "10:00:00", failed=1, succeeded=1, completion="10:40:00",
+            conditions=[condition("Complete", "10:40:00")]),
+    ]  # fmt: skip
+    history = import_sources([write_json(tmp_path / "jobs.json", kube_list(items))])
+    restarts = {row["job_id"]: row["restarts"] for row in history.jobs.to_pylist()}
+    assert restarts == {"ns/Job/gives-up": 2, "ns/Job/recovers": 1}
+
+
+def test_mig_slice_is_a_share_of_one_gpu(tmp_path: Path) -> None:
+    """A pod asking for nvidia.com/mig-3g.40gb (mixed strategy) holds 3 of an A100/H100's 7 compute slices:
+    gpu_milli_per_pod = round(1000 * 3 / 7) = 429, no whole GPU."""
+    mig = pod("ns", "mig-pod", "10:00:00", scheduled="10:00:01", started="10:00:02")
+    mig["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/mig-3g.40gb": "1"}
+    history = import_sources([write_json(tmp_path / "mig.json", kube_list([mig]))])
+    (row,) = history.jobs.to_pylist()
+    assert (row["gpus_per_pod"], row["gpu_milli_per_pod"], row["job_class"]) == (0.0, 429, "training")
+
+
+def test_scheduled_not_started_runs_and_readmission_hides_first_admission(tmp_path: Path) -> None:
+    """A pod bound to a node but still pulling its image (phase Pending, PodScheduled True) holds the node:
+    the job is running, not pending. A Workload whose QuotaReserved time (10:30, a re-admission) is later
+    than the first pod's scheduling (10:05) no longer knows its first admission: admitted_s is null."""
+    from kube_history_builders import condition, owner, workload
+
+    pulling = pod("ns", "pulling", "10:00:00", scheduled="10:00:02", phase="Pending", gpus=1)
+    readmitted = pod("ns", "re-0", "10:00:00", owner_ref=owner("Job", "re"), scheduled="10:05:00",
+                     started="10:06:00", gpus=1)  # fmt: skip
+    wl = workload("ns", "job-re-1", "10:00:00", owner("Job", "re"), queue="q",
+                  conditions=[condition("QuotaReserved", "10:30:00"), condition("Evicted", "10:20:00", status="False")])  # fmt: skip
+    history = import_sources([write_json(tmp_path / "p.json", kube_list([pulling, readmitted, wl]))])
+    jobs = {row["job_id"]: row for row in history.jobs.to_pylist()}
+    assert (jobs["ns/Pod/pulling"]["state"], jobs["ns/Pod/pulling"]["scheduled_s"]) == ("running", 2.0)
+    assert (
+        jobs["ns/Job/re"]["admitted_s"],
+        jobs["ns/Job/re"]["scheduled_s"],
+        jobs["ns/Job/re"]["evictions"],
+    ) == (None, 300.0, 1)
+
+
+def test_launcher_without_gpus_is_not_a_gpu_pod(tmp_path: Path) -> None:
+    """An MPIJob-style job: one CPU launcher and 4 workers of 8 GPUs, all owned by the job. GPU pods: 4 of 8
+    GPUs (32 GPUs held), not 5 x 8 = 40."""
+    from kube_history_builders import owner
+
+    ref = owner("MPIJob", "allreduce", "kubeflow.org/v2beta1")
+    items = [
+        pod(
+            "ml",
+            "allreduce-launcher",
+            "10:00:00",
+            owner_ref=ref,
+            scheduled="10:00:01",
+            started="10:00:05",
+            cpu="1",
+        )
+    ]
+    items += [pod("ml", f"allreduce-worker-{i}", "10:00:00", owner_ref=ref, scheduled="10:00:01", started="10:00:04",
+                  gpus=8, cpu="64", memory="512Gi") for i in range(4)]  # fmt: skip
+    history = import_sources([write_json(tmp_path / "mpi.json", kube_list(items))])
+    (row,) = history.jobs.to_pylist()
+    assert (row["pods"], row["gpus_per_pod"], row["cpu_per_pod"], row["memory_per_pod"]) == (
+        4,
+        8.0,
+        64.0,
+        512 * 2**30,
+    )

@@ -87,6 +87,28 @@ def _world() -> str:
                     {"kube_pod_created": T0 + 600, "kube_pod_status_scheduled_time": T0 + 601,
                      "kube_pod_start_time": T0 + 630},
                     [(T0 + 600, "Running")], ("ReplicaSet", "serve-7d9f"), {"nvidia_com_gpu": 1, "cpu": 4}))  # fmt: skip
+    # An older pod of the same ReplicaSet, scaled away at T0+2000: the ReplicaSet still runs.
+    add(_pod_series("team-b", "serve-7d9f-old", T0 + 600, T0 + 2000,
+                    {"kube_pod_created": T0 + 600, "kube_pod_status_scheduled_time": T0 + 601,
+                     "kube_pod_start_time": T0 + 620},
+                    [(T0 + 600, "Running")], ("ReplicaSet", "serve-7d9f"), {"nvidia_com_gpu": 1, "cpu": 4}))  # fmt: skip
+    # scratch: a bare pod deleted while running (series stop at T0+900).
+    add(_pod_series("team-c", "scratch", T0 + 300, T0 + 900,
+                    {"kube_pod_created": T0 + 300, "kube_pod_status_scheduled_time": T0 + 301,
+                     "kube_pod_start_time": T0 + 310},
+                    [(T0 + 300, "Running")], None, {}))  # fmt: skip
+    # mig: a pod holding one MIG 1g.10gb slice (1 of 7): gpu_milli_per_pod = round(1000 / 7) = 143.
+    add(_pod_series("team-c", "mig", T0 + 300, END,
+                    {"kube_pod_created": T0 + 300, "kube_pod_status_scheduled_time": T0 + 301,
+                     "kube_pod_start_time": T0 + 310},
+                    [(T0 + 300, "Running")], None, {}))  # fmt: skip
+    series["kube_pod_container_resource_requests"].append(
+        (
+            'namespace="team-c",pod="mig",uid="uid-mig",container="main",node="gpu-node-1",'
+            'resource="nvidia_com_mig_1g_10gb",unit="integer"',
+            _every(T0 + 300, END, 1),
+        )
+    )
     # pending: no owner, never scheduled.
     add(_pod_series("team-c", "notebook", T0 + 900, END, {"kube_pod_created": T0 + 900},
                     [(T0 + 900, "Pending")], None, {"nvidia_com_gpu": 1}))  # fmt: skip
@@ -148,7 +170,11 @@ def test_import_from_a_real_prometheus(prometheus_url: str) -> None:
     assert history.end_s == 7200.0  # the query range's end
     assert history.skipped == {"prometheus: pod finished before it started (clocks went backwards)": 1}
     jobs = {row["job_id"]: row for row in history.jobs.to_pylist()}
-    assert sorted(jobs) == ["team-a/Job/train-1", "team-b/ReplicaSet/serve-7d9f", "team-c/Pod/notebook"]
+    assert sorted(jobs) == [
+        "team-a/Job/train-1", "team-b/ReplicaSet/serve-7d9f", "team-c/Pod/mig", "team-c/Pod/notebook",
+        "team-c/Pod/scratch",
+    ]  # fmt: skip
+    assert (jobs["team-c/Pod/mig"]["gpu_milli_per_pod"], jobs["team-c/Pod/mig"]["gpus_per_pod"]) == (143, 0.0)
     train = jobs["team-a/Job/train-1"]
     assert (train["submit_s"], train["scheduled_s"], train["running_s"], train["end_s"], train["run_s"]) == (
         0.0, 60.0, 120.0, 3720.0, 3600.0
@@ -160,9 +186,13 @@ def test_import_from_a_real_prometheus(prometheus_url: str) -> None:
     assert train["gpu_mem_used_max"] == 40000 * 2**20
     assert (train["gpu_model"], train["nodes"]) == ("H100", "gpu-node-1")
     serve = jobs["team-b/ReplicaSet/serve-7d9f"]
+    # Two pods: the old one started 620 and went away; the ReplicaSet runs on.
     assert (serve["state"], serve["job_class"], serve["running_s"], serve["end_s"], serve["gpu_util_mean"]) == (
-        "running", "inference", 630.0, None, None
+        "running", "inference", 620.0, None, None
     )  # fmt: skip
+    scratch = jobs["team-c/Pod/scratch"]
+    # Last sample T0+900, seen through the 5-minute lookback until T0+1200 (no staleness marker when backfilled).
+    assert (scratch["state"], scratch["end_reason"], scratch["end_s"]) == ("cancelled", "Deleted", 1200.0)
     pending = jobs["team-c/Pod/notebook"]
     assert (pending["state"], pending["submit_s"], pending["scheduled_s"]) == ("pending", 900.0, None)
     node, node2 = history.nodes.to_pylist()

@@ -127,6 +127,8 @@ def import_cmd(
             )
         elif start is not None or token_env or token_file:
             raise ValueError("--start, --token-env and --token-file go with --prometheus")
+        if not 0 < timeout <= 3600:
+            raise ValueError(f"--timeout {timeout:g}: allowed 0 < seconds <= 3600")
         if swf_processors not in ("cpus", "gpus"):
             raise ValueError(f"--swf-processors {swf_processors!r}: allowed are cpus, gpus")
         with DelayedProgress(err_console) as progress:

@@ -66,7 +66,7 @@ class JobRecord:
     gpu_util_mean: float | None = None
     gpu_mem_used_max: float | None = None
     image_pull_s: float | None = None
-    run_s: float | None = None  # the source's own duration where it gives no start/end instants
+    run_s: float | None = None  # end - running, filled in when the tables are built
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ pod group, or the bare pod). Times: ``creationTimestamp`` (submit), the ``PodSch
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ DISRUPTION_REASONS = frozenset(
 )  # fmt: skip
 #: Tolerated skew between the API server's clock (creation) and a kubelet's (container start).
 CLOCK_SKEW_S = 60.0
+_MIG = re.compile(r"^nvidia\.com/mig-([1-7])g\.\d+gb$")
 
 
 def owner_of(meta: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -62,9 +64,14 @@ class JobAcc:
     pods_succeeded: int = 0
     pods_active: int = 0  # Running or Unknown
     pods_waiting: int = 0  # Pending
+    pods_deleted: int = 0  # gone before finishing (Prometheus: its series stopped)
     parallelism: int | None = None
     workload_pods: int | None = None  # pods the Kueue Workload's podSets ask for
     gpus: float = 0.0
+    gpu_milli: int | None = None  # a MIG slice's share of one GPU, in thousandths
+    gpu_pods: int = 0  # pods holding GPUs (a launcher or driver without GPUs is not one)
+    gpu_cpu_milli: int = 0  # the largest GPU pod's cpu and memory
+    gpu_memory: int = 0
     cpu_milli: int = 0
     memory: int = 0
     priority: int | None = None
@@ -80,6 +87,7 @@ class JobAcc:
     end_reason: str | None = None
     pod_failure_reason: str | None = None
     restarts: int = 0
+    replaced_pods: int = 0  # batch/v1 Job status.failed: pods the Job controller had to replace
     evictions: int = 0
     workload_evictions: int = 0
     nodes: set[str] = field(default_factory=set)
@@ -100,12 +108,23 @@ class JobAcc:
             if current is None or value > current:
                 setattr(self, attr, value)
 
-    def take_requests(self, spec: dict[str, Any], where: str, source: str) -> None:
-        """Per-pod requests as kube-scheduler computes them; the largest pod of the job counts."""
+    def take_requests(self, spec: dict[str, Any], where: str, source: str, count: int = 0) -> None:
+        """Per-pod requests as kube-scheduler computes them; the largest pod of the job counts. ``count``
+        pods have this shape (0 for a template whose pods are counted as they are seen)."""
         requests = _requests_of(spec, where, source)
-        self.gpus = max(self.gpus, float(requests.get(GPU, 0)))
+        gpus = requests.get(GPU, 0)
+        if gpus > 0:
+            self.gpu_pods += count
+            self.gpu_cpu_milli = max(self.gpu_cpu_milli, requests.get(CPU, 0))
+            self.gpu_memory = max(self.gpu_memory, requests.get(MEMORY, 0))
+        self.gpus = max(self.gpus, float(gpus))
         self.cpu_milli = max(self.cpu_milli, requests.get(CPU, 0))
         self.memory = max(self.memory, requests.get(MEMORY, 0))
+        for name in requests:  # a MIG slice (mixed strategy): nvidia.com/mig-<g>g.<memory>gb, g of 7 slices
+            match = _MIG.match(name)
+            if match and self.gpus == 0:
+                milli = min(round(1000 * int(match.group(1)) / 7), 1000)
+                self.gpu_milli = max(self.gpu_milli or 0, milli)
         selector = spec.get("nodeSelector") or {}
         if isinstance(selector, dict) and selector.get(GPU_PRODUCT_LABEL) and self.product is None:
             self.product = str(selector[GPU_PRODUCT_LABEL])
@@ -124,12 +143,19 @@ class JobAcc:
             self.take_min(attr, getattr(other, attr))
         self.take_max("end", other.end)
         self.take_max("pull_s", other.pull_s)
-        for attr in ("pods_seen", "pods_failed", "pods_succeeded", "pods_active", "pods_waiting",
-                     "restarts", "evictions"):  # fmt: skip
+        counts = ("pods_seen", "pods_failed", "pods_succeeded", "pods_active", "pods_waiting", "pods_deleted",
+                  "restarts", "replaced_pods", "evictions")  # fmt: skip
+        for attr in counts:
             setattr(self, attr, getattr(self, attr) + getattr(other, attr))
         if other.parallelism is not None:
             self.parallelism = (self.parallelism or 0) + other.parallelism
+        if other.gpus > 0:  # a child Job of GPU pods: its parallelism (or the pods seen) counts
+            self.gpu_pods += other.parallelism or other.gpu_pods or 1
+            self.gpu_cpu_milli = max(self.gpu_cpu_milli, other.gpu_cpu_milli)
+            self.gpu_memory = max(self.gpu_memory, other.gpu_memory)
         self.gpus = max(self.gpus, other.gpus)
+        if other.gpu_milli is not None:
+            self.gpu_milli = max(self.gpu_milli or 0, other.gpu_milli)
         self.cpu_milli = max(self.cpu_milli, other.cpu_milli)
         self.memory = max(self.memory, other.memory)
         if other.priority is not None:
@@ -268,12 +294,21 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
     if state in ("completed", "failed") and end is None:
         data.skip("job finished with no finish time recorded")
         return None
-    restarts = job.restarts - (1 if state == "failed" and job.restarts > 0 and job.kind == "Job" else 0)
+    # A failed Job's last failed pod is the failure itself, not a retry.
+    restarts = job.restarts + max(job.replaced_pods - (1 if state == "failed" else 0), 0)
     running = job.running
     if running is not None and job.scheduled is not None and running < job.scheduled:
         running = job.scheduled  # kubelet and API server clocks differ slightly
+    admitted = job.admitted
+    if admitted is not None and job.scheduled is not None and admitted > job.scheduled:
+        admitted = None  # QuotaReserved of a later re-admission: the first admission's time is not kept
     node_models = sorted({m for n in job.nodes if (m := models.get(n))})
     pods = job.parallelism or job.workload_pods or max(job.pods_seen - job.pods_failed, 1)
+    cpu_milli, memory = job.cpu_milli, job.memory
+    if job.gpus > 0:  # the GPU pods' shape: CPU-only launchers and drivers are not GPU pods
+        homogeneous = job.parallelism if job.kind == "Job" and not job.children else None
+        pods = homogeneous or job.gpu_pods or 1
+        cpu_milli, memory = job.gpu_cpu_milli, job.gpu_memory
     return JobRecord(
         job_id=job.key,
         source=data.kind,
@@ -285,11 +320,12 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
         priority=job.priority,
         pods=pods,
         gpus_per_pod=job.gpus,
-        cpu_per_pod=job.cpu_milli / 1000.0,
-        memory_per_pod=job.memory,
+        gpu_milli_per_pod=job.gpu_milli if not job.gpus else None,
+        cpu_per_pod=cpu_milli / 1000.0,
+        memory_per_pod=memory,
         gpu_model=node_models[0] if node_models else gpu_model_of(job.product),
-        submit=min(t for t in (job.created, job.admitted, job.scheduled) if t is not None),
-        admitted=job.admitted,
+        submit=min(t for t in (job.created, admitted, job.scheduled) if t is not None),
+        admitted=admitted,
         scheduled=job.scheduled,
         running=running,
         end=end,
@@ -310,16 +346,18 @@ def _state(job: JobAcc) -> tuple[str, str | None]:
         return "running", None
     if job.children and job.children_done == job.children and not job.pods_waiting:
         return "completed", "Completed"
-    if job.pods_waiting:
-        return ("running" if job.running is not None else "pending"), None
+    if job.pods_waiting:  # scheduled but not started yet (pulling images) counts as running: it holds a node
+        return ("running" if job.running is not None or job.scheduled is not None else "pending"), None
     if job.pods_succeeded:
         return "completed", "Completed"
     if job.pods_failed:
         return "failed", job.pod_failure_reason or "Failed"
+    if job.pods_deleted:
+        return "cancelled", "Deleted"
     return "pending", None
 
 
 def _default_class(job: JobAcc) -> str:
     if job.kind in SERVING_KINDS:
         return "inference"
-    return "training" if job.gpus > 0 else "batch"
+    return "training" if job.gpus > 0 or job.gpu_milli else "batch"

@@ -18,7 +18,13 @@ from fleetlab.spec.history.common import SourceData, parse_rfc3339
 from fleetlab.spec.history.json_stream import stream_objects
 from fleetlab.spec.history.kube_nodes import node_record
 from fleetlab.spec.history.kube_pods import JobAcc, job_record, owner_of, pod_problem, pod_times
-from fleetlab.spec.history.kueue_history import EventTally, apply_workload, tally_event
+from fleetlab.spec.history.kueue_history import (
+    EventTally,
+    WorkloadFacts,
+    apply_workload,
+    read_workload,
+    tally_event,
+)
 from fleetlab.spec.kube_objects import object_name
 
 #: Owner kinds whose own objects carry the job's creation time and outcome.
@@ -36,15 +42,19 @@ class KubeHistory:
         self.pod_job: dict[str, str] = {}  # namespace/pod -> job key
         self.pod_evicted: dict[str, int] = {}  # namespace/pod -> 1 when its status says it was disrupted
         self.events = EventTally()
-        self.workloads: list[dict[str, Any]] = []
+        self.workloads: list[WorkloadFacts] = []
         self.workload_job: dict[str, str] = {}  # namespace/workload -> job key
         self.folded: dict[str, str] = {}  # a child job's key -> the key of the job it was folded into
 
-    def job_of_pod(self, pod: str) -> JobAcc | None:
-        """The (folded) job a pod ``namespace/name`` belongs to."""
-        key = self.pod_job.get(pod)
+    def resolve(self, key: str | None) -> str | None:
+        """The key a job was folded into (itself when it was not)."""
         while key is not None and key in self.folded:
             key = self.folded[key]
+        return key
+
+    def job_of_pod(self, pod: str) -> JobAcc | None:
+        """The (folded) job a pod ``namespace/name`` belongs to."""
+        key = self.resolve(self.pod_job.get(pod))
         return None if key is None else self.jobs.get(key)
 
     def acc(self, namespace: str, kind: str, name: str) -> JobAcc:
@@ -64,7 +74,7 @@ class KubeHistory:
             elif kind in OWNER_KINDS:
                 self._owner(obj, source)
             elif kind == "Workload":
-                self.workloads.append(obj)
+                self.workloads.append(read_workload(obj, source, self.data))
             elif kind == "Event":
                 tally_event(self.events, obj, source, self.data)
             elif kind == "Node":
@@ -88,7 +98,7 @@ class KubeHistory:
         kind, name, _ = owner_of(meta)
         job = self.acc(namespace, kind, name)
         self.pod_job[f"{namespace}/{meta.get('name')}"] = job.key
-        job.take_requests(spec, f"{where}.spec", source)
+        job.take_requests(spec, f"{where}.spec", source, 0 if status.get("phase") == "Failed" else 1)
         job.take_labels(meta.get("labels") or {})
         job.take_min("created", times.created)
         job.take_min("scheduled", times.scheduled)
@@ -141,7 +151,7 @@ class KubeHistory:
             job.take_requests(template, f"{where}.spec.template.spec", source)
             failed = status.get("failed")
             if isinstance(failed, int) and failed > 0:
-                job.restarts += failed  # pods the Job controller replaced (taken back if the Job failed)
+                job.replaced_pods += failed
         for i, cond in enumerate(status.get("conditions") or []):
             if not isinstance(cond, dict) or cond.get("status") != "True":
                 continue
@@ -160,8 +170,6 @@ class KubeHistory:
 
     def finish(self) -> SourceData:
         """Fold children into parents, apply Workloads and events, and emit one record per job."""
-        for obj in self.workloads:
-            apply_workload(self, obj)
         for key in sorted(self.jobs):
             job = self.jobs.get(key)
             if job is None or job.parent is None:
@@ -173,6 +181,8 @@ class KubeHistory:
             parent.absorb(job)
             del self.jobs[key]
             self.folded[key] = parent_key
+        for workload in self.workloads:  # after folding: a JobSet's Workload meets its Jobs' pods
+            apply_workload(self, workload)
         self.events.apply(self)
         models = {n.node: n.gpu_model for n in self.data.nodes}
         for key in sorted(self.jobs):

@@ -2,9 +2,10 @@
 
 Workload (``kueue.x-k8s.io/v1beta1``/``v1beta2``): ``metadata.ownerReferences`` (the job), ``spec.queueName``,
 ``spec.priority``, ``spec.podSets[].count/template``, ``spec.active``; ``status.conditions`` QuotaReserved
-(admitted_s), Evicted / Preempted (evictions), Finished (end and outcome); ``status.requeueState.count``
-(requeues). Events (``kubectl get events -A -o json``; ``events.k8s.io/v1`` too): ``Preempted`` and
-``Evicted`` on pods and Workloads count evictions, ``Pulled`` gives the image pull time from its message.
+(admitted_s), Evicted (present at all) / Preempted (True) (evictions), Finished (end and outcome);
+``status.requeueState.count`` (requeues). Events (``kubectl get events -A -o json``; ``events.k8s.io/v1``
+too): ``Preempted`` and ``Evicted`` on pods and Workloads count evictions, ``Pulled`` gives the image pull
+time from its message.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fleetlab.spec.history.common import SourceData, go_duration_s, parse_rfc3339
-from fleetlab.spec.history.kube_pods import owner_of
+from fleetlab.spec.history.kube_pods import CLASS_LABEL, TEAM_LABELS, JobAcc, owner_of
 from fleetlab.spec.kube_objects import object_name
+from fleetlab.spec.kube_snapshot import QUEUE_LABEL
 
 if TYPE_CHECKING:
     from fleetlab.spec.history.kubectl import KubeHistory
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 #: kubelet's Pulled message: `Successfully pulled image "x" in 2.345s (2.345s including waiting)...`.
 _PULLED = re.compile(r'Successfully pulled image ".*" in ([0-9.a-zµ]+)')
 _PRESENT = "already present on machine"
+LABELS_USED = frozenset({*TEAM_LABELS, CLASS_LABEL, QUEUE_LABEL})
 
 
 @dataclass
@@ -51,7 +54,7 @@ class EventTally:
             job.take_max("pull_s", seconds)
         for workload, count in self.workload_evictions.items():
             wl_key = history.workload_job.get(workload)
-            wl_job = None if wl_key is None else history.jobs.get(history.folded.get(wl_key, wl_key))
+            wl_job = None if wl_key is None else history.jobs.get(history.resolve(wl_key) or wl_key)
             if wl_job is None:
                 history.data.skip("event about a Workload not in the history")
                 continue
@@ -108,57 +111,110 @@ def _conditions(
     return out
 
 
-def apply_workload(history: KubeHistory, obj: dict[str, Any]) -> None:
-    """Add one Workload's admission, evictions, requeues and outcome to its job."""
-    source = history.data.label
+@dataclass(slots=True)
+class WorkloadFacts:
+    """What the history needs of one Workload, kept instead of the object (a month holds many)."""
+
+    namespace: str
+    name: str
+    owner: tuple[str, str]
+    created: float | None
+    labels: dict[str, str]
+    queue: str | None
+    priority: int | None
+    shape: JobAcc  # requests and pod count of its podSets
+    admitted: float | None
+    requeues: int
+    evicted: bool
+    finished: tuple[bool, str, float | None] | None  # (failed, reason, when)
+    deactivated: tuple[float | None] | None  # (when it was evicted as inactive) for spec.active false
+
+
+def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> WorkloadFacts:
+    """The facts of one Workload; its instants count toward the history's end at once."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     namespace = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "<unnamed>")
     where = f"Workload {object_name(obj)}"
-    kind, name, _ = owner_of(meta)
+    kind, owner_name, _ = owner_of(meta)
     if kind in ("Pod", "PodGroup"):
-        kind, name = "Workload", str(meta.get("name") or "<unnamed>")
-    job = history.acc(namespace, kind, name)
-    if job.parent is not None:  # a Job of a JobSet: the JobSet is the job
-        job = history.acc(namespace, *job.parent)
-    history.workload_job[f"{namespace}/{meta.get('name')}"] = job.key
+        kind, owner_name = "Workload", name
+    shape = JobAcc(key="", kind=kind, namespace=namespace, name=owner_name)
+    counts = 0
+    for i, pod_set in enumerate(spec.get("podSets") or []):
+        if not isinstance(pod_set, dict):
+            continue
+        template = (pod_set.get("template") or {}).get("spec") or {}
+        count = pod_set.get("count", 1) if isinstance(pod_set.get("count"), int) else 1
+        shape.take_requests(template, f"{where}.spec.podSets[{i}].template.spec", source, count)
+        counts += count
+    shape.workload_pods = counts or None
     created = parse_rfc3339(meta.get("creationTimestamp"), source, f"{where}.metadata.creationTimestamp")
-    job.take_min("created", created)
-    job.take_labels(meta.get("labels") or {})
-    if job.queue is None and spec.get("queueName"):
-        job.queue = str(spec["queueName"])
-    if isinstance(spec.get("priority"), int) and job.priority is None:
-        job.priority = spec["priority"]
-    if job.pods_seen == 0:
-        counts = 0
-        for i, pod_set in enumerate(spec.get("podSets") or []):
-            if not isinstance(pod_set, dict):
-                continue
-            template = (pod_set.get("template") or {}).get("spec") or {}
-            job.take_requests(template, f"{where}.spec.podSets[{i}].template.spec", source)
-            counts += pod_set.get("count", 1) if isinstance(pod_set.get("count"), int) else 1
-        job.workload_pods = counts or None
     conds = _conditions(obj, source, where)
-    for _, _, _, at in conds.values():
-        history.data.saw(at)
-    history.data.saw(created)
+    data.saw(created, *(at for _, _, _, at in conds.values()))
     reserved = conds.get("QuotaReserved") or conds.get("Admitted")
-    if reserved and reserved[0] == "True":
-        job.take_min("admitted", reserved[3])
     requeues = (status.get("requeueState") or {}).get("count")
-    requeues = requeues if isinstance(requeues, int) and 0 <= requeues < 10_000_000 else 0
-    job.restarts += requeues
-    evicted = any(conds.get(t, ("",))[0] == "True" for t in ("Evicted", "Preempted"))
-    job.workload_evictions = max(job.workload_evictions, requeues, 1 if evicted else 0)
     finished = conds.get("Finished")
-    if finished and finished[0] == "True":
-        failed = finished[1] == "Failed" or "fail" in finished[2].lower()
+    labels = meta.get("labels") or {}
+    return WorkloadFacts(
+        namespace=namespace,
+        name=name,
+        owner=(kind, owner_name),
+        created=created,
+        labels={str(k): str(v) for k, v in labels.items() if k in LABELS_USED},
+        queue=str(spec["queueName"]) if spec.get("queueName") else None,
+        priority=spec["priority"] if isinstance(spec.get("priority"), int) else None,
+        shape=shape,
+        admitted=reserved[3] if reserved and reserved[0] == "True" else None,
+        requeues=requeues if isinstance(requeues, int) and 0 <= requeues < 10_000_000 else 0,
+        # Kueue adds the Evicted condition only when it evicts; on re-admission it sets it False and keeps
+        # it, so its presence means at least one eviction. Preempted counts while True.
+        evicted="Evicted" in conds or conds.get("Preempted", ("",))[0] == "True",
+        finished=(
+            (finished[1] == "Failed" or "fail" in finished[2].lower(), finished[1], finished[3])
+            if finished and finished[0] == "True"
+            else None
+        ),
+        deactivated=(conds.get("Evicted", ("", "", "", None))[3],) if spec.get("active") is False else None,
+    )
+
+
+def apply_workload(history: KubeHistory, wl: WorkloadFacts) -> None:
+    """Add one Workload's admission, evictions, requeues and outcome to its job."""
+    key = history.resolve(f"{wl.namespace}/{wl.owner[0]}/{wl.owner[1]}")  # a Job of a JobSet: the JobSet
+    job = history.jobs.get(key) if key is not None else None
+    if job is None:
+        job = history.acc(wl.namespace, *wl.owner)
+    history.workload_job[f"{wl.namespace}/{wl.name}"] = job.key
+    job.take_min("created", wl.created)
+    job.take_labels(wl.labels)
+    if job.queue is None:
+        job.queue = wl.queue
+    if wl.priority is not None:  # Kueue orders admission by the Workload's priority
+        job.priority = wl.priority
+    if job.pods_seen == 0:
+        job.gpus = max(job.gpus, wl.shape.gpus)
+        if wl.shape.gpu_milli is not None:
+            job.gpu_milli = max(job.gpu_milli or 0, wl.shape.gpu_milli)
+        job.cpu_milli = max(job.cpu_milli, wl.shape.cpu_milli)
+        job.memory = max(job.memory, wl.shape.memory)
+        job.product = job.product or wl.shape.product
+        job.workload_pods = wl.shape.workload_pods
+        job.gpu_pods = max(job.gpu_pods, wl.shape.gpu_pods)
+        job.gpu_cpu_milli = max(job.gpu_cpu_milli, wl.shape.gpu_cpu_milli)
+        job.gpu_memory = max(job.gpu_memory, wl.shape.gpu_memory)
+    job.take_min("admitted", wl.admitted)
+    job.restarts += wl.requeues
+    job.workload_evictions = max(job.workload_evictions, wl.requeues, 1 if wl.evicted else 0)
+    if wl.finished is not None:
+        failed, reason, at = wl.finished
         if job.state is None:
             job.state, job.end_reason = (
-                ("failed", finished[1] or "Failed") if failed else ("completed", "Completed")
+                ("failed", reason or "Failed") if failed else ("completed", "Completed")
             )
-        job.take_max("end", finished[3])
-    elif spec.get("active") is False and job.state is None and not job.pods_active:
+        job.take_max("end", at)
+    elif wl.deactivated is not None and job.state is None and not job.pods_active:
         job.state, job.end_reason = "cancelled", "Deactivated"
-        job.take_max("end", conds.get("Evicted", ("", "", "", None))[3])
+        job.take_max("end", wl.deactivated[0])

@@ -4,8 +4,9 @@ msr-fiddle/philly-traces and the per-job summary CSV derived from it
 
 cluster_job_log: a JSON array of jobs ``{"jobid", "user", "vc", "status": Pass|Killed|Failed,
 "submitted_time", "attempts": [{"start_time", "end_time", "detail": [{"ip", "gpus": [...]}]}]}``; times are
-``YYYY-MM-DD HH:MM:SS`` (read as UTC) or ``None``. The summary CSV has no start or end instants, only a
-measured duration, so its jobs carry ``run_s`` and no wait (``scheduled_s``/``running_s``/``end_s`` null).
+``YYYY-MM-DD HH:MM:SS`` (read as UTC) or ``None``. The summary CSV has no start instant, only a measured
+duration: its jobs start at submit (wait 0, an assumption counted under the skip reasons so every report
+shows it) and end ``duration`` later.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ SUMMARY_COLUMNS = ("timestamp", "duration", "num_gpus")
 TIME_HINT = "YYYY-MM-DD HH:MM:SS"
 STATUS = {"Pass": ("completed", "Pass"), "Failed": ("failed", "Failed"), "Killed": ("cancelled", "Killed")}
 MAX_DURATION_S = 10 * 365 * 86400.0
+#: Shown with the skip counts: the summary's rows are kept, but their wait is an assumption, not a measure.
+NO_WAIT = "summary CSV rows have no start time: kept with wait 0 (run time measured; use cluster_job_log)"
 
 
 def read_philly(path: Path, progress: Callable[[int], None] | None = None) -> SourceData:
@@ -73,12 +76,13 @@ def _read_summary(path: Path) -> SourceData:
                 )
                 cluster = (row.get("cluster") or "").strip() or None
                 data.saw(submit + duration)
+                data.skip(NO_WAIT)
                 data.jobs.append(
                     JobRecord(
                         job_id=f"{path.stem}/{number - 1}", source="philly", owner_kind="PhillyJob",
                         team=cluster, queue=cluster, job_class="training" if gpus else "batch",
-                        gpus_per_pod=gpus, submit=submit, state="completed", end_reason="Pass",
-                        run_s=duration,
+                        gpus_per_pod=gpus, submit=submit, scheduled=submit, running=submit,
+                        end=submit + duration, state="completed", end_reason="Pass",
                     )
                 )  # fmt: skip
         except csv.Error as exc:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -48,6 +49,8 @@ TIME_METRICS = {
     "completed": "kube_pod_completion_time",
 }
 KSM_RESOURCES = {"nvidia_com_gpu": "gpus", "cpu": "cpu", "memory": "memory"}
+#: kube-state-metrics writes nvidia.com/mig-3g.40gb as nvidia_com_mig_3g_40gb.
+_KSM_MIG = re.compile(r"^nvidia_com_mig_([1-7])g_\d+gb$")
 
 
 @dataclass(slots=True)
@@ -253,7 +256,9 @@ class PromHistory:
         query = "kube_pod_container_resource_requests"
         for labels, samples, _ in self.each(query):
             key = _pod_key(labels)
-            resource = KSM_RESOURCES.get(labels.get("resource", ""))
+            raw = labels.get("resource", "")
+            mig = _KSM_MIG.match(raw)
+            resource = f"mig{mig.group(1)}" if mig else KSM_RESOURCES.get(raw)
             if key is None or key not in self.pods or resource is None or not samples:
                 continue
             pod = self.pods[key]
@@ -356,10 +361,17 @@ class PromHistory:
         job.pods_seen += 1
         gpus = sum(v for k, v in pod.requests.items() if k.startswith("gpus:"))
         job.gpus = max(job.gpus, gpus)
-        job.cpu_milli = max(
-            job.cpu_milli, round(1000 * sum(v for k, v in pod.requests.items() if k.startswith("cpu:")))
-        )
-        job.memory = max(job.memory, int(sum(v for k, v in pod.requests.items() if k.startswith("memory:"))))
+        cpu_milli = round(1000 * sum(v for k, v in pod.requests.items() if k.startswith("cpu:")))
+        memory = int(sum(v for k, v in pod.requests.items() if k.startswith("memory:")))
+        if gpus > 0 and pod.phase != "Failed":
+            job.gpu_pods += 1
+            job.gpu_cpu_milli = max(job.gpu_cpu_milli, cpu_milli)
+            job.gpu_memory = max(job.gpu_memory, memory)
+        slices = max((int(k[3]) for k, v in pod.requests.items() if k.startswith("mig") and v > 0), default=0)
+        if slices and not gpus:
+            job.gpu_milli = max(job.gpu_milli or 0, round(1000 * slices / 7))
+        job.cpu_milli = max(job.cpu_milli, cpu_milli)
+        job.memory = max(job.memory, memory)
         if pod.node:
             job.nodes.add(pod.node)
         gone = pod.last_seen is not None and pod.last_seen < self.end - 2 * self.step
@@ -371,7 +383,7 @@ class PromHistory:
             job.pod_failure_reason = job.pod_failure_reason or "Failed"
             job.take_max("end", done if done is not None else pod.last_seen)
         elif gone:
-            job.state, job.end_reason = "cancelled", "Deleted"
+            job.pods_deleted += 1
             job.take_max("end", pod.last_seen)
         elif pod.phase == "Pending" or started is None:
             job.pods_waiting += 1

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fleetlab.model.history import History
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.checks import check_history
 from fleetlab.spec.history.common import SourceData, assemble, head_bytes
 from fleetlab.spec.history.focus import read_focus, read_gcp_export
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
@@ -124,7 +125,8 @@ def import_sources(
     """One History from files (``[FORMAT:]PATH``) and, optionally, a Prometheus server.
 
     ``end`` (Unix seconds) is when the record ends; by default the latest instant any source mentions
-    (or the Prometheus range's end)."""
+    (or the Prometheus range's end). The result passes :func:`.checks.check_history` (times in lifecycle
+    order and inside the record), so ``baseline`` and ``calibrate`` accept what ``import`` writes."""
     if not sources and prometheus is None:
         raise SpecError("import", ["no sources given; name files (FORMAT:PATH) or --prometheus URL"])
     kube_files: list[Path] = []
@@ -156,7 +158,8 @@ def import_sources(
         )  # fmt: skip
     for fmt, path in others:
         parts.append(read_source(fmt, path, progress, swf_processors))
-    return assemble(parts, end)
+    label = ", ".join(str(s) for s in sources) or (prometheus.url if prometheus else "import")
+    return check_history(assemble(parts, end), label)
 
 
 def _read_kube(paths: list[Path], tick: Callable[[int], None], offsets: list[int]) -> SourceData:

@@ -1,26 +1,23 @@
 """The folder ``fleetlab import`` writes and ``baseline``/``calibrate`` read: ``jobs.parquet``,
 ``nodes.parquet``, ``bill.parquet`` (the model.history schemas) and ``history.json`` (epoch, end, sources,
-skipped counts by reason, row counts by state). Written atomically; read back with every column checked.
+skipped counts by reason, row counts by state). Written atomically through :mod:`.folder`, which also reads
+it back with every column and the record checked.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
-from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCHEMA, History
+from fleetlab.model.history import JOB_STATES, History
 from fleetlab.spec.atomic_dir import atomic_dir
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.folder import read_history_folder, write_history_folder
 
 FORMAT = "fleetlab-history/1"
-TABLES = (("jobs", JOB_SCHEMA), ("nodes", NODE_SCHEMA), ("bill", BILL_SCHEMA))
 IMPORT_HINT = "write one with `fleetlab import SOURCE... --out DIR`"
-MAX_META_BYTES = 16 * 1024 * 1024
 
 
 def jobs_by_state(history: History) -> dict[str, int]:
@@ -45,81 +42,19 @@ def history_meta(history: History) -> dict[str, Any]:
 
 
 def write_history(history: History, out: Path) -> None:
-    """Write the history folder at ``out`` atomically (the old folder stays whole until the new one is)."""
-    import pyarrow.parquet as pq
-
+    """Write the history folder at ``out`` atomically (the old folder stays whole until the new one is),
+    with the richer history.json of :func:`history_meta`."""
     with atomic_dir(out) as staging:
-        for name, schema in TABLES:
-            table: pa.Table = getattr(history, name)
-            pq.write_table(table.cast(schema), staging / f"{name}.parquet", compression="zstd")
+        write_history_folder(history, staging)
         text = json.dumps(history_meta(history), indent=2, sort_keys=True, allow_nan=False)
         (staging / "history.json").write_text(text + "\n", encoding="utf-8")
 
 
-def _table(folder: Path, name: str, schema: pa.Schema) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    file = folder / f"{name}.parquet"
-    if not file.is_file():
-        raise SpecError(str(file), [f"not found; {IMPORT_HINT}"])
-    try:
-        table = pq.read_table(file)
-    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
-        raise SpecError(str(file), [f"cannot be read as Parquet: {str(exc)[:200]}"]) from None
-    columns = []
-    for f in schema:
-        if f.name not in table.column_names:
-            if not f.nullable:
-                raise SpecError(str(file), [f"missing column {f.name}; {IMPORT_HINT}"])
-            columns.append(pa.nulls(table.num_rows, f.type))  # a column added to the schema later
-            continue
-        column = table.column(f.name)
-        try:
-            column = column.cast(f.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise SpecError(str(file), [f"column {f.name}: type {column.type}, expected {f.type}"]) from None
-        if not f.nullable and column.null_count:
-            raise SpecError(str(file), [f"column {f.name}: {column.null_count} null value(s); none allowed"])
-        columns.append(column)
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
 def load_history(folder: Path) -> History:
-    """The History in a folder written by :func:`write_history`, or a SpecError naming what is wrong."""
-    if not folder.is_dir():
-        raise SpecError(str(folder), [f"not a folder; {IMPORT_HINT}"])
-    meta_file = folder / "history.json"
-    if meta_file.is_file() and meta_file.stat().st_size > MAX_META_BYTES:
-        raise SpecError(str(meta_file), [f"larger than {MAX_META_BYTES // 2**20} MiB; not a history.json"])
-    text = read_text_file(meta_file, f"no history.json in this folder; {IMPORT_HINT}")
-    try:
-        meta = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SpecError(
-            str(meta_file), [f"invalid JSON: {getattr(exc, 'msg', 'nested too deeply')}"]
-        ) from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise SpecError(str(meta_file), [f"'format' is not {FORMAT!r}; {IMPORT_HINT}"])
-    end_s = meta.get("end_s")
-    if not isinstance(end_s, int | float) or isinstance(end_s, bool) or not math.isfinite(end_s) or end_s < 0:
-        raise SpecError(str(meta_file), [f"end_s: expected a number >= 0, got {str(end_s)[:40]}"])
-    epoch = meta.get("epoch")
-    skipped = meta.get("skipped") or {}
-    sources = meta.get("sources") or []
-    if not isinstance(epoch, str) or not isinstance(skipped, dict) or not isinstance(sources, list):
-        raise SpecError(str(meta_file), ["expected 'epoch' (text), 'skipped' (mapping), 'sources' (list)"])
-    jobs, nodes, bill = (_table(folder, name, schema) for name, schema in TABLES)
-    bad = set(jobs.column("state").to_pylist()) - set(JOB_STATES)
-    if bad:
-        raise SpecError(
-            str(folder / "jobs.parquet"), [f"state {sorted(bad)}; allowed: {', '.join(JOB_STATES)}"]
-        )
-    return History(
-        jobs=jobs,
-        nodes=nodes,
-        bill=bill,
-        epoch=epoch,
-        end_s=float(end_s),
-        sources=tuple(str(s) for s in sources),
-        skipped={str(k): int(v) for k, v in skipped.items() if isinstance(v, int)},
-    )
+    """The History in a history folder (see :mod:`.folder`: every column type-checked, the record checked
+    by :func:`.checks.check_history`), refusing a history.json that names another format."""
+    history = read_history_folder(folder)
+    meta = json.loads((folder / "history.json").read_text(encoding="utf-8"))
+    if meta.get("format", FORMAT) != FORMAT:
+        raise SpecError(str(folder / "history.json"), [f"'format' is not {FORMAT!r}; {IMPORT_HINT}"])
+    return history
