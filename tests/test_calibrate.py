@@ -202,6 +202,7 @@ def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_
     experiment.write_text(
         "name: what-if\nbase: cal/scenario.yaml\nseeds: [1]\nmetrics: [queue_wait_mean_s]\n"
         "variants:\n  - name: as-measured\n  - name: most-allocated\n    policy: most-allocated\n"
+        "  - name: faster-admission\n    scheduler: {scheduling_latency_s: 0}\n"
     )
     ran = runner.invoke(app, ["experiment", "run", str(experiment), "--out", str(tmp_path / "exp")])
     assert ran.exit_code == 0, ran.output
@@ -252,3 +253,29 @@ def test_calibration_files_are_byte_identical_across_runs(tmp_path: Path) -> Non
     names = ["calibration.json", "calibration.parquet", "calibration.html", "scenario.yaml"]
     for name in [*names, "replay/jobs.parquet", "replay/summary.json"]:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_cli_calibrates_an_openb_pod_list_directly_as_json(tmp_path: Path) -> None:
+    # Invented rows in the openb format: three pods on one 2-GPU node, the third waits 100 s for the first.
+    pods = tmp_path / "pods.csv"
+    pods.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\n"
+        "p0,1000,1024,1,1000,,BE,Succeeded,0,100,0\n"
+        "p1,1000,1024,1,1000,,BE,Succeeded,0,300,0\n"
+        "p2,1000,1024,1,1000,,BE,Succeeded,0,400,100\n"
+    )
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,2,T4\n")
+    result = runner.invoke(
+        app, ["calibrate", "--alibaba-pods", str(pods), "--alibaba-nodes", str(nodes), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    rows = {(r["job_class"], r["metric"]): r for r in payload["rows"]}
+    # measured waits 0, 0, 100; the replay holds p2 until p0 ends at 100 s: the same waits.
+    assert rows[("all", "wait_ks")]["error"] == pytest.approx(0.0)
+    assert (
+        rows[("all", "wait_p99_s")]["measured"] == 100.0 and rows[("all", "wait_p99_s")]["simulated"] == 100.0
+    )
+    assert payload["fitted"] == {"scheduling_latency_s": 0.0} and payload["verdict"] == "pass"

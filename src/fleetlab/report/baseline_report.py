@@ -97,6 +97,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold}.note{color:#555}
+td{white-space:nowrap}
 """
 
 
