@@ -16,13 +16,15 @@ from fleetlab.cli import app
 from fleetlab.experiment.calibration import DEFAULT_TOLERANCES, Side, calibrate, compare_class, ks_distance
 from fleetlab.experiment.history_scenario import scenario_document
 from fleetlab.experiment.run import run_one
+from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.survival import kaplan_meier
 from fleetlab.model.history import History
 from fleetlab.model.scenario import Scenario
+from fleetlab.spec.catalog import builtin_catalog
 from fleetlab.spec.history.alibaba import load_alibaba_history
 from fleetlab.spec.history.folder import write_history_folder
 from fleetlab.spec.loader import resolve
-from history_builders import HAND_JOBS, HAND_NODES, history, jobs_table, nodes_table
+from history_builders import HAND_BILL, HAND_JOBS, HAND_NODES, history, jobs_table, nodes_table
 from shared_data import shared_path
 
 runner = CliRunner()
@@ -279,3 +281,19 @@ def test_cli_calibrates_an_openb_pod_list_directly_as_json(tmp_path: Path) -> No
         rows[("all", "wait_p99_s")]["measured"] == 100.0 and rows[("all", "wait_p99_s")]["simulated"] == 100.0
     )
     assert payload["fitted"] == {"scheduling_latency_s": 0.0} and payload["verdict"] == "pass"
+
+
+def test_priced_nodes_make_the_replay_cost_comparable() -> None:
+    # n1 is a p5.48xlarge (priced from the shipped AWS catalog), n2 has no instance type (free).
+    offers = [o for o in builtin_catalog("aws").offers if o.instance_type == "p5.48xlarge"]
+    price = min(o.price for o in offers if o.price is not None)
+    nodes = [{**HAND_NODES[0], "instance_type": "p5.48xlarge", "capacity_type": "on-demand"}, HAND_NODES[1]]
+    c = calibrate(history(HAND_JOBS, nodes), fit=False)
+    row = next(r for r in c.rows if r.metric == "cost")
+    # measured: one priced node for the whole 100 s record; simulated: the replay's own bill of that node.
+    assert row.measured == pytest.approx(price * 100 / 3600)
+    assert row.simulated == pytest.approx(summarize(c.run.result).cost_total)
+    assert row.simulated > 0 and row.error == pytest.approx(abs(row.simulated - row.measured) / row.measured)
+    free = calibrate(history(HAND_JOBS, HAND_NODES, HAND_BILL), fit=False)
+    assert not any(r.metric == "cost" for r in free.rows)
+    assert any("the replay is free" in n for n in free.notes)

@@ -197,6 +197,10 @@ def evaluate(history: History, knobs: Knobs, tol: dict[str, float], seed: int | 
     simulated_cost = summarize(run.result).cost_total
     if cost.total is None:
         notes.append("cost not compared: the history has no bill and no priced nodes")
+    elif not any(p.price_per_hour > 0 for p in scenario.cluster.pools):
+        notes.append(
+            "cost not compared: no node has an instance type in the price catalogs, so the replay is free"
+        )
     else:
         err = _rel(cost.total, simulated_cost)
         rows.append(MetricRow("all", "cost", cost.total, simulated_cost, err, "rel", tol["cost_rel"],

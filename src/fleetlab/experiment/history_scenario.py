@@ -7,8 +7,11 @@ run times on the imported nodes, under the default kube-scheduler profile (docs/
 * measured preparation (``running − scheduled``) is replayed as a data download of ``prep × bandwidth``
   bytes at the pools' data bandwidth, so each job's preparation is its own;
 * a measured GPU utilisation (DCGM) becomes the job's ``gpu_utilization``;
-* nodes with the same pool and shape become one pool; a job's ``gpu_model`` (models joined by ``|``)
-  becomes a required node affinity on ``fleetlab.io/gpu-model`` when the nodes carry that label.
+* nodes with the same pool and shape become one pool, priced as the baseline prices them (the shipped
+  catalogs' hourly price of their instance type; unpriced nodes cost 0); pools that gained nodes during
+  the history are autoscaled (``history_cluster``);
+* a job's ``gpu_model`` (models joined by ``|``) becomes a required node affinity on
+  ``fleetlab.io/gpu-model`` when the nodes carry that label.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from fleetlab.metrics.baseline import job_columns
+from fleetlab.metrics.baseline_cost import catalog_price, offers_by_type
 from fleetlab.model.cluster import Cluster, NodePool
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.history import History
@@ -64,7 +68,7 @@ def _max_alive(spans: list[tuple[float, float]]) -> int:
 
 
 def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]], knobs: Knobs) -> NodePool:
-    pool, model, gpus, cpu, memory, labels, capacity = key
+    pool, model, gpus, cpu, memory, labels, capacity, price = key
     if gpus and model not in GPU_MODELS:
         raise SpecError(
             "<history nodes>",
@@ -87,6 +91,7 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
         "labels": {k: v for k, v in node_labels.items() if not k.startswith("kubernetes.io/")},
         "capacity_type": "spot" if capacity == "spot" else "on-demand",
         "data_bandwidth": PREP_BANDWIDTH,
+        "price_per_hour": price or 0.0,
     }
     if autoscaled:
         data["boot_time_s"] = knobs.node_boot_time_s
@@ -108,10 +113,13 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     if not nodes:
         raise SpecError("<history>", ["the history has no nodes; calibration replays on the imported nodes"])
     end = float(history.end_s)
+    offers = offers_by_type()
     groups: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
     for n in nodes:
+        kind = n["instance_type"]
+        price = catalog_price(offers.get(kind, []), n["zone"], n["capacity_type"]) if kind else None
         key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], n["labels_json"] or "{}",
-               n["capacity_type"])  # fmt: skip
+               n["capacity_type"], price)  # fmt: skip
         created = 0.0 if n["created_s"] is None else max(float(n["created_s"]), 0.0)
         deleted = end if n["deleted_s"] is None else float(n["deleted_s"])
         groups.setdefault(key, []).append((created, deleted))

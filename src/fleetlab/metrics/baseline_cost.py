@@ -43,7 +43,8 @@ def node_lifetimes(history: History) -> tuple[FloatArray, FloatArray]:
     return start, stop
 
 
-def _offers_by_type() -> dict[str, list[Offer]]:
+def offers_by_type() -> dict[str, list[Offer]]:
+    """Every offer of the shipped catalogs (AWS, GCP, Azure) by instance type."""
     out: dict[str, list[Offer]] = {}
     for cloud in CLOUDS:
         for offer in builtin_catalog(cloud).offers:
@@ -82,7 +83,7 @@ def cluster_cost(history: History) -> ClusterCost:
     nodes = history.nodes
     if not nodes.num_rows:
         return ClusterCost(None, "none", None, notes=["cost: the history has no nodes and no bill"])
-    offers = _offers_by_type()
+    offers = offers_by_type()
     start, stop = node_lifetimes(history)
     hours = (stop - start) / SECONDS_PER_HOUR
     types = nodes.column("instance_type").to_pylist()
