@@ -3,6 +3,7 @@ the comparison arithmetic (KS, quantile and relative errors, verdicts) on hand-m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -297,3 +298,13 @@ def test_priced_nodes_make_the_replay_cost_comparable() -> None:
     free = calibrate(history(HAND_JOBS, HAND_NODES, HAND_BILL), fit=False)
     assert not any(r.metric == "cost" for r in free.rows)
     assert any("the replay is free" in n for n in free.notes)
+
+
+def test_notes_say_when_the_node_list_is_incomplete_and_rows_were_left_out() -> None:
+    # One 1-GPU node for 100 s = 100 GPU-s, but the jobs held 350 GPU-s (see test_baseline.py).
+    h = dataclasses.replace(
+        history(HAND_JOBS, [{"node": "n1", "gpus": 1, "gpu_model": "H100"}]), skipped={"x": 3}
+    )
+    c = calibrate(h, fit=False)
+    assert any("node list is incomplete" in n for n in c.notes)
+    assert any("left out 3 record(s)" in n for n in c.notes)

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from fleetlab.experiment.history_scenario import Knobs, has_node_arrivals, history_scenario
 from fleetlab.experiment.run import Run, run_one
 from fleetlab.metrics.baseline import job_columns, wait_observations
-from fleetlab.metrics.baseline_cost import cluster_cost
+from fleetlab.metrics.baseline_cost import cluster_cost, idle_capacity
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.survival import KaplanMeier, kaplan_meier
 from fleetlab.model.history import History
@@ -192,7 +192,14 @@ def evaluate(history: History, knobs: Knobs, tol: dict[str, float], seed: int | 
     for name in sorted(set(classes.tolist())):
         mask = classes == name
         rows.extend(compare_class(str(name), _subset(m, mask, m_held), _subset(s, mask, s_held), tol))
-    notes: list[str] = []
+    cols = job_columns(history)
+    _, notes = idle_capacity(history, cols.scheduled, cols.end, cols.gpus, cols.nodes)
+    notes = [n for n in notes if "node list" in n]
+    skipped = sum(history.skipped.values())
+    if skipped:
+        notes.append(
+            f"the import left out {skipped} record(s) (counts by reason in history.json); not replayed"
+        )
     cost = cluster_cost(history)
     simulated_cost = summarize(run.result).cost_total
     if cost.total is None:

@@ -21,6 +21,8 @@ from fleetlab.spec.history.checks import check_history
 
 __all__ = ["HISTORY_FILES", "read_history_folder", "write_history_folder"]
 
+#: The history.json format tag ``fleetlab import`` writes; folders without one are read too.
+FORMAT = "fleetlab-history/1"
 HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA}
 #: history.json is small; anything larger is not one.
 MAX_META_BYTES = 1 << 20
@@ -85,6 +87,8 @@ def read_history_folder(folder: Path) -> History:
         ) from None
     if not isinstance(meta, dict):
         raise SpecError(str(meta_file), ["expected a JSON object with epoch, end_s, sources, skipped"])
+    if meta.get("format", FORMAT) != FORMAT:
+        raise SpecError(str(meta_file), [f"format {meta.get('format')!r}: this fleetlab reads {FORMAT!r}"])
     end_s = _number(meta, "end_s", str(meta_file))
     skipped = meta.get("skipped", {})
     if not isinstance(skipped, dict) or not all(
@@ -118,6 +122,7 @@ def write_history_folder(history: History, folder: Path) -> None:
     for name, table in (("jobs", history.jobs), ("nodes", history.nodes), ("bill", history.bill)):
         pq.write_table(table, folder / f"{name}.parquet", compression="zstd")
     meta = {
+        "format": FORMAT,
         "epoch": history.epoch,
         "end_s": history.end_s,
         "sources": list(history.sources),
