@@ -269,7 +269,7 @@ class Simulator:
         job_index = int(book.job[pod])
         job = self.jobs[job_index]
         if job.image is not None:
-            self.state.add_image(int(book.node[pod]), job.image.name)
+            self.state.add_image(int(book.node[pod]), job.image.name, job.image.size)
         if job.gang and job.pods > 1:
             book.job_ready[job_index] += 1
             if book.job_ready[job_index] == job.pods - self.pods_done[job_index]:

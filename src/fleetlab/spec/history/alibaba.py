@@ -217,6 +217,11 @@ def load_alibaba_history(pod_csv: Path, node_csv: Path | None = None) -> History
             "nodes": [None] * rows,
             "gpu_util_mean": [None] * rows,
             "gpu_mem_used_max": [None] * rows,
+            "image_pull_s": [None] * rows,
+            "run_s": [
+                None if o or s is None else max(float(t) - s, 0.0)
+                for o, t, s in zip(open_end, gone, sched_list, strict=True)
+            ],
         },
         schema=JOB_SCHEMA,
     )
