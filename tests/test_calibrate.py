@@ -23,7 +23,7 @@ from fleetlab.model.history import History
 from fleetlab.model.scenario import Scenario
 from fleetlab.spec.catalog import builtin_catalog
 from fleetlab.spec.history.alibaba import load_alibaba_history
-from fleetlab.spec.history.folder import write_history_folder
+from fleetlab.spec.history.store import write_history
 from fleetlab.spec.loader import resolve
 from history_builders import HAND_BILL, HAND_JOBS, HAND_NODES, history, jobs_table, nodes_table
 from shared_data import shared_path
@@ -165,8 +165,9 @@ def test_ks_distance_and_errors_by_hand() -> None:
     m = kaplan_meier(np.array([0.0, 10, 20, 30]), np.ones(4, dtype=bool))
     s = kaplan_meier(np.array([0.0, 0, 20, 30]), np.ones(4, dtype=bool))
     assert ks_distance(m, s) == pytest.approx(0.25)
-    side_m = Side(np.array([0.0, 10, 20, 30]), np.ones(4, dtype=bool), 100.0, 1000.0)
-    side_s = Side(np.array([0.0, 0, 20, 30]), np.array([True, True, True, False]), 104.0, 1100.0)
+    every = np.ones(4, dtype=bool)
+    side_m = Side(np.array([0.0, 10, 20, 30]), every, 100.0, 1000.0, every)
+    side_s = Side(np.array([0.0, 0, 20, 30]), np.array([True, True, True, False]), 104.0, 1100.0, every)
     rows = {r.metric: r for r in compare_class("all", side_m, side_s, DEFAULT_TOLERANCES)}
     assert rows["gpu_hours_allocated"].error == pytest.approx(0.04) and rows["gpu_hours_allocated"].within
     assert rows["makespan_s"].error == pytest.approx(0.1) and not rows["makespan_s"].within
@@ -178,7 +179,7 @@ def test_ks_distance_and_errors_by_hand() -> None:
 
 
 def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
     out = tmp_path / "cal"
     result = runner.invoke(
         app, ["calibrate", str(tmp_path / "h"), "--out", str(out), "--tolerance", "wait_ks=0.5"]
@@ -220,13 +221,13 @@ def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_
     ],
 )
 def test_cli_bad_tolerances_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
     result = runner.invoke(app, ["calibrate", str(tmp_path / "h"), *args])
     assert result.exit_code == 2 and expected in result.output and "Traceback" not in result.output
 
 
 def test_history_without_nodes_cannot_be_replayed(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, []), tmp_path / "h")
+    write_history(history(HAND_JOBS, []), tmp_path / "h")
     result = runner.invoke(app, ["calibrate", str(tmp_path / "h")])
     assert result.exit_code == 2 and "has no nodes" in result.output
 
@@ -249,7 +250,7 @@ def test_alibaba_default_replay_reproduces_run_times_but_not_the_wait_tail() -> 
 
 
 def test_calibration_files_are_byte_identical_across_runs(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
     for out in ("a", "b"):
         result = runner.invoke(app, ["calibrate", str(tmp_path / "h"), "--out", str(tmp_path / out)])
         assert result.exit_code == 0, result.output

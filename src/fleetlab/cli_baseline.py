@@ -37,10 +37,16 @@ def load_history_input(history: Path | None, pods: Path | None, nodes: Path | No
         from fleetlab.spec.history.alibaba import load_alibaba_history
 
         return load_alibaba_history(pods, nodes)
-    from fleetlab.spec.history.folder import read_history_folder
-
     assert history is not None
-    return read_history_folder(history)
+    return load_history_checked(history)
+
+
+def load_history_checked(folder: Path) -> History:
+    """A history folder (as ``fleetlab import`` writes it) that passed the sanity checks."""
+    from fleetlab.spec.history.checks import check_history
+    from fleetlab.spec.history.store import load_history
+
+    return check_history(load_history(folder), str(folder))
 
 
 def _write_out(out: Path, fill: Callable[[Path], None]) -> None:

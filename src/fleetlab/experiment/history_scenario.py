@@ -1,9 +1,10 @@
 """Turn a measured history into a scenario fleetlab can replay: the real arrivals, requests and measured
 run times on the imported nodes, under the default kube-scheduler profile (docs/baseline.md, "Calibrate").
 
-* a job's runtime is its measured compute, ``end − running``; a job still running when the record ends
-  runs until then (``H − running``); a job that never started gets the median measured compute of its
-  class (of all jobs when its class has none) — the replay decides whether it starts;
+* a job's runtime is its measured compute (the source's ``run_s``, else ``end − running``); a job still
+  running when the record ends runs until then (``H − running``); a job that never started gets the
+  median measured compute of its class (of all jobs when its class has none) — the replay decides whether
+  it starts;
 * measured preparation (``running − scheduled``) is replayed as a data download of ``prep × bandwidth``
   bytes at the pools' data bandwidth, so each job's preparation is its own;
 * a measured GPU utilisation (DCGM) becomes the job's ``gpu_utilization``;
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from fleetlab.metrics.baseline import job_columns
+from fleetlab.metrics.baseline import job_columns, job_times
 from fleetlab.metrics.baseline_cost import catalog_price, offers_by_type
 from fleetlab.model.cluster import Cluster, NodePool
 from fleetlab.model.gpus import GPU_MODELS
@@ -151,16 +152,16 @@ def history_jobs(history: History) -> list[Job]:
     cols = job_columns(history)
     end_s = float(history.end_s)
     t = history.jobs
-    ran = ~np.isnan(cols.running)
-    stop = np.where(np.isnan(cols.end), end_s, cols.end)
-    compute = np.where(ran, np.maximum(stop - cols.running, 0.0), np.nan)
+    compute = job_times(cols, end_s).compute
+    ran = ~np.isnan(compute)
     classes = cols.job_class
     fallback = float(np.nanmedian(compute)) if np.any(ran) else 60.0
     medians = {
         c: float(np.nanmedian(compute[classes == c])) if np.any(ran & (classes == c)) else fallback
         for c in set(classes.tolist())
     }
-    prep = np.where(ran & ~np.isnan(cols.scheduled), np.maximum(cols.running - cols.scheduled, 0.0), 0.0)
+    measured_prep = ~np.isnan(cols.running) & ~np.isnan(cols.scheduled)
+    prep = np.where(measured_prep, np.maximum(cols.running - cols.scheduled, 0.0), 0.0)
     labelled = any(GPU_MODEL_LABEL in (n or "") for n in history.nodes.column("labels_json").to_pylist())
     wanted = ["job_id", "job_class", "team", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod"]
     rows = t.select([*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model"]).to_pylist()
@@ -204,13 +205,16 @@ def history_jobs(history: History) -> list[Job]:
     return jobs
 
 
-def history_scenario(history: History, knobs: Knobs, name: str = "calibrated") -> Scenario:
-    """The replay scenario with the given knobs (everything else at fleetlab's defaults)."""
+def history_scenario(
+    history: History, knobs: Knobs, name: str = "calibrated", jobs: tuple[Job, ...] | None = None
+) -> Scenario:
+    """The replay scenario with the given knobs (everything else at fleetlab's defaults); ``jobs``, when
+    given, are ``history_jobs(history)`` built once for several replays."""
     return Scenario(
         name=name,
         description=f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
         cluster=history_cluster(history, knobs),
-        workload=Workload(jobs=tuple(history_jobs(history))),
+        workload=Workload(jobs=jobs if jobs is not None else tuple(history_jobs(history))),
         scheduler=SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
     )
 

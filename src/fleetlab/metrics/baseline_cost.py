@@ -122,20 +122,19 @@ def _covered(starts: FloatArray, stops: FloatArray) -> float:
 def idle_capacity(
     history: History,
     scheduled: FloatArray,
-    end: FloatArray,
+    held: FloatArray,
     gpus: FloatArray,
     job_nodes: list[str | None],
 ) -> tuple[dict[str, Any], list[str]]:
-    """GPU capacity-hours vs allocated GPU-hours, and node-hours no job held (when jobs name their nodes)."""
+    """GPU capacity-hours vs allocated GPU-hours (``gpus`` × ``held`` seconds per job), and node-hours no
+    job held (from ``scheduled`` for ``held`` seconds on the nodes each job names, when jobs name them)."""
     notes: list[str] = []
-    record_end = float(history.end_s)
     start, stop = node_lifetimes(history)
     node_gpus = np.asarray(history.nodes.column("gpus").to_numpy(zero_copy_only=False), dtype=np.float64)
     capacity = float(np.dot(node_gpus, stop - start)) / SECONDS_PER_HOUR
     node_hours = float((stop - start).sum()) / SECONDS_PER_HOUR
-    held_to = np.where(np.isnan(end), record_end, np.minimum(end, record_end))
     started = ~np.isnan(scheduled)
-    held = np.where(started, np.maximum(held_to - np.where(started, scheduled, 0.0), 0.0), 0.0)
+    held_to = np.where(started, scheduled, 0.0) + held
     allocated = float(np.dot(gpus, held)) / SECONDS_PER_HOUR
     out: dict[str, Any] = {
         "node_hours": node_hours,
