@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.experiment.history_scenario import Knobs, has_node_arrivals, history_jobs, history_scenario
+from fleetlab.experiment.history_scenario import (
+    Knobs,
+    complete_nodes,
+    has_node_arrivals,
+    history_jobs,
+    history_scenario,
+)
 from fleetlab.experiment.run import Run, run_one
 from fleetlab.metrics.baseline import job_columns, job_times
 from fleetlab.metrics.baseline_cost import cluster_cost, idle_capacity
@@ -207,7 +213,7 @@ def evaluate(
     cols = job_columns(history)
     held = job_times(cols, float(history.end_s)).held
     _, notes = idle_capacity(history, cols.scheduled, held, cols.gpus, cols.nodes)
-    notes = [n for n in notes if "node list" in n]
+    notes = [n for n in notes if "node list" in n] + complete_nodes(history)[1]
     skipped = sum(history.skipped.values())
     if skipped:
         notes.append(

@@ -103,6 +103,53 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
         raise SpecError("<history nodes>", problems_from_validation(exc, f"pool {name}")) from None
 
 
+def _most_common(values: list[Any]) -> Any:
+    counts: dict[Any, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=lambda v: counts[v]) if counts else None  # first of the most common, in order
+
+
+def complete_nodes(history: History) -> tuple[list[dict[str, Any]], list[str]]:
+    """The node rows with what the sources left unknown filled in, and a note saying what was filled.
+
+    Some sources see a node without its shape (a Prometheus series for a node whose labels were not
+    scraped: GPUs but no GPU model, no memory). Such a node is replayed with the history's most common
+    known value of the missing field (GPU model among GPU nodes, CPU, memory) rather than dropped, since
+    dropping it would shrink the cluster the jobs ran on."""
+    nodes = [dict(n) for n in history.nodes.to_pylist()]
+    if not nodes:
+        raise SpecError("<history>", ["the history has no nodes; calibration replays on the imported nodes"])
+    known_models = [n["gpu_model"] for n in nodes if n["gpus"] and n["gpu_model"] in GPU_MODELS]
+    fills = {
+        "gpu_model": _most_common(known_models),
+        "cpu": _most_common([n["cpu"] for n in nodes if n["cpu"] > 0]),
+        "memory": _most_common([n["memory"] for n in nodes if n["memory"] > 0]),
+    }
+    filled: list[str] = []
+    for n in nodes:
+        missing = [f for f in ("cpu", "memory") if n[f] <= 0]
+        if n["gpus"] and n["gpu_model"] not in GPU_MODELS:
+            missing.append("gpu_model")
+        for f in missing:
+            if fills[f] is None:
+                raise SpecError(
+                    "<history nodes>",
+                    [f"node {n['node']!r} has no {f} and no other node has one to replay it with"],
+                )
+            n[f] = fills[f]
+        if missing:
+            filled.append(f"{n['node']} ({', '.join(missing)})")
+    notes = []
+    if filled:
+        shown = ", ".join(filled[:3]) + (f" and {len(filled) - 3} more" if len(filled) > 3 else "")
+        notes.append(
+            f"{len(filled)} node(s) had no GPU model, CPU or memory in the history and are replayed with the "
+            f"history's most common value: {shown}"
+        )
+    return nodes, notes
+
+
 def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels, capacity type).
 
@@ -110,9 +157,7 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     a Cluster Autoscaler node group: it starts with the nodes present at time 0 (its minimum), may grow to
     the most nodes it ever had at once, and new nodes take ``knobs.node_boot_time_s`` to boot (a Node
     object is created when the machine registers, so histories do not show how long booting took)."""
-    nodes = history.nodes.to_pylist()
-    if not nodes:
-        raise SpecError("<history>", ["the history has no nodes; calibration replays on the imported nodes"])
+    nodes, _ = complete_nodes(history)
     end = float(history.end_s)
     offers = offers_by_type()
     groups: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
