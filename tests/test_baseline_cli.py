@@ -222,3 +222,13 @@ def test_duration_only_history_folder_is_accepted_and_ended_jobs_need_a_time(tmp
     write_history(history(bad, HAND_NODES), tmp_path / "bad")
     result = runner.invoke(app, ["baseline", str(tmp_path / "bad")])
     assert result.exit_code == 2 and "ended without an end_s or a run_s" in result.output
+
+
+def test_markup_in_names_is_printed_as_text(tmp_path: Path) -> None:
+    jobs = [{**HAND_JOBS[0], "team": "[/bold]x[red]"}, *HAND_JOBS[1:]]
+    write_history(history(jobs, HAND_NODES), tmp_path / "h")
+    result = runner.invoke(app, ["baseline", str(tmp_path / "h")])
+    assert result.exit_code == 0, result.output
+    assert "team=[/bold]x[red]" in result.output
+    cal = runner.invoke(app, ["calibrate", str(tmp_path / "h"), "--no-fit"])
+    assert cal.exit_code == 0, cal.output

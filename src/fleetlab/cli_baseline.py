@@ -75,7 +75,7 @@ def baseline_cmd(
     alibaba_nodes: AlibabaNodesOpt = None,
 ) -> None:
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
-    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.cli import _check_out, _fail, out_console
     from fleetlab.metrics.baseline import compute_baseline
     from fleetlab.report.baseline_files import baseline_payload, dumps, write_baseline_files
     from fleetlab.report.baseline_report import baseline_table, cluster_lines
@@ -98,7 +98,6 @@ def baseline_cmd(
         out_console.print(line, highlight=False, markup=False)
     if out is not None:
         out_console.print(f"baseline written to {out}", highlight=False, markup=False)
-    _ = err_console
 
 
 def _tolerances(items: list[str] | None) -> dict[str, float]:
