@@ -309,3 +309,14 @@ def test_notes_say_when_the_node_list_is_incomplete_and_rows_were_left_out() -> 
     c = calibrate(h, fit=False)
     assert any("node list is incomplete" in n for n in c.notes)
     assert any("left out 3 record(s)" in n for n in c.notes)
+
+
+def test_nodes_differing_only_in_hostname_share_one_pool() -> None:
+    nodes = [
+        {"node": f"n{i}", "gpus": 8, "gpu_model": "H100", "pool": "h100",
+         "labels_json": json.dumps({"kubernetes.io/hostname": f"n{i}", "team": "ml"})}
+        for i in range(3)
+    ]  # fmt: skip
+    c = calibrate(history(HAND_JOBS, nodes), fit=False)
+    (pool,) = c.scenario.cluster.pools
+    assert (pool.name, pool.count, pool.labels) == ("h100", 3, {"team": "ml"})

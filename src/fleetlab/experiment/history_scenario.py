@@ -68,6 +68,19 @@ def _max_alive(spans: list[tuple[float, float]]) -> int:
     return peak
 
 
+def pool_labels(labels_json: str | None) -> str:
+    """A node's labels as sorted JSON, without the per-node ones (``kubernetes.io/hostname``, ``/arch``,
+    ``/os``: the simulator sets its own), so that nodes of one shape share one pool."""
+    try:
+        parsed = json.loads(labels_json or "{}")
+    except json.JSONDecodeError:
+        parsed = {}
+    if not isinstance(parsed, dict):
+        parsed = {}
+    kept = {str(k): str(v) for k, v in parsed.items() if not str(k).startswith("kubernetes.io/")}
+    return json.dumps(kept, sort_keys=True)
+
+
 def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]], knobs: Knobs) -> NodePool:
     pool, model, gpus, cpu, memory, labels, capacity, price = key
     if gpus and model not in GPU_MODELS:
@@ -75,11 +88,6 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
             "<history nodes>",
             [f"pool {pool!r}: GPU model {model!r} is not one fleetlab knows; known: {', '.join(GPU_MODELS)}"],
         )
-    try:
-        parsed = json.loads(labels)
-    except json.JSONDecodeError:
-        parsed = {}
-    node_labels = {str(k): str(v) for k, v in parsed.items()} if isinstance(parsed, dict) else {}
     initial = sum(1 for created, _ in spans if created <= 0)
     autoscaled = initial < len(spans)
     data: dict[str, Any] = {
@@ -89,7 +97,7 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
         "gpus_per_node": gpus,
         "cpu": f"{round(cpu * 1000)}m",
         "memory": memory,
-        "labels": {k: v for k, v in node_labels.items() if not k.startswith("kubernetes.io/")},
+        "labels": json.loads(labels),
         "capacity_type": "spot" if capacity == "spot" else "on-demand",
         "data_bandwidth": PREP_BANDWIDTH,
         "price_per_hour": price or 0.0,
@@ -164,7 +172,7 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     for n in nodes:
         kind = n["instance_type"]
         price = catalog_price(offers.get(kind, []), n["zone"], n["capacity_type"]) if kind else None
-        key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], n["labels_json"] or "{}",
+        key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], pool_labels(n["labels_json"]),
                n["capacity_type"], price)  # fmt: skip
         created = 0.0 if n["created_s"] is None else max(float(n["created_s"]), 0.0)
         deleted = end if n["deleted_s"] is None else float(n["deleted_s"])
