@@ -2,8 +2,10 @@
 seeded) read into a History, then the measured baseline computed from it.
 
 Prints rows, seconds per stage and the process's peak resident memory. Target: under a minute and 2 GB.
+``--calibrate`` also replays the history (every fitted candidate) on an invented node list of ``--nodes``
+8-GPU nodes; use it with fewer pods (e.g. ``--pods 20000``).
 
-Run: .venv/bin/python bench/bench_baseline.py [--pods 500000] [--seed 7]
+Run: .venv/bin/python bench/bench_baseline.py [--pods 500000] [--seed 7] [--calibrate --nodes 400]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fleetlab.experiment.calibration import calibrate
 from fleetlab.metrics.baseline import compute_baseline
 from fleetlab.spec.history.alibaba import load_alibaba_history
 
@@ -46,26 +49,45 @@ def write_pods(path: Path, pods: int, seed: int) -> None:
             )
 
 
+def write_nodes(path: Path, nodes: int) -> None:
+    """``nodes`` identical 8-GPU nodes in the openb node-list format."""
+    rows = [f"node-{i:05d},96000,393216,8,V100M32" for i in range(nodes)]
+    path.write_text("sn,cpu_milli,memory_mib,gpu,model\n" + "\n".join(rows) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=500_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--calibrate", action="store_true", help="also calibrate (replay) the history")
+    parser.add_argument("--nodes", type=int, default=400, help="8-GPU nodes for --calibrate")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pods.csv"
         t0 = time.perf_counter()
         write_pods(path, args.pods, args.seed)
         t1 = time.perf_counter()
-        history = load_alibaba_history(path)
+        nodes = Path(tmp) / "nodes.csv"
+        write_nodes(nodes, args.nodes)
+        history = load_alibaba_history(path, nodes if args.calibrate else None)
         t2 = time.perf_counter()
         baseline = compute_baseline(history)
         t3 = time.perf_counter()
+        calibrated = ""
+        if args.calibrate:
+            result = calibrate(history)
+            calibrated = (
+                f"calibrate {time.perf_counter() - t3:.1f} s for {len(result.fit)} replays on {args.nodes} "
+                f"nodes (fitted {result.knobs}, verdict {result.verdict})"
+            )
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"pods {history.jobs.num_rows:,}: written {t1 - t0:.1f} s (not timed below)")
     print(
         f"import {t2 - t1:.1f} s ({history.jobs.num_rows / (t2 - t1):,.0f} pods/s), baseline {t3 - t2:.1f} s"
     )
     print(f"groups {len(baseline.rows)}, peak RSS {peak_mib:,.0f} MiB")
+    if calibrated:
+        print(calibrated)
 
 
 if __name__ == "__main__":

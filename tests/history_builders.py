@@ -32,6 +32,8 @@ JOB_DEFAULTS: dict[str, Any] = {
     "nodes": None,
     "gpu_util_mean": None,
     "gpu_mem_used_max": None,
+    "image_pull_s": None,
+    "run_s": None,
 }
 NODE_DEFAULTS: dict[str, Any] = {
     "pool": None,

@@ -156,3 +156,19 @@ def test_empty_history_has_one_empty_row_and_no_nan() -> None:
     (row,) = result.rows
     assert row.jobs_submitted == 0 and row.wait_p50_s is None
     assert not any(isinstance(v, float) and math.isnan(v) for v in row.as_dict().values())
+
+
+def test_duration_only_jobs_have_compute_but_no_wait() -> None:
+    # A Philly-summary-like job: completed, run_s 600, 2 GPUs, no scheduled/running/end instants; beside it
+    # a job with a measured image pull of 30 s. The first adds compute and allocation, not a wait.
+    jobs = [
+        {"job_id": "p1", "state": "completed", "submit_s": 0.0, "run_s": 600.0, "gpus_per_pod": 2.0},
+        {"job_id": "k1", "state": "completed", "submit_s": 0.0, "scheduled_s": 5.0, "running_s": 40.0,
+         "end_s": 100.0, "image_pull_s": 30.0, "run_s": 60.0},
+    ]  # fmt: skip
+    (row, *_) = compute_baseline(history(jobs, [], end_s=1000.0)).rows
+    assert (row.wait_unmeasured, row.wait_censored, row.started) == (1, 0, 1)
+    assert row.wait_p50_s == 5.0 and not row.wait_p50_lower_bound  # k1's wait only
+    assert row.compute_jobs == 2 and row.compute_mean_s == pytest.approx((600 + 60) / 2)
+    assert row.gpu_hours_allocated == pytest.approx(2 * 600 / H)  # k1 holds no GPU
+    assert (row.image_pull_jobs, row.image_pull_mean_s) == (1, 30.0)

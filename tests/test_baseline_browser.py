@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fleetlab.cli import app
-from fleetlab.spec.history.folder import write_history_folder
+from fleetlab.spec.history.store import write_history
 from history_builders import HAND_JOBS, HAND_NODES, history
 from test_experiment_browser import CHROMIUM_ARGS, _chromium
 
@@ -20,7 +20,7 @@ def test_baseline_and_calibration_pages_render_as_text_in_chromium(tmp_path: Pat
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
     chromium = _chromium()
     jobs = [{**HAND_JOBS[0], "team": HOSTILE}, *HAND_JOBS[1:]]
-    write_history_folder(history(jobs, HAND_NODES), tmp_path / "h")
+    write_history(history(jobs, HAND_NODES), tmp_path / "h")
     runner = CliRunner()
     assert runner.invoke(app, ["baseline", str(tmp_path / "h"), "--out", str(tmp_path / "bl")]).exit_code == 0
     assert (

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fleetlab.cli import app
+from fleetlab.cli_baseline import load_history_checked
 from fleetlab.metrics.baseline import compute_baseline
 from fleetlab.report.baseline_files import write_baseline_files
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.alibaba import load_alibaba_history
-from fleetlab.spec.history.folder import read_history_folder, write_history_folder
+from fleetlab.spec.history.store import write_history
 from history_builders import HAND_BILL, HAND_JOBS, HAND_NODES, history
 from shared_data import shared_path
 
@@ -75,24 +76,21 @@ def test_bad_alibaba_rows_name_row_column_and_value(tmp_path: Path, row: str, ex
     assert "row 1" in str(info.value) and expected in str(info.value)
 
 
-def test_history_folder_round_trip_and_bad_folders(tmp_path: Path) -> None:
+def test_cli_reads_the_import_folder_and_refuses_broken_ones(tmp_path: Path) -> None:
     h = history(HAND_JOBS, HAND_NODES, HAND_BILL)
-    write_history_folder(h, tmp_path / "h")
-    back = read_history_folder(tmp_path / "h")
+    write_history(h, tmp_path / "h")
+    back = load_history_checked(tmp_path / "h")
     assert back.jobs.equals(h.jobs) and back.nodes.equals(h.nodes) and back.bill.equals(h.bill)
-    assert back.end_s == 100.0
-    (tmp_path / "h" / "history.json").write_text('{"end_s": "soon"}')
-    with pytest.raises(SpecError, match="end_s: expected a finite number"):
-        read_history_folder(tmp_path / "h")
-    (tmp_path / "h" / "history.json").write_text('{"end_s": 1')
-    with pytest.raises(SpecError, match="invalid JSON"):
-        read_history_folder(tmp_path / "h")
+    meta = tmp_path / "h" / "history.json"
+    meta.write_text('{"format": "fleetlab-history/1", "end_s": 1')
+    result = runner.invoke(app, ["baseline", str(tmp_path / "h")])
+    assert result.exit_code == 2 and "invalid JSON" in result.output and "Traceback" not in result.output
     with pytest.raises(SpecError, match="not a folder"):
-        read_history_folder(tmp_path / "missing")
+        load_history_checked(tmp_path / "missing")
 
 
 def test_cli_writes_parquet_json_html_and_fails_cleanly(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES, HAND_BILL), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES, HAND_BILL), tmp_path / "h")
     result = runner.invoke(app, ["baseline", str(tmp_path / "h"), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert "measured baseline: 4 jobs" in result.output
@@ -112,7 +110,7 @@ def test_cli_writes_parquet_json_html_and_fails_cleanly(tmp_path: Path) -> None:
 
 
 def test_cli_output_is_byte_identical_across_runs(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES, HAND_BILL), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES, HAND_BILL), tmp_path / "h")
     for out in ("a", "b"):
         assert (
             runner.invoke(app, ["baseline", str(tmp_path / "h"), "--out", str(tmp_path / out)]).exit_code == 0
@@ -202,15 +200,35 @@ def test_history_folders_with_impossible_rows_are_refused(
     tmp_path: Path, change: dict[str, object], expected: str
 ) -> None:
     jobs = [{**HAND_JOBS[0], **change}, *HAND_JOBS[1:]]
-    write_history_folder(history(jobs, HAND_NODES), tmp_path / "h")
+    write_history(history(jobs, HAND_NODES), tmp_path / "h")
     result = runner.invoke(app, ["baseline", str(tmp_path / "h")])
     assert result.exit_code == 2, result.output
     assert expected in result.output and "job 'j1'" in result.output and "Traceback" not in result.output
 
 
 def test_truncated_parquet_is_a_clear_error(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
     data = (tmp_path / "h" / "jobs.parquet").read_bytes()
     (tmp_path / "h" / "jobs.parquet").write_bytes(data[: len(data) // 2])
     result = runner.invoke(app, ["baseline", str(tmp_path / "h")])
     assert result.exit_code == 2 and "cannot be read as Parquet" in result.output
+
+
+def test_duration_only_history_folder_is_accepted_and_ended_jobs_need_a_time(tmp_path: Path) -> None:
+    ok = [{"job_id": "p1", "state": "completed", "submit_s": 0.0, "run_s": 600.0, "gpus_per_pod": 1.0}]
+    write_history(history(ok, HAND_NODES, end_s=1000.0), tmp_path / "ok")
+    assert runner.invoke(app, ["baseline", str(tmp_path / "ok")]).exit_code == 0
+    bad = [{"job_id": "p1", "state": "failed", "submit_s": 0.0}]
+    write_history(history(bad, HAND_NODES), tmp_path / "bad")
+    result = runner.invoke(app, ["baseline", str(tmp_path / "bad")])
+    assert result.exit_code == 2 and "ended without an end_s or a run_s" in result.output
+
+
+def test_markup_in_names_is_printed_as_text(tmp_path: Path) -> None:
+    jobs = [{**HAND_JOBS[0], "team": "[/bold]x[red]"}, *HAND_JOBS[1:]]
+    write_history(history(jobs, HAND_NODES), tmp_path / "h")
+    result = runner.invoke(app, ["baseline", str(tmp_path / "h")])
+    assert result.exit_code == 0, result.output
+    assert "team=[/bold]x[red]" in result.output
+    cal = runner.invoke(app, ["calibrate", str(tmp_path / "h"), "--no-fit"])
+    assert cal.exit_code == 0, cal.output

@@ -3,6 +3,7 @@ the comparison arithmetic (KS, quantile and relative errors, verdicts) on hand-m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -16,13 +17,15 @@ from fleetlab.cli import app
 from fleetlab.experiment.calibration import DEFAULT_TOLERANCES, Side, calibrate, compare_class, ks_distance
 from fleetlab.experiment.history_scenario import scenario_document
 from fleetlab.experiment.run import run_one
+from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.survival import kaplan_meier
 from fleetlab.model.history import History
 from fleetlab.model.scenario import Scenario
+from fleetlab.spec.catalog import builtin_catalog
 from fleetlab.spec.history.alibaba import load_alibaba_history
-from fleetlab.spec.history.folder import write_history_folder
+from fleetlab.spec.history.store import write_history
 from fleetlab.spec.loader import resolve
-from history_builders import HAND_JOBS, HAND_NODES, history, jobs_table, nodes_table
+from history_builders import HAND_BILL, HAND_JOBS, HAND_NODES, history, jobs_table, nodes_table
 from shared_data import shared_path
 
 runner = CliRunner()
@@ -162,8 +165,9 @@ def test_ks_distance_and_errors_by_hand() -> None:
     m = kaplan_meier(np.array([0.0, 10, 20, 30]), np.ones(4, dtype=bool))
     s = kaplan_meier(np.array([0.0, 0, 20, 30]), np.ones(4, dtype=bool))
     assert ks_distance(m, s) == pytest.approx(0.25)
-    side_m = Side(np.array([0.0, 10, 20, 30]), np.ones(4, dtype=bool), 100.0, 1000.0)
-    side_s = Side(np.array([0.0, 0, 20, 30]), np.array([True, True, True, False]), 104.0, 1100.0)
+    every = np.ones(4, dtype=bool)
+    side_m = Side(np.array([0.0, 10, 20, 30]), every, 100.0, 1000.0, every)
+    side_s = Side(np.array([0.0, 0, 20, 30]), np.array([True, True, True, False]), 104.0, 1100.0, every)
     rows = {r.metric: r for r in compare_class("all", side_m, side_s, DEFAULT_TOLERANCES)}
     assert rows["gpu_hours_allocated"].error == pytest.approx(0.04) and rows["gpu_hours_allocated"].within
     assert rows["makespan_s"].error == pytest.approx(0.1) and not rows["makespan_s"].within
@@ -175,7 +179,7 @@ def test_ks_distance_and_errors_by_hand() -> None:
 
 
 def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
     out = tmp_path / "cal"
     result = runner.invoke(
         app, ["calibrate", str(tmp_path / "h"), "--out", str(out), "--tolerance", "wait_ks=0.5"]
@@ -202,6 +206,7 @@ def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_
     experiment.write_text(
         "name: what-if\nbase: cal/scenario.yaml\nseeds: [1]\nmetrics: [queue_wait_mean_s]\n"
         "variants:\n  - name: as-measured\n  - name: most-allocated\n    policy: most-allocated\n"
+        "  - name: faster-admission\n    scheduler: {scheduling_latency_s: 0}\n"
     )
     ran = runner.invoke(app, ["experiment", "run", str(experiment), "--out", str(tmp_path / "exp")])
     assert ran.exit_code == 0, ran.output
@@ -216,13 +221,13 @@ def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_
     ],
 )
 def test_cli_bad_tolerances_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
     result = runner.invoke(app, ["calibrate", str(tmp_path / "h"), *args])
     assert result.exit_code == 2 and expected in result.output and "Traceback" not in result.output
 
 
 def test_history_without_nodes_cannot_be_replayed(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, []), tmp_path / "h")
+    write_history(history(HAND_JOBS, []), tmp_path / "h")
     result = runner.invoke(app, ["calibrate", str(tmp_path / "h")])
     assert result.exit_code == 2 and "has no nodes" in result.output
 
@@ -245,10 +250,73 @@ def test_alibaba_default_replay_reproduces_run_times_but_not_the_wait_tail() -> 
 
 
 def test_calibration_files_are_byte_identical_across_runs(tmp_path: Path) -> None:
-    write_history_folder(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
+    write_history(history(HAND_JOBS, HAND_NODES), tmp_path / "h")
     for out in ("a", "b"):
         result = runner.invoke(app, ["calibrate", str(tmp_path / "h"), "--out", str(tmp_path / out)])
         assert result.exit_code == 0, result.output
     names = ["calibration.json", "calibration.parquet", "calibration.html", "scenario.yaml"]
     for name in [*names, "replay/jobs.parquet", "replay/summary.json"]:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_cli_calibrates_an_openb_pod_list_directly_as_json(tmp_path: Path) -> None:
+    # Invented rows in the openb format: three pods on one 2-GPU node, the third waits 100 s for the first.
+    pods = tmp_path / "pods.csv"
+    pods.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\n"
+        "p0,1000,1024,1,1000,,BE,Succeeded,0,100,0\n"
+        "p1,1000,1024,1,1000,,BE,Succeeded,0,300,0\n"
+        "p2,1000,1024,1,1000,,BE,Succeeded,0,400,100\n"
+    )
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,8000,16384,2,T4\n")
+    result = runner.invoke(
+        app, ["calibrate", "--alibaba-pods", str(pods), "--alibaba-nodes", str(nodes), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    rows = {(r["job_class"], r["metric"]): r for r in payload["rows"]}
+    # measured waits 0, 0, 100; the replay holds p2 until p0 ends at 100 s: the same waits.
+    assert rows[("all", "wait_ks")]["error"] == pytest.approx(0.0)
+    assert (
+        rows[("all", "wait_p99_s")]["measured"] == 100.0 and rows[("all", "wait_p99_s")]["simulated"] == 100.0
+    )
+    assert payload["fitted"] == {"scheduling_latency_s": 0.0} and payload["verdict"] == "pass"
+
+
+def test_priced_nodes_make_the_replay_cost_comparable() -> None:
+    # n1 is a p5.48xlarge (priced from the shipped AWS catalog), n2 has no instance type (free).
+    offers = [o for o in builtin_catalog("aws").offers if o.instance_type == "p5.48xlarge"]
+    price = min(o.price for o in offers if o.price is not None)
+    nodes = [{**HAND_NODES[0], "instance_type": "p5.48xlarge", "capacity_type": "on-demand"}, HAND_NODES[1]]
+    c = calibrate(history(HAND_JOBS, nodes), fit=False)
+    row = next(r for r in c.rows if r.metric == "cost")
+    # measured: one priced node for the whole 100 s record; simulated: the replay's own bill of that node.
+    assert row.measured == pytest.approx(price * 100 / 3600)
+    assert row.simulated == pytest.approx(summarize(c.run.result).cost_total)
+    assert row.simulated > 0 and row.error == pytest.approx(abs(row.simulated - row.measured) / row.measured)
+    free = calibrate(history(HAND_JOBS, HAND_NODES, HAND_BILL), fit=False)
+    assert not any(r.metric == "cost" for r in free.rows)
+    assert any("the replay is free" in n for n in free.notes)
+
+
+def test_notes_say_when_the_node_list_is_incomplete_and_rows_were_left_out() -> None:
+    # One 1-GPU node for 100 s = 100 GPU-s, but the jobs held 350 GPU-s (see test_baseline.py).
+    h = dataclasses.replace(
+        history(HAND_JOBS, [{"node": "n1", "gpus": 1, "gpu_model": "H100"}]), skipped={"x": 3}
+    )
+    c = calibrate(h, fit=False)
+    assert any("node list is incomplete" in n for n in c.notes)
+    assert any("left out 3 record(s)" in n for n in c.notes)
+
+
+def test_nodes_differing_only_in_hostname_share_one_pool() -> None:
+    nodes = [
+        {"node": f"n{i}", "gpus": 8, "gpu_model": "H100", "pool": "h100",
+         "labels_json": json.dumps({"kubernetes.io/hostname": f"n{i}", "team": "ml"})}
+        for i in range(3)
+    ]  # fmt: skip
+    c = calibrate(history(HAND_JOBS, nodes), fit=False)
+    (pool,) = c.scenario.cluster.pools
+    assert (pool.name, pool.count, pool.labels) == ("h100", 3, {"team": "ml"})

@@ -37,10 +37,16 @@ def load_history_input(history: Path | None, pods: Path | None, nodes: Path | No
         from fleetlab.spec.history.alibaba import load_alibaba_history
 
         return load_alibaba_history(pods, nodes)
-    from fleetlab.spec.history.folder import read_history_folder
-
     assert history is not None
-    return read_history_folder(history)
+    return load_history_checked(history)
+
+
+def load_history_checked(folder: Path) -> History:
+    """A history folder (as ``fleetlab import`` writes it) that passed the sanity checks."""
+    from fleetlab.spec.history.checks import check_history
+    from fleetlab.spec.history.store import load_history
+
+    return check_history(load_history(folder), str(folder))
 
 
 def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
@@ -69,7 +75,7 @@ def baseline_cmd(
     alibaba_nodes: AlibabaNodesOpt = None,
 ) -> None:
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
-    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.cli import _check_out, _fail, out_console
     from fleetlab.metrics.baseline import compute_baseline
     from fleetlab.report.baseline_files import baseline_payload, dumps, write_baseline_files
     from fleetlab.report.baseline_report import baseline_table, cluster_lines
@@ -92,7 +98,6 @@ def baseline_cmd(
         out_console.print(line, highlight=False, markup=False)
     if out is not None:
         out_console.print(f"baseline written to {out}", highlight=False, markup=False)
-    _ = err_console
 
 
 def _tolerances(items: list[str] | None) -> dict[str, float]:

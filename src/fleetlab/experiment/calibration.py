@@ -15,13 +15,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.experiment.history_scenario import Knobs, has_node_arrivals, history_scenario
+from fleetlab.experiment.history_scenario import (
+    Knobs,
+    complete_nodes,
+    has_node_arrivals,
+    history_jobs,
+    history_scenario,
+)
 from fleetlab.experiment.run import Run, run_one
-from fleetlab.metrics.baseline import job_columns, wait_observations
-from fleetlab.metrics.baseline_cost import cluster_cost
+from fleetlab.metrics.baseline import job_columns, job_times
+from fleetlab.metrics.baseline_cost import cluster_cost, idle_capacity
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.survival import KaplanMeier, kaplan_meier
 from fleetlab.model.history import History
+from fleetlab.model.job import Job
 from fleetlab.model.scenario import Scenario
 from fleetlab.spec.loader import resolve
 
@@ -53,6 +60,8 @@ class Side:
     started: NDArray[np.bool_]
     gpu_hours: float
     makespan_s: float
+    #: Jobs whose measured wait is known (measured or censored); only they enter the wait comparisons.
+    known: NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -110,18 +119,14 @@ def ks_distance(a: KaplanMeier, b: KaplanMeier) -> float:
 def measured_side(history: History) -> tuple[list[str], NDArray[np.object_], Side, FloatArray, FloatArray]:
     """Job ids, classes, the measured side, GPU-seconds held per job, and GPUs per job."""
     cols = job_columns(history)
-    waits, started = wait_observations(cols, float(history.end_s))
-    stop = np.where(np.isnan(cols.end), history.end_s, cols.end)
-    held = np.where(started, cols.gpus * np.maximum(stop - np.where(started, cols.scheduled, 0.0), 0.0), 0.0)
-    ends = np.where(started, stop, np.nan)
-    makespan = float(np.nanmax(ends) - cols.submit.min()) if np.any(started) else 0.0
-    return (
-        cols.job_id,
-        cols.job_class,
-        Side(waits, started, float(held.sum()) / 3600, makespan),
-        held,
-        cols.gpus,
-    )
+    end_s = float(history.end_s)
+    times = job_times(cols, end_s)
+    held = cols.gpus * times.held
+    stop = np.where(np.isnan(cols.end), end_s, cols.end)
+    ends = np.where(times.started, stop, np.nan)
+    makespan = float(np.nanmax(ends) - cols.submit.min()) if np.any(times.started) else 0.0
+    side = Side(times.waits, times.started, float(held.sum()) / 3600, makespan, times.wait_known)
+    return cols.job_id, cols.job_class, side, held, cols.gpus
 
 
 def simulated_side(run: Run, ids: Sequence[str], gpus: FloatArray) -> tuple[Side, FloatArray]:
@@ -137,7 +142,8 @@ def simulated_side(run: Run, ids: Sequence[str], gpus: FloatArray) -> tuple[Side
     stop = np.where(jobs.end_ms[order] >= 0, jobs.end_ms[order] / 1000.0, end)
     held = np.where(started, gpus * np.maximum(stop - bound / 1000.0, 0.0), 0.0)
     makespan = float(stop[started].max() - submit.min()) if np.any(started) else 0.0
-    return Side(np.maximum(waits, 0.0), started, float(held.sum()) / 3600, makespan), held
+    known = np.ones(len(ids), dtype=bool)
+    return Side(np.maximum(waits, 0.0), started, float(held.sum()) / 3600, makespan, known), held
 
 
 def _rel(measured: float, simulated: float) -> float:
@@ -146,7 +152,9 @@ def _rel(measured: float, simulated: float) -> float:
 
 def compare_class(name: str, m: Side, s: Side, tol: dict[str, float]) -> list[MetricRow]:
     """The rows of one class (or ``all``)."""
-    km_m, km_s = kaplan_meier(m.waits, m.started), kaplan_meier(s.waits, s.started)
+    known = m.known
+    km_m = kaplan_meier(m.waits[known], m.started[known])
+    km_s = kaplan_meier(s.waits[known], s.started[known])
     rows: list[MetricRow] = []
     for q in QUANTILES:
         qm, qs = km_m.quantile(q), km_s.quantile(q)
@@ -158,8 +166,9 @@ def compare_class(name: str, m: Side, s: Side, tol: dict[str, float]) -> list[Me
         )  # fmt: skip
     ks = ks_distance(km_m, km_s)
     rows.append(MetricRow(name, "wait_ks", None, None, ks, "ks", tol["wait_ks"], ks <= tol["wait_ks"]))
-    n = len(m.waits)
-    pm, ps = float(np.mean(~m.started)) if n else 0.0, float(np.mean(~s.started)) if n else 0.0
+    n = int(known.sum())
+    pm = float(np.mean(~m.started[known])) if n else 0.0
+    ps = float(np.mean(~s.started[known])) if n else 0.0
     rows.append(
         MetricRow(name, "never_started_share", pm, ps, abs(ps - pm), "abs_share", tol["pending_abs"],
                   abs(ps - pm) <= tol["pending_abs"])
@@ -179,29 +188,50 @@ def compare_class(name: str, m: Side, s: Side, tol: dict[str, float]) -> list[Me
 
 
 def _subset(side: Side, mask: NDArray[np.bool_], held: FloatArray) -> Side:
-    return Side(side.waits[mask], side.started[mask], float(held[mask].sum()) / 3600, side.makespan_s)
+    return Side(
+        side.waits[mask],
+        side.started[mask],
+        float(held[mask].sum()) / 3600,
+        side.makespan_s,
+        side.known[mask],
+    )
 
 
-def evaluate(history: History, knobs: Knobs, tol: dict[str, float], seed: int | None = None) -> Calibration:
-    """Replay once with ``knobs`` and compare with the history."""
-    scenario = history_scenario(history, knobs)
-    run = run_one(resolve(scenario, label="<calibrated scenario>"), None, seed)
+def evaluate(
+    history: History, knobs: Knobs, tol: dict[str, float], jobs: tuple[Job, ...] | None = None
+) -> Calibration:
+    """Replay once with ``knobs`` and compare with the history (``jobs``: the replay's jobs, built once)."""
+    scenario = history_scenario(history, knobs, jobs=jobs)
+    run = run_one(resolve(scenario, label="<calibrated scenario>"), None)
     ids, classes, m, m_held, gpus = measured_side(history)
     s, s_held = simulated_side(run, ids, gpus)
+    s = replace(s, known=m.known)
     rows = compare_class("all", m, s, tol)
     for name in sorted(set(classes.tolist())):
         mask = classes == name
         rows.extend(compare_class(str(name), _subset(m, mask, m_held), _subset(s, mask, s_held), tol))
-    notes: list[str] = []
+    cols = job_columns(history)
+    held = job_times(cols, float(history.end_s)).held
+    _, notes = idle_capacity(history, cols.scheduled, held, cols.gpus, cols.nodes)
+    notes = [n for n in notes if "node list" in n] + complete_nodes(history)[1]
+    skipped = sum(history.skipped.values())
+    if skipped:
+        notes.append(
+            f"the import left out {skipped} record(s) (counts by reason in history.json); not replayed"
+        )
     cost = cluster_cost(history)
     simulated_cost = summarize(run.result).cost_total
     if cost.total is None:
         notes.append("cost not compared: the history has no bill and no priced nodes")
+    elif not any(p.price_per_hour > 0 for p in scenario.cluster.pools):
+        notes.append(
+            "cost not compared: no node has an instance type in the price catalogs, so the replay is free"
+        )
     else:
         err = _rel(cost.total, simulated_cost)
         rows.append(MetricRow("all", "cost", cost.total, simulated_cost, err, "rel", tol["cost_rel"],
                               err <= tol["cost_rel"]))  # fmt: skip
-    gap = np.abs(s.waits - m.waits)
+    gap = np.where(m.known, np.abs(s.waits - m.waits), 0.0)
     worst = np.argsort(-gap, kind="stable")[:DISAGREEMENTS]
     disagreements = [
         {"job_id": ids[i], "job_class": str(classes[i]), "measured_wait_s": float(m.waits[i]),
@@ -244,13 +274,14 @@ def calibrate(
             grids.append(("node_boot_time_s", list(BOOT_GRID_S)))
     total = sum(len(g) for _, g in grids) or 1
     knobs = Knobs()
+    jobs = tuple(history_jobs(history))
     best: Calibration | None = None
     tried: list[dict[str, Any]] = []
     done = 0
     for knob, grid in grids:
         best = None
         for value in grid:
-            result = evaluate(history, replace(knobs, **{knob: value}), tol)
+            result = evaluate(history, replace(knobs, **{knob: value}), tol, jobs)
             tried.append({"knob": knob, "value": value, "wait_ks": _score(result)})
             if best is None or _score(result) < _score(best) - 1e-12:
                 best = result
@@ -260,7 +291,7 @@ def calibrate(
         assert best is not None
         knobs = best.knobs
     if best is None:
-        best = evaluate(history, knobs, tol)
+        best = evaluate(history, knobs, tol, jobs)
         if progress is not None:
             progress(1, 1)
     best.fit = tried

@@ -1,14 +1,18 @@
 """Turn a measured history into a scenario fleetlab can replay: the real arrivals, requests and measured
 run times on the imported nodes, under the default kube-scheduler profile (docs/baseline.md, "Calibrate").
 
-* a job's runtime is its measured compute, ``end − running``; a job still running when the record ends
-  runs until then (``H − running``); a job that never started gets the median measured compute of its
-  class (of all jobs when its class has none) — the replay decides whether it starts;
+* a job's runtime is its measured compute (the source's ``run_s``, else ``end − running``); a job still
+  running when the record ends runs until then (``H − running``); a job that never started gets the
+  median measured compute of its class (of all jobs when its class has none) — the replay decides whether
+  it starts;
 * measured preparation (``running − scheduled``) is replayed as a data download of ``prep × bandwidth``
   bytes at the pools' data bandwidth, so each job's preparation is its own;
 * a measured GPU utilisation (DCGM) becomes the job's ``gpu_utilization``;
-* nodes with the same pool and shape become one pool; a job's ``gpu_model`` (models joined by ``|``)
-  becomes a required node affinity on ``fleetlab.io/gpu-model`` when the nodes carry that label.
+* nodes with the same pool and shape become one pool, priced as the baseline prices them (the shipped
+  catalogs' hourly price of their instance type; unpriced nodes cost 0); pools that gained nodes during
+  the history are autoscaled (``history_cluster``);
+* a job's ``gpu_model`` (models joined by ``|``) becomes a required node affinity on
+  ``fleetlab.io/gpu-model`` when the nodes carry that label.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from fleetlab.metrics.baseline import job_columns
+from fleetlab.metrics.baseline import job_columns, job_times
+from fleetlab.metrics.baseline_cost import catalog_price, offers_by_type
 from fleetlab.model.cluster import Cluster, NodePool
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.history import History
@@ -63,18 +68,26 @@ def _max_alive(spans: list[tuple[float, float]]) -> int:
     return peak
 
 
+def pool_labels(labels_json: str | None) -> str:
+    """A node's labels as sorted JSON, without the per-node ones (``kubernetes.io/hostname``, ``/arch``,
+    ``/os``: the simulator sets its own), so that nodes of one shape share one pool."""
+    try:
+        parsed = json.loads(labels_json or "{}")
+    except json.JSONDecodeError:
+        parsed = {}
+    if not isinstance(parsed, dict):
+        parsed = {}
+    kept = {str(k): str(v) for k, v in parsed.items() if not str(k).startswith("kubernetes.io/")}
+    return json.dumps(kept, sort_keys=True)
+
+
 def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]], knobs: Knobs) -> NodePool:
-    pool, model, gpus, cpu, memory, labels, capacity = key
+    pool, model, gpus, cpu, memory, labels, capacity, price = key
     if gpus and model not in GPU_MODELS:
         raise SpecError(
             "<history nodes>",
             [f"pool {pool!r}: GPU model {model!r} is not one fleetlab knows; known: {', '.join(GPU_MODELS)}"],
         )
-    try:
-        parsed = json.loads(labels)
-    except json.JSONDecodeError:
-        parsed = {}
-    node_labels = {str(k): str(v) for k, v in parsed.items()} if isinstance(parsed, dict) else {}
     initial = sum(1 for created, _ in spans if created <= 0)
     autoscaled = initial < len(spans)
     data: dict[str, Any] = {
@@ -84,9 +97,10 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
         "gpus_per_node": gpus,
         "cpu": f"{round(cpu * 1000)}m",
         "memory": memory,
-        "labels": {k: v for k, v in node_labels.items() if not k.startswith("kubernetes.io/")},
+        "labels": json.loads(labels),
         "capacity_type": "spot" if capacity == "spot" else "on-demand",
         "data_bandwidth": PREP_BANDWIDTH,
+        "price_per_hour": price or 0.0,
     }
     if autoscaled:
         data["boot_time_s"] = knobs.node_boot_time_s
@@ -97,6 +111,53 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
         raise SpecError("<history nodes>", problems_from_validation(exc, f"pool {name}")) from None
 
 
+def _most_common(values: list[Any]) -> Any:
+    counts: dict[Any, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=lambda v: counts[v]) if counts else None  # first of the most common, in order
+
+
+def complete_nodes(history: History) -> tuple[list[dict[str, Any]], list[str]]:
+    """The node rows with what the sources left unknown filled in, and a note saying what was filled.
+
+    Some sources see a node without its shape (a Prometheus series for a node whose labels were not
+    scraped: GPUs but no GPU model, no memory). Such a node is replayed with the history's most common
+    known value of the missing field (GPU model among GPU nodes, CPU, memory) rather than dropped, since
+    dropping it would shrink the cluster the jobs ran on."""
+    nodes = [dict(n) for n in history.nodes.to_pylist()]
+    if not nodes:
+        raise SpecError("<history>", ["the history has no nodes; calibration replays on the imported nodes"])
+    known_models = [n["gpu_model"] for n in nodes if n["gpus"] and n["gpu_model"] in GPU_MODELS]
+    fills = {
+        "gpu_model": _most_common(known_models),
+        "cpu": _most_common([n["cpu"] for n in nodes if n["cpu"] > 0]),
+        "memory": _most_common([n["memory"] for n in nodes if n["memory"] > 0]),
+    }
+    filled: list[str] = []
+    for n in nodes:
+        missing = [f for f in ("cpu", "memory") if n[f] <= 0]
+        if n["gpus"] and n["gpu_model"] not in GPU_MODELS:
+            missing.append("gpu_model")
+        for f in missing:
+            if fills[f] is None:
+                raise SpecError(
+                    "<history nodes>",
+                    [f"node {n['node']!r} has no {f} and no other node has one to replay it with"],
+                )
+            n[f] = fills[f]
+        if missing:
+            filled.append(f"{n['node']} ({', '.join(missing)})")
+    notes = []
+    if filled:
+        shown = ", ".join(filled[:3]) + (f" and {len(filled) - 3} more" if len(filled) > 3 else "")
+        notes.append(
+            f"{len(filled)} node(s) had no GPU model, CPU or memory in the history and are replayed with the "
+            f"history's most common value: {shown}"
+        )
+    return nodes, notes
+
+
 def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels, capacity type).
 
@@ -104,14 +165,15 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     a Cluster Autoscaler node group: it starts with the nodes present at time 0 (its minimum), may grow to
     the most nodes it ever had at once, and new nodes take ``knobs.node_boot_time_s`` to boot (a Node
     object is created when the machine registers, so histories do not show how long booting took)."""
-    nodes = history.nodes.to_pylist()
-    if not nodes:
-        raise SpecError("<history>", ["the history has no nodes; calibration replays on the imported nodes"])
+    nodes, _ = complete_nodes(history)
     end = float(history.end_s)
+    offers = offers_by_type()
     groups: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
     for n in nodes:
-        key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], n["labels_json"] or "{}",
-               n["capacity_type"])  # fmt: skip
+        kind = n["instance_type"]
+        price = catalog_price(offers.get(kind, []), n["zone"], n["capacity_type"]) if kind else None
+        key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], pool_labels(n["labels_json"]),
+               n["capacity_type"], price)  # fmt: skip
         created = 0.0 if n["created_s"] is None else max(float(n["created_s"]), 0.0)
         deleted = end if n["deleted_s"] is None else float(n["deleted_s"])
         groups.setdefault(key, []).append((created, deleted))
@@ -143,16 +205,16 @@ def history_jobs(history: History) -> list[Job]:
     cols = job_columns(history)
     end_s = float(history.end_s)
     t = history.jobs
-    ran = ~np.isnan(cols.running)
-    stop = np.where(np.isnan(cols.end), end_s, cols.end)
-    compute = np.where(ran, np.maximum(stop - cols.running, 0.0), np.nan)
+    compute = job_times(cols, end_s).compute
+    ran = ~np.isnan(compute)
     classes = cols.job_class
     fallback = float(np.nanmedian(compute)) if np.any(ran) else 60.0
     medians = {
         c: float(np.nanmedian(compute[classes == c])) if np.any(ran & (classes == c)) else fallback
         for c in set(classes.tolist())
     }
-    prep = np.where(ran & ~np.isnan(cols.scheduled), np.maximum(cols.running - cols.scheduled, 0.0), 0.0)
+    measured_prep = ~np.isnan(cols.running) & ~np.isnan(cols.scheduled)
+    prep = np.where(measured_prep, np.maximum(cols.running - cols.scheduled, 0.0), 0.0)
     labelled = any(GPU_MODEL_LABEL in (n or "") for n in history.nodes.column("labels_json").to_pylist())
     wanted = ["job_id", "job_class", "team", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod"]
     rows = t.select([*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model"]).to_pylist()
@@ -196,13 +258,16 @@ def history_jobs(history: History) -> list[Job]:
     return jobs
 
 
-def history_scenario(history: History, knobs: Knobs, name: str = "calibrated") -> Scenario:
-    """The replay scenario with the given knobs (everything else at fleetlab's defaults)."""
+def history_scenario(
+    history: History, knobs: Knobs, name: str = "calibrated", jobs: tuple[Job, ...] | None = None
+) -> Scenario:
+    """The replay scenario with the given knobs (everything else at fleetlab's defaults); ``jobs``, when
+    given, are ``history_jobs(history)`` built once for several replays."""
     return Scenario(
         name=name,
         description=f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
         cluster=history_cluster(history, knobs),
-        workload=Workload(jobs=tuple(history_jobs(history))),
+        workload=Workload(jobs=jobs if jobs is not None else tuple(history_jobs(history))),
         scheduler=SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
     )
 

@@ -48,6 +48,8 @@ class JobColumns:
     restarts: NDArray[np.int64]
     evictions: NDArray[np.int64]
     util: FloatArray
+    run: FloatArray
+    image_pull: FloatArray
     nodes: list[str | None]
 
 
@@ -80,22 +82,51 @@ def job_columns(history: History) -> JobColumns:
         restarts=np.asarray(_floats(t, "restarts"), dtype=np.int64),
         evictions=np.asarray(_floats(t, "evictions"), dtype=np.int64),
         util=_floats(t, "gpu_util_mean"),
+        run=_floats(t, "run_s"),
+        image_pull=_floats(t, "image_pull_s"),
         nodes=t.column("nodes").to_pylist(),
     )
 
 
-def wait_observations(cols: JobColumns, end_s: float) -> tuple[FloatArray, BoolArray]:
-    """Wait to start: scheduled − submit where it started, else censored at its end (or the record's)."""
+#: States of a job that never started: its wait is censored where it left (or at the record's end).
+NEVER_STARTED = ("pending", "cancelled")
+FINISHED = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class JobTimes:
+    """Per-job durations every baseline and calibration figure is built from (NaN: not measured)."""
+
+    #: Wait to start (censored where ``started`` is false), meaningful where ``wait_known``.
+    waits: FloatArray
+    started: BoolArray
+    #: The wait is measured (started) or censored (never started); false for sources that record only a
+    #: duration (Philly summaries) — those jobs ran, but when they started is not known.
+    wait_known: BoolArray
+    #: Compute: the source's ``run_s`` where given, else (end, or the record's end) − running.
+    compute: FloatArray
+    #: Seconds the job held its resources: (end or the record's end) − scheduled; the compute time where
+    #: scheduling was not recorded; 0 for a job that never started.
+    held: FloatArray
+
+
+def job_times(cols: JobColumns, end_s: float) -> JobTimes:
+    """Waits, compute and held time per job (definitions in docs/baseline.md)."""
     started = ~np.isnan(cols.scheduled)
+    never = np.isin(cols.state, NEVER_STARTED) & ~started
     stop = np.where(np.isnan(cols.end), end_s, np.minimum(cols.end, end_s))
-    waits = np.where(started, cols.scheduled - cols.submit, stop - cols.submit)
-    return np.maximum(waits, 0.0), started
-
-
-def held_interval(cols: JobColumns, end_s: float) -> tuple[FloatArray, FloatArray]:
-    """When each job held its resources: from scheduling to its end (the record's end while running)."""
-    stop = np.where(np.isnan(cols.end), end_s, cols.end)
-    return cols.scheduled, stop
+    waits = np.maximum(np.where(started, cols.scheduled - cols.submit, stop - cols.submit), 0.0)
+    compute = np.where(
+        ~np.isnan(cols.run),
+        cols.run,
+        np.where(np.isnan(cols.running), np.nan, np.maximum(stop - cols.running, 0.0)),
+    )
+    held = np.where(
+        started,
+        np.maximum(stop - np.where(started, cols.scheduled, 0.0), 0.0),
+        np.where(never | np.isnan(compute), 0.0, compute),
+    )
+    return JobTimes(waits, started, started | never, compute, np.asarray(held, dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -111,6 +142,7 @@ class BaselineRow:
     running: int
     pending: int
     started: int
+    wait_unmeasured: int
     wait_censored: int
     wait_mean_s: float | None
     wait_mean_lower_bound: bool
@@ -126,6 +158,8 @@ class BaselineRow:
     prep_jobs: int
     prep_mean_s: float | None
     prep_p95_s: float | None
+    image_pull_jobs: int
+    image_pull_mean_s: float | None
     compute_jobs: int
     compute_mean_s: float | None
     compute_p50_s: float | None
@@ -165,28 +199,27 @@ def _row(
     group_by: str,
     group: str,
     cols: JobColumns,
+    times: JobTimes,
     mask: BoolArray,
-    end_s: float,
     cost: ClusterCost,
     total_weight: float,
     weight: FloatArray,
 ) -> BaselineRow:
     state = cols.state[mask]
     counts = {s: int(np.count_nonzero(state == s)) for s in JOB_STATES}
-    waits, started = wait_observations(cols, end_s)
-    km = kaplan_meier(waits[mask], started[mask])
+    started = times.started
+    known = mask & times.wait_known
+    km = kaplan_meier(times.waits[known], started[known])
     quantiles: dict[float, Estimate] = {q: km.quantile(q) for q in (0.5, 0.95, 0.99)}
     mean = km.restricted_mean()
     kueue = mask & ~np.isnan(cols.admitted) & started
     prep = (cols.running - cols.scheduled)[mask & ~np.isnan(cols.running) & started]
-    done = mask & ~np.isnan(cols.running) & ~np.isnan(cols.end)
-    compute = (cols.end - cols.running)[done]
-    ran = mask & ~np.isnan(cols.running)
-    held_from, held_to = held_interval(cols, end_s)
-    held = np.where(mask & started, np.maximum(held_to - held_from, 0.0), 0.0)
-    run_to = np.where(np.isnan(cols.end), end_s, cols.end)
-    computing = np.where(ran, np.maximum(run_to - cols.running, 0.0), 0.0)
-    gpu_compute = cols.gpus * computing / SECONDS_PER_HOUR
+    pulls = cols.image_pull[mask & ~np.isnan(cols.image_pull)]
+    done = mask & np.isin(cols.state, FINISHED) & ~np.isnan(times.compute)
+    compute = times.compute[done]
+    ran = mask & ~np.isnan(times.compute)
+    gpu_compute = cols.gpus * np.where(ran, times.compute, 0.0) / SECONDS_PER_HOUR
+    held = np.where(mask, times.held, 0.0)
     measured = ran & ~np.isnan(cols.util) & (cols.gpus > 0)
     measured_hours = float(gpu_compute[measured].sum())
     compute_hours = float(gpu_compute.sum())
@@ -204,6 +237,7 @@ def _row(
         running=counts["running"],
         pending=counts["pending"],
         started=int(np.count_nonzero(started & mask)),
+        wait_unmeasured=int(np.count_nonzero(mask & ~times.wait_known)),
         wait_censored=km.censored,
         wait_mean_s=mean.value,
         wait_mean_lower_bound=mean.lower_bound,
@@ -219,6 +253,8 @@ def _row(
         prep_jobs=len(prep),
         prep_mean_s=_mean(prep),
         prep_p95_s=_p(prep, 95),
+        image_pull_jobs=len(pulls),
+        image_pull_mean_s=_mean(pulls),
         compute_jobs=len(compute),
         compute_mean_s=_mean(compute),
         compute_p50_s=_p(compute, 50),
@@ -238,11 +274,9 @@ def _row(
     )
 
 
-def cost_weights(cols: JobColumns, end_s: float) -> FloatArray:
+def cost_weights(cols: JobColumns, held: FloatArray) -> FloatArray:
     """What a job's share of the cluster's cost is proportional to: its allocated GPU-hours (core-hours
     on a cluster whose jobs held no GPU)."""
-    held_from, held_to = held_interval(cols, end_s)
-    held = np.where(np.isnan(held_from), 0.0, np.maximum(held_to - held_from, 0.0))
     gpu = cols.gpus * held
     return gpu if gpu.sum() > 0 else cols.cpus * held
 
@@ -251,7 +285,8 @@ def compute_baseline(history: History) -> Baseline:
     """The measurement table of a history: one row for all jobs, then one per class, team and queue."""
     cols = job_columns(history)
     end_s = float(history.end_s)
-    weight = cost_weights(cols, end_s)
+    times = job_times(cols, end_s)
+    weight = cost_weights(cols, times.held)
     total_weight = float(weight.sum())
     cost = cluster_cost(history)
     rows: list[BaselineRow] = []
@@ -259,8 +294,8 @@ def compute_baseline(history: History) -> Baseline:
     for group_by in GROUP_BYS:
         labels = np.full(n, "all", dtype=object) if group_by == "all" else getattr(cols, group_by)
         for group in sorted(set(labels.tolist())) if n else (["all"] if group_by == "all" else []):
-            rows.append(_row(group_by, str(group), cols, labels == group, end_s, cost, total_weight, weight))
-    idle, idle_notes = idle_capacity(history, cols.scheduled, cols.end, cols.gpus, cols.nodes)
+            rows.append(_row(group_by, str(group), cols, times, labels == group, cost, total_weight, weight))
+    idle, idle_notes = idle_capacity(history, cols.scheduled, times.held, cols.gpus, cols.nodes)
     cluster: dict[str, Any] = {
         "history_end_s": end_s,
         "epoch": history.epoch,

@@ -43,7 +43,8 @@ def node_lifetimes(history: History) -> tuple[FloatArray, FloatArray]:
     return start, stop
 
 
-def _offers_by_type() -> dict[str, list[Offer]]:
+def offers_by_type() -> dict[str, list[Offer]]:
+    """Every offer of the shipped catalogs (AWS, GCP, Azure) by instance type."""
     out: dict[str, list[Offer]] = {}
     for cloud in CLOUDS:
         for offer in builtin_catalog(cloud).offers:
@@ -82,7 +83,7 @@ def cluster_cost(history: History) -> ClusterCost:
     nodes = history.nodes
     if not nodes.num_rows:
         return ClusterCost(None, "none", None, notes=["cost: the history has no nodes and no bill"])
-    offers = _offers_by_type()
+    offers = offers_by_type()
     start, stop = node_lifetimes(history)
     hours = (stop - start) / SECONDS_PER_HOUR
     types = nodes.column("instance_type").to_pylist()
@@ -121,20 +122,19 @@ def _covered(starts: FloatArray, stops: FloatArray) -> float:
 def idle_capacity(
     history: History,
     scheduled: FloatArray,
-    end: FloatArray,
+    held: FloatArray,
     gpus: FloatArray,
     job_nodes: list[str | None],
 ) -> tuple[dict[str, Any], list[str]]:
-    """GPU capacity-hours vs allocated GPU-hours, and node-hours no job held (when jobs name their nodes)."""
+    """GPU capacity-hours vs allocated GPU-hours (``gpus`` × ``held`` seconds per job), and node-hours no
+    job held (from ``scheduled`` for ``held`` seconds on the nodes each job names, when jobs name them)."""
     notes: list[str] = []
-    record_end = float(history.end_s)
     start, stop = node_lifetimes(history)
     node_gpus = np.asarray(history.nodes.column("gpus").to_numpy(zero_copy_only=False), dtype=np.float64)
     capacity = float(np.dot(node_gpus, stop - start)) / SECONDS_PER_HOUR
     node_hours = float((stop - start).sum()) / SECONDS_PER_HOUR
-    held_to = np.where(np.isnan(end), record_end, np.minimum(end, record_end))
     started = ~np.isnan(scheduled)
-    held = np.where(started, np.maximum(held_to - np.where(started, scheduled, 0.0), 0.0), 0.0)
+    held_to = np.where(started, scheduled, 0.0) + held
     allocated = float(np.dot(gpus, held)) / SECONDS_PER_HOUR
     out: dict[str, Any] = {
         "node_hours": node_hours,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from fleetlab.report.table import _duration
 
@@ -67,11 +68,11 @@ COLUMNS: tuple[tuple[str, Cell], ...] = (
 
 def baseline_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     """One line per group (all, each class, team, queue)."""
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     for name, _ in COLUMNS:
         table.add_column(name, justify="left" if name == "group" else "right", no_wrap=name == "group")
     for row in rows:
-        table.add_row(*(cell(row) for _, cell in COLUMNS))
+        table.add_row(*(Text(cell(row)) for _, cell in COLUMNS))  # names from input stay text
     return table
 
 
@@ -97,6 +98,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold}.note{color:#555}
+td{white-space:nowrap}
 """
 
 
@@ -145,11 +147,13 @@ def _value(kind: str, value: float | None) -> str:
 def calibration_table(payload: dict[str, Any], title: str) -> Table:
     """Measured vs simulated per class and metric, the error, the tolerance and the verdict."""
     fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items()) or "nothing"
-    table = Table(title=f"{title} — verdict {payload['verdict']} (fitted: {fitted})", title_justify="left")
+    table = Table(
+        title=Text(f"{title} — verdict {payload['verdict']} (fitted: {fitted})"), title_justify="left"
+    )
     for name in CALIBRATION_COLUMNS:
         table.add_column(name, justify="left" if name in ("class", "metric") else "right")
     for r in payload["rows"]:
-        table.add_row(*_calibration_cells(r))
+        table.add_row(*(Text(c) for c in _calibration_cells(r)))
     return table
 
 

@@ -48,11 +48,10 @@ def history_problems(history: History) -> list[str]:
     state = np.asarray(jobs.column("state").to_pylist(), dtype=object)
     started = ~np.isnan(times["scheduled_s"])
     report((state == "pending") & started, "are pending yet have a scheduled_s", times["scheduled_s"])
-    report(
-        np.isin(state, ["completed", "failed"]) & np.isnan(times["end_s"]),
-        "have ended without an end_s",
-        state,
-    )
+    run = _floats(jobs, "run_s")
+    ended = np.isin(state, ["completed", "failed"])
+    report(ended & np.isnan(times["end_s"]) & np.isnan(run), "have ended without an end_s or a run_s", state)
+    report(~np.isnan(run) & ((run < 0) | ~np.isfinite(run)), "have a run_s that is not a number >= 0", run)
     report(
         np.isin(state, ["running", "pending"]) & ~np.isnan(times["end_s"]),
         "are still open yet have an end_s",
