@@ -20,6 +20,7 @@ from fleetlab.cli_export import export_cmd
 from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.cli_profile import register_profile
+from fleetlab.cli_report import report_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
@@ -38,6 +39,7 @@ app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
+app.command(name="report")(report_cmd)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
 register_cost_aliases(cost_app)

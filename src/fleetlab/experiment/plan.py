@@ -215,7 +215,11 @@ def load_experiment(path: str | Path) -> Experiment:
     """Read, validate and expand an experiment file; raises SpecError naming the variant and field."""
     file = Path(path)
     text = read_text_file(file, "file not found (give an experiment YAML file)")
-    raw = parse_yaml(str(file), text)
+    return experiment_from_data(parse_yaml(str(file), text), file)
+
+
+def experiment_from_data(raw: Any, file: Path) -> Experiment:
+    """Validate and expand experiment data read from ``file`` (a relative ``base`` is found next to it)."""
     try:
         spec = ExperimentSpec.model_validate(raw)
     except ValidationError as exc:

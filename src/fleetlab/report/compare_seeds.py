@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetlab.experiment.seeded import SeededComparison
-from fleetlab.experiment.stats import Interval, MetricComparison, compare_variants, verdict
+from fleetlab.experiment.stats import Interval, MetricComparison, Samples, compare_variants, verdict
 from fleetlab.experiment.verdict import CandidateVerdict, Finding, verdicts
 from fleetlab.report.metric_names import ROWS, format_change, format_value, metric_label, scaled
 
@@ -34,9 +34,9 @@ def job_states(figures: Mapping[str, float]) -> dict[str, float]:
     return {"completed": completed, "running": running, "pending": pending, "failed": failed}
 
 
-def mean_states(cmp: SeededComparison, label: str) -> dict[str, float]:
+def mean_states(samples: Samples, label: str) -> dict[str, float]:
     """Jobs by state, mean over the seeds."""
-    per_seed = [job_states(f) for f in cmp.samples[label].values()]
+    per_seed = [job_states(f) for f in samples[label].values()]
     return {s: math.fsum(p[s] for p in per_seed) / len(per_seed) for s in STATES}
 
 
@@ -48,12 +48,12 @@ def _states_text(states: dict[str, float]) -> str:
     return " / ".join(_count(states[s]) for s in STATES)
 
 
-def shown_metrics(cmp: SeededComparison) -> tuple[list[str], list[str]]:
+def shown_metrics(samples: Samples) -> tuple[list[str], list[str]]:
     """(rows to show, rows folded away because they are zero or empty in every run of every column)."""
     shown: list[str] = []
     folded: list[str] = []
     for row in ROWS:
-        values = [f.get(row.key, math.nan) for by_seed in cmp.samples.values() for f in by_seed.values()]
+        values = [f.get(row.key, math.nan) for by_seed in samples.values() for f in by_seed.values()]
         if all(math.isnan(v) or v == 0 for v in values):
             folded.append(row.key)
         else:
@@ -65,7 +65,8 @@ def _half(interval: Interval) -> float:
     return (interval.high - interval.low) / 2.0
 
 
-def _value_text(metric: str, interval: Interval) -> str:
+def value_text(metric: str, interval: Interval) -> str:
+    """``mean ±half-width`` in the metric's unit (the mean alone with one seed)."""
     mean = scaled(metric, interval.mean)
     text = format_value(metric, mean)
     if not math.isnan(interval.low):
@@ -74,19 +75,25 @@ def _value_text(metric: str, interval: Interval) -> str:
     return text
 
 
+def change_text(c: MetricComparison) -> tuple[str, str]:
+    """``(+1.1m*)`` and its verdict word (better / worse / higher / lower / n.s.); empty for the baseline."""
+    if c.difference is None or math.isnan(c.difference.mean):
+        return "", ""
+    mark = "*" if c.significant else ""
+    return f"({format_change(c.metric, scaled(c.metric, c.difference.mean))}{mark})", verdict(c)
+
+
 def _cell(c: MetricComparison) -> Text:
-    cell = Text(_value_text(c.metric, c.value))
-    if c.difference is not None and not math.isnan(c.difference.mean):
-        word = verdict(c)
-        mark = "*" if c.significant else ""
-        change = format_change(c.metric, scaled(c.metric, c.difference.mean))
-        cell.append(f" ({change}{mark})", style=_STYLE.get(word, "dim"))
+    cell = Text(value_text(c.metric, c.value))
+    change, word = change_text(c)
+    if change:
+        cell.append(" " + change, style=_STYLE.get(word, "dim"))
     return cell
 
 
 def seeded_table(cmp: SeededComparison, confidence: float = CONFIDENCE) -> tuple[Table, list[str]]:
     """Metrics as rows, columns as columns; the folded-away rows are returned beside the table."""
-    shown, folded = shown_metrics(cmp)
+    shown, folded = shown_metrics(cmp.samples)
     comparisons = compare_variants(cmp.samples, cmp.baseline, shown, confidence)
     table = Table(title=Text(cmp.title), title_justify="left")
     table.add_column("metric", style="bold")
@@ -94,7 +101,7 @@ def seeded_table(cmp: SeededComparison, confidence: float = CONFIDENCE) -> tuple
         table.add_column(label, justify="right")
     table.add_row(
         "jobs completed / running / pending / failed",
-        *(_states_text(mean_states(cmp, x)) for x in cmp.labels),
+        *(_states_text(mean_states(cmp.samples, x)) for x in cmp.labels),
     )
     by_key = {(c.metric, c.variant): c for c in comparisons}
     for metric in shown:
@@ -157,28 +164,33 @@ def verdict_lines(v: CandidateVerdict) -> list[str]:
     return lines
 
 
-def verdict_heading(cmp: SeededComparison, confidence: float = CONFIDENCE) -> str:
+def verdict_heading(baseline: str, n_seeds: int, confidence: float = CONFIDENCE) -> str:
     """What the verdict is measured against."""
-    n = len(cmp.seeds)
-    if n < 2:
+    if n_seeds < 2:
         return (
-            f"Verdict against {cmp.baseline}: one seed gives no interval, so no change can be called real; "
+            f"Verdict against {baseline}: one seed gives no interval, so no change can be called real; "
             "run with --seeds 5 or more."
         )
     return (
-        f"Verdict against {cmp.baseline} ({n} paired seeds, {confidence:.0%} intervals; "
+        f"Verdict against {baseline} ({n_seeds} paired seeds, {confidence:.0%} intervals; "
         "only changes whose interval excludes zero are named):"
     )
 
 
-def print_seeded(console: Console, cmp: SeededComparison, confidence: float = CONFIDENCE) -> None:
-    """Verdict first, then the table and how to read it."""
-    console.print(Text(verdict_heading(cmp, confidence), style="bold"))
-    for v in verdicts(cmp.samples, cmp.baseline, confidence):
+def print_verdicts(console: Console, samples: Samples, baseline: str, confidence: float = CONFIDENCE) -> None:
+    """The verdict block: the heading, then each candidate's word and its changes."""
+    n_seeds = len(samples.get(baseline, {}))
+    console.print(Text(verdict_heading(baseline, n_seeds, confidence), style="bold"))
+    for v in verdicts(samples, baseline, confidence):
         for i, line in enumerate(verdict_lines(v)):
             style = _STYLE.get(verdict_summary(v), "bold") if i == 0 else ""
             console.print(Text(("  " if i == 0 else "      ") + line, style=style))
     console.print()
+
+
+def print_seeded(console: Console, cmp: SeededComparison, confidence: float = CONFIDENCE) -> None:
+    """Verdict first, then the table and how to read it."""
+    print_verdicts(console, cmp.samples, cmp.baseline, confidence)
     table, folded = seeded_table(cmp, confidence)
     console.print(table)
     console.print(
@@ -228,8 +240,17 @@ def verdict_json(v: CandidateVerdict) -> dict[str, Any]:
 
 def compare_payload(cmp: SeededComparison, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """Everything the table and the verdict show, as JSON (null for no value)."""
-    shown, folded = shown_metrics(cmp)
-    comparisons = compare_variants(cmp.samples, cmp.baseline, shown, confidence)
+    return {
+        "title": cmp.title,
+        "columns": list(cmp.labels),
+        **comparison_payload(cmp.samples, cmp.baseline, confidence),
+    }
+
+
+def comparison_payload(samples: Samples, baseline: str, confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Every column's intervals, paired differences, jobs by state and verdict, as JSON."""
+    shown, folded = shown_metrics(samples)
+    comparisons = compare_variants(samples, baseline, shown, confidence)
     metrics: list[dict[str, Any]] = []
     for metric in shown:
         mine = [c for c in comparisons if c.metric == metric]
@@ -250,13 +271,11 @@ def compare_payload(cmp: SeededComparison, confidence: float = CONFIDENCE) -> di
             }
         )
     return {
-        "title": cmp.title,
-        "baseline": cmp.baseline,
-        "columns": list(cmp.labels),
-        "seeds": list(cmp.seeds),
+        "baseline": baseline,
+        "seeds": sorted(samples.get(baseline, {})),
         "confidence": confidence,
-        "jobs_by_state": {label: mean_states(cmp, label) for label in cmp.labels},
-        "verdict": [verdict_json(v) for v in verdicts(cmp.samples, cmp.baseline, confidence)],
+        "jobs_by_state": {label: mean_states(samples, label) for label in samples},
+        "verdict": [verdict_json(v) for v in verdicts(samples, baseline, confidence)],
         "metrics": metrics,
         "folded_zero_everywhere": folded,
     }

@@ -107,20 +107,25 @@ def _section(section: ChartSection) -> str:
     return f"<section id='{_e(section.key)}'>{body}</section>"
 
 
-def render_html(folder: Path) -> str:
-    """The report as one HTML document, plotly.js inlined once in the head."""
+def html_page(title: str, body: str, css: str = "") -> str:
+    """A whole HTML document: the title as heading, plotly.js inlined once in the head (works offline)."""
     from plotly.offline import get_plotlyjs
 
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
+        f"<style>{_CSS}{css}</style>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script>"
+        f"</head><body><h1>{_e(title)}</h1>{body}</body></html>\n"
+    )
+
+
+def render_html(folder: Path) -> str:
+    """The report as one HTML document, plotly.js inlined once in the head."""
     results = load_results(folder)
     charts = build_charts(folder, results)
     title = f"{results.name}: {results.finished}/{results.planned} runs"
     sections = "".join(_section(s) for s in charts.sections)
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{_CSS}</style>"
-        f"<script type='text/javascript'>{get_plotlyjs()}</script>"
-        f"</head><body><h1>{_e(title)}</h1>{decision_table(results)}"
-        f"{sections}{_slowest_table(charts.slowest)}</body></html>\n"
-    )
+    return html_page(title, f"{decision_table(results)}{sections}{_slowest_table(charts.slowest)}")
 
 
 def write_html_report(folder: Path, target: Path) -> None:
