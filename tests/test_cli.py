@@ -156,6 +156,17 @@ def test_compare_without_arguments_prints_the_default_table(default_compare: Res
         assert f"\n  {candidate}: " in out
     assert "jobs completed / running / pending / failed" in out
     assert "zero in every run, not shown:" in out and "data storage" in out.split("zero in every run")[1]
+
+
+def test_readme_excerpt_is_what_compare_prints(default_compare: Result) -> None:
+    """The README quotes this run: every line of its excerpt (but the elision) is in today's output."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    excerpt = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in excerpt.splitlines() if line.strip() != "..."]
+    assert len(lines) >= 4
+    for line in lines:
+        assert line in default_compare.stdout.splitlines(), line
+    assert "(922 jobs on 24 nodes)" in readme and "922 jobs on 24 nodes" in default_compare.stdout
     assert "Traceback" not in default_compare.output
 
 
