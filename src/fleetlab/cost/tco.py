@@ -208,3 +208,62 @@ def cloud_gpu_hour_price(catalog: Catalog, instance_type: str, region: str, capa
     if not prices:
         raise ValueError(f"{instance_type} in {region} has no {capacity_type} price in {catalog.source}")
     return min(prices) / here[0].gpus
+
+
+#: The buy-vs-rent inputs shown beside the answer: OwnedServer field, label, unit.
+INPUTS = (
+    ("server_price_usd", "server price", "USD"),
+    ("gpus_per_server", "GPUs per server", ""),
+    ("gpu_model", "GPU model", ""),
+    ("life_years", "depreciation period", "years"),
+    ("residual_pct", "residual value", "%"),
+    ("fabric_pct", "network fabric", "% of server"),
+    ("maintenance_pct", "maintenance", "% of capex per year"),
+    ("staff_usd_per_year", "staff", "USD per year"),
+    ("power_kw", "power draw", "kW"),
+    ("pue", "PUE", ""),
+    ("usd_per_kwh", "electricity", "USD per kWh"),
+    ("colo_usd_per_kw_month", "colocation", "USD per kW-month"),
+    ("provisioned_kw", "provisioned power", "kW"),
+    ("network_usd_per_year", "network", "USD per year"),
+    ("downtime_pct", "downtime", "%"),
+)
+
+
+def tco_inputs(
+    server: OwnedServer, rates: dict[str, dict[str, Any]], given: set[str], utilisation: float, source: str
+) -> list[dict[str, Any]]:
+    """Every owned-server input with its value, unit and where it came from (given, or the default's
+    source), then the utilisation the answer is for."""
+    rows = [
+        {
+            "input": name,
+            "label": label,
+            "value": getattr(server, name),
+            "unit": unit,
+            "source": "given" if name in given else str(rates.get(name, {}).get("source", "default")),
+        }
+        for name, label, unit in INPUTS
+    ]
+    rows.append({"input": "utilisation", "label": "utilisation", "value": utilisation, "unit": "0..1",
+                 "source": source})  # fmt: skip
+    return rows
+
+
+def rental_options(server: OwnedServer, prices: dict[str, float], utilisation: float) -> list[dict[str, Any]]:
+    """Per way of renting (on-demand, committed, spot, or a given price): USD per GPU-hour, the
+    break-even utilisation against owning, and which is cheaper at ``utilisation``."""
+    owned = server.cost_per_used_gpu_hour(utilisation)
+    out = []
+    for mode, price in prices.items():
+        if price <= 0:
+            continue
+        out.append(
+            {
+                "billing_mode": mode,
+                "usd_per_gpu_hour": price,
+                "break_even_utilisation": break_even_utilisation(server, price),
+                "cheaper_at_utilisation": "owning" if owned < price else "renting",
+            }
+        )
+    return out

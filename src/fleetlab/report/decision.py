@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from fleetlab.experiment.verdict import CandidateVerdict, verdicts
 from fleetlab.model.cluster import NodePool
 from fleetlab.model.job import Job
 from fleetlab.model.resources import GPU
+from fleetlab.spec.catalog import snapshot_date
 from fleetlab.spec.errors import SpecError
 
 MAX_BASELINE_BYTES = 10 * 2**20
@@ -125,19 +124,12 @@ def job_classes(jobs: Sequence[Job]) -> list[dict[str, Any]]:
     return rows
 
 
-def catalog_snapshot_date() -> str:
-    """The date the built-in price catalogs were copied (from data/catalogs/SOURCE.md)."""
-    text = (resources.files("fleetlab") / "data" / "catalogs" / "SOURCE.md").read_text(encoding="utf-8")
-    found = re.search(r"snapshot taken (\d{4}-\d{2}-\d{2})", text)
-    return found.group(1) if found else "unknown"
-
-
 def price_source(pool: NodePool) -> tuple[str, str]:
     """(where a pool's price comes from, the date of that price)."""
     if pool.catalog:
         return f"catalog file {pool.catalog}", "as of the file"
     if pool.cloud is not None and pool.instance_type:
-        return f"built-in {pool.cloud} catalog (SkyPilot)", catalog_snapshot_date()
+        return f"built-in {pool.cloud} catalog (SkyPilot)", snapshot_date()
     return "scenario file (price_per_hour)", "as written"
 
 
