@@ -164,3 +164,14 @@ def test_table_renders_at_80_columns_without_error(small: Path) -> None:
     text = console.export_text()
     assert text.startswith("Verdict against default (2 paired seeds")
     assert "bin-packing: " in text
+
+
+def test_an_improvement_reads_with_a_minus_sign_throughout() -> None:
+    samples = {
+        "A": {s: {"queue_wait_mean_s": w} for s, w in ((1, 600.0), (2, 700.0), (3, 800.0))},
+        "B": {s: {"queue_wait_mean_s": w} for s, w in ((1, 300.0), (2, 390.0), (3, 510.0))},
+    }
+    [v] = verdicts(samples, "A", metrics=("queue_wait_mean_s",))
+    # differences −300, −310, −290: mean −300 s = −5.0m, −300/700 = −43 %; s = 10, half-width 4.303·10/√3 = 24.8 s
+    assert verdict_summary(v) == "better"
+    assert finding_text(v.findings[0]) == "queue wait mean −5.0m (−43%, interval −5.4m .. −4.6m)"

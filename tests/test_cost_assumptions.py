@@ -72,3 +72,11 @@ def test_help_fits_80_columns_and_shows_defaults(command: list[str]) -> None:
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
     if command == ["cost", "buy-vs-rent"]:
         assert "[default: 310000]" in result.stdout and "[default: 1.56]" in result.stdout
+
+
+def test_checkpoint_json() -> None:
+    result = runner.invoke(cli.app, ["cost", "checkpoint", "--write-time", "5m", "--mtbi", "6h", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["young_s"] == pytest.approx(3600.0)  # √(2 · 300 s · 21,600 s) = √12,960,000 = 3,600 s
+    assert [row["label"] for row in payload["intervals"]][2:4] == ["Daly", "Young"]

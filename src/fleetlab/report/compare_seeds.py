@@ -116,9 +116,8 @@ def finding_text(f: Finding) -> str:
     low = format_change(f.metric, scaled(f.metric, f.difference.low))
     high = format_change(f.metric, scaled(f.metric, f.difference.high))
     size = format_change(f.metric, scaled(f.metric, f.difference.mean))
-    relative = (
-        "" if math.isnan(f.relative) or f.metric.endswith(("_pct", "ratio")) else f"{f.relative:+.0%}, "
-    )
+    in_points = f.metric.endswith(("_pct", "ratio"))  # a relative change of a percentage misleads
+    relative = "" if math.isnan(f.relative) or in_points else f"{f.relative:+.0%}, ".replace("-", "−")
     return f"{metric_label(f.metric)} {size} ({relative}interval {low} .. {high})"
 
 
