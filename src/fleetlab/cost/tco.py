@@ -127,6 +127,30 @@ class DemandCurve:
         index = int(np.searchsorted(cum, q / 100 * cum[-1], side="left"))
         return float(self.gpus[order][min(index, len(order) - 1)])
 
+    def backlog_gpu_hour_hours(self, cap: float) -> float:
+        """∫ backlog dt (GPU-hours × hours) over one period of a fluid queue in its periodic steady state:
+        work above ``cap`` waits, first in first out, for the GPUs left free when demand falls below it,
+        and the curve repeats (as the yearly figures assume). Infinite when the backlog grows from one
+        period to the next (mean demand above ``cap``)."""
+
+        def one_period(backlog: float) -> tuple[float, float]:
+            area = 0.0
+            for gpus, width_s in zip(self.gpus.tolist(), self.widths().tolist(), strict=True):
+                w = width_s / 3600.0
+                net = gpus - cap
+                after = backlog + net * w
+                if after >= 0:
+                    area += (backlog + after) / 2.0 * w
+                    backlog = after
+                else:  # drains to zero within the step, after backlog / -net hours
+                    area += backlog * (backlog / -net) / 2.0
+                    backlog = 0.0
+            return area, backlog
+
+        _, carried = one_period(0.0)
+        area, again = one_period(carried)
+        return math.inf if again > carried + 1e-9 else area
+
     def gpu_hours(self, cap: float = math.inf) -> tuple[float, float]:
         """GPU-hours at or below ``cap`` and above it."""
         w = self.widths() / 3600
@@ -145,13 +169,15 @@ class HybridOption:
     owned_usd: float
     rented_usd: float
     transfer_usd: float
+    #: Without renting: mean hours the work above the owned capacity waits for it (fluid queue).
+    mean_wait_h: float = 0.0
 
     @property
     def total_usd(self) -> float:
         """All three parts."""
         return self.owned_usd + self.rented_usd + self.transfer_usd
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | None]:
         """A flat JSON row."""
         return {
             "percentile": self.percentile,
@@ -162,6 +188,8 @@ class HybridOption:
             "rented_usd_per_year": self.rented_usd,
             "transfer_usd_per_year": self.transfer_usd,
             "total_usd_per_year": self.total_usd,
+            # null: the backlog never clears (mean demand above the owned GPUs)
+            "mean_wait_hours_without_renting": self.mean_wait_h if math.isfinite(self.mean_wait_h) else None,
         }
 
 
@@ -180,6 +208,8 @@ def hybrid_option(
     cap = servers * server.gpus_per_server * (1 - server.downtime_pct / 100)
     owned_h, rented_h = curve.gpu_hours(cap)
     scale = HOURS_PER_YEAR * 3600 / curve.end_s if curve.end_s > 0 else 0.0
+    # Little's law on the backlog: mean delay = ∫ backlog dt / work that waited.
+    wait_h = curve.backlog_gpu_hour_hours(cap) / rented_h if rented_h > 0 else 0.0
     return HybridOption(
         percentile=percentile,
         servers=servers,
@@ -188,6 +218,7 @@ def hybrid_option(
         owned_usd=servers * server.yearly()["total"],
         rented_usd=rented_h * scale * cloud_usd_per_gpu_hour,
         transfer_usd=rented_h * scale * transfer_gb_per_gpu_hour * egress_usd_per_gb,
+        mean_wait_h=wait_h,
     )
 
 

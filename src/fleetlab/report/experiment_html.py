@@ -17,7 +17,8 @@ from typing import Any
 from fleetlab.experiment.results import ExperimentResults, load_results
 from fleetlab.experiment.stats import MetricComparison, better_direction, verdict
 from fleetlab.report.experiment_charts import ChartSection, build_charts
-from fleetlab.report.experiment_table import format_metric
+from fleetlab.report.experiment_table import format_metric, metric_title
+from fleetlab.report.metric_names import format_change, scaled
 
 DECISION_METRICS = ("completion_mean_s", "cost_per_completed_job")
 _CSS = """
@@ -54,7 +55,7 @@ def _cell(c: MetricComparison) -> str:
         value += f"<br><small>[{_e(low)}, {_e(high)}]</small>"
     if c.difference is not None:
         word = verdict(c)
-        delta = ("+" if c.difference.mean > 0 else "") + format_metric(c.metric, c.difference.mean)
+        delta = format_change(c.metric, scaled(c.metric, c.difference.mean))
         css = {"better": "better", "worse": "worse", "n.s.": "ns"}.get(word, "")
         value += f'<br><span class="{css}">Δ {_e(delta)} ({_e(word)})</span>'
     return value
@@ -73,7 +74,7 @@ def decision_table(results: ExperimentResults) -> str:
         cells = "".join(f"<td>{_cell(mine[v])}</td>" for v in variants if v in mine)
         best = winner(list(mine.values()), results.baseline)
         best += " (baseline: no variant significantly better)" if best == results.baseline else ""
-        rows.append(f"<tr><td>{_e(metric)}</td>{cells}<td class='l'>{_e(best)}</td></tr>")
+        rows.append(f"<tr><td>{_e(metric_title(metric))}</td>{cells}<td class='l'>{_e(best)}</td></tr>")
     return (
         f"<table><caption>Decision table: mean [{pct} CI over seeds]; Δ = paired difference to the baseline "
         f"{_e(results.baseline)}; n.s. = its interval contains 0</caption>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -147,14 +148,7 @@ def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence
         inputs.add_column(name, overflow="fold")
     for row in result["inputs"]:
         value = row["value"]
-        text = (
-            f"{value:,.4g}"
-            if isinstance(value, float)
-            else f"{value:,}"
-            if isinstance(value, int)
-            else str(value)
-        )
-        inputs.add_row(row["label"], text, row["unit"], row["source"])
+        inputs.add_row(row["label"], _input_text(value), row["unit"], row["source"])
     console.print(inputs)
     table = Table(title=f"One owned {server['gpus_per_server']}-GPU {server['gpu_model']} server, per year")
     table.add_column("line")
@@ -207,6 +201,7 @@ def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence
         "rented $",
         "transfer $",
         "total $",
+        "or wait: mean delay",
     ):
         table.add_column(name, justify="right")
     for h in hybrid:
@@ -220,8 +215,22 @@ def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence
             f"{h.rented_usd:,.0f}",
             f"{h.transfer_usd:,.0f}",
             f"{h.total_usd:,.0f}",
+            _wait_text(h),
         )
     console.print(table)
+    console.print(
+        "or wait: if the peaks are not rented, the work above the owned capacity queues for it; mean delay "
+        "of that work (a fluid queue over the run's demand curve: the backlog grows while demand exceeds "
+        "the owned GPUs and drains at the spare ones). Rented $ is what avoids that wait.",
+        highlight=False,
+        markup=False,
+    )
+
+
+def _wait_text(option: HybridOption) -> str:
+    if option.rented_gpu_hours <= 0:
+        return "-"
+    return f"{option.mean_wait_h:,.1f} h" if math.isfinite(option.mean_wait_h) else "never clears"
 
 
 def _window(window: tuple[datetime, datetime]) -> str:
