@@ -15,8 +15,10 @@ from builders import job, pool, scenario
 from fleetlab import cli
 from fleetlab.experiment.stats import Interval
 from fleetlab.experiment.verdict import CandidateVerdict, Finding
+from fleetlab.export.write import render
 from fleetlab.report.decision import baseline_figures, job_classes, read_baseline, recommend
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.loader import load
 from test_experiment import TINY as EXPERIMENT_TINY
 
 #: The experiment tests' tiny scenario, its one job class given a team.
@@ -74,6 +76,18 @@ def test_baseline_folder_is_read_bounded_and_checked(tmp_path: Path) -> None:
         json.dumps({"summary": {"queue_wait_p95_s": 600, "jobs": 10, "ok": True, "name": "x"}})
     )
     assert baseline_figures(read_baseline(tmp_path)) == {"queue_wait_p95_s": 600.0, "jobs": 10.0}
+    # `fleetlab baseline`'s shape: the all-jobs row (with counts by state) and the cluster-wide figures.
+    measured = {
+        "rows": [
+            {"group_by": "all", "group": "all", "completed": 9, "pending": 1, "wait_p95_s": 120.0},
+            {"group_by": "team", "group": "a", "completed": 4, "wait_p95_s": 99.0},
+        ],
+        "cluster": {"gpu_allocation_ratio": 0.5, "cost_total": None, "currency": "USD"},
+        "notes": [],
+    }
+    assert baseline_figures(measured) == {
+        "completed": 9.0, "pending": 1.0, "wait_p95_s": 120.0, "gpu_allocation_ratio": 0.5,
+    }  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -94,15 +108,13 @@ def test_report_folder_holds_every_artefact(report: Path) -> None:
     files = sorted(
         str(p.relative_to(report / "report")) for p in (report / "report").rglob("*") if p.is_file()
     )
-    assert files == [
-        "cost-sheet.csv",
-        "index.html",
-        "job-classes.csv",
-        "measurements.json",
-        "placement/README.md",
-        "placement/kube-scheduler-config.yaml",
-        "placement/nvidia-device-plugin-config.yaml",
-    ]
+    # placement/ is exactly what `fleetlab export` writes for the chosen variant's scenario
+    placement = render(load(str(report.parent / "tiny.yaml")).scenario)
+    assert "placement/README.md" in [f"placement/{name}" for name in placement]
+    expected = ["cost-sheet.csv", "index.html", "job-classes.csv", "measurements.json"]
+    assert files == sorted(expected + [f"placement/{name}" for name in placement])
+    for name, text in placement.items():
+        assert (report / "report" / "placement" / name).read_text(encoding="utf-8") == text
     classes = list(csv.DictReader((report / "report" / "job-classes.csv").open()))
     assert [(r["class"], r["team"], r["jobs"]) for r in classes] == [("experiment", "ml", "16")]
 
@@ -150,3 +162,30 @@ def test_report_on_an_existing_sweep_and_bad_inputs(report: Path, tmp_path: Path
     seeds = runner.invoke(cli.app, ["report", "--out", str(tmp_path / "z"), "--seeds", "0"])
     assert seeds.exit_code == 2 and "--seeds" in seeds.output
     assert not (tmp_path / "x").exists() and not (tmp_path / "z").exists()
+
+
+def test_readme_three_steps_from_a_history_to_a_report_with_the_measured_baseline(tmp_path: Path) -> None:
+    """README "on your own cluster": baseline and calibrate from an imported history, then the decision
+    report on the calibrated scenario with the measured baseline beside the variants."""
+    from fleetlab.spec.history.folder import write_history_folder
+    from history_builders import HAND_BILL, HAND_JOBS, HAND_NODES, history
+
+    runner = CliRunner()
+    write_history_folder(history(HAND_JOBS, HAND_NODES, HAND_BILL), tmp_path / "history")
+    report = ["report", str(tmp_path / "calibration" / "scenario.yaml"), "--out", str(tmp_path / "decision")]
+    options = ["--baseline", str(tmp_path / "baseline"), "--seeds", "2", "--policy", "default"]
+    options += ["--policy", "most-allocated", "--jobs", "1"]
+    steps = [
+        ["baseline", str(tmp_path / "history"), "--out", str(tmp_path / "baseline")],
+        ["calibrate", str(tmp_path / "history"), "--out", str(tmp_path / "calibration")],
+        [*report, *options],
+    ]
+    for args in steps:
+        result = runner.invoke(cli.app, args)
+        assert result.exit_code == 0, (args[0], result.output)
+    measured = json.loads((tmp_path / "decision" / "report" / "measurements.json").read_text())
+    baseline = json.loads((tmp_path / "baseline" / "baseline.json").read_text())
+    overall = next(r for r in baseline["rows"] if r["group_by"] == "all")
+    assert measured["measured_baseline"]["completed"] == overall["completed"]
+    page = (tmp_path / "decision" / "report" / "index.html").read_text()
+    assert "data-table='baseline'" in page

@@ -199,13 +199,25 @@ def read_baseline(folder: Path) -> dict[str, Any]:
 
 
 def baseline_figures(baseline: dict[str, Any]) -> dict[str, float]:
-    """The measured baseline's numeric figures: its ``summary`` object when it has one, else the top level."""
-    summary = baseline.get("summary")
-    source: dict[str, Any] = summary if isinstance(summary, dict) else baseline
+    """The measured baseline's numeric figures: from ``fleetlab baseline``'s baseline.json the all-jobs
+    row (counts by state beside its averages) and the cluster-wide figures; else a ``summary`` object, else
+    the top level."""
+    rows = baseline.get("rows")
+    sources: list[Any]
+    if isinstance(rows, list):
+        overall = next((r for r in rows if isinstance(r, dict) and r.get("group_by") == "all"), {})
+        sources = [overall, baseline.get("cluster")]
+    elif isinstance(baseline.get("summary"), dict):
+        sources = [baseline["summary"]]
+    else:
+        sources = [baseline]
     out: dict[str, float] = {}
-    for key, value in source.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            out[str(key)[:80]] = float(value)
+    for source in sources:
+        if not isinstance(source, dict):
+            continue
+        for key, value in source.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                out.setdefault(str(key)[:80], float(value))
     return out
 
 

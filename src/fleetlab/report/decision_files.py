@@ -6,16 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fleetlab.experiment.output import swap_into_place
 from fleetlab.report.compare_seeds import comparison_payload, verdict_json
 from fleetlab.report.decision import DecisionData, baseline_figures
 from fleetlab.report.decision_html import render_decision_html
+from fleetlab.spec.atomic_dir import atomic_dir
 
 FILES = ("index.html", "job-classes.csv", "cost-sheet.csv", "measurements.json", "placement")
 
@@ -55,17 +53,9 @@ def write_decision_report(sweep: Path, out: Path, data: DecisionData) -> list[st
         "measurements.json": json.dumps(measurements(data), indent=2, sort_keys=True, allow_nan=False) + "\n",
     }
     files.update({f"placement/{name}": text for name, text in data.placement.items()})
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        staging.chmod(0o755)
+    with atomic_dir(out) as staging:
         for name, text in files.items():
             path = staging / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return list(files)
