@@ -17,17 +17,14 @@ from fleetlab.report.compare_seeds import (
     mean_states,
     shown_metrics,
     value_text,
-    verdict_heading,
-    verdict_lines,
-    verdict_summary,
 )
 from fleetlab.report.decision import DecisionData, baseline_figures
 from fleetlab.report.experiment_charts import build_charts
-from fleetlab.report.experiment_html import _e, _section, html_page
+from fleetlab.report.experiment_html import _e, _section, html_page, verdict_html
 from fleetlab.report.metric_names import duration_text, metric_label, money_text
 
 _CSS_MORE = """
-.verdict li{margin:.3em 0}.verdict .head{font-weight:bold}pre{background:#f6f6f6;padding:1em;overflow-x:auto;
+pre{background:#f6f6f6;padding:1em;overflow-x:auto;
 max-width:100%;font-size:90%}.recommend{font-size:1.1em;border-left:4px solid #0a0;padding:.5em 1em}
 nav a{margin-right:1em}section{margin-top:2em}table[data-table=measurements] td{white-space:nowrap}
 table[data-table=classes] td,table[data-table=costs] td{text-align:left}
@@ -44,20 +41,11 @@ def _table(caption: str, head: Sequence[str], rows: Sequence[Sequence[str]], key
 
 
 def _verdict_section(data: DecisionData) -> str:
-    results = data.results
-    n_seeds = len(results.samples.get(results.baseline, {}))
-    items = []
-    for v in data.verdicts:
-        lines = verdict_lines(v)
-        css = _WORD_CSS.get(verdict_summary(v), "")
-        rest = "".join(f"<li>{_e(line)}</li>" for line in lines[1:])
-        items.append(f"<li><span class='head {css}'>{_e(lines[0])}</span><ul>{rest}</ul></li>")
     rec = data.recommendation
     return (
         "<section id='decision'><h2>Decision</h2>"
         f"<p class='recommend'>Recommended: <b>{_e(rec.variant)}</b> — {_e(rec.reason)}.</p>"
-        f"<p>{_e(verdict_heading(results.baseline, n_seeds, results.confidence))}</p>"
-        f"<ul class='verdict'>{''.join(items)}</ul></section>"
+        f"{verdict_html(data.results, data.verdicts)}</section>"
     )
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from fleetlab.experiment.results import ExperimentResults, load_results
 from fleetlab.experiment.stats import MetricComparison, better_direction, verdict
+from fleetlab.experiment.verdict import CandidateVerdict, verdicts
+from fleetlab.report.compare_seeds import verdict_heading, verdict_lines, verdict_summary
 from fleetlab.report.experiment_charts import ChartSection, build_charts
 from fleetlab.report.experiment_table import format_metric, metric_title
 from fleetlab.report.metric_names import format_change, scaled
@@ -27,6 +29,7 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 td:first-child,th:first-child,td.l{text-align:left}.better{color:#0a0;font-weight:bold}
 .worse{color:#c00;font-weight:bold}.ns{color:#888}caption{text-align:left;font-weight:bold}
 .note{color:#555;max-width:60em}.chart{min-height:450px}
+.verdict li{margin:.3em 0}.verdict .head{font-weight:bold}
 """
 
 
@@ -120,13 +123,28 @@ def html_page(title: str, body: str, css: str = "") -> str:
     )
 
 
+def verdict_html(results: ExperimentResults, found: Sequence[CandidateVerdict]) -> str:
+    """The verdict as a list: each variant's word against the baseline, then its changes, one per item."""
+    n_seeds = len(results.samples.get(results.baseline, {}))
+    items = []
+    for v in found:
+        lines = verdict_lines(v)
+        css = {"better": "better", "worse": "worse"}.get(verdict_summary(v), "")
+        rest = "".join(f"<li>{_e(line)}</li>" for line in lines[1:])
+        items.append(f"<li><span class='head {css}'>{_e(lines[0])}</span><ul>{rest}</ul></li>")
+    heading = verdict_heading(results.baseline, n_seeds, results.confidence)
+    return f"<p>{_e(heading)}</p><ul class='verdict'>{''.join(items)}</ul>"
+
+
 def render_html(folder: Path) -> str:
-    """The report as one HTML document, plotly.js inlined once in the head."""
+    """The report as one HTML document, plotly.js inlined once in the head; the verdict first."""
     results = load_results(folder)
     charts = build_charts(folder, results)
     title = f"{results.name}: {results.finished}/{results.planned} runs"
     sections = "".join(_section(s) for s in charts.sections)
-    return html_page(title, f"{decision_table(results)}{sections}{_slowest_table(charts.slowest)}")
+    found = verdicts(results.samples, results.baseline, results.confidence)
+    verdict = f"<section id='verdict'><h2>Verdict</h2>{verdict_html(results, found)}</section>"
+    return html_page(title, f"{verdict}{decision_table(results)}{sections}{_slowest_table(charts.slowest)}")
 
 
 def write_html_report(folder: Path, target: Path) -> None:
