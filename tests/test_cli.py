@@ -148,8 +148,25 @@ def test_compare_without_arguments_prints_the_default_table(default_compare: Res
     assert list(DEFAULT_COMPARE) == ["default", "least-allocated", "most-allocated", "bin-packing"]
     for row in ("queue wait p99", "idle GPU-hours", "cost per completed job", "whole free GPU nodes (mean)"):
         assert row in out
-    assert out.startswith("default: ")  # title names the scenario, job and node counts and the seed
-    assert "seed 7" in out.splitlines()[0]
+    # The verdict comes first, against the first column, over five paired seeds from the scenario's 7.
+    assert out.startswith("Verdict against default (5 paired seeds, 95% intervals")
+    title = next(line for line in out.splitlines() if line.startswith("default: "))
+    assert "922 jobs on 24 nodes, seeds 7–11 (5, paired)" in title
+    for candidate in DEFAULT_COMPARE[1:]:
+        assert f"\n  {candidate}: " in out
+    assert "jobs completed / running / pending / failed" in out
+    assert "zero in every run, not shown:" in out and "data storage" in out.split("zero in every run")[1]
+
+
+def test_readme_excerpt_is_what_compare_prints(default_compare: Result) -> None:
+    """The README quotes this run: every line of its excerpt (but the elision) is in today's output."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    excerpt = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in excerpt.splitlines() if line.strip() != "..."]
+    assert len(lines) >= 4
+    for line in lines:
+        assert line in default_compare.stdout.splitlines(), line
+    assert "(922 jobs on 24 nodes)" in readme and "922 jobs on 24 nodes" in default_compare.stdout
     assert "Traceback" not in default_compare.output
 
 
@@ -181,7 +198,12 @@ def test_compare_out_writes_one_folder_per_policy_and_is_deterministic(
         result = invoke(*args, "--out", str(out))
         assert result.exit_code == 0, result.output
         assert f"results written to {out}" in result.stdout
-    assert sorted(p.name for p in first.iterdir()) == ["least-allocated", "most-allocated", "summary.json"]
+    assert sorted(p.name for p in first.iterdir()) == [
+        "comparison.json",
+        "least-allocated",
+        "most-allocated",
+        "summary.json",
+    ]
     for policy in ("most-allocated", "least-allocated"):
         assert sorted(p.name for p in (first / policy).iterdir()) == sorted(RUN_FILES)
         per_run = json.loads((first / policy / "summary.json").read_text())
@@ -201,6 +223,8 @@ def test_compare_out_keeps_every_run_when_labels_collide(files: dict[str, Path],
     runs = json.loads((out / "summary.json").read_text())["runs"]
     folders = [p for p in out.iterdir() if p.is_dir()]
     assert len(folders) == len(runs) == 2
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert comparison["columns"] == [run["policy"] for run in runs] and len(comparison["seeds"]) == 5
 
 
 # --- simulate -----------------------------------------------------------------------------------------------

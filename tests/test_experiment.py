@@ -299,6 +299,49 @@ def test_cli_run_then_report(tmp_path: Path) -> None:
         "completion_mean_s",
     ):
         assert text in report.output
+    assert report.output.startswith("Verdict against base (2 paired seeds")
+    as_json = runner.invoke(cli.app, ["experiment", "report", str(out), "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    payload = json.loads(as_json.stdout)
+    assert payload["baseline"] == "base" and payload["seeds"] == [1, 2] and payload["runs_finished"] == 6
+    assert [v["candidate"] for v in payload["verdict"]] == ["pack", "more-gpus"]  # file order
     bad = runner.invoke(cli.app, ["experiment", "report", str(tmp_path)])
     assert bad.exit_code == 2 and "not the output folder" in bad.output
     assert not math.isnan(load_results(out).comparisons()[0].value.mean)
+
+
+def test_patch_paths_address_kueue_objects_and_pools_by_name(tmp_path: Path) -> None:
+    """``kueue[team-a]`` finds the object whose metadata.name is team-a; ``pools[h100]`` is short for
+    ``cluster.pools[h100]``; a name two kinds share must say which kind it means."""
+    data = {
+        "cluster": {"pools": [{"name": "h100", "count": 6}]},
+        "kueue": [
+            {"kind": "ResourceFlavor", "metadata": {"name": "h100"}},
+            {"kind": "ClusterQueue", "metadata": {"name": "h100"}, "spec": {"cohortName": "x"}},
+            {"kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {"cohortName": "research"}},
+        ],
+    }
+    patched = apply_patch(data, "kueue[team-a].spec.cohortName", "other")
+    assert patched["kueue"][2]["spec"]["cohortName"] == "other"
+    assert apply_patch(data, "pools[h100].count", 8)["cluster"]["pools"][0]["count"] == 8
+    assert apply_patch(data, "kueue[ClusterQueue/h100].spec.cohortName", "y")["kueue"][1]["spec"] == {
+        "cohortName": "y"
+    }
+    with pytest.raises(
+        PatchError, match=r"2 entries are named 'h100'; pick one with \[ResourceFlavor/h100\]"
+    ):
+        apply_patch(data, "kueue[h100].spec", {})
+    with pytest.raises(PatchError, match=r"no entry named 'team-c'.*ClusterQueue/team-a"):
+        apply_patch(data, "kueue[team-c].spec.cohortName", "z")
+    # End to end on the built-in two-teams scenario: the patched quota reaches the validated variant.
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        "base: two-teams\nseeds: [1]\nvariants:\n  - name: base\n  - name: no-quota-a\n    set:\n"
+        "      kueue[team-a].spec.resourceGroups[0].flavors[h100].resources[nvidia.com/gpu].nominalQuota: 8\n"
+        "  - name: more-h100\n    set:\n      pools[h100].count: 9\n",
+        encoding="utf-8",
+    )
+    experiment = load_experiment(exp)
+    quota = experiment.variant("no-quota-a").scenario_data["kueue"][2]["spec"]["resourceGroups"][0]
+    assert quota["flavors"][0]["resources"][2] == {"name": "nvidia.com/gpu", "nominalQuota": 8}
+    assert experiment.variant("more-h100").scenario_data["cluster"]["pools"][0]["count"] == 9

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,26 @@ def _chromium() -> str:
     return path
 
 
+def offline_page(browser: Any, blocked: list[str], problems: list[str]) -> Any:
+    """A 1280×900 page that may load file:// URLs only (others are recorded in ``blocked`` and aborted);
+    console errors and page errors are recorded in ``problems``."""
+
+    def route(request_route: Any) -> None:
+        url = request_route.request.url
+        if url.startswith("file://"):
+            request_route.continue_()
+        else:
+            blocked.append(url)
+            request_route.abort()
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    return page
+
+
 def test_report_renders_every_chart_offline_in_chromium(tmp_path: Path) -> None:
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright not installed (pip install -e '.[dev]')"
@@ -50,23 +71,10 @@ def test_report_renders_every_chart_offline_in_chromium(tmp_path: Path) -> None:
     blocked: list[str] = []
     problems: list[str] = []
     dialogs: list[str] = []
-
-    def route(request_route: object) -> None:
-        url = request_route.request.url  # type: ignore[attr-defined]
-        if url.startswith("file://"):
-            request_route.continue_()  # type: ignore[attr-defined]
-        else:
-            blocked.append(url)
-            request_route.abort()  # type: ignore[attr-defined]
-
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.route("**/*", route)
-            page = context.new_page()
-            page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page = offline_page(browser, blocked, problems)
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             started = time.perf_counter()
             page.goto(report.as_uri(), wait_until="load")

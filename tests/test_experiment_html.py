@@ -53,6 +53,9 @@ def test_html_report_is_offline_and_escapes_input_names(tmp_path: Path) -> None:
     assert get_plotlyjs() in page and 'src="https://cdn.plot.ly' not in page  # plotly.js inlined
     assert "Plotly.newPlot" in page and len(page) > 1_000_000
     assert "Decision table" in page and "completion_mean_s" in page and "cost_per_completed_job" in page
+    # the verdict comes first, the metrics named in words beside their field
+    assert page.index("<section id='verdict'>") < page.index("Decision table")
+    assert "Verdict against " in page and "completion time mean (completion_mean_s)" in page
     target = tmp_path / "report.html"
     result = CliRunner().invoke(cli.app, ["experiment", "report", str(out), "--html", str(target)])
     assert result.exit_code == 0, result.output

@@ -179,3 +179,25 @@ def test_reconcile_cli_bad_input_exit_2(tmp_path: Path, run_dir: Path) -> None:
         result = runner.invoke(cli.app, ["plan", "reconcile", *args])
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output, (args, result.output)
+
+
+def test_gpu_gap_splits_into_price_and_quantity(run_dir: Path) -> None:
+    """Price effect (p_bill − p_est) × q_bill plus quantity effect p_est × (q_bill − q_est) is the whole
+    GPU gap; the quantities are the bill's usage seconds and the ledger's GPU-hours."""
+    raw = _bill_rows()
+    ledger = pq.read_table(run_dir / "ledger.parquet").to_pydict()
+    result = reconcile(read_billing_export(BILL).rows, ledger, datetime(2026, 11, 2, tzinfo=UTC))
+    split = result.gpu_split
+    assert split is not None
+    gpu_rows = [r for r in raw if "GPU running" in r["sku.description"]]
+    assert {r["usage.unit"] for r in gpu_rows} == {"seconds"}
+    assert split.bill_quantity == pytest.approx(sum(float(r["usage.amount"]) for r in gpu_rows) / 3600)
+    gpu_node_hours = sum(h for h, u in zip(ledger["unit_hours"], ledger["unit"], strict=True) if u == "gpu")
+    assert split.estimate_quantity == pytest.approx(gpu_node_hours)
+    cats = {c.category: c for c in result.categories}
+    assert split.price_effect_usd + split.quantity_effect_usd == pytest.approx(cats["gpu"].gap_usd)
+    # by hand: p = dollars / GPU-hours on each side
+    p_bill = cats["gpu"].bill_usd / split.bill_quantity
+    p_est = cats["gpu"].estimate_usd / split.estimate_quantity
+    assert split.price_effect_usd == pytest.approx((p_bill - p_est) * split.bill_quantity)
+    assert result.as_dict()["price_quantity"][0]["unit"] == "GPU-hours"

@@ -157,3 +157,17 @@ def test_cli_bad_input_exit_2(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text('{"runs": []}')
     many = runner.invoke(cli.app, ["plan", "buy-vs-rent", "--from-run", str(tmp_path)])
     assert many.exit_code == 2 and "several runs" in many.output
+
+
+def test_waiting_instead_of_renting_is_a_fluid_queue() -> None:
+    """Own 8 GPUs against curve(): the 8 GPU-hours above them in the last hour queue and are served in the
+    first (idle) hour of the next period, each unit exactly 1 h later: backlog area 4 (rising triangle,
+    8 GPU-h × 1 h / 2) + 4 (draining triangle) = 8 GPU-h·h; mean delay = 8 / 8 GPU-h = 1 h."""
+    c = curve()
+    assert c.backlog_gpu_hour_hours(8) == pytest.approx(8.0)
+    option = hybrid_option(c, 50, default_server(), 6.88, 0.09, 2.0)
+    assert option.mean_wait_h == pytest.approx(1.0)
+    assert option.as_dict()["mean_wait_hours_without_renting"] == pytest.approx(1.0)
+    # Mean demand (32 GPU-h over 4 h = 8 GPUs) above 7 owned GPUs: the backlog grows every period.
+    assert c.backlog_gpu_hour_hours(7) == float("inf")
+    assert c.backlog_gpu_hour_hours(16) == 0.0

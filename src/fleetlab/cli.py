@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,7 +23,8 @@ from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.cli_history import import_cmd
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.cli_profile import register_profile
-from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
+from fleetlab.cli_report import report_cmd
+from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
 from fleetlab.spec.errors import SpecError
@@ -43,6 +43,7 @@ app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
+app.command(name="report")(report_cmd)
 app.command(name="baseline")(baseline_cmd)
 app.command(name="calibrate")(calibrate_cmd)
 app.add_typer(cost_app, name="cost")
@@ -79,11 +80,11 @@ def _check_out(out: Path | None) -> None:
         )
 
 
-def _write(runs: list[Run], out: Path, single: bool) -> None:
+def _write(runs: list[Run], out: Path, single: bool, extra: dict[str, Any] | None = None) -> None:
     from fleetlab.experiment.output import write_results
 
     try:
-        write_results(runs, out, single=single)
+        write_results(runs, out, single=single, extra=extra)
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
@@ -151,6 +152,16 @@ def simulate(
             out_console.print(f"results written to {out}", highlight=False, markup=False)
 
 
+SeedsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--seeds",
+        help="How many seeds (from --seed or the scenario's seed up), or a list such as 7,8,9. Every "
+        "column runs on the same seeds (paired). Default: 5.",
+    ),
+]
+
+
 @app.command(name="compare")
 def compare_cmd(
     scenarios: Annotated[
@@ -169,48 +180,44 @@ def compare_cmd(
             f"Default: {', '.join(DEFAULT_COMPARE)}.",
         ),
     ] = None,
-    seed: SeedOpt = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="First seed (default: the scenario's).")] = None,
+    seeds: SeedsOpt = None,
     out: OutOpt = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
+    ] = False,
 ) -> None:
-    """Run the same workload and seed under several policies (or scenario variants) side by side."""
+    """Run the same workload under several policies (or scenario variants) on several seeds: a verdict
+    on what each changes against the first column, then every metric with its interval."""
+    from fleetlab.experiment.seeded import SeedsError, compare_seeds, parse_seeds
+    from fleetlab.report.compare_seeds import compare_payload, print_seeded
     from fleetlab.report.progress import DelayedProgress
-    from fleetlab.report.table import print_runs
+    from fleetlab.report.table import print_notes
 
     files = list(scenarios or [None])  # type: ignore[list-item]
-    default = DEFAULT_COMPARE if len(files) == 1 else (SCENARIO_POLICY,)
-    policies = list(dict.fromkeys(policy or default))
     _check_out(out)
-    runs: list[Run] = []
     try:
+        first = seed if seed is not None else load(files[0]).scenario.seed
+        seed_list = parse_seeds(seeds, first)
         with DelayedProgress(err_console) as progress:
-            for file in files:
-                resolved = load(file, seed)
-                for run in compare(resolved, policies, None, progress):
-                    label = run.label if len(files) == 1 else _variant_label(resolved, run, len(policies))
-                    runs.append(replace(run, label=_unique(label, runs)))
+            result = compare_seeds(files, policy, seed_list, progress)
+    except SeedsError as exc:
+        raise _fail(str(exc)) from None
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
-    title = (
-        _title(resolved, runs[0])
-        if len(files) == 1
-        else f"{len(files)} scenario variants, seed {runs[0].result.seed}"
-    )
-    print_runs(out_console, runs, title)
+    runs = list(result.first_runs)
+    payload = compare_payload(result)
+    if json_out:
+        out_console.print_json(json.dumps(payload, allow_nan=False))
+        print_notes(err_console, runs)
+    else:
+        print_seeded(out_console, result)
+        print_notes(out_console, runs)
     if out is not None:
-        _write(runs, out, single=False)
-        out_console.print(f"results written to {out}", highlight=False, markup=False)
-
-
-def _variant_label(resolved: ResolvedScenario, run: Run, n_policies: int) -> str:
-    name = resolved.scenario.name
-    return name if n_policies == 1 else f"{name}:{run.label}"
-
-
-def _unique(label: str, runs: list[Run]) -> str:
-    out, n = label, 2
-    while any(r.label == out for r in runs):
-        out, n = f"{label}#{n}", n + 1
-    return out
+        _write(runs, out, single=False, extra={"comparison.json": payload})
+        (err_console if json_out else out_console).print(
+            f"results written to {out}", highlight=False, markup=False
+        )
 
 
 def _title(resolved: ResolvedScenario, run: Run) -> str:

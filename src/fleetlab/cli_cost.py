@@ -65,6 +65,7 @@ def checkpoint_cmd(
         float | None,
         typer.Option("--price-per-hour", help="Price of the job's nodes per hour, for the cost column."),
     ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the intervals as JSON.")] = False,
 ) -> None:
     """Young's and Daly's checkpoint intervals, their expected overhead, and a few intervals around them."""
     from rich.table import Table
@@ -83,6 +84,22 @@ def checkpoint_cmd(
     mtbi_s = _duration("--mtbi", mtbi) if mtbi is not None else 3600.0 / float(rate or 1.0)
     assert write_s is not None and restart_s is not None and mtbi_s is not None
     young, daly = young_interval(write_s, mtbi_s), daly_interval(write_s, mtbi_s)
+    rows = interval_table(write_s, mtbi_s, restart_s, price)
+    if json_out:
+        import json
+        from dataclasses import asdict
+
+        payload = {
+            "write_s": write_s,
+            "restart_s": restart_s,
+            "mtbi_s": mtbi_s,
+            "price_per_hour": price,
+            "young_s": young,
+            "daly_s": daly,
+            "intervals": [asdict(row) for row in rows],
+        }
+        out_console.print_json(json.dumps(payload, allow_nan=False))
+        return
     out_console.print(
         f"write {_fmt(write_s)}, restart {_fmt(restart_s)}, mean time between interruptions {_fmt(mtbi_s)}: "
         f"Young √(2CM) = {_fmt(young)}, Daly = {_fmt(daly)}",
@@ -93,7 +110,7 @@ def checkpoint_cmd(
         table.add_column(column, justify="right" if column else "left")
     if price is not None:
         table.add_column("cost per compute-hour", justify="right")
-    for row in interval_table(write_s, mtbi_s, restart_s, price):
+    for row in rows:
         cells = [
             _fmt(row.interval_s),
             row.label,

@@ -183,6 +183,15 @@ def gpus_cmd(
             raise _fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
 
 
+def _default_help(rate: str, label: str) -> str:
+    """Option help naming the shipped default (data/plan/tco_defaults.json), so --help shows it."""
+    from rich.markup import escape
+
+    from fleetlab.cost.tco import default_rates
+
+    return escape(f"{label} [default: {default_rates()[rate]['value']}]")
+
+
 @plan_app.command("buy-vs-rent")
 def buy_vs_rent_cmd(
     from_run: Annotated[
@@ -201,22 +210,85 @@ def buy_vs_rent_cmd(
     instance: Annotated[str | None, typer.Option("--instance", help="Rented instance type.")] = None,
     region: Annotated[str | None, typer.Option("--region", help="Region of the rented instance.")] = None,
     capacity: Annotated[str | None, typer.Option("--capacity", help="on-demand or spot.")] = None,
-    server_price: Annotated[float | None, typer.Option("--server-price", min=0.0)] = None,
-    gpus_per_server: Annotated[int | None, typer.Option("--gpus-per-server", min=1)] = None,
-    life_years: Annotated[float | None, typer.Option("--life-years", min=0.1)] = None,
-    power_kw: Annotated[float | None, typer.Option("--power-kw", min=0.0)] = None,
-    provisioned_kw: Annotated[float | None, typer.Option("--provisioned-kw", min=0.0)] = None,
-    pue: Annotated[float | None, typer.Option("--pue", min=1.0)] = None,
-    usd_per_kwh: Annotated[float | None, typer.Option("--usd-per-kwh", min=0.0)] = None,
-    colo: Annotated[float | None, typer.Option("--colo-usd-per-kw-month", min=0.0)] = None,
-    network: Annotated[float | None, typer.Option("--network-usd-per-year", min=0.0)] = None,
-    maintenance_pct: Annotated[float | None, typer.Option("--maintenance-pct", min=0.0)] = None,
-    staff: Annotated[float | None, typer.Option("--staff-usd-per-year", min=0.0)] = None,
-    downtime_pct: Annotated[float | None, typer.Option("--downtime-pct", min=0.0, max=99.0)] = None,
-    fabric_pct: Annotated[float | None, typer.Option("--fabric-pct", min=0.0)] = None,
-    residual_pct: Annotated[float | None, typer.Option("--residual-pct", min=0.0, max=100.0)] = None,
-    egress: Annotated[float | None, typer.Option("--egress-usd-per-gb", min=0.0)] = None,
-    transfer: Annotated[float | None, typer.Option("--transfer-gb-per-gpu-hour", min=0.0)] = None,
+    server_price: Annotated[
+        float | None,
+        typer.Option(
+            "--server-price", min=0.0, help=_default_help("server_price_usd", "Owned server price, USD")
+        ),
+    ] = None,
+    gpus_per_server: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus-per-server", min=1, help=_default_help("gpus_per_server", "GPUs per owned server")
+        ),
+    ] = None,
+    life_years: Annotated[
+        float | None,
+        typer.Option("--life-years", min=0.1, help=_default_help("life_years", "Depreciation years")),
+    ] = None,
+    power_kw: Annotated[
+        float | None, typer.Option("--power-kw", min=0.0, help=_default_help("power_kw", "Average draw, kW"))
+    ] = None,
+    provisioned_kw: Annotated[
+        float | None,
+        typer.Option("--provisioned-kw", min=0.0, help=_default_help("provisioned_kw", "Provisioned kW")),
+    ] = None,
+    pue: Annotated[float | None, typer.Option("--pue", min=1.0, help=_default_help("pue", "PUE"))] = None,
+    usd_per_kwh: Annotated[
+        float | None, typer.Option("--usd-per-kwh", min=0.0, help=_default_help("usd_per_kwh", "USD per kWh"))
+    ] = None,
+    colo: Annotated[
+        float | None,
+        typer.Option(
+            "--colo-usd-per-kw-month", min=0.0, help=_default_help("colo_usd_per_kw_month", "Colocation")
+        ),
+    ] = None,
+    network: Annotated[
+        float | None,
+        typer.Option(
+            "--network-usd-per-year", min=0.0, help=_default_help("network_usd_per_year", "Network, USD/year")
+        ),
+    ] = None,
+    maintenance_pct: Annotated[
+        float | None,
+        typer.Option(
+            "--maintenance-pct", min=0.0, help=_default_help("maintenance_pct", "Maintenance, % capex/yr")
+        ),
+    ] = None,
+    staff: Annotated[
+        float | None,
+        typer.Option(
+            "--staff-usd-per-year", min=0.0, help=_default_help("staff_usd_per_year", "Staff, USD/year")
+        ),
+    ] = None,
+    downtime_pct: Annotated[
+        float | None,
+        typer.Option("--downtime-pct", min=0.0, max=99.0, help=_default_help("downtime_pct", "Downtime, %")),
+    ] = None,
+    fabric_pct: Annotated[
+        float | None,
+        typer.Option("--fabric-pct", min=0.0, help=_default_help("fabric_pct", "Fabric, % of server")),
+    ] = None,
+    residual_pct: Annotated[
+        float | None,
+        typer.Option(
+            "--residual-pct", min=0.0, max=100.0, help=_default_help("residual_pct", "Resale value, %")
+        ),
+    ] = None,
+    egress: Annotated[
+        float | None,
+        typer.Option(
+            "--egress-usd-per-gb", min=0.0, help=_default_help("egress_usd_per_gb", "Egress USD/GB")
+        ),
+    ] = None,
+    transfer: Annotated[
+        float | None,
+        typer.Option(
+            "--transfer-gb-per-gpu-hour",
+            min=0.0,
+            help=_default_help("transfer_gb_per_gpu_hour", "GB moved per rented GPU-h"),
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """On-prem TCO vs renting at a measured utilisation: break-even utilisation and a hybrid plan."""
@@ -227,6 +299,8 @@ def buy_vs_rent_cmd(
         default_rates,
         default_server,
         hybrid_option,
+        rental_options,
+        tco_inputs,
     )
     from fleetlab.report.plan_report import print_buy_vs_rent
     from fleetlab.spec.catalog import builtin_catalog
@@ -235,12 +309,14 @@ def buy_vs_rent_cmd(
 
     out, _ = _consoles()
     rates = default_rates()
-    server = default_server(
+    overrides = dict(
         server_price_usd=server_price, gpus_per_server=gpus_per_server, life_years=life_years,
         power_kw=power_kw, provisioned_kw=provisioned_kw, pue=pue, usd_per_kwh=usd_per_kwh,
         colo_usd_per_kw_month=colo, network_usd_per_year=network, maintenance_pct=maintenance_pct,
         staff_usd_per_year=staff, downtime_pct=downtime_pct, fabric_pct=fabric_pct, residual_pct=residual_pct,
     )  # fmt: skip
+    server = default_server(**overrides)
+    given = {k for k, v in overrides.items() if v is not None}
     rented = {
         "cloud": cloud or rates["cloud"]["value"],
         "instance_type": instance or rates["instance_type"]["value"],
@@ -267,6 +343,11 @@ def buy_vs_rent_cmd(
             rented = {"cloud": "given", "instance_type": "--cloud-price", "region": "", "capacity_type": ""}
         if price <= 0:
             raise _fail("--cloud-price: must be > 0 USD per GPU-hour")
+        modes = (
+            {"given": price}
+            if cloud_price is not None
+            else _rental_modes(builtin_catalog(rented["cloud"]), rented["instance_type"], rented["region"])
+        )
         if from_run is not None:
             summary = read_run_summary(from_run)
             source = str(from_run / "summary.json")
@@ -279,10 +360,12 @@ def buy_vs_rent_cmd(
             curve = DemandCurve(t_s=t, gpus=gpus, end_s=end)
     except SpecError as exc:
         raise _fail(str(exc)) from None
+    used_source = "given"
     if utilisation is None:
         if "gpu_allocation_ratio" not in measured:
             raise _fail("give --from-run DIR (a `fleetlab simulate --out` folder) or --utilisation 0..1")
         utilisation = measured["gpu_allocation_ratio"]
+        used_source = f"GPU allocation ratio of {from_run}"
     egress_rate = egress if egress is not None else float(rates["egress_usd_per_gb"]["value"])
     per_hour = transfer if transfer is not None else float(rates["transfer_gb_per_gpu_hour"]["value"])
     hybrid = []
@@ -290,6 +373,8 @@ def buy_vs_rent_cmd(
         levels = sorted({0.0, 25.0, 50.0, 75.0, 90.0, 100.0, percentile})
         hybrid = [hybrid_option(curve, q, server, price, egress_rate, per_hour) for q in levels]
     result = {
+        "inputs": tco_inputs(server, rates, given, utilisation, used_source),
+        "rental_options": rental_options(server, modes, utilisation),
         "owned_server": {**server.__dict__, "capex_usd": server.capex},
         "yearly_usd": server.yearly(),
         "rented": {**rented, "usd_per_gpu_hour": price},
@@ -306,6 +391,24 @@ def buy_vs_rent_cmd(
         out.print_json(json.dumps(result, allow_nan=False, default=str))
     else:
         print_buy_vs_rent(out, result, hybrid)
+
+
+def _rental_modes(catalog: Any, instance: str, region: str) -> dict[str, float]:
+    """USD per GPU-hour of the rented instance on-demand, committed (1 and 3 years, at the billing
+    rules' discounts) and spot, from the catalog; a mode the catalog lacks is left out."""
+    from fleetlab.cost.tco import cloud_gpu_hour_price
+    from fleetlab.model.billing_rules import COMMITTED_DISCOUNT
+
+    out: dict[str, float] = {}
+    for mode in ("on-demand", "spot"):
+        try:
+            out[mode] = cloud_gpu_hour_price(catalog, instance, region, mode)
+        except ValueError:
+            continue
+    if "on-demand" in out:
+        for term, discount in COMMITTED_DISCOUNT.items():
+            out[f"committed {term}"] = round(out["on-demand"] * (1.0 - discount), 6)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 @plan_app.command("ledger")

@@ -89,11 +89,15 @@ def report_cmd(
         Path | None,
         typer.Option("--png", help="Also write every chart as a PNG into this folder (needs fleetlab[png])."),
     ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
+    ] = False,
 ) -> None:
-    """Print each metric per variant: interval over seeds and paired difference to the baseline."""
+    """The verdict on each variant against the baseline, then each metric per variant: interval over
+    seeds and paired difference to the baseline."""
     from fleetlab.spec.errors import SpecError
 
-    _print_report(folder)
+    _print_report(folder, json_out)
     if png is not None:
         _write_pngs(folder, png)
     if html is not None:
@@ -137,9 +141,12 @@ def _fail(message: str) -> typer.Exit:
     return cli._fail(message)
 
 
-def _print_report(folder: Path) -> None:
+def _print_report(folder: Path, json_out: bool = False) -> None:
+    import json
+
     from fleetlab.cli import err_console, out_console
     from fleetlab.experiment.results import load_results
+    from fleetlab.report.compare_seeds import comparison_payload, print_verdicts
     from fleetlab.report.experiment_table import print_experiment
     from fleetlab.spec.errors import SpecError
 
@@ -154,6 +161,18 @@ def _print_report(folder: Path) -> None:
             "rerun `fleetlab experiment run` with the same --out to complete the sweep",
             highlight=False,
         )
+    if json_out:
+        payload = {
+            "title": title,
+            "experiment": results.name,
+            "changes": results.changes,
+            "runs_finished": results.finished,
+            "runs_planned": results.planned,
+            **comparison_payload(results.samples, results.baseline, results.confidence),
+        }
+        out_console.print_json(json.dumps(payload, allow_nan=False))
+        return
+    print_verdicts(out_console, results.samples, results.baseline, results.confidence)
     print_experiment(out_console, results.comparisons(), results.changes, title, results.confidence)
 
 

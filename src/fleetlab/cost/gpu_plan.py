@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fleetlab.cost.perf import Layout, fits, single_gpu_throughput, training_seconds
 from fleetlab.model.gpu_specs import default_network_gbps, faster_models, gpu_specs, instance_network_gbps
 from fleetlab.model.plan_job import PlanJob
-from fleetlab.spec.catalog import GPU_NAMES, Catalog
+from fleetlab.spec.catalog import GPU_NAMES, Catalog, price_date
 
 CAPACITY_TYPES = ("on-demand", "spot")
 
@@ -32,6 +32,11 @@ class PricedOffer:
     gpus: int
     price_per_hour: float
     network_gbps: float | None
+    #: Where the price comes from and when it was taken; the catalog's warnings about its rows
+    #: (known upstream anomalies, e.g. a wrong GPU count or a spot price above on-demand).
+    price_source: str = ""
+    price_date: str = ""
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,10 @@ class PlanRow:
             "region": o.region,
             "capacity_type": o.capacity_type,
             "price_per_hour": o.price_per_hour,
+            "billing_mode": o.capacity_type,
+            "price_source": o.price_source,
+            "price_date": o.price_date,
+            "anomalies": list(o.notes),
             "instances": self.instances,
             "gpus": self.gpus_used,
             "layout": self.layout,
@@ -105,9 +114,12 @@ def priced_offers(
                 key = (cloud, offer.instance_type, offer.region, capacity)
                 if key not in best or price < best[key].price_per_hour:
                     net = instance_network_gbps(offer.instance_type)
+                    lines = offer.lines or (offer.line,)
+                    notes = tuple(w for line in lines for w in catalog.warnings.get(line, []))
                     best[key] = PricedOffer(
-                        cloud, offer.instance_type, offer.region, capacity, gpu, offer.gpus, price, net
-                    )
+                        cloud, offer.instance_type, offer.region, capacity, gpu, offer.gpus, price, net,
+                        catalog.source, price_date(catalog), notes,
+                    )  # fmt: skip
     return sorted(best.values(), key=lambda o: (o.gpu, o.cloud, o.instance_type, o.region, o.capacity_type))
 
 

@@ -95,6 +95,55 @@ class CategoryGap:
         return self.bill_usd - self.estimate_usd
 
 
+_SECONDS = {"seconds": 1.0, "second": 1.0, "s": 1.0, "hour": 3600.0, "hours": 3600.0, "h": 3600.0}
+
+
+@dataclass(frozen=True)
+class PriceQuantity:
+    """A category's gap split into price and quantity: bill − estimate = (p_bill − p_est) × q_bill
+    + p_est × (q_bill − q_est), with p = dollars / quantity on each side (exact by construction)."""
+
+    category: str
+    unit: str
+    bill_quantity: float
+    estimate_quantity: float
+    bill_usd: float
+    estimate_usd: float
+
+    @property
+    def bill_price(self) -> float:
+        """Bill dollars per unit."""
+        return self.bill_usd / self.bill_quantity if self.bill_quantity > 0 else 0.0
+
+    @property
+    def estimate_price(self) -> float:
+        """Estimate dollars per unit."""
+        return self.estimate_usd / self.estimate_quantity if self.estimate_quantity > 0 else 0.0
+
+    @property
+    def price_effect_usd(self) -> float:
+        """The part of the gap from paying another price for the billed quantity."""
+        return (self.bill_price - self.estimate_price) * self.bill_quantity
+
+    @property
+    def quantity_effect_usd(self) -> float:
+        """The part of the gap from billing another quantity at the estimate's price."""
+        return self.estimate_price * (self.bill_quantity - self.estimate_quantity)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "category": self.category,
+            "unit": self.unit,
+            "bill_quantity": self.bill_quantity,
+            "estimate_quantity": self.estimate_quantity,
+            "bill_price_usd": self.bill_price,
+            "estimate_price_usd": self.estimate_price,
+            "price_effect_usd": self.price_effect_usd,
+            "quantity_effect_usd": self.quantity_effect_usd,
+        }
+
+
 @dataclass(frozen=True)
 class Reconciliation:
     """The whole comparison; ``by_group`` maps (project, period start) to (bill, estimate)."""
@@ -108,6 +157,8 @@ class Reconciliation:
     estimate_window: tuple[datetime, datetime]
     group_label: str
     period: str
+    #: The GPU gap split into price and quantity (GPU-hours), when the bill lines state their usage.
+    gpu_split: PriceQuantity | None = None
 
     @property
     def bill_total_usd(self) -> float:
@@ -151,6 +202,7 @@ class Reconciliation:
             "estimate_window": [t.isoformat() for t in self.estimate_window],
             "group_label": self.group_label,
             "period": self.period,
+            "price_quantity": [self.gpu_split.as_dict()] if self.gpu_split is not None else [],
         }
 
 
@@ -165,14 +217,22 @@ def reconcile(
     bill_by: dict[str, float] = defaultdict(float)
     groups: dict[tuple[str, datetime], list[float]] = defaultdict(lambda: [0.0, 0.0])
     credits = 0.0
+    bill_gpu_hours, usage_known = 0.0, True
     for row in bill:
         bill_by[category(row)] += row.cost_usd
+        if category(row) == "gpu":
+            scale = _SECONDS.get(row.usage_unit.lower())
+            if row.usage_amount is None or scale is None:
+                usage_known = False
+            else:
+                bill_gpu_hours += row.usage_amount * scale / 3600.0
         credits += row.credits_usd
         who = row.labels.get(group_label) or UNALLOCATED
         for when, amount in spread(row.start, row.end, row.cost_usd + row.credits_usd, period):
             groups[(who, when)][0] += amount
     estimate_by: dict[str, float] = defaultdict(float)
     idle = 0.0
+    estimate_gpu_hours = 0.0
     first, last = None, None
     for i in range(len(ledger["cost_usd"])):
         kind = ledger["category"][i]
@@ -181,6 +241,8 @@ def reconcile(
         else:
             estimate_by["compute"] += ledger["host_cost_usd"][i]
             estimate_by["gpu"] += ledger["gpu_cost_usd"][i]
+            if ledger["unit"][i] == "gpu":
+                estimate_gpu_hours += float(ledger["unit_hours"][i])
         if kind == "idle":
             idle += ledger["cost_usd"][i]
         begin = start + timedelta(seconds=float(ledger["period_start_s"][i]))
@@ -203,4 +265,14 @@ def reconcile(
         estimate_window=(first or start, last or start),
         group_label=group_label,
         period=period,
+        gpu_split=PriceQuantity(
+            "gpu",
+            "GPU-hours",
+            bill_gpu_hours,
+            estimate_gpu_hours,
+            bill_by.get("gpu", 0.0),
+            estimate_by["gpu"],
+        )
+        if usage_known and bill_gpu_hours > 0 and estimate_gpu_hours > 0
+        else None,
     )

@@ -127,6 +127,30 @@ class DemandCurve:
         index = int(np.searchsorted(cum, q / 100 * cum[-1], side="left"))
         return float(self.gpus[order][min(index, len(order) - 1)])
 
+    def backlog_gpu_hour_hours(self, cap: float) -> float:
+        """∫ backlog dt (GPU-hours × hours) over one period of a fluid queue in its periodic steady state:
+        work above ``cap`` waits, first in first out, for the GPUs left free when demand falls below it,
+        and the curve repeats (as the yearly figures assume). Infinite when the backlog grows from one
+        period to the next (mean demand above ``cap``)."""
+
+        def one_period(backlog: float) -> tuple[float, float]:
+            area = 0.0
+            for gpus, width_s in zip(self.gpus.tolist(), self.widths().tolist(), strict=True):
+                w = width_s / 3600.0
+                net = gpus - cap
+                after = backlog + net * w
+                if after >= 0:
+                    area += (backlog + after) / 2.0 * w
+                    backlog = after
+                else:  # drains to zero within the step, after backlog / -net hours
+                    area += backlog * (backlog / -net) / 2.0
+                    backlog = 0.0
+            return area, backlog
+
+        _, carried = one_period(0.0)
+        area, again = one_period(carried)
+        return math.inf if again > carried + 1e-9 else area
+
     def gpu_hours(self, cap: float = math.inf) -> tuple[float, float]:
         """GPU-hours at or below ``cap`` and above it."""
         w = self.widths() / 3600
@@ -145,13 +169,15 @@ class HybridOption:
     owned_usd: float
     rented_usd: float
     transfer_usd: float
+    #: Without renting: mean hours the work above the owned capacity waits for it (fluid queue).
+    mean_wait_h: float = 0.0
 
     @property
     def total_usd(self) -> float:
         """All three parts."""
         return self.owned_usd + self.rented_usd + self.transfer_usd
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | None]:
         """A flat JSON row."""
         return {
             "percentile": self.percentile,
@@ -162,6 +188,8 @@ class HybridOption:
             "rented_usd_per_year": self.rented_usd,
             "transfer_usd_per_year": self.transfer_usd,
             "total_usd_per_year": self.total_usd,
+            # null: the backlog never clears (mean demand above the owned GPUs)
+            "mean_wait_hours_without_renting": self.mean_wait_h if math.isfinite(self.mean_wait_h) else None,
         }
 
 
@@ -180,6 +208,8 @@ def hybrid_option(
     cap = servers * server.gpus_per_server * (1 - server.downtime_pct / 100)
     owned_h, rented_h = curve.gpu_hours(cap)
     scale = HOURS_PER_YEAR * 3600 / curve.end_s if curve.end_s > 0 else 0.0
+    # Little's law on the backlog: mean delay = ∫ backlog dt / work that waited.
+    wait_h = curve.backlog_gpu_hour_hours(cap) / rented_h if rented_h > 0 else 0.0
     return HybridOption(
         percentile=percentile,
         servers=servers,
@@ -188,6 +218,7 @@ def hybrid_option(
         owned_usd=servers * server.yearly()["total"],
         rented_usd=rented_h * scale * cloud_usd_per_gpu_hour,
         transfer_usd=rented_h * scale * transfer_gb_per_gpu_hour * egress_usd_per_gb,
+        mean_wait_h=wait_h,
     )
 
 
@@ -208,3 +239,62 @@ def cloud_gpu_hour_price(catalog: Catalog, instance_type: str, region: str, capa
     if not prices:
         raise ValueError(f"{instance_type} in {region} has no {capacity_type} price in {catalog.source}")
     return min(prices) / here[0].gpus
+
+
+#: The buy-vs-rent inputs shown beside the answer: OwnedServer field, label, unit.
+INPUTS = (
+    ("server_price_usd", "server price", "USD"),
+    ("gpus_per_server", "GPUs per server", ""),
+    ("gpu_model", "GPU model", ""),
+    ("life_years", "depreciation period", "years"),
+    ("residual_pct", "residual value", "%"),
+    ("fabric_pct", "network fabric", "% of server"),
+    ("maintenance_pct", "maintenance", "% of capex per year"),
+    ("staff_usd_per_year", "staff", "USD per year"),
+    ("power_kw", "power draw", "kW"),
+    ("pue", "PUE", ""),
+    ("usd_per_kwh", "electricity", "USD per kWh"),
+    ("colo_usd_per_kw_month", "colocation", "USD per kW-month"),
+    ("provisioned_kw", "provisioned power", "kW"),
+    ("network_usd_per_year", "network", "USD per year"),
+    ("downtime_pct", "downtime", "%"),
+)
+
+
+def tco_inputs(
+    server: OwnedServer, rates: dict[str, dict[str, Any]], given: set[str], utilisation: float, source: str
+) -> list[dict[str, Any]]:
+    """Every owned-server input with its value, unit and where it came from (given, or the default's
+    source), then the utilisation the answer is for."""
+    rows = [
+        {
+            "input": name,
+            "label": label,
+            "value": getattr(server, name),
+            "unit": unit,
+            "source": "given" if name in given else str(rates.get(name, {}).get("source", "default")),
+        }
+        for name, label, unit in INPUTS
+    ]
+    rows.append({"input": "utilisation", "label": "utilisation", "value": utilisation, "unit": "0..1",
+                 "source": source})  # fmt: skip
+    return rows
+
+
+def rental_options(server: OwnedServer, prices: dict[str, float], utilisation: float) -> list[dict[str, Any]]:
+    """Per way of renting (on-demand, committed, spot, or a given price): USD per GPU-hour, the
+    break-even utilisation against owning, and which is cheaper at ``utilisation``."""
+    owned = server.cost_per_used_gpu_hour(utilisation)
+    out = []
+    for mode, price in prices.items():
+        if price <= 0:
+            continue
+        out.append(
+            {
+                "billing_mode": mode,
+                "usd_per_gpu_hour": price,
+                "break_even_utilisation": break_even_utilisation(server, price),
+                "cheaper_at_utilisation": "owning" if owned < price else "renting",
+            }
+        )
+    return out

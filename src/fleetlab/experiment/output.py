@@ -82,8 +82,11 @@ def safe_name(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "run"
 
 
-def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
-    """Write one run into ``out`` (single) or one sub-folder per policy plus a combined summary.json."""
+def write_results(
+    runs: Sequence[Run], out: Path, single: bool = False, extra: dict[str, Any] | None = None
+) -> None:
+    """Write one run into ``out`` (single) or one sub-folder per policy plus a combined summary.json;
+    ``extra`` maps further file names in ``out`` to JSON payloads (written in the same atomic swap)."""
     with atomic_dir(out) as staging:
         if single:
             write_run_files(runs[0], staging)
@@ -94,3 +97,6 @@ def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
                 combined.append(_run_payload(run))
             text = json.dumps({"runs": combined}, indent=2, sort_keys=True, allow_nan=False)
             (staging / "summary.json").write_text(text + "\n", encoding="utf-8")
+        for name, payload in (extra or {}).items():
+            text = json.dumps(payload, indent=2, sort_keys=True, allow_nan=False)
+            (staging / name).write_text(text + "\n", encoding="utf-8")

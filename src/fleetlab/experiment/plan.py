@@ -33,6 +33,7 @@ DEFAULT_METRICS = (
     "gpu_allocation_ratio",
 )
 CHANGE_KINDS = ("policy", "scheduler", "set")
+EXPERIMENT_DOCS = "docs/commands.md#experiments"
 
 
 class _Strict(BaseModel):
@@ -215,11 +216,16 @@ def load_experiment(path: str | Path) -> Experiment:
     """Read, validate and expand an experiment file; raises SpecError naming the variant and field."""
     file = Path(path)
     text = read_text_file(file, "file not found (give an experiment YAML file)")
-    raw = parse_yaml(str(file), text)
+    return experiment_from_data(parse_yaml(str(file), text), file)
+
+
+def experiment_from_data(raw: Any, file: Path) -> Experiment:
+    """Validate and expand experiment data read from ``file`` (a relative ``base`` is found next to it)."""
     try:
         spec = ExperimentSpec.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError(str(file), _name_variants(problems_from_validation(exc), raw)) from None
+        problems = problems_from_validation(exc, docs=lambda _: EXPERIMENT_DOCS)
+        raise SpecError(str(file), _name_variants(problems, raw)) from None
     base_path = spec.base
     if not Path(base_path).is_absolute() and (file.parent / base_path).exists():
         base_path = str(file.parent / base_path)

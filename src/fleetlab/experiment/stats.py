@@ -130,13 +130,14 @@ Samples = Mapping[str, Mapping[int, Mapping[str, float]]]  # variant -> seed -> 
 def compare_variants(
     samples: Samples, baseline: str, metrics: Sequence[str], confidence: float = 0.95
 ) -> list[MetricComparison]:
-    """Every variant x metric, in the order given (baseline rows included, without a difference)."""
+    """Every variant x metric, in the order given (baseline rows included, without a difference); a metric
+    a run lacks (recorded by an older version) counts as no value."""
     out: list[MetricComparison] = []
     base = samples.get(baseline, {})
     for metric in metrics:
-        base_values = {s: float(m[metric]) for s, m in base.items()}
+        base_values = {s: float(m.get(metric, math.nan)) for s, m in base.items()}
         for variant, by_seed in samples.items():
-            values = {s: float(m[metric]) for s, m in by_seed.items()}
+            values = {s: float(m.get(metric, math.nan)) for s, m in by_seed.items()}
             value = mean_interval([values[s] for s in sorted(values)], confidence)
             diff = None if variant == baseline else paired_difference(values, base_values, confidence)
             out.append(MetricComparison(variant, metric, value, diff))

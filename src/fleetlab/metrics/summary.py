@@ -122,6 +122,8 @@ class Summary:
     service_slo_attainment_pct: float = float("nan")
     service_late_requests_pct: float = float("nan")
     service_replicas_lost: int = 0
+    #: 95th percentile of submit-to-end time over completed jobs (numpy linear interpolation).
+    completion_p95_s: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -187,6 +189,7 @@ def summarize(result: SimulationResult) -> Summary:
         else 0.0,
         prep_mean_s=float(prep.mean()) if len(prep) else 0.0,
         completion_mean_s=float(jct.mean()) if len(jct) else 0.0,
+        completion_p95_s=_percentile(jct, 95),
         gpu_allocation_ratio=allocation_ratio(result.timeline, end_ms),
         whole_free_gpu_nodes_mean=time_weighted_mean(
             result.timeline.t_ms, result.timeline.whole_free_gpu_nodes.astype(np.float64), end_ms

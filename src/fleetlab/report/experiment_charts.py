@@ -57,6 +57,12 @@ def _figure(title: str, x_title: str, y_title: str, **layout: Any) -> Any:
     import plotly.graph_objects as go
 
     figure = go.Figure()
+    # The legend sits under the plot, clear of the axes and the title, however long the variant names.
+    layout = {
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0},
+        "margin": {"t": 60, "b": 110},
+        **layout,
+    }
     figure.update_layout(
         title=title, xaxis_title=x_title, yaxis_title=y_title, template="plotly_white", **layout
     )
@@ -69,7 +75,15 @@ def queue_wait_cdf(waits: dict[str, data.FloatArray], order: Sequence[str]) -> C
 
     colours = _colours(order)
     figure = _figure(
-        "Queue wait (submit → last pod bound), all seeds pooled", "queue wait (minutes)", "fraction of jobs"
+        "Queue wait (submit → last pod bound), all seeds pooled",
+        "queue wait (log scale; waits under 1 s drawn at 1 s)",
+        "fraction of jobs waiting at most this long",
+        xaxis={
+            "type": "log",
+            "tickvals": [1, 10, 60, 600, 3600, 36000, 360000],
+            "ticktext": ["≤1 s", "10 s", "1 min", "10 min", "1 h", "10 h", "100 h"],
+        },
+        yaxis={"range": [0, 1.02], "tickformat": ".0%"},
     )
     for variant in order:
         values = waits.get(variant)
@@ -79,7 +93,7 @@ def queue_wait_cdf(waits: dict[str, data.FloatArray], order: Sequence[str]) -> C
         index = np.unique(np.append(np.arange(0, len(values), step), len(values) - 1))
         figure.add_trace(
             go.Scatter(
-                x=values[index] / 60.0,
+                x=np.maximum(values[index], 1.0),
                 y=(index + 1) / len(values),
                 mode="lines",
                 name=_e(variant),

@@ -16,8 +16,11 @@ from typing import Any
 
 from fleetlab.experiment.results import ExperimentResults, load_results
 from fleetlab.experiment.stats import MetricComparison, better_direction, verdict
+from fleetlab.experiment.verdict import CandidateVerdict, verdicts
+from fleetlab.report.compare_seeds import verdict_heading, verdict_lines, verdict_summary
 from fleetlab.report.experiment_charts import ChartSection, build_charts
-from fleetlab.report.experiment_table import format_metric
+from fleetlab.report.experiment_table import format_metric, metric_title
+from fleetlab.report.metric_names import format_change, scaled
 
 DECISION_METRICS = ("completion_mean_s", "cost_per_completed_job")
 _CSS = """
@@ -26,6 +29,7 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 td:first-child,th:first-child,td.l{text-align:left}.better{color:#0a0;font-weight:bold}
 .worse{color:#c00;font-weight:bold}.ns{color:#888}caption{text-align:left;font-weight:bold}
 .note{color:#555;max-width:60em}.chart{min-height:450px}
+.verdict li{margin:.3em 0}.verdict .head{font-weight:bold}
 """
 
 
@@ -54,7 +58,7 @@ def _cell(c: MetricComparison) -> str:
         value += f"<br><small>[{_e(low)}, {_e(high)}]</small>"
     if c.difference is not None:
         word = verdict(c)
-        delta = ("+" if c.difference.mean > 0 else "") + format_metric(c.metric, c.difference.mean)
+        delta = format_change(c.metric, scaled(c.metric, c.difference.mean))
         css = {"better": "better", "worse": "worse", "n.s.": "ns"}.get(word, "")
         value += f'<br><span class="{css}">Δ {_e(delta)} ({_e(word)})</span>'
     return value
@@ -73,7 +77,7 @@ def decision_table(results: ExperimentResults) -> str:
         cells = "".join(f"<td>{_cell(mine[v])}</td>" for v in variants if v in mine)
         best = winner(list(mine.values()), results.baseline)
         best += " (baseline: no variant significantly better)" if best == results.baseline else ""
-        rows.append(f"<tr><td>{_e(metric)}</td>{cells}<td class='l'>{_e(best)}</td></tr>")
+        rows.append(f"<tr><td>{_e(metric_title(metric))}</td>{cells}<td class='l'>{_e(best)}</td></tr>")
     return (
         f"<table><caption>Decision table: mean [{pct} CI over seeds]; Δ = paired difference to the baseline "
         f"{_e(results.baseline)}; n.s. = its interval contains 0</caption>"
@@ -107,20 +111,40 @@ def _section(section: ChartSection) -> str:
     return f"<section id='{_e(section.key)}'>{body}</section>"
 
 
-def render_html(folder: Path) -> str:
-    """The report as one HTML document, plotly.js inlined once in the head."""
+def html_page(title: str, body: str, css: str = "") -> str:
+    """A whole HTML document: the title as heading, plotly.js inlined once in the head (works offline)."""
     from plotly.offline import get_plotlyjs
 
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
+        f"<style>{_CSS}{css}</style>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script>"
+        f"</head><body><h1>{_e(title)}</h1>{body}</body></html>\n"
+    )
+
+
+def verdict_html(results: ExperimentResults, found: Sequence[CandidateVerdict]) -> str:
+    """The verdict as a list: each variant's word against the baseline, then its changes, one per item."""
+    n_seeds = len(results.samples.get(results.baseline, {}))
+    items = []
+    for v in found:
+        lines = verdict_lines(v)
+        css = {"better": "better", "worse": "worse"}.get(verdict_summary(v), "")
+        rest = "".join(f"<li>{_e(line)}</li>" for line in lines[1:])
+        items.append(f"<li><span class='head {css}'>{_e(lines[0])}</span><ul>{rest}</ul></li>")
+    heading = verdict_heading(results.baseline, n_seeds, results.confidence)
+    return f"<p>{_e(heading)}</p><ul class='verdict'>{''.join(items)}</ul>"
+
+
+def render_html(folder: Path) -> str:
+    """The report as one HTML document, plotly.js inlined once in the head; the verdict first."""
     results = load_results(folder)
     charts = build_charts(folder, results)
     title = f"{results.name}: {results.finished}/{results.planned} runs"
     sections = "".join(_section(s) for s in charts.sections)
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{_CSS}</style>"
-        f"<script type='text/javascript'>{get_plotlyjs()}</script>"
-        f"</head><body><h1>{_e(title)}</h1>{decision_table(results)}"
-        f"{sections}{_slowest_table(charts.slowest)}</body></html>\n"
-    )
+    found = verdicts(results.samples, results.baseline, results.confidence)
+    verdict = f"<section id='verdict'><h2>Verdict</h2>{verdict_html(results, found)}</section>"
+    return html_page(title, f"{verdict}{decision_table(results)}{sections}{_slowest_table(charts.slowest)}")
 
 
 def write_html_report(folder: Path, target: Path) -> None:

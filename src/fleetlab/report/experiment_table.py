@@ -11,22 +11,19 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetlab.experiment.stats import Interval, MetricComparison, verdict
-from fleetlab.report.table import _duration, _money
+from fleetlab.report.metric_names import format_change, format_value, metric_label, scaled
 
 _STYLE = {"better": "bold green", "worse": "bold red", "n.s.": "dim", "baseline": "cyan"}
 
 
 def format_metric(metric: str, value: float) -> str:
-    """A metric value in its unit: durations, dollars, percent or a plain number."""
-    if math.isnan(value):
-        return "-"
-    if metric.endswith("_s"):
-        return _duration(value) if value >= 0 else "-" + _duration(-value)
-    if metric.startswith("cost"):
-        return _money(value) if value >= 0 else "-" + _money(-value)
-    if metric.endswith("ratio"):
-        return f"{value:.1%}"
-    return f"{value:,.2f}" if value != int(value) else f"{int(value):,}"
+    """A metric value in its unit: durations, dollars, percent or a plain number (report/metric_names)."""
+    return format_value(metric, scaled(metric, value))
+
+
+def metric_title(metric: str) -> str:
+    """The metric's human name with its summary field, e.g. ``completion time mean (completion_mean_s)``."""
+    return f"{metric_label(metric)} ({metric})"
 
 
 def _interval(metric: str, interval: Interval) -> str:
@@ -36,7 +33,7 @@ def _interval(metric: str, interval: Interval) -> str:
 
 
 def _signed(metric: str, value: float) -> str:
-    return ("+" if value > 0 else "") + format_metric(metric, value)
+    return format_change(metric, scaled(metric, value))
 
 
 def comparison_table(
@@ -52,7 +49,7 @@ def comparison_table(
         word = verdict(c)
         diff = c.difference
         table.add_row(
-            c.metric if c.metric != previous else "",
+            metric_title(c.metric) if c.metric != previous else "",
             Text(c.variant),
             Text(changes.get(c.variant, "")),
             format_metric(c.metric, c.value.mean),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -33,8 +34,14 @@ def print_plan(console: Console, job: PlanJob, plan: Plan, top: int) -> None:
     table.add_column("$ per M samples", justify="right")
     if not training:
         table.add_column("latency", justify="right")
+    table.add_column("price from")
+    table.add_column("!")
+    flagged: dict[tuple[str, ...], int] = {}
     for row in plan.rows[:top]:
         o = row.offer
+        flag = ""
+        if o.notes:
+            flag = f"!{flagged.setdefault(o.notes, len(flagged) + 1)}"
         cells = [
             o.gpu,
             o.cloud,
@@ -49,8 +56,24 @@ def print_plan(console: Console, job: PlanJob, plan: Plan, top: int) -> None:
         ]
         if not training:
             cells.append("" if row.latency_ms is None else f"{row.latency_ms:,.1f} ms")
+        cells += [f"{short_source(o.price_source)} {o.price_date}", flag]
         table.add_row(*cells)
     console.print(table)
+    console.print(
+        "$/h: the offer's catalog price per instance-hour for its capacity type (on-demand or spot), "
+        "billed per second; price from: the catalog and the date its prices were taken.",
+        highlight=False,
+        markup=False,
+    )
+    for notes, number in flagged.items():
+        console.print(f"!{number}: anomalous catalog row: " + "; ".join(notes), highlight=False, markup=False)
+
+
+def short_source(source: str) -> str:
+    """``<built-in aws catalog aws.csv>`` -> ``aws catalog``; a user's file by its name."""
+    if source.startswith("<built-in "):
+        return " ".join(source.strip("<>").split()[1:3])
+    return source.rsplit("/", 1)[-1]
 
 
 def print_scaling(console: Console, options: Sequence[ScalingOption]) -> None:
@@ -107,11 +130,26 @@ def write_plan_html(job: PlanJob, rows: Sequence[PlanRow], target: Path) -> None
     target.write_text(str(pio.to_html(figure, include_plotlyjs=True, full_html=True)), encoding="utf-8")
 
 
+def _input_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.4g}" if isinstance(value, float) else str(value)
+
+
 def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence[HybridOption]) -> None:
     """Owned cost lines, the break-even utilisation and the hybrid options."""
     server = result["owned_server"]
     yearly = result["yearly_usd"]
     rented = result["rented"]
+    inputs = Table(title="Inputs (change any with its option; see --help)")
+    for name in ("input", "value", "unit", "source"):
+        inputs.add_column(name, overflow="fold")
+    for row in result["inputs"]:
+        value = row["value"]
+        inputs.add_row(row["label"], _input_text(value), row["unit"], row["source"])
+    console.print(inputs)
     table = Table(title=f"One owned {server['gpus_per_server']}-GPU {server['gpu_model']} server, per year")
     table.add_column("line")
     table.add_column("USD/year", justify="right")
@@ -134,6 +172,19 @@ def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence
         lines.append(f"measured {name.replace('_', ' ')}: {value:.1%}")
     for line in lines:
         console.print(line, highlight=False, markup=False)
+    modes = Table(
+        title=f"Owning at {u:.1%} utilisation (${owned:.3f} per used GPU-hour) against each way of renting"
+    )
+    for name in ("rent", "USD per GPU-hour", "break-even utilisation", f"cheaper at {u:.0%}"):
+        modes.add_column(name, justify="left" if name == "rent" else "right")
+    for option in result["rental_options"]:
+        modes.add_row(
+            option["billing_mode"],
+            f"{option['usd_per_gpu_hour']:.3f}",
+            f"{option['break_even_utilisation']:.1%}",
+            option["cheaper_at_utilisation"],
+        )
+    console.print(modes)
     if not hybrid:
         return
     chosen = result["chosen_percentile"]
@@ -150,6 +201,7 @@ def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence
         "rented $",
         "transfer $",
         "total $",
+        "or wait: mean delay",
     ):
         table.add_column(name, justify="right")
     for h in hybrid:
@@ -163,8 +215,22 @@ def print_buy_vs_rent(console: Console, result: dict[str, Any], hybrid: Sequence
             f"{h.rented_usd:,.0f}",
             f"{h.transfer_usd:,.0f}",
             f"{h.total_usd:,.0f}",
+            _wait_text(h),
         )
     console.print(table)
+    console.print(
+        "or wait: if the peaks are not rented, the work above the owned capacity queues for it; mean delay "
+        "of that work (a fluid queue over the run's demand curve: the backlog grows while demand exceeds "
+        "the owned GPUs and drains at the spare ones). Rented $ is what avoids that wait.",
+        highlight=False,
+        markup=False,
+    )
+
+
+def _wait_text(option: HybridOption) -> str:
+    if option.rented_gpu_hours <= 0:
+        return "-"
+    return f"{option.mean_wait_h:,.1f} h" if math.isfinite(option.mean_wait_h) else "never clears"
 
 
 def _window(window: tuple[datetime, datetime]) -> str:
@@ -193,6 +259,15 @@ def print_reconciliation(console: Console, result: Reconciliation) -> None:
         f"missing in the estimate (storage, egress, tax, other): ${result.missing_in_estimate_usd:,.2f}",
         f"bill window {_window(result.bill_window)}; estimate {_window(result.estimate_window)}",
     ]
+    split = result.gpu_split
+    if split is not None:
+        lines.append(
+            f"GPU gap {split.bill_usd - split.estimate_usd:+,.2f} = price {split.price_effect_usd:+,.2f} "
+            f"(billed ${split.bill_price:,.4f} vs estimated ${split.estimate_price:,.4f} per GPU-hour, over "
+            f"{split.bill_quantity:,.1f} billed GPU-hours) + quantity {split.quantity_effect_usd:+,.2f} "
+            f"({split.bill_quantity:,.1f} billed vs {split.estimate_quantity:,.1f} estimated GPU-hours, "
+            "at the estimate's price)"
+        )
     for line in lines:
         console.print(line, highlight=False, markup=False)
     by = Table(title=f"By project ({result.group_label}) and {result.period} (USD)")

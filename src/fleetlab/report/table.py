@@ -3,106 +3,43 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from fleetlab.experiment.run import Run
-from fleetlab.metrics.summary import Summary, summarize
+from fleetlab.metrics.summary import summarize
+from fleetlab.report.metric_names import ROWS, duration_text, format_value, money_text, scaled
 
-
-def _duration(seconds: float) -> str:
-    if math.isnan(seconds):
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f}m"
-    return f"{seconds / 3600:.2f}h"
-
-
-def _money(value: float) -> str:
-    return "-" if math.isnan(value) else f"${value:,.2f}"
-
-
-Row = tuple[str, Callable[[Summary], float], Callable[[float], str], str]
-
-
-def _row(label: str, value: Callable[[Summary], float], fmt: Callable[[float], str], better: str) -> Row:
-    return (label, value, fmt, better)
-
-
-ROWS: list[Row] = [
-    _row("jobs completed", lambda s: s.jobs_completed, lambda v: f"{v:.0f}", "max"),
-    _row("jobs pending at end", lambda s: s.jobs_pending, lambda v: f"{v:.0f}", "min"),
-    _row("queue wait mean", lambda s: s.queue_wait_mean_s, _duration, "min"),
-    _row("queue wait p50", lambda s: s.queue_wait_p50_s, _duration, "min"),
-    _row("queue wait p95", lambda s: s.queue_wait_p95_s, _duration, "min"),
-    _row("queue wait p99", lambda s: s.queue_wait_p99_s, _duration, "min"),
-    _row("  of which waiting for quota (mean)", lambda s: s.quota_wait_mean_s, _duration, "min"),
-    _row("prep (pull + data) mean", lambda s: s.prep_mean_s, _duration, "min"),
-    _row("completion time mean", lambda s: s.completion_mean_s, _duration, "min"),
-    _row("GPU allocation ratio", lambda s: s.gpu_allocation_ratio, lambda v: f"{v:.1%}", "max"),
-    _row("GPU utilisation ratio", lambda s: s.gpu_utilization_ratio, lambda v: f"{v:.1%}", "max"),
-    _row("whole free GPU nodes (mean)", lambda s: s.whole_free_gpu_nodes_mean, lambda v: f"{v:.2f}", "max"),
-    _row(
-        "fragmented GPUs, FGD F_N(M) (mean)",
-        lambda s: s.frag_gpu_milli_mean / 1000,
-        lambda v: f"{v:.2f}",
-        "min",
-    ),
-    _row(
-        "free GPUs no typical pod can use (mean)", lambda s: s.stranded_gpus_mean, lambda v: f"{v:.2f}", "min"
-    ),
-    _row("free GPUs no job can use (end)", lambda s: s.stranded_gpus_end, lambda v: f"{v:.2f}", "min"),
-    _row("largest free GPU block (mean)", lambda s: s.largest_free_block_mean, lambda v: f"{v:.2f}", "max"),
-    _row("extra hours from interference", lambda s: s.interference_extra_hours, lambda v: f"{v:,.2f}", "min"),
-    _row("idle GPU-hours", lambda s: s.gpu_hours_idle, lambda v: f"{v:,.1f}", "min"),
-    _row("GPU-hours held waiting for gang peers", lambda s: s.gpu_hours_wait, lambda v: f"{v:,.1f}", "min"),
-    _row("evictions", lambda s: s.evictions, lambda v: f"{v:.0f}", "min"),
-    _row("GPU-hours lost to evictions", lambda s: s.gpu_hours_lost, lambda v: f"{v:,.1f}", "min"),
-    _row("spot interruptions", lambda s: s.interruptions, lambda v: f"{v:.0f}", "min"),
-    _row("  pods evicted by them", lambda s: s.interruption_pods_evicted, lambda v: f"{v:.0f}", "min"),
-    _row("  GPU-hours lost to them", lambda s: s.interruption_gpu_hours_lost, lambda v: f"{v:,.1f}", "min"),
-    _row("  dollars lost to them", lambda s: s.interruption_cost_lost, _money, "min"),
-    _row("total cost", lambda s: s.cost_total, _money, "min"),
-    _row("  of which compute", lambda s: s.cost_compute, _money, ""),
-    _row("  of which lost work", lambda s: s.cost_lost, _money, "min"),
-    _row("  of which prep", lambda s: s.cost_prep, _money, ""),
-    _row("  of which gang wait", lambda s: s.cost_wait, _money, "min"),
-    _row("  of which node boot", lambda s: s.cost_boot, _money, "min"),
-    _row("  of which node down (repair)", lambda s: s.cost_down, _money, "min"),
-    _row("  of which minimum billed time", lambda s: s.cost_minimum, _money, "min"),
-    _row("  of which unused commitment", lambda s: s.cost_commitment_unused, _money, "min"),
-    _row("  of which data transfer", lambda s: s.cost_data_transfer, _money, "min"),
-    _row("  of which data storage", lambda s: s.cost_storage, _money, "min"),
-    _row("  of which idle", lambda s: s.cost_idle, _money, "min"),
-    _row("cost per completed job", lambda s: s.cost_per_completed_job, _money, "min"),
-    _row("makespan", lambda s: s.makespan_s, _duration, "min"),
-]
+_duration = duration_text
+_money = money_text
 
 
 def comparison_table(runs: Sequence[Run], title: str) -> Table:
-    """Policies as columns, metrics as rows; the best value per row is bold (ties all bold)."""
+    """Policies as columns, metrics as rows; the best value per row is bold (ties all bold).
+
+    Rows with no value in any run (service figures without services) are left out."""
     summaries = [summarize(run.result) for run in runs]
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("metric", style="bold")
     for run in runs:
         table.add_column(run.label, justify="right")
-    for label, value, fmt, better in ROWS:
-        values = [float(value(s)) for s in summaries]
-        cells: list[Text] = [Text(fmt(v)) for v in values]
-        if better and len(summaries) > 1:
+    for row in ROWS:
+        values = [scaled(row.key, float(getattr(s, row.key))) for s in summaries]
+        if all(math.isnan(v) for v in values):
+            continue
+        cells: list[Text] = [Text(format_value(row.key, v)) for v in values]
+        if row.better and len(summaries) > 1:
             finite = [v for v in values if not math.isnan(v)]
             if finite:
-                best = max(finite) if better == "max" else min(finite)
+                best = max(finite) if row.better == "max" else min(finite)
                 if not all(v == best for v in finite):
                     for cell, v in zip(cells, values, strict=True):
                         if v == best:
                             cell.stylize("bold green")
-        table.add_row(label, *cells)
+        table.add_row(row.label, *cells)
     return table
 
 

@@ -309,6 +309,18 @@ def read_catalog(path: str | Path) -> Catalog:
 _BUILTIN: dict[str, Catalog] = {}
 
 
+def snapshot_date() -> str:
+    """The date the built-in catalogs were copied (the heading of data/catalogs/SOURCE.md)."""
+    text = (resources.files("fleetlab") / "data" / "catalogs" / "SOURCE.md").read_text(encoding="utf-8")
+    found = re.search(r"snapshot taken (\d{4}-\d{2}-\d{2})", text)
+    return found.group(1) if found else "unknown"
+
+
+def price_date(catalog: Catalog) -> str:
+    """When a catalog's prices were taken: the snapshot date for the built-in ones; a user's file has none."""
+    return snapshot_date() if catalog.source.startswith("<built-in ") else "as of the file"
+
+
 def builtin_catalog(cloud: str) -> Catalog:
     """The snapshot shipped in the package (see data/catalogs/SOURCE.md), read once."""
     if cloud not in BUILTIN_FILES:

@@ -6,7 +6,7 @@ ever reaches the user as a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def problems_from_validation(error: ValidationError, prefix: str = "") -> list[str]:
-    """Each pydantic error as ``path: message (got value)``."""
+#: Where the allowed fields of an unknown-field error are listed, when the caller does not say.
+DEFAULT_DOCS = "docs/scenario-fields.md"
+
+
+def problems_from_validation(
+    error: ValidationError, prefix: str = "", docs: Callable[[tuple[Any, ...]], str] | None = None
+) -> list[str]:
+    """Each pydantic error as ``path: message (got value)``; an unknown field names the docs page (and
+    section, via ``docs(loc)``) that lists the allowed ones."""
     out: list[str] = []
     items = error.errors(include_url=False)
     locs = [tuple(item.get("loc", ())) for item in items]
@@ -81,7 +88,8 @@ def problems_from_validation(error: ValidationError, prefix: str = "") -> list[s
         if kind == "missing":
             out.append(f"{where}: required field is missing")
         elif kind == "extra_forbidden":
-            out.append(f"{where}: unknown field (check the spelling; see the README for the allowed fields)")
+            page = docs(loc) if docs is not None else DEFAULT_DOCS
+            out.append(f"{where}: unknown field (check the spelling; allowed fields: {page})")
         else:
             out.append(f"{where}: {msg} (got {_short(item.get('input'))})")
     return out

@@ -67,7 +67,9 @@ def load_scenario(path: str | None = None) -> tuple[Scenario, str, Path | None]:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(label, problems_from_validation(exc)) from None
+        from fleetlab.spec.field_reference import docs_pointer
+
+        raise SpecError(label, problems_from_validation(exc, docs=docs_pointer)) from None
     return scenario, label, base
 
 

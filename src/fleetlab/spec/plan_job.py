@@ -22,7 +22,7 @@ def plan_job_from_data(label: str, data: Any) -> PlanJob:
     try:
         return PlanJob.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(label, problems_from_validation(exc)) from None
+        raise SpecError(label, problems_from_validation(exc, docs=lambda _: "docs/planning.md")) from None
 
 
 def load_plan_job(path: str | Path) -> PlanJob:

@@ -1,0 +1,86 @@
+"""The decision report in a real browser (headless Chromium via playwright): every chart drawn, every
+table filled, legends clear of the axis titles, no script error, no network request, hostile names kept
+as text. Skips without Chromium or playwright."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fleetlab import cli
+from report_sweeps import HOSTILE_VARIANT, kueue_sweep
+from test_experiment_browser import CHROMIUM_ARGS, _chromium, offline_page
+
+TABLES = ("measurements", "classes", "costs")
+
+
+def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return not (
+        a["right"] <= b["left"]
+        or b["right"] <= a["left"]
+        or a["bottom"] <= b["top"]
+        or b["bottom"] <= a["top"]
+    )
+
+
+def test_decision_report_renders_every_chart_and_table_in_chromium(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright not installed (pip install -e '.[dev]')"
+    )
+    chromium = _chromium()
+    sweep = kueue_sweep(tmp_path / "sweep")
+    result = CliRunner().invoke(cli.app, ["report", str(sweep), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    page_file = tmp_path / "out" / "report" / "index.html"
+    blocked: list[str] = []
+    problems: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = offline_page(browser, blocked, problems)
+            page.goto(page_file.as_uri(), wait_until="load")
+            charts = page.evaluate("document.querySelectorAll('.chart').length")
+            try:
+                page.wait_for_function(
+                    f"document.querySelectorAll('.chart .js-plotly-plot svg.main-svg').length >= {charts}",
+                    timeout=10_000,
+                )
+            except sync_api.Error as exc:
+                problems.append(f"charts not drawn: {exc}")
+            drawn = page.evaluate(
+                """() => Array.from(document.querySelectorAll('.chart')).map(c => {
+                    const box = e => { if (!e) return null; const r = e.getBoundingClientRect();
+                        return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+                    return {key: c.dataset.chart, traces: c.querySelectorAll('g.trace').length,
+                            legend: box(c.querySelector('g.legend')), xtitle: box(c.querySelector('.xtitle'))};
+                })"""
+            )
+            rows = page.evaluate(
+                """() => Object.fromEntries(Array.from(document.querySelectorAll('table[data-table]')).map(
+                    t => [t.dataset.table, t.querySelectorAll('tr').length - 1]))"""
+            )
+            recommend = page.inner_text(".recommend")
+            verdict = page.inner_text("#decision")
+            placement = page.inner_text("#placement")
+            page.screenshot(path=str(tmp_path / "decision.png"), full_page=True)
+        finally:
+            browser.close()
+    assert blocked == [] and problems == []
+    assert {d["key"] for d in drawn} >= {
+        "queue_wait_cdf",
+        "completion_by_class",
+        "cost_split",
+        "queue_borrowing",
+    }
+    for chart in drawn:
+        assert chart["traces"] >= 1, chart
+        if chart["legend"] is not None and chart["xtitle"] is not None:
+            assert not _overlaps(chart["legend"], chart["xtitle"]), chart
+    for table in TABLES:
+        assert rows.get(table, 0) >= 1, (table, rows)
+    assert recommend.startswith("Recommended: ")
+    assert HOSTILE_VARIANT in verdict  # the variant name is shown as text, never run as markup
+    assert "ClusterQueue" in placement and "KubeSchedulerConfiguration" in placement
+    assert (tmp_path / "decision.png").stat().st_size > 10_000
