@@ -22,6 +22,7 @@ from fleetlab.cli_export import export_cmd
 from fleetlab.cli_fgd import fgd_experiment
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.cli_profile import register_profile
+from fleetlab.cli_schema import schema_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
@@ -40,6 +41,7 @@ app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
+app.command(name="schema")(schema_cmd)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
 register_cost_aliases(cost_app)
