@@ -14,12 +14,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from fleetlab import __version__, cli_snapshot
+from fleetlab.cli_baseline import baseline_cmd, calibrate_cmd
 from fleetlab.cli_cost import cost_app
 from fleetlab.cli_cost_plan import plan_app, register_cost_aliases
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
 from fleetlab.cli_export import export_cmd
 from fleetlab.cli_fgd import fgd_experiment
+from fleetlab.cli_history import import_cmd
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.cli_profile import register_profile
 from fleetlab.cli_schema import schema_cmd
@@ -37,11 +39,14 @@ app = typer.Typer(
 )
 app.add_typer(experiment_app, name="experiment")
 app.command(name="diagnose")(diagnose_cmd)
+app.command(name="import")(import_cmd)
 app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
 app.command(name="schema")(schema_cmd)
+app.command(name="baseline")(baseline_cmd)
+app.command(name="calibrate")(calibrate_cmd)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
 register_cost_aliases(cost_app)
