@@ -135,7 +135,10 @@ def test_slo_attainment_is_the_share_of_jobs_completed_within_their_slo() -> Non
 def test_html_report_is_deterministic_and_small(sweep: Path) -> None:
     page = render_html(sweep)
     assert page == render_html(sweep)
-    assert len(page.encode()) < 10_000_000 and page.count("Plotly.newPlot") == 6
+    from plotly.offline import get_plotlyjs
+
+    bundled = get_plotlyjs().count("Plotly.newPlot")  # the embedded plotly.js names it too (plotly 5/6)
+    assert len(page.encode()) < 10_000_000 and page.count("Plotly.newPlot") - bundled == 6
     assert "There are no services in this experiment" in page
 
 

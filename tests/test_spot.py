@@ -41,7 +41,8 @@ def _expected_lost_ms(interval_ms: float, write_ms: float, notice_ms: float, mtb
     x = np.linspace(0.0, 40.0 * mtbi_ms, 4_000_001)
     density = np.exp(-x / mtbi_ms) / mtbi_ms
     lost = np.minimum(np.mod(notice_ms + x, period), interval_ms)
-    return float(np.trapezoid(lost * density, x))
+    trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy < 2.0 (the minimum) names it trapz
+    return float(trapezoid(lost * density, x))
 
 
 def test_lost_work_per_interruption_matches_the_checkpoint_model() -> None:

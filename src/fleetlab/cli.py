@@ -24,6 +24,7 @@ from fleetlab.cli_history import import_cmd
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.cli_profile import register_profile
 from fleetlab.cli_report import report_cmd
+from fleetlab.cli_schema import schema_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
@@ -44,6 +45,7 @@ app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
 app.command(name="report")(report_cmd)
+app.command(name="schema")(schema_cmd)
 app.command(name="baseline")(baseline_cmd)
 app.command(name="calibrate")(calibrate_cmd)
 app.add_typer(cost_app, name="cost")

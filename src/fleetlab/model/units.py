@@ -6,7 +6,7 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, WithJsonSchema
 
 from fleetlab.model.quantity import QuantityError, to_int, to_milli, to_whole
 
@@ -64,11 +64,39 @@ def _whole(value: Any) -> int:
     return amount
 
 
+#: A Kubernetes resource.Quantity as text (``500m``, ``16Gi``, ``1.5G``, ``1e3``); the validators parse it.
+QUANTITY_PATTERN = r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkKMGTPE])?\s*$"
+#: A duration as text: seconds (``90``) or Go-style units (``1h30m``, ``500ms``, ``2d``).
+_NUMBER = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)"
+DURATION_PATTERN = rf"^\s*({_NUMBER}([eE][+-]?[0-9]+)?|({_NUMBER}(ms|s|m|h|d))+)\s*$"
+
+
+def _quantity_schema(kind: str, example: str) -> WithJsonSchema:
+    """JSON Schema of a quantity field: a number or quantity text, annotated for editors."""
+    return WithJsonSchema(
+        {
+            "anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": QUANTITY_PATTERN}],
+            "description": f"{kind}: a number or a Kubernetes quantity such as {example}",
+            "x-fleetlab-type": "quantity",
+        }
+    )
+
+
 #: CPU quantity (``500m``, ``8``) held as milli-cores.
-MilliCpu = Annotated[int, BeforeValidator(_milli)]
+MilliCpu = Annotated[int, BeforeValidator(_milli), _quantity_schema("CPU", "'8' or '500m'")]
 #: Byte quantity (``16Gi``, ``1.5G``) held as bytes.
-Bytes = Annotated[int, BeforeValidator(_bytes)]
+Bytes = Annotated[int, BeforeValidator(_bytes), _quantity_schema("bytes", "'16Gi' or '1.5G'")]
 #: Whole-number quantity (``8``, ``3Ki``).
-Whole = Annotated[int, BeforeValidator(_whole)]
+Whole = Annotated[int, BeforeValidator(_whole), _quantity_schema("a whole count", "'8' or '3Ki'")]
 #: Duration in seconds (``90``, ``1h30m``).
-Seconds = Annotated[float, BeforeValidator(parse_duration)]
+Seconds = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "number", "minimum": 0}, {"type": "string", "pattern": DURATION_PATTERN}],
+            "description": "a duration: seconds, or units ms, s, m, h, d as in '1h30m'",
+            "x-fleetlab-type": "duration",
+        }
+    ),
+]

@@ -7,7 +7,8 @@ from what really happened, however often a pod was placed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +41,43 @@ class Segment:
     evicted: bool
 
 
+#: SegmentLog's integer columns, in Segment's field order.
+SEGMENT_COLUMNS = ("pod", "node", "bound_ms", "ready_ms", "start_ms", "end_ms", "lost_ms")
+
+
+class SegmentLog:
+    """Every closed stay, kept as columns (seven int64 arrays and a byte of flags: 57 bytes a stay,
+    several times less than a Segment object); readers of a few recent stays get Segment views."""
+
+    def __init__(self) -> None:
+        self.columns: tuple[array[int], ...] = tuple(array("q") for _ in SEGMENT_COLUMNS)
+        self.evicted = bytearray()
+
+    def append(self, values: tuple[int, int, int, int, int, int, int], evicted: bool) -> None:
+        """Log one stay: ``values`` in SEGMENT_COLUMNS order."""
+        for column, value in zip(self.columns, values, strict=True):
+            column.append(value)
+        self.evicted.append(1 if evicted else 0)
+
+    def __len__(self) -> int:
+        return len(self.evicted)
+
+    def _segment(self, k: int) -> Segment:
+        pod, node, bound, ready, start, end, lost = (int(column[k]) for column in self.columns)
+        return Segment(pod, node, bound, ready, start, end, lost, bool(self.evicted[k]))
+
+    def __getitem__(self, index: slice) -> list[Segment]:
+        return [self._segment(k) for k in range(*index.indices(len(self)))]
+
+    def __iter__(self) -> Iterator[Segment]:
+        return (self._segment(k) for k in range(len(self)))
+
+    def arrays(self) -> tuple[list[IntArray], NDArray[np.bool_]]:
+        """The columns as numpy arrays (copies), in SEGMENT_COLUMNS order, and the eviction flags."""
+        ints = [np.array(column, dtype=np.int64) for column in self.columns]
+        return ints, np.frombuffer(bytes(self.evicted), dtype=np.uint8).astype(bool)
+
+
 @dataclass
 class PodBook:
     """Arrays indexed by pod (jobs sorted by submit time, pods of a job contiguous)."""
@@ -61,7 +99,7 @@ class PodBook:
     done_fraction: NDArray[np.float64] = field(init=False)
     #: Full runtime (ms) the current run was started with, and when it will finish.
     run_total_ms: IntArray = field(init=False)
-    segments: list[Segment] = field(default_factory=list)
+    segments: SegmentLog = field(default_factory=SegmentLog)
     #: Per job: pods prepared and waiting for their gang peers in the current attempt.
     job_ready: IntArray = field(init=False)
 
@@ -84,17 +122,18 @@ class PodBook:
 
     def log_release(self, pod: int, now: int, lost_ms: int, evicted: bool) -> None:
         """Record the end of a pod's stay on its node."""
+        ready, start = int(self.ready_ms[pod]), int(self.start_ms[pod])
         self.segments.append(
-            Segment(
-                pod=pod,
-                node=int(self.node[pod]),
-                bound_ms=int(self.bound_ms[pod]),
-                ready_ms=int(self.ready_ms[pod]) if self.ready_ms[pod] >= 0 else now,
-                start_ms=int(self.start_ms[pod]) if self.start_ms[pod] >= 0 else now,
-                end_ms=now,
-                lost_ms=lost_ms,
-                evicted=evicted,
-            )
+            (
+                pod,
+                int(self.node[pod]),
+                int(self.bound_ms[pod]),
+                ready if ready >= 0 else now,
+                start if start >= 0 else now,
+                now,
+                lost_ms,
+            ),
+            evicted,
         )
 
     def reset_for_requeue(self, pod: int) -> None:

@@ -75,25 +75,30 @@ def job_table(sim: Simulator) -> JobTable:
 def segment_table(sim: Simulator, end_ms: int) -> SegmentTable:
     """Closed stays plus the stays still open at the end of the run (closed there)."""
     book = sim.book
-    rows = [
-        (s.pod, s.node, s.bound_ms, s.ready_ms, s.start_ms, s.end_ms, s.lost_ms, s.evicted)
-        for s in book.segments
+    closed, closed_evicted = book.segments.arrays()
+    open_pods = np.flatnonzero((book.node >= 0) & (book.end_ms < 0))
+    n_open = len(open_pods)
+    opened = [
+        open_pods.astype(np.int64),
+        book.node[open_pods],
+        book.bound_ms[open_pods],
+        np.where(book.ready_ms[open_pods] >= 0, book.ready_ms[open_pods], end_ms),
+        np.where(book.start_ms[open_pods] >= 0, book.start_ms[open_pods], end_ms),
+        np.full(n_open, end_ms, dtype=np.int64),
+        np.zeros(n_open, dtype=np.int64),
     ]
-    for pod in np.flatnonzero((book.node >= 0) & (book.end_ms < 0)):
-        p = int(pod)
-        ready = int(book.ready_ms[p]) if book.ready_ms[p] >= 0 else end_ms
-        start = int(book.start_ms[p]) if book.start_ms[p] >= 0 else end_ms
-        rows.append((p, int(book.node[p]), int(book.bound_ms[p]), ready, start, end_ms, 0, False))
-    arr = np.asarray([r[:7] for r in rows], dtype=np.int64).reshape(-1, 7)
+    pod, node, bound, ready, start, end, lost = (
+        np.concatenate([a, b]).astype(np.int64) for a, b in zip(closed, opened, strict=True)
+    )
     return SegmentTable(
-        pod=arr[:, 0].copy(),
-        node=arr[:, 1].copy(),
-        bound_ms=np.minimum(arr[:, 2], end_ms),
-        ready_ms=np.minimum(arr[:, 3], end_ms),
-        start_ms=np.minimum(arr[:, 4], end_ms),
-        end_ms=np.minimum(arr[:, 5], end_ms),
-        lost_ms=arr[:, 6].copy(),
-        evicted=np.asarray([r[7] for r in rows], dtype=bool),
+        pod=pod,
+        node=node,
+        bound_ms=np.minimum(bound, end_ms),
+        ready_ms=np.minimum(ready, end_ms),
+        start_ms=np.minimum(start, end_ms),
+        end_ms=np.minimum(end, end_ms),
+        lost_ms=lost,
+        evicted=np.concatenate([closed_evicted, np.zeros(n_open, dtype=bool)]),
     )
 
 
