@@ -172,6 +172,11 @@ class KueueBridge:
             "LowerPriority) breaks such loops"
         )
 
+    def timeout_is_stale(self, job_index: int, token: int) -> bool:
+        """A waitForPodsReady timeout that can no longer fire: a later admission, or the job is done."""
+        sim = self.sim
+        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == sim.jobs[job_index].pods
+
     def timer(self, kind: int, job_index: int, token: int, now: int) -> None:
         """waitForPodsReady: evict a workload whose pods are not all ready in time; requeue with backoff."""
         from fleetlab.sim.events import EventKind
@@ -180,7 +185,7 @@ class KueueBridge:
         if kind == EventKind.REQUEUE:
             self.submit(job_index, job, self.created_ms[job_index] if self._keep_creation else now)
             return
-        if self.admissions.get(job_index) != token or sim.pods_done[job_index] == job.pods:
+        if self.timeout_is_stale(job_index, token):
             return  # a later admission, or the job already finished
         if sim.pods_ready(job_index):
             return

@@ -512,6 +512,7 @@ class Simulator:
         finished = 0
         horizon = self.horizon_ms
         while True:
+            self._drop_stale_events()
             t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
             t_event = self.services.next_time(self.lifecycle.next_time(events.peek_time(), t_job))
             if t_event is None and t_job is None:
@@ -574,6 +575,23 @@ class Simulator:
             progress(total_work, total_work)
         pending = pending_at_end(self)
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
+
+    def _drop_stale_events(self) -> None:
+        """Pop events that can no longer do anything (a re-timed or evicted pod's old finish or prep, the
+        timeout of an admission that was replaced or of a job that finished), so the clock, and with it the
+        run's end and every node bill, moves only for live events."""
+        events, book = self.events, self.book
+        while (head := events.peek()) is not None:
+            _, kind, index, attempt = head
+            if kind in (EventKind.PREP_DONE, EventKind.POD_FINISH):
+                stale = attempt != book.attempt[index]
+            elif kind == EventKind.PODS_READY_TIMEOUT and self.kueue is not None:
+                stale = self.kueue.timeout_is_stale(index, attempt)
+            else:
+                stale = False
+            if not stale:
+                return
+            events.pop()
 
     def entry_pods(self, group_id: int, first: int) -> list[int]:
         """The pods one queue entry stands for: a gang entry is all of its job's unfinished pods."""
