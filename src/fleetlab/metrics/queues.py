@@ -47,7 +47,7 @@ def queue_rows(result: SimulationResult) -> list[QueueRow]:
     span = float(end - int(t[0]))
     borrowed = np.maximum(samples.usage - samples.subtree_quota, 0)
     jobs = result.jobs
-    started = jobs.last_bound_ms >= 0
+    started = (jobs.last_bound_ms >= 0) & ~jobs.waiting_at_end
     queue_of = np.asarray(jobs.cluster_queue, dtype=object)
     rows: list[QueueRow] = []
     for k, (cq, fr) in enumerate(samples.keys):

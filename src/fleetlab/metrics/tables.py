@@ -14,9 +14,9 @@ from fleetlab.cost.billing import (
     lost_unit_ms_per_job,
     node_costs,
 )
+from fleetlab.metrics.censoring import PENDING, RUNNING, end_states
 from fleetlab.metrics.sharing_columns import (
     job_sharing_columns,
-    job_states,
     merged_timeline,
     pod_gpu_column,
 )
@@ -36,7 +36,9 @@ def job_columns(result: SimulationResult) -> Columns:
     bound = jobs.last_bound_ms >= 0
     running = jobs.running_ms >= 0
     done = jobs.completed
-    state = np.where(done, "completed", np.where(running, "running", np.where(bound, "preparing", "pending")))
+    ends = end_states(jobs)
+    state = np.where((ends == RUNNING) & ~running, "preparing", ends)
+    known = ends != PENDING
     pending_by_id = {p.job_id: p for p in result.pending}
     return {
         "job_id": list(jobs.ids),
@@ -46,14 +48,15 @@ def job_columns(result: SimulationResult) -> Columns:
         "pods": jobs.pods,
         "gpus_per_pod": jobs.gpus_per_pod,
         "submit_s": jobs.submit_ms / 1000.0,
-        "queue_wait_s": _seconds(jobs.last_bound_ms - jobs.submit_ms, bound),
+        "queue_wait_s": _seconds(jobs.queue_wait_ms, known),
+        "queue_wait_so_far_s": jobs.queue_wait_ms / 1000.0,
         "quota_wait_s": _seconds(jobs.admitted_ms - jobs.submit_ms, bound),
         "node_wait_s": _seconds(jobs.last_bound_ms - jobs.admitted_ms, bound),
         "cluster_queue": list(jobs.cluster_queue),
         "prep_s": _seconds(jobs.running_ms - jobs.last_bound_ms, running & bound),
         "compute_s": _seconds(jobs.end_ms - jobs.running_ms, done),
         "completion_s": _seconds(jobs.end_ms - jobs.submit_ms, done),
-        "state": job_states(result, state),
+        "state": [str(x) for x in state],
         "cost_usd": job_costs(result),
         "evictions": jobs.evictions,
         "eviction_delay_s": eviction_delay_ms(result) / 1000.0,

@@ -28,6 +28,18 @@ def _money(value: float) -> str:
 
 
 Row = tuple[str, Callable[[Summary], float], Callable[[float], str], str]
+#: Rows whose figure is censored when jobs are unfinished: the lower bound shown instead ("≥"), and the
+#: count of jobs it censored.
+CENSORED: dict[str, tuple[Callable[[Summary], float], Callable[[Summary], int]]] = {
+    "queue wait mean": (lambda s: s.queue_wait_mean_s_lower_bound, lambda s: s.jobs_pending_at_end),
+    "queue wait p50": (lambda s: s.queue_wait_p50_s_lower_bound, lambda s: s.jobs_pending_at_end),
+    "queue wait p95": (lambda s: s.queue_wait_p95_s_lower_bound, lambda s: s.jobs_pending_at_end),
+    "queue wait p99": (lambda s: s.queue_wait_p99_s_lower_bound, lambda s: s.jobs_pending_at_end),
+    "completion time mean": (
+        lambda s: s.completion_mean_s_lower_bound,
+        lambda s: s.jobs_pending_at_end + s.jobs_running_at_end,
+    ),
+}
 
 
 def _row(label: str, value: Callable[[Summary], float], fmt: Callable[[float], str], better: str) -> Row:
@@ -36,7 +48,9 @@ def _row(label: str, value: Callable[[Summary], float], fmt: Callable[[float], s
 
 ROWS: list[Row] = [
     _row("jobs completed", lambda s: s.jobs_completed, lambda v: f"{v:.0f}", "max"),
-    _row("jobs pending at end", lambda s: s.jobs_pending, lambda v: f"{v:.0f}", "min"),
+    _row("jobs running at end", lambda s: s.jobs_running_at_end, lambda v: f"{v:.0f}", ""),
+    _row("jobs pending at end", lambda s: s.jobs_pending_at_end, lambda v: f"{v:.0f}", "min"),
+    _row("jobs failed", lambda s: s.jobs_failed, lambda v: f"{v:.0f}", "min"),
     _row("queue wait mean", lambda s: s.queue_wait_mean_s, _duration, "min"),
     _row("queue wait p50", lambda s: s.queue_wait_p50_s, _duration, "min"),
     _row("queue wait p95", lambda s: s.queue_wait_p95_s, _duration, "min"),
@@ -84,24 +98,45 @@ ROWS: list[Row] = [
 ]
 
 
+def row_values(label: str, value: Callable[[Summary], float], s: Summary) -> tuple[float, bool]:
+    """A row's figure for one run and whether it is a lower bound (jobs it describes were unfinished)."""
+    censored = CENSORED.get(label)
+    if censored is not None and censored[1](s) > 0:
+        return float(censored[0](s)), True
+    return float(value(s)), False
+
+
+def best_of(values: Sequence[float], lower: Sequence[bool], better: str) -> float | None:
+    """The winning value of a row, or None: only an exact figure can win, and a "min" row's exact winner
+    must also beat every lower bound (a run that left jobs waiting cannot win on wait by leaving them)."""
+    exact = [v for v, low in zip(values, lower, strict=True) if not low and not math.isnan(v)]
+    finite = [v for v in values if not math.isnan(v)]
+    if not exact or len(finite) < 2 or all(v == finite[0] for v in finite):
+        return None
+    best = max(exact) if better == "max" else min(exact)
+    bounds = [v for v, low in zip(values, lower, strict=True) if low]
+    if better == "min" and any(b < best for b in bounds):
+        return None
+    return best
+
+
 def comparison_table(runs: Sequence[Run], title: str) -> Table:
-    """Policies as columns, metrics as rows; the best value per row is bold (ties all bold)."""
+    """Policies as columns, metrics as rows; the best value per row is bold (ties all bold). Waits and
+    completion times of runs with unfinished jobs are lower bounds, shown as "≥" (docs/metrics.md)."""
     summaries = [summarize(run.result) for run in runs]
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("metric", style="bold")
     for run in runs:
         table.add_column(run.label, justify="right")
     for label, value, fmt, better in ROWS:
-        values = [float(value(s)) for s in summaries]
-        cells: list[Text] = [Text(fmt(v)) for v in values]
-        if better and len(summaries) > 1:
-            finite = [v for v in values if not math.isnan(v)]
-            if finite:
-                best = max(finite) if better == "max" else min(finite)
-                if not all(v == best for v in finite):
-                    for cell, v in zip(cells, values, strict=True):
-                        if v == best:
-                            cell.stylize("bold green")
+        pairs = [row_values(label, value, s) for s in summaries]
+        values, lower = [v for v, _ in pairs], [low for _, low in pairs]
+        cells: list[Text] = [Text(("≥ " if low else "") + fmt(v)) for v, low in pairs]
+        best = best_of(values, lower, better) if better and len(summaries) > 1 else None
+        if best is not None:
+            for cell, v, low in zip(cells, values, lower, strict=True):
+                if v == best and not low:
+                    cell.stylize("bold green")
         table.add_row(label, *cells)
     return table
 
@@ -186,6 +221,7 @@ def team_table(runs: Sequence[Run]) -> Table | None:
         "run",
         "team",
         "jobs done",
+        "pending at end",
         "queue wait",
         "of which quota",
         "completion",
@@ -200,7 +236,10 @@ def team_table(runs: Sequence[Run]) -> Table | None:
                 label,
                 r.team,
                 f"{r.completed}/{r.jobs}",
-                _duration(r.queue_wait_mean_s),
+                str(r.pending),
+                ("≥ " + _duration(r.queue_wait_mean_s_lower_bound))
+                if r.pending
+                else _duration(r.queue_wait_mean_s),
                 _duration(r.quota_wait_mean_s),
                 _duration(r.completion_mean_s),
                 str(r.evictions),

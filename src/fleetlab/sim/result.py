@@ -56,6 +56,13 @@ class JobTable:
     #: When Kueue last admitted the job (its submit time for jobs not managed by Kueue).
     admitted_ms: IntArray
     cluster_queue: list[str]
+    #: Queue wait: per pod the time spent pending (not bound) summed over its attempts, the job's the
+    #: largest of its pods'. For a job still waiting at the end it runs to the end: a lower bound.
+    queue_wait_ms: IntArray
+    #: Some unfinished pod of the job was still waiting for a node when the run ended (its wait censored).
+    waiting_at_end: NDArray[np.bool_]
+    #: An OOM kill failed the job (time-sliced GPUs; no retry).
+    failed: NDArray[np.bool_]
 
 
 @dataclass

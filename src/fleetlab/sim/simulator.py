@@ -129,6 +129,7 @@ class Simulator:
         self.label_everyone = selects_other_jobs(self.jobs)
         self.label_sets = job_label_sets(self.state, self.jobs)
         self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
+        self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit
         self.events, self.spot = interruption_events(self)
         self.queue = SchedulingQueue()
         self.counters = Counters()
@@ -248,6 +249,7 @@ class Simulator:
         self.bound_by_priority.setdefault(job.priority, set()).add(pod)
         book.node[pod] = node
         book.bound_ms[pod] = self.now
+        book.stop_pending(pod, self.now)
         pool = self.pools[int(state.pool[node])]
         wait = 0
         if job.image is not None and job.image.size > 0:
@@ -391,7 +393,7 @@ class Simulator:
                 continue
             if book.node[p] >= 0:
                 self.release(p, evicted=True)
-                book.reset_for_requeue(p)
+                book.reset_for_requeue(p, self.now)
                 self.evictions += 1
             else:
                 book.attempt[p] += 1
@@ -414,7 +416,7 @@ class Simulator:
                 continue
             if book.node[p] >= 0:
                 self.release(p, evicted=True)
-                book.reset_for_requeue(p)
+                book.reset_for_requeue(p, self.now)
                 self.evictions += 1
                 requeue.append(p)
             elif job.gang and job.pods > 1:
