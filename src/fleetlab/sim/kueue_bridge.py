@@ -33,8 +33,6 @@ PODSET = "main"
 MAX_CYCLES_PER_STEP = 16
 #: A workload preempted this many times with no job completing meanwhile is caught in a preemption loop.
 PREEMPTION_LOOP_LIMIT = 50
-#: How often (simulated ms) the lent figure of every ClusterQueue is recomputed for the report.
-LENT_SAMPLE_MS = 60_000
 
 
 def _admission_manager(config: QueueConfig, fair: FairSharingConfig | None) -> AdmissionManager:
@@ -84,7 +82,7 @@ class KueueBridge:
             self.wait_for_pods_ready is not None
             and self.wait_for_pods_ready.requeuing_strategy.timestamp == "Creation"
         )
-        self._lent_at = -LENT_SAMPLE_MS
+        self._lent_for: tuple[int, ...] | None = None
         tree = self.manager.tree
         self._columns = [
             (node, fr)
@@ -244,15 +242,15 @@ class KueueBridge:
     def sample(self, now: int) -> None:
         """Record every ClusterQueue's usage after a change (time-weighted in the report).
 
-        Usage is exact at every change; ``lent`` (a walk up the cohort tree) is refreshed at most once per
-        LENT_SAMPLE_MS of simulated time and carried between refreshes, except that a step refreshed at this
-        very time is refreshed again, so the row kept for that time pairs its final usage with its lent.
+        Usage and ``lent`` are exact at every change: ``lent`` (a walk up the cohort tree) depends only on
+        the ClusterQueues' usage, so it is recomputed whenever that changed, and the time-weighted means
+        integrate every change.
         """
         usage = tuple(node.usage.get(fr, 0) for node, fr in self._columns)
-        if now - self._lent_at >= LENT_SAMPLE_MS or not self._lent or self._lent_at == now:
+        if usage != self._lent_for:
             tree = self.manager.tree
             self._last_lent = tuple(tree.lent(node, fr) for node, fr in self._columns)
-            self._lent_at = now
+            self._lent_for = usage
         if self._times and self._times[-1] == now:
             self._usage[-1], self._lent[-1] = usage, self._last_lent
         else:
