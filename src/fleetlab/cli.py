@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from fleetlab import __version__, cli_snapshot
+from fleetlab.cli_check import check_cmd
 from fleetlab.cli_cost import cost_app
 from fleetlab.cli_cost_plan import plan_app, register_cost_aliases
 from fleetlab.cli_diagnose import diagnose_cmd
@@ -37,6 +38,7 @@ app.add_typer(experiment_app, name="experiment")
 app.command(name="diagnose")(diagnose_cmd)
 app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
+app.command(name="check")(check_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
 app.add_typer(cost_app, name="cost")

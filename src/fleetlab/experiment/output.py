@@ -23,7 +23,13 @@ from fleetlab.metrics.dynamics import lifecycle_payload
 from fleetlab.metrics.queues import queue_rows
 from fleetlab.metrics.services import service_columns, services_payload
 from fleetlab.metrics.summary import summarize
-from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
+from fleetlab.metrics.tables import (
+    job_columns,
+    node_columns,
+    pod_columns,
+    segment_columns,
+    timeline_columns,
+)
 from fleetlab.metrics.teams import team_rows
 
 
@@ -39,6 +45,8 @@ def _run_payload(run: Run) -> dict[str, Any]:
         "policy_description": run.profile.description,
         "scenario": result.scenario,
         "seed": result.seed,
+        "end_s": result.end_ms / 1000.0,
+        "horizon_s": None if result.horizon_ms is None else result.horizon_ms / 1000.0,
         "summary": summarize(result).as_dict(),
         "pending": [
             {
@@ -64,6 +72,7 @@ def write_run_files(run: Run, folder: Path) -> None:
     _write_parquet(job_columns(run.result), folder / "jobs.parquet")
     _write_parquet(node_columns(run.result), folder / "nodes.parquet")
     _write_parquet(pod_columns(run.result), folder / "pods.parquet")
+    _write_parquet(segment_columns(run.result), folder / "segments.parquet")
     _write_parquet(timeline_columns(run.result), folder / "timeline.parquet")
     if run.result.services is not None:
         _write_parquet(service_columns(run.result), folder / "services.parquet")

@@ -47,6 +47,7 @@ def job_columns(result: SimulationResult) -> Columns:
         "priority": jobs.priority,
         "pods": jobs.pods,
         "gpus_per_pod": jobs.gpus_per_pod,
+        "cpu_milli_per_pod": jobs.cpu_milli_per_pod,
         "submit_s": jobs.submit_ms / 1000.0,
         "queue_wait_s": _seconds(jobs.queue_wait_ms, known),
         "queue_wait_so_far_s": jobs.queue_wait_ms / 1000.0,
@@ -108,6 +109,22 @@ def pod_columns(result: SimulationResult) -> Columns:
         "data_download_s": _seconds(pods.data_ms, placed),
         "evictions": pods.evictions,
         **pod_gpu_column(result),
+    }
+
+
+def segment_columns(result: SimulationResult) -> Columns:
+    """One row per stay of a pod on a node (integer ms; stays open at the end are closed there): what the
+    bill split and the queue waits are made of, so ``fleetlab check`` can recompute them from the files."""
+    seg, nodes = result.segments, result.nodes
+    return {
+        "pod": seg.pod,
+        "node": [nodes.names[int(n)] for n in seg.node],
+        "bound_ms": seg.bound_ms,
+        "ready_ms": seg.ready_ms,
+        "start_ms": seg.start_ms,
+        "end_ms": seg.end_ms,
+        "lost_ms": seg.lost_ms,
+        "evicted": seg.evicted,
     }
 
 

@@ -197,3 +197,5 @@ class SimulationResult:
     interference: InterferenceTable | None = None
     #: Inference services' samples (sim/services.py); None without services.
     services: ServiceRecord | None = None
+    #: The scenario's horizon (the run's end when set); None: the run ended at its last live event.
+    horizon_ms: int | None = None

@@ -185,4 +185,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         sharing=sim.tenancy.table(),
         interference=sim.interference.table(),
         services=sim.services.record(),
+        horizon_ms=sim.horizon_ms,
     )
