@@ -83,3 +83,16 @@ def test_the_comparison_table_shows_counts_and_bounds() -> None:
     rows = {line.split("│")[1].strip(): line for line in text.splitlines() if line.count("│") > 2}
     assert "≥ 100.0m" in rows["queue wait mean"]
     assert rows["jobs running at end"].count(" 1 ") == 2 and rows["jobs pending at end"].count(" 1 ") == 2
+
+
+def test_service_replica_slots_are_not_a_team() -> None:
+    """A 2-job workload (team research) beside a 3-replica service: the team table has research alone
+    with 2 jobs (replica slots used to appear as a team with 0/3 jobs done and their waits)."""
+    from builders import service
+
+    jobs = [job("a", gpus=1, runtime=600, team="research"), job("b", gpus=1, runtime=600, team="research")]
+    resolved = scenario([pool(count=1)], jobs, services=[service()], horizon_s=3600)
+    result = run_one(resolved, "default").result
+    rows = team_rows(result)
+    assert [(r.team, r.jobs, r.completed, r.pending) for r in rows] == [("research", 2, 2, 0)]
+    assert summarize(result).jobs == 2
