@@ -17,6 +17,7 @@ from fleetlab.placement.profiles import (
     UnknownPolicyError,
     resolve_profile,
 )
+from fleetlab.services.slo_reach import unreachable_targets
 from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.simulator import Simulator
@@ -77,6 +78,8 @@ def preflight(resolved: ResolvedScenario, profile: Profile) -> list[str]:
     for note, ids in by_note.items():
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         out.append(f"job(s) {shown}: {note}")
+    for service in resolved.scenario.services:
+        out.extend(unreachable_targets(service))
     return out
 
 

@@ -138,7 +138,31 @@ def comparison_table(runs: Sequence[Run], title: str) -> Table:
                 if v == best and not low:
                     cell.stylize("bold green")
         table.add_row(label, *cells)
+    if len(runs) > 1:
+        _window_rows(table, runs, summaries)
     return table
+
+
+def _window_rows(table: Table, runs: Sequence[Run], summaries: Sequence[Summary]) -> None:
+    """Total cost and cost per completed job over the common accounting window (metrics/window.py)."""
+    from fleetlab.metrics.window import common_window, window_cost
+
+    window_ms, source = common_window([run.result for run in runs])
+    costs = [
+        window_cost(run.result, s.cost_total, s.jobs_completed, window_ms, source)
+        for run, s in zip(runs, summaries, strict=True)
+    ]
+    span = f"0–{_duration(window_ms / 1000.0)}, {source}"
+    for label, values in (
+        (f"total cost, common window ({span})", [c.cost_total for c in costs]),
+        ("cost per completed job, common window", [c.cost_per_completed_job for c in costs]),
+    ):
+        cells = [Text(_money(v)) for v in values]
+        best = best_of(values, [False] * len(values), "min")
+        for cell, v in zip(cells, values, strict=True):
+            if best is not None and v == best:
+                cell.stylize("bold green")
+        table.add_row(label, *cells)
 
 
 def pending_table(run: Run, limit: int = 10) -> Table | None:
