@@ -96,3 +96,25 @@ def test_service_replica_slots_are_not_a_team() -> None:
     rows = team_rows(result)
     assert [(r.team, r.jobs, r.completed, r.pending) for r in rows] == [("research", 2, 2, 0)]
     assert summarize(result).jobs == 2
+
+
+def test_kueue_quota_wait_is_summed_over_admissions() -> None:
+    """ClusterQueue team-a (8 GPUs, withinClusterQueue: LowerPriority), one 8-GPU node. lo (priority 0,
+    2 h) is admitted at 0; hi (priority 1, 1 h) arrives at 0.5 h, Kueue preempts lo, hi runs 0.5–1.5 h;
+    lo waits for quota again 0.5 → 1.5 h and reruns. lo: quota wait 0 + 1 h = 3600 s (it read 5400 s,
+    admission − submit, the 0.5 h it ran included), queue wait 3600 s, node wait 0."""
+    from test_kueue_sim import _cq, _objects
+
+    objects = _objects(cohort=None)
+    objects[1] = _cq("team-a", 8, cohort=None)
+    objects[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    jobs = [
+        job("lo", gpus=8, runtime=2 * HOUR, queue="q", namespace="a"),
+        job("hi", gpus=8, priority=1, submit_s=HOUR / 2, runtime=HOUR, queue="q", namespace="a"),
+    ]
+    result = run_one(scenario([pool(count=1)], jobs, kueue=objects), "default").result
+    assert by_job(result, "evictions") == {"lo": 1, "hi": 0}
+    assert by_job(result, "quota_wait_s") == {"lo": 3600.0, "hi": 0.0}
+    assert by_job(result, "queue_wait_s") == {"lo": 3600.0, "hi": 0.0}
+    assert by_job(result, "node_wait_s") == {"lo": 0.0, "hi": 0.0}
+    assert summarize(result).quota_wait_mean_s == 1800.0

@@ -191,7 +191,7 @@ def summarize(result: SimulationResult) -> Summary:
         queue_wait_p50_s=percentile(waits, 50),
         queue_wait_p95_s=percentile(waits, 95),
         queue_wait_p99_s=percentile(waits, 99),
-        quota_wait_mean_s=mean((jobs.admitted_ms - jobs.submit_ms)[known] / 1000.0),
+        quota_wait_mean_s=mean(jobs.quota_wait_ms[known] / 1000.0),
         prep_mean_s=mean(prep),
         completion_mean_s=mean(censored.completion_known_s),
         gpu_allocation_ratio=allocation_ratio(result.timeline, end_ms),

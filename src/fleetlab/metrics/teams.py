@@ -57,7 +57,7 @@ def team_rows(result: SimulationResult) -> list[TeamRow]:
                 pending=int(np.count_nonzero(mine & jobs.waiting_at_end)),
                 queue_wait_mean_s=mean(jobs.queue_wait_ms[s] / 1000.0),
                 queue_wait_mean_s_lower_bound=mean(jobs.queue_wait_ms[mine] / 1000.0),
-                quota_wait_mean_s=mean((jobs.admitted_ms - jobs.submit_ms)[s] / 1000.0),
+                quota_wait_mean_s=mean(jobs.quota_wait_ms[s] / 1000.0),
                 completion_mean_s=mean((jobs.end_ms - jobs.submit_ms)[done] / 1000.0),
                 evictions=int(jobs.evictions[mine].sum()),
                 lost_gpu_hours=float(lost[mine].sum()) / MS_PER_HOUR,

@@ -63,6 +63,9 @@ class JobTable:
     waiting_at_end: NDArray[np.bool_]
     #: An OOM kill failed the job (time-sliced GPUs; no retry).
     failed: NDArray[np.bool_]
+    #: Kueue: time spent waiting for admission, summed over admissions; a wait still open runs to the end
+    #: (0 for jobs not managed by Kueue). Part of queue_wait_ms.
+    quota_wait_ms: IntArray
 
 
 @dataclass

@@ -149,6 +149,9 @@ class Simulator:
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
         self._runtime: dict[tuple[int, str | None], int] = {}
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
+        #: Kueue: time spent waiting for admission, summed over admissions, and since when it waits now.
+        self.quota_waited_ms = np.zeros(n_jobs, dtype=np.int64)
+        self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.pods_done = np.zeros(n_jobs, dtype=np.int64)
         self.spec_override: dict[int, PodSpec] = {}
         self._dirty = False
@@ -360,6 +363,9 @@ class Simulator:
         )
         self.job_spec[job_index] = -1
         self.admitted_ms[job_index] = self.now
+        if self.quota_since_ms[job_index] >= 0:
+            self.quota_waited_ms[job_index] += self.now - self.quota_since_ms[job_index]
+            self.quota_since_ms[job_index] = -1
         self.enqueue(job_index)
         timeout = self.kueue.pods_ready_timeout_ms
         if timeout is not None:
@@ -398,6 +404,8 @@ class Simulator:
             else:
                 book.attempt[p] += 1
         book.job_ready[job_index] = 0
+        if self.quota_since_ms[job_index] < 0:
+            self.quota_since_ms[job_index] = self.now  # back to waiting for quota
         if not by_kueue and self.kueue is not None:
             self.kueue.evicted(self.jobs[job_index], self.now)
 
@@ -534,6 +542,7 @@ class Simulator:
             while next_job < n_jobs and self.submit_ms[next_job] == t:
                 job = self.jobs[next_job]
                 if self.kueue is not None and job.queue is not None:
+                    self.quota_since_ms[next_job] = t
                     self.kueue.submit(next_job, job, t)
                 else:
                     self.enqueue(next_job)

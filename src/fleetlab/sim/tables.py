@@ -75,6 +75,10 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
         queue_wait_ms=waited[inverse],
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
+        quota_wait_ms=(
+            sim.quota_waited_ms
+            + np.where(sim.quota_since_ms >= 0, np.maximum(end_ms - sim.quota_since_ms, 0), 0)
+        )[inverse],
     )
 
 
