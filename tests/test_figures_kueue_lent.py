@@ -38,3 +38,28 @@ def test_lent_counts_a_loan_that_starts_within_a_minute_of_the_last_change() -> 
 def test_moving_a_change_by_seconds_moves_lent_by_seconds() -> None:
     """b0 ends at 90 s: 8 × 3600 / 3690 = 7.805; the figure moves smoothly with the submit times."""
     assert _lend_after(90) == pytest.approx(8 * 3600 / 3690)
+
+
+@pytest.mark.parametrize("horizon_h", [0.5, 1.5, 3.0])
+def test_lent_over_the_samples_matches_the_tree_in_a_two_level_cohort(horizon_h: float) -> None:
+    """lent is computed from the recorded usage of every node at the end (vectorised); at the last
+    sample it equals the tree's own scalar figure in a root cohort with two child cohorts of 5 queues."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    from bench_admission import scenario as bench_scenario
+    from fleetlab.experiment.run import profile_for
+    from fleetlab.sim.simulator import Simulator
+    from fleetlab.spec.loader import resolve
+
+    scen = bench_scenario(jobs=300, nodes=8, queues=10).model_copy(update={"horizon_s": horizon_h * 3600})
+    resolved = resolve(scen)
+    sim = Simulator(resolved, profile_for(resolved, None))
+    result = sim.run()
+    samples = result.queue_samples
+    assert sim.kueue is not None and samples is not None
+    tree = sim.kueue.manager.tree
+    last = [tree.lent(node, fr) for node, fr in sim.kueue._columns]
+    assert samples.lent[-1].tolist() == last
+    assert samples.lent.max() > 0 or horizon_h < 3  # by 3 h queues do lend in this world

@@ -82,17 +82,17 @@ class KueueBridge:
             self.wait_for_pods_ready is not None
             and self.wait_for_pods_ready.requeuing_strategy.timestamp == "Creation"
         )
-        self._lent_for: tuple[int, ...] | None = None
         tree = self.manager.tree
         self._columns = [
             (node, fr)
             for _, node in sorted(tree.cluster_queues.items())
             for fr in sorted(node.quotas, key=str)
         ]
+        #: Every node of the tree (cohorts too) for every flavor/resource a ClusterQueue has quota for.
+        self._frs = sorted({fr for _, fr in self._columns}, key=str)
+        self._tree_columns = [(node, fr) for node in tree.all_nodes() for fr in self._frs]
         self._times: list[int] = []
         self._usage: list[tuple[int, ...]] = []
-        self._lent: list[tuple[int, ...]] = []
-        self._last_lent: tuple[int, ...] = ()
 
     def submit(self, job_index: int, job: Job, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload."""
@@ -242,25 +242,24 @@ class KueueBridge:
     def sample(self, now: int) -> None:
         """Record every ClusterQueue's usage after a change (time-weighted in the report).
 
-        Usage and ``lent`` are exact at every change: ``lent`` (a walk up the cohort tree) depends only on
-        the ClusterQueues' usage, so it is recomputed whenever that changed, and the time-weighted means
+        The usage of every node of the cohort tree is kept, so ``lent`` is exact at every change: it is
+        computed from these samples at the end (``CohortTree.lent_series``), and the time-weighted means
         integrate every change.
         """
-        usage = tuple(node.usage.get(fr, 0) for node, fr in self._columns)
-        if usage != self._lent_for:
-            tree = self.manager.tree
-            self._last_lent = tuple(tree.lent(node, fr) for node, fr in self._columns)
-            self._lent_for = usage
+        usage = tuple(node.usage.get(fr, 0) for node, fr in self._tree_columns)
         if self._times and self._times[-1] == now:
-            self._usage[-1], self._lent[-1] = usage, self._last_lent
+            self._usage[-1] = usage
         else:
             self._times.append(now)
             self._usage.append(usage)
-            self._lent.append(self._last_lent)
 
     def samples(self) -> QueueSamples:
-        """The recorded usage as arrays."""
-        width = len(self._columns)
+        """The recorded usage as arrays, and what each ClusterQueue lent at every sample."""
+        everything = np.asarray(self._usage, dtype=np.int64).reshape(-1, len(self._tree_columns))
+        series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
+        lent_by_key = self.manager.tree.lent_series(self._frs, series)
+        usage = np.stack([series[(id(node), fr)] for node, fr in self._columns], axis=1)
+        lent = np.stack([lent_by_key[(id(node), fr)] for node, fr in self._columns], axis=1)
         return QueueSamples(
             keys=[(node.name, str(fr)) for node, fr in self._columns],
             nominal=np.asarray([node.quotas[fr].nominal for node, fr in self._columns], dtype=np.int64),
@@ -269,6 +268,6 @@ class KueueBridge:
                 [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
             ),
             t_ms=np.asarray(self._times, dtype=np.int64),
-            usage=np.asarray(self._usage, dtype=np.int64).reshape(-1, width),
-            lent=np.asarray(self._lent, dtype=np.int64).reshape(-1, width),
+            usage=usage.astype(np.int64).reshape(-1, len(self._columns)),
+            lent=lent.astype(np.int64).reshape(-1, len(self._columns)),
         )
