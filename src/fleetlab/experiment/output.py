@@ -7,9 +7,6 @@ rerunning is always safe.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,9 @@ from fleetlab.metrics.tables import (
 )
 from fleetlab.metrics.teams import team_rows
 from fleetlab.metrics.window import common_window, window_cost
+from fleetlab.spec.atomic_dir import atomic_dir, swap_into_place
+
+__all__ = ["safe_name", "swap_into_place", "write_results", "write_run_files"]
 
 
 def _write_parquet(columns: dict[str, Any], path: Path) -> None:
@@ -103,13 +103,7 @@ def safe_name(label: str) -> str:
 
 def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
     """Write one run into ``out`` (single) or one sub-folder per policy plus a combined summary.json."""
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; results should honour the user's umask
-    try:
+    with atomic_dir(out) as staging:
         if single:
             write_run_files(runs[0], staging)
         else:
@@ -120,21 +114,3 @@ def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
                 combined.append(_run_payload(run, window))
             text = json.dumps({"runs": combined}, indent=2, sort_keys=True, allow_nan=False)
             (staging / "summary.json").write_text(text + "\n", encoding="utf-8")
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def swap_into_place(staging: Path, out: Path, aside_prefix: str = ".") -> None:
-    """Replace the folder ``out`` with ``staging`` by renames, so readers see the old or the new one whole;
-    the old one is moved aside under ``aside_prefix`` first and then removed."""
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"{out} exists and is not a directory")
-    if out.exists():
-        old = out.with_name(f"{aside_prefix}{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-        os.replace(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staging, out)
