@@ -123,6 +123,7 @@ def mixed_worlds(draw: st.DrawFn) -> Any:
         "interference": {"alpha": 1.0},
         "horizon_s": draw(st.sampled_from([None, None, 5400])),
         "seed": draw(st.integers(0, 3)),
+        "scheduler": {"scheduling_latency_s": draw(st.sampled_from([0, 5]))},
     }
     if use_kueue:
         extra_world["kueue"] = _kueue_objects(draw(st.sampled_from([4, 8, 16])))
