@@ -28,6 +28,17 @@ def pool(name: str = "gpu", count: int = 1, gpus: int = 8, **extra: Any) -> dict
     return out
 
 
+def mig_pool(name: str = "mig", count: int = 1, gpus: int = 4) -> dict[str, Any]:
+    """A pool of A100-80GB nodes with their first 2 GPUs partitioned 3g.40gb + 2g.20gb + 1g.10gb."""
+    return pool(
+        name,
+        count=count,
+        gpus=gpus,
+        gpu_model="A100-80GB",
+        mig={"layout": ["3g.40gb", "2g.20gb", "1g.10gb"], "gpus": 2},
+    )
+
+
 def job(job_id: str, gpus: int = 1, submit_s: float = 0, runtime: Any = 100, **extra: Any) -> dict[str, Any]:
     """A job dict with one pod requesting ``gpus`` GPUs, 1 CPU and 1Gi."""
     requests: dict[str, Any] = {"cpu": "1", "memory": "1Gi"}
@@ -77,3 +88,20 @@ def by_job(result: SimulationResult, column: str) -> dict[str, Any]:
     """One column of the run's jobs table keyed by job id."""
     cols = job_columns(result)
     return dict(zip(cols["job_id"], list(cols[column]), strict=True))
+
+
+def assert_accounting_checks(run: Any) -> None:
+    """Write the run as ``simulate --out`` does and recompute its headline figures from the files alone
+    (fleetlab.metrics.check): every figure must agree with summary.json."""
+    import tempfile
+    from pathlib import Path
+
+    from fleetlab.experiment.output import write_results
+    from fleetlab.metrics.check import check_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        write_results([run], out, single=True)
+        report = check_run(out)
+    assert report.ok, "\n".join(report.mismatches[:20])
+    assert report.checked > 0

@@ -31,6 +31,7 @@ RUN_FILES = (
     "ledger.parquet",
     "nodes.parquet",
     "pods.parquet",
+    "segments.parquet",
     "timeline.parquet",
     "summary.json",
 )

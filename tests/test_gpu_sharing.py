@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from builders import by_job, job, pool, scenario
+from builders import by_job, job, mig_pool, pool, scenario
 from fleetlab.experiment.run import profile_for, run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, pod_columns, timeline_columns
@@ -248,13 +248,7 @@ def test_invariants_with_mixed_whole_share_mig_and_sliced_pools(seed: int, polic
     rng = np.random.default_rng(seed)
     pools = [
         pool("plain", count=3, gpus=4),
-        pool(
-            "mig",
-            count=2,
-            gpus=4,
-            gpu_model="A100-80GB",
-            mig={"layout": ["3g.40gb", "2g.20gb", "1g.10gb"], "gpus": 2},
-        ),
+        mig_pool(count=2),
         pool("sliced", count=2, gpus=2, time_slicing={"replicas": 3}),
     ]
     jobs = []

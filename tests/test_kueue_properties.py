@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import pool, scenario
+from builders import assert_accounting_checks, pool, scenario
 from fleetlab.cost.billing import BUCKETS, node_costs
 from fleetlab.experiment.run import run_one
 
@@ -86,7 +86,9 @@ def worlds(draw: st.DrawFn) -> Any:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(worlds())
 def test_kueue_loop_invariants(resolved: Any) -> None:
-    result = run_one(resolved, "most-allocated").result
+    run = run_one(resolved, "most-allocated")
+    result = run.result
+    assert_accounting_checks(run)  # every headline figure recomputed from the written files
     # Quota: a ClusterQueue never uses more GPUs than the cohort holds (16 + 16 at most here).
     samples = result.queue_samples
     assert samples is not None

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import assert_cost_split_exact, scenario
+from builders import assert_accounting_checks, assert_cost_split_exact, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.sim.result import SimulationResult
 
@@ -95,7 +95,9 @@ def _live_counts(result: SimulationResult, pool: str) -> int:
 @given(worlds())
 def test_lifecycle_invariants(world: tuple[Any, str, int | None]) -> None:
     resolved, policy, quota = world
-    result = run_one(resolved, policy).result
+    run = run_one(resolved, policy)
+    result = run.result
+    assert_accounting_checks(run)  # every headline figure recomputed from the written files
     assert not [w for w in result.warnings if w.startswith("stopped")], result.warnings
     rec = result.lifecycle
     assert rec is not None

@@ -130,17 +130,19 @@ def test_single_strategy_advertises_instances_as_gpus_and_needs_one_profile() ->
 
 
 def test_invalid_pool_layout_is_a_clear_spec_error(tmp_path: Path) -> None:
-    """A scenario file with an impossible layout fails to load, naming the pool field and the entry."""
+    """A scenario file with an impossible layout fails to load, naming the pool field and the entry: two
+    3g.40gb fill all 8 memory slices of an A100-80GB (starts {0,4}:4), so no 2g.20gb fits in any placement.
+    (3g.40gb + 4g.40gb, once refused here in that order, is valid: 4g.40gb at 0, 3g.40gb at 4.)"""
     data = {
-        "cluster": {"pools": [_mig_pool(layout=["3g.40gb", "4g.40gb"])]},
+        "cluster": {"pools": [_mig_pool(layout=["3g.40gb", "3g.40gb", "2g.20gb"])]},
         "workload": {"jobs": [job("j", gpus=1)]},
     }
     path = tmp_path / "mig.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(
-        SpecError, match=r"cluster\.pools\[0\].*layout entry 1 '4g.40gb': no room left"
+        SpecError, match=r"cluster\.pools\[0\].*layout entry 2 '2g.20gb': no room left"
     ) as err:
         load(str(path))
-    assert "overlaps 3g.40gb at slice 0" in str(err.value)
+    assert "overlaps 3g.40gb at slice 4" in str(err.value)
     with pytest.raises(ValidationError, match="has no MIG support"):
         scenario([pool(count=1, gpus=8, gpu_model="L4", mig={"layout": ["1g.10gb"]})], [])

@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import assert_cost_split_exact, scenario
+from builders import assert_accounting_checks, assert_cost_split_exact, scenario
 from fleetlab.cost.billing import BUCKETS, job_costs
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
@@ -116,7 +116,9 @@ def _gang_deadlock(resolved: Any, job_id: str) -> bool:
 @given(worlds())
 def test_invariants_hold(world: tuple[Any, str]) -> None:
     resolved, policy = world
-    result = run_one(resolved, policy).result
+    run = run_one(resolved, policy)
+    result = run.result
+    assert_accounting_checks(run)  # every headline figure recomputed from the written files
 
     # No node is ever over-allocated (true requests, incl. the pod count).
     _usage_never_exceeds_allocatable(result, resolved)

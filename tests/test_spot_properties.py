@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import assert_cost_split_exact, scenario
+from builders import assert_accounting_checks, assert_cost_split_exact, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
 
@@ -71,7 +71,9 @@ def spot_worlds(draw: st.DrawFn) -> Any:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spot_worlds())
 def test_buckets_add_up_and_no_pod_outlives_its_node(resolved: Any) -> None:
-    result = run_one(resolved).result
+    run = run_one(resolved)
+    result = run.result
+    assert_accounting_checks(run)  # every headline figure recomputed from the written files
     assert_cost_split_exact(result)
 
     # Determinism: the same scenario and seed replay the same interruptions and summary.

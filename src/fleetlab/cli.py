@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from fleetlab import __version__, cli_snapshot
 from fleetlab.cli_baseline import baseline_cmd, calibrate_cmd
+from fleetlab.cli_check import check_cmd
 from fleetlab.cli_cost import cost_app
 from fleetlab.cli_cost_plan import plan_app, register_cost_aliases
 from fleetlab.cli_diagnose import diagnose_cmd
@@ -42,6 +43,7 @@ app.command(name="diagnose")(diagnose_cmd)
 app.command(name="import")(import_cmd)
 app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
+app.command(name="check")(check_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
 app.command(name="report")(report_cmd)

@@ -20,8 +20,15 @@ from fleetlab.metrics.dynamics import lifecycle_payload
 from fleetlab.metrics.queues import queue_rows
 from fleetlab.metrics.services import service_columns, services_payload
 from fleetlab.metrics.summary import summarize
-from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
+from fleetlab.metrics.tables import (
+    job_columns,
+    node_columns,
+    pod_columns,
+    segment_columns,
+    timeline_columns,
+)
 from fleetlab.metrics.teams import team_rows
+from fleetlab.metrics.window import common_window, window_cost
 from fleetlab.spec.atomic_dir import atomic_dir, swap_into_place
 
 __all__ = ["safe_name", "swap_into_place", "write_results", "write_run_files"]
@@ -32,14 +39,23 @@ def _write_parquet(columns: dict[str, Any], path: Path) -> None:
     pq.write_table(table, path, compression="zstd")
 
 
-def _run_payload(run: Run) -> dict[str, Any]:
+def _run_payload(run: Run, window: tuple[int, str] | None = None) -> dict[str, Any]:
+    """One run's summary.json; with ``window`` (compare's common accounting window) its cost over it."""
     result = run.result
+    summary = summarize(result)
+    windowed: dict[str, Any] = {}
+    if window is not None:
+        cost = window_cost(result, summary.cost_total, summary.jobs_completed, *window)
+        windowed = {"window": cost.as_dict()}
     return {
+        **windowed,
         "policy": run.label,
         "policy_description": run.profile.description,
         "scenario": result.scenario,
         "seed": result.seed,
-        "summary": summarize(result).as_dict(),
+        "end_s": result.end_ms / 1000.0,
+        "horizon_s": None if result.horizon_ms is None else result.horizon_ms / 1000.0,
+        "summary": summary.as_dict(),
         "pending": [
             {
                 "job_id": p.job_id,
@@ -58,18 +74,21 @@ def _run_payload(run: Run) -> dict[str, Any]:
     }
 
 
-def write_run_files(run: Run, folder: Path) -> None:
+def write_run_files(run: Run, folder: Path, window: tuple[int, str] | None = None) -> None:
     """jobs, pods, nodes, timeline and ledger Parquet files and summary.json for one run."""
     folder.mkdir(parents=True, exist_ok=True)
     _write_parquet(job_columns(run.result), folder / "jobs.parquet")
     _write_parquet(node_columns(run.result), folder / "nodes.parquet")
     _write_parquet(pod_columns(run.result), folder / "pods.parquet")
+    _write_parquet(segment_columns(run.result), folder / "segments.parquet")
     _write_parquet(timeline_columns(run.result), folder / "timeline.parquet")
     if run.result.services is not None:
         _write_parquet(service_columns(run.result), folder / "services.parquet")
     if run.pools:
         write_ledger(run.pools, run.result, run_id_of(run.result, run.label), folder)
-    text = json.dumps(_run_payload(run), indent=2, sort_keys=True, allow_nan=False, default=_json_default)
+    text = json.dumps(
+        _run_payload(run, window), indent=2, sort_keys=True, allow_nan=False, default=_json_default
+    )
     (folder / "summary.json").write_text(text + "\n", encoding="utf-8")
 
 
@@ -92,9 +111,10 @@ def write_results(
             write_run_files(runs[0], staging)
         else:
             combined = []
+            window = common_window([run.result for run in runs])
             for run in runs:
-                write_run_files(run, staging / safe_name(run.label))
-                combined.append(_run_payload(run))
+                write_run_files(run, staging / safe_name(run.label), window)
+                combined.append(_run_payload(run, window))
             text = json.dumps({"runs": combined}, indent=2, sort_keys=True, allow_nan=False)
             (staging / "summary.json").write_text(text + "\n", encoding="utf-8")
         for name, payload in (extra or {}).items():

@@ -17,10 +17,11 @@ from fleetlab.placement.profiles import (
     UnknownPolicyError,
     resolve_profile,
 )
+from fleetlab.services.slo_reach import unreachable_targets
 from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.simulator import Simulator
-from fleetlab.sim.specs import build_nodes, pod_spec
+from fleetlab.sim.specs import build_nodes, gpu_memory_note, largest_gpu_memory_mib, pod_spec
 
 SCENARIO_POLICY = "scenario"
 DEFAULT_COMPARE = ("default", "least-allocated", "most-allocated", "bin-packing")
@@ -68,6 +69,17 @@ def preflight(resolved: ResolvedScenario, profile: Profile) -> list[str]:
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         req = ", ".join(f"{k}={format_amount(k, v)}" for k, v in spec.requests)
         out.append(f"no node could ever run a pod requesting {req} with its constraints: job(s) {shown}")
+    largest = largest_gpu_memory_mib(nodes)
+    by_note: dict[str, list[str]] = {}
+    for job in resolved.jobs:
+        note = gpu_memory_note(job, largest)
+        if note is not None:
+            by_note.setdefault(note, []).append(job.id)
+    for note, ids in by_note.items():
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        out.append(f"job(s) {shown}: {note}")
+    for service in resolved.scenario.services:
+        out.extend(unreachable_targets(service))
     return out
 
 

@@ -47,13 +47,13 @@ def queue_rows(result: SimulationResult) -> list[QueueRow]:
     span = float(end - int(t[0]))
     borrowed = np.maximum(samples.usage - samples.subtree_quota, 0)
     jobs = result.jobs
-    started = jobs.last_bound_ms >= 0
+    started = (jobs.last_bound_ms >= 0) & ~jobs.waiting_at_end
     queue_of = np.asarray(jobs.cluster_queue, dtype=object)
     rows: list[QueueRow] = []
     for k, (cq, fr) in enumerate(samples.keys):
         mine = (queue_of == cq) & started
-        quota_wait = (jobs.admitted_ms - jobs.submit_ms)[mine] / 1000.0
-        node_wait = (jobs.last_bound_ms - jobs.admitted_ms)[mine] / 1000.0
+        quota_wait = jobs.quota_wait_ms[mine] / 1000.0
+        node_wait = (jobs.queue_wait_ms - jobs.quota_wait_ms)[mine] / 1000.0
         rows.append(
             QueueRow(
                 cluster_queue=cq,

@@ -179,10 +179,15 @@ def service_columns(result: SimulationResult) -> dict[str, Any]:
     return cols
 
 
+def workload_mask(jobs: JobTable) -> NDArray[np.bool_]:
+    """True for the jobs of the workload, False for service replica slots."""
+    return np.asarray([not is_service_job(i) for i in jobs.ids], dtype=bool)
+
+
 def workload_jobs(jobs: JobTable) -> JobTable:
     """The job table without the service replica slots, so job figures (waits, completions, pending)
     describe the workload only; replicas are reported per service instead."""
-    keep = np.asarray([not is_service_job(i) for i in jobs.ids], dtype=bool)
+    keep = workload_mask(jobs)
     if keep.all():
         return jobs
     picked: dict[str, Any] = {}

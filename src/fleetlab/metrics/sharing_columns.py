@@ -37,16 +37,6 @@ def job_sharing_columns(result: SimulationResult) -> Columns:
     }
 
 
-def job_states(result: SimulationResult, state: np.ndarray) -> list[str]:
-    """The job state column with ``failed`` for jobs an OOM kill failed."""
-    sharing = result.sharing
-    if sharing is None:
-        return [str(s) for s in state]
-    return [
-        "failed" if f and s != "completed" else str(s) for s, f in zip(state, sharing.job_failed, strict=True)
-    ]
-
-
 def pod_gpu_column(result: SimulationResult) -> Columns:
     """The GPU indices each pod last held on its node (``"0-1"``; empty without GPUs)."""
     return {} if result.sharing is None else {"gpus": list(result.sharing.pod_gpus)}

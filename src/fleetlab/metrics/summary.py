@@ -1,7 +1,9 @@
 """The headline figures of one run: waits, completion times, allocation, idle GPU-hours and dollars.
 
-Reads a SimulationResult and the cost split; changes nothing. Percentiles use numpy's default linear
-interpolation over the jobs that got every pod placed; jobs still pending are counted separately.
+Reads a SimulationResult and the cost split; changes nothing. Every figure is defined in docs/metrics.md.
+Waits and completion times come twice: exact over the jobs whose value is known, and as lower bounds over
+every job, the censored ones (still pending or running at the end) counted with their value so far
+(metrics/censoring.py); the counts by state say how many were censored.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
+from fleetlab.metrics.censoring import Censored, censor, mean, percentile
 from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.metrics.services import service_totals, workload_jobs
 from fleetlab.metrics.usage_columns import usage_summary
@@ -30,7 +33,6 @@ def sharing_summary(result: SimulationResult) -> dict[str, Any]:
     rate = np.where(idle > 0, amount / np.where(idle > 0, idle, 1.0), 0.0)
     return {
         "oom_kills": int(sharing.job_oom_kills.sum()),
-        "jobs_failed": int(np.count_nonzero(sharing.job_failed & ~result.jobs.completed)),
         "time_slicing_extra_hours": float(sharing.job_extra_ms.sum()) / MS_PER_HOUR,
         "frag_rate_mean": time_weighted_mean(frag[:, 0], rate, result.end_ms) if len(frag) else 0.0,
         "frag_gpu_milli_mean": time_weighted_mean(frag[:, 0], amount, result.end_ms) if len(frag) else 0.0,
@@ -51,6 +53,7 @@ class Summary:
     policy: str
     jobs: int
     jobs_completed: int
+    #: Same as jobs_pending_at_end (kept for readers of earlier summaries).
     jobs_pending: int
     queue_wait_mean_s: float
     queue_wait_p50_s: float
@@ -124,6 +127,17 @@ class Summary:
     service_replicas_lost: int = 0
     #: 95th percentile of submit-to-end time over completed jobs (numpy linear interpolation).
     completion_p95_s: float = 0.0
+    #: Jobs by state at the end (with jobs_completed and jobs_failed they add up to jobs): every unfinished
+    #: pod bound (preparing or computing), and some pod still waiting for a node (metrics/censoring.py).
+    jobs_running_at_end: int = 0
+    jobs_pending_at_end: int = 0
+    #: Over every job, pending ones with their wait so far: lower bounds of the figures had they all started.
+    queue_wait_mean_s_lower_bound: float = 0.0
+    queue_wait_p50_s_lower_bound: float = 0.0
+    queue_wait_p95_s_lower_bound: float = 0.0
+    queue_wait_p99_s_lower_bound: float = 0.0
+    #: Over every job that did not fail, unfinished ones with their time in system up to the end.
+    completion_mean_s_lower_bound: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -155,23 +169,18 @@ def _gpu_hours(unit_ms: NDArray[np.int64], gpu_nodes: NDArray[np.bool_]) -> floa
     return float(unit_ms[gpu_nodes].sum()) / MS_PER_HOUR
 
 
-def _percentile(values: NDArray[np.float64], q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else 0.0
-
-
 def summarize(result: SimulationResult) -> Summary:
     """Compute the comparison row for one run."""
     jobs = workload_jobs(result.jobs)  # service replicas are summarised per service
-    started = jobs.last_bound_ms >= 0
-    waits = (jobs.last_bound_ms[started] - jobs.submit_ms[started]) / 1000.0
+    censored = censor(jobs, result.end_ms)
+    known = ~jobs.waiting_at_end
+    waits = censored.waits_known_s
     prep = (jobs.running_ms - jobs.last_bound_ms)[jobs.running_ms >= 0] / 1000.0
-    completed = jobs.completed
-    jct = (jobs.end_ms[completed] - jobs.submit_ms[completed]) / 1000.0
     cost = node_costs(result)
     gpu_nodes = result.nodes.gpus > 0
     extras = extra_lines(result)
     total = float(cost.total_billed) + extras.total
-    n_completed = int(np.count_nonzero(completed))
+    n_completed = censored.completed
     end_ms = result.end_ms
     log = result.interruptions
     life = summarize_dynamics(result)
@@ -179,17 +188,15 @@ def summarize(result: SimulationResult) -> Summary:
         policy=result.policy,
         jobs=len(jobs.ids),
         jobs_completed=n_completed,
-        jobs_pending=int(np.count_nonzero(~started)),
-        queue_wait_mean_s=float(waits.mean()) if len(waits) else 0.0,
-        queue_wait_p50_s=_percentile(waits, 50),
-        queue_wait_p95_s=_percentile(waits, 95),
-        queue_wait_p99_s=_percentile(waits, 99),
-        quota_wait_mean_s=float(((jobs.admitted_ms - jobs.submit_ms)[started] / 1000.0).mean())
-        if len(waits)
-        else 0.0,
-        prep_mean_s=float(prep.mean()) if len(prep) else 0.0,
-        completion_mean_s=float(jct.mean()) if len(jct) else 0.0,
-        completion_p95_s=_percentile(jct, 95),
+        jobs_pending=censored.pending,
+        queue_wait_mean_s=mean(waits),
+        queue_wait_p50_s=percentile(waits, 50),
+        queue_wait_p95_s=percentile(waits, 95),
+        queue_wait_p99_s=percentile(waits, 99),
+        quota_wait_mean_s=mean(jobs.quota_wait_ms[known] / 1000.0),
+        prep_mean_s=mean(prep),
+        completion_mean_s=mean(censored.completion_known_s),
+        completion_p95_s=percentile(censored.completion_known_s, 95),
         gpu_allocation_ratio=allocation_ratio(result.timeline, end_ms),
         whole_free_gpu_nodes_mean=time_weighted_mean(
             result.timeline.t_ms, result.timeline.whole_free_gpu_nodes.astype(np.float64), end_ms
@@ -233,4 +240,20 @@ def summarize(result: SimulationResult) -> Summary:
         **sharing_summary(result),
         **usage_summary(result),
         **service_totals(result),
+        **censored_figures(censored),
     )
+
+
+def censored_figures(censored: Censored) -> dict[str, Any]:
+    """The counts by state and the lower-bound waits and completion time of the Summary."""
+    lower = censored.waits_lower_s
+    return {
+        "jobs_failed": censored.failed,
+        "jobs_running_at_end": censored.running,
+        "jobs_pending_at_end": censored.pending,
+        "queue_wait_mean_s_lower_bound": mean(lower),
+        "queue_wait_p50_s_lower_bound": percentile(lower, 50),
+        "queue_wait_p95_s_lower_bound": percentile(lower, 95),
+        "queue_wait_p99_s_lower_bound": percentile(lower, 99),
+        "completion_mean_s_lower_bound": mean(censored.completion_lower_s),
+    }

@@ -14,9 +14,9 @@ from fleetlab.cost.billing import (
     lost_unit_ms_per_job,
     node_costs,
 )
+from fleetlab.metrics.censoring import PENDING, RUNNING, end_states
 from fleetlab.metrics.sharing_columns import (
     job_sharing_columns,
-    job_states,
     merged_timeline,
     pod_gpu_column,
 )
@@ -36,7 +36,9 @@ def job_columns(result: SimulationResult) -> Columns:
     bound = jobs.last_bound_ms >= 0
     running = jobs.running_ms >= 0
     done = jobs.completed
-    state = np.where(done, "completed", np.where(running, "running", np.where(bound, "preparing", "pending")))
+    ends = end_states(jobs)
+    state = np.where((ends == RUNNING) & ~running, "preparing", ends)
+    known = ends != PENDING
     pending_by_id = {p.job_id: p for p in result.pending}
     return {
         "job_id": list(jobs.ids),
@@ -45,15 +47,17 @@ def job_columns(result: SimulationResult) -> Columns:
         "priority": jobs.priority,
         "pods": jobs.pods,
         "gpus_per_pod": jobs.gpus_per_pod,
+        "cpu_milli_per_pod": jobs.cpu_milli_per_pod,
         "submit_s": jobs.submit_ms / 1000.0,
-        "queue_wait_s": _seconds(jobs.last_bound_ms - jobs.submit_ms, bound),
-        "quota_wait_s": _seconds(jobs.admitted_ms - jobs.submit_ms, bound),
-        "node_wait_s": _seconds(jobs.last_bound_ms - jobs.admitted_ms, bound),
+        "queue_wait_s": _seconds(jobs.queue_wait_ms, known),
+        "queue_wait_so_far_s": jobs.queue_wait_ms / 1000.0,
+        "quota_wait_s": _seconds(jobs.quota_wait_ms, known),
+        "node_wait_s": _seconds(jobs.queue_wait_ms - jobs.quota_wait_ms, known),
         "cluster_queue": list(jobs.cluster_queue),
         "prep_s": _seconds(jobs.running_ms - jobs.last_bound_ms, running & bound),
         "compute_s": _seconds(jobs.end_ms - jobs.running_ms, done),
         "completion_s": _seconds(jobs.end_ms - jobs.submit_ms, done),
-        "state": job_states(result, state),
+        "state": [str(x) for x in state],
         "cost_usd": job_costs(result),
         "evictions": jobs.evictions,
         "eviction_delay_s": eviction_delay_ms(result) / 1000.0,
@@ -105,6 +109,22 @@ def pod_columns(result: SimulationResult) -> Columns:
         "data_download_s": _seconds(pods.data_ms, placed),
         "evictions": pods.evictions,
         **pod_gpu_column(result),
+    }
+
+
+def segment_columns(result: SimulationResult) -> Columns:
+    """One row per stay of a pod on a node (integer ms; stays open at the end are closed there): what the
+    bill split and the queue waits are made of, so ``fleetlab check`` can recompute them from the files."""
+    seg, nodes = result.segments, result.nodes
+    return {
+        "pod": seg.pod,
+        "node": [nodes.names[int(n)] for n in seg.node],
+        "bound_ms": seg.bound_ms,
+        "ready_ms": seg.ready_ms,
+        "start_ms": seg.start_ms,
+        "end_ms": seg.end_ms,
+        "lost_ms": seg.lost_ms,
+        "evicted": seg.evicted,
     }
 
 

@@ -137,12 +137,15 @@ def _conflict(gpu_model: str, placed: list[Placed], candidate: Placed) -> str:
 
 
 def place_layout(gpu_model: str, entries: list[str]) -> list[Placed]:
-    """Place ``entries`` (``"3g.40gb"`` or ``"3g.40gb@4"``) on one GPU in order; an entry without a start
-    takes the lowest allowed free start. Raises MigLayoutError naming the entry that does not fit."""
-    placed: list[Placed] = []
+    """Place ``entries`` (``"3g.40gb"`` or ``"3g.40gb@4"``) on one GPU. An entry without a start may take
+    any start the geometry allows: the placement is searched (depth first, lowest starts first), so a
+    valid set of instances is accepted whatever the order it is listed in, as nvidia-smi would create it
+    in a suitable order. Raises MigLayoutError naming the entry that does not fit when none exists."""
+    wanted: list[tuple[int, str, MigProfile, int | None]] = []
     for index, entry in enumerate(entries):
         name, _, at = entry.partition("@")
         profile = _profile(gpu_model, name.strip())
+        start: int | None = None
         if at:
             try:
                 start = int(at)
@@ -150,17 +153,57 @@ def place_layout(gpu_model: str, entries: list[str]) -> list[Placed]:
                 raise MigLayoutError(
                     f"layout entry {index} {entry!r}: the start after '@' must be a number"
                 ) from None
-            why = _conflict(gpu_model, placed, Placed(profile, start))
+        wanted.append((index, entry, profile, start))
+    fixed: list[Placed] = []
+    for index, entry, profile, start in wanted:
+        if start is not None:
+            why = _conflict(gpu_model, fixed, Placed(profile, start))
             if why:
                 raise MigLayoutError(f"layout entry {index} {entry!r}: {why}")
-            placed.append(Placed(profile, start))
+            fixed.append(Placed(profile, start))
+    free = [w for w in wanted if w[3] is None]
+    found = _search(gpu_model, fixed, [(w[2], w[0]) for w in free])
+    if found is None:
+        (index, entry, profile, _), before = _first_misfit(gpu_model, fixed, free)
+        reasons = [_conflict(gpu_model, before, Placed(profile, s)) for s in profile.starts]
+        raise MigLayoutError(
+            f"layout entry {index} {entry!r}: no room left on the GPU in any placement of the entries "
+            f"before it ({reasons[-1]})"
+        )
+    by_index = {w[0]: Placed(w[2], w[3]) for w in wanted if w[3] is not None}
+    by_index.update(found)
+    return [by_index[i] for i in range(len(entries))]
+
+
+def _search(
+    gpu_model: str, placed: list[Placed], todo: list[tuple[MigProfile, int]]
+) -> dict[int, Placed] | None:
+    """Starts for every (profile, entry index) of ``todo`` next to ``placed``, or None (depth first)."""
+    if not todo:
+        return {}
+    (profile, index), rest = todo[0], todo[1:]
+    for start in profile.starts:
+        candidate = Placed(profile, start)
+        if _conflict(gpu_model, placed, candidate):
             continue
-        reasons = [_conflict(gpu_model, placed, Placed(profile, s)) for s in profile.starts]
-        free = [s for s, why in zip(profile.starts, reasons, strict=True) if not why]
-        if not free:
-            raise MigLayoutError(f"layout entry {index} {entry!r}: no room left on the GPU ({reasons[-1]})")
-        placed.append(Placed(profile, free[0]))
-    return placed
+        found = _search(gpu_model, [*placed, candidate], rest)
+        if found is not None:
+            return {index: candidate, **found}
+    return None
+
+
+def _first_misfit(
+    gpu_model: str, fixed: list[Placed], free: list[tuple[int, str, MigProfile, int | None]]
+) -> tuple[tuple[int, str, MigProfile, int | None], list[Placed]]:
+    """The first entry that no placement of the entries before it leaves room for, and one such placement
+    of those entries (for the message)."""
+    before: list[Placed] = list(fixed)
+    for k in range(1, len(free) + 1):
+        found = _search(gpu_model, fixed, [(w[2], w[0]) for w in free[:k]])
+        if found is None:
+            return free[k - 1], before
+        before = [*fixed, *found.values()]
+    return free[-1], before
 
 
 def available(gpu_model: str, placed: list[Placed]) -> dict[str, int]:

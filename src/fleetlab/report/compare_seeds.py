@@ -26,11 +26,11 @@ STATES = ("completed", "running", "pending", "failed")
 
 def job_states(figures: Mapping[str, float]) -> dict[str, float]:
     """Jobs by state at the end of one run: completed, running (started, not finished), pending (never
-    started) and failed; running is what is left of the total when the summary has no count of its own."""
+    started) and failed; for summaries written before jobs_running_at_end, running is what is left."""
     completed = figures.get("jobs_completed", 0.0)
     pending = figures.get("jobs_pending", 0.0)
     failed = figures.get("jobs_failed", 0.0)
-    running = figures.get("jobs_running", figures.get("jobs", 0.0) - completed - pending - failed)
+    running = figures.get("jobs_running_at_end", figures.get("jobs", 0.0) - completed - pending - failed)
     return {"completed": completed, "running": running, "pending": pending, "failed": failed}
 
 

@@ -109,30 +109,44 @@ def _error_bars(intervals: Sequence[Interval | None], scale: float) -> dict[str,
     return {"type": "data", "array": high, "arrayminus": low, "visible": True}
 
 
-def completion_by_class(by_class: dict[str, dict[str, Interval]], order: Sequence[str]) -> ChartSection:
-    """Grouped bars: mean completion time of each job class, one bar per variant, CI over seeds."""
+def completion_by_class(
+    by_class: dict[str, dict[str, Interval]],
+    order: Sequence[str],
+    counts: dict[str, dict[str, tuple[int, int]]] | None = None,
+) -> ChartSection:
+    """Grouped bars: mean completion time of each job class, one bar per variant, CI over seeds; each bar
+    says how many of the class's jobs completed (the rest are censored: not in the mean)."""
     import plotly.graph_objects as go
 
     colours = _colours(order)
-    classes = sorted(by_class)
+    counts = counts or {}
+    classes = sorted(set(by_class) | set(counts))
     figure = _figure(
-        "Completion time (submit → done) by job class, mean over seeds",
+        "Completion time (submit → done) of completed jobs by job class, mean over seeds",
         "job class",
         "mean completion time (hours)",
         barmode="group",
     )
+    censored = False
     for variant in order:
-        intervals = [by_class[c].get(variant) for c in classes]
+        intervals = [by_class.get(c, {}).get(variant) for c in classes]
+        done = [counts.get(c, {}).get(variant) for c in classes]
+        censored = censored or any(d is not None and d[0] < d[1] for d in done)
         figure.add_trace(
             go.Bar(
                 x=[_e(c) for c in classes],
-                y=[math.nan if i is None else i.mean / 3600.0 for i in intervals],
+                y=[0.0 if i is None else i.mean / 3600.0 for i in intervals],
                 error_y=_error_bars(intervals, 3600.0),
+                text=["" if d is None else f"{d[0]}/{d[1]} done" for d in done],
+                textposition="outside",
                 name=_e(variant),
                 marker_color=colours[variant],
             )
         )
-    note = "Error bars: the confidence interval of the mean over seeds."
+    note = "Error bars: the confidence interval of the mean over seeds. Each bar is labelled with the jobs of"
+    note += " its class that completed, over all seeds (a bar with none completed is empty)."
+    if censored:
+        note += " Some jobs did not complete: their completion times are censored, not in the means."
     return ChartSection("completion_by_class", "Completion time by job class", figure, note)
 
 
@@ -347,6 +361,8 @@ class ReportCharts:
 
     sections: list[ChartSection]
     slowest: list[tuple[Any, ...]]
+    #: Per variant the mean jobs per run in each end state (experiment_data.state_counts).
+    states: dict[str, dict[str, float]] | None = None
 
 
 def build_charts(folder: Path, results: ExperimentResults) -> ReportCharts:
@@ -356,6 +372,8 @@ def build_charts(folder: Path, results: ExperimentResults) -> ReportCharts:
     try:
         waits, slowest = data.queue_waits(con)
         by_class = data.completion_by_class(con, results.confidence)
+        counts = data.completion_counts(con)
+        states = data.state_counts(con)
         series = data.timeline_series(con)
         costs = data.cost_split(con)
         balances = data.queue_balances(con)
@@ -364,11 +382,11 @@ def build_charts(folder: Path, results: ExperimentResults) -> ReportCharts:
         con.close()
     sections = [
         queue_wait_cdf(waits, order),
-        completion_by_class(by_class, order),
+        completion_by_class(by_class, order, counts),
         gpu_allocation(series, order),
         fragmentation(series, order),
         cost_split(costs, order),
         queue_borrowing(balances, order),
         slo_attainment(slo, order),
     ]
-    return ReportCharts(sections, slowest)
+    return ReportCharts(sections, slowest, states)

@@ -40,11 +40,21 @@ def _columns(con: Any, table: str) -> set[str]:
     return {str(row[0]) for row in con.execute(f"DESCRIBE {table}").fetchall()}
 
 
+#: Rows of the jobs table that are jobs: service replica slots are reported per service.
+WORKLOAD = "job_id NOT LIKE 'service/%'"
+
+
+def _known(column: str) -> str:
+    """SQL: the column holds a value (unfinished jobs are written as NaN, older stores may hold NULL)."""
+    return f"({column} IS NOT NULL AND NOT isnan({column}))"
+
+
 def completion_by_class(con: Any, confidence: float) -> dict[str, dict[str, Interval]]:
-    """Mean completion time (s) of completed jobs per job class and variant, interval over seeds."""
+    """Mean completion time (s) of completed jobs per job class and variant, interval over seeds (jobs
+    not completed are left out here and counted by ``completion_counts``)."""
     rows = con.execute(
-        "SELECT class, variant, seed, avg(completion_s) FROM jobs WHERE completion_s IS NOT NULL "
-        "GROUP BY class, variant, seed ORDER BY class, variant, seed"
+        f"SELECT class, variant, seed, avg(completion_s) FROM jobs WHERE {_known('completion_s')} "
+        f"AND {WORKLOAD} GROUP BY class, variant, seed ORDER BY class, variant, seed"
     ).fetchall()
     per_seed: dict[str, dict[str, list[float]]] = {}
     for job_class, variant, _seed, mean in rows:
@@ -53,6 +63,33 @@ def completion_by_class(con: Any, confidence: float) -> dict[str, dict[str, Inte
         job_class: {v: mean_interval(values, confidence) for v, values in by_variant.items()}
         for job_class, by_variant in per_seed.items()
     }
+
+
+def completion_counts(con: Any) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per job class and variant: (completed, jobs) over all seeds, to show next to the completion means."""
+    rows = con.execute(
+        f"SELECT class, variant, count(*) FILTER (WHERE {_known('completion_s')}), count(*) FROM jobs "
+        f"WHERE {WORKLOAD} GROUP BY class, variant ORDER BY class, variant"
+    ).fetchall()
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for job_class, variant, done, total in rows:
+        out.setdefault(str(job_class), {})[str(variant)] = (int(done), int(total))
+    return out
+
+
+STATES = ("completed", "running", "preparing", "pending", "failed")
+
+
+def state_counts(con: Any) -> dict[str, dict[str, float]]:
+    """Per variant, the mean number of jobs per run in each end state (the jobs table's ``state``)."""
+    runs = dict(con.execute("SELECT variant, count(DISTINCT seed) FROM jobs GROUP BY variant").fetchall())
+    rows = con.execute(
+        f"SELECT variant, state, count(*) FROM jobs WHERE {WORKLOAD} GROUP BY variant, state ORDER BY variant"
+    ).fetchall()
+    out: dict[str, dict[str, float]] = {str(v): dict.fromkeys(STATES, 0.0) for v in sorted(runs)}
+    for variant, state, count in rows:
+        out[str(variant)][str(state)] = int(count) / int(runs[variant])
+    return out
 
 
 @dataclass(frozen=True)
@@ -219,12 +256,21 @@ def service_slo(con: Any) -> list[SloAttainment]:
 
 
 def queue_waits(con: Any) -> tuple[dict[str, FloatArray], list[tuple[Any, ...]]]:
-    """Every started job's queue wait per variant (sorted), and each variant's five longest waits."""
-    rows = con.execute("SELECT variant, queue_wait_s FROM jobs WHERE queue_wait_s IS NOT NULL").fetchnumpy()
+    """Every job's known queue wait per variant (sorted), and each variant's five longest waits as
+    (variant, seed, job, wait, censored): a job still pending at the end counts with its wait so far,
+    a lower bound (stores written before that column existed list known waits only)."""
+    rows = con.execute(
+        f"SELECT variant, queue_wait_s FROM jobs WHERE {_known('queue_wait_s')} AND {WORKLOAD}"
+    ).fetchnumpy()
+    so_far = "queue_wait_so_far_s" in _columns(con, "jobs")
+    wait = "coalesce(nullif(queue_wait_s, 'NaN'::DOUBLE), queue_wait_so_far_s)" if so_far else "queue_wait_s"
+    censored = "NOT " + _known("queue_wait_s")
     slow = con.execute(
-        "SELECT variant, seed, job_id, queue_wait_s FROM jobs WHERE queue_wait_s IS NOT NULL "
-        "QUALIFY row_number() OVER (PARTITION BY variant ORDER BY queue_wait_s DESC, seed, job_id) <= 5 "
-        "ORDER BY variant, queue_wait_s DESC"
+        "SELECT variant, seed, job_id, w, c FROM "
+        f"(SELECT variant, seed, job_id, {wait} AS w, {censored} AS c FROM jobs WHERE {WORKLOAD}) "
+        f"WHERE {_known('w')} "
+        "QUALIFY row_number() OVER (PARTITION BY variant ORDER BY w DESC, seed, job_id) <= 5 "
+        "ORDER BY variant, w DESC"
     ).fetchall()
     names = np.asarray(rows["variant"], dtype=object)
     waits = np.asarray(rows["queue_wait_s"], dtype=np.float64)

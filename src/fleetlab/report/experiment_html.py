@@ -88,12 +88,30 @@ def decision_table(results: ExperimentResults) -> str:
 def _slowest_table(slow: Sequence[tuple[Any, ...]]) -> str:
     rows = "".join(
         f"<tr><td>{_e(v)}</td><td>{int(s)}</td><td class='l'>{_e(j)}</td>"
-        f"<td>{_e(format_metric('wait_s', float(w)))}</td></tr>"
-        for v, s, j, w in slow
+        f"<td>{'≥ ' if c else ''}{_e(format_metric('wait_s', float(w)))}</td></tr>"
+        for v, s, j, w, c in slow
     )
     return (
-        "<table><caption>Longest queue waits per variant</caption>"
+        "<table><caption>Longest queue waits per variant (≥: still pending at the end, wait so far)</caption>"
         f"<tr><th>variant</th><th>seed</th><th>job</th><th>queue wait</th></tr>{rows}</table>"
+    )
+
+
+def states_table(states: dict[str, dict[str, float]] | None, variants: Sequence[str]) -> str:
+    """Jobs by end state per variant (mean per run): every average above describes only some of them."""
+    if not states:
+        return ""
+    names = list(next(iter(states.values())))
+    head = "".join(f"<th>{_e(v)}</th>" for v in variants if v in states)
+    rows = "".join(
+        f"<tr><td>{_e(name)}</td>"
+        + "".join(f"<td>{states[v][name]:,.1f}</td>" for v in variants if v in states)
+        + "</tr>"
+        for name in names
+    )
+    return (
+        "<table><caption>Jobs by state at the end, mean per run: waits count only jobs that left the queue, "
+        f"completion times only completed jobs</caption><tr><th>state</th>{head}</tr>{rows}</table>"
     )
 
 
@@ -144,7 +162,10 @@ def render_html(folder: Path) -> str:
     sections = "".join(_section(s) for s in charts.sections)
     found = verdicts(results.samples, results.baseline, results.confidence)
     verdict = f"<section id='verdict'><h2>Verdict</h2>{verdict_html(results, found)}</section>"
-    return html_page(title, f"{verdict}{decision_table(results)}{sections}{_slowest_table(charts.slowest)}")
+    states = states_table(charts.states, list(results.samples))
+    return html_page(
+        title, f"{verdict}{decision_table(results)}{states}{sections}{_slowest_table(charts.slowest)}"
+    )
 
 
 def write_html_report(folder: Path, target: Path) -> None:

@@ -33,7 +33,9 @@ def _r(
 
 ROWS: tuple[MetricRow, ...] = (
     _r("jobs_completed", "jobs completed", "number", better="max"),
+    _r("jobs_running_at_end", "jobs running at end", "number", better=""),
     _r("jobs_pending", "jobs pending at end", "number"),
+    _r("jobs_failed", "jobs failed", "number"),
     _r("queue_wait_mean_s", "queue wait mean", "duration"),
     _r("queue_wait_p50_s", "queue wait p50", "duration"),
     _r("queue_wait_p95_s", "queue wait p95", "duration"),

@@ -3,23 +3,58 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from fleetlab.experiment.run import Run
-from fleetlab.metrics.summary import summarize
+from fleetlab.metrics.summary import Summary, summarize
 from fleetlab.report.metric_names import ROWS, duration_text, format_value, money_text, scaled
 
 _duration = duration_text
 _money = money_text
 
+#: Summary figures that are censored when jobs are unfinished: the lower bound shown instead ("≥"), and
+#: the count of jobs it censored (docs/metrics.md).
+CENSORED: dict[str, tuple[str, Callable[[Summary], int]]] = {
+    "queue_wait_mean_s": ("queue_wait_mean_s_lower_bound", lambda s: s.jobs_pending_at_end),
+    "queue_wait_p50_s": ("queue_wait_p50_s_lower_bound", lambda s: s.jobs_pending_at_end),
+    "queue_wait_p95_s": ("queue_wait_p95_s_lower_bound", lambda s: s.jobs_pending_at_end),
+    "queue_wait_p99_s": ("queue_wait_p99_s_lower_bound", lambda s: s.jobs_pending_at_end),
+    "completion_mean_s": (
+        "completion_mean_s_lower_bound",
+        lambda s: s.jobs_pending_at_end + s.jobs_running_at_end,
+    ),
+}
+
+
+def row_values(key: str, s: Summary) -> tuple[float, bool]:
+    """A row's figure for one run and whether it is a lower bound (jobs it describes were unfinished)."""
+    censored = CENSORED.get(key)
+    if censored is not None and censored[1](s) > 0:
+        return float(getattr(s, censored[0])), True
+    return float(getattr(s, key)), False
+
+
+def best_of(values: Sequence[float], lower: Sequence[bool], better: str) -> float | None:
+    """The winning value of a row, or None: only an exact figure can win, and a "min" row's exact winner
+    must also beat every lower bound (a run that left jobs waiting cannot win on wait by leaving them)."""
+    exact = [v for v, low in zip(values, lower, strict=True) if not low and not math.isnan(v)]
+    finite = [v for v in values if not math.isnan(v)]
+    if not exact or len(finite) < 2 or all(v == finite[0] for v in finite):
+        return None
+    best = max(exact) if better == "max" else min(exact)
+    bounds = [v for v, low in zip(values, lower, strict=True) if low]
+    if better == "min" and any(b < best for b in bounds):
+        return None
+    return best
+
 
 def comparison_table(runs: Sequence[Run], title: str) -> Table:
-    """Policies as columns, metrics as rows; the best value per row is bold (ties all bold).
-
+    """Policies as columns, metrics as rows; the best value per row is bold (ties all bold). Waits and
+    completion times of runs with unfinished jobs are lower bounds, shown as "≥" (docs/metrics.md).
     Rows with no value in any run (service figures without services) are left out."""
     summaries = [summarize(run.result) for run in runs]
     table = Table(title=title, title_justify="left", show_lines=False)
@@ -27,20 +62,46 @@ def comparison_table(runs: Sequence[Run], title: str) -> Table:
     for run in runs:
         table.add_column(run.label, justify="right")
     for row in ROWS:
-        values = [scaled(row.key, float(getattr(s, row.key))) for s in summaries]
+        pairs = [row_values(row.key, s) for s in summaries]
+        values = [scaled(row.key, v) for v, _ in pairs]
+        lower = [low for _, low in pairs]
         if all(math.isnan(v) for v in values):
             continue
-        cells: list[Text] = [Text(format_value(row.key, v)) for v in values]
-        if row.better and len(summaries) > 1:
-            finite = [v for v in values if not math.isnan(v)]
-            if finite:
-                best = max(finite) if row.better == "max" else min(finite)
-                if not all(v == best for v in finite):
-                    for cell, v in zip(cells, values, strict=True):
-                        if v == best:
-                            cell.stylize("bold green")
+        cells: list[Text] = [
+            Text(("≥ " if low else "") + format_value(row.key, v))
+            for v, low in zip(values, lower, strict=True)
+        ]
+        best = best_of(values, lower, row.better) if row.better and len(summaries) > 1 else None
+        if best is not None:
+            for cell, v, low in zip(cells, values, lower, strict=True):
+                if v == best and not low:
+                    cell.stylize("bold green")
         table.add_row(row.label, *cells)
+    if len(runs) > 1:
+        _window_rows(table, runs, summaries)
     return table
+
+
+def _window_rows(table: Table, runs: Sequence[Run], summaries: Sequence[Summary]) -> None:
+    """Total cost and cost per completed job over the common accounting window (metrics/window.py)."""
+    from fleetlab.metrics.window import common_window, window_cost
+
+    window_ms, source = common_window([run.result for run in runs])
+    costs = [
+        window_cost(run.result, s.cost_total, s.jobs_completed, window_ms, source)
+        for run, s in zip(runs, summaries, strict=True)
+    ]
+    span = f"0–{_duration(window_ms / 1000.0)}, {source}"
+    for label, values in (
+        (f"total cost, common window ({span})", [c.cost_total for c in costs]),
+        ("cost per completed job, common window", [c.cost_per_completed_job for c in costs]),
+    ):
+        cells = [Text(_money(v)) for v in values]
+        best = best_of(values, [False] * len(values), "min")
+        for cell, v in zip(cells, values, strict=True):
+            if best is not None and v == best:
+                cell.stylize("bold green")
+        table.add_row(label, *cells)
 
 
 def pending_table(run: Run, limit: int = 10) -> Table | None:
@@ -123,6 +184,7 @@ def team_table(runs: Sequence[Run]) -> Table | None:
         "run",
         "team",
         "jobs done",
+        "pending at end",
         "queue wait",
         "of which quota",
         "completion",
@@ -137,7 +199,10 @@ def team_table(runs: Sequence[Run]) -> Table | None:
                 label,
                 r.team,
                 f"{r.completed}/{r.jobs}",
-                _duration(r.queue_wait_mean_s),
+                str(r.pending),
+                ("≥ " + _duration(r.queue_wait_mean_s_lower_bound))
+                if r.pending
+                else _duration(r.queue_wait_mean_s),
                 _duration(r.quota_wait_mean_s),
                 _duration(r.completion_mean_s),
                 str(r.evictions),

@@ -102,6 +102,10 @@ class PodBook:
     segments: SegmentLog = field(default_factory=SegmentLog)
     #: Per job: pods prepared and waiting for their gang peers in the current attempt.
     job_ready: IntArray = field(init=False)
+    #: Queue wait: time spent pending (submitted or evicted, not bound), summed over the pod's attempts,
+    #: and since when the pod has been pending now (NEVER while bound, done, failed or deleted).
+    waited_ms: IntArray = field(init=False)
+    pending_since_ms: IntArray = field(init=False)
 
     def __post_init__(self) -> None:
         n = self.n_pods
@@ -115,6 +119,8 @@ class PodBook:
         self.done_fraction = np.zeros(n, dtype=np.float64)
         self.run_total_ms = np.zeros(n, dtype=np.int64)
         self.job_ready = np.zeros(self.n_jobs, dtype=np.int64)
+        self.waited_ms = np.zeros(n, dtype=np.int64)
+        self.pending_since_ms = np.full(n, NEVER, dtype=np.int64)
 
     def pods_of(self, job: int) -> range:
         """The pod indices of a job."""
@@ -136,8 +142,27 @@ class PodBook:
             evicted,
         )
 
-    def reset_for_requeue(self, pod: int) -> None:
-        """Forget the pod's node and times of the run that was evicted (its saved progress stays)."""
+    def start_pending(self, pod: int, now: int) -> None:
+        """The pod waits for a node from ``now`` (submitted, evicted, or a replica slot re-activated)."""
+        if self.pending_since_ms[pod] < 0:
+            self.pending_since_ms[pod] = now
+
+    def stop_pending(self, pod: int, now: int) -> None:
+        """The pod stops waiting (bound, failed or deleted): its open pending interval joins its wait."""
+        since = int(self.pending_since_ms[pod])
+        if since >= 0:
+            self.waited_ms[pod] += now - since
+            self.pending_since_ms[pod] = NEVER
+
+    def waited_until(self, now: int) -> IntArray:
+        """Per pod, queue wait up to ``now``: closed pending intervals plus the one still open."""
+        open_ms = np.where(self.pending_since_ms >= 0, now - self.pending_since_ms, 0)
+        return self.waited_ms + np.maximum(open_ms, 0)
+
+    def reset_for_requeue(self, pod: int, now: int) -> None:
+        """Forget the pod's node and times of the run that was evicted (its saved progress stays); it is
+        pending again from ``now`` (the time it ran is lost work, not queue wait)."""
+        self.start_pending(pod, now)
         self.node[pod] = -1
         for arr in (self.bound_ms, self.ready_ms, self.start_ms):
             arr[pod] = NEVER

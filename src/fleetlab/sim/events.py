@@ -41,6 +41,13 @@ class EventQueue:
         time_ms, _, kind, index, attempt = heapq.heappop(self._heap)
         return time_ms, kind, index, attempt
 
+    def peek(self) -> tuple[int, int, int, int] | None:
+        """The earliest (time_ms, kind, index, attempt) without removing it, or None when empty."""
+        if not self._heap:
+            return None
+        time_ms, _, kind, index, attempt = self._heap[0]
+        return time_ms, kind, index, attempt
+
     def peek_time(self) -> int | None:
         """Time of the earliest event, or None when empty."""
         return self._heap[0][0] if self._heap else None

@@ -185,6 +185,7 @@ class GpuTenancy:
                 sim.release(p, evicted=True)
                 book.node[p] = -1
                 book.attempt[p] += 1
+            book.stop_pending(p, sim.now)  # a failed pod waits for nothing any more
             self.failed[p] = True
         if sim.kueue is not None and job.queue is not None:
             sim.kueue.finished(job, sim.now)

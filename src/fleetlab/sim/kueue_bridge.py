@@ -33,8 +33,6 @@ PODSET = "main"
 MAX_CYCLES_PER_STEP = 16
 #: A workload preempted this many times with no job completing meanwhile is caught in a preemption loop.
 PREEMPTION_LOOP_LIMIT = 50
-#: How often (simulated ms) the lent figure of every ClusterQueue is recomputed for the report.
-LENT_SAMPLE_MS = 60_000
 
 
 def _admission_manager(config: QueueConfig, fair: FairSharingConfig | None) -> AdmissionManager:
@@ -84,17 +82,17 @@ class KueueBridge:
             self.wait_for_pods_ready is not None
             and self.wait_for_pods_ready.requeuing_strategy.timestamp == "Creation"
         )
-        self._lent_at = -LENT_SAMPLE_MS
         tree = self.manager.tree
         self._columns = [
             (node, fr)
             for _, node in sorted(tree.cluster_queues.items())
             for fr in sorted(node.quotas, key=str)
         ]
+        #: Every node of the tree (cohorts too) for every flavor/resource a ClusterQueue has quota for.
+        self._frs = sorted({fr for _, fr in self._columns}, key=str)
+        self._tree_columns = [(node, fr) for node in tree.all_nodes() for fr in self._frs]
         self._times: list[int] = []
         self._usage: list[tuple[int, ...]] = []
-        self._lent: list[tuple[int, ...]] = []
-        self._last_lent: tuple[int, ...] = ()
 
     def submit(self, job_index: int, job: Job, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload."""
@@ -182,6 +180,11 @@ class KueueBridge:
             "LowerPriority) breaks such loops"
         )
 
+    def timeout_is_stale(self, job_index: int, token: int) -> bool:
+        """A waitForPodsReady timeout that can no longer fire: a later admission, or the job is done."""
+        sim = self.sim
+        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == sim.jobs[job_index].pods
+
     def timer(self, kind: int, job_index: int, token: int, now: int) -> None:
         """waitForPodsReady: evict a workload whose pods are not all ready in time; requeue with backoff."""
         from fleetlab.sim.events import EventKind
@@ -190,7 +193,7 @@ class KueueBridge:
         if kind == EventKind.REQUEUE:
             self.submit(job_index, job, self.created_ms[job_index] if self._keep_creation else now)
             return
-        if self.admissions.get(job_index) != token or sim.pods_done[job_index] == job.pods:
+        if self.timeout_is_stale(job_index, token):
             return  # a later admission, or the job already finished
         if sim.pods_ready(job_index):
             return
@@ -249,25 +252,24 @@ class KueueBridge:
     def sample(self, now: int) -> None:
         """Record every ClusterQueue's usage after a change (time-weighted in the report).
 
-        Usage is exact at every change; ``lent`` (a walk up the cohort tree) is refreshed at most once per
-        LENT_SAMPLE_MS of simulated time and carried between refreshes, except that a step refreshed at this
-        very time is refreshed again, so the row kept for that time pairs its final usage with its lent.
+        The usage of every node of the cohort tree is kept, so ``lent`` is exact at every change: it is
+        computed from these samples at the end (``CohortTree.lent_series``), and the time-weighted means
+        integrate every change.
         """
-        usage = tuple(node.usage.get(fr, 0) for node, fr in self._columns)
-        if now - self._lent_at >= LENT_SAMPLE_MS or not self._lent or self._lent_at == now:
-            tree = self.manager.tree
-            self._last_lent = tuple(tree.lent(node, fr) for node, fr in self._columns)
-            self._lent_at = now
+        usage = tuple(node.usage.get(fr, 0) for node, fr in self._tree_columns)
         if self._times and self._times[-1] == now:
-            self._usage[-1], self._lent[-1] = usage, self._last_lent
+            self._usage[-1] = usage
         else:
             self._times.append(now)
             self._usage.append(usage)
-            self._lent.append(self._last_lent)
 
     def samples(self) -> QueueSamples:
-        """The recorded usage as arrays."""
-        width = len(self._columns)
+        """The recorded usage as arrays, and what each ClusterQueue lent at every sample."""
+        everything = np.asarray(self._usage, dtype=np.int64).reshape(-1, len(self._tree_columns))
+        series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
+        lent_by_key = self.manager.tree.lent_series(self._frs, series)
+        usage = np.stack([series[(id(node), fr)] for node, fr in self._columns], axis=1)
+        lent = np.stack([lent_by_key[(id(node), fr)] for node, fr in self._columns], axis=1)
         return QueueSamples(
             keys=[(node.name, str(fr)) for node, fr in self._columns],
             nominal=np.asarray([node.quotas[fr].nominal for node, fr in self._columns], dtype=np.int64),
@@ -276,6 +278,6 @@ class KueueBridge:
                 [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
             ),
             t_ms=np.asarray(self._times, dtype=np.int64),
-            usage=np.asarray(self._usage, dtype=np.int64).reshape(-1, width),
-            lent=np.asarray(self._lent, dtype=np.int64).reshape(-1, width),
+            usage=usage.astype(np.int64).reshape(-1, len(self._columns)),
+            lent=lent.astype(np.int64).reshape(-1, len(self._columns)),
         )

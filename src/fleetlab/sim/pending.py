@@ -183,4 +183,19 @@ def pending_at_end(sim: Simulator) -> list[PendingJob]:
     if sim.kueue is not None:
         pending.extend(sim.kueue.pending_jobs(sim))
     pending.sort(key=lambda p: p.job_id)
-    return pending
+    return _with_gpu_memory_notes(sim, pending)
+
+
+def _with_gpu_memory_notes(sim: Simulator, pending: list[PendingJob]) -> list[PendingJob]:
+    """Name the GPU memory as the reason where a job's declared gpu_memory exceeds every node's GPUs."""
+    from dataclasses import replace
+
+    from fleetlab.sim.specs import gpu_memory_note, largest_gpu_memory_mib
+
+    largest = largest_gpu_memory_mib(sim.node_infos)
+    by_id = {job.id: job for job in sim.jobs}
+    out = []
+    for p in pending:
+        note = gpu_memory_note(by_id[p.job_id], largest) if p.job_id in by_id else None
+        out.append(p if note is None else replace(p, blocked_by="gpu-memory", detail=note))
+    return out

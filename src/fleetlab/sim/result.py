@@ -56,6 +56,16 @@ class JobTable:
     #: When Kueue last admitted the job (its submit time for jobs not managed by Kueue).
     admitted_ms: IntArray
     cluster_queue: list[str]
+    #: Queue wait: per pod the time spent pending (not bound) summed over its attempts, the job's the
+    #: largest of its pods'. For a job still waiting at the end it runs to the end: a lower bound.
+    queue_wait_ms: IntArray
+    #: Some unfinished pod of the job was still waiting for a node when the run ended (its wait censored).
+    waiting_at_end: NDArray[np.bool_]
+    #: An OOM kill failed the job (time-sliced GPUs; no retry).
+    failed: NDArray[np.bool_]
+    #: Kueue: time spent waiting for admission, summed over admissions; a wait still open runs to the end
+    #: (0 for jobs not managed by Kueue). Part of queue_wait_ms.
+    quota_wait_ms: IntArray
 
 
 @dataclass
@@ -190,3 +200,5 @@ class SimulationResult:
     interference: InterferenceTable | None = None
     #: Inference services' samples (sim/services.py); None without services.
     services: ServiceRecord | None = None
+    #: The scenario's horizon (the run's end when set); None: the run ended at its last live event.
+    horizon_ms: int | None = None

@@ -145,6 +145,7 @@ class ServiceController:
         if target > current:
             for slot in np.flatnonzero(~unit.active)[: target - current].tolist():
                 unit.active[slot] = True
+                self.sim.book.start_pending(int(unit.pods[slot]), self.sim.now)
                 self.sim.enqueue(unit.jobs[slot])
         elif target < current:
             book = self.sim.book
@@ -170,6 +171,7 @@ class ServiceController:
                 column[pod] = NEVER
         else:
             sim.queue.remove(sim.group_of(job), {pod})
+        book.stop_pending(pod, sim.now)  # an inactive slot waits for nothing
         book.attempt[pod] += 1  # drops the pod's pending prep-done / finish events
 
     def record(self) -> ServiceRecord:

@@ -129,6 +129,7 @@ class Simulator:
         self.label_everyone = selects_other_jobs(self.jobs)
         self.label_sets = job_label_sets(self.state, self.jobs)
         self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
+        self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit
         self.arrival_ms = self.submit_ms + to_ms(resolved.scenario.scheduler.scheduling_latency_s)
         self.events, self.spot = interruption_events(self)
         self.queue = SchedulingQueue()
@@ -149,6 +150,9 @@ class Simulator:
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
         self._runtime: dict[tuple[int, str | None], int] = {}
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
+        #: Kueue: time spent waiting for admission, summed over admissions, and since when it waits now.
+        self.quota_waited_ms = np.zeros(n_jobs, dtype=np.int64)
+        self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.pods_done = np.zeros(n_jobs, dtype=np.int64)
         self.spec_override: dict[int, PodSpec] = {}
         self._dirty = False
@@ -249,6 +253,7 @@ class Simulator:
         self.bound_by_priority.setdefault(job.priority, set()).add(pod)
         book.node[pod] = node
         book.bound_ms[pod] = self.now
+        book.stop_pending(pod, self.now)
         pool = self.pools[int(state.pool[node])]
         wait = 0
         if job.image is not None and job.image.size > 0:
@@ -359,6 +364,9 @@ class Simulator:
         )
         self.job_spec[job_index] = -1
         self.admitted_ms[job_index] = self.now
+        if self.quota_since_ms[job_index] >= 0:
+            self.quota_waited_ms[job_index] += self.now - self.quota_since_ms[job_index]
+            self.quota_since_ms[job_index] = -1
         self.enqueue(job_index)
         timeout = self.kueue.pods_ready_timeout_ms
         if timeout is not None:
@@ -392,11 +400,13 @@ class Simulator:
                 continue
             if book.node[p] >= 0:
                 self.release(p, evicted=True)
-                book.reset_for_requeue(p)
+                book.reset_for_requeue(p, self.now)
                 self.evictions += 1
             else:
                 book.attempt[p] += 1
         book.job_ready[job_index] = 0
+        if self.quota_since_ms[job_index] < 0:
+            self.quota_since_ms[job_index] = self.now  # back to waiting for quota
         if not by_kueue and self.kueue is not None:
             self.kueue.evicted(self.jobs[job_index], self.now)
 
@@ -415,7 +425,7 @@ class Simulator:
                 continue
             if book.node[p] >= 0:
                 self.release(p, evicted=True)
-                book.reset_for_requeue(p)
+                book.reset_for_requeue(p, self.now)
                 self.evictions += 1
                 requeue.append(p)
             elif job.gang and job.pods > 1:
@@ -513,6 +523,7 @@ class Simulator:
         finished = 0
         horizon = self.horizon_ms
         while True:
+            self._drop_stale_events()
             t_job = int(self.arrival_ms[next_job]) if next_job < n_jobs else None
             t_event = self.services.next_time(self.lifecycle.next_time(events.peek_time(), t_job))
             if t_event is None and t_job is None:
@@ -532,6 +543,7 @@ class Simulator:
             while next_job < n_jobs and self.arrival_ms[next_job] == t:
                 job = self.jobs[next_job]
                 if self.kueue is not None and job.queue is not None:
+                    self.quota_since_ms[next_job] = self.submit_ms[next_job]  # waiting since its submit
                     self.kueue.submit(next_job, job, t)
                 else:
                     self.enqueue(next_job)
@@ -575,6 +587,23 @@ class Simulator:
             progress(total_work, total_work)
         pending = pending_at_end(self)
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
+
+    def _drop_stale_events(self) -> None:
+        """Pop events that can no longer do anything (a re-timed or evicted pod's old finish or prep, the
+        timeout of an admission that was replaced or of a job that finished), so the clock, and with it the
+        run's end and every node bill, moves only for live events."""
+        events, book = self.events, self.book
+        while (head := events.peek()) is not None:
+            _, kind, index, attempt = head
+            if kind in (EventKind.PREP_DONE, EventKind.POD_FINISH):
+                stale = attempt != book.attempt[index]
+            elif kind == EventKind.PODS_READY_TIMEOUT and self.kueue is not None:
+                stale = self.kueue.timeout_is_stale(index, attempt)
+            else:
+                stale = False
+            if not stale:
+                return
+            events.pop()
 
     def entry_pods(self, group_id: int, first: int) -> list[int]:
         """The pods one queue entry stands for: a gang entry is all of its job's unfinished pods."""

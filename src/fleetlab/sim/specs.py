@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from fleetlab.model.cluster import GPU_MEMORY_LABEL
 from fleetlab.model.job import Job
+from fleetlab.model.kube import (
+    Affinity,
+    NodeAffinity,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+)
 from fleetlab.model.resources import EPHEMERAL_STORAGE, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import PodSpec
@@ -19,12 +27,53 @@ def pod_spec(job: Job, with_labels: bool = False) -> PodSpec:
         requests=tuple(sorted(job.requests.items())),
         tolerations=job.tolerations,
         node_selector=tuple(sorted(job.node_selector.items())),
-        affinity=job.affinity,
+        affinity=with_gpu_memory(job.affinity, needs_gpu_memory_mib(job)),
         image=image.name if image else None,
         image_size=image.size if image else 0,
         explicit_keys=frozenset(job.requests),
         gpu_share=(job.gpu_milli or 0, job.gpu_memory or 0) if job.shares_gpu else (0, 0),
         **spread,
+    )
+
+
+def needs_gpu_memory_mib(job: Job) -> int | None:
+    """The GPU memory (MiB, rounded up) each whole GPU of the job's pods must have: the job's declared
+    ``gpu_memory`` when it takes whole GPUs (a share's memory is placed by the sharing code), else None."""
+    if job.gpu_memory is None or job.shares_gpu or job.gpus_per_pod < 1:
+        return None
+    return -(-int(job.gpu_memory) // 1024**2)
+
+
+def with_gpu_memory(affinity: Affinity | None, mib: int | None) -> Affinity | None:
+    """The pod's affinity plus the requirement a user writes with GPU Feature Discovery's label, so a job
+    that uses ``mib`` of GPU memory never lands on smaller GPUs (where it would run out of memory):
+    ``nvidia.com/gpu.memory Gt mib-1``, added to every required term (terms are ORed, expressions ANDed)."""
+    if mib is None:
+        return affinity
+    need = NodeSelectorRequirement(key=GPU_MEMORY_LABEL, operator="Gt", values=(str(mib - 1),))
+    node_affinity = affinity.node_affinity if affinity is not None else None
+    required = node_affinity.required if node_affinity is not None else None
+    terms = required.node_selector_terms if required is not None else (NodeSelectorTerm(),)
+    merged = tuple(t.model_copy(update={"match_expressions": (*t.match_expressions, need)}) for t in terms)
+    selector = NodeSelector.model_validate({"nodeSelectorTerms": merged})
+    base = node_affinity or NodeAffinity()
+    updated = base.model_copy(update={"required": selector})
+    return (affinity or Affinity()).model_copy(update={"node_affinity": updated})
+
+
+def largest_gpu_memory_mib(nodes: list[NodeInfo]) -> int:
+    """The most GPU memory (MiB) of any node's GPUs, from GPU Feature Discovery's label (0: none)."""
+    return max((int(n.labels.get(GPU_MEMORY_LABEL, "0")) for n in nodes), default=0)
+
+
+def gpu_memory_note(job: Job, largest_mib: int) -> str | None:
+    """Why the job's pods fit no GPU, when its declared GPU memory exceeds every node's GPUs (else None)."""
+    need = needs_gpu_memory_mib(job)
+    if need is None or need <= largest_mib:
+        return None
+    return (
+        f"the pods use gpu_memory {need} MiB, more than the largest GPU of any node ({largest_mib} MiB, "
+        f"label {GPU_MEMORY_LABEL}): they would run out of GPU memory, so no GPU is eligible"
     )
 
 

@@ -33,7 +33,7 @@ def _per_job(values: IntArray, starts: IntArray, reduce: np.ufunc) -> IntArray:
     return np.asarray(reduce.reduceat(values, starts), dtype=np.int64) if len(values) else values
 
 
-def job_table(sim: Simulator) -> JobTable:
+def job_table(sim: Simulator, end_ms: int) -> JobTable:
     """Per-job times: last pod bound, all pods computing, last pod done (NEVER where not reached)."""
     book, jobs = sim.book, sim.jobs
     n = len(jobs)
@@ -46,9 +46,12 @@ def job_table(sim: Simulator) -> JobTable:
         last_end = _per_job(book.end_ms, starts, np.maximum)
         completed = _per_job(book.end_ms, starts, np.minimum) >= 0
         evictions = np.add.reduceat(book.evictions, starts).astype(np.int64)
+        waited = _per_job(book.waited_until(end_ms), starts, np.maximum)
+        waiting = np.logical_or.reduceat(book.pending_since_ms >= 0, starts)
+        failed = np.logical_or.reduceat(sim.tenancy.failed, starts) & ~completed
     else:
-        last_bound = last_start = last_end = evictions = np.zeros(0, dtype=np.int64)
-        all_bound = all_started = completed = np.zeros(0, dtype=bool)
+        last_bound = last_start = last_end = evictions = waited = np.zeros(0, dtype=np.int64)
+        all_bound = all_started = completed = waiting = failed = np.zeros(0, dtype=bool)
     # A completed job's last stay is what the queue-wait / prep / compute split describes.
     last_bound = np.where(completed | all_bound, last_bound, NEVER)
     inverse = scenario_positions(sim.order)
@@ -69,6 +72,13 @@ def job_table(sim: Simulator) -> JobTable:
         evictions=evictions[inverse],
         admitted_ms=np.where(sim.admitted_ms >= 0, sim.admitted_ms, sim.submit_ms)[inverse],
         cluster_queue=[sim.kueue.cluster_queue_of.get(int(i), "") if sim.kueue else "" for i in inverse],
+        queue_wait_ms=waited[inverse],
+        waiting_at_end=waiting[inverse],
+        failed=failed[inverse],
+        quota_wait_ms=(
+            sim.quota_waited_ms
+            + np.where(sim.quota_since_ms >= 0, np.maximum(end_ms - sim.quota_since_ms, 0), 0)
+        )[inverse],
     )
 
 
@@ -159,7 +169,7 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         policy_description=sim.profile.description,
         seed=sim.seed,
         end_ms=end_ms,
-        jobs=job_table(sim),
+        jobs=job_table(sim, end_ms),
         pods=PodTable(
             job=order[book.job] if len(order) else book.job,
             node=book.node.copy(),
@@ -184,4 +194,5 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         sharing=sim.tenancy.table(),
         interference=sim.interference.table(),
         services=sim.services.record(),
+        horizon_ms=sim.horizon_ms,
     )
