@@ -46,29 +46,37 @@ def kube_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
 def test_baseline_of_the_imported_kubernetes_history(kube_history: History) -> None:
     check_history(kube_history, "<kube history>")
     row = compute_baseline(kube_history).rows[0]
-    assert (row.completed, row.failed, row.running, row.pending) == (1, 2, 2, 1)
-    # Waits 0, 1, 2, 123, 902 observed; notebook censored at 7200 − 1800 = 5400.
-    # S(0) = 5/6, S(1) = 4/6, S(2) = 3/6 -> p50 = 2 s; the curve stops at 1/6 -> p95 ≥ 5400.
-    assert (row.wait_p50_s, row.wait_p50_lower_bound) == (2.0, False)
+    assert (row.completed, row.failed, row.running, row.pending) == (1, 2, 3, 1)
+    # Waits observed: victim 0; mig, scratch (Prometheus only) and serve 1; oom-job 2; train-1 123; js-1 902;
+    # notebook censored at 7200 − 1800 = 5400. S(0) = 7/8, S(1) = 4/8 -> p50 = 1 s; the curve stops at
+    # 1/8 -> p95 ≥ 5400.
+    assert (row.wait_p50_s, row.wait_p50_lower_bound) == (1.0, False)
     assert (row.wait_p95_s, row.wait_p95_lower_bound) == (5400.0, True)
     # Kueue: train-1 quota 120, node 3; js-1 quota 900, node 2.
     assert (row.quota_wait_mean_s, row.node_wait_mean_s) == (510.0, 2.5)
-    # prep: 117, 28, 0, 1, 29 -> 35; lost: victim 2 × 360 + oom-job 1 × 305 = 1025 GPU-s.
-    assert row.prep_mean_s == pytest.approx(35.0)
+    # prep (running − scheduled): train-1 117, js-1 28, mig 9, scratch 9, victim 0, oom-job 1, serve 19
+    # -> 183 / 7. Lost: victim 2 × 360 + oom-job 1 × 305 = 1025 GPU-s.
+    assert row.prep_mean_s == pytest.approx(183 / 7)
     assert row.gpu_hours_lost == pytest.approx(1025 / H)
-    # DCGM covers train-1 only: 8 × 3390 = 27120 of 27120 + 16 × 5970 + 720 + 305 + 6570 = 130235 GPU-s.
+    # Compute GPU-s (GPUs × (end or 7200 − running)): train-1 8 × 3390 = 27120, js-1 8 × 5970 = 47760,
+    # mig 0.143 × 6890 = 985.27, victim 2 × 360 = 720, oom-job 1 × 305 = 305, serve 2 × 6580 = 13160
+    # (scratch holds no GPU). DCGM covers train-1 only: utilisation 0.6 over 27120 of 90050.27 GPU-s.
     assert row.gpu_util_measured == pytest.approx(0.6)
-    assert row.gpu_util_coverage == pytest.approx(27120 / 130235)
+    assert row.gpu_util_coverage == pytest.approx(27120 / (27120 + 47760 + 0.143 * 6890 + 720 + 305 + 13160))
 
 
 @needs_prometheus
 def test_calibration_of_the_imported_kubernetes_history(kube_history: History) -> None:
     c = calibrate(kube_history)
     rows = {(r.job_class, r.metric): r for r in c.rows}
-    # gpu-node-2 joined at 1800 s: its boot time is fitted too.
-    assert c.fitted == ["scheduling_latency_s", "node_boot_time_s"]
+    # Every node was there from the start: only the scheduling latency is fitted.
+    assert c.fitted == ["scheduling_latency_s"]
     assert rows[("all", "gpu_hours_allocated")].within  # run times are replayed as measured
-    assert c.verdict == "fail"  # the recorded jobs need more GPUs than the node list has (a note says so)
-    assert any("node list is incomplete" in n for n in c.notes)
-    assert any("gpu-node-2 (memory, gpu_model)" in n for n in c.notes)
-    assert c.disagreements and c.disagreements[0]["job_id"] == "team-a/Job/train-1"
+    # The notebook stayed pending for the last 5400 s (FailedScheduling), but the replay finds a free GPU
+    # for it at once: the training class's never-started share (1/6 measured, 0 simulated) and its wait
+    # distribution fail, and the notebook is the largest disagreement.
+    assert not rows[("training", "never_started_share")].within
+    assert rows[("training", "never_started_share")].measured == pytest.approx(1 / 6)
+    assert c.verdict == "fail"
+    assert any("left out" in n for n in c.notes)
+    assert c.disagreements and c.disagreements[0]["job_id"] == "team-c/Pod/notebook"

@@ -95,6 +95,43 @@ def test_comparisons_flag_not_significant_and_name_the_direction() -> None:
     assert verdict(worse) == "worse"
 
 
+def test_a_variant_never_wins_on_wait_by_leaving_jobs_pending() -> None:
+    """Three paired seeds. The starving variant leaves 2 jobs pending in every run: its known waits
+    (60, 61, 62 s) look shorter than the baseline's 600, 610, 620 s, but its lower bounds over every job
+    (900, 905, 910 s) are what it is compared by, marked as lower bounds; a longer lower bound is a real
+    "worse" (the true figure is at least that), while a shorter known wait is never "better"."""
+    base = {s: {"queue_wait_mean_s": 600.0 + 10 * s, "jobs_pending_at_end": 0} for s in range(3)}
+    for s in range(3):
+        base[s]["queue_wait_mean_s_lower_bound"] = base[s]["queue_wait_mean_s"]
+    starving = {
+        s: {
+            "queue_wait_mean_s": 60.0 + s,
+            "queue_wait_mean_s_lower_bound": 900.0 + 5 * s,
+            "jobs_pending_at_end": 2,
+        }
+        for s in range(3)
+    }
+    hiding = {
+        s: {
+            "queue_wait_mean_s": 60.0 + s,
+            "queue_wait_mean_s_lower_bound": 300.0 + s,
+            "jobs_pending_at_end": 1,
+        }
+        for s in range(3)
+    }
+    samples = {"base": base, "starving": starving, "hiding": hiding}
+    rows = {c.variant: c for c in compare_variants(samples, "base", ["queue_wait_mean_s"])}
+    assert rows["starving"].lower_bound and not rows["base"].lower_bound
+    assert rows["starving"].value.mean == 905.0  # (900 + 905 + 910) / 3, not the 61 s over started jobs
+    assert verdict(rows["starving"]) == "worse"
+    # 300 s is below the baseline's 610 s, but only a lower bound: not "better".
+    assert rows["hiding"].significant and verdict(rows["hiding"]) == "n.s."
+    # And a baseline that is itself a lower bound cannot make an exact variant "worse".
+    flipped = {"base": hiding, "exact": base}
+    row = next(c for c in compare_variants(flipped, "base", ["queue_wait_mean_s"]) if c.variant == "exact")
+    assert row.baseline_lower_bound and row.significant and verdict(row) == "n.s."
+
+
 def test_directions_of_service_and_lifecycle_metrics() -> None:
     """SLO attainment is better higher; node churn and exogenous counts have no better direction."""
     from fleetlab.experiment.stats import better_direction

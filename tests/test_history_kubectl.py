@@ -302,7 +302,7 @@ def test_mig_slice_is_a_share_of_one_gpu(tmp_path: Path) -> None:
     mig["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/mig-3g.40gb": "1"}
     history = import_sources([write_json(tmp_path / "mig.json", kube_list([mig]))])
     (row,) = history.jobs.to_pylist()
-    assert (row["gpus_per_pod"], row["gpu_milli_per_pod"], row["job_class"]) == (0.0, 429, "training")
+    assert (row["gpus_per_pod"], row["gpu_milli_per_pod"], row["job_class"]) == (0.429, 429, "training")
 
 
 def test_scheduled_not_started_runs_and_readmission_hides_first_admission(tmp_path: Path) -> None:

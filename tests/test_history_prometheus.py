@@ -174,7 +174,10 @@ def test_import_from_a_real_prometheus(prometheus_url: str) -> None:
         "team-a/Job/train-1", "team-b/ReplicaSet/serve-7d9f", "team-c/Pod/mig", "team-c/Pod/notebook",
         "team-c/Pod/scratch",
     ]  # fmt: skip
-    assert (jobs["team-c/Pod/mig"]["gpu_milli_per_pod"], jobs["team-c/Pod/mig"]["gpus_per_pod"]) == (143, 0.0)
+    assert (jobs["team-c/Pod/mig"]["gpu_milli_per_pod"], jobs["team-c/Pod/mig"]["gpus_per_pod"]) == (
+        143,
+        0.143,
+    )
     train = jobs["team-a/Job/train-1"]
     assert (train["submit_s"], train["scheduled_s"], train["running_s"], train["end_s"], train["run_s"]) == (
         0.0, 60.0, 120.0, 3720.0, 3600.0

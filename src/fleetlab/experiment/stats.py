@@ -117,6 +117,9 @@ class MetricComparison:
     metric: str
     value: Interval
     difference: Interval | None  # None for the baseline itself
+    #: Some run of this variant (of the baseline) left jobs unfinished, so its figure is a lower bound.
+    lower_bound: bool = False
+    baseline_lower_bound: bool = False
 
     @property
     def significant(self) -> bool:
@@ -135,13 +138,39 @@ def compare_variants(
     out: list[MetricComparison] = []
     base = samples.get(baseline, {})
     for metric in metrics:
-        base_values = {s: float(m.get(metric, math.nan)) for s, m in base.items()}
+        base_pairs = {s: run_value(m, metric) for s, m in base.items()}
+        base_values = {s: v for s, (v, _) in base_pairs.items()}
+        base_lower = any(low for _, low in base_pairs.values())
         for variant, by_seed in samples.items():
-            values = {s: float(m.get(metric, math.nan)) for s, m in by_seed.items()}
+            pairs = {s: run_value(m, metric) for s, m in by_seed.items()}
+            values = {s: v for s, (v, _) in pairs.items()}
             value = mean_interval([values[s] for s in sorted(values)], confidence)
             diff = None if variant == baseline else paired_difference(values, base_values, confidence)
-            out.append(MetricComparison(variant, metric, value, diff))
+            lower = any(low for _, low in pairs.values())
+            out.append(MetricComparison(variant, metric, value, diff, lower, base_lower))
     return out
+
+
+#: Figures that describe only the jobs whose value is known, with the summary's lower bound counting every
+#: job (docs/metrics.md) and the counts of jobs they censor.
+CENSORED_BY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "queue_wait_mean_s": ("queue_wait_mean_s_lower_bound", ("jobs_pending_at_end",)),
+    "queue_wait_p50_s": ("queue_wait_p50_s_lower_bound", ("jobs_pending_at_end",)),
+    "queue_wait_p95_s": ("queue_wait_p95_s_lower_bound", ("jobs_pending_at_end",)),
+    "queue_wait_p99_s": ("queue_wait_p99_s_lower_bound", ("jobs_pending_at_end",)),
+    "completion_mean_s": ("completion_mean_s_lower_bound", ("jobs_pending_at_end", "jobs_running_at_end")),
+    "completion_p95_s": ("completion_p95_s_lower_bound", ("jobs_pending_at_end", "jobs_running_at_end")),
+}
+
+
+def run_value(figures: Mapping[str, float], metric: str) -> tuple[float, bool]:
+    """One run's figure, and whether it is a lower bound: a run that left jobs unfinished gives the lower
+    bound over every job instead of the figure over finished ones, so leaving jobs waiting never looks
+    like a shorter wait."""
+    censor = CENSORED_BY.get(metric)
+    if censor is not None and censor[0] in figures and any(figures.get(k, 0.0) > 0 for k in censor[1]):
+        return float(figures[censor[0]]), True
+    return float(figures.get(metric, math.nan)), False
 
 
 _HIGHER_IS_BETTER = {
@@ -185,4 +214,11 @@ def verdict(comparison: MetricComparison) -> str:
     up = diff.mean > 0
     if not direction:
         return "higher" if up else "lower"
-    return "better" if up == (direction == "max") else "worse"
+    word = "better" if up == (direction == "max") else "worse"
+    # A lower bound can prove a wait long, never short: a variant whose runs left jobs unfinished is not
+    # "better" on it, and no variant is "worse" than a baseline whose own figure is only a lower bound.
+    if direction == "min" and (
+        (word == "better" and comparison.lower_bound) or (word == "worse" and comparison.baseline_lower_bound)
+    ):
+        return "n.s."
+    return word

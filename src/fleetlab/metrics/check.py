@@ -336,8 +336,10 @@ def _check_jobs(
     np.maximum.at(last_end, pod_job, pod_end)
     done = workload & completed
     _stat(report, "completion_mean_s", (last_end - submit)[done] / 1000.0, None, summary)
+    _stat(report, "completion_p95_s", (last_end - submit)[done] / 1000.0, 95, summary)
     so_far = np.where(completed, last_end, np.maximum(end_ms, submit)) - submit
     _stat(report, "completion_mean_s_lower_bound", so_far[workload & ~failed] / 1000.0, None, summary)
+    _stat(report, "completion_p95_s_lower_bound", so_far[workload & ~failed] / 1000.0, 95, summary)
     if end_ms < int(last_end.max(initial=-1)):
         report.mismatches.append(f"makespan_s: a pod ended at {last_end.max() / 1000} s, after the run's end")
 

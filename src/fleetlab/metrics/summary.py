@@ -138,6 +138,7 @@ class Summary:
     queue_wait_p99_s_lower_bound: float = 0.0
     #: Over every job that did not fail, unfinished ones with their time in system up to the end.
     completion_mean_s_lower_bound: float = 0.0
+    completion_p95_s_lower_bound: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
@@ -256,4 +257,5 @@ def censored_figures(censored: Censored) -> dict[str, Any]:
         "queue_wait_p95_s_lower_bound": percentile(lower, 95),
         "queue_wait_p99_s_lower_bound": percentile(lower, 99),
         "completion_mean_s_lower_bound": mean(censored.completion_lower_s),
+        "completion_p95_s_lower_bound": percentile(censored.completion_lower_s, 95),
     }

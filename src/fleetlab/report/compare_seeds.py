@@ -84,7 +84,7 @@ def change_text(c: MetricComparison) -> tuple[str, str]:
 
 
 def _cell(c: MetricComparison) -> Text:
-    cell = Text(value_text(c.metric, c.value))
+    cell = Text(("≥ " if c.lower_bound else "") + value_text(c.metric, c.value))
     change, word = change_text(c)
     if change:
         cell.append(" " + change, style=_STYLE.get(word, "dim"))

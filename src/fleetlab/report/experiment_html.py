@@ -52,7 +52,7 @@ def winner(comparisons: Sequence[MetricComparison], baseline: str) -> str:
 
 
 def _cell(c: MetricComparison) -> str:
-    value = _e(format_metric(c.metric, c.value.mean))
+    value = ("≥ " if c.lower_bound else "") + _e(format_metric(c.metric, c.value.mean))
     if not math.isnan(c.value.low):
         low, high = format_metric(c.metric, c.value.low), format_metric(c.metric, c.value.high)
         value += f"<br><small>[{_e(low)}, {_e(high)}]</small>"

@@ -319,7 +319,8 @@ def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> 
         job_class=job.job_class or _default_class(job),
         priority=job.priority,
         pods=pods,
-        gpus_per_pod=job.gpus,
+        # A share (a MIG slice) counts gpu_milli / 1000 GPUs, as the history schema and the Alibaba reader do.
+        gpus_per_pod=job.gpus or (job.gpu_milli or 0) / 1000.0,
         gpu_milli_per_pod=job.gpu_milli if not job.gpus else None,
         cpu_per_pod=cpu_milli / 1000.0,
         memory_per_pod=memory,
