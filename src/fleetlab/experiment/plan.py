@@ -20,7 +20,8 @@ from fleetlab.experiment.output import safe_name
 from fleetlab.experiment.patch import PatchError, apply_patch
 from fleetlab.metrics.summary import Summary
 from fleetlab.model.scenario import Scenario
-from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.bounded import read_text_file
+from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.loader import parse_yaml, read_scenario_text
 
 METRICS = tuple(f.name for f in fields(Summary) if f.name != "policy")

@@ -6,14 +6,12 @@ names, so a Secret dumped by mistake never leaks its data.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import load_json, load_yaml_all, read_text_file
+from fleetlab.spec.errors import SpecError
 
 KubeObject = dict[str, Any]
 
@@ -27,23 +25,11 @@ def _documents(path: Path) -> list[Any]:
         raise SpecError(str(path), ["the file is empty; expected `kubectl get ... -o json` output"])
     if text.lstrip().startswith(("{", "[")):
         try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as exc:
-            raise SpecError(
-                str(path),
-                [
-                    f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
-                    "(is the file truncated? re-run `kubectl get ... -o json > FILE`)"
-                ],
-            ) from None
-    try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: big kubectl dumps stay fast
-        return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid syntax"
-        raise SpecError(str(path), [f"not valid YAML{where}: {problem}"]) from None
+            return [load_json(str(path), text)]
+        except SpecError as exc:
+            hint = "(is the file truncated? re-run `kubectl get ... -o json > FILE`)"
+            raise SpecError(exc.source, [f"{p} {hint}" for p in exc.problems]) from None
+    return load_yaml_all(str(path), text)
 
 
 def _flatten(doc: Any, source: str, where: str) -> Iterable[KubeObject]:

@@ -9,12 +9,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from fleetlab.model.job import Job
 from fleetlab.model.scenario import ResolvedScenario, Scenario
-from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.bounded import load_yaml, read_text_file
+from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.interruption_trace import resolve_interruption_traces
 from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
 from fleetlab.spec.service_trace import resolve_service_traces
@@ -43,13 +43,7 @@ def read_scenario_text(path: str | None) -> tuple[str, str, Path | None]:
 
 def parse_yaml(label: str, text: str) -> dict[str, Any]:
     """YAML text to a mapping, with line and column on syntax errors."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError(label, [f"{where}invalid YAML: {problem}"]) from None
+    data = load_yaml(label, text)
     if not isinstance(data, dict):
         raise SpecError(
             label, ["the top level must be a mapping with cluster, workload and scheduler sections"]
