@@ -37,7 +37,7 @@ CHANGE_KINDS = ("policy", "scheduler", "set")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
 
 class SeedRange(_Strict):
