@@ -65,19 +65,30 @@ OutOpt = Annotated[
 ]
 
 
-def _check_out(out: Path | None) -> None:
-    """Refuse an --out that can never be written before spending time on the run."""
-    if out is not None and out.exists() and not out.is_dir():
-        raise _fail(
-            f"--out {out}: exists and is not a directory; give a folder path (it is created if missing)"
-        )
+ForceOpt = Annotated[
+    bool,
+    typer.Option("--force", help="Replace --out even if it is a non-empty folder fleetlab did not write."),
+]
 
 
-def _write(runs: list[Run], out: Path, single: bool) -> None:
+def _check_out(out: Path | None, force: bool = False) -> None:
+    """Refuse an --out that can never be written (or must not be replaced) before spending time on the run."""
+    from fleetlab.spec.out_folder import check_replaceable
+
+    if out is not None:
+        try:
+            check_replaceable(out.absolute(), force=force)
+        except SpecError as exc:
+            raise _fail(str(exc)) from None
+
+
+def _write(runs: list[Run], out: Path, single: bool, force: bool = False) -> None:
     from fleetlab.experiment.output import write_results
 
     try:
-        write_results(runs, out, single=single)
+        write_results(runs, out, single=single, force=force)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
@@ -110,6 +121,7 @@ def simulate(
     ] = SCENARIO_POLICY,
     seed: SeedOpt = None,
     out: OutOpt = None,
+    force: ForceOpt = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
     ] = False,
@@ -122,7 +134,7 @@ def simulate(
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes, print_runs
 
-    _check_out(out)
+    _check_out(out, force)
     try:
         resolved = cli_snapshot.load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
         with DelayedProgress(err_console) as progress:
@@ -130,7 +142,7 @@ def simulate(
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     if out is not None:
-        _write([run], out, single=True)
+        _write([run], out, single=True, force=force)
     if json_out:
         out_console.print_json(json.dumps(summarize(run.result).as_dict()))
         print_notes(err_console, [run])
@@ -160,6 +172,7 @@ def compare_cmd(
     ] = None,
     seed: SeedOpt = None,
     out: OutOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Run the same workload and seed under several policies (or scenario variants) side by side."""
     from fleetlab.report.progress import DelayedProgress
@@ -168,7 +181,7 @@ def compare_cmd(
     files = list(scenarios or [None])  # type: ignore[list-item]
     default = DEFAULT_COMPARE if len(files) == 1 else (SCENARIO_POLICY,)
     policies = list(dict.fromkeys(policy or default))
-    _check_out(out)
+    _check_out(out, force)
     runs: list[Run] = []
     try:
         with DelayedProgress(err_console) as progress:
@@ -186,7 +199,7 @@ def compare_cmd(
     )
     print_runs(out_console, runs, title)
     if out is not None:
-        _write(runs, out, single=False)
+        _write(runs, out, single=False, force=force)
         out_console.print(f"results written to {out}", highlight=False, markup=False)
 
 

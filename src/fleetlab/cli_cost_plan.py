@@ -316,6 +316,9 @@ def ledger_cmd(
     ] = Path("ledger-run"),
     policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out even if fleetlab did not write it.")
+    ] = False,
 ) -> None:
     """Simulate and write the run files (as simulate --out), with ledger.parquet: every cost record."""
     from fleetlab.experiment.output import write_results
@@ -323,18 +326,20 @@ def ledger_cmd(
     from fleetlab.placement.profiles import UnknownPolicyError
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load
+    from fleetlab.spec.out_folder import check_replaceable
     from fleetlab.spec.run_dir import read_ledger
 
     console, _ = _consoles()
-    if out.exists() and not out.is_dir():
-        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
     try:
+        check_replaceable(out.absolute(), force=force)
         resolved = load(scenario, seed)
         run = run_one(resolved, policy, None)
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     try:
-        write_results([run], out, single=True)
+        write_results([run], out, single=True, force=force)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
     ledger = read_ledger(out)

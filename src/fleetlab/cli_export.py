@@ -22,6 +22,9 @@ def export_cmd(
     out: Annotated[
         Path, typer.Option("--out", help="Folder to write (replaced as a whole; created if missing).")
     ] = Path("fleetlab-config"),
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out even if fleetlab did not write it.")
+    ] = False,
 ) -> None:
     """Write KubeSchedulerConfiguration, Kueue objects and NVIDIA GPU Operator configs for a scenario."""
     from fleetlab.export.write import export_scenario
@@ -33,7 +36,7 @@ def export_cmd(
         raise typer.Exit(2)
     try:
         loaded = load_scenario(scenario)[0]
-        result = export_scenario(loaded, out)
+        result = export_scenario(loaded, out, force=force)
     except SpecError as exc:
         err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

@@ -109,6 +109,8 @@ def fgd_experiment(
         )
     try:
         warnings = write_report(runs, out, png=png)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
     out_console.print(markdown_table(summary_cells(runs)), highlight=False, markup=False)

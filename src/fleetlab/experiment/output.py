@@ -1,15 +1,12 @@
 """Write run results atomically: everything goes to a temporary sibling folder that is renamed into place.
 
 A run killed half-way leaves the previous results (or nothing) at ``--out``, never a half-written file;
-rerunning is always safe.
+rerunning is always safe. The staging, marking and locking are spec.out_folder's.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from fleetlab.metrics.services import service_columns, services_payload
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
 from fleetlab.metrics.teams import team_rows
+from fleetlab.spec.out_folder import staged_output, unique_names
 
 
 def _write_parquet(columns: dict[str, Any], path: Path) -> None:
@@ -77,44 +75,18 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def safe_name(label: str) -> str:
-    """A folder name for a policy label."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "run"
+def write_results(runs: Sequence[Run], out: Path, single: bool = False, force: bool = False) -> None:
+    """Write one run into ``out`` (single) or one sub-folder per policy plus a combined summary.json.
 
-
-def write_results(runs: Sequence[Run], out: Path, single: bool = False) -> None:
-    """Write one run into ``out`` (single) or one sub-folder per policy plus a combined summary.json."""
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; results should honour the user's umask
-    try:
+    ``out`` must be missing, empty or fleetlab's own output unless ``force`` (see spec.out_folder).
+    """
+    with staged_output(out, force) as staging:
         if single:
             write_run_files(runs[0], staging)
         else:
             combined = []
-            for run in runs:
-                write_run_files(run, staging / safe_name(run.label))
+            for run, name in zip(runs, unique_names([run.label for run in runs]), strict=True):
+                write_run_files(run, staging / name)
                 combined.append(_run_payload(run))
             text = json.dumps({"runs": combined}, indent=2, sort_keys=True, allow_nan=False)
             (staging / "summary.json").write_text(text + "\n", encoding="utf-8")
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def swap_into_place(staging: Path, out: Path, aside_prefix: str = ".") -> None:
-    """Replace the folder ``out`` with ``staging`` by renames, so readers see the old or the new one whole;
-    the old one is moved aside under ``aside_prefix`` first and then removed."""
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"{out} exists and is not a directory")
-    if out.exists():
-        old = out.with_name(f"{aside_prefix}{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-        os.replace(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staging, out)

@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.cost.ledger_io import run_id_of, write_ledger
-from fleetlab.experiment.output import safe_name, swap_into_place
 from fleetlab.metrics.queues import QueueRow, queue_rows
 from fleetlab.metrics.services import service_columns
 from fleetlab.metrics.summary import Summary, summarize
 from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
+from fleetlab.spec.out_folder import safe_name, swap_into_place
 
 TMP_PREFIX = ".tmp-"
 RUN_RECORD = "run.json"

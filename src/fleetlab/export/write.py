@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from fleetlab.experiment.output import swap_into_place
 from fleetlab.export.kueue_objects import kueue_objects
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
 from fleetlab.export.scheduler_config import class_scheduler_name, kube_scheduler_configuration
 from fleetlab.model.scenario import Scenario
+from fleetlab.spec.out_folder import staged_output
 
 SCHEDULER_FILE = "kube-scheduler-config.yaml"
 KUEUE_FILE = "kueue.yaml"
@@ -105,17 +103,10 @@ def render(scenario: Scenario) -> dict[str, str]:
     return files
 
 
-def export_scenario(scenario: Scenario, out: Path) -> ExportResult:
+def export_scenario(scenario: Scenario, out: Path, force: bool = False) -> ExportResult:
     """Write every file into ``out`` by building a sibling folder and swapping it into place."""
     files = render(scenario)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        staging.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary folder
+    with staged_output(out, force) as staging:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return ExportResult(files=tuple(files), notes=tuple(_notes(scenario)))
