@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from fleetlab.cli_profile import register_profile
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
+from fleetlab.report.strict_json import strict_dumps
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import builtin_scenarios, load
 
@@ -144,7 +144,7 @@ def simulate(
     if out is not None:
         _write([run], out, single=True, force=force)
     if json_out:
-        out_console.print_json(json.dumps(summarize(run.result).as_dict()))
+        out_console.print_json(strict_dumps(summarize(run.result).as_dict()))
         print_notes(err_console, [run])
     else:
         print_runs(out_console, [run], _title(resolved, run))

@@ -6,12 +6,13 @@ input. ``--json`` prints the same diagnosis as plain data for scripts.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from fleetlab.report.strict_json import strict_dumps
 
 
 def _parse_now(value: str | None) -> datetime | None:
@@ -78,7 +79,7 @@ def diagnose_cmd(
     except (SpecError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if json_out:
-        typer.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        typer.echo(strict_dumps(result.as_dict(), indent=2, sort_keys=True))
     else:
         print_diagnosis(out_console, result)
     if not snap.pods:

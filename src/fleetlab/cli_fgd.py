@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from fleetlab.cli_options import finite_float
+
 POLICY_HELP = "Policy to run (repeatable): random, dotprod, clustering, packing, bestfit, fgd, fgd-exact."
 
 
@@ -54,7 +56,10 @@ def fgd_experiment(
         ),
     ] = None,
     sample: Annotated[
-        float, typer.Option("--sample", help="Run on this fraction of nodes and pods (quick look).")
+        float,
+        typer.Option(
+            "--sample", callback=finite_float, help="Run on this fraction of nodes and pods (quick look)."
+        ),
     ] = 1.0,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 1,
     png: Annotated[bool, typer.Option("--png", help="Also write unallocated.png (needs kaleido).")] = False,

@@ -31,6 +31,8 @@ from fleetlab.spec.out_folder import safe_name, swap_into_place
 TMP_PREFIX = ".tmp-"
 RUN_RECORD = "run.json"
 TABLES = ("jobs", "costs", "timeline", "queues", "services")
+#: Fields every run record must carry to be kept on resume (a record missing one is run again).
+RECORD_KEYS = ("variant", "seed", "fingerprint", "policy", "summary")
 DATABASE = "experiment.duckdb"
 _QUEUE_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64()}
 
@@ -117,7 +119,11 @@ def read_record(folder: Path) -> dict[str, Any] | None:
         return None
     if not all((folder / f"{name}.parquet").is_file() for name in TABLES):
         return None
-    return record if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not all(key in record for key in RECORD_KEYS):
+        return None  # damaged or from an older layout: the run is done again
+    if not isinstance(record["summary"], dict) or not isinstance(record["seed"], int):
+        return None
+    return record
 
 
 def remove_strays(out: Path) -> list[Path]:

@@ -21,7 +21,7 @@ from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm,
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import ResourceList, is_native, parse_amount
 from fleetlab.spec.errors import SpecError, problems_from_validation
-from fleetlab.spec.kube_objects import KubeObject, object_name, read_objects
+from fleetlab.spec.kube_objects import KubeObject, ShapeError, object_name, read_objects
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -304,7 +304,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         name=str(meta.get("name") or "<unnamed>"),
         uid=str(meta.get("uid") or ""),
         phase=str(status.get("phase") or "Pending"),
-        node_name=spec.get("nodeName") or None,
+        node_name=_node_name(obj, spec.get("nodeName")),
         requests=requests,
         containers=len(spec.get("containers") or []),
         explicit_keys=explicit,
@@ -455,11 +455,19 @@ def apply_priority_classes(pods: list[KubePod], classes: list[KubeObject], sourc
     return out
 
 
+def _node_name(obj: KubeObject, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ShapeError(f"Pod {object_name(obj)}: `spec.nodeName` must be a string (a node's name)")
+    return value or None
+
+
 def _parse(kind: str, obj: KubeObject, source: str) -> Any:
     """A Node or Pod; a field of the wrong shape (a list where kubectl writes a mapping...) is reported by
     object name only, never by value."""
     try:
         return parse_node(obj, source) if kind == "Node" else parse_pod(obj, source)
+    except ShapeError as exc:
+        raise SpecError(source, [str(exc)]) from None
     except (AttributeError, TypeError, ValueError) as exc:
         raise SpecError(
             source,
