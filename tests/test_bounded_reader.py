@@ -22,6 +22,7 @@ from fleetlab.spec.bounded import (
     load_json,
     load_yaml,
     load_yaml_all,
+    parse_timestamp,
     read_text_file,
     yaml_documents,
 )
@@ -215,3 +216,19 @@ def test_limits_are_the_documented_ones() -> None:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "input-limits.md").read_text(encoding="utf-8")
     for name in ("MAX_FILE_BYTES", "MAX_DEPTH", "MAX_ALIAS_NODES", "MAX_INT_DIGITS", "MAX_CSV_FIELD"):
         assert f"`{name}` = {getattr(bounded, name):,}" in doc, name
+
+
+def test_timestamps_in_year_9999_are_refused_not_overflowed() -> None:
+    # 9999-12-31T23:00-05:00 is 10000-01-01T04:00Z: datetime overflows converting it to UTC.
+    for text in ("9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00+05:00", "2300-01-01T00:00:00Z"):
+        with pytest.raises(ValueError, match=r"outside 1970-01-01\.\.2262-04-11"):
+            parse_timestamp(text)
+    assert parse_timestamp("2026-11-02 00:00:00 UTC") == parse_timestamp("2026-11-02T00:00:00Z")
+    assert parse_timestamp("2026-11-02T01:00:00+01:00").hour == 0
+
+
+def test_control_character_is_one_line_naming_the_position() -> None:
+    with pytest.raises(SpecError) as exc:
+        load_yaml("c.yaml", "a: 1\x1f")
+    assert "character 5: invalid YAML: control characters are not allowed (U+001F)" in str(exc.value)
+    assert "\n" not in str(exc.value)

@@ -91,3 +91,34 @@ def test_quantity_at_the_limit_is_accepted(tmp_path: Path) -> None:
     job0(data)["data_size"] = MAX_QUANTITY + 1
     with pytest.raises(SpecError, match="larger than 9,007,199,254,740,992"):
         load(str(write(tmp_path, data)))
+
+
+def test_generator_that_could_draw_too_many_pods_is_refused_before_drawing(tmp_path: Path) -> None:
+    # 10,000,000 jobs x up to 1,000 pods each = 10**10 pods > 5,000,000: refused at load, before a
+    # single job is generated.
+    data = minimal()
+    data["workload"] = {
+        "generator": {
+            "classes": [
+                {
+                    "name": "big",
+                    "class": "training",
+                    "arrivals_per_hour": 1,
+                    "count": 10_000_000,
+                    "pods": {"values": [1, 1000]},
+                    "duration": {"kind": "lognormal", "median": "1h", "sigma": 0.5},
+                }
+            ]
+        }
+    }
+    err = spec_error(write(tmp_path, data))
+    assert "up to 10,000,000,000 pods" in str(err) and "at most 5,000,000" in str(err)
+
+
+def test_inline_workload_pods_are_summed_against_the_cap(tmp_path: Path) -> None:
+    # 40 jobs of 150,000 pods each = 6,000,000 pods > 5,000,000.
+    data = minimal()
+    template = job0(data)
+    data["workload"]["jobs"] = [dict(template, id=f"j{i}", pods=150_000) for i in range(40)]
+    with pytest.raises(SpecError, match="the workload has 6,000,000 pods; at most 5,000,000"):
+        load(str(write(tmp_path, data)))

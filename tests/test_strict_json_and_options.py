@@ -65,3 +65,17 @@ def test_checkpoint_restart_far_longer_than_mtbi_is_refused() -> None:
     result = invoke("cost", "checkpoint", "--write-time", "1s", "--mtbi", "2s", "--restart-time", "10m")
     assert result.exit_code == 2, result.output
     assert "never make progress" in result.stderr
+
+
+def test_negative_seed_option_is_refused(files: dict[str, Path]) -> None:  # noqa: F811
+    result = invoke("simulate", str(files["small"]), "--seed", "-5")
+    assert result.exit_code == 2, result.output
+    assert "--seed: -5 is outside 0..9,223,372,036,854,775,807" in result.stderr
+
+
+def test_fgd_seed_range_of_a_billion_is_refused_before_allocating() -> None:
+    from fleetlab.cli_fgd import parse_seeds
+
+    with pytest.raises(ValueError, match="number at most 1,000"):
+        parse_seeds("0-1000000000")
+    assert parse_seeds("42-44,43") == [42, 43, 44]

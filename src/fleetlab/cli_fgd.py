@@ -8,8 +8,13 @@ from typing import Annotated
 import typer
 
 from fleetlab.cli_options import finite_float
+from fleetlab.model.limits import MAX_SEED
 
 POLICY_HELP = "Policy to run (repeatable): random, dotprod, clustering, packing, bestfit, fgd, fgd-exact."
+
+
+#: Seeds one FGD run may take (each is a full replay per policy and workload).
+MAX_FGD_SEEDS = 1_000
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -25,6 +30,10 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"--seeds {text!r}: {part!r} is not a seed or a range like 42-51") from None
         if last < first:
             raise ValueError(f"--seeds {text!r}: range {part!r} runs backwards")
+        if first < 0 or last > MAX_SEED or last - first + 1 + len(seeds) > MAX_FGD_SEEDS:
+            raise ValueError(
+                f"--seeds {text!r}: seeds must lie in 0..{MAX_SEED} and number at most {MAX_FGD_SEEDS:,}"
+            )
         seeds.extend(s for s in range(first, last + 1) if s not in seeds)
     if not seeds:
         raise ValueError(f"--seeds {text!r}: give at least one seed, e.g. 42-51")

@@ -188,12 +188,18 @@ def _check_workload(wl: KubeObject) -> None:
                 f"0..{MAX_PODS_PER_JOB:,}"
             )
         template = podset.get("template")
-        if template is not None and not (
-            isinstance(template, dict) and isinstance(template.get("spec", {}), dict)
-        ):
+        if template is None:
+            continue
+        if not (isinstance(template, dict) and isinstance(template.get("spec", {}), dict)):
             raise ShapeError(
                 f"Workload {object_name(wl)}: `spec.podSets[{i}].template` must be a pod template"
             )
+    try:
+        workload_requests(wl)  # the pod templates parse as pod specs do, or the Workload is refused here
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ShapeError(
+            f"Workload {object_name(wl)}: a pod template field has an unexpected shape ({type(exc).__name__})"
+        ) from None
 
 
 def _local(q: _Quota) -> int:

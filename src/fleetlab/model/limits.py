@@ -25,6 +25,8 @@ MAX_PODS_PER_JOB = 150_000
 MAX_GPUS_PER_NODE = 64
 #: Time-slicing replicas per GPU (the NVIDIA device plugin sets no maximum; each is a device to track).
 MAX_TIME_SLICING_REPLICAS = 1_024
+#: Pods of a whole workload (per-pod state is kept in columns of this length).
+MAX_TOTAL_PODS = 5_000_000
 #: Jobs one generator class may draw.
 MAX_GENERATED_JOBS = 10_000_000
 #: Kubernetes PriorityClass and Kueue WorkloadPriorityClass values are int32.

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from fleetlab.spec.bounded import csv_table, json_cell, read_text_file
+from fleetlab.spec.bounded import csv_table, json_cell, parse_timestamp, read_text_file
 from fleetlab.spec.errors import SpecError
 
 REQUIRED = (
@@ -80,9 +80,7 @@ def _header_map(source: str, header: list[str]) -> dict[str, str]:
 
 def parse_time(text: str) -> datetime:
     """An export timestamp: ISO 8601 (``2026-11-02T00:00:00Z``) or BigQuery's ``2026-11-02 00:00:00 UTC``."""
-    value = text.strip().removesuffix(" UTC").replace("Z", "+00:00")
-    moment = datetime.fromisoformat(value)
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return parse_timestamp(text)
 
 
 def _labels(text: str) -> dict[str, str]:

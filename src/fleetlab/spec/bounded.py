@@ -14,6 +14,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,10 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def _yaml_error(label: str, exc: yaml.YAMLError) -> SpecError:
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow (control, NUL...)
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        where = f"character {exc.position + 1}"
+        return SpecError(label, [f"{where}: invalid YAML: {exc.reason} (U+{char:04X})"])
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     problem = getattr(exc, "problem", None) or str(exc)
@@ -207,6 +212,32 @@ def load_yaml(label: str, text: str) -> Any:
     if len(docs) > 1:
         raise SpecError(label, [f"holds {len(docs)} YAML documents; expected one"])
     return docs[0] if docs else None
+
+
+# --- timestamps ---------------------------------------------------------------------------------
+
+#: Timestamps outside these are refused: before the Unix epoch nothing fleetlab reads happened, and past
+#: 2262-04-11 int64 nanoseconds (Arrow's and pandas' timestamps) overflow.
+MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(2262, 4, 11, tzinfo=UTC)
+
+
+def parse_timestamp(text: str) -> datetime:
+    """An ISO 8601 / RFC 3339 timestamp (``Z``, an offset or BigQuery's `` UTC``) in UTC; naive means UTC.
+
+    A ValueError (for the caller's line and column) when it is malformed or outside MIN_TIME..MAX_TIME.
+    """
+    value = text.strip().removesuffix(" UTC").replace("Z", "+00:00")
+    if len(value) > 64:
+        raise ValueError("is too long for a timestamp")
+    try:
+        moment = datetime.fromisoformat(value)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"is outside {MIN_TIME:%Y-%m-%d}..{MAX_TIME:%Y-%m-%d}") from None
+    if not MIN_TIME <= moment < MAX_TIME:
+        raise ValueError(f"is outside {MIN_TIME:%Y-%m-%d}..{MAX_TIME:%Y-%m-%d}")
+    return moment
 
 
 # --- JSON -----------------------------------------------------------------------------------------

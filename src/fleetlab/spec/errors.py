@@ -30,7 +30,7 @@ class SpecError(Exception):
         text = f"{self.source}: " + "; ".join(shown)
         if more > 0:
             text += f"; and {more} more problem(s)"
-        return text
+        return " ".join(text.split()) if "\n" in text or "\r" in text else text
 
 
 def read_text_file(path: Path, missing: str) -> str:

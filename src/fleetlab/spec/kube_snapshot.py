@@ -20,6 +20,7 @@ from fleetlab.model.kube import Affinity, Taint, Toleration
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import ResourceList, is_native, parse_amount
+from fleetlab.spec.bounded import parse_timestamp
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_objects import KubeObject, ShapeError, object_name, read_objects
 
@@ -139,9 +140,9 @@ def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_timestamp(value)
     except ValueError:
-        return None
+        return None  # malformed or outside 1970..2262: unknown, as a missing one
 
 
 def _resources(values: Any, where: str, source: str, skip_unknown: bool = False) -> ResourceList:

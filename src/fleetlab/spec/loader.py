@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetlab.model.job import Job
+from fleetlab.model.limits import MAX_SEED, MAX_TOTAL_PODS
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.bounded import load_yaml, read_text_file
 from fleetlab.spec.errors import SpecError, problems_from_validation
@@ -104,6 +105,11 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     priced = [p.model_dump() for p in scenario.cluster.pools if p.cloud is not None]
     warnings.extend(catalog_warnings(priced, base))
     check_unique_ids(source, jobs)
+    total_pods = sum(job.pods for job in jobs)
+    if total_pods > MAX_TOTAL_PODS:
+        raise SpecError(
+            source, [f"the workload has {total_pods:,} pods; at most {MAX_TOTAL_PODS:,} fit in one run"]
+        )
     from fleetlab.model.scenario import apply_priority_classes, check_job_queues
     from fleetlab.spec.measured_profile import resolve_job_work_files
 
@@ -121,5 +127,7 @@ def load(path: str | None = None, seed: int | None = None) -> ResolvedScenario:
     """Load and resolve in one step; ``seed`` replaces the file's seed (generator draws and tie-breaks)."""
     scenario, label, base = load_scenario(path)
     if seed is not None:
+        if not 0 <= seed <= MAX_SEED:
+            raise SpecError("--seed", [f"{seed} is outside 0..{MAX_SEED:,} (2**63 - 1)"])
         scenario = scenario.model_copy(update={"seed": seed})
     return resolve(scenario, label, base)
