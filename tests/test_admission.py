@@ -14,7 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetlab.admission.flavors import AssignmentMode, assign_flavors
+from fleetlab.admission.flavors import (
+    AssignmentMode,
+    PreemptionMode,
+    PreemptionOutcome,
+    assign_flavors,
+)
 from fleetlab.admission.manager import (
     NO_LONGER_FITS,
     AdmissionManager,
@@ -261,7 +266,8 @@ def test_fungibility_between_preemption_and_borrowing(
         )
     )
     m.tree.add_cq_usage("o", {FlavorResource("own", GPU): 4})  # o borrowed all of q's "own": q may reclaim it
-    assignment = assign_flavors(m.tree, m.rules["q"], wl("w", "q", 4).podsets, lambda _cq, _amounts: True)
+    reclaim = PreemptionOutcome(PreemptionMode.RECLAIM, 0)  # the victim is o's, so Reclaim, not Preempt
+    assignment = assign_flavors(m.tree, m.rules["q"], wl("w", "q", 4).podsets, lambda _cq, _amounts: reclaim)
     assert assignment.flavors() == {"main": {GPU: flavor}}
     assert assignment.mode == mode
 
@@ -446,11 +452,12 @@ class _EvictLowest:
         workload: Workload,
         cluster_queue: str,
         amounts: Mapping[FlavorResource, int],
-    ) -> bool:
-        return any(
+    ) -> PreemptionOutcome | None:
+        found = any(
             a.cluster_queue == cluster_queue and a.workload.priority < workload.priority
             for a in manager.admitted_workloads().values()
         )
+        return PreemptionOutcome(PreemptionMode.PREEMPT, 0) if found else None
 
     def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
         mine = [a for a in manager.admitted_workloads().values() if a.cluster_queue == nominee.cluster_queue]

@@ -86,6 +86,7 @@ def test_every_file_is_written_and_an_old_folder_is_replaced_whole(
     assert sorted(p.name for p in out.iterdir()) == sorted([*result.files, MARKER])
     assert set(result.files) == {
         "kube-scheduler-config.yaml",
+        "fleetlab-scheduler.yaml",
         "kueue.yaml",
         "nvidia-device-plugin-config.yaml",
         "nvidia-mig-parted-config.yaml",
@@ -162,7 +163,13 @@ def test_queues_round_trip_into_the_model(scenario: Scenario, exported: Path) ->
         assert cq_back.spec.model_copy(update={"namespace_selector": None}) == cq.spec
     assert back.cohorts == original.cohorts
     assert back.local_queues == original.local_queues
-    assert back.resource_flavors == original.resource_flavors
+    # Flavors come back whole except nodeLabels: fleetlab.io/pool becomes the label GFD writes on the
+    # pool's nodes (the product tells the H100 pool and the A100 pool apart from every other pool).
+    real = {"h100": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}
+    real["a100-mig"] = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    for f_back, f in zip(back.resource_flavors, original.resource_flavors, strict=True):
+        assert f_back.spec.node_labels == real[f.name]
+        assert f_back.spec.model_copy(update={"node_labels": f.spec.node_labels}) == f.spec
 
 
 def walk(value: Any, type_name: str, types: dict[str, dict[str, str]], where: str) -> Iterator[str]:

@@ -55,12 +55,13 @@ def test_stage_a_names_each_gpu_node_problem() -> None:
     assert "device plugin marked the GPUs unhealthy" in problems["gpu-h100-c-2"]  # allocatable 0 of 8
     assert "NotReady (Ready=Unknown)" in problems["gpu-h100-c-0"]
     assert "cordoned" in problems["gpu-h100-c-1"]
-    assert "device plugin is not running" in problems["gpu-l4-noplugin-0"]
+    assert "device plugin (or the driver it needs) is not running" in problems["gpu-l4-noplugin-0"]
     assert problems["gpu-h100-a-0"] == "" and problems["gpu-a100-mig-0"] == ""
     assert "cpu-pool-0" not in problems  # no sign of GPUs: not listed
     sharing = {g.node: g.sharing for g in d.gpu_nodes}
     assert sharing["gpu-l4-shared-0"] is not None and "4 GPUs x 10 replicas" in sharing["gpu-l4-shared-0"]
-    assert sharing["gpu-a100-mig-0"] is not None and "MIG mixed" in sharing["gpu-a100-mig-0"]
+    mig = {g.node: g.mig for g in d.gpu_nodes}
+    assert mig["gpu-a100-mig-0"] is not None and "MIG mixed" in mig["gpu-a100-mig-0"]
     # 6 healthy H100 + c-0 + c-1 (8 each) + 40 time-sliced; c-0 (unreachable) and c-1 (cordoned) excluded.
     assert (d.gpus_allocatable, d.gpus_schedulable) == (104, 88)
 

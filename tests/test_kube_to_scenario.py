@@ -16,6 +16,7 @@ from fleetlab.kube.to_scenario import snapshot_pools, snapshot_scenario
 from fleetlab.metrics.tables import job_columns
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.kube_snapshot import load_snapshot
+from kube_builders import gpu_operator_node, write_list
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "kube" / "snapshot.json"
 PRETRAIN = "ml-research/pretrain-70b-worker-0-fz2lm"
@@ -148,3 +149,28 @@ def test_hostname_selector_follows_the_node_into_its_pool(tmp_path: Path) -> Non
     (job,) = resolved.jobs
     assert job.node_selector == {"kubernetes.io/hostname": node_of["n1"]}
     assert _pod_nodes(run_one(resolved, "default"))["default/pinned"] == node_of["n1"]
+
+
+def test_product_strings_become_models_or_a_named_warning(tmp_path: Path) -> None:
+    """GFD products: NVIDIA-A10G (an EKS g5 node) maps to A10G; a MIG single product counts instances,
+    so its nvidia.com/gpu stays a plain resource, said in a warning; an unknown product is named."""
+    items = [
+        gpu_operator_node("g5-0", "NVIDIA-A10G", gpus=4),
+        gpu_operator_node("mig-0", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", gpus=56),
+        gpu_operator_node("rtx-0", "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", gpus=8),
+    ]
+    built = snapshot_pools(load_snapshot([write_list(tmp_path / "n.json", items)]))
+    by_node = {
+        node: next(p for p in built.pools if built.node_of[node].startswith(p["name"]))
+        for node in ("g5-0", "mig-0", "rtx-0")
+    }
+    assert (by_node["g5-0"]["gpu_model"], by_node["g5-0"]["gpus_per_node"]) == ("A10G", 4)
+    assert (
+        by_node["mig-0"]["extended_resources"]["nvidia.com/gpu"] == 56 and "gpu_model" not in by_node["mig-0"]
+    )
+    assert by_node["rtx-0"]["extended_resources"]["nvidia.com/gpu"] == 8
+    assert any("counts MIG instances (NVIDIA-A100-SXM4-40GB-MIG-1g.5gb)" in w for w in built.warnings)
+    assert any(
+        "GPU product 'NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition' is not a model" in w
+        for w in built.warnings
+    )

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetlab.admission.flavors import assign_flavors
+from fleetlab.admission.flavors import PreemptionOutcome, assign_flavors
 from fleetlab.admission.manager import AdmissionManager, Nominee, PodSetRequest, Workload
 from fleetlab.admission.preemption import (
     Candidate,
@@ -95,7 +95,7 @@ def nominee(m: AdmissionManager, w: Workload) -> Nominee:
     queue = w.local_queue
     strategy = ClassicPreemption()
 
-    def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> bool:
+    def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> PreemptionOutcome | None:
         return strategy.can_preempt(m, w, cluster_queue, amounts)
 
     return Nominee(w, queue, w.created_ms, assign_flavors(m.tree, m.rules[queue], w.podsets, hook))
@@ -219,7 +219,7 @@ def test_within_cluster_queue_policies(policy: str, same_created: int, expected:
     run(m, (wl("low", "q", 2, 0, t=0), 1), (wl("same", "q", 2, 5, t=same_created), 2))
     p = wl("p", "q", 4, 5, t=10)
     assert set(targets(m, p)) == set(expected)
-    assert ClassicPreemption().can_preempt(m, p, "q", {G: 4}) == bool(expected)
+    assert (ClassicPreemption().can_preempt(m, p, "q", {G: 4}) is not None) == bool(expected)
 
 
 @pytest.mark.parametrize(

@@ -229,7 +229,11 @@ def _loop_world(reclaim: str, data_size: str | None = None) -> Any:
     objects = _objects()
     for cq in objects[1:3]:
         cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = 8
-        cq["spec"]["preemption"] = {"reclaimWithinCohort": reclaim, "withinClusterQueue": "LowerPriority"}
+        cq["spec"]["preemption"] = {
+            "reclaimWithinCohort": reclaim,
+            "withinClusterQueue": "LowerPriority",
+            "borrowWithinCohort": {"policy": "LowerPriority"},  # lets the big gangs preempt to borrow
+        }
     shapes = {
         "a-big": {"gpus": 8, "pods": 2, "gang": True, "namespace": "a", "priority": 1},
         "a-small": {"gpus": 8, "namespace": "a", "priority": 0},
@@ -244,8 +248,9 @@ def _loop_world(reclaim: str, data_size: str | None = None) -> Any:
 
 
 def test_preemption_loop_is_stopped_and_named() -> None:
-    """KEP-1337's warning made concrete: a-big preempts a-small within its queue while borrowing (upstream's
-    last resort in getTargets), b-small reclaims from the borrower, b-big does the same in b, a-small
+    """KEP-1337's warning made concrete: a-big preempts a-small within its queue while borrowing (allowed
+    only because borrowWithinCohort is set: upstream canPreemptWhileBorrowing), b-small reclaims from the
+    borrower, b-big does the same in b, a-small
     reclaims... Upstream Kueue loops forever here; the run stops and says which workloads loop."""
     result = run_one(_loop_world("Any"), "default").result
     [warning] = result.warnings

@@ -385,3 +385,61 @@ def test_gpu011_finds_the_own_labels_of_a_jobset_template(scenario: Scenario) ->
     assert sorted(by_rule) == ["GPU011"]
     assert by_rule["GPU011"].path.startswith("spec.replicatedJobs[0].template.spec.template.spec.affinity")
     assert "6 replica(s) must each have their own kubernetes.io/hostname domain" in by_rule["GPU011"].message
+
+
+def test_describe_output_is_refused_with_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "describe.txt"
+    path.write_text(
+        "Name:         train-0\nNamespace:    default\nPriority:     0\nLabels:       app=train\n"
+    )
+    result = CliRunner().invoke(cli.app, ["lint", str(path)])
+    assert result.exit_code == 2
+    assert "looks like `kubectl describe` output" in result.output
+
+
+def test_volcano_job_tasks_are_read(scenario: Scenario) -> None:
+    report = lint("volcano-fraction.yaml", scenario)
+    assert report.pod_templates == 2
+    (f,) = report.findings
+    assert f.rule == "GPU001" and f.object_ref == "Job/mnist-volcano"
+    assert f.path == "spec.tasks[1].template.spec.containers[0].resources.limits[nvidia.com/gpu]"
+    assert f.line == 31
+
+
+def test_appwrapper_trainjob_inferenceservice(scenario: Scenario) -> None:
+    report = lint("crd-workloads.yaml", scenario)
+    assert report.pod_templates == 3
+    found = {(f.object_ref, f.rule, f.path) for f in report.findings}
+    assert found == {
+        # request 2 != limit 1 inside the wrapped PyTorchJob, named at its path in the AppWrapper
+        (
+            "AppWrapper/wrapped-pytorch",
+            "GPU002",
+            "spec.components[0].template.spec.pytorchReplicaSpecs.Master.template.spec.containers[0]"
+            ".resources.requests",
+        ),
+        # 1500m GPUs per Trainer node: not a whole number
+        ("TrainJob/llama-finetune", "GPU001", "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]"),
+        # a request with no limit on the KServe model container
+        ("InferenceService/llama-serve", "GPU003", "spec.predictor.model.resources.limits"),
+    }
+    lines = {f.object_ref: f.line for f in report.findings}
+    assert lines["AppWrapper/wrapped-pytorch"] == 28 and lines["TrainJob/llama-finetune"] == 41
+
+
+def test_unread_kind_with_gpus_is_a_warning(scenario: Scenario) -> None:
+    report = lint("unread-kind.yaml", scenario)
+    assert report.pod_templates == 0
+    (f,) = report.findings
+    assert f.rule == "GPU013" and f.severity == "warning"
+    assert "Workflow (argoproj.io/v1alpha1) is not a workload kind fleetlab reads" in f.message
+    assert f.path == "spec.templates[0].container.resources.limits[nvidia.com/gpu]"
+
+
+def test_trainjob_placement_rules_wait_for_its_runtime(scenario: Scenario, tmp_path: Path) -> None:
+    """A TrainJob's tolerations and node selection live in its ClusterTrainingRuntime: with a valid
+    resourcesPerNode nothing is reported, not a GPU006 for tolerations lint cannot see."""
+    path = tmp_path / "trainjob.yaml"
+    path.write_text((FIXTURES / "crd-workloads.yaml").read_text().split("---")[1].replace("1500m", "4"))
+    report = lint_paths([path], scenario)
+    assert report.pod_templates == 1 and report.findings == ()

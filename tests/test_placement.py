@@ -241,9 +241,10 @@ def test_nonzero_defaults_in_scoring_not_in_filter() -> None:
 
 
 def test_image_locality_prefers_node_with_image() -> None:
-    """ImageLocality: nodes holding a large image score higher, scaled by spread (image_locality.go)."""
+    """ImageLocality: nodes holding a large image score higher, scaled by spread (image_locality.go); the
+    size is the one the node reports for the image."""
     s = make([node("a"), node("b"), node("c"), node("d")])
-    s.state.add_image(2, "big")
+    s.state.add_image(2, "big", 4000 * 1024**2)
     pod = s.compile(spec(gpus=1, image="big", image_size=4000 * 1024**2))
     scores = s.plugin_scores(pod, np.arange(4))["ImageLocality"]
     assert scores is not None

@@ -74,6 +74,17 @@ WORKLOAD: dict[str, Any] = {
 }
 
 
+PV: dict[str, Any] = {
+    "metadata": {"name": "pv-0"},
+    "spec": {"csi": {"driver": "x.csi", "nodePublishSecretRef": {"name": "tls-key", "namespace": "ml"}}},
+}
+STORAGE_CLASS: dict[str, Any] = {
+    "metadata": {"name": "fast"},
+    "provisioner": "x.csi",
+    "parameters": {"csi.storage.k8s.io/provisioner-secret-name": "db-password-secret", "type": "ssd"},
+}
+
+
 class FakeApiException(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(status)
@@ -90,6 +101,20 @@ class FakeCore:
 
     def list_pod_for_all_namespaces(self) -> Any:
         return types.SimpleNamespace(items=[copy.deepcopy(POD)])
+
+    def list_persistent_volume(self) -> Any:
+        return types.SimpleNamespace(items=[copy.deepcopy(PV)])
+
+    def list_persistent_volume_claim_for_all_namespaces(self) -> Any:
+        return types.SimpleNamespace(items=[])
+
+
+class FakeStorage:
+    def __init__(self, _api: Any) -> None:
+        pass
+
+    def list_storage_class(self) -> Any:
+        return types.SimpleNamespace(items=[copy.deepcopy(STORAGE_CLASS)])
 
 
 class FakeCustom:
@@ -115,6 +140,7 @@ def fake_kubernetes(monkeypatch: pytest.MonkeyPatch) -> None:
     client.ApiClient = FakeApiClient  # type: ignore[attr-defined]
     client.CoreV1Api = FakeCore  # type: ignore[attr-defined]
     client.CustomObjectsApi = FakeCustom  # type: ignore[attr-defined]
+    client.StorageV1Api = FakeStorage  # type: ignore[attr-defined]
     rest = types.ModuleType("kubernetes.client.rest")
     rest.ApiException = FakeApiException  # type: ignore[attr-defined]
     config = types.ModuleType("kubernetes.config")
@@ -148,6 +174,8 @@ def test_snapshot_from_a_fake_api_stores_no_secret(fake_kubernetes: None, tmp_pa
     assert main["args"] == [REDACTED, REDACTED]
     assert pod["metadata"]["annotations"]["example.com/owner"] == "team-a"  # plain annotations stay
     assert pod["spec"]["volumes"][0]["secret"]["secretName"] == REDACTED
+    storage = next(i for i in data["items"] if i["kind"] == "StorageClass")
+    assert storage["parameters"]["type"] == "ssd"
     workload = next(i for i in data["items"] if i["kind"] == "Workload")
     template = workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
     assert template["env"][0]["value"] == REDACTED

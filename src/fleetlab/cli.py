@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -12,12 +13,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from fleetlab import __version__, cli_snapshot
+from fleetlab.cli_baseline import baseline_cmd, calibrate_cmd
 from fleetlab.cli_cost import cost_app
 from fleetlab.cli_cost_plan import plan_app, register_cost_aliases
 from fleetlab.cli_diagnose import diagnose_cmd
 from fleetlab.cli_experiment import experiment_app
 from fleetlab.cli_export import export_cmd
 from fleetlab.cli_fgd import fgd_experiment
+from fleetlab.cli_history import import_cmd
 from fleetlab.cli_lint import lint_cmd
 from fleetlab.cli_profile import register_profile
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, compare, run_one
@@ -35,10 +38,13 @@ app = typer.Typer(
 )
 app.add_typer(experiment_app, name="experiment")
 app.command(name="diagnose")(diagnose_cmd)
+app.command(name="import")(import_cmd)
 app.command(name="snapshot")(cli_snapshot.snapshot_cmd)
 app.command(name="lint")(lint_cmd)
 app.command(name="export")(export_cmd)
 app.command("fgd-experiment")(fgd_experiment)
+app.command(name="baseline")(baseline_cmd)
+app.command(name="calibrate")(calibrate_cmd)
 app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
 register_cost_aliases(cost_app)
@@ -103,7 +109,12 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log diagnostics (engines, trace cache) to stderr.")
+    ] = False,
 ) -> None:
+    if verbose:
+        logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     if version:
         out_console.print(f"fleetlab {__version__}")
         raise typer.Exit(0)

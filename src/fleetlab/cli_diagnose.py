@@ -54,6 +54,13 @@ def diagnose_cmd(
             "--priorityclasses", help="`kubectl get priorityclasses -o json`, for pods without spec.priority."
         ),
     ] = None,
+    storage: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--storage",
+            help="`kubectl get pv,pvc,storageclasses -A -o json`: where the pods' volumes let them run.",
+        ),
+    ] = None,
     now: Annotated[
         str | None,
         typer.Option(
@@ -75,7 +82,7 @@ def diagnose_cmd(
         raise _fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
     try:
         at = _parse_now(now)
-        snap = load_snapshot(files, kueue or [], events or [], priorityclasses or [])
+        snap = load_snapshot(files, kueue or [], events or [], priorityclasses or [], storage or [])
         live = build_live_cluster(snap)
         result = diagnose(live, at or snap.newest)
     except (SpecError, ValueError) as exc:

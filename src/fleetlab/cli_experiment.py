@@ -21,11 +21,22 @@ def run_cmd(
     file: Annotated[Path, typer.Argument(help="Experiment YAML file (see examples/experiments/).")],
     out: Annotated[Path, typer.Option("--out", help="Output folder; rerun with the same folder to resume.")],
     jobs: Annotated[
-        int | None, typer.Option("--jobs", min=1, help="Worker processes (default: all cores).")
+        int | None,
+        typer.Option(
+            "--jobs",
+            min=1,
+            help="Worker processes (default: all cores); with --engine ray, runs in flight at once "
+            "(default: as many as the cluster schedules).",
+        ),
     ] = None,
     engine: Annotated[str, typer.Option("--engine", help="local (processes) or ray.")] = "local",
     address: Annotated[
-        str | None, typer.Option("--address", help="Ray cluster address (with --engine ray).")
+        str | None,
+        typer.Option(
+            "--address",
+            help="Ray cluster address with --engine ray: ray://HOST:10001 (Ray Client) or HOST:6379 on a "
+            "cluster node; default: the RAY_ADDRESS environment variable, else a Ray started here.",
+        ),
     ] = None,
 ) -> None:
     """Run every variant x seed not yet finished in --out, then print the comparison."""

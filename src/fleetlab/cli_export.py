@@ -22,21 +22,40 @@ def export_cmd(
     out: Annotated[
         Path, typer.Option("--out", help="Folder to write (replaced as a whole; created if missing).")
     ] = Path("fleetlab-config"),
+    snapshot: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--snapshot",
+            help="The cluster's nodes (`fleetlab snapshot` or `kubectl get nodes -o json`): ResourceFlavors "
+            "select each pool by labels its real nodes carry.",
+        ),
+    ] = None,
+    kueue_api: Annotated[
+        str,
+        typer.Option("--kueue-api", help="Kueue API version to write: v1beta2 (default) or v1beta1."),
+    ] = "v1beta2",
     force: Annotated[
         bool, typer.Option("--force", help="Replace --out even if fleetlab did not write it.")
     ] = False,
 ) -> None:
-    """Write KubeSchedulerConfiguration, Kueue objects and NVIDIA GPU Operator configs for a scenario."""
-    from fleetlab.export.write import export_scenario
+    """Write KubeSchedulerConfiguration (also as a second scheduler), Kueue objects and NVIDIA GPU Operator
+    configs for a scenario."""
+    from fleetlab.export.write import ExportOptions, export_scenario
+    from fleetlab.spec.kube_snapshot import load_snapshot
     from fleetlab.spec.loader import load_scenario
 
     console, err = Console(width=200, soft_wrap=True), Console(stderr=True, soft_wrap=True)
     if out.exists() and not out.is_dir():
         err.print(f"[bold red]error:[/bold red] --out {escape(str(out))}: exists and is not a directory")
         raise typer.Exit(2)
+    if kueue_api not in ("v1beta2", "v1beta1"):
+        err.print(f"[bold red]error:[/bold red] --kueue-api {escape(kueue_api)}: expected v1beta2 or v1beta1")
+        raise typer.Exit(2)
     try:
         loaded = load_scenario(scenario)[0]
-        result = export_scenario(loaded, out, force=force)
+        snap = load_snapshot(snapshot) if snapshot else None
+        options = ExportOptions(snapshot=snap, kueue_api=f"kueue.x-k8s.io/{kueue_api}")
+        result = export_scenario(loaded, out, options, force=force)
     except SpecError as exc:
         err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

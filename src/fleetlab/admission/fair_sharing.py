@@ -7,14 +7,17 @@ DRS of a node N (ClusterQueue or Cohort) that has a parent, optionally with a wo
 * ``borrowed[r] = Σ_f max(0, request[f, r] + Usage(N)[f, r] − SubtreeQuota(N)[f, r])`` over N's
   SubtreeQuota FlavorResources; none positive → DRS 0 (not borrowing);
 * ``lendable[r] = Σ_f potentialAvailable(parent(N), (f, r))`` over the root's FlavorResources;
-* integer form (§1.6): ``ratio = max_r floor(borrowed[r] × 1000 / lendable[r])`` over ``lendable[r] > 0``
-  (ties: alphabetically smallest resource), ``value = floor(ratio × 1000 / weight_milli)``;
-* float form (newest upstream ``PreciseWeightedShare``): ``borrowed × 1000 / lendable / weight``;
+* exact form (what ordering uses, as newest upstream ``PreciseWeightedShare`` / ``CompareDRS``):
+  ``ratio = max_r borrowed[r] × 1000 / lendable[r]`` over ``lendable[r] > 0`` as a fraction (ties:
+  alphabetically smallest resource), ``share = ratio / weight``; kept as :class:`fractions.Fraction` so that
+  small shares and large weights never tie by rounding;
+* integer form (§1.6, older releases, reported only): ``value = floor(floor(ratio) × 1000 / weight_milli)``;
 * weight 0: ``value = MAX_SHARE`` (Go's ``math.MaxInt``) and ``precise = inf``, only when borrowing (newest
   upstream); a zero-weight node that does not borrow has share 0.
 
-A root (no parent) always has DRS 0. Ordering uses :meth:`DominantResourceShare.sort_key`: the integer value,
-and among zero-weight borrowers the unweighted ratio (upstream ``CompareDRS``).
+A root (no parent) always has DRS 0. Ordering uses :meth:`DominantResourceShare.sort_key`: zero-weight
+borrowers above everyone else, ordered among themselves by the unweighted ratio; everyone else by the exact
+weighted share (upstream ``CompareDRS``).
 
 The tournament (:func:`pop_fair`): the next entry of a cycle comes from one cohort tree. Every remaining
 head of that tree is simulated as admitted in turn; with its usage added, the DRS of its ClusterQueue and of
@@ -31,6 +34,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TypeVar
 
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
@@ -66,6 +70,7 @@ class DominantResourceShare:
     borrowing: bool  # usage (+ request) above SubtreeQuota on some FlavorResource
     borrowed_frs: tuple[FlavorResource, ...]
     weight_milli: int
+    exact_ratio: Fraction = Fraction(0)  # max_r borrowed × 1000 / lendable, unrounded
 
     @property
     def zero_weight_borrows(self) -> bool:
@@ -77,9 +82,16 @@ class DominantResourceShare:
         """``status.fairSharing.weightedShare``: ceiling of the precise share (MAX_SHARE for +inf)."""
         return MAX_SHARE if self.zero_weight_borrows else math.ceil(self.precise)
 
-    def sort_key(self) -> tuple[int, float]:
-        """Lower is preferred for admission, higher targeted by preemption."""
-        return (self.value, self.unweighted_ratio if self.zero_weight_borrows else 0.0)
+    @property
+    def exact_share(self) -> Fraction:
+        """``ratio / weight`` as an exact fraction (0 when not borrowing; zero weight: the bare ratio)."""
+        if self.weight_milli == 0 or not self.exact_ratio:
+            return self.exact_ratio
+        return self.exact_ratio * 1000 / self.weight_milli
+
+    def sort_key(self) -> tuple[int, Fraction]:
+        """Lower is preferred for admission, higher targeted by preemption (upstream ``CompareDRS``)."""
+        return (1 if self.zero_weight_borrows else 0, self.exact_share)
 
     def borrowing_on(self, requested: Mapping[FlavorResource, int]) -> bool:
         """Whether the node borrows on a FlavorResource of ``requested`` (upstream ``IsBorrowingOn``)."""
@@ -128,21 +140,21 @@ def dominant_resource_share(
     lendable: dict[str, int] = {}
     for fr in _root(node).subtree_quota:
         lendable[fr.resource] = lendable.get(fr.resource, 0) + tree.potential_available(node.parent, fr)
-    int_ratio, resource, float_ratio = 0, "", 0.0
+    exact, resource = Fraction(0), ""
     for name in sorted(borrowed):  # alphabetical, so the first maximum wins ties
         lend = lendable.get(name, 0)
         if lend <= 0:
             continue
-        ratio = borrowed[name] * 1000 // lend
-        if ratio > int_ratio:
-            int_ratio, resource = ratio, name
-        float_ratio = max(float_ratio, borrowed[name] * 1000.0 / lend)
+        ratio = Fraction(borrowed[name] * 1000, lend)
+        if ratio > exact:
+            exact, resource = ratio, name
     frs = tuple(borrowed_frs)
+    float_ratio = float(exact)
     if weight == 0:
-        return DominantResourceShare(MAX_SHARE, math.inf, float_ratio, resource, True, frs, weight)
-    value = int_ratio * 1000 // weight
-    precise = float_ratio / (weight / 1000.0) if float_ratio else 0.0
-    return DominantResourceShare(value, precise, float_ratio, resource, True, frs, weight)
+        return DominantResourceShare(MAX_SHARE, math.inf, float_ratio, resource, True, frs, weight, exact)
+    value = math.floor(exact) * 1000 // weight
+    precise = float(exact * 1000 / weight)
+    return DominantResourceShare(value, precise, float_ratio, resource, True, frs, weight, exact)
 
 
 T = TypeVar("T")

@@ -9,9 +9,16 @@ workload put on that flavor) gets a mode, as upstream's ``fitsResourceQuota`` de
   requests (A) + current podset request (B) > maximum capacity (M)" (reason ``ExceedsMaxQuota``);
 * ``v ≤ available`` → Fit, with the borrowing level of ``ResourceTree.borrowing_height`` (0 = no borrowing);
 * otherwise "insufficient unused quota for R in flavor F, N more needed"; when preemption could apply
-  (``v ≤ nominal``, a smaller subtree could reclaim, ``withinClusterQueue`` or ``borrowWithinCohort`` set)
-  the ``can_preempt`` hook answers: True → Preempt, False → Preempt without candidates (ranked below every
-  viable mode); else NoFit (reason ``WaitingForQuota``).
+  (``v ≤ nominal``, a smaller subtree could reclaim, or upstream ``canPreemptWhileBorrowing``:
+  ``borrowWithinCohort`` set, or fair sharing with ``reclaimWithinCohort`` set) the ``can_preempt`` hook
+  (upstream ``SimulatePreemption``) answers with a :class:`PreemptionOutcome`: Preempt (a victim in the own
+  ClusterQueue), Reclaim (victims only in other ClusterQueues) or no candidates (ranked below every viable
+  mode), with the borrowing level *after* the simulated preemption; else NoFit (reason ``WaitingForQuota``).
+  ``withinClusterQueue`` alone never lets a ClusterQueue preempt in order to borrow.
+* a flavor whose ``nodeTaints`` (NoSchedule / NoExecute) the podset does not tolerate (its tolerations plus
+  the flavor's own ``tolerations``), or whose ``nodeLabels`` contradict the podset's nodeSelector or required
+  node affinity (reduced to the flavor's own label keys), is skipped with upstream's reason (reason
+  ``NoMatchingFlavor``); the podset takes no quota there.
 
 A flavor's mode is the worst over its resources. A flavor that fits without borrowing is taken at once;
 otherwise ``flavorFungibility`` decides (upstream ``shouldTryNextFlavor`` / ``isPreferred``): ``whenCanBorrow:
@@ -25,8 +32,7 @@ resources are ignored (kueue#8079). If the ClusterQueue covers ``pods``, each po
 Messages are Kueue's (``flavorassigner.go``, ``assignment.go``): each podset's reasons sorted and joined by
 ", " after "couldn't assign flavors to pod set NAME: ", podsets joined by "; ".
 
-Not modelled: flavor taints/node affinity matching (the workload API carries no tolerations or selectors),
-the flavor-scan resume state across cycles (``LastTriedFlavorIdx``), partial admission, TAS.
+Not modelled: the flavor-scan resume state across cycles (``LastTriedFlavorIdx``), partial admission, TAS.
 """
 
 from __future__ import annotations
@@ -36,7 +42,15 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
-from fleetlab.model.queues import ClusterQueue, FlavorFungibility
+from fleetlab.model.kube import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    Toleration,
+    first_untolerated,
+    requirement_matches,
+)
+from fleetlab.model.queues import ClusterQueue, FlavorFungibility, ResourceFlavor
 from fleetlab.model.resources import PODS, format_amount
 
 __all__ = [
@@ -51,6 +65,7 @@ __all__ = [
     "PodSetAssignment",
     "PodSetRequest",
     "PreemptionMode",
+    "PreemptionOutcome",
     "ResourceAssignment",
     "assign_flavors",
     "is_preferred",
@@ -63,21 +78,19 @@ EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
 _SEVERITY = {"": 0, WAITING_FOR_QUOTA: 1, EXCEEDS_MAX_QUOTA: 2, NO_MATCHING_FLAVOR: 3}
 
-#: ``can_preempt(cluster_queue, {FlavorResource: total amount needed})``: could preemption make room?
-CanPreempt = Callable[[str, Mapping[FlavorResource, int]], bool]
-
-
-def _never(_cq: str, _amounts: Mapping[FlavorResource, int]) -> bool:
-    return False
-
 
 @dataclass(frozen=True)
 class PodSetRequest:
-    """A podset: ``count`` pods, each requesting ``requests`` (milli-cpu, bytes, whole GPUs)."""
+    """A podset: ``count`` pods, each requesting ``requests`` (milli-cpu, bytes, whole GPUs), with the pods'
+    tolerations (checked against a flavor's ``nodeTaints``)."""
 
     name: str
     count: int
     requests: dict[str, int]
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    #: ``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`` (None: no required affinity).
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None
 
 
 class PreemptionMode(IntEnum):
@@ -110,6 +123,24 @@ class GranularMode:
 
     preemption: PreemptionMode
     borrowing: int
+
+
+@dataclass(frozen=True)
+class PreemptionOutcome:
+    """Upstream ``SimulatePreemption``'s answer: PREEMPT, RECLAIM or NO_CANDIDATES, and the borrowing level
+    once the victims are gone (NO_CANDIDATES: the level with nothing removed)."""
+
+    mode: PreemptionMode
+    borrowing: int
+
+
+#: ``can_preempt(cluster_queue, {FlavorResource: total amount needed})``: what preemption could do; None
+#: means no candidates (the borrowing level is then the one without preemption).
+CanPreempt = Callable[[str, Mapping[FlavorResource, int]], PreemptionOutcome | None]
+
+
+def _never(_cq: str, _amounts: Mapping[FlavorResource, int]) -> PreemptionOutcome | None:
+    return None
 
 
 _BEST = GranularMode(PreemptionMode.FIT, 0)
@@ -154,11 +185,22 @@ class ClusterQueueRules:
     group_of: Mapping[str, int]
     nominal: Mapping[FlavorResource, int]
     fungibility: FlavorFungibility
-    may_preempt_beyond_nominal: bool  # withinClusterQueue != Never or borrowWithinCohort.policy != Never
+    #: Upstream ``canPreemptWhileBorrowing``: borrowWithinCohort.policy != Never, or (fair sharing on)
+    #: reclaimWithinCohort != Never.
+    may_preempt_beyond_nominal: bool
+    flavor_taints: Mapping[str, tuple[Taint, ...]] = field(default_factory=dict)
+    flavor_tolerations: Mapping[str, tuple[Toleration, ...]] = field(default_factory=dict)
+    flavor_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def from_spec(cls, cq: ClusterQueue) -> ClusterQueueRules:
-        """Compile ``cq``'s resource groups, nominal quotas, fungibility and preemption switches."""
+    def from_spec(
+        cls,
+        cq: ClusterQueue,
+        fair_sharing: bool = False,
+        flavors: Sequence[ResourceFlavor] = (),
+    ) -> ClusterQueueRules:
+        """Compile ``cq``'s resource groups, nominal quotas, fungibility and preemption switches, and the
+        taints and tolerations of the ResourceFlavors it names."""
         groups = tuple(
             (g.covered_resources, tuple(f.name for f in g.flavors)) for g in cq.spec.resource_groups
         )
@@ -171,8 +213,23 @@ class ClusterQueueRules:
         }
         pre = cq.spec.preemption
         bwc = pre.borrow_within_cohort
-        beyond = pre.within_cluster_queue != "Never" or (bwc is not None and bwc.policy != "Never")
-        return cls(cq.name, groups, group_of, nominal, cq.spec.flavor_fungibility, beyond)
+        beyond = (bwc is not None and bwc.policy != "Never") or (
+            fair_sharing and pre.reclaim_within_cohort != "Never"
+        )
+        taints = {f.name: f.spec.node_taints for f in flavors if f.spec.node_taints}
+        tolerations = {f.name: f.spec.tolerations for f in flavors if f.spec.tolerations}
+        labels = {f.name: f.spec.node_labels for f in flavors if f.spec.node_labels}
+        return cls(
+            cq.name,
+            groups,
+            group_of,
+            nominal,
+            cq.spec.flavor_fungibility,
+            beyond,
+            taints,
+            tolerations,
+            labels,
+        )
 
 
 @dataclass(frozen=True)
@@ -236,6 +293,45 @@ class Assignment:
         return {ps.name: {r: a.flavor for r, a in sorted(ps.flavors.items())} for ps in self.podsets}
 
 
+def _zero_count_probe(ps: PodSetRequest, pods_covered: bool) -> dict[str, int] | None:
+    """Upstream's probe for a podset of count 0: one pod's requests (and one pod when ``pods`` is covered)."""
+    if ps.count != 0:
+        return None
+    probe = {r: v for r, v in ps.requests.items() if v}
+    if pods_covered:
+        probe[PODS] = 1
+    return probe
+
+
+def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetRequest | None) -> str | None:
+    """Upstream ``checkFlavorForPodSets``: the reason ``flavor`` cannot hold ``podset``, or None.
+
+    * the first NoSchedule/NoExecute ``nodeTaints`` entry neither the podset's nor the flavor's own
+      tolerations tolerate: "untolerated taint {key value Effect <nil>} in flavor F" (Go's rendering of
+      the taint);
+    * the podset's nodeSelector and required node affinity, reduced to the flavor's own label keys
+      (``flavorSelector``: a term left empty matches every flavor), against the flavor's ``nodeLabels``:
+      "flavor F doesn't match node affinity"."""
+    if podset is None:
+        return None
+    all_tolerations = (*podset.tolerations, *rules.flavor_tolerations.get(flavor, ()))
+    taint = first_untolerated(rules.flavor_taints.get(flavor, ()), all_tolerations)
+    if taint is not None:
+        return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor}"
+    labels = rules.flavor_labels.get(flavor, {})
+    if any(k in labels and labels[k] != v for k, v in podset.node_selector):
+        return f"flavor {flavor} doesn't match node affinity"
+    terms: list[list[NodeSelectorRequirement]] = []
+    for term in podset.required_terms or ():
+        kept = [e for e in term.match_expressions if e.key in labels]
+        if not kept:
+            return None  # terms are ORed: this one matches any flavor
+        terms.append(kept)
+    if terms and not any(all(requirement_matches(labels, e) for e in t) for t in terms):
+        return f"flavor {flavor} doesn't match node affinity"
+    return None
+
+
 def _fits_resource_quota(
     tree: ResourceTree,
     node: Node,
@@ -265,9 +361,10 @@ def _fits_resource_quota(
         f"{format_amount(res, value - available)} more needed"
     )
     if rules.nominal.get(fr, 0) >= value or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
-        if can_preempt(rules.name, {fr: value}):
-            return PreemptionMode.PREEMPT, borrow, reason, ""
-        return PreemptionMode.NO_CANDIDATES, borrow, reason, ""
+        outcome = can_preempt(rules.name, {fr: value})
+        if outcome is None:
+            return PreemptionMode.NO_CANDIDATES, borrow, reason, ""
+        return outcome.mode, outcome.borrowing, reason, ""
     return PreemptionMode.NO_FIT, borrow, reason, WAITING_FOR_QUOTA
 
 
@@ -279,8 +376,13 @@ def _find_flavor(
     requests: Mapping[str, int],
     usage: Mapping[FlavorResource, int],
     can_preempt: CanPreempt,
+    podset: PodSetRequest | None = None,
+    probe: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, ResourceAssignment], list[str], str]:
-    """Best flavor of resource group ``group`` for a podset's ``requests`` (``findFlavorForPodSets``)."""
+    """Best flavor of resource group ``group`` for a podset's ``requests`` (``findFlavorForPodSets``).
+
+    ``probe`` (a zero-count podset's per-pod requests) skips flavors whose maximum capacity could not hold
+    one pod, so the podset lands where it could grow."""
     covered, flavor_names = rules.groups[group]
     wanted = [(r, requests[r]) for r in sorted(requests) if r in covered]
     reasons: list[str] = []
@@ -288,6 +390,23 @@ def _find_flavor(
     best_mode = _WORST
     least_severe = ""
     for flavor in flavor_names:
+        mismatch = _flavor_mismatch(rules, flavor, podset)
+        if mismatch is not None:
+            reasons.append(mismatch)
+            if not least_severe or _SEVERITY[NO_MATCHING_FLAVOR] < _SEVERITY[least_severe]:
+                least_severe = NO_MATCHING_FLAVOR
+            continue
+        too_small = [
+            f"insufficient quota for {r} in flavor {flavor}, one pod per zero-count podset request "
+            f"({format_amount(r, v)}) > maximum capacity ({format_amount(r, cap)})"
+            for r, v in sorted((probe or {}).items())
+            if r in covered and (cap := tree.potential_available(node, FlavorResource(flavor, r))) < v
+        ]
+        if too_small:
+            reasons += too_small
+            if not least_severe or _SEVERITY[EXCEEDS_MAX_QUOTA] < _SEVERITY[least_severe]:
+                least_severe = EXCEEDS_MAX_QUOTA
+            continue
         assignments: dict[str, ResourceAssignment] = {}
         mode = _BEST
         flavor_reason = ""
@@ -355,7 +474,10 @@ def assign_flavors(
             if group in done:
                 continue
             done.add(group)
-            chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook)
+            probe = _zero_count_probe(ps, PODS in rules.group_of)
+            chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps, probe)
+            if probe is not None and not chosen:  # the probe is a preference, not a barrier
+                chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps)
             psa.reasons += reasons
             if not chosen:
                 psa.flavors = {}

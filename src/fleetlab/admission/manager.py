@@ -39,9 +39,10 @@ cohort cannot take it.
 Preemption hook (for ``admission/preemption.py``): pass ``AdmissionManager(config, preemption=strategy)``
 where ``strategy`` implements :class:`PreemptionStrategy`:
 
-* ``can_preempt(manager, workload, cluster_queue, amounts) -> bool`` answers flavor assignment's question
-  "could preemption free ``amounts`` ({FlavorResource: total needed}) in this ClusterQueue?" (upstream
-  ``SimulatePreemption``); False ranks the flavor as "preemption without candidates".
+* ``can_preempt(manager, workload, cluster_queue, amounts) -> PreemptionOutcome | None`` answers flavor
+  assignment's question "what could preemption do to free ``amounts`` ({FlavorResource: total needed}) in
+  this ClusterQueue?" (upstream ``SimulatePreemption``: Preempt / Reclaim and the borrowing level after it);
+  None ranks the flavor as "preemption without candidates".
 * ``targets(manager, nominee) -> victim workload ids`` for a nominated entry whose assignment needs
   preemption (upstream ``GetTargets``). With targets, the cycle checks overlap with targets already chosen in
   this cycle ("Workload has overlapping preemption targets with another workload"), re-checks fit with all
@@ -54,7 +55,8 @@ Fair sharing: ``AdmissionManager(config, fair_sharing=FairSharingConfig(...))`` 
 ``fairSharing``; None or ``enable: false`` keeps the classic order) orders the cycle's entries by the
 fair-sharing tournament of :mod:`fleetlab.admission.fair_sharing` (lowest DRS after simulating the head's
 admission, then priority, then timestamp; recomputed at every pop) and, as upstream
-``canPreemptWhileBorrowing``, lets ClusterQueues with ``reclaimWithinCohort != Never`` preempt beyond nominal.
+``canPreemptWhileBorrowing``, lets ClusterQueues with ``reclaimWithinCohort != Never`` preempt beyond nominal
+(without fair sharing only ``borrowWithinCohort`` does).
 Pair it with ``preemption=FairSharingPreemption(cfg.preemption_strategies)`` from ``admission/preemption.py``.
 ``manager.dominant_resource_share(name, cohort=False, request=None)`` reports a node's DRS.
 
@@ -65,10 +67,9 @@ Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from fleetlab.admission.fair_sharing import (
@@ -82,8 +83,10 @@ from fleetlab.admission.flavors import (
     AssignmentMode,
     ClusterQueueRules,
     PodSetRequest,
+    PreemptionOutcome,
     assign_flavors,
 )
+from fleetlab.admission.queue_heap import ClusterQueueHeap
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import ClusterQueue, QueueConfig
@@ -179,8 +182,9 @@ class PreemptionStrategy(Protocol):
         workload: Workload,
         cluster_queue: str,
         amounts: Mapping[FlavorResource, int],
-    ) -> bool:
-        """Whether preempting admitted workloads could free ``amounts`` for ``workload``."""
+    ) -> PreemptionOutcome | None:
+        """What preempting admitted workloads could do to free ``amounts`` for ``workload`` (None: no
+        candidates)."""
         ...
 
     def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
@@ -197,9 +201,9 @@ class NoPreemption:
         workload: Workload,
         cluster_queue: str,
         amounts: Mapping[FlavorResource, int],
-    ) -> bool:
+    ) -> PreemptionOutcome | None:
         """Never: there is nothing to preempt."""
-        return False
+        return None
 
     def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
         """No victims."""
@@ -222,44 +226,6 @@ class _Tracked:
         return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
 
 
-class _ClusterQueueHeap:
-    """One ClusterQueue's pending workloads: a heap with lazy deletion, plus the set-aside ones."""
-
-    def __init__(self, name: str, strict: bool) -> None:
-        self.name = name
-        self.strict = strict
-        self.heap: list[tuple[int, int, int, str]] = []
-        self.queued: dict[str, tuple[int, int, int, str]] = {}
-        self.inadmissible: dict[str, None] = {}
-        self.blocked: tuple[str, int] | None = None  # (head id, tree generation) known not to change
-        #: The workload whose preemptions are under way: it stays the head, even over higher-priority
-        #: workloads requeued meanwhile, until a cycle has tried it again (upstream's sticky workload,
-        #: which ends the reclaim/re-admit loop of kueue#6929 and kueue#6947).
-        self.sticky: str | None = None
-
-    def push(self, tracked: _Tracked) -> None:
-        """Queue (or re-queue) a workload; an older heap entry for it becomes stale."""
-        key = tracked.key()
-        self.queued[tracked.workload.id] = key
-        heapq.heappush(self.heap, key)
-
-    def head(self) -> str | None:
-        """The sticky workload if still queued, else the id at the head of the heap (dropping stale
-        entries on the way)."""
-        if self.sticky is not None:
-            if self.sticky in self.queued:
-                return self.sticky
-            self.sticky = None
-        while self.heap and self.queued.get(self.heap[0][3]) != self.heap[0]:
-            heapq.heappop(self.heap)
-        return self.heap[0][3] if self.heap else None
-
-    def discard(self, workload_id: str) -> None:
-        """Forget a workload (admitted, finished or set aside); its heap entry goes stale."""
-        self.queued.pop(workload_id, None)
-        self.inadmissible.pop(workload_id, None)
-
-
 def _root(node: Node) -> Node:
     while node.parent is not None:
         node = node.parent
@@ -280,21 +246,15 @@ class AdmissionManager:
         self.fair_sharing = fair_sharing if fair_sharing is not None and fair_sharing.enable else None
         self.fair_weights = weights_from_config(config)
         self.tree = ResourceTree.from_config(config)
+        fair = self.fair_sharing is not None
         self.rules: dict[str, ClusterQueueRules] = {
-            cq.name: ClusterQueueRules.from_spec(cq) for cq in config.cluster_queues
+            cq.name: ClusterQueueRules.from_spec(cq, fair, config.resource_flavors)
+            for cq in config.cluster_queues
         }
-        if self.fair_sharing is not None:  # upstream canPreemptWhileBorrowing: fair sharing + reclaim
-            self.rules = {
-                name: replace(rules, may_preempt_beyond_nominal=True)
-                if cq.spec.preemption.reclaim_within_cohort != "Never"
-                else rules
-                for cq in config.cluster_queues
-                for name, rules in [(cq.name, self.rules[cq.name])]
-            }
         self._specs: dict[str, ClusterQueue] = {cq.name: cq for cq in config.cluster_queues}
         self._local_queues = {lq.key: lq.spec.cluster_queue for lq in config.local_queues}
         self._queues = {
-            name: _ClusterQueueHeap(name, self._specs[name].spec.queueing_strategy == "StrictFIFO")
+            name: ClusterQueueHeap(name, self._specs[name].spec.queueing_strategy == "StrictFIFO")
             for name in sorted(self._specs)
         }
         self._root_of: dict[str, Node] = {name: _root(self.tree.cluster_queue(name)) for name in self._queues}
@@ -367,6 +327,25 @@ class AdmissionManager:
         self._tracked[workload.id] = tracked
         self._queues[tracked.cluster_queue].push(tracked)
 
+    def reserve(
+        self, workload: Workload, cluster_queue: str, flavors: dict[str, dict[str, str]], now_ms: int
+    ) -> None:
+        """Record ``workload`` as already admitted in ``cluster_queue`` with ``flavors`` (podset -> resource
+        -> flavor), reserving its quota without a cycle: a snapshot's running workloads, or an upstream test's
+        ``ReserveQuotaAt``. Its usage is each podset's count × request on the named flavor."""
+        self.submit(workload)
+        usage: dict[FlavorResource, int] = {}
+        for ps in workload.podsets:
+            for resource, amount in ps.requests.items():
+                fr = FlavorResource(flavors[ps.name][resource], resource)
+                usage[fr] = usage.get(fr, 0) + amount * ps.count
+        tracked = self._tracked[workload.id]
+        self._queues[cluster_queue].discard(workload.id)
+        self.tree.add_cq_usage(cluster_queue, usage)
+        self._generation[id(self._root_of[cluster_queue])] += 1
+        tracked.state, tracked.usage = "admitted", usage
+        tracked.admission = Admission(workload.id, cluster_queue, flavors, False, now_ms)
+
     def finish(self, workload_id: str) -> None:
         """The workload is done (or deleted): its quota is released, or it leaves the queue if pending."""
         tracked = self._get(workload_id)
@@ -438,7 +417,7 @@ class AdmissionManager:
     def _nominate(self, tracked: _Tracked) -> Nominee:
         wl, cq = tracked.workload, tracked.cluster_queue
 
-        def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> bool:
+        def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> PreemptionOutcome | None:
             return self._preemption.can_preempt(self, wl, cluster_queue, amounts)
 
         assignment = assign_flavors(self.tree, self.rules[cq], wl.podsets, hook)

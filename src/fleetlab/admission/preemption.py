@@ -3,42 +3,47 @@
 
 :class:`ClassicPreemption` implements the manager's :class:`~fleetlab.admission.manager.PreemptionStrategy`:
 
-* ``targets(manager, nominee)`` (upstream ``GetTargets``): candidates are admitted workloads that use a
-  (flavor, resource) needing preemption, from the preemptor's own ClusterQueue under ``withinClusterQueue``
-  (``LowerPriority``: strictly lower priority; ``LowerOrNewerEqualPriority``: also equal priority with a later
-  queue timestamp) and, when the ClusterQueue is in a cohort, from the other ClusterQueues of its cohort tree
-  under ``reclaimWithinCohort`` (``LowerPriority`` or ``Any``) while that ClusterQueue and every cohort below
-  the lowest common ancestor are over nominal in one of those resources;
-* candidates are ordered by :func:`candidate_order_key` (already-requested victims first, other ClusterQueues
-  before the own one, lower priority first, most recently admitted first, then id);
-* the attempts follow upstream: only own-queue candidates → one greedy pass with borrowing allowed;
-  ``borrowWithinCohort`` enabled → one pass with borrowing allowed while every other-queue victim is below
-  the priority threshold (``maxPriorityThreshold`` + 1, capped at the preemptor's priority); else, if the
-  ClusterQueue is under nominal in the resources needing preemption, a pass without borrowing over all
-  candidates; finally a pass over own-queue candidates with borrowing allowed;
-* every pass is :func:`minimal_preemptions`: greedy removal until :func:`workload_fits`, then
-  :func:`fill_back` in reverse order (the last victim is never re-added).
+* ``targets(manager, nominee)`` (upstream ``GetTargets`` / ``classicalPreemptions``): candidates come from
+  :func:`~fleetlab.admission.classic_candidates.build_candidates` (own-queue under ``withinClusterQueue``;
+  other ClusterQueues of the cohort tree under ``reclaimWithinCohort``, classified as hierarchy, reclaim
+  while borrowing (``borrowWithinCohort``) or reclaim without borrowing), ordered as upstream;
+* the passes follow upstream: only own-queue candidates, or ``borrowWithinCohort`` off and the ClusterQueue
+  not under nominal → one pass with borrowing allowed; ``borrowWithinCohort`` off and no hierarchy
+  candidate → without borrowing first, then with; otherwise with borrowing first, then without. A pass
+  with borrowing skips "reclaim without borrowing" candidates; every pass re-checks that an other-queue
+  candidate's ClusterQueue (and its cohorts below the subtree root) is still over quota;
+* every pass removes candidates greedily until :func:`workload_fits`, then :func:`fill_back` in reverse
+  order (the last victim is never re-added).
 
 ``can_preempt(manager, workload, cq, amounts)`` (upstream ``SimulatePreemption``) runs the same search for
-``amounts`` alone and answers whether it found victims.
+``amounts`` alone and answers Preempt (a victim in the own ClusterQueue) or Reclaim, with the borrowing level
+after the victims are gone (:func:`simulate_preemption`), or None without victims.
 
-All passes work on ``manager.tree`` itself, removing and re-adding candidate usage; the tree's usage is
-restored exactly before each function returns (also on exceptions).
+:func:`minimal_preemptions` and :func:`find_candidates` keep the single-pass form (used by tests and by the
+fair-sharing search). All passes work on ``manager.tree`` itself, removing and re-adding candidate usage;
+the tree's usage is restored exactly before each function returns (also on exceptions).
 
 Fair-sharing preemption (``preemptionStrategies``) is :class:`FairSharingPreemption`, at the end.
 
-Not modelled: hierarchical "hierarchy candidates"
-(reclaim regardless of priority when the preemptor is closer to the quota), AFS LocalQueue usage ordering,
-TAS placement in the fit check.
+Not modelled: AFS LocalQueue usage ordering, TAS placement in the fit check, configurable preemptions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
+from fleetlab.admission.classic_candidates import (
+    ClassifiedCandidate,
+    V,
+    Victim,
+    build_candidates,
+    candidate_order_key,
+    order,
+)
 from fleetlab.admission.fair_sharing import DominantResourceShare, dominant_resource_share
-from fleetlab.admission.flavors import AssignmentMode
+from fleetlab.admission.flavors import AssignmentMode, PreemptionMode, PreemptionOutcome
 from fleetlab.admission.manager import AdmissionManager, Nominee, Workload
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 
@@ -72,21 +77,9 @@ class Candidate:
     evicted: bool = False  # already requested as a victim, not yet released
 
 
-def candidate_order_key(candidate: Candidate, preemptor_cq: str) -> tuple[int, int, int, int, str]:
-    """Upstream ``CandidatesOrdering``: evicted first, other ClusterQueues first, lower priority first, most
-    recently admitted first, then id."""
-    return (
-        0 if candidate.evicted else 1,
-        1 if candidate.cluster_queue == preemptor_cq else 0,
-        candidate.priority,
-        -candidate.admitted_ms,
-        candidate.id,
-    )
-
-
 def order_candidates(candidates: Iterable[Candidate], preemptor_cq: str) -> list[Candidate]:
     """``candidates`` sorted by :func:`candidate_order_key`."""
-    return sorted(candidates, key=lambda c: candidate_order_key(c, preemptor_cq))
+    return order(candidates, preemptor_cq)
 
 
 def workload_fits(
@@ -121,9 +114,9 @@ def fill_back(
     tree: ResourceTree,
     cluster_queue: str,
     usage: Mapping[FlavorResource, int],
-    targets: list[Candidate],
+    targets: list[V],
     allow_borrowing: bool,
-) -> list[Candidate]:
+) -> list[V]:
     """Upstream ``fillBackWorkloads``: with every target removed from ``tree``, re-add targets from the
     second-last down to the first and drop each one the preemptor still fits without. Mutates ``targets``
     in place (order kept) and returns it; on return exactly the kept targets are removed from ``tree``."""
@@ -235,29 +228,53 @@ def preemption_targets(
     usage: Mapping[FlavorResource, int],
     frs: Collection[FlavorResource],
     preemptor_timestamp_ms: int,
-) -> list[Candidate]:
-    """Upstream classic ``getTargets``: the attempts of §1.5 in order; [] when none finds victims."""
-    candidates = order_candidates(
-        find_candidates(manager, workload, cluster_queue, frs, preemptor_timestamp_ms), cluster_queue
-    )
-    if not candidates:
+) -> list[ClassifiedCandidate]:
+    """Upstream classic ``classicalPreemptions``: one or two greedy passes (borrowing allowed or not, in the
+    order upstream picks), each with fill-back; [] when none finds victims. The tree is restored."""
+    cands = build_candidates(manager, workload, cluster_queue, frs, usage, preemptor_timestamp_ms)
+    if not cands.ordered:
         return []
-    tree = manager.tree
-    same = [c for c in candidates if c.cluster_queue == cluster_queue]
-    if len(same) == len(candidates):
-        return minimal_preemptions(tree, cluster_queue, usage, candidates, frs, True)
     bwc = manager.cluster_queue_spec(cluster_queue).spec.preemption.borrow_within_cohort
-    if bwc is not None and bwc.policy != "Never":
-        threshold = workload.priority
-        if bwc.max_priority_threshold is not None and bwc.max_priority_threshold < threshold:
-            threshold = bwc.max_priority_threshold + 1
-        return minimal_preemptions(tree, cluster_queue, usage, candidates, frs, True, threshold)
+    forbidden = bwc is None or bwc.policy == "Never"
+    node = manager.tree.cluster_queue(cluster_queue)
+    under_nominal = all(node.usage.get(fr, 0) < node.quotas[fr].nominal for fr in frs if fr in node.quotas)
+    attempts: tuple[bool, ...]
+    if cands.no_other_queues or (forbidden and not under_nominal):
+        attempts = (True,)
+    elif forbidden and cands.no_hierarchy:
+        attempts = (False, True)
+    else:
+        attempts = (True, False)
+    tree = manager.tree
+    for borrowing in attempts:
+        targets: list[ClassifiedCandidate] = []
+        try:
+            for cand in cands.passes(borrowing):
+                tree.remove_cq_usage(cand.cluster_queue, cand.usage)
+                targets.append(cand)
+                if workload_fits(tree, cluster_queue, usage, borrowing):
+                    return list(fill_back(tree, cluster_queue, usage, targets, borrowing))
+        finally:
+            for cand in reversed(targets):
+                tree.add_cq_usage(cand.cluster_queue, cand.usage)
+    return []
+
+
+def simulate_preemption(
+    tree: ResourceTree,
+    cluster_queue: str,
+    amounts: Mapping[FlavorResource, int],
+    found: Sequence[Victim],
+) -> PreemptionOutcome | None:
+    """Upstream ``SimulatePreemption``'s answer from the victims ``found`` for ``amounts``: Preempt when one
+    is in the own ClusterQueue, else Reclaim, with the borrowing level once they are gone; None without."""
+    if not found:
+        return None
     node = tree.cluster_queue(cluster_queue)
-    if all(node.usage.get(fr, 0) < node.subtree_quota.get(fr, 0) for fr in frs):
-        found = minimal_preemptions(tree, cluster_queue, usage, candidates, frs, False)
-        if found:
-            return found
-    return minimal_preemptions(tree, cluster_queue, usage, same, frs, True)
+    with tree.simulate_removal([(c.cluster_queue, c.usage) for c in found]):
+        borrow = max((tree.borrowing_height(node, fr, v)[0] for fr, v in amounts.items()), default=0)
+    own = any(c.cluster_queue == cluster_queue for c in found)
+    return PreemptionOutcome(PreemptionMode.PREEMPT if own else PreemptionMode.RECLAIM, borrow)
 
 
 class ClassicPreemption:
@@ -269,11 +286,12 @@ class ClassicPreemption:
         workload: Workload,
         cluster_queue: str,
         amounts: Mapping[FlavorResource, int],
-    ) -> bool:
-        """Upstream ``SimulatePreemption``: whether victims exist that free ``amounts`` alone."""
-        return bool(
-            preemption_targets(manager, workload, cluster_queue, amounts, set(amounts), workload.created_ms)
+    ) -> PreemptionOutcome | None:
+        """Upstream ``SimulatePreemption``: what victims that free ``amounts`` alone would mean."""
+        found = preemption_targets(
+            manager, workload, cluster_queue, amounts, set(amounts), workload.created_ms
         )
+        return simulate_preemption(manager.tree, cluster_queue, amounts, found)
 
     def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
         """Victim ids for ``nominee``'s whole assignment (upstream ``GetTargets``)."""
@@ -343,8 +361,10 @@ class FairSharingPreemption:
     one that does not satisfy it is kept for the second strategy. Second strategy (``LessThanInitialShare``
     only): per ClusterQueue, again by highest DRS, the first retry candidate is taken when the rule holds,
     then that ClusterQueue is dropped. The search stops once the preemptor fits (borrowing allowed), then
-    :func:`fill_back`. The ``FairSharingPreemptWithinNominal`` gate and hierarchy candidates are not modelled;
-    the ranking of the preemptor's own ClusterQueue among targets is this module's reading, not verified.
+    :func:`fill_back`. With the preemptor's ClusterQueue within its nominal quota in the contested resources
+    (its request included), every candidate is taken in turn without the strategies
+    (``FairSharingPreemptWithinNominal``, on by default since Kueue v0.17). The ranking of the preemptor's
+    own ClusterQueue among targets is this module's reading, not verified.
     """
 
     def __init__(self, strategies: Sequence[str] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")):
@@ -356,9 +376,10 @@ class FairSharingPreemption:
         workload: Workload,
         cluster_queue: str,
         amounts: Mapping[FlavorResource, int],
-    ) -> bool:
-        """Whether fair-sharing victims exist that free ``amounts`` alone."""
-        return bool(self.search(manager, workload, cluster_queue, amounts, set(amounts), workload.created_ms))
+    ) -> PreemptionOutcome | None:
+        """What fair-sharing victims freeing ``amounts`` would mean (upstream ``SimulatePreemption``)."""
+        found = self.search(manager, workload, cluster_queue, amounts, set(amounts), workload.created_ms)
+        return simulate_preemption(manager.tree, cluster_queue, amounts, found)
 
     def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
         """Victim ids for ``nominee``'s whole assignment."""
@@ -404,7 +425,7 @@ class FairSharingPreemption:
             mine, theirs = _below_lca(tree, cluster_queue, target_cq)
             return share(mine, usage), theirs
 
-        def rank(name: str) -> tuple[tuple[int, float], tuple[int, float]]:
+        def rank(name: str) -> tuple[tuple[int, Fraction], tuple[int, Fraction]]:
             if name == cluster_queue:
                 own = share(tree.cluster_queue(name), usage).sort_key()
                 return (own, own)
@@ -419,6 +440,14 @@ class FairSharingPreemption:
             targets.append(cand)
             return fits()
 
+        # FairSharingPreemptWithinNominal (on by default): a preemptor that stays within its nominal quota
+        # in the contested resources, its own request included, reclaims without consulting the strategies.
+        own = tree.cluster_queue(cluster_queue)
+        within_nominal = all(
+            own.usage.get(fr, 0) + usage.get(fr, 0) <= own.quotas[fr].nominal
+            for fr in frs
+            if fr in own.quotas
+        )
         try:
             rule = FAIR_SHARE_RULES[self.strategies[0]]
             retry: dict[str, list[Candidate]] = {}
@@ -429,7 +458,7 @@ class FairSharingPreemption:
                     break
                 target = max(live, key=rank)
                 pending = queues[target]
-                if target == cluster_queue:
+                if target == cluster_queue or within_nominal:
                     done = take(pending.pop(0))
                     continue
                 preemptor_new, theirs = shares(target)

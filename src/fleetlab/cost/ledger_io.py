@@ -21,14 +21,21 @@ def run_id_of(result: SimulationResult, label: str) -> str:
     return f"{result.scenario}/{label}/seed-{result.seed}"
 
 
+def ledger_table(
+    pools: Sequence[NodePool], result: SimulationResult, run_id: str, variant: str | None = None
+) -> pa.Table:
+    """The run's ledger as Arrow (a ``variant`` column in front for experiment runs)."""
+    table = pa.table(ledger_columns(pools, result, run_id))
+    if variant is not None:
+        table = table.add_column(0, "variant", pa.array([variant] * table.num_rows, pa.string()))
+    return table
+
+
 def write_ledger(
     pools: Sequence[NodePool], result: SimulationResult, run_id: str, folder: Path, variant: str | None = None
 ) -> tuple[int, float]:
     """Write ``folder/ledger.parquet`` (a ``variant`` column in front for experiment runs); returns
     (rows, total dollars)."""
-    columns = ledger_columns(pools, result, run_id)
-    table = pa.table(columns)
-    if variant is not None:
-        table = table.add_column(0, "variant", pa.array([variant] * table.num_rows, pa.string()))
+    table = ledger_table(pools, result, run_id, variant)
     pq.write_table(table, folder / LEDGER_FILE, compression="zstd")
-    return table.num_rows, float(sum(columns["cost_usd"]))
+    return table.num_rows, float(sum(table.column("cost_usd").to_pylist()))

@@ -1,12 +1,15 @@
 """Where a sweep's runs execute: local worker processes (the default) or a Ray cluster.
 
 An engine takes a picklable top-level function and its tasks and yields results as runs finish; the
-sweep does all bookkeeping (manifest, resume), so engines stay small and interchangeable.
+sweep does all bookkeeping (manifest, resume, every file write), so engines stay small and
+interchangeable. Each task may come with a shared object (a materialised workload): an engine whose
+workers may be on other machines (``ships_workloads``) sends each distinct one once.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import multiprocessing
 import os
 import signal
@@ -15,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -22,6 +26,8 @@ R = TypeVar("R")
 
 RAY_HINT = "pip install 'fleetlab[ray]'"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+log = logging.getLogger(__name__)
 
 
 class EngineError(Exception):
@@ -32,9 +38,13 @@ class Engine(Protocol):
     """Runs ``fn`` over ``tasks`` and yields each result as soon as it is ready (any order)."""
 
     name: str
+    #: Whether workers may not see this machine's files, so workloads are shipped to them.
+    ships_workloads: bool
 
-    def map_unordered(self, fn: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
-        """Results of ``fn(task)`` in completion order."""
+    def map_unordered(
+        self, fn: Callable[[T, Any], R], tasks: Sequence[T], shared: Sequence[Any] | None = None
+    ) -> Iterator[R]:
+        """Results of ``fn(task, shared[i])`` (``fn(task, None)`` without ``shared``) in completion order."""
         ...
 
 
@@ -62,19 +72,26 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="fleetlab-parent-watch", daemon=True).start()
 
 
+def _shared_at(shared: Sequence[Any] | None, i: int) -> Any:
+    return None if shared is None else shared[i]
+
+
 class LocalEngine:
     """Worker processes on this machine (``jobs`` of them; 1 runs in this process)."""
 
     name = "local"
+    ships_workloads = False
 
     def __init__(self, jobs: int | None = None) -> None:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
 
-    def map_unordered(self, fn: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
+    def map_unordered(
+        self, fn: Callable[[T, Any], R], tasks: Sequence[T], shared: Sequence[Any] | None = None
+    ) -> Iterator[R]:
         """Results in completion order; pending runs are cancelled if the consumer stops or fails."""
         if self.jobs == 1 or len(tasks) <= 1:
-            for task in tasks:
-                yield fn(task)
+            for i, task in enumerate(tasks):
+                yield fn(task, _shared_at(shared, i))
             return
         context = multiprocessing.get_context("spawn")  # no fork of a process with progress threads
         with ProcessPoolExecutor(
@@ -83,7 +100,9 @@ class LocalEngine:
             initializer=_die_with_parent,
             initargs=(os.getpid(),),
         ) as pool:
-            pending: set[Future[R]] = {pool.submit(fn, task) for task in tasks}
+            pending: set[Future[R]] = {
+                pool.submit(fn, task, _shared_at(shared, i)) for i, task in enumerate(tasks)
+            }
             try:
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -94,38 +113,76 @@ class LocalEngine:
                     future.cancel()
 
 
-class RayEngine:
-    """Ray tasks: ``ray.init()`` for a local Ray, or ``address`` for a running cluster.
+def ray_runtime_env(address: str | None) -> dict[str, Any] | None:
+    """For a cluster reached by address: ship this fleetlab package to the workers (``py_modules``), so
+    a cluster that has fleetlab's dependencies but not fleetlab itself (or another version) runs this
+    one. A local Ray started here imports it from this environment and needs nothing."""
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        return None
+    return {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
 
-    Workers write run folders themselves, so on a multi-machine cluster ``--out`` must be a shared path.
+
+class RayEngine:
+    """Ray tasks: a Ray started here, or the cluster at ``address`` (``ray://host:10001`` through Ray
+    Client, ``host:6379`` from a cluster node, or the ``RAY_ADDRESS`` environment variable).
+
+    Workers receive shared workloads through the object store (one ``ray.put`` each) and return their
+    run's tables as Arrow; the driver writes every file, so ``--out`` is a path on this machine only.
+    At most ``jobs`` runs are in flight (default: as many as the cluster schedules).
     """
 
     name = "ray"
+    ships_workloads = True
 
-    def __init__(self, address: str | None = None) -> None:
+    def __init__(self, address: str | None = None, jobs: int | None = None) -> None:
         try:
             import ray
         except ImportError:
             raise EngineError(f"--engine ray needs Ray, which is not installed: {RAY_HINT}") from None
         self._ray: Any = ray
+        self.jobs = jobs
         if not ray.is_initialized():
             try:
-                ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+                ray.init(
+                    address=address,
+                    ignore_reinit_error=True,
+                    log_to_driver=False,
+                    runtime_env=ray_runtime_env(address),
+                )
             except Exception as exc:  # ray raises ConnectionError, RuntimeError, ...
                 where = f"at {address}" if address else "locally"
                 raise EngineError(f"cannot start or reach Ray {where}: {exc}") from None
+        log.info("ray engine connected (address %s, at most %s runs in flight)", address, jobs or "any")
 
-    def map_unordered(self, fn: Callable[[T], R], tasks: Sequence[T]) -> Iterator[R]:
+    def map_unordered(
+        self, fn: Callable[[T, Any], R], tasks: Sequence[T], shared: Sequence[Any] | None = None
+    ) -> Iterator[R]:
         """Results in completion order (``ray.wait``); unfinished tasks are cancelled on exit."""
         ray = self._ray
         remote = ray.remote(fn)
-        refs = [remote.remote(task) for task in tasks]
+        refs_of: dict[int, Any] = {}  # id(shared object) -> its object ref, one put per distinct object
+        for value in shared or ():
+            if value is not None and id(value) not in refs_of:
+                refs_of[id(value)] = ray.put(value)
+        log.info("ray engine: %d task(s), %d shared workload(s) put", len(tasks), len(refs_of))
+        limit = self.jobs or len(tasks)
+        queue = list(range(len(tasks)))[::-1]
+        running: list[Any] = []
+
+        def submit() -> None:
+            while queue and len(running) < limit:
+                i = queue.pop()
+                value = _shared_at(shared, i)
+                running.append(remote.remote(tasks[i], None if value is None else refs_of[id(value)]))
+
         try:
-            while refs:
-                done, refs = ray.wait(refs, num_returns=1)
+            submit()
+            while running:
+                done, running[:] = ray.wait(running, num_returns=1)
+                submit()
                 yield ray.get(done[0])
         finally:
-            for ref in refs:
+            for ref in running:
                 ray.cancel(ref)
 
 
@@ -136,5 +193,5 @@ def make_engine(name: str, jobs: int | None = None, address: str | None = None) 
             raise EngineError("--address applies to --engine ray only")
         return LocalEngine(jobs)
     if name == "ray":
-        return RayEngine(address)
+        return RayEngine(address, jobs)
     raise EngineError(f"unknown engine {name!r}; choose local or ray")

@@ -22,7 +22,9 @@ from fleetlab.metrics.services import service_columns, services_payload
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
 from fleetlab.metrics.teams import team_rows
-from fleetlab.spec.out_folder import staged_output, unique_names
+from fleetlab.spec.out_folder import safe_name, staged_output, swap_into_place, unique_names
+
+__all__ = ["safe_name", "swap_into_place", "write_results", "write_run_files"]
 
 
 def _write_parquet(columns: dict[str, Any], path: Path) -> None:

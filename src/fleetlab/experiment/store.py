@@ -12,14 +12,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fleetlab.cost.ledger_io import run_id_of, write_ledger
+from fleetlab.cost.ledger_io import LEDGER_FILE, ledger_table, run_id_of
 from fleetlab.metrics.queues import QueueRow, queue_rows
 from fleetlab.metrics.services import service_columns
 from fleetlab.metrics.summary import Summary, summarize
@@ -27,6 +27,12 @@ from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.out_folder import safe_name, swap_into_place
+
+#: Version of the layout of run folders, run.json, manifest.json and the database; raised whenever a
+#: column or key changes meaning or disappears (docs/data-dictionary.md). Stored in run.json,
+#: manifest.json and every Parquet file's key-value metadata (``fleetlab.schema_version``).
+RESULTS_SCHEMA_VERSION = 1
+SCHEMA_METADATA_KEY = "fleetlab.schema_version"
 
 TMP_PREFIX = ".tmp-"
 RUN_RECORD = "run.json"
@@ -86,29 +92,63 @@ def run_tables(result: SimulationResult, variant: str, seed: int) -> dict[str, p
     }
 
 
-def write_run(
-    folder: Path, result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()
-) -> dict[str, Any]:
-    """Write one run's tables, its cost ledger (given the pools) and record into a temporary sibling and
-    rename it into place."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
+@dataclass(frozen=True)
+class RunFiles:
+    """One run's record and tables, computed where the run executed (a worker process or a Ray task) and
+    written by the driver alone: workers need no access to ``--out``."""
+
+    record: dict[str, Any]
+    #: File stem -> table, in writing order (the ledger last, when the pools are known).
+    tables: dict[str, pa.Table]
+
+
+def with_schema_version(table: pa.Table) -> pa.Table:
+    """The table with ``fleetlab.schema_version`` added to its schema's key-value metadata."""
+    metadata = dict(table.schema.metadata or {})
+    metadata[SCHEMA_METADATA_KEY.encode()] = str(RESULTS_SCHEMA_VERSION).encode()
+    return table.replace_schema_metadata(metadata)
+
+
+def run_files(result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()) -> RunFiles:
+    """The record (with summary and warnings) and every table of one run, ready to write."""
     summary = summarize(result).as_dict()
-    record = {**record, "summary": summary, "warnings": list(dict.fromkeys(result.warnings))}
+    record = {
+        **record,
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "summary": summary,
+        "warnings": list(dict.fromkeys(result.warnings)),
+    }
+    tables = run_tables(result, record["variant"], record["seed"])
+    if pools:
+        run_id = run_id_of(result, f"{record['variant']}/{record['policy']}")
+        tables[LEDGER_FILE.removesuffix(".parquet")] = ledger_table(
+            pools, result, run_id, variant=record["variant"]
+        )
+    return RunFiles(record, tables)
+
+
+def write_run_files(folder: Path, files: RunFiles) -> dict[str, Any]:
+    """Write one run's tables and record into a temporary sibling and rename it into place."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{folder.name}-", dir=folder.parent))
     try:
-        for name, table in run_tables(result, record["variant"], record["seed"]).items():
-            pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
-        if pools:
-            run_id = run_id_of(result, f"{record['variant']}/{record['policy']}")
-            write_ledger(pools, result, run_id, staging, variant=record["variant"])
-        text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False)
+        for name, table in files.tables.items():
+            pq.write_table(with_schema_version(table), staging / f"{name}.parquet", compression="zstd")
+        text = json.dumps(files.record, indent=2, sort_keys=True, allow_nan=False)
         (staging / RUN_RECORD).write_text(text + "\n", encoding="utf-8")
         staging.chmod(0o755)
         swap_into_place(staging, folder, aside_prefix=TMP_PREFIX)  # leftovers are swept on resume
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return record
+    return files.record
+
+
+def write_run(
+    folder: Path, result: SimulationResult, record: dict[str, Any], pools: Sequence[NodePool] = ()
+) -> dict[str, Any]:
+    """Compute and write one run's files in this process (``run_files`` then ``write_run_files``)."""
+    return write_run_files(folder, run_files(result, record, pools))
 
 
 def read_record(folder: Path) -> dict[str, Any] | None:
@@ -156,6 +196,10 @@ def write_json_atomic(path: Path, payload: Any) -> None:
 
 
 SUMMARY_FIELDS = tuple(f.name for f in fields(Summary) if f.name != "policy")
+#: run_summary's column types come from Summary's declared fields, never from the values seen (a float
+#: figure that happens to be whole in every run stays DOUBLE).
+_SUMMARY_HINTS = get_type_hints(Summary)
+_SUMMARY_TYPES: dict[Any, tuple[pa.DataType, Any]] = {int: (pa.int64(), int), float: (pa.float64(), float)}
 
 
 def _summary_table(records: Sequence[dict[str, Any]], changes: dict[str, str], baseline: str) -> pa.Table:
@@ -166,11 +210,9 @@ def _summary_table(records: Sequence[dict[str, Any]], changes: dict[str, str], b
         "is_baseline": pa.array([r["variant"] == baseline for r in records], pa.bool_()),
     }
     for name in SUMMARY_FIELDS:
-        values = [r["summary"].get(name) for r in records]
-        kind = pa.int64() if all(isinstance(v, int) for v in values if v is not None) else pa.float64()
-        columns[name] = pa.array(
-            [float(v) if v is not None and kind == pa.float64() else v for v in values], kind
-        )
+        values = [r["summary"].get(name) for r in records]  # None: a null in JSON, or an older record
+        kind, cast = _SUMMARY_TYPES[_SUMMARY_HINTS[name]]
+        columns[name] = pa.array([None if v is None else cast(v) for v in values], kind)
     return pa.table(columns)
 
 
@@ -186,7 +228,8 @@ def build_database(
     baseline: str,
 ) -> Path:
     """(Re)build ``experiment.duckdb``: tables copied from the runs' Parquet files, and the views
-    ``runs``, ``variants``, ``jobs``, ``costs``, ``timeline``, ``queues`` and ``services`` over them."""
+    ``runs``, ``variants``, ``jobs``, ``costs``, ``timeline``, ``queues``, ``services`` and ``ledger``
+    over them."""
     import duckdb
 
     target = out / DATABASE
@@ -202,6 +245,12 @@ def build_database(
             con.execute(f"CREATE TABLE {name}_rows AS SELECT * FROM arrow_rows")
             con.unregister("arrow_rows")
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_rows")
+        ledgers = [folder / LEDGER_FILE for folder in folders]
+        if ledgers and all(path.is_file() for path in ledgers):  # every run of a scenario has one
+            con.register("arrow_rows", _concat(ledgers))
+            con.execute("CREATE TABLE ledger_rows AS SELECT * FROM arrow_rows")
+            con.unregister("arrow_rows")
+            con.execute("CREATE VIEW ledger AS SELECT * FROM ledger_rows")
         means = ", ".join(f"avg({m}) AS {m}" for m in SUMMARY_FIELDS)
         con.execute("CREATE VIEW runs AS SELECT * FROM run_summary")
         con.execute(

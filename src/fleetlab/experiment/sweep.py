@@ -3,13 +3,19 @@
 Each finished run is its own folder, renamed into place when complete; ``manifest.json`` lists them and
 is rewritten atomically after every run. A rerun of a killed sweep deletes stray temporary folders, keeps
 every finished run whose inputs are unchanged, and runs exactly the missing (or stale) ones.
+
+Workers compute a run's tables and hand them back; this process alone writes run folders, the manifest
+and the database, so workers need no access to ``--out``. For engines whose workers may not see this
+machine's files (Ray), every distinct trace or inline workload is materialised here once and shipped to
+the workers through the engine (Ray's object store); generated workloads are drawn by the workers.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +25,17 @@ from fleetlab.experiment.plan import Experiment, Variant
 from fleetlab.experiment.results import MANIFEST
 from fleetlab.experiment.run import run_one
 from fleetlab.experiment.store import (
+    RESULTS_SCHEMA_VERSION,
+    RunFiles,
     build_database,
     read_record,
     remove_strays,
+    run_files,
     run_folder,
     write_json_atomic,
-    write_run,
+    write_run_files,
 )
+from fleetlab.model.job import Job
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import resolve
@@ -51,6 +61,9 @@ class RunTask:
     base_label: str
     base_dir: str | None
     folder: str
+    #: Where the driver materialised the workload (engines that ship it): its source and warnings.
+    source: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -65,12 +78,21 @@ def resolve_variant(variant: Variant, seed: int, label: str) -> ResolvedScenario
     return resolve(scenario, f"{label} (variant {variant.name!r})", base)
 
 
-def execute_run(task: RunTask) -> dict[str, Any]:
-    """Simulate one run and write its folder atomically; returns its record (runs in a worker)."""
+def execute_run(task: RunTask, jobs: tuple[Job, ...] | None = None) -> RunFiles:
+    """Simulate one run and return its record and tables (runs in a worker; the driver writes them).
+
+    ``jobs``: the workload materialised by the driver (with ``task.source`` and ``task.warnings``), so the
+    worker reads no trace file; None: the worker materialises it."""
     started = time.perf_counter()
     variant = Variant(task.variant, task.change, "", task.scenario_data, task.base_dir)
     try:
-        run = run_one(resolve_variant(variant, task.seed, task.base_label))
+        if jobs is None:
+            resolved = resolve_variant(variant, task.seed, task.base_label)
+        else:
+            scenario = Scenario.model_validate({**task.scenario_data, "seed": task.seed})
+            source = task.source if task.source is not None else task.base_label
+            resolved = ResolvedScenario(scenario=scenario, jobs=jobs, source=source, warnings=task.warnings)
+        run = run_one(resolved)
     except SpecError as exc:
         raise RunFailed(f"variant {task.variant!r}, seed {task.seed}: {exc}") from None
     record = {
@@ -82,7 +104,43 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         "policy": run.profile.name,
         "wall_s": round(time.perf_counter() - started, 3),
     }
-    return write_run(Path(task.folder), run.result, record, run.pools)
+    return run_files(run.result, record, run.pools)
+
+
+def _workload_key(variant: Variant) -> str | None:
+    """What a variant's jobs depend on besides the seed (None: generated, so the seed matters)."""
+    data = variant.scenario_data
+    workload = data.get("workload")
+    if not isinstance(workload, dict) or workload.get("generator") is not None:
+        return None
+    parts = {k: data.get(k) for k in ("workload", "priorityClasses", "priority_classes", "kueue")}
+    return json.dumps([parts, variant.base_dir], sort_keys=True, default=str)
+
+
+def ship_workloads(experiment: Experiment, tasks: list[RunTask]) -> tuple[list[RunTask], list[Any]]:
+    """Materialise each distinct non-generated workload once; the tasks get its source and warnings and
+    a shared jobs tuple each (None for generated workloads)."""
+    by_key: dict[str, tuple[Job, ...]] = {}
+    per_variant: dict[str, tuple[tuple[Job, ...], str, tuple[str, ...]] | None] = {}
+    for variant in experiment.variants:
+        key = _workload_key(variant)
+        if key is None:
+            per_variant[variant.name] = None
+            continue
+        resolved = resolve_variant(variant, experiment.seeds[0], experiment.base_label)
+        jobs = by_key.setdefault(key, resolved.jobs)
+        per_variant[variant.name] = (jobs, resolved.source, resolved.warnings)
+    shipped: list[RunTask] = []
+    shared: list[Any] = []
+    for task in tasks:
+        entry = per_variant.get(task.variant)
+        if entry is None:
+            shipped.append(task)
+            shared.append(None)
+        else:
+            shipped.append(replace(task, source=entry[1], warnings=entry[2]))
+            shared.append(entry[0])
+    return shipped, shared
 
 
 @dataclass
@@ -115,6 +173,7 @@ def plan_tasks(experiment: Experiment, out: Path) -> list[RunTask]:
 
 def _manifest(experiment: Experiment, records: dict[str, dict[str, Any]], tasks: list[RunTask]) -> Any:
     return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
         "experiment": experiment.name,
         "source": experiment.source,
         "baseline": experiment.baseline,
@@ -182,8 +241,14 @@ def _run_sweep_locked(
     if limit is not None:
         todo = todo[: max(0, limit)]
     write_json_atomic(out / MANIFEST, _manifest(experiment, records, tasks))
-    for record in (engine or LocalEngine()).map_unordered(execute_run, todo):
-        key = f"{record['variant']}/seed-{record['seed']}"
+    engine = engine or LocalEngine()
+    shared: list[Any] | None = None
+    if engine.ships_workloads and todo:
+        todo, shared = ship_workloads(experiment, todo)
+    folders = {t.key: Path(t.folder) for t in todo}
+    for files in engine.map_unordered(execute_run, todo, shared):
+        key = f"{files.record['variant']}/seed-{files.record['seed']}"
+        record = write_run_files(folders[key], files)
         records[key] = record
         outcome.executed.append(key)
         write_json_atomic(out / MANIFEST, _manifest(experiment, records, tasks))

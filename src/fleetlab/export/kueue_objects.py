@@ -1,6 +1,7 @@
 """A scenario's Kueue objects written back as ``kueue.x-k8s.io/v1beta2`` manifests.
 
-v1beta2 is the version Kueue's CRDs recommend (v1beta1 is served but deprecated: "Use v1beta2 instead").
+v1beta2 is the version Kueue's CRDs recommend (v1beta1 is served but deprecated: "Use v1beta2 instead");
+v1beta1 is written on request, for Kueue releases that serve only it (:func:`to_v1beta1`).
 Quotas go out as quantity strings in the unit a person writes (``380``, ``500m``, ``3800Gi``), so reading
 the file back with :func:`fleetlab.model.queues.queue_config_from_objects` gives the same integers.
 A ClusterQueue without a ``namespaceSelector`` gets ``{}``: in Kueue a missing selector admits no
@@ -9,7 +10,7 @@ namespace, while fleetlab (which has no namespaces to select) lets every LocalQu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fleetlab.model.cluster import Cluster
@@ -26,6 +27,7 @@ from fleetlab.model.queues import (
 from fleetlab.model.resources import format_amount
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
+API_VERSION_V1BETA1 = "kueue.x-k8s.io/v1beta1"
 
 
 def _weight(fair: FairSharing) -> dict[str, str]:
@@ -75,11 +77,12 @@ def _meta(name: str, namespace: str | None = None) -> dict[str, str]:
     return {"name": name} if namespace is None else {"name": name, "namespace": namespace}
 
 
-def resource_flavor(flavor: ResourceFlavor) -> dict[str, Any]:
-    """A ResourceFlavor manifest."""
+def resource_flavor(flavor: ResourceFlavor, node_labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A ResourceFlavor manifest; ``node_labels`` replaces the scenario's selector (real cluster labels)."""
     spec: dict[str, Any] = {}
-    if flavor.spec.node_labels:
-        spec["nodeLabels"] = dict(flavor.spec.node_labels)
+    labels = flavor.spec.node_labels if node_labels is None else node_labels
+    if labels:
+        spec["nodeLabels"] = dict(labels)
     if flavor.spec.node_taints:
         spec["nodeTaints"] = [_taint(t) for t in flavor.spec.node_taints]
     if flavor.spec.tolerations:
@@ -160,12 +163,48 @@ def topologies(config: QueueConfig, cluster: Cluster) -> list[dict[str, Any]]:
     ]
 
 
-def kueue_objects(config: QueueConfig, cluster: Cluster) -> list[dict[str, Any]]:
-    """Every object, in the order they can be applied: flavors and topologies, cohorts, queues."""
-    return [
+def kueue_objects(
+    config: QueueConfig,
+    cluster: Cluster,
+    flavor_labels: Mapping[str, Mapping[str, str]] | None = None,
+    api_version: str = API_VERSION,
+) -> list[dict[str, Any]]:
+    """Every object, in the order they can be applied: flavors and topologies, cohorts, queues;
+    ``flavor_labels`` gives per flavor the nodeLabels to write, ``api_version`` v1beta2 or v1beta1."""
+    labels = flavor_labels or {}
+    objects = [
         *topologies(config, cluster),
-        *(resource_flavor(f) for f in config.resource_flavors),
+        *(resource_flavor(f, labels.get(f.name)) for f in config.resource_flavors),
         *(cohort(c) for c in config.cohorts),
         *(cluster_queue(c) for c in config.cluster_queues),
         *(local_queue(q) for q in config.local_queues),
     ]
+    if api_version == API_VERSION:
+        return objects
+    if api_version != API_VERSION_V1BETA1:
+        raise ValueError(
+            f"Kueue API version {api_version!r}: expected {API_VERSION} or {API_VERSION_V1BETA1}"
+        )
+    return [to_v1beta1(o) for o in objects]
+
+
+#: v1beta2 field name -> v1beta1 name, per kind (kueue.x-k8s.io CRDs, both versions served: ClusterQueue
+#: ``spec.cohort``, Cohort ``spec.parent``).
+V1BETA1_FIELDS = {"ClusterQueue": ("cohortName", "cohort"), "Cohort": ("parentName", "parent")}
+#: v1beta2's ``MayStopSearch`` under its v1beta1 names (still accepted, deprecated, by newer v1beta1).
+V1BETA1_FUNGIBILITY = {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}
+
+
+def to_v1beta1(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A v1beta2 object as a ``kueue.x-k8s.io/v1beta1`` one, for Kueue releases before v1beta2."""
+    out = {**obj, "apiVersion": API_VERSION_V1BETA1, "spec": dict(obj.get("spec") or {})}
+    spec = out["spec"]
+    renamed = V1BETA1_FIELDS.get(str(obj.get("kind")))
+    if renamed is not None and renamed[0] in spec:
+        spec[renamed[1]] = spec.pop(renamed[0])
+    fungibility = spec.get("flavorFungibility")
+    if isinstance(fungibility, Mapping):
+        spec["flavorFungibility"] = {
+            k: (V1BETA1_FUNGIBILITY.get(k, v) if v == "MayStopSearch" else v) for k, v in fungibility.items()
+        }
+    return out

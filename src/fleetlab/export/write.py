@@ -8,13 +8,17 @@ from typing import Any
 
 import yaml
 
-from fleetlab.export.kueue_objects import kueue_objects
+from fleetlab.export.flavor_labels import PoolSelector, pool_selectors, real_node_labels
+from fleetlab.export.kueue_objects import API_VERSION, kueue_objects
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
 from fleetlab.export.scheduler_config import class_scheduler_name, kube_scheduler_configuration
+from fleetlab.export.second_scheduler import SECOND_SCHEDULER, second_scheduler_objects
 from fleetlab.model.scenario import Scenario
+from fleetlab.spec.kube_snapshot import Snapshot
 from fleetlab.spec.out_folder import staged_output
 
 SCHEDULER_FILE = "kube-scheduler-config.yaml"
+SECOND_SCHEDULER_FILE = "fleetlab-scheduler.yaml"
 KUEUE_FILE = "kueue.yaml"
 DEVICE_PLUGIN_FILE = "nvidia-device-plugin-config.yaml"
 MIG_PARTED_FILE = "nvidia-mig-parted-config.yaml"
@@ -45,11 +49,49 @@ def _yaml(documents: list[dict[str, Any]]) -> str:
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, explicit_start=True)
 
 
+@dataclass(frozen=True)
+class ExportOptions:
+    """What the scenario alone does not say: the cluster's real node labels, the Kueue API version."""
+
+    snapshot: Snapshot | None = None
+    kueue_api: str = API_VERSION
+
+
+def _flavor_labels(
+    scenario: Scenario, selectors: dict[str, PoolSelector | None]
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Per flavor, its nodeLabels on the real cluster, and a note for each replacement or failure."""
+    out: dict[str, dict[str, str]] = {}
+    notes: list[str] = []
+    if scenario.kueue is None:
+        return out, notes
+    for flavor in scenario.kueue.resource_flavors:
+        labels, unresolved = real_node_labels(flavor.spec.node_labels, selectors)
+        out[flavor.name] = labels
+        pool = flavor.spec.node_labels.get("fleetlab.io/pool")
+        if unresolved is not None:
+            notes.append(
+                f"ResourceFlavor {flavor.name}: no label on the cluster tells pool {unresolved}'s nodes "
+                f"apart, so it keeps fleetlab.io/pool={unresolved}; label those nodes with it "
+                f"(`kubectl label node NODE fleetlab.io/pool={unresolved}`), or pass --snapshot"
+            )
+        elif pool is not None:
+            found = selectors[pool]
+            assert found is not None
+            shown = ", ".join(f"{k}={v}" for k, v in found.labels.items())
+            notes.append(f"ResourceFlavor {flavor.name} selects pool {pool} by {shown}: {found.source}.")
+    return out, notes
+
+
 def _notes(scenario: Scenario) -> list[str]:
     config, cluster = scenario.scheduler, scenario.cluster
     notes = [
         "PodTopologySpread and InterPodAffinity score with weight 2 each as in kube-scheduler; fleetlab "
         "models topology spread, pod affinity and pod anti-affinity with them.",
+        f"{SECOND_SCHEDULER_FILE} runs the same profiles as a second scheduler (`kubectl apply -f` it); pods "
+        f"opt in with spec.schedulerName: {SECOND_SCHEDULER}. On GKE, EKS and AKS the default scheduler runs "
+        f"in the managed control plane and cannot be given {SCHEDULER_FILE}: use the second scheduler there. "
+        f"{SCHEDULER_FILE} is for control planes you run yourself (kube-scheduler --config).",
     ]
     if config.tie_break == "first":
         notes.append(
@@ -85,28 +127,45 @@ def _notes(scenario: Scenario) -> list[str]:
     return notes
 
 
-def render(scenario: Scenario) -> dict[str, str]:
+def render(scenario: Scenario, options: ExportOptions | None = None) -> dict[str, str]:
     """File name -> text for everything the scenario's policy configures."""
-    files = {SCHEDULER_FILE: _yaml([kube_scheduler_configuration(scenario.scheduler)])}
+    return render_with_notes(scenario, options)[0]
+
+
+def render_with_notes(
+    scenario: Scenario, options: ExportOptions | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """The files and the notes a reader must know to apply them (also in the README.md written)."""
+    opts = options or ExportOptions()
+    files = {
+        SCHEDULER_FILE: _yaml([kube_scheduler_configuration(scenario.scheduler)]),
+        SECOND_SCHEDULER_FILE: _yaml(second_scheduler_objects(scenario.scheduler)),
+    }
+    selectors = pool_selectors(scenario.cluster, opts.snapshot)
+    flavor_labels, label_notes = _flavor_labels(scenario, selectors)
     if scenario.kueue is not None:
-        files[KUEUE_FILE] = _yaml(kueue_objects(scenario.kueue, scenario.cluster))
+        objects = kueue_objects(scenario.kueue, scenario.cluster, flavor_labels, opts.kueue_api)
+        files[KUEUE_FILE] = _yaml(objects)
     device_plugin = device_plugin_configmap(scenario.cluster)
     if device_plugin is not None:
         files[DEVICE_PLUGIN_FILE] = _yaml([device_plugin])
     mig = mig_parted_configmap(scenario.cluster)
     if mig is not None:
         files[MIG_PARTED_FILE] = _yaml([mig])
+    notes = _notes(scenario) + label_notes
     lines = [f"# Configuration exported from fleetlab scenario {scenario.name}", ""]
     lines += [f"- `{name}`" for name in files]
-    lines += ["", "## Notes", ""] + [f"- {note}" for note in _notes(scenario)]
+    lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     files[NOTES_FILE] = "\n".join(lines) + "\n"
-    return files
+    return files, notes
 
 
-def export_scenario(scenario: Scenario, out: Path, force: bool = False) -> ExportResult:
+def export_scenario(
+    scenario: Scenario, out: Path, options: ExportOptions | None = None, force: bool = False
+) -> ExportResult:
     """Write every file into ``out`` by building a sibling folder and swapping it into place."""
-    files = render(scenario)
+    files, notes = render_with_notes(scenario, options)
     with staged_output(out, force) as staging:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
-    return ExportResult(files=tuple(files), notes=tuple(_notes(scenario)))
+    return ExportResult(files=tuple(files), notes=tuple(notes))

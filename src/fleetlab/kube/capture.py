@@ -66,8 +66,29 @@ def _kueue_objects(custom: Any, serialize: Callable[[Any], Any], api_exception: 
     return out
 
 
+def _storage_objects(
+    client: Any, api: Any, serialize: Callable[[Any], Any], api_exception: type[Exception]
+) -> list[Any]:
+    """PersistentVolumes, PersistentVolumeClaims and StorageClasses (skipped when RBAC forbids listing
+    them: the diagnosis then reads volume problems from events only)."""
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    calls = (
+        ("PersistentVolume", "v1", core.list_persistent_volume),
+        ("PersistentVolumeClaim", "v1", core.list_persistent_volume_claim_for_all_namespaces),
+        ("StorageClass", "storage.k8s.io/v1", storage.list_storage_class),
+    )
+    out: list[Any] = []
+    for kind, version, call in calls:
+        try:
+            out += [to_plain(serialize, kind, version, o) for o in call().items]
+        except api_exception as exc:
+            if getattr(exc, "status", None) not in (403, 404):
+                raise
+    return out
+
+
 def capture(context: str | None = None) -> list[dict[str, Any]]:
-    """Nodes, pods and Kueue objects of the kubeconfig's cluster, as plain kubectl-shaped dicts."""
+    """Nodes, pods, storage and Kueue objects of the kubeconfig's cluster, as plain kubectl-shaped dicts."""
     try:  # imported by name: the client is an optional extra and ships no type information
         client = importlib.import_module("kubernetes.client")
         config = importlib.import_module("kubernetes.config")
@@ -89,6 +110,7 @@ def capture(context: str | None = None) -> list[dict[str, Any]]:
         items = [to_plain(serialize, "Node", "v1", n) for n in core.list_node().items]
         items += [to_plain(serialize, "Pod", "v1", p) for p in core.list_pod_for_all_namespaces().items]
         items += _kueue_objects(client.CustomObjectsApi(api), serialize, api_exception)
+        items += _storage_objects(client, api, serialize, api_exception)
     except api_exception as exc:
         raise CaptureError(f"the API server refused a list call: {exc.status} {exc.reason}") from None
     except OSError as exc:

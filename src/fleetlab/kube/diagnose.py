@@ -9,41 +9,38 @@ device plugin is the real block, and whether a gang waits for its siblings.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from fleetlab.kube.cluster import NOT_READY_KEYS, LiveCluster, pod_spec
+from fleetlab.kube.cluster import LiveCluster, pod_spec
 from fleetlab.kube.events import PodEvent, pod_events
+from fleetlab.kube.gpu_nodes import (
+    GFD_LABELS,
+    GpuNode,
+    allocated_by_node,
+    cloud_gpu_machine,
+    gpu_node_report,
+    schedulable,
+    unknown_products,
+)
 from fleetlab.kube.preemption_check import PreemptionCheck
+from fleetlab.kube.queue_order import JointPlacer, queue_key
 from fleetlab.kube.queues import KueueView, QueuedWorkload, queued_workloads
 from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_between
+from fleetlab.kube.storage import StorageView, storage_block
 from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.pending import classify, classify_gang
 from fleetlab.spec.kube_snapshot import KubeNode, KubePod
 
+#: What the gang verdict says when every waiting pod of the group fits at once.
+GANG_READY = "room for all of them exists"
 #: Verdicts where evicting lower-priority pods could make room (capacity, not rules, is short).
-PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang"})
-GPU_LABEL_HINTS = ("nvidia.com/gpu.present", "nvidia.com/gpu.product", "nvidia.com/gpu.count")
-
-
-@dataclass
-class GpuNode:
-    """Stage (a): one node that has, or should have, GPUs, and what stops it offering them."""
-
-    node: str
-    product: str | None
-    gpus_allocatable: int
-    gpus_capacity: int
-    other_gpu_resources: dict[str, int]
-    ready: str
-    unschedulable: bool
-    sharing: str | None
-    problems: list[str]
+PREEMPTION_MAY_HELP = frozenset({"shortage", "fragmentation", "gang", "queued-behind"})
 
 
 @dataclass
@@ -62,6 +59,10 @@ class PendingPod:
     reported: str = ""
     #: DefaultPreemption's dry run over the snapshot: who would be evicted, or why nobody.
     preemption: str = ""
+    #: 1-based place in kube-scheduler's queue (priority, then creation) among the pending pods.
+    queue_position: int = 0
+    #: Where the joint pass placed the pod (it fits once the pods ahead of it are placed), if anywhere.
+    placed_on: str | None = None
 
 
 @dataclass
@@ -70,6 +71,8 @@ class Diagnosis:
 
     now: str | None
     nodes: int
+    #: nvidia.com/gpu summed over all nodes: allocatable (healthy), on schedulable nodes, capacity
+    #: (advertised), requested by bound running pods, and free (allocatable minus allocated, per node).
     gpus_allocatable: int
     gpus_schedulable: int
     gpu_nodes: list[GpuNode]
@@ -78,6 +81,9 @@ class Diagnosis:
     notes: list[str]
     #: Kueue Workloads not admitted (only when Kueue objects were given).
     workloads: list[QueuedWorkload] = field(default_factory=list)
+    gpus_advertised: int = 0
+    gpus_allocated: int = 0
+    gpus_free: int = 0
 
     @property
     def anything_pending(self) -> bool:
@@ -89,89 +95,41 @@ class Diagnosis:
         return asdict(self)
 
 
-def _gpu_resources(node: KubeNode) -> dict[str, int]:
-    return {
-        name: amount
-        for name, amount in node.allocatable.items()
-        if name.startswith("nvidia.com/") and name != GPU
-    }
-
-
-def _sharing(node: KubeNode) -> str | None:
-    strategy = node.labels.get("nvidia.com/gpu.sharing-strategy", "none")
-    replicas = node.labels.get("nvidia.com/gpu.replicas")
-    count = node.labels.get("nvidia.com/gpu.count")
-    if strategy in ("time-slicing", "mps"):
-        shape = f"{count} GPUs x {replicas} replicas" if count and replicas else "replicated GPUs"
-        return f"{strategy}: nvidia.com/gpu counts {shape}; memory and faults are shared"
-    mig = node.labels.get("nvidia.com/mig.strategy")
-    if mig in ("single", "mixed"):
-        return f"MIG {mig}: GPUs are advertised as MIG instances"
-    return None
-
-
-def gpu_node_report(node: KubeNode) -> GpuNode | None:
-    """What keeps a GPU node's GPUs from the scheduler, or None for a node with no sign of GPUs."""
-    alloc = node.allocatable.get(GPU, 0)
-    cap = node.capacity.get(GPU, 0)
-    others = _gpu_resources(node)
-    labelled = any(k in node.labels for k in GPU_LABEL_HINTS)
-    if not (alloc or cap or others or labelled or GPU in node.allocatable):
-        return None
-    problems: list[str] = []
-    if GPU not in node.allocatable and GPU not in node.capacity and not others:
-        problems.append(
-            "GPU labels but no nvidia.com/gpu resource: the NVIDIA device plugin is not running here"
-        )
-    elif alloc == 0 and not others:
-        if cap > 0:
-            problems.append(
-                f"nvidia.com/gpu allocatable 0 of capacity {cap}: the device plugin marked the GPUs "
-                "unhealthy (XID / driver fault); check `nvidia-smi` and the device-plugin log"
-            )
-        else:
-            problems.append("advertises nvidia.com/gpu: 0 (driver not loaded or device plugin found no GPU)")
-    elif alloc < cap:
-        problems.append(f"{cap - alloc} of {cap} GPUs unhealthy (allocatable {alloc} < capacity {cap})")
-    if node.ready != "True":
-        problems.append(f"NotReady (Ready={node.ready}): the kubelet is not reporting; no new pods land here")
-    if node.unschedulable:
-        problems.append("cordoned (spec.unschedulable): new pods are not placed here")
-    return GpuNode(
-        node=node.name,
-        product=node.labels.get("nvidia.com/gpu.product"),
-        gpus_allocatable=alloc,
-        gpus_capacity=cap,
-        other_gpu_resources=others,
-        ready=node.ready,
-        unschedulable=node.unschedulable,
-        sharing=_sharing(node),
-        problems=problems,
-    )
-
-
-def _schedulable(node: KubeNode) -> bool:
-    blocked = any(t.key in NOT_READY_KEYS and t.effect != "PreferNoSchedule" for t in node.taints)
-    return node.ready == "True" and not node.unschedulable and not blocked
+def _advertised_anywhere(live: LiveCluster, name: str) -> bool:
+    """Whether some node has ``name`` in allocatable (one column of the placement state)."""
+    col = live.state.column.get(name)
+    return col is not None and bool((live.state.allocatable[:, col] > 0).any())
 
 
 def _not_advertised(live: LiveCluster, pod: KubePod) -> tuple[str, str] | None:
     """A requested extended resource that no node offers at all (device plugin missing, MIG layout)."""
     for name, amount in sorted(pod.requests.items()):
-        if amount <= 0 or not is_extended(name):
-            continue
-        offering = [n for n in live.snapshot.nodes if n.allocatable.get(name, 0) > 0]
-        if offering:
+        if amount <= 0 or not is_extended(name) or _advertised_anywhere(live, name):
             continue
         capacity = [n.name for n in live.snapshot.nodes if n.capacity.get(name, 0) > 0]
-        why = (
-            f"{len(capacity)} node(s) have it in capacity but 0 allocatable (unhealthy devices)"
-            if capacity
-            else "no node has it even in capacity (device plugin not running, or a different MIG/sharing "
-            "resource name is advertised)"
-        )
+        machines = [n.name for n in live.snapshot.nodes if _unplugged_gpu_machine(n)]
+        if capacity:
+            why = f"{len(capacity)} node(s) have it in capacity but 0 allocatable (unhealthy devices)"
+        elif machines and name.startswith("nvidia.com/"):
+            shown = ", ".join(machines[:3]) + (f" and {len(machines) - 3} more" if len(machines) > 3 else "")
+            why = (
+                f"{len(machines)} GPU machine(s) run no NVIDIA device plugin (or driver): {shown}; "
+                "install or fix it there"
+            )
+        else:
+            why = (
+                "no node has it even in capacity (device plugin not running, or a different MIG/sharing "
+                "resource name is advertised)"
+            )
         return "not-advertised", f"no node advertises {name}: {why}"
     return None
+
+
+def _unplugged_gpu_machine(node: KubeNode) -> bool:
+    """A node its cloud or NFD calls a GPU machine that advertises no ``nvidia.com/*`` resource."""
+    if any(r.startswith("nvidia.com/") for r in (*node.allocatable, *node.capacity)):
+        return False
+    return cloud_gpu_machine(node) is not None or any(k in node.labels for k in GFD_LABELS)
 
 
 def _selector_detail(live: LiveCluster, pod: KubePod) -> str:
@@ -198,7 +156,7 @@ def _gang(live: LiveCluster, pod: KubePod, spec: PodSpec, siblings: list[KubePod
         if verdict is not None:
             return verdict[0], f"pod group {pod.group}: {verdict[1]}"
         return "gang", (
-            f"pod group {pod.group}: {len(waiting)} pods pending; room for all of them exists, so the gang "
+            f"pod group {pod.group}: {len(waiting)} pods pending; {GANG_READY}, so the gang "
             "scheduler (or Kueue) has not released them yet"
         )
     return None
@@ -223,8 +181,9 @@ def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
         ruled = rule_block(scheduler, compiled, verdicts)
         if ruled is not None:
             blocked_by, detail = ruled
-            if blocked_by == "selector/affinity":
-                detail = _selector_detail(live, pod) or detail
+            nowhere = _selector_detail(live, pod)
+            if nowhere:  # a selector no node satisfies must change whatever else does
+                blocked_by, detail = "selector/affinity", f"{nowhere}; {detail}"
     missing = _not_advertised(live, pod)
     if missing is not None:
         blocked_by, detail = missing
@@ -260,17 +219,25 @@ def diagnose_pending(
         if gang is not None:
             blocked_by, detail = gang
             message = f"pod group {pod.group}: its pods wait for room to start together"
-    scheduled = pod.conditions.get("PodScheduled")
-    since = pod.created or (scheduled[2] if scheduled is not None else None)
     return PendingPod(
         pod=pod.key,
-        requests={k: format_amount(k, v) for k, v in sorted(pod.requests.items())},
+        requests=_requests(pod),
         message=message,
         blocked_by=blocked_by,
         detail=detail,
-        waiting_s=seconds_between(now, since),
+        waiting_s=_waiting(pod, now),
         nodes=placed.verdicts.groups,
     )
+
+
+def _requests(pod: KubePod) -> dict[str, str]:
+    return {k: format_amount(k, v) for k, v in sorted(pod.requests.items())}
+
+
+def _waiting(pod: KubePod, now: datetime | None) -> float | None:
+    """Seconds since the pod was created (or since its PodScheduled condition, without a creation time)."""
+    scheduled = pod.conditions.get("PodScheduled")
+    return seconds_between(now, pod.created or (scheduled[2] if scheduled is not None else None))
 
 
 def _reported(pod: KubePod, events: dict[str, PodEvent]) -> str:
@@ -317,12 +284,62 @@ def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
     return notes
 
 
+def _storage(live: LiveCluster, pod: KubePod, entry: PendingPod, view: StorageView) -> bool:
+    """Whether the pod's volumes keep it out (the verdict becomes ``storage``); when something else
+    blocks it too, the volume problem is appended to the detail."""
+    found = storage_block(live, pod, view, entry.reported) if pod.claims else None
+    if found is None:
+        return False
+    if entry.blocked_by != "none":
+        entry.detail += f"; also: {found[1]}"
+        return False
+    entry.blocked_by, entry.detail = found
+    entry.message = "no node with room passes kube-scheduler's volume filters (VolumeBinding, VolumeZone)"
+    return True
+
+
+def _joint(placer: JointPlacer, pod: KubePod, entry: PendingPod, siblings: list[KubePod]) -> dict[str, str]:
+    """Place a pod (or its whole gang) that fits in queue order: pod key -> node of what was bound; or
+    say which pods ahead of it in the queue took the room it would have had."""
+    if entry.blocked_by == "gang" and GANG_READY in entry.detail and not pod.gates:
+        waiting = [p for p in siblings if p.node_name is None and p.phase == "Pending" and not p.gates]
+        placed = placer.place_all(sorted(waiting, key=queue_key))
+        if placed is not None:
+            entry.placed_on = placed[pod.key]
+            shown = ", ".join(f"{k} -> {n}" for k, n in list(placed.items())[:4])
+            more = f" and {len(placed) - 4} more" if len(placed) > 4 else ""
+            entry.detail += f"; placed together in queue order: {shown}{more}"
+        return placed or {}
+    if entry.blocked_by == "none" and not pod.gates and pod.group is None:
+        node = placer.place(pod)
+        if node is None:
+            return {}
+        entry.placed_on = node
+        entry.detail = (
+            f"in queue order (position {entry.queue_position}) the scheduler would bind it to {node}"
+        )
+        return {pod.key: node}
+    if entry.blocked_by in ("shortage", "fragmentation") and placer.bound:
+        taken = placer.taken_by(pod)
+        if taken:
+            shown = ", ".join(taken[:4]) + (f" and {len(taken) - 4} more" if len(taken) > 4 else "")
+            entry.blocked_by = "queued-behind"
+            entry.detail = (
+                f"the cluster has room for it alone, but {len(taken)} pending pod(s) ahead of it in the "
+                f"scheduling queue (higher priority, or equal and created earlier) take it: {shown}; "
+                f"after them: {entry.detail}"
+            )
+    return {}
+
+
 def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
-    """All three stages over the snapshot, in a stable order (nodes and pods by name)."""
+    """All three stages over the snapshot: pending pods in scheduling-queue order, each judged after the
+    ones ahead of it are placed (see ``queue_order``); bound pods and nodes by name."""
     snapshot = live.snapshot
-    gpu_nodes = [r for r in (gpu_node_report(n) for n in snapshot.nodes) if r is not None]
+    used = allocated_by_node(snapshot.pods)
+    gpu_nodes = [r for r in (gpu_node_report(n, used.get(n.name)) for n in snapshot.nodes) if r is not None]
     gpu_nodes.sort(key=lambda r: r.node)
-    schedulable = sum(n.allocatable.get(GPU, 0) for n in snapshot.nodes if _schedulable(n))
+    on_schedulable = sum(n.allocatable.get(GPU, 0) for n in snapshot.nodes if schedulable(n))
     groups: dict[tuple[str, str], list[KubePod]] = {}
     for pod in snapshot.pods:
         if pod.group is not None:
@@ -335,28 +352,40 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
     events = pod_events(snapshot.events)
     placements: dict[PodSpec, _Placement] = {}
     preemption: PreemptionCheck | None = None
-    for pod in sorted(snapshot.pods, key=lambda p: p.key):
-        if pod.terminated or pod.phase != "Pending":
-            continue
-        if pod.node_name is None:
-            siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
-            entry = diagnose_pending(live, pod, siblings, now, placements)
-            kueue = _kueue_block(pod, by_owner)
-            if kueue is not None:
-                entry.blocked_by, entry.detail = kueue
-            entry.reported = _reported(pod, events.get(pod.key, {}))
-            if entry.blocked_by in PREEMPTION_MAY_HELP:
-                preemption = preemption or PreemptionCheck(live)
-                entry.preemption = preemption.verdict(pod)
-            if pod.nominated_node is not None:
-                entry.preemption = (
-                    f"nominated to node {pod.nominated_node}: preemption is under way, the pod waits for "
-                    "its victims to terminate"
-                )
-            notes.extend(_pending_notes(pod, entry))
-            pending.append(entry)
+    placer = JointPlacer(live)
+    storage = StorageView(snapshot.storage_objects)
+    active = [p for p in snapshot.pods if not p.terminated and p.phase == "Pending"]
+    gang_placed: dict[str, tuple[str, PendingPod]] = {}  # pod key -> (node, the gang's first entry)
+    for pod in sorted((p for p in active if p.node_name is None), key=queue_key):
+        siblings = groups.get((pod.namespace, pod.group), []) if pod.group else []
+        if pod.key in gang_placed:  # bound with its gang when the gang's first pod came up
+            node, first = gang_placed[pod.key]
+            entry = replace(first, pod=pod.key, requests=_requests(pod), waiting_s=_waiting(pod, now))
+            entry.placed_on, entry.preemption = node, ""
         else:
-            starting.append(_starting(live, pod, now, events.get(pod.key, {})))
+            entry = diagnose_pending(live, pod, siblings, now, placements)
+        entry.queue_position = len(pending) + 1
+        entry.reported = _reported(pod, events.get(pod.key, {}))
+        kueue = _kueue_block(pod, by_owner)
+        if kueue is not None:
+            entry.blocked_by, entry.detail = kueue
+        elif entry.placed_on is None and not _storage(live, pod, entry, storage):
+            placed = _joint(placer, pod, entry, siblings)
+            if placed:
+                placements.clear()  # the state changed: cached verdicts are stale
+                gang_placed.update({k: (n, entry) for k, n in placed.items() if k != pod.key})
+        if entry.blocked_by in PREEMPTION_MAY_HELP and entry.placed_on is None:
+            preemption = preemption or PreemptionCheck(live)
+            entry.preemption = preemption.verdict(pod)
+        if pod.nominated_node is not None:
+            entry.preemption = (
+                f"nominated to node {pod.nominated_node}: preemption is under way, the pod waits for "
+                "its victims to terminate"
+            )
+        notes.extend(_pending_notes(pod, entry))
+        pending.append(entry)
+    for pod in sorted((p for p in active if p.node_name is not None), key=lambda p: p.key):
+        starting.append(_starting(live, pod, now, events.get(pod.key, {})))
     for orphan in live.orphans:
         notes.append(f"{orphan.key} is bound to node {orphan.node_name}, which is not in the snapshot")
     for name in live.implied:
@@ -364,17 +393,22 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             f"node {name} is NotReady but has no not-ready/unreachable taint yet; treated as tainted "
             "(the node lifecycle controller adds it within seconds)"
         )
+    notes.extend(unknown_products(gpu_nodes))
     total = int(np.sum([n.allocatable.get(GPU, 0) for n in snapshot.nodes]))
+    gpu_rows = [row for r in gpu_nodes for row in r.resources if row.resource == GPU]
     if not any(r.gpus_allocatable for r in gpu_nodes) and not any(r.other_gpu_resources for r in gpu_nodes):
         notes.append("no node advertises nvidia.com/gpu: GPU pods cannot be placed anywhere")
     return Diagnosis(
         now=now.isoformat().replace("+00:00", "Z") if now else None,
         nodes=len(snapshot.nodes),
         gpus_allocatable=total,
-        gpus_schedulable=schedulable,
+        gpus_schedulable=on_schedulable,
         gpu_nodes=gpu_nodes,
         pending=pending,
         starting=starting,
         notes=notes,
         workloads=workloads,
+        gpus_advertised=sum(row.advertised for row in gpu_rows),
+        gpus_allocated=sum(row.allocated for row in gpu_rows),
+        gpus_free=sum(row.free for row in gpu_rows),
     )

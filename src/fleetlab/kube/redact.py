@@ -10,6 +10,7 @@ A snapshot is meant to be shared with whoever helps debug, so before anything is
   and fleetlab reads neither;
 * annotations whose value embeds a manifest or other structured data (``kubectl.kubernetes.io/last-applied-
   configuration`` and the like: a value that starts with ``{`` or ``[`` or holds ``apiVersion``) are replaced;
+* StorageClass ``parameters`` naming a secret (``csi.storage.k8s.io/*-secret-name``) are replaced;
 * ``metadata.managedFields`` is dropped.
 
 Names, labels, resources, scheduling fields and status are kept: they are what diagnosis needs.
@@ -94,6 +95,10 @@ def redact(obj: Any) -> Any:
         for key, value in item.items():
             if isinstance(value, dict) and _is_secret_ref(str(key)):
                 _redact_ref(value)
+            if key == "parameters" and isinstance(value, dict):  # StorageClass CSI secret names
+                for name in value:
+                    if "secret" in str(name).lower():
+                        value[name] = REDACTED
             if isinstance(value, dict | list):
                 stack.append(value)
     return obj

@@ -24,7 +24,7 @@ from fleetlab.model.cluster import (
     REGION_LABEL,
     ZONE_LABEL,
 )
-from fleetlab.model.gpus import GPU_MODELS
+from fleetlab.model.gpu_products import parse_product
 from fleetlab.model.limits import MAX_NODES
 from fleetlab.model.resources import CPU, EPHEMERAL_STORAGE, GPU, MEMORY, PODS, format_amount, is_extended
 from fleetlab.model.scenario import ResolvedScenario, Scenario
@@ -36,9 +36,31 @@ from fleetlab.spec.pools import resolve_pool
 #: providerID prefixes of the clouds with a built-in price catalog.
 PROVIDERS = {"gce": "gcp", "aws": "aws", "azure": "azure"}
 
-_PRODUCT_TO_MODEL: dict[str, str] = {}
-for _name, _model in GPU_MODELS.items():
-    _PRODUCT_TO_MODEL.setdefault(_model.product, _name)
+
+def _node_model(node: KubeNode) -> str | None:
+    """The node's whole-GPU model; None for an unknown product, or when nvidia.com/gpu counts MIG
+    instances or time-slicing replicas rather than GPUs."""
+    product = parse_product(node.labels.get(GPU_PRODUCT_LABEL) or "")
+    return None if product.mig_profile or product.shared else product.model
+
+
+def _model_warning(pool: dict[str, Any], node: KubeNode) -> str | None:
+    """Why a pool with GPUs got no GPU model (its nvidia.com/gpu is then a plain resource)."""
+    if GPU not in pool["extended_resources"]:
+        return None
+    label = node.labels.get(GPU_PRODUCT_LABEL)
+    if not label:
+        why = "its nodes carry no nvidia.com/gpu.product label"
+    else:
+        product = parse_product(label)
+        if product.mig_profile or product.shared:
+            unit = "MIG instances" if product.mig_profile else "shared replicas"
+            why = f"nvidia.com/gpu counts {unit} ({label})"
+        else:
+            why = f"GPU product {label!r} is not a model fleetlab knows (see docs/kube.md)"
+    return f"pool {pool['name']}: {why}; its nvidia.com/gpu is kept as a plain resource without a GPU model"
+
+
 #: Labels that differ per node and must not become pool labels.
 PER_NODE_LABELS = frozenset({HOSTNAME_LABEL, "kubernetes.io/hostname"})
 
@@ -79,7 +101,7 @@ def _daemon_usage(snapshot: Snapshot) -> dict[str, dict[str, int]]:
 
 def _pool_name(node: KubeNode, taken: set[str]) -> str:
     product = node.labels.get(GPU_PRODUCT_LABEL)
-    model = _PRODUCT_TO_MODEL.get(product or "")
+    model = _node_model(node)
     base = (
         "-".join(x for x in (node.labels.get(INSTANCE_TYPE_LABEL), (model or product or "").lower()) if x)
         or "nodes"
@@ -95,8 +117,7 @@ def _pool_name(node: KubeNode, taken: set[str]) -> str:
 def _pool(
     node: KubeNode, free: dict[str, int], name: str, count: int, labels: dict[str, str]
 ) -> dict[str, Any]:
-    product = node.labels.get(GPU_PRODUCT_LABEL)
-    model = _PRODUCT_TO_MODEL.get(product or "")
+    model = _node_model(node)
     gpus = free.get(GPU, 0)
     taints = list(node.taints)
     extra = implied_taint(node)
@@ -155,9 +176,9 @@ def snapshot_pools(snapshot: Snapshot) -> SnapshotPools:
         }
         name = _pool_name(first, taken)
         pool = _pool(first, free, name, len(members), common)
-        warning = _price(pool, first)
-        if warning is not None:
-            warnings.append(warning)
+        for warning in (_model_warning(pool, first), _price(pool, first)):
+            if warning is not None:
+                warnings.append(warning)
         pools.append(pool)
         for i, (node, _) in enumerate(members):
             node_of[node.name] = f"{name}-{i}"

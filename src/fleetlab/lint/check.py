@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleetlab.lint.cluster_rules import ClusterContext, cluster_findings, group_findings
+from fleetlab.lint.crd_workloads import unread_kind_findings, workload_templates
 from fleetlab.lint.findings import Finding
 from fleetlab.lint.kai_rules import kai_findings
 from fleetlab.lint.manifests import Manifest, read_manifests
 from fleetlab.lint.nodes import cluster_nodes
 from fleetlab.lint.resources import resource_findings
-from fleetlab.lint.workloads import PodTemplate, pod_groups, pod_templates
+from fleetlab.lint.workloads import PodTemplate, pod_groups
 from fleetlab.model.scenario import Scenario
 
 
@@ -38,13 +39,17 @@ class LintReport:
 
 def lint_manifests(manifests: Sequence[Manifest], scenario: Scenario | None = None) -> LintReport:
     """Every finding for already-read manifests; cluster rules only when a scenario is given."""
-    templates: list[PodTemplate] = [t for m in manifests for t in pod_templates(m)]
+    templates: list[PodTemplate] = []
     findings: list[Finding] = []
+    for manifest in manifests:
+        found = workload_templates(manifest)
+        findings += unread_kind_findings(manifest, found)
+        templates += found
     ctx = ClusterContext(scenario, cluster_nodes(scenario.cluster)) if scenario is not None else None
     for template in templates:
         own = resource_findings(template) + kai_findings(template)
         findings += own
-        if ctx is not None:
+        if ctx is not None and template.placement_known:
             unknown_mig = any(f.rule == "GPU005" for f in own)
             # a MIG profile that does not exist is reported once, not again as "no node has room"
             findings += [

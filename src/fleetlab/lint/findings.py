@@ -25,6 +25,7 @@ RULES: dict[str, tuple[Severity, str]] = {
     "GPU010": ("error", "a DoNotSchedule topology spread constraint on a label no usable node carries"),
     "GPU011": ("error", "more replicas than domains for their required pod anti-affinity"),
     "GPU012": ("error", "a KAI gpu-fraction / gpu-memory annotation with a bad value"),
+    "GPU013": ("warning", "GPU requests in a kind lint does not read (not checked)"),
 }
 
 

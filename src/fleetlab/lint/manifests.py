@@ -17,6 +17,7 @@ import yaml
 
 from fleetlab.spec.bounded import BoundedLoader, load_json, read_text_file, yaml_documents
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.kube_objects import describe_text
 
 PathPart = str | int
 FieldPath = tuple[PathPart, ...]
@@ -77,6 +78,17 @@ class Manifest:
                 if isinstance(meta.get(key), str):
                     return str(meta[key])
         return "<unnamed>"
+
+    def inner(self, path: FieldPath) -> Manifest | None:
+        """The object embedded at ``path`` (an AppWrapper component's template) as a manifest of its own,
+        or None when no object is there."""
+        data = value_at(self.data, path)
+        if not isinstance(data, Mapping):
+            return None
+        node = self.node
+        for part in path:
+            node = _child(node, part) if node is not None else None
+        return Manifest(self.file, self.document, data, (*self.root, *path), node)
 
     def line(self, path: FieldPath) -> int | None:
         """1-based line of the deepest node of ``path`` that exists, or None without YAML nodes."""
@@ -147,6 +159,14 @@ def read_manifests(path: Path) -> list[Manifest]:
     """Every object in one manifest file, in order; a ManifestError when it cannot be read or parsed."""
     label = str(path)
     text = read_text_file(path, "file not found (give a Kubernetes manifest: YAML or JSON)")
+    if describe_text(text):
+        raise ManifestError(
+            label,
+            [
+                "this looks like `kubectl describe` output, which is not a manifest; lint the manifest file "
+                "itself, or save `kubectl get KIND NAME -o yaml`"
+            ],
+        )
     is_json = path.suffix.lower() == ".json" or text.lstrip().startswith("{")
     out: list[Manifest] = []
     for index, (data, node) in enumerate(_documents(label, text, is_json)):

@@ -16,13 +16,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fleetlab.lint.resources import containers, dig
+from fleetlab.lint.resources import containers
 from fleetlab.lint.workloads import PodTemplate
 from fleetlab.model.cluster import Cluster
 from fleetlab.model.kube import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import CPU, MEMORY, PODS, is_extended, parse_amount
 from fleetlab.placement.plugins.taint_toleration import first_untolerated
+from fleetlab.spec.kube_objects import dig
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ from fractions import Fraction
 from typing import Any
 
 from fleetlab.lint.findings import Finding, finding
-from fleetlab.lint.manifests import FieldPath, render_path
+from fleetlab.lint.manifests import FieldPath, render_path, value_at
 from fleetlab.lint.workloads import PodTemplate
-from fleetlab.model.gpus import GPU_MODELS
+from fleetlab.model.gpu_products import parse_product
 from fleetlab.model.mig import MIG_RESOURCE_PREFIX, MigLayoutError, mig_capable_models, profiles
 from fleetlab.model.quantity import QuantityError, parse_quantity
 from fleetlab.model.resources import is_extended
+from fleetlab.spec.kube_objects import dig
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 #: apimachinery's resource.ErrFormatWrong, what the API server says about a quantity it cannot parse.
@@ -46,15 +47,6 @@ def canonical(value: Fraction) -> str:
     return f"{sign}{-(-value * 10**9 // 1)}n"
 
 
-def dig(data: Any, *keys: str) -> Any:
-    """``data[k1][k2]...``, or None where a level is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
-
-
 def is_gpu_resource(name: str) -> bool:
     """GPU-like device plugin resources: ``nvidia.com/gpu``, MIG instances, ``amd.com/gpu`` and the like."""
     return is_extended(name) and ("gpu" in name.split("/", 1)[1] or name.startswith(MIG_RESOURCE_PREFIX))
@@ -69,10 +61,18 @@ class Container:
     data: Mapping[str, Any]
     init: bool
     sidecar: bool
+    #: Where the ResourceRequirements sit under ``path`` (``resourcesPerNode`` on a Trainer TrainJob).
+    resources_key: str = "resources"
 
 
 def containers(template: PodTemplate) -> Iterator[Container]:
-    """App and init containers of a pod spec (ephemeral containers cannot have resources)."""
+    """App and init containers of a pod spec (ephemeral containers cannot have resources), and the
+    container a CRD writes elsewhere (``resources_at``)."""
+    if template.resources_at is not None:
+        path, key = template.resources_at
+        data = value_at(template.manifest.data, path)
+        if isinstance(data, Mapping):
+            yield Container(path, str(path[-1]), {"resources": data.get(key)}, False, False, key)
     for key, init in (("initContainers", True), ("containers", False)):
         items = template.spec.get(key)
         if not isinstance(items, list):
@@ -145,7 +145,7 @@ def _extended(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _container_findings(template: PodTemplate, container: Container) -> list[Finding]:
     out: list[Finding] = []
-    res_path: FieldPath = (*container.path, "resources")
+    res_path: FieldPath = (*container.path, container.resources_key)
     limits = _extended(_resource_map(container, "limits"))
     requests = _extended(_resource_map(container, "requests"))
     parsed_limits = {n: _parse(template, (*res_path, "limits", n), n, raw, out) for n, raw in limits.items()}
@@ -205,12 +205,6 @@ def resource_findings(template: PodTemplate) -> list[Finding]:
     return out
 
 
-def _model_for_product(product: str) -> str | None:
-    """fleetlab's GPU model for a GFD ``nvidia.com/gpu.product`` value (``-MIG-...``/``-SHARED`` stripped)."""
-    base = product.split("-MIG-", 1)[0].removesuffix("-SHARED")
-    return next((m.name for m in GPU_MODELS.values() if m.product == base), None)
-
-
 def declared_products(spec: Mapping[str, Any]) -> tuple[FieldPath, list[str]] | None:
     """GPU products a pod is pinned to by nodeSelector, or by an ``In`` on every required affinity term."""
     selector = spec.get("nodeSelector")
@@ -244,7 +238,7 @@ def _known_somewhere(profile: str) -> bool:
 
 def _mig_problem(resource: str, profile: str, product: str, selected_at: str) -> tuple[str, str] | None:
     """(message, fix) when the GPU model behind ``product`` cannot provide MIG resource ``resource``."""
-    model = _model_for_product(product)
+    model = parse_product(product).model
     if model is None:
         return None  # a product fleetlab does not know: nothing to check against
     label = f"{GPU_PRODUCT_LABEL}={product}"
@@ -275,7 +269,7 @@ def _mig_findings(template: PodTemplate, container: Container) -> list[Finding]:
         profile = _profile_name(resource).replace(".me", "+me")
         path: FieldPath = (
             *container.path,
-            "resources",
+            container.resources_key,
             "limits" if resource in limits else "requests",
             resource,
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetlab.lint.manifests import FieldPath, Manifest
+from fleetlab.spec.kube_objects import dig
 
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 JOBSET_EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -46,14 +47,12 @@ class PodTemplate:
     gang_size: int = 0
     gang_path: FieldPath = ()
     gang_label: str = ""
-
-
-def _get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
+    #: A container written outside ``containers`` (KServe ``predictor.model``, Trainer
+    #: ``trainer.resourcesPerNode``): the object's path and the key of its ResourceRequirements.
+    resources_at: tuple[FieldPath, str] | None = None
+    #: False where the pod's tolerations and node selection live elsewhere (a TrainJob's runtime): the
+    #: rules that judge placement against the scenario's nodes are skipped.
+    placement_known: bool = True
 
 
 def _count(value: Any, default: int = 1) -> int:
@@ -61,16 +60,16 @@ def _count(value: Any, default: int = 1) -> int:
 
 
 def _annotations(meta: Any) -> Mapping[str, Any]:
-    value = _get(meta, "annotations")
+    value = dig(meta, "annotations")
     return value if isinstance(value, Mapping) else {}
 
 
 def _labels(meta: Any) -> Mapping[str, Any]:
-    value = _get(meta, "labels")
+    value = dig(meta, "labels")
     return value if isinstance(value, Mapping) else {}
 
 
-def _template(
+def template_at(
     manifest: Manifest,
     template: Any,
     path: FieldPath,
@@ -80,10 +79,10 @@ def _template(
 ) -> PodTemplate | None:
     """A pod template (``{metadata, spec}``) at ``path``, with Kueue's required-topology podset if set;
     ``gang_size`` (default: every replica) is how many pods share the domain."""
-    spec = _get(template, "spec")
+    spec = dig(template, "spec")
     if not isinstance(spec, Mapping):
         return None
-    topology = _annotations(_get(template, "metadata")).get(REQUIRED_TOPOLOGY)
+    topology = _annotations(dig(template, "metadata")).get(REQUIRED_TOPOLOGY)
     if isinstance(topology, str) and topology:
         size = replicas if gang_size is None else gang_size
         return PodTemplate(
@@ -102,7 +101,7 @@ def _template(
 def _jobset(manifest: Manifest) -> list[PodTemplate]:
     out: list[PodTemplate] = []
     exclusive = _annotations(manifest.data.get("metadata")).get(JOBSET_EXCLUSIVE)
-    jobs = _get(manifest.data, "spec", "replicatedJobs")
+    jobs = dig(manifest.data, "spec", "replicatedJobs")
     if not isinstance(jobs, list):
         return out
     for i, job in enumerate(jobs):
@@ -110,13 +109,13 @@ def _jobset(manifest: Manifest) -> list[PodTemplate]:
             continue
         name = job.get("name", str(i))
         copies = _count(job.get("replicas"))
-        job_spec = _get(job, "template", "spec")
-        per_job = _count(_get(job_spec, "parallelism"))
+        job_spec = dig(job, "template", "spec")
+        per_job = _count(dig(job_spec, "parallelism"))
         path: FieldPath = ("spec", "replicatedJobs", i, "template", "spec", "template")
-        found = _template(manifest, _get(job_spec, "template"), path, copies * per_job, f"{name}")
+        found = template_at(manifest, dig(job_spec, "template"), path, copies * per_job, f"{name}")
         if found is None:
             continue
-        own = _annotations(_get(job, "template", "metadata")).get(JOBSET_EXCLUSIVE)
+        own = _annotations(dig(job, "template", "metadata")).get(JOBSET_EXCLUSIVE)
         key = own if isinstance(own, str) and own else exclusive
         if found.topology is None and isinstance(key, str) and key:
             where: FieldPath = (
@@ -149,7 +148,7 @@ def _replica_specs(manifest: Manifest) -> list[PodTemplate]:
         for role, replica in roles.items():
             if not isinstance(replica, Mapping):
                 continue
-            found = _template(
+            found = template_at(
                 manifest,
                 replica.get("template"),
                 ("spec", key, str(role), "template"),
@@ -167,20 +166,20 @@ def _ray(manifest: Manifest) -> list[PodTemplate]:
     spec = manifest.data.get("spec")
     root: FieldPath = ("spec",)
     for key in ("rayClusterSpec", "rayClusterConfig"):
-        if isinstance(_get(spec, key), Mapping):
-            spec, root = _get(spec, key), ("spec", key)
+        if isinstance(dig(spec, key), Mapping):
+            spec, root = dig(spec, key), ("spec", key)
     out: list[PodTemplate] = []
-    head = _template(
-        manifest, _get(spec, "headGroupSpec", "template"), (*root, "headGroupSpec", "template"), 1, "head"
+    head = template_at(
+        manifest, dig(spec, "headGroupSpec", "template"), (*root, "headGroupSpec", "template"), 1, "head"
     )
     if head is not None:
         out.append(head)
-    groups = _get(spec, "workerGroupSpecs")
+    groups = dig(spec, "workerGroupSpecs")
     for i, group in enumerate(groups if isinstance(groups, list) else []):
-        replicas = _count(_get(group, "replicas")) * _count(_get(group, "numOfHosts"))
-        name = str(_get(group, "groupName") or i)
-        found = _template(
-            manifest, _get(group, "template"), (*root, "workerGroupSpecs", i, "template"), replicas, name
+        replicas = _count(dig(group, "replicas")) * _count(dig(group, "numOfHosts"))
+        name = str(dig(group, "groupName") or i)
+        found = template_at(
+            manifest, dig(group, "template"), (*root, "workerGroupSpecs", i, "template"), replicas, name
         )
         if found is not None:
             out.append(found)
@@ -190,17 +189,17 @@ def _ray(manifest: Manifest) -> list[PodTemplate]:
 def _leader_worker_set(manifest: Manifest) -> list[PodTemplate]:
     """LeaderWorkerSet: ``replicas`` groups of ``size`` pods (a leader and size-1 workers); Kueue admits
     each group as one workload, so a required topology holds per group."""
-    lwt = _get(manifest.data, "spec", "leaderWorkerTemplate")
-    groups = _count(_get(manifest.data, "spec", "replicas"))
-    size = _count(_get(lwt, "size"))
+    lwt = dig(manifest.data, "spec", "leaderWorkerTemplate")
+    groups = _count(dig(manifest.data, "spec", "replicas"))
+    size = _count(dig(lwt, "size"))
     root: FieldPath = ("spec", "leaderWorkerTemplate")
     out: list[PodTemplate] = []
-    leader = _template(manifest, _get(lwt, "leaderTemplate"), (*root, "leaderTemplate"), groups, "leader", 1)
+    leader = template_at(manifest, dig(lwt, "leaderTemplate"), (*root, "leaderTemplate"), groups, "leader", 1)
     if leader is not None:
         out.append(leader)
     workers = size - 1 if leader is not None else size
-    found = _template(
-        manifest, _get(lwt, "workerTemplate"), (*root, "workerTemplate"), groups * workers, "workers", workers
+    found = template_at(
+        manifest, dig(lwt, "workerTemplate"), (*root, "workerTemplate"), groups * workers, "workers", workers
     )
     if found is not None:
         out.append(found)
@@ -211,21 +210,21 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
     """Every pod spec of a workload object; an empty list for kinds that run no pods."""
     kind, data = manifest.kind, manifest.data
     if kind == "Pod":
-        found = _template(manifest, data, (), 1, manifest.name)
+        found = template_at(manifest, data, (), 1, manifest.name)
         return [] if found is None else [found]
     if kind in _DIRECT_TEMPLATE:
         spec = data.get("spec")
-        replicas = _count(_get(spec, "parallelism" if kind == "Job" else "replicas"))
+        replicas = _count(dig(spec, "parallelism" if kind == "Job" else "replicas"))
         gang = 1 if kind in _PODS_ONE_BY_ONE else None
-        found = _template(
-            manifest, _get(spec, "template"), ("spec", "template"), replicas, manifest.name, gang
+        found = template_at(
+            manifest, dig(spec, "template"), ("spec", "template"), replicas, manifest.name, gang
         )
         return [] if found is None else [found]
     if kind == "CronJob":
-        job_spec = _get(data, "spec", "jobTemplate", "spec")
+        job_spec = dig(data, "spec", "jobTemplate", "spec")
         path: FieldPath = ("spec", "jobTemplate", "spec", "template")
-        found = _template(
-            manifest, _get(job_spec, "template"), path, _count(_get(job_spec, "parallelism")), ""
+        found = template_at(
+            manifest, dig(job_spec, "template"), path, _count(dig(job_spec, "parallelism")), ""
         )
         return [] if found is None else [found]
     if kind == "JobSet":
@@ -256,7 +255,7 @@ def pod_groups(templates: list[PodTemplate]) -> list[PodGroup]:
         meta = template.manifest.data.get("metadata")
         name = _labels(meta).get(POD_GROUP_NAME)
         if isinstance(name, str) and name:
-            namespace = _get(meta, "namespace")
+            namespace = dig(meta, "namespace")
             groups.setdefault((str(namespace or "default"), name), []).append(template)
     out: list[PodGroup] = []
     for (_, name), members in groups.items():

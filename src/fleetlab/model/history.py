@@ -56,6 +56,8 @@ JOB_SCHEMA: Final[pa.Schema] = pa.schema(
         pa.field("nodes", pa.string()),  # comma-separated node names the job ran on
         pa.field("gpu_util_mean", pa.float64()),  # measured (DCGM), 0..1, null where not measured
         pa.field("gpu_mem_used_max", pa.float64()),  # measured framebuffer bytes, null where not measured
+        pa.field("image_pull_s", pa.float64()),  # measured image pull time (Pulled events), max over pods
+        pa.field("run_s", pa.float64()),  # measured run time: end_s - running_s, or the source's duration
     ]
 )
 

@@ -6,6 +6,8 @@ a scenario; matching semantics live in ``fleetlab.placement``.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -45,6 +47,27 @@ class Toleration(KubeModel):
         return self
 
 
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """core/v1 ToleratesTaint: effect empty or equal, key empty (Exists) or equal, Exists or equal value."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    return toleration.value == taint.value
+
+
+def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint no toleration covers (what Filter reports)."""
+    for taint in taints:
+        if taint.effect == "PreferNoSchedule":
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
+
+
 class NodeSelectorRequirement(KubeModel):
     """One ``matchExpressions`` entry; Gt/Lt compare the label value as an integer."""
 
@@ -70,6 +93,20 @@ class NodeSelectorRequirement(KubeModel):
         return self
 
 
+#: A label value as ``validation.IsValidLabelValue`` accepts it: empty, or up to 63 characters of
+#: alphanumerics, ``-``, ``_`` and ``.``, beginning and ending with an alphanumeric.
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def selector_values_valid(req: NodeSelectorRequirement) -> bool:
+    """Whether upstream's ``labels.NewRequirement`` accepts an In/NotIn requirement's values; the API server
+    takes any string, but a term with an invalid one then matches no node (``nodeaffinity`` treats the
+    parse error as a non-match)."""
+    if req.operator not in ("In", "NotIn"):
+        return True
+    return all(len(v) <= 63 and LABEL_VALUE.match(v) for v in req.values)
+
+
 class NodeSelectorTerm(KubeModel):
     """A node selector term: all expressions must match (an empty term matches no node)."""
 
@@ -82,6 +119,30 @@ class NodeSelectorTerm(KubeModel):
             if field.key != "metadata.name":
                 raise ValueError(f"matchFields supports only metadata.name, got {field.key!r}")
         return self
+
+
+def requirement_matches(labels: Mapping[str, str], req: NodeSelectorRequirement) -> bool:
+    """One ``matchExpressions`` entry against one label set (upstream ``labels.Selector`` semantics; Gt/Lt
+    compare integers and fail on a missing or non-integer label; invalid In/NotIn values never match)."""
+    if not selector_values_valid(req):
+        return False
+    value = labels.get(req.key)
+    if req.operator == "In":
+        return value is not None and value in req.values
+    if req.operator == "NotIn":
+        return value is None or value not in req.values
+    if req.operator == "Exists":
+        return value is not None
+    if req.operator == "DoesNotExist":
+        return value is None
+    try:
+        number = int(value) if value is not None else None
+    except ValueError:
+        number = None
+    if number is None:
+        return False
+    bound = int(req.values[0])
+    return number > bound if req.operator == "Gt" else number < bound
 
 
 class NodeSelector(KubeModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from fleetlab.model.kube import KubeModel
 from fleetlab.model.units import Seconds
@@ -61,9 +61,21 @@ class FairSharingConfig(KubeModel):
 
 
 class KueueConfiguration(KubeModel):
-    """The Configuration fragment a scenario may give (``kueue_configuration:``)."""
+    """The Configuration a scenario may give (``kueue_configuration:``): a whole Kueue ``Configuration`` is
+    accepted; sections other than ``waitForPodsReady`` and ``fairSharing`` are ignored with one warning
+    (:attr:`notes`), while those two are validated as Kueue does."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
 
     api_version: str | None = Field(default=None, alias="apiVersion")
     kind: Literal["Configuration"] | None = None
     wait_for_pods_ready: WaitForPodsReady | None = Field(default=None, alias="waitForPodsReady")
     fair_sharing: FairSharingConfig | None = Field(default=None, alias="fairSharing")
+
+    @property
+    def notes(self) -> list[str]:
+        """One warning naming the sections accepted but not modelled."""
+        extra = sorted(self.model_extra or {})
+        if not extra:
+            return []
+        return [f"kueue_configuration: {', '.join(extra)} accepted but not modelled (ignored)"]

@@ -16,6 +16,7 @@ Fields that Kueue's defaulting writes into stored objects are accepted with thei
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -30,8 +31,16 @@ from pydantic import (
 )
 
 from fleetlab.model.kube import KubeModel, Taint, Toleration
-from fleetlab.model.quantity import QuantityError, to_milli
-from fleetlab.model.resources import parse_amount
+from fleetlab.model.kueue_extra import (
+    EXTRA_KINDS,
+    IGNORED_KINDS,
+    IgnoredKueueObject,
+    Topology,
+    WorkloadPriorityClass,
+    unmodelled_notes,
+)
+from fleetlab.model.quantity import QuantityError, to_int, to_milli
+from fleetlab.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_amount
 from fleetlab.spec.errors import problems_from_validation
 
 __all__ = [
@@ -84,9 +93,18 @@ class ObjectMeta(BaseModel):
     namespace: str = Field(default="default", min_length=1, max_length=63)
 
 
+_STANDARD = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+#: Kueue quotas may name any resource (``cpu_credits``, ``example.com/foo``); one outside Kubernetes' own
+#: names is counted in whole units, as Kueue's ``Quantity.Value()``.
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?$")
+
+
 def _quantity(resource: str, value: Any) -> int:
     try:
-        amount = parse_amount(resource, value)
+        if _RESOURCE_NAME.match(resource) and "/" not in resource and resource not in _STANDARD:
+            amount = to_int(value)
+        else:
+            amount = parse_amount(resource, value)
     except QuantityError as exc:
         text = str(exc)
         raise ValueError(text if text.startswith(f"{resource}:") else f"{resource}: {text}") from None
@@ -206,6 +224,15 @@ class ClusterQueuePreemption(KubeModel):
         return self
 
 
+def _v1beta1_name(data: Any, old: str, new: str) -> Any:
+    """A spec with v1beta1's field name ``old`` renamed to v1beta2's ``new`` (both given is an error)."""
+    if isinstance(data, dict) and old in data:
+        if new in data:
+            raise ValueError(f"give {new} (v1beta2) or {old} (v1beta1), not both")
+        data = {(new if k == old else k): v for k, v in data.items()}
+    return data
+
+
 class ClusterQueueSpec(KubeModel):
     """``ClusterQueue.spec``; ``cohort`` (the v1beta1 name) is accepted for ``cohortName``."""
 
@@ -220,16 +247,46 @@ class ClusterQueueSpec(KubeModel):
     )
     preemption: ClusterQueuePreemption = Field(default_factory=ClusterQueuePreemption)
     fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
-    stop_policy: Literal["None"] | None = Field(default=None, alias="stopPolicy")
+    stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = Field(default=None, alias="stopPolicy")
+    # Accepted as applied, not modelled (see ``unmodelled_fields``).
+    admission_checks: tuple[str, ...] = Field(default=(), alias="admissionChecks")
+    admission_checks_strategy: dict[str, Any] | None = Field(default=None, alias="admissionChecksStrategy")
+    admission_scope: dict[str, Any] | None = Field(default=None, alias="admissionScope")
+    concurrent_admission_policy: dict[str, Any] | None = Field(
+        default=None, alias="concurrentAdmissionPolicy"
+    )
+    concurrent_admission: dict[str, Any] | None = Field(default=None, alias="concurrentAdmission")
+    default_local_queue: dict[str, Any] | None = Field(default=None, alias="defaultLocalQueue")
+
+    def unmodelled_fields(self) -> list[str]:
+        """The spec fields set here that fleetlab accepts but does not model."""
+        out = [
+            alias
+            for alias, value in (
+                ("admissionChecks", self.admission_checks),
+                ("admissionChecksStrategy", self.admission_checks_strategy),
+                ("admissionScope", self.admission_scope),
+                ("concurrentAdmissionPolicy", self.concurrent_admission_policy),
+                ("concurrentAdmission", self.concurrent_admission),
+                ("defaultLocalQueue", self.default_local_queue),
+            )
+            if value
+        ]
+        if self.stop_policy in ("Hold", "HoldAndDrain"):
+            out.append(f"stopPolicy: {self.stop_policy}")
+        return out
+
+    @model_validator(mode="after")
+    def _checks_or_strategy(self) -> ClusterQueueSpec:
+        if self.admission_checks and self.admission_checks_strategy is not None:
+            # Kueue's CEL rule on ClusterQueueSpec.
+            raise ValueError("Either AdmissionChecks or AdmissionCheckStrategy can be set, but not both")
+        return self
 
     @model_validator(mode="before")
     @classmethod
     def _v1beta1_cohort(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "cohort" in data:
-            if "cohortName" in data:
-                raise ValueError("give cohortName (v1beta2) or cohort (v1beta1), not both")
-            data = {("cohortName" if k == "cohort" else k): v for k, v in data.items()}
-        return data
+        return _v1beta1_name(data, "cohort", "cohortName")
 
 
 class CohortSpec(KubeModel):
@@ -240,6 +297,12 @@ class CohortSpec(KubeModel):
     )
     resource_groups: tuple[ResourceGroup, ...] = Field(default=(), alias="resourceGroups")
     fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1beta1_parent(cls, data: Any) -> Any:
+        """v1beta1 spells ``parentName`` as ``parent`` (kueue.x-k8s.io_cohorts.yaml, version v1beta1)."""
+        return _v1beta1_name(data, "parent", "parentName")
 
 
 class ResourceFlavorSpec(KubeModel):
@@ -447,6 +510,15 @@ class QueueConfig(BaseModel):
     cluster_queues: tuple[ClusterQueue, ...] = ()
     cohorts: tuple[Cohort, ...] = ()
     local_queues: tuple[LocalQueue, ...] = ()
+    topologies: tuple[Topology, ...] = ()
+    workload_priority_classes: tuple[WorkloadPriorityClass, ...] = ()
+    ignored: tuple[IgnoredKueueObject, ...] = ()
+
+    @property
+    def notes(self) -> list[str]:
+        """Warnings naming what was accepted but is not modelled."""
+        fields = {cq.name: f for cq in self.cluster_queues if (f := cq.spec.unmodelled_fields())}
+        return unmodelled_notes(self.topologies, self.ignored, fields)
 
     @model_validator(mode="after")
     def _whole(self) -> QueueConfig:
@@ -492,7 +564,8 @@ def queue_config_from_objects(objects: list[dict[str, Any]]) -> QueueConfig:
     flat: list[tuple[str, Any]] = []
     _flatten(objects, "objects", flat)
     problems: list[str] = []
-    parsed: dict[str, list[Any]] = {k: [] for k in _KINDS}
+    parsed: dict[str, list[Any]] = {k: [] for k in (*_KINDS, *EXTRA_KINDS)}
+    kinds: dict[str, type[BaseModel]] = {**_KINDS, **EXTRA_KINDS}
     for loc, obj in flat:
         if not isinstance(obj, Mapping):
             problems.append(
@@ -500,14 +573,14 @@ def queue_config_from_objects(objects: list[dict[str, Any]]) -> QueueConfig:
             )
             continue
         kind = obj.get("kind")
-        if kind not in _KINDS:
-            problems.append(f"{loc}: kind {kind!r} is not one of {', '.join(_KINDS)}")
+        if kind not in kinds:
+            problems.append(f"{loc}: kind {kind!r} is not one of {', '.join(kinds)}")
             continue
         meta = obj.get("metadata")
         name = meta.get("name") if isinstance(meta, Mapping) else None
         label = f'{kind} "{name}"' if isinstance(name, str) else f"{loc} ({kind})"
         try:
-            parsed[kind].append(_KINDS[kind].model_validate(dict(obj)))
+            parsed[kind].append(kinds[kind].model_validate(dict(obj)))
         except ValidationError as exc:
             problems += [f"{label}: {p}" for p in problems_from_validation(exc)]
     if problems:
@@ -522,4 +595,7 @@ def queue_config_from_objects(objects: list[dict[str, Any]]) -> QueueConfig:
         cluster_queues=tuple(parsed["ClusterQueue"]),
         cohorts=tuple(parsed["Cohort"]),
         local_queues=tuple(parsed["LocalQueue"]),
+        topologies=tuple(parsed["Topology"]),
+        workload_priority_classes=tuple(parsed["WorkloadPriorityClass"]),
+        ignored=tuple(o for k in IGNORED_KINDS for o in parsed[k]),
     )

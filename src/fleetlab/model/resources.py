@@ -7,6 +7,7 @@ any extended resource) in whole units, so every comparison the scheduler makes i
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from fleetlab.model.quantity import QuantityError, to_int, to_milli, to_whole
 
@@ -38,7 +39,19 @@ def is_extended(name: str) -> bool:
 
 
 def parse_amount(name: str, value: str | int | float) -> int:
-    """Parse one quantity into the integer unit fleetlab keeps for ``name``."""
+    """Parse one quantity into the integer unit fleetlab keeps for ``name`` (cached: a history of a
+    million pods repeats a few dozen quantities; a value of another type goes uncached to the error)."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):  # True == 1 as a cache key
+        return _parse_amount_cached(name, value)
+    return _parse_amount(name, value)
+
+
+@lru_cache(maxsize=8192)
+def _parse_amount_cached(name: str, value: str | int | float) -> int:
+    return _parse_amount(name, value)
+
+
+def _parse_amount(name: str, value: str | int | float) -> int:
     if name == CPU:
         return to_milli(value)
     if name in (MEMORY, EPHEMERAL_STORAGE) or name.startswith("hugepages-"):

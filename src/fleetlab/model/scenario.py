@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import field_validator, model_validator
@@ -29,7 +30,8 @@ class Scenario(SpecModel):
     workload: Workload
     scheduler: SchedulerConfig = SchedulerConfig()
     horizon_s: Seconds | None = None
-    #: Kueue objects (ResourceFlavor, ClusterQueue, Cohort, LocalQueue) exactly as applied to a cluster.
+    #: Kueue objects (ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Topology, and
+    #: accepted-but-ignored kinds) exactly as applied to a cluster.
     kueue: QueueConfig | None = None
     #: PriorityClass objects jobs may name with ``priorityClassName``.
     priority_classes: tuple[PriorityClass, ...] = ()
@@ -65,19 +67,25 @@ class Scenario(SpecModel):
         return self
 
 
-def apply_priority_classes(jobs: list[Job], classes: tuple[PriorityClass, ...]) -> list[Job]:
+def apply_priority_classes(
+    jobs: list[Job], classes: tuple[PriorityClass, ...], workload_classes: Mapping[str, int] | None = None
+) -> list[Job]:
     """Set each job's priority (and preemptionPolicy) from its PriorityClass, or the globalDefault one.
 
     Like the Priority admission plugin: a named class must exist; without a name, the globalDefault class
-    applies to jobs that give no priority of their own (priority 0).
+    applies to jobs that give no priority of their own (priority 0). A name with no PriorityClass may be a
+    Kueue WorkloadPriorityClass (``workload_classes``: name -> value), which sets the priority only.
     """
     by_name = {c.name: c for c in classes}
+    kueue_classes = dict(workload_classes or {})
     default = next((c for c in classes if c.global_default), None)
     unknown = sorted(
         {
             j.priority_class_name
             for j in jobs
-            if j.priority_class_name and j.priority_class_name not in by_name
+            if j.priority_class_name
+            and j.priority_class_name not in by_name
+            and j.priority_class_name not in kueue_classes
         }
     )
     if unknown:
@@ -87,6 +95,9 @@ def apply_priority_classes(jobs: list[Job], classes: tuple[PriorityClass, ...]) 
     out: list[Job] = []
     for job in jobs:
         cls = by_name.get(job.priority_class_name) if job.priority_class_name else None
+        if cls is None and job.priority_class_name in kueue_classes:
+            out.append(job.model_copy(update={"priority": kueue_classes[job.priority_class_name]}))
+            continue
         if cls is None and default is not None and job.priority == 0:
             cls = default
         if cls is not None:

@@ -126,6 +126,9 @@ class SchedulerConfig(SpecModel):
         default_factory=dict
     )
     kubernetes_version: KubernetesVersion = "1.35"
+    #: Time from a pod's creation to its first scheduling attempt (controllers, admission webhooks, the
+    #: scheduler's queue); real clusters hide it, ``fleetlab calibrate`` fits it. Waits count from submit.
+    scheduling_latency_s: Seconds = Field(default=0.0, ge=0)
     #: Default spreading for pods a Service / ReplicaSet selects (jobs with ``service``).
     pod_topology_spread: PodTopologySpreadArgs = Field(
         default_factory=PodTopologySpreadArgs, alias="podTopologySpread"

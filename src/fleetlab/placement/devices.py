@@ -193,7 +193,8 @@ class GpuDevices:
     # -- whole GPUs, replicas, MIG instances ---------------------------------------------------------
     def take_whole(self, node: int, count: int) -> Holding:
         """The ``count`` lowest-index idle plain GPUs."""
-        idle = np.flatnonzero((self.milli_cap[node] > 0) & (self.pods[node] == 0))
+        cap, pods = self.milli_cap[node].tolist(), self.pods[node].tolist()  # one short row: plain lists
+        idle = [g for g, (c, p) in enumerate(zip(cap, pods, strict=True)) if c > 0 and p == 0]
         if len(idle) < count:
             raise RuntimeError(f"internal error: node {node} has {len(idle)} idle GPUs, {count} wanted")
         gpus = idle[:count]
@@ -201,7 +202,7 @@ class GpuDevices:
         self.milli_used[node, gpus] = self.milli_cap[node, gpus]
         self.mem_used[node, gpus] = self.mem_cap[node, gpus]
         self.pods[node, gpus] += 1
-        return Holding(PLAIN, tuple(int(g) for g in gpus), MILLI_PER_GPU, 0)
+        return Holding(PLAIN, tuple(gpus), MILLI_PER_GPU, 0)
 
     def take_replicas(self, node: int, count: int) -> Holding:
         """``count`` replicas, each from the GPU with the fewest handed out (lowest index on ties)."""

@@ -39,6 +39,8 @@ class PodSpec:
     image: str | None = None
     image_size: int = 0
     containers: int = 1
+    #: Every container image (init containers included) when the pod has more than ``image``.
+    images: tuple[str, ...] = ()
     #: Requests with no cpu/memory key get the scorers' non-zero defaults only when the key is absent.
     explicit_keys: frozenset[str] = frozenset()
     #: A share of one GPU: (thousandths, bytes of its memory); (0, 0) for pods without one.
@@ -103,6 +105,10 @@ class FitError:
 
     num_nodes: int
     failures: tuple[FilterFailure, ...]
+    #: A PreFilter plugin's Unschedulable message (then the per-node reasons, all copies of it, are left
+    #: out) and the PostFilter's (preemption's) message, as upstream ``Diagnosis`` carries them.
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
 
     @property
     def histogram(self) -> dict[str, int]:
@@ -114,13 +120,19 @@ class FitError:
 
     @property
     def message(self) -> str:
-        """``0/N nodes are available: ...`` in FitError.Error()'s format (parts sorted as strings)."""
+        """``0/N nodes are available: ...`` in FitError.Error()'s format: the PreFilter message, or the
+        per-node reasons (parts sorted as strings), each closed by ".", then the PostFilter message."""
         if self.num_nodes == 0:
             return "no nodes available to schedule pods"
-        parts = sorted(f"{count} {reason}" for reason, count in self.histogram.items())
         msg = f"0/{self.num_nodes} nodes are available:"
-        if parts:
-            msg += " " + ", ".join(parts) + "."
+        if self.pre_filter_msg:
+            msg += f" {self.pre_filter_msg}."
+        else:
+            parts = sorted(f"{count} {reason}" for reason, count in self.histogram.items())
+            if parts:
+                msg += " " + ", ".join(parts) + "."
+        if self.post_filter_msg:
+            msg += f" {self.post_filter_msg}"
         return msg
 
 

@@ -298,7 +298,7 @@ class Scheduler:
     def select(self, pod: CompiledPod, allowed: BoolArray | None = None) -> int:
         """The node the pod goes to (among ``allowed`` nodes if given), or -1 when none is feasible."""
         inc = self._incremental(pod)
-        fits = self.fits_now(pod)
+        fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
         nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
         if len(nodes) <= 1:
             return int(nodes[0]) if len(nodes) else -1

@@ -27,6 +27,13 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 
+def normalized_image_name(name: str) -> str:
+    """Upstream ``normalizedImageName``: ``:latest`` is added to a name with neither a tag nor a digest."""
+    if "@" in name or ":" in name.rsplit("/", 1)[-1]:
+        return name
+    return f"{name}:latest"
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """Static facts of one node, as the state is built from them."""
@@ -144,6 +151,8 @@ class ClusterState:
         self.taint_classes = _taint_classes(nodes)
         self.images: dict[str, BoolArray] = {}
         self.image_nodes: dict[str, int] = {}
+        #: Per image, the size each node reports for it (bytes; 0 where absent).
+        self.image_sizes: dict[str, IntArray] = {}
         self.pod_count = np.zeros(n, dtype=np.int64)
         #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
         self.changes: list[int] = []
@@ -205,20 +214,24 @@ class ClusterState:
         self.release_generation += 1
         self.changes.append(node)
 
-    def add_image(self, node: int, image: str) -> None:
-        """Record that ``node`` now holds ``image`` (ImageLocality reads this)."""
+    def add_image(self, node: int, image: str, size: int = 0) -> None:
+        """Record that ``node`` now holds ``image`` of ``size`` bytes, as its ``status.images`` would list it
+        (ImageLocality reads both); the name is normalised as upstream (``:latest`` when untagged)."""
+        image = normalized_image_name(image)
         present = self.images.get(image)
         if present is None:
             present = np.zeros(self.n, dtype=bool)
             self.images[image] = present
             self.image_nodes[image] = 0
+            self.image_sizes[image] = np.zeros(self.n, dtype=np.int64)
+        self.image_sizes[image][node] = size
         if not present[node]:
             present[node] = True
             self.image_nodes[image] += 1
 
     def has_image(self, node: int, image: str) -> bool:
         """Whether ``node`` already holds ``image``."""
-        present = self.images.get(image)
+        present = self.images.get(normalized_image_name(image))
         return bool(present is not None and present[node])
 
     # -- summaries -----------------------------------------------------------------------------------

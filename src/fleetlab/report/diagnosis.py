@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetlab.kube.diagnose import Diagnosis, PendingPod
+from fleetlab.kube.gpu_nodes import GpuNode
 
 #: Nodes named per reason before the rest are counted.
 NODES_NAMED = 4
@@ -26,42 +27,73 @@ def duration(seconds: float | None) -> str:
     return f"{s // 86400}d{(s % 86400) // 3600}h"
 
 
+def _resource_cell(g: GpuNode) -> str:
+    """One line per GPU resource: advertised / healthy / allocated / free."""
+    return (
+        "\n".join(
+            f"{r.resource.removeprefix('nvidia.com/')}: {r.advertised}/{r.healthy}/{r.allocated}/{r.free}"
+            for r in g.resources
+        )
+        or "none advertised"
+    )
+
+
+def _totals(diagnosis: Diagnosis) -> str:
+    """Per GPU resource, the four columns summed over every GPU node (nvidia.com/gpu first)."""
+    sums: dict[str, list[int]] = {"nvidia.com/gpu": [0, 0, 0, 0]}
+    for g in diagnosis.gpu_nodes:
+        for r in g.resources:
+            row = sums.setdefault(r.resource, [0, 0, 0, 0])
+            for i, v in enumerate((r.advertised, r.healthy, r.allocated, r.free)):
+                row[i] += v
+    return "\n".join(
+        f"{name.removeprefix('nvidia.com/')}: {'/'.join(map(str, row))}" for name, row in sums.items()
+    )
+
+
 def gpu_node_table(diagnosis: Diagnosis) -> Table:
-    """Stage (a): GPU nodes with a problem or a sharing mode; healthy plain nodes are only counted."""
-    shown = [g for g in diagnosis.gpu_nodes if g.problems or g.sharing]
-    healthy = len(diagnosis.gpu_nodes) - len([g for g in diagnosis.gpu_nodes if g.problems])
+    """Stage (a): every GPU node with its totals per GPU resource; the header sums the same rows."""
+    healthy = len([g for g in diagnosis.gpu_nodes if not g.problems])
     title = (
-        f"(a) GPUs advertised: {diagnosis.gpus_schedulable} of {diagnosis.gpus_allocatable} nvidia.com/gpu "
-        f"on schedulable nodes; {healthy} of {len(diagnosis.gpu_nodes)} GPU node(s) healthy"
+        f"(a) nvidia.com/gpu: {diagnosis.gpus_advertised} advertised, {diagnosis.gpus_allocatable} healthy "
+        f"({diagnosis.gpus_schedulable} on schedulable nodes), {diagnosis.gpus_allocated} allocated, "
+        f"{diagnosis.gpus_free} free; {healthy} of {len(diagnosis.gpu_nodes)} GPU node(s) without problems"
     )
     table = Table(title=title, title_justify="left")
-    for column in ("node", "product", "gpu alloc/cap", "other", "problem"):
+    for column in ("node", "product (model)", "advertised/healthy/allocated/free", "mode", "problem"):
         table.add_column(column)
-    for g in shown:
-        other = ", ".join(f"{k}: {v}" for k, v in sorted(g.other_gpu_resources.items()))
-        problem = "\n".join(g.problems) or (g.sharing or "")
-        style = "red" if g.problems else "dim"
+    for g in diagnosis.gpu_nodes:
+        product = g.product or "-"
+        if g.model is not None and g.model != product:
+            product += f" ({g.model})"
+        mode = "\n".join(m for m in (g.mig, g.sharing) if m)
         table.add_row(
             Text(g.node),
-            Text(g.product or "-"),
-            f"{g.gpus_allocatable}/{g.gpus_capacity}",
-            Text(other),
-            Text(problem, style=style),
+            Text(product),
+            Text(_resource_cell(g)),
+            Text(mode, style="dim"),
+            Text("\n".join(g.problems), style="red"),
         )
+    if diagnosis.gpu_nodes:
+        table.add_row(Text("total", style="bold"), "", Text(_totals(diagnosis), style="bold"), "", "")
     return table
 
 
 def pending_table(pod: PendingPod) -> Table:
     """Stage (b) for one pod: the verdict, the scheduler's line and which nodes failed how."""
     requests = ", ".join(f"{k}={v}" for k, v in pod.requests.items())
+    where = f"  #{pod.queue_position} in queue" if pod.queue_position else ""
     table = Table(
-        title=escape(f"{pod.pod}  [{requests}]  pending {duration(pod.waiting_s)}"),
+        title=escape(f"{pod.pod}  [{requests}]  pending {duration(pod.waiting_s)}{where}"),
         title_justify="left",
         show_header=False,
     )
     table.add_column("what", style="bold")
     table.add_column("detail")
-    table.add_row("blocked by", Text(f"{pod.blocked_by}: {pod.detail}", style="bold red"))
+    if pod.placed_on is not None:
+        table.add_row("fits", Text(pod.detail, style="bold green"))
+    else:
+        table.add_row("blocked by", Text(f"{pod.blocked_by}: {pod.detail}", style="bold red"))
     table.add_row("kube-scheduler", Text(pod.message))
     if pod.preemption:
         table.add_row("preemption", Text(pod.preemption))

@@ -106,27 +106,31 @@ class FragmentationMeter:
     def _touched_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         """``_node_totals`` of a few touched nodes, through the per-state memo."""
         state = self.sim.state
-        devices = state.devices
-        assert devices is not None
         cpu_free = state.free[rows, state.cpu_col]
         out = np.empty((len(rows), 6), dtype=np.float64)
+        for k, node in enumerate(rows.tolist()):
+            out[k] = self._terms_of(node, cpu_free[k])
+        return out
+
+    def _terms_of(self, node: int, cpu_free: np.int64) -> NDArray[np.float64]:
+        """One touched node's terms, looked up by its state in the memo (computed on a miss)."""
+        devices = self.sim.state.devices
+        assert devices is not None
         memo = self._memo
         if len(memo) > MEMO_LIMIT:
             memo.clear()
-        for k, node in enumerate(rows.tolist()):
-            key = b"".join(
-                (
-                    devices.milli_cap[node].tobytes(),
-                    devices.milli_used[node].tobytes(),
-                    self.eligible[node].tobytes(),
-                    (cpu_free[k] >= self.cpu).tobytes(),
-                )
+        key = b"".join(
+            (
+                devices.milli_cap[node].tobytes(),
+                devices.milli_used[node].tobytes(),
+                self.eligible[node].tobytes(),
+                (cpu_free >= self.cpu).tobytes(),
             )
-            terms = memo.get(key)
-            if terms is None:
-                terms = memo[key] = self._node_totals(np.asarray([node], dtype=np.int64))[0]
-            out[k] = terms
-        return out
+        )
+        terms = memo.get(key)
+        if terms is None:
+            terms = memo[key] = self._node_totals(np.asarray([node], dtype=np.int64))[0]
+        return terms
 
     def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
         """Per node: idle, stranded-in-partial, partial GPUs, F_n(M), allocated and stranded (free share no
@@ -174,6 +178,12 @@ class FragmentationMeter:
             self.terms = self._node_totals(every)
             self.totals = self.terms[state.ready].sum(axis=0)
             self.dirty.clear()
+        elif len(self.dirty) == 1:  # the common step: one bind or release, no array bookkeeping
+            node = self.dirty.pop()
+            new_terms = self._terms_of(node, state.free[node, state.cpu_col])
+            if state.ready[node]:
+                self.totals = self.totals + (new_terms - self.terms[node])
+            self.terms[node] = new_terms
         elif self.dirty:
             rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
             self.dirty.clear()

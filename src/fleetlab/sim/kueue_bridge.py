@@ -102,6 +102,16 @@ class KueueBridge:
         self.job_by_id[job.id] = job_index
         self.created_ms.setdefault(job_index, now)
         requests = dict(job.requests)
+        affinity = job.affinity.node_affinity if job.affinity is not None else None
+        required = affinity.required if affinity is not None else None
+        podset = PodSetRequest(
+            PODSET,
+            job.pods,
+            requests,
+            job.tolerations,
+            tuple(sorted(job.node_selector.items())),
+            required.node_selector_terms if required is not None else None,
+        )
         self.manager.submit(
             Workload(
                 id=job.id,
@@ -109,7 +119,7 @@ class KueueBridge:
                 local_queue=job.queue,
                 priority=job.priority,
                 created_ms=now,
-                podsets=(PodSetRequest(PODSET, job.pods, requests),),
+                podsets=(podset,),
             )
         )
 

@@ -129,6 +129,7 @@ class Simulator:
         self.label_everyone = selects_other_jobs(self.jobs)
         self.label_sets = job_label_sets(self.state, self.jobs)
         self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
+        self.arrival_ms = self.submit_ms + to_ms(resolved.scenario.scheduler.scheduling_latency_s)
         self.events, self.spot = interruption_events(self)
         self.queue = SchedulingQueue()
         self.counters = Counters()
@@ -268,7 +269,7 @@ class Simulator:
         job_index = int(book.job[pod])
         job = self.jobs[job_index]
         if job.image is not None:
-            self.state.add_image(int(book.node[pod]), job.image.name)
+            self.state.add_image(int(book.node[pod]), job.image.name, job.image.size)
         if job.gang and job.pods > 1:
             book.job_ready[job_index] += 1
             if book.job_ready[job_index] == job.pods - self.pods_done[job_index]:
@@ -512,7 +513,7 @@ class Simulator:
         finished = 0
         horizon = self.horizon_ms
         while True:
-            t_job = int(self.submit_ms[next_job]) if next_job < n_jobs else None
+            t_job = int(self.arrival_ms[next_job]) if next_job < n_jobs else None
             t_event = self.services.next_time(self.lifecycle.next_time(events.peek_time(), t_job))
             if t_event is None and t_job is None:
                 break
@@ -528,7 +529,7 @@ class Simulator:
                 raise RuntimeError(f"internal error: an event at {t} ms, after the clock reached {self.now}")
             self.now = t
             submitted = False
-            while next_job < n_jobs and self.submit_ms[next_job] == t:
+            while next_job < n_jobs and self.arrival_ms[next_job] == t:
                 job = self.jobs[next_job]
                 if self.kueue is not None and job.queue is not None:
                     self.kueue.submit(next_job, job, t)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,13 @@ from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.model.workload import TraceSource, Workload
 from fleetlab.spec.errors import SpecError, problems_from_validation
-from fleetlab.spec.table_cells import CellProblems, parse_cells, parse_int, read_string_columns
+from fleetlab.spec.table_cells import (
+    CellProblems,
+    parse_cells,
+    parse_int,
+    read_string_columns,
+    require_columns,
+)
 
 __all__ = ["GPU_MODEL_LABEL", "load_openb_nodes", "load_openb_pods", "openb_scenario"]
 
@@ -132,6 +139,89 @@ def _gpu_spec(text: str) -> Affinity | None:
     )
 
 
+@dataclass
+class PodCells:
+    """The openb pod columns every reader needs, parsed; bad cells are in ``problems`` (not raised yet)."""
+
+    problems: CellProblems
+    order: dict[str, int]
+    ids: list[str | None]
+    cpu: list[Any]
+    memory: list[Any]
+    num_gpu: list[Any]
+    gpu_milli: list[Any]
+    qos: list[Any]
+    phase: list[Any]
+    created: list[Any]
+    deleted: list[Any]
+    scheduled: list[Any]
+
+    def require_filled(self, columns: tuple[str, ...]) -> None:
+        """Record every empty cell of these columns as a problem."""
+        values = {
+            "cpu_milli": self.cpu,
+            "memory_mib": self.memory,
+            "num_gpu": self.num_gpu,
+            "gpu_milli": self.gpu_milli,
+            "pod_phase": self.phase,
+            "creation_time": self.created,
+            "deletion_time": self.deleted,
+        }
+        for name in columns:
+            for row, value in enumerate(values[name]):
+                if value is None:
+                    self.problems.add(row, self.order[name], name, "", "required: the cell is empty")
+
+
+def parse_pod_cells(names: list[str], cells: dict[str, list[str | None]], source: str) -> PodCells:
+    """Parse the shared pod columns (names, requests, qos, phase, times) cell by cell."""
+    problems = CellProblems(source)
+    order = {n: i for i, n in enumerate(names)}
+    column = column_parser(cells, order, problems)
+    return PodCells(
+        problems=problems,
+        order=order,
+        ids=pod_names(cells["name"], order["name"], problems),
+        cpu=column("cpu_milli", _whole),
+        memory=column("memory_mib", _whole),
+        num_gpu=column("num_gpu", _whole),
+        gpu_milli=column("gpu_milli", _gpu_milli),
+        qos=column("qos", _qos),
+        phase=column("pod_phase", _phase),
+        created=column("creation_time", _time, cache=False),
+        deleted=column("deletion_time", _time, cache=False),
+        scheduled=column("scheduled_time", _time, cache=False),
+    )
+
+
+def column_parser(
+    cells: dict[str, list[str | None]], order: dict[str, int], problems: CellProblems
+) -> Callable[..., list[Any]]:
+    """``column(name, parse, cache=True)``: one column's parsed cells (all None when it is absent)."""
+    rows = len(next(iter(cells.values()))) if cells else 0
+
+    def column(name: str, parse: Callable[[str], Any], cache: bool = True) -> list[Any]:
+        if name not in cells:
+            return [None] * rows
+        return parse_cells(cells[name], parse, name, order[name], problems, cache)
+
+    return column
+
+
+def pod_names(names: list[str | None], order: int, problems: CellProblems) -> list[str | None]:
+    """Stripped pod names; an empty or repeated name is recorded as a problem."""
+    ids: list[str | None] = [None if c is None or not c.strip() else c.strip() for c in names]
+    first_row: dict[str, int] = {}
+    for row, name in enumerate(ids):
+        if name is None:
+            problems.add(row, order, "name", "", "every pod needs a name")
+        elif name in first_row:
+            problems.add(row, order, "name", name, f"name already used on row {first_row[name] + 1}")
+        else:
+            first_row[name] = row
+    return ids
+
+
 def _no_times_error(source: str, names: list[str]) -> SpecError:
     return SpecError(
         source,
@@ -152,15 +242,7 @@ def load_openb_pods(
     Bad cells raise SpecError naming row, column and value; see the module docstring for the mapping."""
     source = str(path)
     names, cells = read_string_columns(path, limit, source)
-    missing = [c for c in POD_REQUIRED if c not in cells]
-    if missing:
-        raise SpecError(
-            source,
-            [
-                f"required column {c!r} is missing; an openb pod list has the columns {','.join(POD_COLUMNS)}"
-                for c in missing
-            ],
-        )
+    require_columns(source, cells, POD_REQUIRED, f"an openb pod list has the columns {','.join(POD_COLUMNS)}")
     if "creation_time" not in cells or "deletion_time" not in cells:
         raise _no_times_error(source, names)
     warnings = [
@@ -172,44 +254,12 @@ def load_openb_pods(
     if rows == 0:
         return [], [*warnings, f"{source}: the pod list has no rows"]
 
-    problems = CellProblems(source)
-    order = {n: i for i, n in enumerate(names)}
-
-    def column(name: str, parse: Callable[[str], Any], cache: bool = True) -> list[Any]:
-        if name not in cells:
-            return [None] * rows
-        return parse_cells(cells[name], parse, name, order[name], problems, cache)
-
-    ids: list[str | None] = [None if c is None or not c.strip() else c.strip() for c in cells["name"]]
-    first_row: dict[str, int] = {}
-    for row, name in enumerate(ids):
-        if name is None:
-            problems.add(row, order["name"], "name", "", "every pod needs a name")
-        elif name in first_row:
-            problems.add(row, order["name"], "name", name, f"name already used on row {first_row[name] + 1}")
-        else:
-            first_row[name] = row
-    cpu = column("cpu_milli", _whole)
-    memory = column("memory_mib", _whole)
-    num_gpu = column("num_gpu", _whole)
-    gpu_milli = column("gpu_milli", _gpu_milli)
-    spec = column("gpu_spec", _gpu_spec)
-    qos = column("qos", _qos)
-    column("pod_phase", _phase)
-    created = column("creation_time", _time, cache=False)
-    deleted = column("deletion_time", _time, cache=False)
-    scheduled = column("scheduled_time", _time, cache=False)
-    for name, values in (
-        ("cpu_milli", cpu),
-        ("memory_mib", memory),
-        ("num_gpu", num_gpu),
-        ("gpu_milli", gpu_milli),
-        ("creation_time", created),
-        ("deletion_time", deleted),
-    ):
-        for row, value in enumerate(values):
-            if value is None:
-                problems.add(row, order[name], name, "", "required: the cell is empty")
+    pods = parse_pod_cells(names, cells, source)
+    problems, order, ids = pods.problems, pods.order, pods.ids
+    cpu, memory, num_gpu, gpu_milli = pods.cpu, pods.memory, pods.num_gpu, pods.gpu_milli
+    qos, created, deleted, scheduled = pods.qos, pods.created, pods.deleted, pods.scheduled
+    spec = column_parser(cells, order, problems)("gpu_spec", _gpu_spec)
+    pods.require_filled(("cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "creation_time", "deletion_time"))
     problems.raise_if_any(ids)
 
     rounded = 0
@@ -343,16 +393,9 @@ def load_openb_nodes(path: Path) -> Cluster:
     for CPU-only nodes), with the memory appended where two shapes would otherwise share a name."""
     source = str(path)
     names, cells = read_string_columns(path, None, source)
-    missing = [c for c in NODE_COLUMNS[1:] if c not in cells]
-    if missing:
-        raise SpecError(
-            source,
-            [
-                f"required column {c!r} is missing; "
-                f"an openb node list has the columns {','.join(NODE_COLUMNS)}"
-                for c in missing
-            ],
-        )
+    require_columns(
+        source, cells, NODE_COLUMNS[1:], f"an openb node list has the columns {','.join(NODE_COLUMNS)}"
+    )
     rows = len(cells["cpu_milli"])
     if rows == 0:
         raise SpecError(source, ["the node list has no rows; a cluster needs at least one node"])

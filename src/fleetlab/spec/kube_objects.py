@@ -6,7 +6,8 @@ names, so a Secret dumped by mistake never leaks its data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,30 @@ KubeObject = dict[str, Any]
 SECRET_KINDS = frozenset({"Secret", "SecretList"})
 
 
+#: ``kubectl describe`` prints ``Name:`` first, then some of these fields, aligned in columns.
+_DESCRIBE_FIELDS = re.compile(
+    r"^(Namespace|Labels|Annotations|Roles|CreationTimestamp|Priority|Status):", re.M
+)
+
+
+def describe_text(text: str) -> bool:
+    """Whether the text is ``kubectl describe`` output (human-readable, not an object)."""
+    head = text.lstrip()[:4000]
+    return head.startswith("Name:") and len(set(_DESCRIBE_FIELDS.findall(head))) >= 2
+
+
+DESCRIBE_HINT = (
+    "this looks like `kubectl describe` output, which fleetlab cannot read; save `kubectl get nodes -o json` "
+    "and `kubectl get pods -A -o json` (or `kubectl get pod NAME -n NS -o json`) instead"
+)
+
+
 def _documents(path: Path) -> list[Any]:
     text = read_text_file(path, "file not found; save it with `kubectl get nodes -o json > FILE`")
     if not text.strip():
         raise SpecError(str(path), ["the file is empty; expected `kubectl get ... -o json` output"])
+    if describe_text(text):
+        raise SpecError(str(path), [DESCRIBE_HINT])
     if text.lstrip().startswith(("{", "[")):
         try:
             return [load_json(str(path), text)]
@@ -116,6 +137,15 @@ def read_objects(path: Path) -> list[KubeObject]:
     for d, doc in enumerate(_documents(path)):
         out.extend(_flatten(doc, str(path), f"document {d + 1}: " if d else ""))
     return out
+
+
+def dig(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...``, or None where a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
 
 
 def object_name(obj: KubeObject) -> str:

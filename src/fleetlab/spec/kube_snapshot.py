@@ -133,6 +133,8 @@ class Snapshot:
     queue_objects: list[KubeObject] = field(default_factory=list)
     #: core/v1 or events.k8s.io/v1 Events as read.
     events: list[KubeObject] = field(default_factory=list)
+    #: PersistentVolumes, PersistentVolumeClaims and StorageClasses as read (for the storage verdict).
+    storage_objects: list[KubeObject] = field(default_factory=list)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -205,8 +207,24 @@ def pod_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[Reso
             _add(effective, sidecars)
         _max_into(init_max, effective)
     _max_into(total, init_max)
+    pod_level = _pod_level_requests(spec, where, source)
+    total.update(pod_level)
+    explicit.update(pod_level)
     _add(total, _resources(spec.get("overhead"), f"{where}.overhead", source))
     return {k: v for k, v in total.items() if v > 0 or k in explicit}, frozenset(explicit)
+
+
+def _pod_level_requests(spec: Mapping[str, Any], where: str, source: str) -> ResourceList:
+    """Pod-level ``spec.resources`` (PodLevelResources, on by default since v1.34): its cpu, memory and
+    hugepages-* requests replace the containers' aggregate (resourcehelper ``PodRequests``); a limit with
+    no request stands for the request, as the API server's defaulting sets it."""
+    resources = spec.get("resources")
+    if not isinstance(resources, Mapping):
+        return {}
+    limits = _resources(resources.get("limits"), f"{where}.resources.limits", source)
+    requests = _resources(resources.get("requests"), f"{where}.resources.requests", source)
+    merged = {**limits, **requests}
+    return {k: v for k, v in merged.items() if k in ("cpu", "memory") or k.startswith("hugepages-")}
 
 
 def _model(cls: type[Any], data: Any, where: str, source: str) -> Any:
@@ -429,6 +447,8 @@ KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlav
 
 
 EVENT_KINDS = frozenset({"Event"})
+#: Storage kinds kept as plain objects: where a pod's volumes can be (``kubectl get pv,pvc,sc -A -o json``).
+STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 PRIORITY_KINDS = frozenset({"PriorityClass"})
 
 
@@ -495,6 +515,8 @@ def _read_into(
             out["events"].append(obj)
         elif kind in PRIORITY_KINDS:
             out["classes"].append(obj)
+        elif kind in STORAGE_KINDS:
+            out["storage"].append(obj)
         else:
             out["nodes" if kind == "Node" else "pods"].append(_parse(kind, obj, source))
         stamps.extend(_timestamps(obj))
@@ -508,15 +530,24 @@ def load_snapshot(
     kueue_paths: Sequence[Path] = (),
     event_paths: Sequence[Path] = (),
     priority_paths: Sequence[Path] = (),
+    storage_paths: Sequence[Path] = (),
 ) -> Snapshot:
     """Nodes and pods (plus Kueue objects, Events, PriorityClasses) from kubectl files; other kinds are an
     error."""
-    out: dict[str, list[Any]] = {"nodes": [], "pods": [], "queue": [], "events": [], "classes": []}
+    out: dict[str, list[Any]] = {
+        "nodes": [],
+        "pods": [],
+        "queue": [],
+        "events": [],
+        "classes": [],
+        "storage": [],
+    }
     stamps: list[datetime] = []
-    main = frozenset({"Node", "Pod"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
+    main = frozenset({"Node", "Pod"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS | STORAGE_KINDS
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
-        "plus Kueue objects and Events"
+        "plus Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims and "
+        "StorageClasses"
     )
     for path in paths:
         _read_into(path, main, what, out, stamps)
@@ -530,6 +561,14 @@ def load_snapshot(
         )
     for path in priority_paths:
         _read_into(path, PRIORITY_KINDS, "a --priorityclasses file holds PriorityClass objects", out, stamps)
+    for path in storage_paths:
+        _read_into(
+            path,
+            STORAGE_KINDS,
+            "a --storage file holds `kubectl get pv,pvc,sc -A -o json` output",
+            out,
+            stamps,
+        )
     nodes: list[KubeNode] = out["nodes"]
     seen: set[str] = set()
     for node in nodes:
@@ -540,10 +579,12 @@ def load_snapshot(
         raise SpecError(
             ", ".join(map(str, paths)), ["no Node objects found; pass `kubectl get nodes -o json`"]
         )
-    sources = [str(p) for p in [*paths, *kueue_paths, *event_paths, *priority_paths]]
+    sources = [str(p) for p in [*paths, *kueue_paths, *event_paths, *priority_paths, *storage_paths]]
     pods = (
         apply_priority_classes(out["pods"], out["classes"], ", ".join(sources))
         if out["classes"]
         else out["pods"]
     )
-    return Snapshot(nodes, pods, max(stamps) if stamps else None, sources, out["queue"], out["events"])
+    return Snapshot(
+        nodes, pods, max(stamps) if stamps else None, sources, out["queue"], out["events"], out["storage"]
+    )

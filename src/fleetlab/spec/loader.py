@@ -117,9 +117,14 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
 
     try:
         check_job_queues(jobs, scenario.kueue)
-        jobs = apply_priority_classes(jobs, scenario.priority_classes)
+        kueue = scenario.kueue
+        wpcs = {c.metadata.name: c.value for c in kueue.workload_priority_classes} if kueue else {}
+        jobs = apply_priority_classes(jobs, scenario.priority_classes, wpcs)
     except ValueError as exc:
         raise SpecError(source, [str(exc)]) from None
+    if scenario.kueue is not None:
+        warnings.extend(scenario.kueue.notes)
+    warnings.extend(scenario.kueue_configuration.notes)
     return ResolvedScenario(scenario=scenario, jobs=tuple(jobs), source=source, warnings=tuple(warnings))
 
 

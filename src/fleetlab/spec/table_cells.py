@@ -149,6 +149,13 @@ def read_string_columns(
     return names, {n: _strings(table.column(i), n, label) for i, n in enumerate(names)}
 
 
+def require_columns(source: str, cells: dict[str, Any], required: Sequence[str], hint: str) -> None:
+    """A SpecError naming every required column the table lacks, each with ``hint`` (what the table is)."""
+    missing = [c for c in required if c not in cells]
+    if missing:
+        raise SpecError(source, [f"required column {c!r} is missing; {hint}" for c in missing])
+
+
 def parse_cells(
     cells: Sequence[str | None],
     parse: Callable[[str], Any],

@@ -1,7 +1,10 @@
-"""ImageLocality: prefer nodes that already hold the pod's image, scaled by how widely it is spread.
+"""ImageLocality: prefer nodes that already hold the pod's images, scaled by how widely each is spread.
 
-Upstream: pkg/scheduler/framework/plugins/imagelocality/image_locality.go (thresholds 23 MiB and
-1000 MiB per container; the image size is scaled by the fraction of nodes holding it).
+Upstream: pkg/scheduler/framework/plugins/imagelocality/image_locality.go. For every container image of
+the pod (init containers included) that a node reports in ``status.images``, the node's own size of it is
+scaled by the fraction of nodes holding it (``int64(size × numNodes / totalNodes)``); the sum is clamped to
+[23 MiB, 1000 MiB × containers] and mapped linearly onto 0–100. Names are normalised (``:latest`` added to
+an untagged name).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import numpy as np
 
 from fleetlab.placement.framework import CompiledPod, ScorePlugin
 from fleetlab.placement.scoring import MAX_NODE_SCORE
-from fleetlab.placement.state import ClusterState, IntArray
+from fleetlab.placement.state import ClusterState, IntArray, normalized_image_name
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -18,19 +21,27 @@ MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
 class ImageLocalityScore(ScorePlugin):
-    """100 × (clamp(size × spread) − 23 MiB) / (1000 MiB × containers − 23 MiB) on nodes with the image."""
+    """100 × (clamp(Σ size × spread) − 23 MiB) / (1000 MiB × containers − 23 MiB)."""
 
     name = "ImageLocality"
 
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | int | None:
-        image = pod.spec.image
-        present = state.images.get(image) if image else None
-        if present is None:
-            return 0  # no node holds the image: every node scores 0
+        images = pod.spec.images or ((pod.spec.image,) if pod.spec.image else ())
         total = state.ready_count
-        spread = state.image_nodes[image] / total if total else 0.0  # type: ignore[index]
-        scaled = int(float(pod.spec.image_size) * spread)
-        max_threshold = MAX_CONTAINER_THRESHOLD * pod.spec.containers
-        clamped = min(max(scaled, MIN_THRESHOLD), max_threshold)
-        value = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
-        return np.where(present[nodes], value, 0).astype(np.int64)
+        sums = np.zeros(len(nodes), dtype=np.int64)
+        found = False
+        for name in images:
+            image = normalized_image_name(name)
+            present = state.images.get(image)
+            if present is None or not total:
+                continue
+            found = True
+            spread = state.image_nodes[image] / total
+            scaled = (state.image_sizes[image][nodes].astype(np.float64) * spread).astype(np.int64)
+            sums += np.where(present[nodes], scaled, 0)
+        if not found:
+            return 0  # no node holds any of the images: every node scores 0
+        max_threshold = MAX_CONTAINER_THRESHOLD * max(pod.spec.containers, len(images))
+        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+        scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+        return scores.astype(np.int64)

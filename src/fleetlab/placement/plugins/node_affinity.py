@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fleetlab.model.kube import NodeSelectorRequirement, NodeSelectorTerm
+from fleetlab.model.kube import NodeSelectorRequirement, NodeSelectorTerm, selector_values_valid
 from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, ScorePlugin
 from fleetlab.placement.scoring import default_normalize_score
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
@@ -48,6 +48,8 @@ def term_mask(state: ClusterState, term: NodeSelectorTerm) -> BoolArray:
     """Nodes matching every expression of a term; an empty term matches nothing (upstream rule)."""
     if not term.match_expressions and not term.match_fields:
         return np.zeros(state.n, dtype=bool)
+    if not all(selector_values_valid(r) for r in term.match_expressions):
+        return np.zeros(state.n, dtype=bool)  # upstream: a term that fails to parse matches no node
     mask = np.ones(state.n, dtype=bool)
     for req in term.match_expressions:
         mask &= requirement_mask(state, req)

@@ -220,7 +220,9 @@ class PodTopologySpreadScore(ScorePlugin):
                 size = len(np.unique(codes[scored]))
                 eligible = _eligible(state, pod, rc, base)
                 counts = state.pod_labels.counts_within(rc.selector_id, rc.key, eligible)
-                cnt = np.where(node_codes >= 0, counts[np.maximum(node_codes, 0)], 0)
+                cnt = np.zeros(len(nodes), dtype=np.int64)
+                labelled = node_codes >= 0  # a key on no node has no domains (and an empty ``counts``)
+                cnt[labelled] = counts[node_codes[labelled]]
             weight = math.log(size + 2)
             raw += np.where(node_codes >= 0, cnt * weight + (rc.constraint.max_skew - 1), 0.0)
         rounded = np.floor(raw + 0.5).astype(np.int64)  # math.Round on non-negative values

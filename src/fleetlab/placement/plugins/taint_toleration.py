@@ -7,35 +7,16 @@ PR #134740: ``node(s) had untolerated taint(s)``; earlier releases name the firs
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 
 import numpy as np
 
-from fleetlab.model.kube import Taint, Toleration
+from fleetlab.model.kube import Taint, first_untolerated, tolerates
 from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin, ScorePlugin
 from fleetlab.placement.scoring import default_normalize_score
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
-
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """core/v1 ToleratesTaint: effect empty or equal, key empty (Exists) or equal, Exists or equal value."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator == "Exists":
-        return True
-    return toleration.value == taint.value
-
-
-def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
-    """The first NoSchedule/NoExecute taint no toleration covers (what Filter reports)."""
-    for taint in taints:
-        if taint.effect == "PreferNoSchedule":
-            continue
-        if not any(tolerates(t, taint) for t in tolerations):
-            return taint
-    return None
+#: ``tolerates`` and ``first_untolerated`` live in :mod:`fleetlab.model.kube` (admission needs them too).
+__all__ = ["TaintTolerationFilter", "TaintTolerationScore", "first_untolerated", "tolerates"]
 
 
 class TaintTolerationFilter(FilterPlugin):

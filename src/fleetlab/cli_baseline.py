@@ -1,0 +1,164 @@
+"""``fleetlab baseline`` and ``fleetlab calibrate``: measure a cluster's own history, then replay it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fleetlab.model.history import History
+from fleetlab.spec.errors import SpecError
+
+HistoryArg = Annotated[
+    Path | None,
+    typer.Argument(help="A history folder (jobs.parquet, nodes.parquet, bill.parquet, history.json)."),
+]
+AlibabaPodsOpt = Annotated[
+    Path | None,
+    typer.Option("--alibaba-pods", help="Instead of a folder: an Alibaba 2023 (openb) pod list CSV."),
+]
+AlibabaNodesOpt = Annotated[
+    Path | None,
+    typer.Option("--alibaba-nodes", help="The openb node list that goes with --alibaba-pods."),
+]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the results here (atomically).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def load_history_input(history: Path | None, pods: Path | None, nodes: Path | None) -> History:
+    """A history folder, or an openb pod list (+ node list); exactly one of the two."""
+    if (history is None) == (pods is None):
+        raise SpecError("<command line>", ["give a history folder or --alibaba-pods FILE (not both)"])
+    if nodes is not None and pods is None:
+        raise SpecError("<command line>", ["--alibaba-nodes goes with --alibaba-pods"])
+    if pods is not None:
+        from fleetlab.spec.history.alibaba import load_alibaba_history
+
+        return load_alibaba_history(pods, nodes)
+    from fleetlab.spec.history.folder import read_history_folder
+
+    assert history is not None
+    return read_history_folder(history)
+
+
+def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
+    """Stage ``fill``'s files and rename them into ``out``; an OS error is one clear line, exit 2."""
+    from fleetlab.cli import _fail
+    from fleetlab.report.baseline_files import write_staged
+
+    try:
+        write_staged(out, fill)
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+
+
+def _title(history: History, label: str) -> str:
+    return (
+        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
+        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
+    )
+
+
+def baseline_cmd(
+    history: HistoryArg = None,
+    out: OutOpt = None,
+    json_out: JsonOpt = False,
+    alibaba_pods: AlibabaPodsOpt = None,
+    alibaba_nodes: AlibabaNodesOpt = None,
+) -> None:
+    """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
+    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.metrics.baseline import compute_baseline
+    from fleetlab.report.baseline_files import baseline_payload, dumps, write_baseline_files
+    from fleetlab.report.baseline_report import baseline_table, cluster_lines
+
+    _check_out(out)
+    try:
+        loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    result = compute_baseline(loaded)
+    title = _title(loaded, "measured baseline")
+    if out is not None:
+        _write_out(out, lambda folder: write_baseline_files(result, folder, title))
+    payload = baseline_payload(result)
+    if json_out:
+        out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
+        return
+    out_console.print(baseline_table(payload["rows"], title))
+    for line in [*cluster_lines(result.cluster), *result.notes]:
+        out_console.print(line, highlight=False, markup=False)
+    if out is not None:
+        out_console.print(f"baseline written to {out}", highlight=False, markup=False)
+    _ = err_console
+
+
+def _tolerances(items: list[str] | None) -> dict[str, float]:
+    from fleetlab.experiment.calibration import DEFAULT_TOLERANCES
+
+    out: dict[str, float] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or key not in DEFAULT_TOLERANCES:
+            raise SpecError(
+                "--tolerance", [f"{item!r}: use KEY=NUMBER with KEY one of {', '.join(DEFAULT_TOLERANCES)}"]
+            )
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not (0 <= number < float("inf")):
+            raise SpecError("--tolerance", [f"{item!r}: the value must be a number >= 0"])
+        out[key] = number
+    return out
+
+
+def calibrate_cmd(
+    history: HistoryArg = None,
+    out: OutOpt = None,
+    json_out: JsonOpt = False,
+    alibaba_pods: AlibabaPodsOpt = None,
+    alibaba_nodes: AlibabaNodesOpt = None,
+    tolerance: Annotated[
+        list[str] | None,
+        typer.Option("--tolerance", help="Override a tolerance, KEY=VALUE (e.g. wait_ks=0.2); repeat it."),
+    ] = None,
+    no_fit: Annotated[bool, typer.Option("--no-fit", help="Replay once with no fitted knob.")] = False,
+) -> None:
+    """Replay the history on its own nodes and compare measured with simulated, metric by metric."""
+    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.experiment.calibration import calibrate
+    from fleetlab.report.baseline_files import (
+        calibration_payload,
+        dumps,
+        write_calibration_files,
+    )
+    from fleetlab.report.baseline_report import calibration_table
+    from fleetlab.report.progress import DelayedProgress
+
+    _check_out(out)
+    try:
+        tolerances = _tolerances(tolerance)
+        loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
+        with DelayedProgress(err_console) as progress:
+            result = calibrate(
+                loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t)
+            )
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
+    title = _title(loaded, "calibration")
+    if out is not None:
+        _write_out(out, lambda folder: write_calibration_files(result, folder, title))
+    payload = calibration_payload(result)
+    if json_out:
+        out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
+        return
+    out_console.print(calibration_table(payload, title))
+    for line in result.notes:
+        out_console.print(line, highlight=False, markup=False)
+    if out is not None:
+        out_console.print(
+            f"calibration written to {out} (scenario.yaml: the calibrated scenario)", markup=False
+        )

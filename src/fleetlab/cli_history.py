@@ -1,0 +1,173 @@
+"""``fleetlab import``: read a real cluster's records (kubectl JSON, Kueue Workloads, events, Prometheus,
+Slurm, FOCUS bills, Philly, SWF) into one history folder that ``baseline`` and ``calibrate`` read.
+
+Prints jobs by state and rows skipped by reason (or ``--json``); exit 2 with one paragraph for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+MAX_TOKEN_BYTES = 64 * 1024
+
+
+def parse_instant(option: str, value: str) -> float:
+    """An RFC 3339 time (``2024-05-01T00:00:00Z``) or Unix seconds, as Unix seconds."""
+    try:
+        number = float(value)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(number) and number >= 0:
+            return number
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"{option} {value!r}: expected an RFC 3339 time such as 2024-05-01T00:00:00Z or Unix seconds"
+        ) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def read_token(token_env: str | None, token_file: Path | None) -> str | None:
+    """The bearer token from an environment variable or a file; errors never include its value."""
+    if token_env and token_file:
+        raise ValueError("give --token-env or --token-file, not both")
+    if token_env:
+        value = os.environ.get(token_env)
+        if not value:
+            raise ValueError(f"--token-env {token_env}: the environment variable is not set or empty")
+        return value.strip()
+    if token_file:
+        try:
+            with token_file.open("rb") as fh:
+                raw = fh.read(MAX_TOKEN_BYTES + 1)
+        except OSError as exc:
+            raise ValueError(f"--token-file {token_file}: cannot be read: {exc.strerror or exc}") from None
+        if len(raw) > MAX_TOKEN_BYTES:
+            raise ValueError(
+                f"--token-file {token_file}: larger than {MAX_TOKEN_BYTES // 1024} KiB; not a token"
+            )
+        token = raw.decode("utf-8", errors="replace").strip()
+        if not token or any(c in token for c in "\r\n"):
+            raise ValueError(f"--token-file {token_file}: expected one line holding the token")
+        return token
+    return None
+
+
+def import_cmd(
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Files to import, each as [FORMAT:]PATH with FORMAT one of kubectl, slurm, focus, "
+            "gcp-billing, philly, swf (detected from the file when left out). kubectl files may hold "
+            "pods, Jobs, JobSets, Kueue Workloads, events and nodes.",
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="History folder to write (atomically).")] = Path(
+        "history"
+    ),
+    prometheus: Annotated[
+        str | None, typer.Option("--prometheus", help="Prometheus base URL (kube-state-metrics + DCGM).")
+    ] = None,
+    start: Annotated[
+        str | None, typer.Option("--start", help="Range start for --prometheus (RFC 3339 or Unix seconds).")
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            "--end", help="When the record ends (default: the latest time seen; for --prometheus: now)."
+        ),
+    ] = None,
+    step: Annotated[float, typer.Option("--step", help="Prometheus query step in seconds.")] = 60.0,
+    token_env: Annotated[
+        str | None, typer.Option("--token-env", help="Environment variable holding a bearer token.")
+    ] = None,
+    token_file: Annotated[
+        Path | None, typer.Option("--token-file", help="File holding a bearer token.")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for each Prometheus query.")
+    ] = 60.0,
+    swf_processors: Annotated[
+        str, typer.Option("--swf-processors", help="SWF processors are 'cpus' (default) or 'gpus'.")
+    ] = "cpus",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Import a cluster's history (jobs, nodes, bill lines) into --out for `baseline` and `calibrate`."""
+    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.report.progress import DelayedProgress
+    from fleetlab.spec.errors import SpecError
+    from fleetlab.spec.history.sources import PrometheusSource, import_sources
+    from fleetlab.spec.history.store import history_meta, write_history
+
+    _check_out(out)
+    try:
+        end_at = parse_instant("--end", end) if end else None
+        source = None
+        if prometheus is not None:
+            if start is None:
+                raise ValueError("--prometheus needs --start (the first instant to read)")
+            source = PrometheusSource(
+                url=prometheus,
+                start=parse_instant("--start", start),
+                end=end_at if end_at is not None else datetime.now(UTC).timestamp(),
+                token=read_token(token_env, token_file),
+                step_s=step,
+                timeout_s=timeout,
+            )
+        elif start is not None or token_env or token_file:
+            raise ValueError("--start, --token-env and --token-file go with --prometheus")
+        if swf_processors not in ("cpus", "gpus"):
+            raise ValueError(f"--swf-processors {swf_processors!r}: allowed are cpus, gpus")
+        with DelayedProgress(err_console) as progress:
+            history = import_sources(list(sources or []), source, end_at, swf_processors, progress)
+    except (SpecError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    try:
+        write_history(history, out)
+    except OSError as exc:
+        raise _fail(f"--out {out}: cannot write the history: {exc.strerror or exc}") from None
+    meta = history_meta(history)
+    if json_out:
+        out_console.print_json(json.dumps(meta))
+        return
+    _print_summary(out_console, meta, out)
+
+
+def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
+    """Jobs by state beside the total, nodes, bill lines, then what was left out and why."""
+    from rich.table import Table
+
+    hours = float(meta["end_s"]) / 3600
+    console.print(
+        f"history from {meta['epoch']}, {hours:.1f} h, from {len(meta['sources'])} source(s)",
+        highlight=False,
+        markup=False,
+    )
+    table = Table()
+    table.add_column("jobs by state")
+    table.add_column("count", justify="right")
+    for state, count in meta["jobs_by_state"].items():
+        table.add_row(state, str(count))
+    table.add_row("total jobs", str(meta["jobs"]), style="bold")
+    table.add_row("nodes", str(meta["nodes"]))
+    table.add_row("bill lines", str(meta["bill_lines"]))
+    console.print(table)
+    if meta["skipped"]:
+        skips = Table(title="left out, by reason")
+        skips.add_column("reason")
+        skips.add_column("count", justify="right")
+        for reason, count in meta["skipped"].items():
+            skips.add_row(escape(reason), str(count))
+        console.print(skips)
+    console.print(f"history written to {out}", highlight=False, markup=False)

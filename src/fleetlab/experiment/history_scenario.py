@@ -1,0 +1,220 @@
+"""Turn a measured history into a scenario fleetlab can replay: the real arrivals, requests and measured
+run times on the imported nodes, under the default kube-scheduler profile (docs/baseline.md, "Calibrate").
+
+* a job's runtime is its measured compute, ``end − running``; a job still running when the record ends
+  runs until then (``H − running``); a job that never started gets the median measured compute of its
+  class (of all jobs when its class has none) — the replay decides whether it starts;
+* measured preparation (``running − scheduled``) is replayed as a data download of ``prep × bandwidth``
+  bytes at the pools' data bandwidth, so each job's preparation is its own;
+* a measured GPU utilisation (DCGM) becomes the job's ``gpu_utilization``;
+* nodes with the same pool and shape become one pool; a job's ``gpu_model`` (models joined by ``|``)
+  becomes a required node affinity on ``fleetlab.io/gpu-model`` when the nodes carry that label.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from fleetlab.metrics.baseline import job_columns
+from fleetlab.model.cluster import Cluster, NodePool
+from fleetlab.model.gpus import GPU_MODELS
+from fleetlab.model.history import History
+from fleetlab.model.job import Job
+from fleetlab.model.scenario import Scenario
+from fleetlab.model.scheduler import SchedulerConfig
+from fleetlab.model.workload import Workload
+from fleetlab.spec.errors import SpecError, problems_from_validation
+
+#: Node label the openb importer sets and a job's ``gpu_model`` constraint selects on.
+GPU_MODEL_LABEL = "fleetlab.io/gpu-model"
+#: Bandwidth measured preparation is replayed at (bytes per second); any value gives the same times.
+PREP_BANDWIDTH = 1 << 30
+#: A runtime below this is raised to it (the simulator's clock is in milliseconds).
+MIN_RUNTIME_S = 1.0
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What a real cluster hides and calibration may fit."""
+
+    scheduling_latency_s: float = 0.0
+    #: Request-to-ready time of nodes the replay's autoscaler adds (pools that gained nodes).
+    node_boot_time_s: float = 300.0
+
+
+def _pool_name(raw: str | None, index: int) -> str:
+    text = "".join(c if c.isascii() and (c.isalnum() or c in "-.") else "-" for c in (raw or "").lower())
+    return text.strip("-.") or f"pool-{index}"
+
+
+def _max_alive(spans: list[tuple[float, float]]) -> int:
+    """The most nodes alive at once, from [created, deleted) spans."""
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
+    alive = peak = 0
+    for _, step in events:
+        alive += step
+        peak = max(peak, alive)
+    return peak
+
+
+def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]], knobs: Knobs) -> NodePool:
+    pool, model, gpus, cpu, memory, labels, capacity = key
+    if gpus and model not in GPU_MODELS:
+        raise SpecError(
+            "<history nodes>",
+            [f"pool {pool!r}: GPU model {model!r} is not one fleetlab knows; known: {', '.join(GPU_MODELS)}"],
+        )
+    try:
+        parsed = json.loads(labels)
+    except json.JSONDecodeError:
+        parsed = {}
+    node_labels = {str(k): str(v) for k, v in parsed.items()} if isinstance(parsed, dict) else {}
+    initial = sum(1 for created, _ in spans if created <= 0)
+    autoscaled = initial < len(spans)
+    data: dict[str, Any] = {
+        "name": name,
+        "count": initial if autoscaled else len(spans),
+        "gpu_model": model if gpus else None,
+        "gpus_per_node": gpus,
+        "cpu": f"{round(cpu * 1000)}m",
+        "memory": memory,
+        "labels": {k: v for k, v in node_labels.items() if not k.startswith("kubernetes.io/")},
+        "capacity_type": "spot" if capacity == "spot" else "on-demand",
+        "data_bandwidth": PREP_BANDWIDTH,
+    }
+    if autoscaled:
+        data["boot_time_s"] = knobs.node_boot_time_s
+        data["autoscaling"] = {"min": initial, "max": max(_max_alive(spans), initial, 1)}
+    try:
+        return NodePool.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError("<history nodes>", problems_from_validation(exc, f"pool {name}")) from None
+
+
+def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
+    """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels, capacity type).
+
+    A pool whose nodes all exist from the start is fixed. One that gained nodes during the history becomes
+    a Cluster Autoscaler node group: it starts with the nodes present at time 0 (its minimum), may grow to
+    the most nodes it ever had at once, and new nodes take ``knobs.node_boot_time_s`` to boot (a Node
+    object is created when the machine registers, so histories do not show how long booting took)."""
+    nodes = history.nodes.to_pylist()
+    if not nodes:
+        raise SpecError("<history>", ["the history has no nodes; calibration replays on the imported nodes"])
+    end = float(history.end_s)
+    groups: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+    for n in nodes:
+        key = (n["pool"], n["gpu_model"], n["gpus"], n["cpu"], n["memory"], n["labels_json"] or "{}",
+               n["capacity_type"])  # fmt: skip
+        created = 0.0 if n["created_s"] is None else max(float(n["created_s"]), 0.0)
+        deleted = end if n["deleted_s"] is None else float(n["deleted_s"])
+        groups.setdefault(key, []).append((created, deleted))
+    pools: list[NodePool] = []
+    used: set[str] = set()
+    for index, (key, spans) in enumerate(groups.items()):
+        name = _pool_name(key[0], index)
+        if name in used:
+            name = f"{name}-{index}"
+        used.add(name)
+        pools.append(_node_pool(name, key, spans, knobs or Knobs()))
+    return Cluster(pools=tuple(pools))
+
+
+def has_node_arrivals(history: History) -> bool:
+    """Whether any node joined after the history began (only then is a boot time worth fitting)."""
+    created = history.nodes.column("created_s").to_pylist()
+    return any(c is not None and c > 0 for c in created)
+
+
+def _affinity(models: str) -> dict[str, Any]:
+    values = sorted({m.strip() for m in models.split("|") if m.strip()})
+    term = {"matchExpressions": [{"key": GPU_MODEL_LABEL, "operator": "In", "values": values}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def history_jobs(history: History) -> list[Job]:
+    """One replayable job per history job (see the module docstring for the runtime rules)."""
+    cols = job_columns(history)
+    end_s = float(history.end_s)
+    t = history.jobs
+    ran = ~np.isnan(cols.running)
+    stop = np.where(np.isnan(cols.end), end_s, cols.end)
+    compute = np.where(ran, np.maximum(stop - cols.running, 0.0), np.nan)
+    classes = cols.job_class
+    fallback = float(np.nanmedian(compute)) if np.any(ran) else 60.0
+    medians = {
+        c: float(np.nanmedian(compute[classes == c])) if np.any(ran & (classes == c)) else fallback
+        for c in set(classes.tolist())
+    }
+    prep = np.where(ran & ~np.isnan(cols.scheduled), np.maximum(cols.running - cols.scheduled, 0.0), 0.0)
+    labelled = any(GPU_MODEL_LABEL in (n or "") for n in history.nodes.column("labels_json").to_pylist())
+    wanted = ["job_id", "job_class", "team", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod"]
+    rows = t.select([*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model"]).to_pylist()
+    jobs: list[Job] = []
+    for i, row in enumerate(rows):
+        runtime = compute[i] if ran[i] else medians[classes[i]]
+        requests: dict[str, Any] = {
+            "cpu": f"{round(row['cpu_per_pod'] * 1000)}m",
+            "memory": row["memory_per_pod"],
+        }
+        data: dict[str, Any] = {
+            "id": row["job_id"],
+            "submit_s": float(cols.submit[i]),
+            "class": row["job_class"],
+            "team": row["team"] or "default",
+            "priority": row["priority"] or 0,
+            "pods": row["pods"],
+            "runtime": max(float(runtime), MIN_RUNTIME_S),
+            "data_size": round(prep[i] * PREP_BANDWIDTH),
+        }
+        if row["gpu_milli_per_pod"] is not None:
+            data["gpu_milli"] = row["gpu_milli_per_pod"]
+        elif row["gpus_per_pod"]:
+            gpus = row["gpus_per_pod"]
+            if not math.isclose(gpus, round(gpus)):
+                raise SpecError(
+                    "<history jobs>", [f"job {row['job_id']!r}: {gpus} GPUs per pod is not whole"]
+                )
+            requests["nvidia.com/gpu"] = round(gpus)
+        data["requests"] = requests
+        if not np.isnan(cols.util[i]):
+            data["gpu_utilization"] = min(max(float(cols.util[i]), 0.0), 1.0)
+        if row["gpu_model"] and labelled:
+            data["affinity"] = _affinity(row["gpu_model"])
+        try:
+            jobs.append(Job.model_validate(data))
+        except ValidationError as exc:
+            raise SpecError(
+                "<history jobs>", problems_from_validation(exc, f"job {row['job_id']!r}")
+            ) from None
+    return jobs
+
+
+def history_scenario(history: History, knobs: Knobs, name: str = "calibrated") -> Scenario:
+    """The replay scenario with the given knobs (everything else at fleetlab's defaults)."""
+    return Scenario(
+        name=name,
+        description=f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
+        cluster=history_cluster(history, knobs),
+        workload=Workload(jobs=tuple(history_jobs(history))),
+        scheduler=SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
+    )
+
+
+def scenario_document(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as a YAML-ready mapping that loads back equal: CPU amounts, which the model holds in
+    milli-cores, are written as ``<n>m`` quantities (a bare number would read as cores)."""
+    doc: dict[str, Any] = scenario.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    for pool in doc["cluster"]["pools"]:
+        if "cpu" in pool:
+            pool["cpu"] = f"{pool['cpu']}m"
+    for job in doc["workload"].get("jobs") or []:
+        if "cpu" in job.get("requests", {}):
+            job["requests"]["cpu"] = f"{job['requests']['cpu']}m"
+    return doc

@@ -1,0 +1,128 @@
+"""Write a measured baseline into ``--out``: baseline.parquet (one row per group), baseline.json (the same
+rows plus the cluster-wide figures and notes) and baseline.html, staged and renamed into place."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fleetlab.experiment.output import swap_into_place
+from fleetlab.metrics.baseline import Baseline, BaselineRow
+from fleetlab.report.baseline_report import baseline_html, calibration_html
+
+_ARROW = {
+    "str": pa.string(),
+    "int": pa.int64(),
+    "bool": pa.bool_(),
+    "float": pa.float64(),
+    "float | None": pa.float64(),
+}
+#: The Parquet schema of baseline.parquet, from BaselineRow's fields.
+ROW_SCHEMA = pa.schema([pa.field(f.name, _ARROW[str(f.type)]) for f in fields(BaselineRow)])
+
+
+def baseline_payload(baseline: Baseline) -> dict[str, Any]:
+    """What baseline.json holds (and ``--json`` prints)."""
+    return {
+        "cluster": baseline.cluster,
+        "rows": [row.as_dict() for row in baseline.rows],
+        "notes": list(baseline.notes),
+    }
+
+
+def dumps(payload: dict[str, Any]) -> str:
+    """Stable JSON: sorted keys, no NaN (a NaN would be a bug upstream, so it raises)."""
+    return json.dumps(payload, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def write_staged(out: Path, fill: Any) -> None:
+    """Call ``fill(folder)`` on a temporary sibling of ``out`` and rename it into place."""
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        staging.chmod(0o755)
+        fill(staging)
+        swap_into_place(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def write_baseline_files(baseline: Baseline, folder: Path, title: str) -> None:
+    """The three baseline files into an existing folder."""
+    payload = baseline_payload(baseline)
+    table = pa.Table.from_pylist(payload["rows"], schema=ROW_SCHEMA)
+    pq.write_table(table, folder / "baseline.parquet", compression="zstd")
+    (folder / "baseline.json").write_text(dumps(payload), encoding="utf-8")
+    (folder / "baseline.html").write_text(baseline_html(payload, title), encoding="utf-8")
+
+
+def calibration_payload(calibration: Any) -> dict[str, Any]:
+    """What calibration.json holds: verdict, fitted knobs and the search, rows, disagreements, notes."""
+    return {
+        "verdict": calibration.verdict,
+        "fitted": {k: getattr(calibration.knobs, k) for k in calibration.fitted},
+        "not_fitted": _not_fitted(calibration),
+        "search": calibration.fit,
+        "rows": [row.as_dict() for row in calibration.rows],
+        "disagreements": calibration.disagreements,
+        "notes": list(calibration.notes),
+    }
+
+
+def _not_fitted(calibration: Any) -> dict[str, str]:
+    out = {
+        "image_pull_bandwidth": "histories carry no image sizes; measured preparation is replayed per job",
+    }
+    if "scheduling_latency_s" not in calibration.fitted:
+        out["scheduling_latency_s"] = "--no-fit: kept at 0"
+    if "node_boot_time_s" not in calibration.fitted:
+        out["node_boot_time_s"] = "no node joined during the history, so no replayed node boots"
+    return out
+
+
+def write_calibration_files(calibration: Any, folder: Path, title: str) -> None:
+    """calibration.json, calibration.parquet (the rows), calibration.html, scenario.yaml (the calibrated
+    scenario) and the replay's own result files under ``replay/``."""
+    import yaml
+
+    from fleetlab.experiment.history_scenario import scenario_document
+    from fleetlab.experiment.output import write_run_files
+
+    payload = calibration_payload(calibration)
+    pq.write_table(
+        pa.Table.from_pylist(payload["rows"], schema=CALIBRATION_SCHEMA), folder / "calibration.parquet"
+    )
+    (folder / "calibration.json").write_text(dumps(payload), encoding="utf-8")
+    (folder / "calibration.html").write_text(calibration_html(payload, title), encoding="utf-8")
+    text = yaml.safe_dump(
+        scenario_document(calibration.scenario), sort_keys=False, allow_unicode=True, width=120
+    )
+    (folder / "scenario.yaml").write_text(
+        "# Calibrated replay of a measured history, written by `fleetlab calibrate`; use it as the base of\n"
+        "# `fleetlab experiment` (see docs/baseline.md).\n" + text,
+        encoding="utf-8",
+    )
+    write_run_files(calibration.run, folder / "replay")
+
+
+CALIBRATION_SCHEMA = pa.schema(
+    [
+        pa.field("job_class", pa.string()),
+        pa.field("metric", pa.string()),
+        pa.field("measured", pa.float64()),
+        pa.field("simulated", pa.float64()),
+        pa.field("error", pa.float64()),
+        pa.field("error_kind", pa.string()),
+        pa.field("tolerance", pa.float64()),
+        pa.field("within", pa.bool_()),
+    ]
+)

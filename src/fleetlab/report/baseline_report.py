@@ -1,0 +1,205 @@
+"""The measured baseline as a rich table and as a self-contained HTML page (no scripts, opens offline).
+
+Every name that comes from input (teams, queues, job classes) is HTML-escaped; lower bounds read ``≥``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.table import Table
+
+from fleetlab.report.table import _duration
+
+#: (column title, formatter) for the per-group table.
+Cell = Callable[[dict[str, Any]], str]
+
+
+def _bound(row: dict[str, Any], key: str) -> str:
+    value = row.get(f"{key}_s")
+    if value is None:
+        return "—"
+    return ("≥ " if row.get(f"{key}_lower_bound") else "") + _duration(float(value))
+
+
+def _seconds(key: str) -> Cell:
+    return lambda r: "—" if r.get(key) is None else _duration(float(r[key]))
+
+
+def _hours(key: str) -> Cell:
+    return lambda r: "—" if r.get(key) is None else f"{float(r[key]):,.1f}"
+
+
+def _pct(key: str) -> Cell:
+    return lambda r: "—" if r.get(key) is None else f"{100 * float(r[key]):.1f} %"
+
+
+def _money(row: dict[str, Any]) -> str:
+    value = row.get("cost_per_completed_job")
+    return "—" if value is None else f"{float(value):,.2f}"
+
+
+COLUMNS: tuple[tuple[str, Cell], ...] = (
+    ("group", lambda r: f"{r['group_by']}={r['group']}" if r["group_by"] != "all" else "all"),
+    ("jobs", lambda r: str(r["jobs_submitted"])),
+    ("done / failed / cancelled", lambda r: f"{r['completed']} / {r['failed']} / {r['cancelled']}"),
+    ("running / pending", lambda r: f"{r['running']} / {r['pending']}"),
+    ("wait mean", lambda r: _bound(r, "wait_mean")),
+    ("wait p50", lambda r: _bound(r, "wait_p50")),
+    ("wait p95", lambda r: _bound(r, "wait_p95")),
+    ("wait p99", lambda r: _bound(r, "wait_p99")),
+    ("censored", lambda r: str(r["wait_censored"])),
+    (
+        "quota / node wait",
+        lambda r: f"{_seconds('quota_wait_mean_s')(r)} / {_seconds('node_wait_mean_s')(r)}",
+    ),
+    ("prep mean", _seconds("prep_mean_s")),
+    ("compute mean", _seconds("compute_mean_s")),
+    ("restarts / evictions", lambda r: f"{r['restarts']} / {r['evictions']}"),
+    ("GPU-h alloc", _hours("gpu_hours_allocated")),
+    ("GPU-h lost", _hours("gpu_hours_lost")),
+    ("GPU util (measured)", _pct("gpu_util_measured")),
+    ("cost / done job", _money),
+)
+
+
+def baseline_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
+    """One line per group (all, each class, team, queue)."""
+    table = Table(title=title, title_justify="left")
+    for name, _ in COLUMNS:
+        table.add_column(name, justify="left" if name == "group" else "right", no_wrap=name == "group")
+    for row in rows:
+        table.add_row(*(cell(row) for _, cell in COLUMNS))
+    return table
+
+
+def cluster_lines(cluster: dict[str, Any]) -> list[str]:
+    """The cluster-wide figures as short lines."""
+
+    def num(key: str, fmt: str = "{:,.1f}") -> str:
+        value = cluster.get(key)
+        return "—" if value is None else fmt.format(value)
+
+    cost = cluster.get("cost_total")
+    cost_text = "—" if cost is None else f"{cost:,.2f} {cluster.get('currency') or ''}".strip()
+    return [
+        f"nodes {cluster.get('nodes', 0)}, node-hours {num('node_hours')}, "
+        f"idle node-hours {num('node_hours_idle')}",
+        f"GPU capacity-hours {num('gpu_capacity_hours')}, allocated {num('gpu_hours_allocated')}, "
+        f"idle {num('gpu_hours_idle')} (allocation {num('gpu_allocation_ratio', '{:.2%}')})",
+        f"cost {cost_text} (source: {cluster.get('cost_source', 'none')})",
+    ]
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left}caption{text-align:left;font-weight:bold}.note{color:#555}
+"""
+
+
+def baseline_html(payload: dict[str, Any], title: str) -> str:
+    """A standalone page: the cluster lines, the per-group table, the notes and the skipped counts."""
+    e = html.escape
+    head = "".join(f"<th>{e(name)}</th>" for name, _ in COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(cell(row))}</td>" for _, cell in COLUMNS) + "</tr>"
+        for row in payload["rows"]
+    )
+    cluster = "".join(f"<li>{e(line)}</li>" for line in cluster_lines(payload["cluster"]))
+    notes = "".join(f"<li class='note'>{e(n)}</li>" for n in payload.get("notes", []))
+    skipped = payload["cluster"].get("skipped") or {}
+    skipped_rows = "".join(f"<tr><td>{e(k)}</td><td>{int(v)}</td></tr>" for k, v in skipped.items())
+    return _page(
+        title,
+        f"<section id='baseline'><h1>{e(title)}</h1><ul>{cluster}</ul>"
+        "<table><caption>Measured baseline per job class, team and queue</caption>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        "<p class='note'>Waits are Kaplan–Meier estimates: jobs that never started are censored "
+        "when they left or when the record ends; ≥ marks a lower bound. Definitions: docs/baseline.md.</p>"
+        f"<ul>{notes}</ul>"
+        + (f"<table><caption>Rows skipped on import</caption>{skipped_rows}</table>" if skipped_rows else "")
+        + "</section>",
+    )
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>{body}</body></html>\n"
+    )
+
+
+def _value(kind: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if kind == "abs_s":
+        return _duration(value)
+    if kind in ("rel", "abs_share"):
+        return f"{100 * value:.1f} %"
+    return f"{value:.3f}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def calibration_table(payload: dict[str, Any], title: str) -> Table:
+    """Measured vs simulated per class and metric, the error, the tolerance and the verdict."""
+    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items()) or "nothing"
+    table = Table(title=f"{title} — verdict {payload['verdict']} (fitted: {fitted})", title_justify="left")
+    for name in CALIBRATION_COLUMNS:
+        table.add_column(name, justify="left" if name in ("class", "metric") else "right")
+    for r in payload["rows"]:
+        table.add_row(*_calibration_cells(r))
+    return table
+
+
+def _calibration_cells(r: dict[str, Any]) -> list[str]:
+    shown = {"abs_s": "abs_s", "abs_share": "abs_share"}.get(r["error_kind"], "")
+    return [
+        r["job_class"],
+        r["metric"],
+        _value(shown, r["measured"]),
+        _value(shown, r["simulated"]),
+        _value(r["error_kind"], r["error"]),
+        _value(r["error_kind"], r["tolerance"]),
+        "—" if r["within"] is None else ("yes" if r["within"] else "NO"),
+    ]
+
+
+def _wait(seconds: float, started: bool) -> str:
+    return _duration(seconds) + ("" if started else " (never started: ≥)")
+
+
+CALIBRATION_COLUMNS = ("class", "metric", "measured", "simulated", "error", "tolerance", "within")
+
+
+def calibration_html(payload: dict[str, Any], title: str) -> str:
+    """A standalone page: verdict, fitted knobs and the search, the comparison table, the disagreements."""
+    e = html.escape
+    head = "".join(f"<th>{name}</th>" for name in CALIBRATION_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>" for r in payload["rows"]
+    )
+    search = "".join(
+        f"<tr><td>{e(row['knob'])}</td><td>{row['value']:g} s</td><td>{row['wait_ks']:.3f}</td></tr>"
+        for row in payload["search"]
+    )
+    worst = "".join(
+        f"<tr><td>{e(d['job_id'])}</td><td>{e(d['job_class'])}</td>"
+        f"<td>{e(_wait(d['measured_wait_s'], d['measured_started']))}</td>"
+        f"<td>{e(_wait(d['simulated_wait_s'], d['simulated_started']))}</td></tr>"
+        for d in payload["disagreements"]
+    )
+    not_fitted = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in payload["not_fitted"].items())
+    notes = "".join(f"<li class='note'>{e(n)}</li>" for n in payload.get("notes", []))
+    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items()) or "nothing"
+    return _page(
+        title,
+        f"<section id='calibration'><h1>{e(title)}</h1>"
+        f"<p>Verdict: <b>{e(payload['verdict'])}</b>. Fitted: {e(fitted)}.</p><ul>{not_fitted}{notes}</ul>"
+        f"<table><caption>Measured vs simulated</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+        "</table><table><caption>Knob search (KS distance of all waits)</caption>"
+        f"<tr><th>knob</th><th>value</th><th>KS</th></tr>{search}</table>"
+        "<table><caption>Largest disagreements</caption><tr><th>job</th><th>class</th><th>measured wait</th>"
+        f"<th>simulated wait</th></tr>{worst}</table></section>",
+    )

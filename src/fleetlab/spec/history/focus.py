@@ -1,0 +1,194 @@
+"""Cloud bills in FOCUS (FinOps Open Cost and Usage Specification, 1.0 to 1.2) as CSV, and GCP's standard
+usage cost export, into BILL_SCHEMA rows.
+
+Required FOCUS columns: BilledCost, EffectiveCost, ChargePeriodStart, ChargePeriodEnd, BillingCurrency.
+Used when present: ResourceId, SkuId, PricingCategory (a blank one with a CommitmentDiscountId reads as
+``Commitment-Based``), RegionId (or RegionName, or the pre-1.0 ``Region``), Tags (a JSON object). Every
+other FOCUS column is ignored; columns FOCUS does not define are ignored and counted by name. The file is
+read line by line, so a month of bills streams.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from fleetlab.model.history import BILL_SCHEMA
+from fleetlab.spec.billing_export import read_billing_export
+from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.common import SourceData, open_text, parse_naive_utc, short
+
+REQUIRED = ("BilledCost", "EffectiveCost", "ChargePeriodStart", "ChargePeriodEnd", "BillingCurrency")
+#: Columns defined by FOCUS 1.0, 1.1 and 1.2 (focus_spec, specification/columns), plus pre-1.0 "Region".
+FOCUS_COLUMNS = frozenset(
+    """
+    AvailabilityZone BilledCost BillingAccountId BillingAccountName BillingAccountType BillingCurrency
+    BillingPeriodEnd BillingPeriodStart CapacityReservationId CapacityReservationStatus ChargeCategory
+    ChargeClass ChargeDescription ChargeFrequency ChargePeriodEnd ChargePeriodStart
+    CommitmentDiscountCategory CommitmentDiscountId CommitmentDiscountName CommitmentDiscountQuantity
+    CommitmentDiscountStatus CommitmentDiscountType CommitmentDiscountUnit ConsumedQuantity ConsumedUnit
+    ContractedCost ContractedUnitPrice EffectiveCost InvoiceId InvoiceIssuerName ListCost ListUnitPrice
+    PricingCategory PricingCurrency PricingCurrencyContractedUnitPrice PricingCurrencyEffectiveCost
+    PricingCurrencyListUnitPrice PricingQuantity PricingUnit ProviderName PublisherName Region RegionId
+    RegionName ResourceId ResourceName ResourceType ServiceCategory ServiceName ServiceSubcategory SkuId
+    SkuMeter SkuPriceDetails SkuPriceId SubAccountId SubAccountName SubAccountType Tags
+    """.split()  # noqa: SIM905
+)
+#: ISO 4217 active currency codes (FOCUS BillingCurrency must be one).
+ISO_4217 = frozenset(
+    """
+    AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP BYN BZD
+    CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD
+    GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT
+    LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR
+    NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP
+    STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XCG
+    XOF XPF YER ZAR ZMW ZWG
+    """.split()  # noqa: SIM905
+)
+PRICING_CATEGORIES = ("On-Demand", "Commitment-Based", "Dynamic", "Other")
+MAX_COST = 1e12
+MAX_CELL_CHARS = 1 << 20
+TIME_HINT = "an ISO 8601 UTC time such as 2024-05-01T00:00:00Z"
+
+
+def _cost(text: str, source: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(
+            source, [f"{where}: {short(text)} is not a number (costs are decimal numbers)"]
+        ) from None
+    if not math.isfinite(value) or abs(value) > MAX_COST:
+        raise SpecError(source, [f"{where}: {short(text)} is outside -1e12..1e12"])
+    return value
+
+
+def _tags(text: str, source: str, where: str) -> str | None:
+    if not text.strip():
+        return None
+    try:
+        tags = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise SpecError(source, [f'{where}: Tags must be a JSON object such as {{"team": "a"}}']) from None
+    if not isinstance(tags, dict):
+        raise SpecError(source, [f"{where}: Tags must be a JSON object, got {type(tags).__name__}"])
+    return json.dumps({str(k): str(v) for k, v in tags.items()}, sort_keys=True, separators=(",", ":"))
+
+
+def read_focus(path: Path, progress: Callable[[int], None] | None = None) -> SourceData:
+    """BILL_SCHEMA rows (absolute Unix seconds) from one FOCUS CSV file."""
+    source = str(path)
+    data = SourceData(label=source, kind="focus")
+    csv.field_size_limit(MAX_CELL_CHARS)
+    fh = open_text(path, "utf-8-sig")
+    columns: dict[str, list[Any]] = {name: [] for name in BILL_SCHEMA.names}
+    with fh:
+        reader = csv.DictReader(fh)
+        try:
+            header = [h.strip() for h in reader.fieldnames or []]
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise SpecError(source, [f"line 1: not a CSV header: {exc}"]) from None
+        missing = [c for c in REQUIRED if c not in header]
+        if missing:
+            raise SpecError(
+                source,
+                [f"line 1: missing FOCUS column(s) {', '.join(missing)}; a FOCUS 1.0+ cost and usage file "
+                 f"needs {', '.join(REQUIRED)}"],
+            )  # fmt: skip
+        for name in header:
+            if name not in FOCUS_COLUMNS:
+                data.skip(f"column {name[:60]!r} is not a FOCUS column (ignored)")
+        region_col = next((c for c in ("RegionId", "Region", "RegionName") if c in header), None)
+        try:
+            for number, row in enumerate(reader, start=2):
+                _row(row, number, source, region_col, columns, data)
+                if progress is not None and number % 65536 == 0:
+                    progress(fh.tell())
+        except csv.Error as exc:
+            raise SpecError(source, [f"line {reader.line_num}: not valid CSV: {exc}"]) from None
+        except UnicodeDecodeError as exc:
+            raise SpecError(source, [f"is not UTF-8 text ({exc.reason})"]) from None
+    data.bill = pa.Table.from_pydict(columns, schema=BILL_SCHEMA)
+    return data
+
+
+def _row(
+    row: dict[str, Any], number: int, source: str, region_col: str | None,
+    columns: dict[str, list[Any]], data: SourceData,
+) -> None:  # fmt: skip
+    where = f"line {number}"
+    if None in row or any(v is None for v in row.values()):
+        raise SpecError(source, [f"{where}: the number of fields differs from the header (truncated?)"])
+    currency = row["BillingCurrency"].strip()
+    if currency not in ISO_4217:
+        raise SpecError(
+            source,
+            [f"{where}, column BillingCurrency: {short(currency)} is not an ISO 4217 currency code "
+             "(such as USD, EUR, JPY, KRW)"],
+        )  # fmt: skip
+    start = parse_naive_utc(row["ChargePeriodStart"], source, f"{where}, column ChargePeriodStart", TIME_HINT)
+    end = parse_naive_utc(row["ChargePeriodEnd"], source, f"{where}, column ChargePeriodEnd", TIME_HINT)
+    if start is None or end is None:
+        raise SpecError(source, [f"{where}: ChargePeriodStart and ChargePeriodEnd are required"])
+    if end < start:
+        data.skip("bill line whose charge period ends before it starts")
+        return
+    category = (row.get("PricingCategory") or "").strip()
+    if not category and (row.get("CommitmentDiscountId") or "").strip():
+        category = "Commitment-Based"
+    if category and category not in PRICING_CATEGORIES:
+        raise SpecError(
+            source,
+            [
+                f"{where}, column PricingCategory: {short(category)}; allowed: "
+                + ", ".join(PRICING_CATEGORIES)
+            ],
+        )
+    columns["charge_start_s"].append(start)
+    columns["charge_end_s"].append(end)
+    columns["resource_id"].append((row.get("ResourceId") or "").strip() or None)
+    columns["sku"].append((row.get("SkuId") or "").strip() or None)
+    columns["pricing_category"].append(category or None)
+    columns["region"].append(((row.get(region_col) or "").strip() or None) if region_col else None)
+    columns["billed_cost"].append(_cost(row["BilledCost"], source, f"{where}, column BilledCost"))
+    columns["effective_cost"].append(_cost(row["EffectiveCost"], source, f"{where}, column EffectiveCost"))
+    columns["currency"].append(currency)
+    columns["tags_json"].append(_tags(row.get("Tags") or "", source, f"{where}, column Tags"))
+    data.saw(end)
+
+
+def read_gcp_export(path: Path) -> SourceData:
+    """GCP's standard usage cost export (see :mod:`fleetlab.spec.billing_export`) as bill lines in USD:
+    billed = cost, effective = cost + credits; the SKU description stands for the SKU."""
+    export = read_billing_export(path)
+    data = SourceData(label=str(path), kind="gcp-billing")
+    rows = export.rows
+    data.bill = pa.Table.from_pydict(
+        {
+            "charge_start_s": [r.start.timestamp() for r in rows],
+            "charge_end_s": [r.end.timestamp() for r in rows],
+            "resource_id": [r.project_id or None for r in rows],
+            "sku": [r.sku or None for r in rows],
+            "pricing_category": [_gcp_category(r.cost_type) for r in rows],
+            "region": [r.region or None for r in rows],
+            "billed_cost": [r.cost_usd for r in rows],
+            "effective_cost": [r.cost_usd + r.credits_usd for r in rows],
+            "currency": ["USD"] * len(rows),
+            "tags_json": [json.dumps(r.labels, sort_keys=True, separators=(",", ":")) if r.labels else None
+                          for r in rows],
+        },
+        schema=BILL_SCHEMA,
+    )  # fmt: skip
+    data.saw(*(r.end.timestamp() for r in rows))
+    return data
+
+
+def _gcp_category(cost_type: str) -> str | None:
+    return "Commitment-Based" if "commit" in cost_type.lower() else None

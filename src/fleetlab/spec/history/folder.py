@@ -1,0 +1,126 @@
+"""A history folder on disk: ``jobs.parquet``, ``nodes.parquet``, ``bill.parquet`` and ``history.json``.
+
+``history.json`` holds ``epoch``, ``end_s``, ``sources`` and ``skipped``. Reading checks every table has the
+schema's columns (extra columns are ignored, a missing nullable one reads as null) and the record's
+numbers are finite, so a hand-edited or foreign folder fails with one clear paragraph.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCHEMA, History
+from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.history.checks import check_history
+
+__all__ = ["HISTORY_FILES", "read_history_folder", "write_history_folder"]
+
+HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA}
+#: history.json is small; anything larger is not one.
+MAX_META_BYTES = 1 << 20
+#: A month of a 2,000-GPU cluster (~500k jobs) is tens of MB of Parquet; far larger is not a history.
+MAX_TABLE_BYTES = 4 << 30
+
+
+def _read_table(file: Path, schema: pa.Schema, required: bool) -> pa.Table:
+    if not file.is_file():
+        if required:
+            raise SpecError(
+                str(file), ["not found; a history folder has jobs.parquet (nodes, bill optional)"]
+            )
+        return schema.empty_table()
+    size = file.stat().st_size
+    if size > MAX_TABLE_BYTES:
+        raise SpecError(
+            str(file), [f"is {size:,} bytes; a history table is at most {MAX_TABLE_BYTES:,} bytes"]
+        )
+    try:
+        table = pq.read_table(file)
+    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
+        raise SpecError(str(file), [f"cannot be read as Parquet: {exc}"]) from None
+    columns = []
+    for f in schema:
+        if f.name not in table.column_names:
+            if not f.nullable:
+                raise SpecError(str(file), [f"column {f.name!r} is missing; it is required ({f.type})"])
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = table.column(f.name)
+        try:
+            column = column.cast(f.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SpecError(str(file), [f"column {f.name!r}: cannot be read as {f.type}: {exc}"]) from None
+        if not f.nullable and column.null_count:
+            raise SpecError(str(file), [f"column {f.name!r} has {column.null_count} empty cell(s); required"])
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _number(meta: dict[str, Any], key: str, source: str) -> float:
+    value = meta.get(key)
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise SpecError(source, [f"{key}: expected a finite number, got {value!r}"])
+    return float(value)
+
+
+def read_history_folder(folder: Path) -> History:
+    """Load a history folder, or raise SpecError naming the file and what is wrong."""
+    if not folder.is_dir():
+        raise SpecError(str(folder), ["not a folder; give a history folder (jobs.parquet, history.json)"])
+    meta_file = folder / "history.json"
+    text = read_text_file(meta_file, "no history.json in this folder")
+    if len(text) > MAX_META_BYTES:
+        raise SpecError(str(meta_file), [f"is {len(text)} bytes; a history.json is at most {MAX_META_BYTES}"])
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            str(meta_file), [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]
+        ) from None
+    if not isinstance(meta, dict):
+        raise SpecError(str(meta_file), ["expected a JSON object with epoch, end_s, sources, skipped"])
+    end_s = _number(meta, "end_s", str(meta_file))
+    skipped = meta.get("skipped", {})
+    if not isinstance(skipped, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in skipped.items()
+    ):
+        raise SpecError(str(meta_file), ["skipped: expected an object of reason -> count"])
+    sources = meta.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise SpecError(str(meta_file), ["sources: expected a list of strings"])
+    jobs = _read_table(folder / "jobs.parquet", JOB_SCHEMA, True)
+    bad = sorted(set(jobs.column("state").to_pylist()) - set(JOB_STATES))
+    if bad:
+        raise SpecError(
+            str(folder / "jobs.parquet"), [f"state {bad[0]!r}: must be one of {', '.join(JOB_STATES)}"]
+        )
+    history = History(
+        jobs=jobs,
+        nodes=_read_table(folder / "nodes.parquet", NODE_SCHEMA, False),
+        bill=_read_table(folder / "bill.parquet", BILL_SCHEMA, False),
+        epoch=str(meta.get("epoch", "1970-01-01T00:00:00Z")),
+        end_s=end_s,
+        sources=tuple(sources),
+        skipped={str(k): int(v) for k, v in skipped.items()},
+    )
+    return check_history(history, str(folder))
+
+
+def write_history_folder(history: History, folder: Path) -> None:
+    """Write the four files into ``folder`` (which the caller stages and renames into place)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, table in (("jobs", history.jobs), ("nodes", history.nodes), ("bill", history.bill)):
+        pq.write_table(table, folder / f"{name}.parquet", compression="zstd")
+    meta = {
+        "epoch": history.epoch,
+        "end_s": history.end_s,
+        "sources": list(history.sources),
+        "skipped": dict(sorted(history.skipped.items())),
+    }
+    (folder / "history.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,0 +1,325 @@
+"""Per-pod facts from a ``kubectl get pods -A -o json`` item, and the per-job accumulator pods fold into.
+
+A job is the pods of one controlling owner (a Job, JobSet, PyTorchJob, LeaderWorkerSet, ReplicaSet, a Kueue
+pod group, or the bare pod). Times: ``creationTimestamp`` (submit), the ``PodScheduled`` condition's
+``lastTransitionTime`` when True (scheduled), the earliest app-container ``startedAt`` in ``state`` or
+``lastState`` (running), the latest ``terminated.finishedAt`` (end).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetlab.model.cluster import GPU_PRODUCT_LABEL
+from fleetlab.model.resources import CPU, GPU, MEMORY
+from fleetlab.spec.history.common import JobRecord, SourceData, gpu_model_of, parse_rfc3339
+from fleetlab.spec.kube_snapshot import GROUP_KEYS, QUEUE_LABEL, pod_requests
+
+LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
+TEAM_LABELS = ("team", "fleetlab.io/team")
+CLASS_LABEL = "fleetlab.io/job-class"
+JOB_CLASSES = ("training", "inference", "batch", "experiment")
+SERVING_KINDS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "LeaderWorkerSet"})
+#: DisruptionTarget reasons (core/v1 pod conditions): the pod was taken away, not failed by itself.
+DISRUPTION_REASONS = frozenset(
+    {"PreemptionByScheduler", "PreemptionByKueue", "DeletionByTaintManager", "EvictionByEvictionAPI",
+     "DeletionByPodGC", "TerminationByKubelet"}
+)  # fmt: skip
+#: Tolerated skew between the API server's clock (creation) and a kubelet's (container start).
+CLOCK_SKEW_S = 60.0
+
+
+def owner_of(meta: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(kind, name, uid) of the job a pod belongs to: its controller, its LeaderWorkerSet, its pod group,
+    or the pod itself."""
+    labels = meta.get("labels") or {}
+    if labels.get(LWS_LABEL):
+        return "LeaderWorkerSet", str(labels[LWS_LABEL]), None
+    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+    controller = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
+    if controller is not None and controller.get("kind") and controller.get("name"):
+        uid = controller.get("uid")
+        return str(controller["kind"]), str(controller["name"]), str(uid) if uid else None
+    annotations = meta.get("annotations") or {}
+    group = next((str(m[k]) for k in GROUP_KEYS for m in (labels, annotations) if m.get(k)), None)
+    if group:
+        return "PodGroup", group, None
+    return "Pod", str(meta.get("name") or "<unnamed>"), None
+
+
+@dataclass(slots=True)
+class JobAcc:
+    """Everything known about one job while its pods, owner objects, Workloads and events are read."""
+
+    key: str
+    kind: str
+    namespace: str
+    name: str
+    created: float | None = None
+    pods_seen: int = 0
+    pods_failed: int = 0
+    pods_succeeded: int = 0
+    pods_active: int = 0  # Running or Unknown
+    pods_waiting: int = 0  # Pending
+    parallelism: int | None = None
+    workload_pods: int | None = None  # pods the Kueue Workload's podSets ask for
+    gpus: float = 0.0
+    cpu_milli: int = 0
+    memory: int = 0
+    priority: int | None = None
+    team: str | None = None
+    queue: str | None = None
+    job_class: str | None = None
+    product: str | None = None
+    admitted: float | None = None
+    scheduled: float | None = None
+    running: float | None = None
+    end: float | None = None
+    state: str | None = None  # from an owner or Workload condition; pods decide otherwise
+    end_reason: str | None = None
+    pod_failure_reason: str | None = None
+    restarts: int = 0
+    evictions: int = 0
+    workload_evictions: int = 0
+    nodes: set[str] = field(default_factory=set)
+    pull_s: float | None = None
+    parent: tuple[str, str] | None = None  # (kind, name) of the owner's own controller (Job -> JobSet)
+    children: int = 0  # child jobs folded in (the Jobs of a JobSet)
+    children_done: int = 0  # of which completed
+
+    def take_min(self, attr: str, value: float | None) -> None:
+        if value is not None:
+            current = getattr(self, attr)
+            if current is None or value < current:
+                setattr(self, attr, value)
+
+    def take_max(self, attr: str, value: float | None) -> None:
+        if value is not None:
+            current = getattr(self, attr)
+            if current is None or value > current:
+                setattr(self, attr, value)
+
+    def take_requests(self, spec: dict[str, Any], where: str, source: str) -> None:
+        """Per-pod requests as kube-scheduler computes them; the largest pod of the job counts."""
+        requests = _requests_of(spec, where, source)
+        self.gpus = max(self.gpus, float(requests.get(GPU, 0)))
+        self.cpu_milli = max(self.cpu_milli, requests.get(CPU, 0))
+        self.memory = max(self.memory, requests.get(MEMORY, 0))
+        selector = spec.get("nodeSelector") or {}
+        if isinstance(selector, dict) and selector.get(GPU_PRODUCT_LABEL) and self.product is None:
+            self.product = str(selector[GPU_PRODUCT_LABEL])
+
+    def take_labels(self, labels: dict[str, Any]) -> None:
+        if self.team is None:
+            self.team = next((str(labels[k]) for k in TEAM_LABELS if labels.get(k)), None)
+        if self.queue is None and labels.get(QUEUE_LABEL):
+            self.queue = str(labels[QUEUE_LABEL])
+        if self.job_class is None and labels.get(CLASS_LABEL) in JOB_CLASSES:
+            self.job_class = str(labels[CLASS_LABEL])
+
+    def absorb(self, other: JobAcc) -> None:
+        """Fold a child's accumulator (a Job of a JobSet) into this one."""
+        for attr in ("created", "admitted", "scheduled", "running"):
+            self.take_min(attr, getattr(other, attr))
+        self.take_max("end", other.end)
+        self.take_max("pull_s", other.pull_s)
+        for attr in ("pods_seen", "pods_failed", "pods_succeeded", "pods_active", "pods_waiting",
+                     "restarts", "evictions"):  # fmt: skip
+            setattr(self, attr, getattr(self, attr) + getattr(other, attr))
+        if other.parallelism is not None:
+            self.parallelism = (self.parallelism or 0) + other.parallelism
+        self.gpus = max(self.gpus, other.gpus)
+        self.cpu_milli = max(self.cpu_milli, other.cpu_milli)
+        self.memory = max(self.memory, other.memory)
+        if other.priority is not None:
+            self.priority = max(self.priority or other.priority, other.priority)
+        for attr in ("team", "queue", "job_class", "product", "pod_failure_reason"):
+            if getattr(self, attr) is None:
+                setattr(self, attr, getattr(other, attr))
+        self.children += 1
+        self.children_done += other.state == "completed"
+        if other.state == "failed" and self.state is None:
+            self.state, self.end_reason = other.state, other.end_reason
+        self.nodes |= other.nodes
+
+
+_REQUESTS_CACHE: dict[str, dict[str, int]] = {}
+_CACHE_LIMIT = 4096
+
+
+def _requests_of(spec: dict[str, Any], where: str, source: str) -> dict[str, int]:
+    """pod_requests, remembered by the containers' resources: a history repeats a few pod shapes."""
+    key = repr(
+        (
+            [c.get("resources") for c in spec.get("containers") or [] if isinstance(c, dict)],
+            [(c.get("resources"), c.get("restartPolicy")) for c in spec.get("initContainers") or []
+             if isinstance(c, dict)],
+            spec.get("overhead"),
+        )
+    )  # fmt: skip
+    found = _REQUESTS_CACHE.get(key)
+    if found is None:
+        found, _ = pod_requests(spec, where, source)
+        if len(_REQUESTS_CACHE) >= _CACHE_LIMIT:
+            _REQUESTS_CACHE.clear()
+        _REQUESTS_CACHE[key] = found
+    return found
+
+
+@dataclass(slots=True)
+class PodTimes:
+    """The instants and outcome one pod contributes."""
+
+    created: float | None
+    scheduled: float | None
+    started: float | None
+    finished: float | None
+    restarts: int
+    failure_reason: str | None
+    disrupted: bool
+
+
+def _container_times(
+    status: dict[str, Any], source: str, where: str
+) -> tuple[float | None, float | None, int, str | None]:
+    """(first app-container start, last finish, restarts, failure reason) over containerStatuses."""
+    first: float | None = None
+    last: float | None = None
+    restarts = 0
+    reason: str | None = None
+    for i, cs in enumerate(status.get("containerStatuses") or []):
+        if not isinstance(cs, dict):
+            continue
+        here = f"{where}.status.containerStatuses[{i}]"
+        restarts += int(cs.get("restartCount") or 0) if isinstance(cs.get("restartCount"), int) else 0
+        for state_key in ("lastState", "state"):
+            state = cs.get(state_key) or {}
+            for kind in ("running", "terminated"):
+                detail = state.get(kind)
+                if not isinstance(detail, dict):
+                    continue
+                start = parse_rfc3339(detail.get("startedAt"), source, f"{here}.{state_key}.{kind}.startedAt")
+                if start is not None and (first is None or start < first):
+                    first = start
+                if kind == "terminated" and state_key == "state":
+                    end = parse_rfc3339(
+                        detail.get("finishedAt"), source, f"{here}.state.terminated.finishedAt"
+                    )
+                    if end is not None and (last is None or end > last):
+                        last = end
+                    if detail.get("exitCode") not in (0, None) and reason is None:
+                        reason = str(detail.get("reason") or "Error")
+    return first, last, restarts, reason
+
+
+def pod_times(obj: dict[str, Any], source: str, where: str) -> PodTimes:
+    """The instants of one pod (see the module docstring)."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") or {}
+    scheduled = None
+    disrupted = status.get("reason") == "Evicted"
+    for i, cond in enumerate(status.get("conditions") or []):
+        if not isinstance(cond, dict):
+            continue
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            scheduled = parse_rfc3339(
+                cond.get("lastTransitionTime"), source, f"{where}.status.conditions[{i}].lastTransitionTime"
+            )
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            disrupted = disrupted or cond.get("reason") in DISRUPTION_REASONS
+    started, finished, restarts, reason = _container_times(status, source, where)
+    if status.get("phase") == "Failed" and status.get("reason"):
+        reason = str(status["reason"])  # Evicted, DeadlineExceeded, ... (the pod-level cause)
+    return PodTimes(
+        created=parse_rfc3339(meta.get("creationTimestamp"), source, f"{where}.metadata.creationTimestamp"),
+        scheduled=scheduled,
+        started=started,
+        finished=finished,
+        restarts=restarts,
+        failure_reason=reason,
+        disrupted=disrupted,
+    )
+
+
+def pod_problem(obj: dict[str, Any], times: PodTimes) -> str | None:
+    """Why a pod's record cannot be used (a counted skip), or None."""
+    phase = (obj.get("status") or {}).get("phase")
+    node = (obj.get("spec") or {}).get("nodeName")
+    if times.created is None:
+        return "pod without metadata.creationTimestamp"
+    if phase in ("Running", "Succeeded") and not node:
+        return f"pod {phase} without spec.nodeName"
+    if times.started is not None and times.finished is not None and times.finished < times.started:
+        return "pod finished before it started (clocks went backwards)"
+    for t in (times.scheduled, times.started):
+        if t is not None and t < times.created - CLOCK_SKEW_S:
+            return f"pod scheduled or started more than {CLOCK_SKEW_S:.0f}s before it was created"
+    return None
+
+
+def job_record(job: JobAcc, models: dict[str, str | None], data: SourceData) -> JobRecord | None:
+    """The JOB_SCHEMA record of one accumulated job, or None (counted in ``data``) when it cannot be one."""
+    if job.created is None:
+        data.skip("job without any creation time")
+        return None
+    state, reason = _state(job)
+    end = job.end if state in ("completed", "failed", "cancelled") else None
+    if state in ("completed", "failed") and end is None:
+        data.skip("job finished with no finish time recorded")
+        return None
+    restarts = job.restarts - (1 if state == "failed" and job.restarts > 0 and job.kind == "Job" else 0)
+    running = job.running
+    if running is not None and job.scheduled is not None and running < job.scheduled:
+        running = job.scheduled  # kubelet and API server clocks differ slightly
+    node_models = sorted({m for n in job.nodes if (m := models.get(n))})
+    pods = job.parallelism or job.workload_pods or max(job.pods_seen - job.pods_failed, 1)
+    return JobRecord(
+        job_id=job.key,
+        source=data.kind,
+        owner_kind=job.kind,
+        namespace=job.namespace,
+        team=job.team or job.namespace,
+        queue=job.queue,
+        job_class=job.job_class or _default_class(job),
+        priority=job.priority,
+        pods=pods,
+        gpus_per_pod=job.gpus,
+        cpu_per_pod=job.cpu_milli / 1000.0,
+        memory_per_pod=job.memory,
+        gpu_model=node_models[0] if node_models else gpu_model_of(job.product),
+        submit=min(t for t in (job.created, job.admitted, job.scheduled) if t is not None),
+        admitted=job.admitted,
+        scheduled=job.scheduled,
+        running=running,
+        end=end,
+        state=state,
+        end_reason=reason,
+        restarts=max(restarts, 0),
+        evictions=job.evictions,
+        nodes=",".join(sorted(job.nodes)) or None,
+        image_pull_s=job.pull_s,
+    )
+
+
+def _state(job: JobAcc) -> tuple[str, str | None]:
+    """The job's state: its owner's or Workload's terminal condition first, then its pods."""
+    if job.state is not None:
+        return job.state, job.end_reason
+    if job.pods_active:
+        return "running", None
+    if job.children and job.children_done == job.children and not job.pods_waiting:
+        return "completed", "Completed"
+    if job.pods_waiting:
+        return ("running" if job.running is not None else "pending"), None
+    if job.pods_succeeded:
+        return "completed", "Completed"
+    if job.pods_failed:
+        return "failed", job.pod_failure_reason or "Failed"
+    return "pending", None
+
+
+def _default_class(job: JobAcc) -> str:
+    if job.kind in SERVING_KINDS:
+        return "inference"
+    return "training" if job.gpus > 0 else "batch"

@@ -1,0 +1,399 @@
+"""Kubernetes history from Prometheus over its HTTP API (``/api/v1/query_range``): kube-state-metrics and the
+NVIDIA DCGM exporter.
+
+kube-state-metrics (values are Unix seconds): ``kube_pod_created`` (submit),
+``kube_pod_status_scheduled_time`` (scheduled), ``kube_pod_start_time`` (running; the kubelet's start,
+before image pulls finish), ``kube_pod_completion_time`` (end); ``kube_pod_status_phase`` (outcome);
+``kube_pod_owner`` and ``kube_job_owner`` (which job a pod belongs to);
+``kube_pod_container_resource_requests`` (requests, summed over containers, and the node);
+``kube_node_status_allocatable``, ``kube_node_labels`` and ``kube_node_created`` (nodes; a node whose
+series stop before the range ends was deleted at its last sample). DCGM: ``DCGM_FI_DEV_GPU_UTIL`` (percent,
+mean over samples -> ``gpu_util_mean``) and ``DCGM_FI_DEV_FB_USED`` (MiB, max -> ``gpu_mem_used_max``),
+matched to pods by their ``pod``/``namespace`` labels (``exported_*`` first). The token is sent as
+``Authorization: Bearer``; it never appears in output, files or errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.common import (
+    NodeRecord,
+    SourceData,
+    checked_unix,
+    gpu_model_of,
+    labels_json,
+)
+from fleetlab.spec.history.kube_pods import JobAcc, job_record
+
+#: Largest response body read for one query; beyond it the query range or step must change.
+MAX_RESPONSE_BYTES = 512 * 1024 * 1024
+#: Prometheus refuses more than 11,000 points per series; stay under it.
+MAX_POINTS = 10_000
+DEFAULT_STEP_S = 60.0
+#: The range is read one window at a time, so one answer holds a day of series, not a month.
+DEFAULT_WINDOW_S = 86400.0
+TIME_METRICS = {
+    "created": "kube_pod_created",
+    "scheduled": "kube_pod_status_scheduled_time",
+    "started": "kube_pod_start_time",
+    "completed": "kube_pod_completion_time",
+}
+KSM_RESOURCES = {"nvidia_com_gpu": "gpus", "cpu": "cpu", "memory": "memory"}
+
+
+@dataclass(slots=True)
+class PromPod:
+    """One pod as kube-state-metrics and DCGM describe it."""
+
+    namespace: str
+    name: str
+    times: dict[str, float] = field(default_factory=dict)
+    phase: str | None = None
+    phase_at: float = -math.inf  # the time of the latest sample saying ``phase``
+    last_seen: float | None = None
+    owner: tuple[str, str] | None = None
+    requests: dict[str, float] = field(default_factory=dict)
+    node: str | None = None
+    util_sum: float = 0.0
+    util_n: int = 0
+    fb_max: float | None = None
+
+
+class PrometheusClient:
+    """query_range calls with a bounded body, a timeout and errors that name the URL, never the token."""
+
+    def __init__(self, url: str, token: str | None, timeout_s: float) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise SpecError(
+                f"--prometheus {url}", ["expected an http:// or https:// URL of a Prometheus server"]
+            )
+        if parsed.username or parsed.password:
+            raise SpecError(
+                "--prometheus",
+                ["the URL holds credentials; give a bearer token with --token-env or --token-file instead"],
+            )
+        self.base = url.rstrip("/")
+        self.token = token
+        self.timeout_s = timeout_s
+
+    def query_range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        """The ``matrix`` result of one range query."""
+        params = urllib.parse.urlencode({"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}",
+                                         "step": f"{step:g}"})  # fmt: skip
+        request = urllib.request.Request(f"{self.base}/api/v1/query_range?{params}")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        where = f"Prometheus {self.base}, query {query}"
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                body = response.read(MAX_RESPONSE_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            raise SpecError(where, [_http_problem(exc)]) from None
+        except urllib.error.URLError as exc:
+            reason = getattr(exc.reason, "strerror", None) or str(exc.reason)
+            raise SpecError(
+                where, [f"cannot reach the server ({reason}); check --prometheus and that Prometheus is up"]
+            ) from None
+        except TimeoutError:
+            raise SpecError(
+                where, [f"no answer within {self.timeout_s:g}s; try a shorter range or --step"]
+            ) from None
+        except OSError as exc:
+            raise SpecError(where, [f"connection failed: {exc.strerror or exc}"]) from None
+        if len(body) > MAX_RESPONSE_BYTES:
+            raise SpecError(
+                where,
+                [f"the answer is larger than {MAX_RESPONSE_BYTES // 2**20} MiB; import a shorter range"],
+            )
+        return _matrix(body, where)
+
+
+def _http_problem(exc: urllib.error.HTTPError) -> str:
+    if exc.code in (401, 403):
+        return f"HTTP {exc.code}: not authorised; check the token given with --token-env or --token-file"
+    try:
+        payload = json.loads(exc.read(1 << 16))
+        detail = f"{payload.get('errorType', 'error')}: {str(payload.get('error', ''))[:300]}"
+    except (ValueError, OSError, AttributeError):
+        detail = str(exc.reason)[:300]
+    return f"HTTP {exc.code}: {detail}"
+
+
+def _matrix(body: bytes, where: str) -> list[dict[str, Any]]:
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        raise SpecError(
+            where, ["the answer is not JSON; is --prometheus the Prometheus server's URL?"]
+        ) from None
+    if not isinstance(payload, dict) or payload.get("status") != "success":
+        error = payload.get("error") if isinstance(payload, dict) else None
+        raise SpecError(where, [f"Prometheus answered with an error: {str(error)[:300]}"])
+    data = payload.get("data") or {}
+    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        raise SpecError(where, ["expected a range-query matrix in the answer"])
+    return [s for s in data["result"] if isinstance(s, dict)]
+
+
+def _samples(series: dict[str, Any], where: str) -> Iterator[tuple[float, float]]:
+    for pair in series.get("values") or []:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise SpecError(where, [f"a sample is not [time, value]: {str(pair)[:80]}"])
+        try:
+            t, v = float(pair[0]), float(pair[1])
+        except (TypeError, ValueError):
+            raise SpecError(where, [f"a sample is not numeric: {str(pair)[:80]}"]) from None
+        if math.isfinite(v):
+            yield t, v
+
+
+def _pod_key(labels: dict[str, str]) -> tuple[str, str] | None:
+    namespace = labels.get("exported_namespace") or labels.get("namespace")
+    pod = labels.get("exported_pod") or labels.get("pod")
+    return (namespace, pod) if namespace and pod else None
+
+
+class PromHistory:
+    """The pods, jobs and nodes of one range of Prometheus data."""
+
+    def __init__(
+        self,
+        client: PrometheusClient,
+        start: float,
+        end: float,
+        step: float,
+        window: float = DEFAULT_WINDOW_S,
+    ) -> None:
+        self.client = client
+        self.start, self.end = start, end
+        self.step = max(step, math.ceil(min(window, end - start) / MAX_POINTS))
+        # Whole steps per window; windows [a, a + window - step] do not share an evaluation instant.
+        self.window = max(round(window / self.step), 1) * self.step
+        self.data = SourceData(label=client.base, kind="prometheus", end=end)
+        self.pods: dict[tuple[str, str], PromPod] = {}
+        self.job_owner: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def pod(self, key: tuple[str, str]) -> PromPod:
+        found = self.pods.get(key)
+        if found is None:
+            found = self.pods[key] = PromPod(key[0], key[1])
+        return found
+
+    def each(self, query: str) -> Iterator[tuple[dict[str, str], list[tuple[float, float]], str]]:
+        where = f"Prometheus {self.client.base}, query {query}"
+        at = self.start
+        while at <= self.end:
+            last = min(at + self.window - self.step, self.end)
+            for series in self.client.query_range(query, at, last, self.step):
+                labels = {str(k): str(v) for k, v in (series.get("metric") or {}).items()}
+                yield labels, list(_samples(series, where)), where
+            at += self.window
+
+    def read(self, progress: Callable[[int], None] | None = None) -> SourceData:
+        steps: list[Callable[[], None]] = [self._times, self._phases, self._owners, self._requests,
+                                           self._dcgm, self._nodes]  # fmt: skip
+        for done, run in enumerate(steps, start=1):
+            run()
+            if progress is not None:
+                progress(done)
+        return self._finish()
+
+    def _times(self) -> None:
+        for attr, metric in TIME_METRICS.items():
+            for labels, samples, where in self.each(metric):
+                key = _pod_key(labels)
+                if key is None or not samples:
+                    self.data.skip(f"{metric} series without namespace/pod or samples")
+                    continue
+                pod = self.pod(key)
+                pod.times[attr] = checked_unix(samples[-1][1], where, f"pod {key[0]}/{key[1]}")
+                last = samples[-1][0]
+                pod.last_seen = last if pod.last_seen is None else max(pod.last_seen, last)
+
+    def _phases(self) -> None:
+        for labels, samples, _ in self.each("kube_pod_status_phase == 1"):
+            key = _pod_key(labels)
+            if key is None or not samples or key not in self.pods:
+                continue
+            pod = self.pods[key]
+            last = samples[-1][0]
+            if last > pod.phase_at:
+                pod.phase, pod.phase_at = labels.get("phase"), last
+
+    def _owners(self) -> None:
+        for labels, _, _ in self.each('kube_job_owner{owner_is_controller="true"}'):
+            if (
+                labels.get("namespace")
+                and labels.get("job_name")
+                and labels.get("owner_name") not in (None, "<none>")
+            ):
+                self.job_owner[(labels["namespace"], labels["job_name"])] = (
+                    labels["owner_kind"],
+                    labels["owner_name"],
+                )
+        for labels, _, _ in self.each("kube_pod_owner"):
+            key = _pod_key(labels)
+            if key is None or key not in self.pods or labels.get("owner_kind") in (None, "", "<none>"):
+                continue
+            if labels.get("owner_is_controller") == "false" and self.pods[key].owner is not None:
+                continue
+            self.pods[key].owner = (labels["owner_kind"], labels.get("owner_name", key[1]))
+
+    def _requests(self) -> None:
+        query = "kube_pod_container_resource_requests"
+        for labels, samples, _ in self.each(query):
+            key = _pod_key(labels)
+            resource = KSM_RESOURCES.get(labels.get("resource", ""))
+            if key is None or key not in self.pods or resource is None or not samples:
+                continue
+            pod = self.pods[key]
+            name = f"{resource}:{labels.get('container', '')}"
+            pod.requests[name] = max(pod.requests.get(name, 0.0), samples[-1][1])
+            if labels.get("node"):
+                pod.node = labels["node"]
+
+    def _dcgm(self) -> None:
+        for labels, samples, _ in self.each("DCGM_FI_DEV_GPU_UTIL"):
+            key = _pod_key(labels)
+            if key is None or key not in self.pods:
+                continue
+            pod = self.pods[key]
+            pod.util_sum += sum(v for _, v in samples)
+            pod.util_n += len(samples)
+        for labels, samples, _ in self.each("DCGM_FI_DEV_FB_USED"):
+            key = _pod_key(labels)
+            if key is None or key not in self.pods or not samples:
+                continue
+            pod = self.pods[key]
+            top = max(v for _, v in samples) * 2**20
+            pod.fb_max = top if pod.fb_max is None else max(pod.fb_max, top)
+
+    def _nodes(self) -> None:
+        nodes: dict[str, NodeRecord] = {}
+        last_seen: dict[str, float] = {}
+        for labels, samples, _ in self.each("kube_node_status_allocatable"):
+            name = labels.get("node")
+            if not name or not samples:
+                continue
+            node = nodes.setdefault(name, NodeRecord(node=name))
+            last_seen[name] = max(last_seen.get(name, samples[-1][0]), samples[-1][0])
+            value = samples[-1][1]
+            resource = labels.get("resource")
+            if resource == "nvidia_com_gpu":
+                node.gpus = int(value)
+            elif resource == "cpu":
+                node.cpu = value
+            elif resource == "memory":
+                node.memory = int(value)
+        for labels, _, _ in self.each("kube_node_labels"):
+            found = nodes.get(labels.get("node", ""))
+            if found is None:
+                continue
+            node = found
+            node_labels = {k[len("label_") :]: v for k, v in labels.items() if k.startswith("label_")}
+            node.labels_json = labels_json(node_labels)
+            node.gpu_model = gpu_model_of(node_labels.get("nvidia_com_gpu_product"))
+            node.instance_type = node_labels.get("node_kubernetes_io_instance_type")
+            node.zone = node_labels.get("topology_kubernetes_io_zone")
+            node.capacity_type = node_labels.get("karpenter_sh_capacity_type")
+            node.pool = node_labels.get("cloud_google_com_gke_nodepool") or node.instance_type
+        for labels, samples, where in self.each("kube_node_created"):
+            found = nodes.get(labels.get("node", ""))
+            if found is not None and samples:
+                found.created = checked_unix(samples[-1][1], where, f"node {found.node}")
+        for name, seen in last_seen.items():
+            if seen < self.end - 2 * self.step:  # its series stopped: the node went away
+                nodes[name].deleted = seen
+        self.data.nodes.extend(nodes[n] for n in sorted(nodes))
+
+    def _finish(self) -> SourceData:
+        jobs: dict[str, JobAcc] = {}
+        utils: dict[str, tuple[float, int, float | None]] = {}
+        for pod_key in sorted(self.pods):
+            self._add(self.pods[pod_key], jobs, utils)
+        models = {n.node: n.gpu_model for n in self.data.nodes}
+        for job_key in sorted(jobs):
+            record = job_record(jobs[job_key], models, self.data)
+            if record is None:
+                continue
+            util_sum, util_n, fb = utils.get(job_key, (0.0, 0, None))
+            record.gpu_util_mean = util_sum / util_n / 100.0 if util_n else None
+            record.gpu_mem_used_max = fb
+            self.data.jobs.append(record)
+        return self.data
+
+    def _add(
+        self, pod: PromPod, jobs: dict[str, JobAcc], utils: dict[str, tuple[float, int, float | None]]
+    ) -> None:
+        created = pod.times.get("created")
+        if created is None:
+            self.data.skip("pod without kube_pod_created")
+            return
+        started, done = pod.times.get("started"), pod.times.get("completed")
+        if started is not None and done is not None and done < started:
+            self.data.skip("pod finished before it started (clocks went backwards)")
+            return
+        kind, name = pod.owner or ("Pod", pod.name)
+        if kind == "Job" and (pod.namespace, name) in self.job_owner:
+            kind, name = self.job_owner[(pod.namespace, name)]
+        key = f"{pod.namespace}/{kind}/{name}"
+        job = jobs.get(key)
+        if job is None:
+            job = jobs[key] = JobAcc(key=key, kind=kind, namespace=pod.namespace, name=name)
+        job.take_min("created", created)
+        job.take_min("scheduled", pod.times.get("scheduled"))
+        job.take_min("running", started)
+        job.pods_seen += 1
+        gpus = sum(v for k, v in pod.requests.items() if k.startswith("gpus:"))
+        job.gpus = max(job.gpus, gpus)
+        job.cpu_milli = max(
+            job.cpu_milli, round(1000 * sum(v for k, v in pod.requests.items() if k.startswith("cpu:")))
+        )
+        job.memory = max(job.memory, int(sum(v for k, v in pod.requests.items() if k.startswith("memory:"))))
+        if pod.node:
+            job.nodes.add(pod.node)
+        gone = pod.last_seen is not None and pod.last_seen < self.end - 2 * self.step
+        if pod.phase == "Succeeded":
+            job.pods_succeeded += 1
+            job.take_max("end", done if done is not None else pod.last_seen)
+        elif pod.phase == "Failed":
+            job.pods_failed += 1
+            job.pod_failure_reason = job.pod_failure_reason or "Failed"
+            job.take_max("end", done if done is not None else pod.last_seen)
+        elif gone:
+            job.state, job.end_reason = "cancelled", "Deleted"
+            job.take_max("end", pod.last_seen)
+        elif pod.phase == "Pending" or started is None:
+            job.pods_waiting += 1
+        else:
+            job.pods_active += 1
+        self.data.saw(created, started, done)
+        util_sum, util_n, fb = utils.get(key, (0.0, 0, None))
+        fb = pod.fb_max if fb is None else (fb if pod.fb_max is None else max(fb, pod.fb_max))
+        utils[key] = (util_sum + pod.util_sum, util_n + pod.util_n, fb)
+
+
+def read_prometheus(
+    url: str, start: float, end: float, token: str | None = None, step_s: float = DEFAULT_STEP_S,
+    timeout_s: float = 30.0, progress: Callable[[int], None] | None = None,
+    window_s: float = DEFAULT_WINDOW_S,
+) -> SourceData:  # fmt: skip
+    """Pods, jobs and nodes between ``start`` and ``end`` (Unix seconds) from a Prometheus server."""
+    if not end > start:
+        raise SpecError("--prometheus", [f"the range must have end after start (got {start:g} .. {end:g})"])
+    if not 0 < step_s <= 86400:
+        raise SpecError("--step", [f"{step_s:g}s: allowed 1s..1d"])
+    client = PrometheusClient(url, token, timeout_s)
+    if not window_s >= step_s:
+        raise SpecError("--prometheus", [f"the query window ({window_s:g}s) must be at least one step"])
+    return PromHistory(client, start, end, step_s, window_s).read(progress)

@@ -1,0 +1,167 @@
+"""Which reader a source needs, and one History from many sources.
+
+A source is ``[FORMAT:]PATH``; without a format the file's name and first bytes decide (see
+:func:`detect_format`). All kubectl files form one kubectl history, so pods in one file meet their Jobs,
+Workloads and events in others. Prometheus is read over HTTP from :class:`PrometheusSource`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleetlab.model.history import History
+from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.common import SourceData, assemble, head_bytes
+from fleetlab.spec.history.focus import read_focus, read_gcp_export
+from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
+from fleetlab.spec.history.philly import read_philly
+from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
+from fleetlab.spec.history.slurm import read_slurm
+from fleetlab.spec.history.swf import read_swf
+
+FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "philly", "swf")
+HEAD_BYTES = 64 * 1024
+#: (label, done, total) — the CLI's progress bar.
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class PrometheusSource:
+    """A Prometheus server and the range to read; the token is only ever sent, never shown."""
+
+    url: str
+    start: float
+    end: float
+    token: str | None = None
+    step_s: float = DEFAULT_STEP_S
+    timeout_s: float = 30.0
+    window_s: float = DEFAULT_WINDOW_S
+
+    def __repr__(self) -> str:  # keep the token out of any log or traceback
+        return f"PrometheusSource(url={self.url!r}, start={self.start}, end={self.end})"
+
+
+def split_source(text: str) -> tuple[str | None, Path]:
+    """``slurm:sacct.txt`` -> ("slurm", sacct.txt); a plain path -> (None, path)."""
+    prefix, sep, rest = text.partition(":")
+    if sep and prefix in FORMATS and rest:
+        return prefix, Path(rest)
+    return None, Path(text)
+
+
+def detect_format(path: Path) -> str:
+    """The reader for a file from its suffix and first bytes, or a SpecError saying how to name it."""
+    head = head_bytes(path, HEAD_BYTES).decode("utf-8", errors="replace")
+    stripped = head.lstrip()
+    first_line = stripped.split("\n", 1)[0]
+    if path.suffix.lower() == ".swf" or stripped.startswith(";"):
+        return "swf"
+    if stripped.startswith(("{", "[")):
+        if '"kind"' in head:
+            return "kubectl"
+        if '"submitted_time"' in head or '"attempts"' in head:
+            return "philly"
+        if '"jobs"' in head:
+            return "slurm"
+    elif "|" in first_line and "JobID" in first_line:
+        return "slurm"
+    elif "BilledCost" in first_line:
+        return "focus"
+    elif "usage_start_time" in first_line:
+        return "gcp-billing"
+    elif "num_gpus" in first_line and "timestamp" in first_line:
+        return "philly"
+    elif stripped.startswith(("apiVersion", "kind", "items", "---")):
+        return "kubectl"
+    raise SpecError(
+        str(path),
+        [
+            "cannot tell the format from the file; name it as FORMAT:PATH with FORMAT one of "
+            + ", ".join(FORMATS)
+        ],
+    )
+
+
+def _file_progress(progress: Progress | None, path: Path) -> Callable[[int], None] | None:
+    if progress is None:
+        return None
+    try:
+        total = path.stat().st_size
+    except OSError:
+        return None
+    return lambda done: progress(path.name, min(done, total), total)
+
+
+def read_source(
+    fmt: str, path: Path, progress: Progress | None = None, swf_processors: str = "cpus"
+) -> SourceData:
+    """One file through its reader (kubectl files are better read together, see :func:`import_sources`)."""
+    tick = _file_progress(progress, path)
+    if fmt == "kubectl":
+        return read_kubectl([path], tick)
+    if fmt == "slurm":
+        return read_slurm(path, tick)
+    if fmt == "focus":
+        return read_focus(path, tick)
+    if fmt == "gcp-billing":
+        return read_gcp_export(path)
+    if fmt == "philly":
+        return read_philly(path, tick)
+    if fmt == "swf":
+        return read_swf(path, swf_processors, tick)
+    raise SpecError(str(path), [f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}"])
+
+
+def import_sources(
+    sources: Sequence[str | Path],
+    prometheus: PrometheusSource | None = None,
+    end: float | None = None,
+    swf_processors: str = "cpus",
+    progress: Progress | None = None,
+) -> History:
+    """One History from files (``[FORMAT:]PATH``) and, optionally, a Prometheus server.
+
+    ``end`` (Unix seconds) is when the record ends; by default the latest instant any source mentions
+    (or the Prometheus range's end)."""
+    if not sources and prometheus is None:
+        raise SpecError("import", ["no sources given; name files (FORMAT:PATH) or --prometheus URL"])
+    kube_files: list[Path] = []
+    others: list[tuple[str, Path]] = []
+    for source in sources:
+        fmt, path = split_source(str(source))
+        fmt = fmt or detect_format(path)
+        if fmt == "kubectl":
+            kube_files.append(path)
+        else:
+            others.append((fmt, path))
+    parts: list[SourceData] = []
+    if kube_files:
+        total = sum(p.stat().st_size for p in kube_files if p.is_file())
+        offsets = [0]
+
+        def tick(done: int) -> None:
+            if progress is not None:
+                progress("kubectl", min(offsets[0] + done, total), total)
+
+        parts.append(_read_kube(kube_files, tick, offsets))
+    if prometheus is not None:
+        parts.append(
+            read_prometheus(
+                prometheus.url, prometheus.start, prometheus.end, prometheus.token, prometheus.step_s,
+                prometheus.timeout_s, (lambda done: progress("prometheus", done, 6)) if progress else None,
+                prometheus.window_s,
+            )
+        )  # fmt: skip
+    for fmt, path in others:
+        parts.append(read_source(fmt, path, progress, swf_processors))
+    return assemble(parts, end)
+
+
+def _read_kube(paths: list[Path], tick: Callable[[int], None], offsets: list[int]) -> SourceData:
+    history = KubeHistory(",".join(str(p) for p in paths))
+    for path in paths:
+        history.read(path, tick)
+        offsets[0] += path.stat().st_size if path.is_file() else 0
+    return history.finish()
