@@ -97,3 +97,15 @@ def test_secret_values_are_never_echoed_in_shape_errors(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as exc:
         load_snapshot([path])
     assert "hunter2" not in str(exc.value)
+
+
+def test_bound_node_that_does_not_exist_is_refused_at_load(tmp_path: Path) -> None:
+    from fleetlab.spec.loader import load
+    from test_spec_errors import minimal, write
+
+    data = minimal()
+    data["workload"]["jobs"][0]["bound_node"] = "gpu-7"  # the pool has nodes gpu-0 and gpu-1
+    with pytest.raises(SpecError) as exc:
+        load(str(write(tmp_path, data)))
+    assert "job 'j1': bound_node 'gpu-7' is not a node of the cluster" in str(exc.value)
+    assert "e.g. gpu-0" in str(exc.value)

@@ -81,6 +81,23 @@ def check_unique_ids(label: str, jobs: tuple[Job, ...] | list[Job]) -> None:
         raise SpecError(label, dups)
 
 
+def check_bound_nodes(label: str, jobs: list[Job] | tuple[Job, ...], scenario: Scenario) -> None:
+    """A job bound to a node (a snapshot's running pod) must name a node of the cluster: refused here, not
+    half-way through the run."""
+    bound = [job for job in jobs if job.bound_node is not None]
+    if not bound:
+        return
+    names = {pool.node_name(i) for pool in scenario.cluster.pools for i in range(pool.node_slots)}
+    bad = [
+        f"job {job.id!r}: bound_node {job.bound_node!r} is not a node of the cluster"
+        for job in bound
+        if job.bound_node not in names
+    ]
+    if bad:
+        example = scenario.cluster.pools[0].node_name(0)
+        raise SpecError(label, [*bad, f"nodes are named <pool>-<index>, e.g. {example}"])
+
+
 def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = None) -> ResolvedScenario:
     """Materialise the workload (inline, trace or generator) into a job list."""
     from fleetlab.spec.generator import generate_jobs
@@ -105,6 +122,7 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     priced = [p.model_dump() for p in scenario.cluster.pools if p.cloud is not None]
     warnings.extend(catalog_warnings(priced, base))
     check_unique_ids(source, jobs)
+    check_bound_nodes(source, jobs, scenario)
     total_pods = sum(job.pods for job in jobs)
     if total_pods > MAX_TOTAL_PODS:
         raise SpecError(
