@@ -165,6 +165,7 @@ def test_experiment_run_refuses_a_foreign_folder(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="fleetlab did not write"):
         run_sweep(None, out)  # type: ignore[arg-type]  # refused before the experiment is looked at
     assert (out / "data.csv").read_text() == "mine"
+    assert [p.name for p in out.iterdir()] == ["data.csv"]  # not even the lock file is left behind
 
 
 def test_workers_die_with_their_parent(tmp_path: Path) -> None:
@@ -207,3 +208,18 @@ def test_workers_die_with_their_parent(tmp_path: Path) -> None:
         time.sleep(0.2)
     os.kill(worker, signal.SIGKILL)
     pytest.fail("the worker outlived its driver")
+
+
+def test_second_experiment_run_on_one_folder_stops_with_a_clear_message(tmp_path: Path) -> None:
+    # While one sweep holds the folder's lock, a second one stops at once (instead of crashing later on
+    # DuckDB's own file lock or interleaving run folders).
+    from fleetlab.experiment.plan import load_experiment
+    from fleetlab.experiment.sweep import SWEEP_LOCK, run_sweep
+    from test_experiment import write_experiment
+
+    experiment = load_experiment(write_experiment(tmp_path))
+    out = tmp_path / "exp"
+    out.mkdir()
+    with folder_lock(out / SWEEP_LOCK, out), pytest.raises(SpecError) as exc:
+        run_sweep(experiment, out)
+    assert "another fleetlab run is writing this folder" in str(exc.value)

@@ -211,9 +211,10 @@ def run_sweep(
     The folder must be new, empty or a sweep's own; it is locked so a second sweep on it stops at once.
     """
     out.mkdir(parents=True, exist_ok=True)
-    if not is_marked(out) and not (out / MANIFEST).is_file():
-        check_replaceable(out)  # refuses a non-empty folder that is not a sweep's output
     with folder_lock(out / SWEEP_LOCK, out):
+        if not is_marked(out) and not (out / MANIFEST).is_file():
+            # refuses a non-empty folder that is not a sweep's output (our own lock file aside)
+            check_replaceable(out, ignore=frozenset({SWEEP_LOCK}))
         mark(out)
         return _run_sweep_locked(experiment, out, engine, on_run, limit)
 

@@ -67,8 +67,11 @@ def mark(folder: Path) -> None:
     (folder / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
 
 
-def check_replaceable(out: Path, option: str = "--out", force: bool = False) -> None:
-    """Refuse to replace anything but a missing, empty or fleetlab-marked folder (unless ``force``)."""
+def check_replaceable(
+    out: Path, option: str = "--out", force: bool = False, ignore: frozenset[str] = frozenset()
+) -> None:
+    """Refuse to replace anything but a missing, empty or fleetlab-marked folder (unless ``force``);
+    entries named in ``ignore`` (a lock file fleetlab holds there) do not count."""
     if out.parent == out:
         raise SpecError(f"{option} {out}", ["is the file-system root; give a folder for the results"])
     if out.exists() and not out.is_dir():
@@ -76,7 +79,7 @@ def check_replaceable(out: Path, option: str = "--out", force: bool = False) -> 
     if not out.is_dir() or force or is_marked(out):
         return
     try:
-        empty = next(out.iterdir(), None) is None
+        empty = next((p for p in out.iterdir() if p.name not in ignore), None) is None
     except OSError as exc:
         raise SpecError(f"{option} {out}", [f"cannot be read: {exc.strerror or exc}"]) from None
     if not empty:
