@@ -95,6 +95,7 @@ def test_cli_writes_parquet_json_html_and_fails_cleanly(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "measured baseline: 4 jobs" in result.output
     assert {p.name for p in (tmp_path / "out").iterdir()} == {
+        ".fleetlab-output",  # the output writer's marker (spec.out_folder)
         "baseline.parquet",
         "baseline.json",
         "baseline.html",

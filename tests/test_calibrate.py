@@ -186,6 +186,7 @@ def test_cli_writes_a_scenario_that_loads_back_equal_and_experiment_can_use(tmp_
     )
     assert result.exit_code == 0, result.output
     assert {p.name for p in out.iterdir()} == {
+        ".fleetlab-output",  # the output writer's marker (spec.out_folder)
         "calibration.json",
         "calibration.parquet",
         "calibration.html",

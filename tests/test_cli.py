@@ -25,6 +25,7 @@ from fleetlab.experiment.run import DEFAULT_COMPARE, compare
 from fleetlab.metrics.summary import summarize
 from fleetlab.placement.profiles import PRESETS
 from fleetlab.spec.loader import load
+from fleetlab.spec.out_folder import MARKER, mark
 
 RUN_FILES = (
     "jobs.parquet",
@@ -200,6 +201,7 @@ def test_compare_out_writes_one_folder_per_policy_and_is_deterministic(
         assert result.exit_code == 0, result.output
         assert f"results written to {out}" in result.stdout
     assert sorted(p.name for p in first.iterdir()) == [
+        MARKER,
         "comparison.json",
         "least-allocated",
         "most-allocated",
@@ -268,7 +270,7 @@ def test_simulate_out_writes_files_and_is_deterministic(files: dict[str, Path], 
         result = invoke("simulate", str(files["small"]), "--out", str(out))
         assert result.exit_code == 0, result.output
         assert f"results written to {out}" in result.stdout
-    assert sorted(p.name for p in first.iterdir()) == sorted(RUN_FILES)
+    assert sorted(p.name for p in first.iterdir()) == sorted([*RUN_FILES, MARKER])
     assert tree_bytes(first) == tree_bytes(second)
     payload = json.loads((first / "summary.json").read_text())
     assert payload["seed"] == 1
@@ -281,9 +283,10 @@ def test_simulate_out_replaces_previous_results(files: dict[str, Path], tmp_path
     out = tmp_path / "out"
     out.mkdir()
     (out / "stale.txt").write_text("old")
+    mark(out)  # an earlier run: fleetlab's own folder, so it may be replaced
     result = invoke("simulate", str(files["small"]), "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == sorted(RUN_FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*RUN_FILES, MARKER])
 
 
 def test_simulate_json_and_out_together(files: dict[str, Path], tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from fleetlab.model.queues import queue_config_from_objects
 from fleetlab.model.scenario import Scenario
 from fleetlab.placement.profiles import PRESETS, Profile, resolve_profile
 from fleetlab.spec.loader import load_scenario
+from fleetlab.spec.out_folder import MARKER, mark
 
 DATA = Path(__file__).parent / "data"
 PLATFORM = Path(__file__).parent / "fixtures" / "export" / "platform.yaml"
@@ -80,8 +81,9 @@ def test_every_file_is_written_and_an_old_folder_is_replaced_whole(
     out = tmp_path / "config"
     out.mkdir()
     (out / "stale.yaml").write_text("old")
+    mark(out)  # an earlier export: fleetlab's own folder, so it may be replaced
     result = export_scenario(scenario, out)
-    assert sorted(p.name for p in out.iterdir()) == sorted(result.files)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*result.files, MARKER])
     assert set(result.files) == {
         "kube-scheduler-config.yaml",
         "fleetlab-scheduler.yaml",

@@ -18,6 +18,7 @@ from fleetlab.experiment.fgd_report import markdown_table, summary_cells, write_
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.openb_share import load_share_nodes, load_share_pods
 from fleetlab.spec.openb_variants import find_trace_dir, resolve_variants, subsample
+from fleetlab.spec.out_folder import MARKER, mark
 
 OPENB = find_trace_dir(Path(__file__).resolve().parent)
 needs_openb = pytest.mark.skipif(
@@ -123,8 +124,10 @@ def test_report_files_and_table(mini_trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "stale.txt").write_text("old", encoding="utf-8")
+    mark(out)  # an earlier report: fleetlab's own folder, so it may be replaced
     assert write_report(runs, out) == []
     assert sorted(p.name for p in out.iterdir()) == [
+        MARKER,
         "curves.csv",
         "curves.parquet",
         "runs.csv",

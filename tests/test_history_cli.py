@@ -27,6 +27,7 @@ def test_import_writes_a_folder_load_history_reads_back(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
+        ".fleetlab-output",  # the output writer's marker (spec.out_folder)
         "bill.parquet",
         "history.json",
         "jobs.parquet",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from fleetlab.cli_schema import schema_cmd
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
+from fleetlab.report.strict_json import strict_dumps
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import builtin_scenarios, load
 
@@ -76,19 +76,32 @@ OutOpt = Annotated[
 ]
 
 
-def _check_out(out: Path | None) -> None:
-    """Refuse an --out that can never be written before spending time on the run."""
-    if out is not None and out.exists() and not out.is_dir():
-        raise _fail(
-            f"--out {out}: exists and is not a directory; give a folder path (it is created if missing)"
-        )
+ForceOpt = Annotated[
+    bool,
+    typer.Option("--force", help="Replace --out even if it is a non-empty folder fleetlab did not write."),
+]
 
 
-def _write(runs: list[Run], out: Path, single: bool, extra: dict[str, Any] | None = None) -> None:
+def _check_out(out: Path | None, force: bool = False) -> None:
+    """Refuse an --out that can never be written (or must not be replaced) before spending time on the run."""
+    from fleetlab.spec.out_folder import check_replaceable
+
+    if out is not None:
+        try:
+            check_replaceable(out.absolute(), force=force)
+        except SpecError as exc:
+            raise _fail(str(exc)) from None
+
+
+def _write(
+    runs: list[Run], out: Path, single: bool, extra: dict[str, Any] | None = None, force: bool = False
+) -> None:
     from fleetlab.experiment.output import write_results
 
     try:
-        write_results(runs, out, single=single, extra=extra)
+        write_results(runs, out, single=single, extra=extra, force=force)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
@@ -126,6 +139,7 @@ def simulate(
     ] = SCENARIO_POLICY,
     seed: SeedOpt = None,
     out: OutOpt = None,
+    force: ForceOpt = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
     ] = False,
@@ -138,7 +152,7 @@ def simulate(
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes, print_runs
 
-    _check_out(out)
+    _check_out(out, force)
     try:
         resolved = cli_snapshot.load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
         with DelayedProgress(err_console) as progress:
@@ -146,9 +160,9 @@ def simulate(
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     if out is not None:
-        _write([run], out, single=True)
+        _write([run], out, single=True, force=force)
     if json_out:
-        out_console.print_json(json.dumps(summarize(run.result).as_dict()))
+        out_console.print_json(strict_dumps(summarize(run.result).as_dict()))
         print_notes(err_console, [run])
     else:
         print_runs(out_console, [run], _title(resolved, run))
@@ -190,6 +204,7 @@ def compare_cmd(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
     ] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Run the same workload under several policies (or scenario variants) on several seeds: a verdict
     on what each changes against the first column, then every metric with its interval."""
@@ -199,7 +214,7 @@ def compare_cmd(
     from fleetlab.report.table import print_notes
 
     files = list(scenarios or [None])  # type: ignore[list-item]
-    _check_out(out)
+    _check_out(out, force)
     try:
         first = seed if seed is not None else load(files[0]).scenario.seed
         seed_list = parse_seeds(seeds, first)
@@ -212,13 +227,13 @@ def compare_cmd(
     runs = list(result.first_runs)
     payload = compare_payload(result)
     if json_out:
-        out_console.print_json(json.dumps(payload, allow_nan=False))
+        out_console.print_json(strict_dumps(payload))
         print_notes(err_console, runs)
     else:
         print_seeded(out_console, result)
         print_notes(out_console, runs)
     if out is not None:
-        _write(runs, out, single=False, extra={"comparison.json": payload})
+        _write(runs, out, single=False, extra={"comparison.json": payload}, force=force)
         (err_console if json_out else out_console).print(
             f"results written to {out}", highlight=False, markup=False
         )

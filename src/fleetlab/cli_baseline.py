@@ -53,9 +53,12 @@ def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
     """Stage ``fill``'s files and rename them into ``out``; an OS error is one clear line, exit 2."""
     from fleetlab.cli import _fail
     from fleetlab.report.baseline_files import write_staged
+    from fleetlab.spec.errors import SpecError
 
     try:
         write_staged(out, fill)
+    except SpecError as exc:  # a folder fleetlab did not write, or another run writing it now
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 

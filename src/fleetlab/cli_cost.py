@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from fleetlab.cli_options import finite_float
+
 cost_app = typer.Typer(
     help="Cost: checkpoint intervals under spot, cost per job across GPUs, buy vs rent, ledger, bill checks.",
     no_args_is_help=True,
@@ -20,6 +22,10 @@ def _fail(message: str) -> typer.Exit:
     from fleetlab import cli
 
     return cli._fail(message)  # cli._fail escapes rich markup itself
+
+
+#: Daly's model grows as exp(restart / MTBI); past this ratio the job never ends (and floats overflow).
+MAX_MTBI_RATIO = 50.0
 
 
 def _duration(option: str, text: str | None, allow_zero: bool = False) -> float | None:
@@ -56,14 +62,21 @@ def checkpoint_cmd(
         str | None, typer.Option("--mtbi", help="Mean time between interruptions of the job, e.g. 6h.")
     ] = None,
     rate: Annotated[
-        float | None, typer.Option("--rate-per-hour", help="Interruptions per hour (instead of --mtbi).")
+        float | None,
+        typer.Option(
+            "--rate-per-hour", callback=finite_float, help="Interruptions per hour (instead of --mtbi)."
+        ),
     ] = None,
     restart_time: Annotated[
         str, typer.Option("--restart-time", help="Wall time to restart after an interruption.")
     ] = "0s",
     price: Annotated[
         float | None,
-        typer.Option("--price-per-hour", help="Price of the job's nodes per hour, for the cost column."),
+        typer.Option(
+            "--price-per-hour",
+            callback=finite_float,
+            help="Price of the job's nodes per hour, for the cost column.",
+        ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the intervals as JSON.")] = False,
 ) -> None:
@@ -83,6 +96,12 @@ def checkpoint_cmd(
         raise _fail(f"--price-per-hour {price}: must be a finite number >= 0")
     mtbi_s = _duration("--mtbi", mtbi) if mtbi is not None else 3600.0 / float(rate or 1.0)
     assert write_s is not None and restart_s is not None and mtbi_s is not None
+    if mtbi_s <= write_s or restart_s >= MAX_MTBI_RATIO * mtbi_s:
+        raise _fail(
+            f"mean time between interruptions {_fmt(mtbi_s)} is not longer than one checkpoint write "
+            f"({_fmt(write_s)}) or is far shorter than a restart ({_fmt(restart_s)}): the job would never "
+            "make progress, so no checkpoint interval helps; give a longer --mtbi or a lower --rate-per-hour"
+        )
     young, daly = young_interval(write_s, mtbi_s), daly_interval(write_s, mtbi_s)
     rows = interval_table(write_s, mtbi_s, restart_s, price)
     if json_out:

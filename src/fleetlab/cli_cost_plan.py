@@ -5,13 +5,15 @@ Thin wrappers: each command parses its flags, calls one function of ``fleetlab.c
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from fleetlab.cli_options import finite_float
+from fleetlab.report.strict_json import strict_dumps
 
 plan_app = typer.Typer(
     help="Planning: cost per job across GPU models and clouds, buy vs rent, cost ledger, bill checks.",
@@ -105,7 +107,10 @@ def gpus_cmd(
     catalog: Annotated[Path | None, typer.Option("--catalog", help="A SkyPilot-format CSV instead.")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", min=1, help="GPUs for the training job.")] = None,
     network_gbps: Annotated[
-        float | None, typer.Option("--network-gbps", min=0.001, help="Node-to-node Gbit/s for all offers.")
+        float | None,
+        typer.Option(
+            "--network-gbps", callback=finite_float, min=0.001, help="Node-to-node Gbit/s for all offers."
+        ),
     ] = None,
     base_gpu: Annotated[
         str | None, typer.Option("--base-gpu", help="Model for 'more vs faster GPUs' (default: reference).")
@@ -118,13 +123,24 @@ def gpus_cmd(
     ] = None,
     throughput: Annotated[
         float | None,
-        typer.Option("--throughput", min=0.0, help="Without JOB: samples/s on one reference GPU."),
+        typer.Option(
+            "--throughput",
+            callback=finite_float,
+            min=0.0,
+            help="Without JOB: samples/s on one reference GPU.",
+        ),
     ] = None,
-    compute_fraction: Annotated[float, typer.Option("--compute-fraction", min=0.0, max=1.0)] = 0.7,
-    memory_fraction: Annotated[float, typer.Option("--memory-fraction", min=0.0, max=1.0)] = 0.2,
-    gradient_bytes: Annotated[float, typer.Option("--gradient-bytes", min=0.0)] = 0.0,
+    compute_fraction: Annotated[
+        float, typer.Option("--compute-fraction", callback=finite_float, min=0.0, max=1.0)
+    ] = 0.7,
+    memory_fraction: Annotated[
+        float, typer.Option("--memory-fraction", callback=finite_float, min=0.0, max=1.0)
+    ] = 0.2,
+    gradient_bytes: Annotated[float, typer.Option("--gradient-bytes", callback=finite_float, min=0.0)] = 0.0,
     steps: Annotated[int | None, typer.Option("--steps", min=1, help="Without JOB: training steps.")] = None,
-    samples_per_step: Annotated[float | None, typer.Option("--samples-per-step", min=0.0)] = None,
+    samples_per_step: Annotated[
+        float | None, typer.Option("--samples-per-step", callback=finite_float, min=0.0)
+    ] = None,
 ) -> None:
     """The same job on every GPU model x cloud x region x capacity type: time, $ per job, $ per M samples."""
     from fleetlab.cost.gpu_plan import CAPACITY_TYPES, plan_job, priced_offers, scaling_options
@@ -164,7 +180,7 @@ def gpus_cmd(
             "excluded": plan.excluded,
             "warnings": plan.warnings,
         }
-        out.print_json(json.dumps(payload))
+        out.print_json(strict_dumps(payload))
     else:
         print_plan(out, job, plan, top)
         print_scaling(out, scaling)
@@ -198,13 +214,24 @@ def buy_vs_rent_cmd(
         Path | None, typer.Option("--from-run", help="Run folder of `fleetlab simulate --out`.")
     ] = None,
     utilisation: Annotated[
-        float | None, typer.Option("--utilisation", min=0.0, max=1.0, help="GPU utilisation 0..1.")
+        float | None,
+        typer.Option("--utilisation", callback=finite_float, min=0.0, max=1.0, help="GPU utilisation 0..1."),
     ] = None,
     percentile: Annotated[
-        float, typer.Option("--percentile", min=0.0, max=100.0, help="Demand percentile to own (hybrid).")
+        float,
+        typer.Option(
+            "--percentile",
+            callback=finite_float,
+            min=0.0,
+            max=100.0,
+            help="Demand percentile to own (hybrid).",
+        ),
     ] = 50.0,
     cloud_price: Annotated[
-        float | None, typer.Option("--cloud-price", min=0.0, help="Rented USD per GPU-hour (else catalog).")
+        float | None,
+        typer.Option(
+            "--cloud-price", callback=finite_float, min=0.0, help="Rented USD per GPU-hour (else catalog)."
+        ),
     ] = None,
     cloud: Annotated[str | None, typer.Option("--cloud", help="Catalog of the rented instance.")] = None,
     instance: Annotated[str | None, typer.Option("--instance", help="Rented instance type.")] = None,
@@ -213,7 +240,10 @@ def buy_vs_rent_cmd(
     server_price: Annotated[
         float | None,
         typer.Option(
-            "--server-price", min=0.0, help=_default_help("server_price_usd", "Owned server price, USD")
+            "--server-price",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("server_price_usd", "Owned server price, USD"),
         ),
     ] = None,
     gpus_per_server: Annotated[
@@ -224,67 +254,116 @@ def buy_vs_rent_cmd(
     ] = None,
     life_years: Annotated[
         float | None,
-        typer.Option("--life-years", min=0.1, help=_default_help("life_years", "Depreciation years")),
+        typer.Option(
+            "--life-years",
+            callback=finite_float,
+            min=0.1,
+            help=_default_help("life_years", "Depreciation years"),
+        ),
     ] = None,
     power_kw: Annotated[
-        float | None, typer.Option("--power-kw", min=0.0, help=_default_help("power_kw", "Average draw, kW"))
+        float | None,
+        typer.Option(
+            "--power-kw", callback=finite_float, min=0.0, help=_default_help("power_kw", "Average draw, kW")
+        ),
     ] = None,
     provisioned_kw: Annotated[
         float | None,
-        typer.Option("--provisioned-kw", min=0.0, help=_default_help("provisioned_kw", "Provisioned kW")),
+        typer.Option(
+            "--provisioned-kw",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("provisioned_kw", "Provisioned kW"),
+        ),
     ] = None,
-    pue: Annotated[float | None, typer.Option("--pue", min=1.0, help=_default_help("pue", "PUE"))] = None,
+    pue: Annotated[
+        float | None, typer.Option("--pue", callback=finite_float, min=1.0, help=_default_help("pue", "PUE"))
+    ] = None,
     usd_per_kwh: Annotated[
-        float | None, typer.Option("--usd-per-kwh", min=0.0, help=_default_help("usd_per_kwh", "USD per kWh"))
+        float | None,
+        typer.Option(
+            "--usd-per-kwh", callback=finite_float, min=0.0, help=_default_help("usd_per_kwh", "USD per kWh")
+        ),
     ] = None,
     colo: Annotated[
         float | None,
         typer.Option(
-            "--colo-usd-per-kw-month", min=0.0, help=_default_help("colo_usd_per_kw_month", "Colocation")
+            "--colo-usd-per-kw-month",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("colo_usd_per_kw_month", "Colocation"),
         ),
     ] = None,
     network: Annotated[
         float | None,
         typer.Option(
-            "--network-usd-per-year", min=0.0, help=_default_help("network_usd_per_year", "Network, USD/year")
+            "--network-usd-per-year",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("network_usd_per_year", "Network, USD/year"),
         ),
     ] = None,
     maintenance_pct: Annotated[
         float | None,
         typer.Option(
-            "--maintenance-pct", min=0.0, help=_default_help("maintenance_pct", "Maintenance, % capex/yr")
+            "--maintenance-pct",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("maintenance_pct", "Maintenance, % capex/yr"),
         ),
     ] = None,
     staff: Annotated[
         float | None,
         typer.Option(
-            "--staff-usd-per-year", min=0.0, help=_default_help("staff_usd_per_year", "Staff, USD/year")
+            "--staff-usd-per-year",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("staff_usd_per_year", "Staff, USD/year"),
         ),
     ] = None,
     downtime_pct: Annotated[
         float | None,
-        typer.Option("--downtime-pct", min=0.0, max=99.0, help=_default_help("downtime_pct", "Downtime, %")),
+        typer.Option(
+            "--downtime-pct",
+            callback=finite_float,
+            min=0.0,
+            max=99.0,
+            help=_default_help("downtime_pct", "Downtime, %"),
+        ),
     ] = None,
     fabric_pct: Annotated[
         float | None,
-        typer.Option("--fabric-pct", min=0.0, help=_default_help("fabric_pct", "Fabric, % of server")),
+        typer.Option(
+            "--fabric-pct",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("fabric_pct", "Fabric, % of server"),
+        ),
     ] = None,
     residual_pct: Annotated[
         float | None,
         typer.Option(
-            "--residual-pct", min=0.0, max=100.0, help=_default_help("residual_pct", "Resale value, %")
+            "--residual-pct",
+            callback=finite_float,
+            min=0.0,
+            max=100.0,
+            help=_default_help("residual_pct", "Resale value, %"),
         ),
     ] = None,
     egress: Annotated[
         float | None,
         typer.Option(
-            "--egress-usd-per-gb", min=0.0, help=_default_help("egress_usd_per_gb", "Egress USD/GB")
+            "--egress-usd-per-gb",
+            callback=finite_float,
+            min=0.0,
+            help=_default_help("egress_usd_per_gb", "Egress USD/GB"),
         ),
     ] = None,
     transfer: Annotated[
         float | None,
         typer.Option(
             "--transfer-gb-per-gpu-hour",
+            callback=finite_float,
             min=0.0,
             help=_default_help("transfer_gb_per_gpu_hour", "GB moved per rented GPU-h"),
         ),
@@ -388,7 +467,7 @@ def buy_vs_rent_cmd(
         "transfer_gb_per_gpu_hour": per_hour,
     }
     if json_out:
-        out.print_json(json.dumps(result, allow_nan=False, default=str))
+        out.print_json(strict_dumps(result))
     else:
         print_buy_vs_rent(out, result, hybrid)
 
@@ -419,6 +498,9 @@ def ledger_cmd(
     ] = Path("ledger-run"),
     policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out even if fleetlab did not write it.")
+    ] = False,
 ) -> None:
     """Simulate and write the run files (as simulate --out), with ledger.parquet: every cost record."""
     from fleetlab.experiment.output import write_results
@@ -426,18 +508,20 @@ def ledger_cmd(
     from fleetlab.placement.profiles import UnknownPolicyError
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load
+    from fleetlab.spec.out_folder import check_replaceable
     from fleetlab.spec.run_dir import read_ledger
 
     console, _ = _consoles()
-    if out.exists() and not out.is_dir():
-        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
     try:
+        check_replaceable(out.absolute(), force=force)
         resolved = load(scenario, seed)
         run = run_one(resolved, policy, None)
     except (SpecError, UnknownPolicyError) as exc:
         raise _fail(str(exc)) from None
     try:
-        write_results([run], out, single=True)
+        write_results([run], out, single=True, force=force)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
     ledger = read_ledger(out)
@@ -492,7 +576,7 @@ def reconcile_cmd(
         origin = period_start(min(r.start for r in export.rows), "hour")
     result = reconcile(export.rows, ledger, origin, period, group_label)
     if json_out:
-        out.print_json(json.dumps(result.as_dict()))
+        out.print_json(strict_dumps(result.as_dict()))
     else:
         print_reconciliation(out, result)
 
@@ -527,7 +611,7 @@ def mix_cmd(
         raise _fail(str(exc)) from None
     if json_out:
         rows = [{**c.__dict__, "usd_per_job": c.usd_per_job} for c in costs]
-        out.print_json(json.dumps({"scenario": resolved.scenario.name, "rows": rows}))
+        out.print_json(strict_dumps({"scenario": resolved.scenario.name, "rows": rows}))
         return
     table = Table(title=f"{resolved.scenario.name}: {costs[0].jobs} GPU jobs, each GPU model alone")
     for name in ("GPU", "$/GPU-h", "price from", "GPU-hours", "total $", "$ per job"):

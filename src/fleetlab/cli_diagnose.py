@@ -6,22 +6,25 @@ input. ``--json`` prints the same diagnosis as plain data for scripts.
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from fleetlab.report.strict_json import strict_dumps
+
 
 def _parse_now(value: str | None) -> datetime | None:
     if value is None:
         return None
+    from fleetlab.spec.bounded import parse_timestamp
+
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"--now {value!r}: expected an RFC 3339 time such as 2026-11-30T10:00:00Z") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return parse_timestamp(value)
+    except ValueError as exc:
+        hint = "expected an RFC 3339 time such as 2026-11-30T10:00:00Z"
+        raise ValueError(f"--now {value!r}: {exc}; {hint}") from None
 
 
 def diagnose_cmd(
@@ -85,7 +88,7 @@ def diagnose_cmd(
     except (SpecError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if json_out:
-        typer.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        typer.echo(strict_dumps(result.as_dict(), indent=2, sort_keys=True))
     else:
         print_diagnosis(out_console, result)
     if not snap.pods:

@@ -34,6 +34,9 @@ def export_cmd(
         str,
         typer.Option("--kueue-api", help="Kueue API version to write: v1beta2 (default) or v1beta1."),
     ] = "v1beta2",
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out even if fleetlab did not write it.")
+    ] = False,
 ) -> None:
     """Write KubeSchedulerConfiguration (also as a second scheduler), Kueue objects and NVIDIA GPU Operator
     configs for a scenario."""
@@ -52,7 +55,7 @@ def export_cmd(
         loaded = load_scenario(scenario)[0]
         snap = load_snapshot(snapshot) if snapshot else None
         options = ExportOptions(snapshot=snap, kueue_api=f"kueue.x-k8s.io/{kueue_api}")
-        result = export_scenario(loaded, out, options)
+        result = export_scenario(loaded, out, options, force=force)
     except SpecError as exc:
         err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
+from fleetlab.cli_options import finite_float
+from fleetlab.model.limits import MAX_SEED
+
 POLICY_HELP = "Policy to run (repeatable): random, dotprod, clustering, packing, bestfit, fgd, fgd-exact."
+
+
+#: Seeds one FGD run may take (each is a full replay per policy and workload).
+MAX_FGD_SEEDS = 1_000
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -23,6 +30,10 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"--seeds {text!r}: {part!r} is not a seed or a range like 42-51") from None
         if last < first:
             raise ValueError(f"--seeds {text!r}: range {part!r} runs backwards")
+        if first < 0 or last > MAX_SEED or last - first + 1 + len(seeds) > MAX_FGD_SEEDS:
+            raise ValueError(
+                f"--seeds {text!r}: seeds must lie in 0..{MAX_SEED} and number at most {MAX_FGD_SEEDS:,}"
+            )
         seeds.extend(s for s in range(first, last + 1) if s not in seeds)
     if not seeds:
         raise ValueError(f"--seeds {text!r}: give at least one seed, e.g. 42-51")
@@ -54,7 +65,10 @@ def fgd_experiment(
         ),
     ] = None,
     sample: Annotated[
-        float, typer.Option("--sample", help="Run on this fraction of nodes and pods (quick look).")
+        float,
+        typer.Option(
+            "--sample", callback=finite_float, help="Run on this fraction of nodes and pods (quick look)."
+        ),
     ] = 1.0,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 1,
     png: Annotated[bool, typer.Option("--png", help="Also write unallocated.png (needs kaleido).")] = False,
@@ -109,6 +123,8 @@ def fgd_experiment(
         )
     try:
         warnings = write_report(runs, out, png=png)
+    except SpecError as exc:
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
     out_console.print(markdown_table(summary_cells(runs)), highlight=False, markup=False)

@@ -6,7 +6,6 @@ Prints jobs by state and rows skipped by reason (or ``--json``); exit 2 with one
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from datetime import UTC, datetime
@@ -16,6 +15,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from fleetlab.report.strict_json import strict_dumps
 
 MAX_TOKEN_BYTES = 64 * 1024
 
@@ -137,11 +138,13 @@ def import_cmd(
         raise _fail(str(exc)) from None
     try:
         write_history(history, out)
+    except SpecError as exc:  # --out is a non-empty folder fleetlab did not write, or locked
+        raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"--out {out}: cannot write the history: {exc.strerror or exc}") from None
     meta = history_meta(history)
     if json_out:
-        out_console.print_json(json.dumps(meta))
+        out_console.print_json(strict_dumps(meta))
         return
     _print_summary(out_console, meta, out)
 

@@ -5,7 +5,6 @@ Exit codes: 0 no errors (warnings allowed), 1 at least one error, 2 a file or sc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fleetlab.lint.check import LintReport, lint_paths
+from fleetlab.report.strict_json import strict_dumps
 from fleetlab.spec.errors import SpecError
 
 
@@ -74,7 +74,7 @@ def lint_cmd(
             "pod_templates": report.pod_templates,
             "scenario": report.scenario,
         }
-        out.print_json(json.dumps(payload))
+        out.print_json(strict_dumps(payload))
     else:
         if report.findings:
             out.print(_table(report))

@@ -8,9 +8,14 @@ workers may be on other machines (``ships_workloads``) sends each distinct one o
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -20,6 +25,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 RAY_HINT = "pip install 'fleetlab[ray]'"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +46,30 @@ class Engine(Protocol):
     ) -> Iterator[R]:
         """Results of ``fn(task, shared[i])`` (``fn(task, None)`` without ``shared``) in completion order."""
         ...
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: exit when the driver dies, so a killed sweep leaves no workers behind.
+
+    On Linux the kernel sends SIGTERM when the parent exits (PR_SET_PDEATHSIG); everywhere a daemon thread
+    also checks once a second that the parent is still there.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="fleetlab-parent-watch", daemon=True).start()
 
 
 def _shared_at(shared: Sequence[Any] | None, i: int) -> Any:
@@ -64,7 +94,12 @@ class LocalEngine:
                 yield fn(task, _shared_at(shared, i))
             return
         context = multiprocessing.get_context("spawn")  # no fork of a process with progress threads
-        with ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=min(self.jobs, len(tasks)),
+            mp_context=context,
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
             pending: set[Future[R]] = {
                 pool.submit(fn, task, _shared_at(shared, i)) for i, task in enumerate(tasks)
             }

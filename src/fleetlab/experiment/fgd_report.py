@@ -11,9 +11,6 @@ runs give byte-identical files: wall times are printed, not written.
 from __future__ import annotations
 
 import csv
-import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.experiment.fgd import TOP_PERCENT, Trajectory
-from fleetlab.experiment.output import swap_into_place
+from fleetlab.spec.out_folder import staged_output
 
 REFERENCE_PERCENT = 100
 
@@ -178,15 +175,10 @@ def plot_html(runs: Sequence[Trajectory]) -> str:
     )
 
 
-def write_report(runs: Sequence[Trajectory], out: Path, png: bool = False) -> list[str]:
+def write_report(runs: Sequence[Trajectory], out: Path, png: bool = False, force: bool = False) -> list[str]:
     """Write every file into a staging folder next to ``out`` and swap it in; returns warnings."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; results should honour the user's umask
     notes: list[str] = []
-    try:
+    with staged_output(out, force) as staging:
         curves = _curve_columns(runs)
         _write_csv(staging / "curves.csv", curves)
         _write_parquet(staging / "curves.parquet", curves)
@@ -227,10 +219,6 @@ def write_report(runs: Sequence[Trajectory], out: Path, png: bool = False) -> li
         (staging / "unallocated.html").write_text(html, encoding="utf-8")
         if png:
             notes.extend(_write_png(runs, staging / "unallocated.png"))
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return notes
 
 

@@ -1,7 +1,7 @@
 """Write run results atomically: everything goes to a temporary sibling folder that is renamed into place.
 
 A run killed half-way leaves the previous results (or nothing) at ``--out``, never a half-written file;
-rerunning is always safe.
+rerunning is always safe. The staging, marking and locking are spec.out_folder's.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from fleetlab.metrics.tables import (
 )
 from fleetlab.metrics.teams import team_rows
 from fleetlab.metrics.window import common_window, window_cost
-from fleetlab.spec.atomic_dir import atomic_dir, swap_into_place
+from fleetlab.spec.out_folder import safe_name, staged_output, swap_into_place, unique_names
 
 __all__ = ["safe_name", "swap_into_place", "write_results", "write_run_files"]
 
@@ -96,24 +96,25 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def safe_name(label: str) -> str:
-    """A folder name for a policy label."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "run"
-
-
 def write_results(
-    runs: Sequence[Run], out: Path, single: bool = False, extra: dict[str, Any] | None = None
+    runs: Sequence[Run],
+    out: Path,
+    single: bool = False,
+    extra: dict[str, Any] | None = None,
+    force: bool = False,
 ) -> None:
     """Write one run into ``out`` (single) or one sub-folder per policy plus a combined summary.json;
-    ``extra`` maps further file names in ``out`` to JSON payloads (written in the same atomic swap)."""
-    with atomic_dir(out) as staging:
+    ``extra`` maps further file names in ``out`` to JSON payloads (written in the same atomic swap).
+    ``out`` must be missing, empty or fleetlab's own output unless ``force`` (see spec.out_folder).
+    """
+    with staged_output(out, force) as staging:
         if single:
             write_run_files(runs[0], staging)
         else:
             combined = []
             window = common_window([run.result for run in runs])
-            for run in runs:
-                write_run_files(run, staging / safe_name(run.label), window)
+            for run, name in zip(runs, unique_names([run.label for run in runs]), strict=True):
+                write_run_files(run, staging / name, window)
                 combined.append(_run_payload(run, window))
             text = json.dumps({"runs": combined}, indent=2, sort_keys=True, allow_nan=False)
             (staging / "summary.json").write_text(text + "\n", encoding="utf-8")

@@ -16,12 +16,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fleetlab import __version__
-from fleetlab.experiment.output import safe_name
 from fleetlab.experiment.patch import PatchError, apply_patch
 from fleetlab.metrics.summary import Summary
 from fleetlab.model.scenario import Scenario
-from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.bounded import read_text_file
+from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.loader import parse_yaml, read_scenario_text
+from fleetlab.spec.out_folder import safe_name
 
 METRICS = tuple(f.name for f in fields(Summary) if f.name != "policy")
 DEFAULT_METRICS = (
@@ -37,7 +38,7 @@ EXPERIMENT_DOCS = "docs/commands.md#experiments"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
 
 class SeedRange(_Strict):

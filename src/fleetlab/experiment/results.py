@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fleetlab.experiment.stats import MetricComparison, compare_variants
+from fleetlab.spec.bounded import load_json, read_text_file
 from fleetlab.spec.errors import SpecError
 
 MANIFEST = "manifest.json"
@@ -43,8 +43,10 @@ def _number(value: Any) -> float:
 def load_results(out: Path) -> ExperimentResults:
     """Parse ``manifest.json`` in ``out``; a SpecError when the folder is not a sweep's output."""
     path = out / MANIFEST
+    if not path.exists():
+        raise SpecError(str(out), [f"no {MANIFEST}: not the output folder of `fleetlab experiment run`"])
+    manifest = load_json(str(path), read_text_file(path, f"no {MANIFEST}"))
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
         samples: dict[str, dict[int, dict[str, float]]] = {v["name"]: {} for v in manifest["variants"]}
         for run in manifest["runs"]:
             summary = run["summary"]
@@ -60,11 +62,7 @@ def load_results(out: Path) -> ExperimentResults:
             planned=int(manifest["planned"]),
             samples=samples,
         )
-    except FileNotFoundError:
-        raise SpecError(
-            str(out), [f"no {MANIFEST}: not the output folder of `fleetlab experiment run`"]
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
         raise SpecError(
             str(path), [f"unreadable manifest ({type(exc).__name__}: {exc}); rerun the sweep"]
         ) from None

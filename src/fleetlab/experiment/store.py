@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.cost.ledger_io import LEDGER_FILE, ledger_table, run_id_of
-from fleetlab.experiment.output import safe_name, swap_into_place
 from fleetlab.metrics.queues import QueueRow, queue_rows
 from fleetlab.metrics.services import service_columns
 from fleetlab.metrics.summary import Summary, summarize
 from fleetlab.metrics.tables import job_columns, node_columns, timeline_columns
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
+from fleetlab.spec.out_folder import safe_name, swap_into_place
 
 #: Version of the layout of run folders, run.json, manifest.json and the database; raised whenever a
 #: column or key changes meaning or disappears (docs/data-dictionary.md). Stored in run.json,
@@ -37,6 +37,8 @@ SCHEMA_METADATA_KEY = "fleetlab.schema_version"
 TMP_PREFIX = ".tmp-"
 RUN_RECORD = "run.json"
 TABLES = ("jobs", "costs", "timeline", "queues", "services")
+#: Fields every run record must carry to be kept on resume (a record missing one is run again).
+RECORD_KEYS = ("variant", "seed", "fingerprint", "policy", "summary")
 DATABASE = "experiment.duckdb"
 _QUEUE_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64()}
 
@@ -157,7 +159,11 @@ def read_record(folder: Path) -> dict[str, Any] | None:
         return None
     if not all((folder / f"{name}.parquet").is_file() for name in TABLES):
         return None
-    return record if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not all(key in record for key in RECORD_KEYS):
+        return None  # damaged or from an older layout: the run is done again
+    if not isinstance(record["summary"], dict) or not isinstance(record["seed"], int):
+        return None
+    return record
 
 
 def remove_strays(out: Path) -> list[Path]:

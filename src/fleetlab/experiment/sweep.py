@@ -39,6 +39,10 @@ from fleetlab.model.job import Job
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import resolve
+from fleetlab.spec.out_folder import check_replaceable, folder_lock, is_marked, mark
+
+#: Lock file inside a sweep's folder while a sweep writes it (DuckDB allows one writer).
+SWEEP_LOCK = ".fleetlab.lock"
 
 
 class RunFailed(Exception):
@@ -204,8 +208,24 @@ def run_sweep(
     """Run the missing runs (at most ``limit`` of them), keep the rest; rebuild the database when done.
 
     ``on_run(key, executed)`` is called for every run kept (``False``) and every run finished (``True``).
+    The folder must be new, empty or a sweep's own; it is locked so a second sweep on it stops at once.
     """
     out.mkdir(parents=True, exist_ok=True)
+    with folder_lock(out / SWEEP_LOCK, out):
+        if not is_marked(out) and not (out / MANIFEST).is_file():
+            # refuses a non-empty folder that is not a sweep's output (our own lock file aside)
+            check_replaceable(out, ignore=frozenset({SWEEP_LOCK}))
+        mark(out)
+        return _run_sweep_locked(experiment, out, engine, on_run, limit)
+
+
+def _run_sweep_locked(
+    experiment: Experiment,
+    out: Path,
+    engine: Engine | None,
+    on_run: Callable[[str, bool], None] | None,
+    limit: int | None,
+) -> SweepOutcome:
     outcome = SweepOutcome(removed_strays=len(remove_strays(out)))
     tasks = plan_tasks(experiment, out)
     records: dict[str, dict[str, Any]] = {}

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from fleetlab.experiment.output import swap_into_place
 from fleetlab.export.flavor_labels import PoolSelector, pool_selectors, real_node_labels
 from fleetlab.export.kueue_objects import API_VERSION, kueue_objects
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
@@ -23,6 +20,7 @@ from fleetlab.export.second_scheduler import SECOND_SCHEDULER, second_scheduler_
 from fleetlab.model.scenario import Scenario
 from fleetlab.placement.profiles import SHARE_POLICY_PLUGINS, resolve_profile
 from fleetlab.spec.kube_snapshot import Snapshot
+from fleetlab.spec.out_folder import staged_output
 
 SCHEDULER_FILE = "kube-scheduler-config.yaml"
 SECOND_SCHEDULER_FILE = "fleetlab-scheduler.yaml"
@@ -180,17 +178,12 @@ def render_with_notes(
     return files, notes
 
 
-def export_scenario(scenario: Scenario, out: Path, options: ExportOptions | None = None) -> ExportResult:
+def export_scenario(
+    scenario: Scenario, out: Path, options: ExportOptions | None = None, force: bool = False
+) -> ExportResult:
     """Write every file into ``out`` by building a sibling folder and swapping it into place."""
     files, notes = render_with_notes(scenario, options)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        staging.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary folder
+    with staged_output(out, force) as staging:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return ExportResult(files=tuple(files), notes=tuple(notes))

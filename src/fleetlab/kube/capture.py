@@ -1,8 +1,9 @@
 """Read-only capture of a live cluster into one ``v1 List`` file, with the optional ``kubernetes`` client.
 
-Only list calls are made (nodes, pods in all namespaces, Kueue objects when its CRDs are served). Pod
-environment values are redacted and managedFields dropped before anything is written, so the file can be
-shared with whoever helps debug. The file is written to a temporary name and renamed into place.
+Only list calls are made (nodes, pods in all namespaces, Kueue objects when its CRDs are served). Every
+object is redacted (fleetlab.kube.redact: env values, Secret references, container args, manifest-bearing
+annotations, managedFields) before anything is written, so the file can be shared with whoever helps
+debug. The file is written to a temporary name and renamed into place.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleetlab.kube.redact import REDACTED, redact
+
+__all__ = ["REDACTED", "CaptureError", "capture", "to_plain", "write_list"]
+
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 #: (kind, plural) of the Kueue objects the diagnosis reads.
@@ -25,21 +30,10 @@ KUEUE_RESOURCES = (
     ("LocalQueue", "localqueues"),
     ("Workload", "workloads"),
 )
-REDACTED = "<redacted by fleetlab>"
 
 
 class CaptureError(Exception):
     """The cluster could not be read (client missing, no kubeconfig, API refused)."""
-
-
-def _redact_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    spec = pod.get("spec") or {}
-    for key in ("containers", "initContainers", "ephemeralContainers"):
-        for container in spec.get(key) or []:
-            for env in container.get("env") or []:
-                if "value" in env:
-                    env["value"] = REDACTED
-    return pod
 
 
 def to_plain(serialize: Callable[[Any], Any], kind: str, api_version: str, obj: Any) -> dict[str, Any]:
@@ -49,8 +43,8 @@ def to_plain(serialize: Callable[[Any], Any], kind: str, api_version: str, obj: 
         raise CaptureError(f"unexpected {kind} object from the API: {type(data).__name__}")
     data["apiVersion"] = data.get("apiVersion") or api_version
     data["kind"] = kind
-    (data.get("metadata") or {}).pop("managedFields", None)
-    return _redact_pod(data) if kind == "Pod" else data
+    result: dict[str, Any] = redact(data)  # every kind: Workload templates and annotations carry env too
+    return result
 
 
 def _kueue_objects(custom: Any, serialize: Callable[[Any], Any], api_exception: type[Exception]) -> list[Any]:

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetlab.model.limits import MAX_PODS_PER_JOB
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import format_amount, parse_amount
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.kube_objects import KubeObject, object_name
+from fleetlab.spec.kube_objects import KubeObject, ShapeError, mapping_list, object_name
 from fleetlab.spec.kube_snapshot import pod_requests
 
 
@@ -81,6 +82,8 @@ class KueueView:
     def __init__(self, objects: Iterable[KubeObject]) -> None:
         try:
             self._index(objects)
+        except ShapeError as exc:
+            raise SpecError("Kueue objects", [str(exc)]) from None
         except (AttributeError, TypeError, ValueError) as exc:
             raise SpecError(
                 "Kueue objects",
@@ -96,10 +99,13 @@ class KueueView:
             kind = obj.get("kind")
             spec = obj.get("spec") or {}
             if kind == "ClusterQueue":
+                if not isinstance(obj.get("spec"), dict):
+                    raise ShapeError(f"ClusterQueue {object_name(obj)}: has no `spec` mapping")
                 self.cluster_queues[object_name(obj)] = obj
             elif kind == "LocalQueue":
                 self.local_queues[object_name(obj)] = str(spec.get("clusterQueue", ""))
             elif kind == "Workload":
+                _check_workload(obj)
                 self.workloads.append(obj)
         for name, cq in self.cluster_queues.items():
             self.quota[name] = self._quotas(name, cq)
@@ -163,6 +169,37 @@ class KueueView:
             used_in_parent = max(0, q.used - _local(q))
             parent = min(parent, stored - used_in_parent + q.borrowing_limit)
         return max(0, _local(q) - q.used) + parent
+
+
+#: Kueue's Workload CRD allows at most 8 pod sets (``+kubebuilder:validation:MaxItems=8``).
+MAX_POD_SETS = 8
+
+
+def _check_workload(wl: KubeObject) -> None:
+    """podSets: a list of up to 8 mappings, each with an int32 ``count`` and a mapping ``template``."""
+    spec = wl.get("spec")
+    if not isinstance(spec, dict):
+        raise ShapeError(f"Workload {object_name(wl)}: has no `spec` mapping")
+    for i, podset in enumerate(mapping_list(wl, "spec.podSets", spec.get("podSets"), MAX_POD_SETS)):
+        count = podset.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_PODS_PER_JOB:
+            raise ShapeError(
+                f"Workload {object_name(wl)}: `spec.podSets[{i}].count` must be a whole number "
+                f"0..{MAX_PODS_PER_JOB:,}"
+            )
+        template = podset.get("template")
+        if template is None:
+            continue
+        if not (isinstance(template, dict) and isinstance(template.get("spec", {}), dict)):
+            raise ShapeError(
+                f"Workload {object_name(wl)}: `spec.podSets[{i}].template` must be a pod template"
+            )
+    try:
+        workload_requests(wl)  # the pod templates parse as pod specs do, or the Workload is refused here
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ShapeError(
+            f"Workload {object_name(wl)}: a pod template field has an unexpected shape ({type(exc).__name__})"
+        ) from None
 
 
 def _local(q: _Quota) -> int:

@@ -27,6 +27,7 @@ from fleetlab.model.cluster import (
     ZONE_LABEL,
 )
 from fleetlab.model.gpu_products import parse_product
+from fleetlab.model.limits import MAX_NODES
 from fleetlab.model.resources import CPU, EPHEMERAL_STORAGE, GPU, MEMORY, PODS, format_amount, is_extended
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError, problems_from_validation
@@ -273,9 +274,11 @@ def add_nodes(pools: list[dict[str, Any]], extra: Sequence[str]) -> None:
     by_name = {p["name"]: p for p in pools}
     for item in extra:
         name, _, count = item.partition("=")
-        if name not in by_name or not count.strip().isdigit():
+        if name not in by_name or not re.fullmatch(r"[0-9]{1,9}", count.strip()):
             known = ", ".join(sorted(by_name))
             raise SpecError("--add-nodes", [f"{item!r}: expected POOL=N with POOL one of {known}"])
+        if int(count) > MAX_NODES:
+            raise SpecError("--add-nodes", [f"{item!r}: at most {MAX_NODES:,} nodes fit in one simulation"])
         by_name[name]["count"] += int(count)
 
 

@@ -8,15 +8,15 @@ parsed is a :class:`ManifestError` naming the file and line, which the CLI turns
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import BoundedLoader, load_json, read_text_file, yaml_documents
+from fleetlab.spec.errors import SpecError
 from fleetlab.spec.kube_objects import describe_text
 
 PathPart = str | int
@@ -116,40 +116,18 @@ def _child(node: yaml.Node, part: PathPart) -> yaml.Node | None:
     return None
 
 
-def _yaml_error(label: str, exc: yaml.YAMLError) -> ManifestError:
-    mark = getattr(exc, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    problem = getattr(exc, "problem", None) or str(exc)
-    return ManifestError(label, [f"{where}invalid YAML: {problem}"])
-
-
-def _documents(label: str, text: str, is_json: bool) -> Iterator[tuple[Any, yaml.Node | None]]:
-    if is_json:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(
-                label, [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]
-            ) from None
-        try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError:
-            node = None  # valid JSON that PyYAML cannot compose: findings simply carry no line
-        yield data, node
-        return
+def _documents(label: str, text: str, is_json: bool) -> list[tuple[Any, yaml.Node | None]]:
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise _yaml_error(label, exc) from None
-    for node in nodes:
-        loader = yaml.SafeLoader("")
-        try:
-            data = loader.construct_document(node)
-        except yaml.YAMLError as exc:
-            raise _yaml_error(label, exc) from None
-        finally:
-            loader.dispose()
-        yield data, node
+        if is_json:
+            data = load_json(label, text)
+            try:
+                node: yaml.Node | None = BoundedLoader(text).get_single_node()
+            except yaml.YAMLError:
+                node = None  # valid JSON that YAML cannot compose: findings simply carry no line
+            return [(data, node)]
+        return list(yaml_documents(label, text))
+    except SpecError as exc:
+        raise ManifestError(exc.source, exc.problems) from None
 
 
 def _flatten(

@@ -39,7 +39,7 @@ HOURS_PER_MONTH = 730.0
 class PoolBilling(BaseModel):
     """A pool's ``billing`` section; absent means plain per-second billing and no data charges."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
     minimum_billed_s: Seconds | None = None
     committed_nodes: int = Field(default=0, ge=0)

@@ -12,6 +12,7 @@ from fleetlab.model.gpus import GPU_MODELS, check_gpu_model
 from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
 from fleetlab.model.lifecycle import ClusterAutoscalerConfig, NodeFailures, PoolAutoscaling
+from fleetlab.model.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_QUANTITY, Count, NodeCount, PricePerHour
 from fleetlab.model.mig import MigConfig, MigLayoutError
 from fleetlab.model.resources import is_extended
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
@@ -35,29 +36,29 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 class SpecModel(BaseModel):
     """Base for fleetlab's own scenario objects: frozen, unknown fields rejected."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid", populate_by_name=True)
 
 
 class NodePool(SpecModel):
     """A group of identical nodes: shape, labels, taints, price and lifecycle timings."""
 
     name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-    count: int = Field(ge=0)
+    count: NodeCount
     gpu_model: str | None = None
-    gpus_per_node: int = Field(default=0, ge=0)
+    gpus_per_node: int = Field(default=0, ge=0, le=MAX_GPUS_PER_NODE)
     gpu_memory: Bytes | None = None
     cpu: MilliCpu
     memory: Bytes
     ephemeral_storage: Bytes = 500 * 1024**3
-    max_pods: int = Field(default=110, ge=1)
-    extended_resources: dict[str, int] = Field(default_factory=dict)
+    max_pods: int = Field(default=110, ge=1, le=MAX_QUANTITY)
+    extended_resources: dict[str, Count] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     zones: tuple[str, ...] = ("zone-a",)
-    racks_per_zone: int = Field(default=1, ge=1)
+    racks_per_zone: int = Field(default=1, ge=1, le=MAX_NODES)
     capacity_type: CapacityType = "on-demand"
     instance_type: str | None = None
-    price_per_hour: float = Field(default=0.0, ge=0)
+    price_per_hour: PricePerHour = 0.0
     #: With instance_type and region, the price (and any shape not given) comes from a price catalog:
     #: ``catalog`` (a SkyPilot-format CSV) or the built-in snapshot of the cloud.
     cloud: Cloud | None = None
@@ -218,6 +219,13 @@ class Cluster(SpecModel):
             if pool.name in seen:
                 raise ValueError(f"duplicate node pool name {pool.name!r}")
             seen.add(pool.name)
+        slots = sum(pool.node_slots for pool in self.pools)
+        if slots > MAX_NODES:
+            raise ValueError(
+                f"the pools hold up to {slots:,} nodes (counts and autoscaling maxima); at most "
+                f"{MAX_NODES:,} "
+                "(GKE's largest cluster) fit in one simulation"
+            )
         return self
 
     @property

@@ -21,7 +21,7 @@ class SpotInterruptions(BaseModel):
     """Exactly one of ``rate_per_node_hour``, ``mtbi`` (mean time between interruptions per node) or
     ``trace`` (CSV with columns time, pool and optionally node); ``notice_s`` overrides the cloud's."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
     rate_per_node_hour: float | None = Field(default=None, gt=0)
     mtbi: Seconds | None = None

@@ -11,6 +11,7 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpu_share import normalize_share
 from fleetlab.model.gpus import check_gpu_model
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.limits import MAX_PODS_PER_JOB, Priority
 from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.plan_job import JobWork
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
@@ -60,9 +61,9 @@ class Job(SpecModel):
     id: str = Field(min_length=1)
     submit_s: Seconds = 0.0
     job_class: JobClass = Field(default=JobClass.BATCH, alias="class")
-    priority: int = 0
+    priority: Priority = 0
     team: str = "default"
-    pods: int = Field(default=1, ge=1)
+    pods: int = Field(default=1, ge=1, le=MAX_PODS_PER_JOB)
     requests: ResourceList
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")

@@ -18,7 +18,7 @@ TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 class KubeModel(BaseModel):
     """Base for API-shaped objects: frozen, camelCase aliases accepted, unknown fields rejected."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid", populate_by_name=True)
 
 
 class Taint(KubeModel):

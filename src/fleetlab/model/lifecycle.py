@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fleetlab.model.limits import NodeCount, Priority
 from fleetlab.model.units import Seconds
 
 Expander = Literal["least-waste", "price", "priority", "random"]
@@ -20,7 +21,7 @@ Expander = Literal["least-waste", "price", "priority", "random"]
 class SpecModel(BaseModel):
     """Frozen, unknown fields rejected (as the cluster's own spec objects; kept here to avoid a cycle)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid", populate_by_name=True)
 
 
 class BootTime(SpecModel):
@@ -63,15 +64,15 @@ class Stockout(SpecModel):
 class PoolAutoscaling(SpecModel):
     """Cluster Autoscaler options of one node group (pool); ``count`` is the pool's initial size."""
 
-    min: int = Field(default=0, ge=0)
-    max: int = Field(ge=0)
+    min: NodeCount = 0
+    max: NodeCount
     scale_down_utilization_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     scale_down_unneeded_time: Seconds = 600.0
     #: Time from the cloud request until the node registers ready (the pool's boot_time_s if unset).
     boot_time: BootTime | None = None
     stockout: Stockout = Stockout()
     #: For the priority expander: higher wins (upstream's priority-expander ConfigMap, by pool name).
-    priority: int = 0
+    priority: Priority = 0
 
     @model_validator(mode="after")
     def _bounds(self) -> PoolAutoscaling:

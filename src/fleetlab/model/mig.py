@@ -229,7 +229,7 @@ class MigConfig(BaseModel):
     """A node pool's fixed MIG layout, applied to ``gpus`` of its GPUs (all by default), and the device
     plugin's strategy for advertising the instances."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
     strategy: Literal["mixed", "single"] = "mixed"
     layout: tuple[str, ...] = Field(min_length=1)

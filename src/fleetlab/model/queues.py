@@ -87,7 +87,7 @@ class QueueConfigError(ValueError):
 class ObjectMeta(BaseModel):
     """The part of ``metadata`` fleetlab reads; labels, annotations, uid and the rest are ignored."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="ignore")
 
     name: str = Field(min_length=1, max_length=253, pattern=NAME_PATTERN)
     namespace: str = Field(default="default", min_length=1, max_length=63)
@@ -504,7 +504,7 @@ def queue_config_problems(
 class QueueConfig(BaseModel):
     """The four kinds of Kueue objects of one cluster, validated as a whole."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
     resource_flavors: tuple[ResourceFlavor, ...] = ()
     cluster_queues: tuple[ClusterQueue, ...] = ()

@@ -12,6 +12,7 @@ from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
+from fleetlab.model.limits import Seed
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.service import Service, check_services
@@ -24,7 +25,7 @@ class Scenario(SpecModel):
 
     name: str = "scenario"
     description: str = ""
-    seed: int = 0
+    seed: Seed = 0
     cluster: Cluster
     workload: Workload
     scheduler: SchedulerConfig = SchedulerConfig()

@@ -15,6 +15,7 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpus import GPU_MODELS, check_gpu_model, known_gpu_models
 from fleetlab.model.job import Image
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.limits import Priority
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
@@ -137,7 +138,7 @@ class Service(SpecModel):
     autoscaling: ServiceAutoscaling | None = None
     start_s: Seconds = 0.0
     evaluation_step_s: Seconds = 60.0
-    priority: int = 0
+    priority: Priority = 0
     team: str = "default"
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")

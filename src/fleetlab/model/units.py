@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
 
+from fleetlab.model.limits import MAX_QUANTITY, MAX_SECONDS
 from fleetlab.model.quantity import QuantityError, to_int, to_milli, to_whole
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
@@ -40,28 +41,31 @@ def parse_duration(value: Any) -> float:
         raise ValueError(f"{value!r} is not a duration: use seconds (a number) or a string like '1h30m'")
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"{value!r} must be a finite duration >= 0")
+    if seconds > MAX_SECONDS:
+        raise ValueError(
+            f"{value!r} is longer than {MAX_SECONDS:,} s (100 years), the longest fleetlab models"
+        )
     return seconds
 
 
-def _milli(value: Any) -> int:
-    amount = to_milli(value)
+def _bounded(value: Any, amount: int) -> int:
     if amount < 0:
         raise QuantityError(f"{value!r} must be greater than or equal to 0")
+    if amount > MAX_QUANTITY:
+        raise QuantityError(f"{value!r} is larger than {MAX_QUANTITY:,} (2**53), the largest fleetlab models")
     return amount
+
+
+def _milli(value: Any) -> int:
+    return _bounded(value, to_milli(value))
 
 
 def _bytes(value: Any) -> int:
-    amount = to_int(value)
-    if amount < 0:
-        raise QuantityError(f"{value!r} must be greater than or equal to 0")
-    return amount
+    return _bounded(value, to_int(value))
 
 
 def _whole(value: Any) -> int:
-    amount = to_whole(value, "count")
-    if amount < 0:
-        raise QuantityError(f"{value!r} must be greater than or equal to 0")
-    return amount
+    return _bounded(value, to_whole(value, "count"))
 
 
 #: A Kubernetes resource.Quantity as text (``500m``, ``16Gi``, ``1.5G``, ``1e3``); the validators parse it.

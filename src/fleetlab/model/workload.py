@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.job import Image, Job, JobClass
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.limits import MAX_GENERATED_JOBS, MAX_TOTAL_PODS, Count, Priority
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
@@ -16,7 +17,7 @@ from fleetlab.model.units import Bytes, MilliCpu, Seconds
 class Choice(SpecModel):
     """A discrete distribution: ``values`` drawn with relative ``weights`` (uniform when omitted)."""
 
-    values: tuple[int, ...] = Field(min_length=1)
+    values: tuple[Count, ...] = Field(min_length=1)
     weights: tuple[float, ...] | None = None
 
     @model_validator(mode="after")
@@ -56,8 +57,8 @@ class JobClassSpec(SpecModel):
     name: str = Field(min_length=1)
     job_class: JobClass = Field(alias="class")
     arrivals_per_hour: float = Field(gt=0)
-    count: int = Field(ge=0)
-    priority: int = 0
+    count: int = Field(ge=0, le=MAX_GENERATED_JOBS)
+    priority: Priority = 0
     teams: tuple[str, ...] = ("default",)
     pods: Choice = Choice(values=(1,))
     gpus_per_pod: Choice = Choice(values=(1,))
@@ -98,6 +99,16 @@ class Generator(SpecModel):
 
     classes: tuple[JobClassSpec, ...] = Field(min_length=1)
     start_s: Seconds = 0.0
+
+    @model_validator(mode="after")
+    def _fits_in_memory(self) -> Generator:
+        most = sum(c.count * max(c.pods.values) for c in self.classes)
+        if most > MAX_TOTAL_PODS:
+            raise ValueError(
+                f"the classes may draw up to {most:,} pods (count x the largest pods value, summed); "
+                f"at most {MAX_TOTAL_PODS:,} fit in one simulation"
+            )
+        return self
 
 
 class TraceSource(SpecModel):

@@ -4,8 +4,6 @@ rows plus the cluster-wide figures and notes) and baseline.html, staged and rena
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -13,9 +11,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fleetlab.experiment.output import swap_into_place
 from fleetlab.metrics.baseline import Baseline, BaselineRow
 from fleetlab.report.baseline_report import baseline_html, calibration_html
+from fleetlab.spec.out_folder import staged_output
 
 _ARROW = {
     "str": pa.string(),
@@ -43,17 +41,10 @@ def dumps(payload: dict[str, Any]) -> str:
 
 
 def write_staged(out: Path, fill: Any) -> None:
-    """Call ``fill(folder)`` on a temporary sibling of ``out`` and rename it into place."""
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        staging.chmod(0o755)
+    """Call ``fill(folder)`` on a marked temporary sibling of ``out`` and rename it into place (the one
+    output writer, spec.out_folder: a rerun replaces it, a folder fleetlab did not write is refused)."""
+    with staged_output(out) as staging:
         fill(staging)
-        swap_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def write_baseline_files(baseline: Baseline, folder: Path, title: str) -> None:

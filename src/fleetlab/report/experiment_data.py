@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from fleetlab.cost.billing import BUCKETS
 from fleetlab.experiment.stats import Interval, mean_interval
-from fleetlab.experiment.store import DATABASE
+from fleetlab.experiment.store import DATABASE, TABLES
 from fleetlab.spec.errors import SpecError
 
 FloatArray = NDArray[np.float64]
@@ -33,7 +33,28 @@ def open_store(folder: Path) -> Any:
     path = folder / DATABASE
     if not path.is_file():
         raise SpecError(str(folder), [f"no {DATABASE}: rerun `fleetlab experiment run` to build it"])
-    return duckdb.connect(str(path), read_only=True)
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+        names = {
+            str(row[0]) for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
+    except duckdb.Error as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise SpecError(
+            str(path),
+            [
+                f"cannot be read ({first}); rerun `fleetlab experiment run` with the same file to rebuild it "
+                "from the runs' Parquet files"
+            ],
+        ) from None
+    missing = [name for name in ("runs", *TABLES) if name not in names]
+    if missing:
+        con.close()
+        raise SpecError(
+            str(path),
+            [f"lacks {', '.join(missing)}; rerun `fleetlab experiment run` with the same file to rebuild it"],
+        )
+    return con
 
 
 def _columns(con: Any, table: str) -> set[str]:

@@ -21,12 +21,19 @@ class ProgressGuard:
         self.stall_ms = max(STALL_MIN_MS, 20 * longest_runtime_ms)
         self.has_horizon = has_horizon
         self.same_time = 0
+        self.last_progress_ms = 0
 
-    def check(self, t: int, now: int, first_step: bool, last_completion_ms: int) -> str:
-        """Called before each step at time ``t`` (``now`` is the previous step's time)."""
-        if not self.has_horizon and t - last_completion_ms > self.stall_ms:
+    def check(
+        self, t: int, now: int, first_step: bool, last_completion_ms: int, submitting: bool = False
+    ) -> str:
+        """Called before each step at time ``t`` (``now`` is the previous step's time); ``submitting`` says a
+        job arrives at ``t``. A completion or an arrival is progress: a quiet gap before a late submission
+        is not a stall."""
+        self.last_progress_ms = max(self.last_progress_ms, last_completion_ms, t if submitting else 0)
+        if not self.has_horizon and t - self.last_progress_ms > self.stall_ms:
             return (
-                f"stopped at {t / 3.6e6:.1f} h: no job completed for {self.stall_ms / 3.6e6:.0f} h while "
+                f"stopped at {t / 3.6e6:.1f} h: no job completed for {self.stall_ms / 3.6e6:.0f} h (and none "
+                "arrived) while "
                 "work kept being retried (e.g. Kueue requeues or preemptions undoing each other); "
                 "unfinished jobs are left as they were"
             )

@@ -19,7 +19,7 @@ from fleetlab.cost.perf import Layout, step_time
 from fleetlab.model.gpu_specs import default_network_gbps, gpu_specs, instance_network_gbps
 from fleetlab.model.job import Job
 from fleetlab.model.plan_job import JobWork
-from fleetlab.sim.events import to_ms
+from fleetlab.sim.events import to_ms, transfer_ms
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
@@ -73,11 +73,17 @@ class WorkRuntimes:
         return max(1, to_ms(seconds))
 
     def longest_ms(self) -> int:
-        """The longest runtime of any job on one node of any model here, for the progress guard."""
+        """The longest a pod may legitimately take without completing, for the progress guard: the longest
+        runtime of any job on one node of any model here, plus its image pull and data download at the
+        slowest pool's bandwidth (a long download is progress, not a stall)."""
         models = sorted({m for m in self.sim.state.gpu_model if m in self.specs})
+        pull_bw = min((p.image_pull_bandwidth for p in self.sim.pools), default=1)
+        data_bw = min((p.data_bandwidth for p in self.sim.pools), default=1)
         out = 0
         for job in self.sim.jobs:
-            out = max(out, to_ms(job.runtime.default))
+            image = job.image.size if job.image is not None else 0
+            prep = transfer_ms(image, pull_bw) + transfer_ms(job.data_size, data_bw)
+            out = max(out, to_ms(job.runtime.default) + prep)
             if job.work is not None:
                 pods = [job.pods if job.gang else 1]
                 for model in models:

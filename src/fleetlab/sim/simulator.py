@@ -532,7 +532,7 @@ class Simulator:
             if horizon is not None and t > horizon:
                 break
             self.stall_warning = self.stall_warning or guard.check(
-                t, self.now, steps == 0, self.last_completion_ms
+                t, self.now, steps == 0, self.last_completion_ms, t == t_job
             )
             if self.stall_warning:
                 break  # nothing can make progress any more (see sim/guards.py and the Kueue bridge)

@@ -9,14 +9,13 @@ another currency are converted to USD with ``currency_conversion_rate`` (currenc
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import csv_table, json_cell, parse_timestamp, read_text_file
+from fleetlab.spec.errors import SpecError
 
 REQUIRED = (
     "service.description",
@@ -81,9 +80,7 @@ def _header_map(source: str, header: list[str]) -> dict[str, str]:
 
 def parse_time(text: str) -> datetime:
     """An export timestamp: ISO 8601 (``2026-11-02T00:00:00Z``) or BigQuery's ``2026-11-02 00:00:00 UTC``."""
-    value = text.strip().removesuffix(" UTC").replace("Z", "+00:00")
-    moment = datetime.fromisoformat(value)
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return parse_timestamp(text)
 
 
 def _labels(text: str) -> dict[str, str]:
@@ -91,7 +88,7 @@ def _labels(text: str) -> dict[str, str]:
     if not text:
         return {}
     if text[0] in "[{":
-        data = json.loads(text)
+        data = json_cell(text)
         if isinstance(data, dict):
             return {str(k): str(v) for k, v in data.items()}
         if isinstance(data, list) and all(isinstance(x, dict) and "key" in x for x in data):
@@ -111,7 +108,7 @@ def _credits(text: str) -> float:
     text = text.strip()
     if not text:
         return 0.0
-    data = json.loads(text)
+    data = json_cell(text)
     if not isinstance(data, list) or not all(isinstance(x, dict) and "amount" in x for x in data):
         raise ValueError('expected [{"name": ..., "amount": -1.0, ...}, ...]')
     return float(sum(float(x["amount"]) for x in data))
@@ -133,11 +130,11 @@ def _number(source: str, line: int, column: str, text: str, required: bool) -> f
 
 def parse_billing_export(source: str, text: str) -> BillingExport:
     """Every row of an export's CSV text; problems name the line and column."""
-    reader = csv.DictReader(text.splitlines())
-    columns = _header_map(source, list(reader.fieldnames or []))
+    header, reader = csv_table(source, text)
+    columns = _header_map(source, header)
     export = BillingExport(source)
 
-    def get(raw: dict[str, str | None], name: str) -> str:
+    def get(raw: dict[str, str], name: str) -> str:
         return (raw.get(columns[name]) or "") if name in columns else ""
 
     for index, raw in enumerate(reader):

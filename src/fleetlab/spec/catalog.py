@@ -11,13 +11,13 @@ be read as prices is a SpecError naming file, line and column.
 from __future__ import annotations
 
 import ast
-import csv
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import csv_table, read_text_file
+from fleetlab.spec.errors import SpecError
 
 CLOUDS = ("aws", "gcp", "azure")
 REQUIRED_COLUMNS = (
@@ -190,8 +190,7 @@ class _Row:
 
 
 def _read_rows(source: str, text: str) -> tuple[list[_Row], Catalog]:
-    reader = csv.DictReader(text.splitlines())
-    header = reader.fieldnames or []
+    header, reader = csv_table(source, text)
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise SpecError(

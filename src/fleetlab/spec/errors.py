@@ -30,19 +30,14 @@ class SpecError(Exception):
         text = f"{self.source}: " + "; ".join(shown)
         if more > 0:
             text += f"; and {more} more problem(s)"
-        return text
+        return " ".join(text.split()) if "\n" in text or "\r" in text else text
 
 
 def read_text_file(path: Path, missing: str) -> str:
-    """A UTF-8 input file's text, or a SpecError: ``missing`` says what to give when it is absent."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(str(path), [missing]) from None
-    except IsADirectoryError:
-        raise SpecError(str(path), ["is a directory, not a file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(str(path), [f"cannot be read: {exc}"]) from None
+    """A UTF-8 input file's text, or a SpecError; kept here for callers, bounded in ``spec.bounded``."""
+    from fleetlab.spec.bounded import read_text_file as bounded_read
+
+    return bounded_read(path, missing)
 
 
 def location(loc: Sequence[int | str], prefix: str = "") -> str:

@@ -8,14 +8,13 @@ scenario file's folder before validation, as workload traces are.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fleetlab.model.units import parse_duration
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import csv_rows, read_text_file
+from fleetlab.spec.errors import SpecError
 
 COLUMNS = ("time", "pool", "node")
 
@@ -42,7 +41,7 @@ def _node_index(text: str, pool: str, count: int | None) -> int:
 
 def parse_interruption_trace(label: str, text: str, pools: dict[str, int | None]) -> list[TraceInterruption]:
     """Rows of a trace (sorted by time, file order for ties); ``pools`` maps spot pool names to counts."""
-    reader = csv.reader(io.StringIO(text))
+    reader = csv_rows(label, text)
     header = [h.strip().lower() for h in next(reader, [])]
     if header[:2] != ["time", "pool"] or len(header) > 3 or (len(header) == 3 and header[2] != "node"):
         raise SpecError(

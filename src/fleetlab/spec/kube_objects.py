@@ -6,15 +6,13 @@ names, so a Secret dumped by mistake never leaks its data.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import load_json, load_yaml_all, read_text_file
+from fleetlab.spec.errors import SpecError
 
 KubeObject = dict[str, Any]
 
@@ -48,23 +46,11 @@ def _documents(path: Path) -> list[Any]:
         raise SpecError(str(path), [DESCRIBE_HINT])
     if text.lstrip().startswith(("{", "[")):
         try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as exc:
-            raise SpecError(
-                str(path),
-                [
-                    f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg} "
-                    "(is the file truncated? re-run `kubectl get ... -o json > FILE`)"
-                ],
-            ) from None
-    try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: big kubectl dumps stay fast
-        return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid syntax"
-        raise SpecError(str(path), [f"not valid YAML{where}: {problem}"]) from None
+            return [load_json(str(path), text)]
+        except SpecError as exc:
+            hint = "(is the file truncated? re-run `kubectl get ... -o json > FILE`)"
+            raise SpecError(exc.source, [f"{p} {hint}" for p in exc.problems]) from None
+    return load_yaml_all(str(path), text)
 
 
 def _flatten(doc: Any, source: str, where: str) -> Iterable[KubeObject]:
@@ -77,6 +63,9 @@ def _flatten(doc: Any, source: str, where: str) -> Iterable[KubeObject]:
             source, [f"{where}: expected a Kubernetes object (a mapping), got {type(doc).__name__}"]
         )
     kind = doc.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        got = type(kind).__name__
+        raise SpecError(source, [f"{_at(where)}`kind` is a {got}; it must be a string such as Pod or Node"])
     if kind in SECRET_KINDS or (isinstance(kind, str) and kind.endswith("List") and _has_secret(doc)):
         raise SpecError(
             source,
@@ -92,7 +81,49 @@ def _flatten(doc: Any, source: str, where: str) -> Iterable[KubeObject]:
         return
     if not isinstance(kind, str):
         raise SpecError(source, [f"{where}: object has no `kind`; expected kubectl JSON output"])
+    _check_envelope(doc, source, where, kind)
     yield doc
+
+
+def _at(where: str) -> str:
+    return f"{where.rstrip(': ')}: " if where else ""
+
+
+def _check_envelope(doc: KubeObject, source: str, where: str, kind: str) -> None:
+    """metadata, spec and status are mappings in every Kubernetes object; metadata's maps are string maps."""
+    for field in ("metadata", "spec", "status"):
+        value = doc.get(field)
+        if value is not None and not isinstance(value, dict):
+            got = type(value).__name__
+            raise SpecError(source, [f"{_at(where)}{kind} `{field}` is a {got}; it must be a mapping"])
+    meta = doc.get("metadata") or {}
+    if "name" in meta and not isinstance(meta["name"], str):
+        raise SpecError(source, [f"{_at(where)}{kind} `metadata.name` must be a string"])
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is not None and not (
+            isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+        ):
+            name = object_name(doc)
+            problem = f"{kind} {name}: `metadata.{field}` must map strings to strings"
+            raise SpecError(source, [f"{_at(where)}{problem}"])
+
+
+class ShapeError(ValueError):
+    """A field of a Kubernetes object with the wrong type; the message names the field, never its value."""
+
+
+def mapping_list(obj: KubeObject, path: str, value: Any, most: int | None = None) -> list[KubeObject]:
+    """``value`` as a list of mappings (None is an empty list), else a ShapeError naming ``path``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ShapeError(f"{obj.get('kind')} {object_name(obj)}: `{path}` must be a list of mappings")
+    if most is not None and len(value) > most:
+        raise ShapeError(
+            f"{obj.get('kind')} {object_name(obj)}: `{path}` has {len(value)} items; at most {most}"
+        )
+    return value
 
 
 def _has_secret(doc: KubeObject) -> bool:

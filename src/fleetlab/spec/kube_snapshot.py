@@ -20,8 +20,9 @@ from fleetlab.model.kube import Affinity, Taint, Toleration
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import ResourceList, is_native, parse_amount
+from fleetlab.spec.bounded import parse_timestamp
 from fleetlab.spec.errors import SpecError, problems_from_validation
-from fleetlab.spec.kube_objects import KubeObject, object_name, read_objects
+from fleetlab.spec.kube_objects import KubeObject, ShapeError, object_name, read_objects
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -146,9 +147,9 @@ def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_timestamp(value)
     except ValueError:
-        return None
+        return None  # malformed or outside 1970..2262: unknown, as a missing one
 
 
 def _resources(values: Any, where: str, source: str, skip_unknown: bool = False) -> ResourceList:
@@ -327,7 +328,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         name=str(meta.get("name") or "<unnamed>"),
         uid=str(meta.get("uid") or ""),
         phase=str(status.get("phase") or "Pending"),
-        node_name=spec.get("nodeName") or None,
+        node_name=_node_name(obj, spec.get("nodeName")),
         requests=requests,
         containers=len(spec.get("containers") or []),
         explicit_keys=explicit,
@@ -480,11 +481,19 @@ def apply_priority_classes(pods: list[KubePod], classes: list[KubeObject], sourc
     return out
 
 
+def _node_name(obj: KubeObject, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ShapeError(f"Pod {object_name(obj)}: `spec.nodeName` must be a string (a node's name)")
+    return value or None
+
+
 def _parse(kind: str, obj: KubeObject, source: str) -> Any:
     """A Node or Pod; a field of the wrong shape (a list where kubectl writes a mapping...) is reported by
     object name only, never by value."""
     try:
         return parse_node(obj, source) if kind == "Node" else parse_pod(obj, source)
+    except ShapeError as exc:
+        raise SpecError(source, [str(exc)]) from None
     except (AttributeError, TypeError, ValueError) as exc:
         raise SpecError(
             source,

@@ -9,12 +9,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from fleetlab.model.job import Job
+from fleetlab.model.limits import MAX_SEED, MAX_TOTAL_PODS
 from fleetlab.model.scenario import ResolvedScenario, Scenario
-from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.bounded import load_yaml, read_text_file
+from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.interruption_trace import resolve_interruption_traces
 from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
 from fleetlab.spec.service_trace import resolve_service_traces
@@ -43,13 +44,7 @@ def read_scenario_text(path: str | None) -> tuple[str, str, Path | None]:
 
 def parse_yaml(label: str, text: str) -> dict[str, Any]:
     """YAML text to a mapping, with line and column on syntax errors."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecError(label, [f"{where}invalid YAML: {problem}"]) from None
+    data = load_yaml(label, text)
     if not isinstance(data, dict):
         raise SpecError(
             label, ["the top level must be a mapping with cluster, workload and scheduler sections"]
@@ -88,6 +83,23 @@ def check_unique_ids(label: str, jobs: tuple[Job, ...] | list[Job]) -> None:
         raise SpecError(label, dups)
 
 
+def check_bound_nodes(label: str, jobs: list[Job] | tuple[Job, ...], scenario: Scenario) -> None:
+    """A job bound to a node (a snapshot's running pod) must name a node of the cluster: refused here, not
+    half-way through the run."""
+    bound = [job for job in jobs if job.bound_node is not None]
+    if not bound:
+        return
+    names = {pool.node_name(i) for pool in scenario.cluster.pools for i in range(pool.node_slots)}
+    bad = [
+        f"job {job.id!r}: bound_node {job.bound_node!r} is not a node of the cluster"
+        for job in bound
+        if job.bound_node not in names
+    ]
+    if bad:
+        example = scenario.cluster.pools[0].node_name(0)
+        raise SpecError(label, [*bad, f"nodes are named <pool>-<index>, e.g. {example}"])
+
+
 def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = None) -> ResolvedScenario:
     """Materialise the workload (inline, trace or generator) into a job list."""
     from fleetlab.spec.generator import generate_jobs
@@ -112,6 +124,12 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     priced = [p.model_dump() for p in scenario.cluster.pools if p.cloud is not None]
     warnings.extend(catalog_warnings(priced, base))
     check_unique_ids(source, jobs)
+    check_bound_nodes(source, jobs, scenario)
+    total_pods = sum(job.pods for job in jobs)
+    if total_pods > MAX_TOTAL_PODS:
+        raise SpecError(
+            source, [f"the workload has {total_pods:,} pods; at most {MAX_TOTAL_PODS:,} fit in one run"]
+        )
     from fleetlab.model.scenario import apply_priority_classes, check_job_queues
     from fleetlab.spec.measured_profile import resolve_job_work_files
 
@@ -134,5 +152,7 @@ def load(path: str | None = None, seed: int | None = None) -> ResolvedScenario:
     """Load and resolve in one step; ``seed`` replaces the file's seed (generator draws and tie-breaks)."""
     scenario, label, base = load_scenario(path)
     if seed is not None:
+        if not 0 <= seed <= MAX_SEED:
+            raise SpecError("--seed", [f"{seed} is outside 0..{MAX_SEED:,} (2**63 - 1)"])
         scenario = scenario.model_copy(update={"seed": seed})
     return resolve(scenario, label, base)

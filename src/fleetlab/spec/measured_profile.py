@@ -3,18 +3,17 @@ work profile names (``measured_file``) into its inline ``measured_table``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from fleetlab.model.gpu_specs import gpu_specs
 from fleetlab.model.job import Job
 from fleetlab.model.measured_profile import MeasuredProfile
 from fleetlab.model.plan_job import WorkProfile
-from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.bounded import load_json, load_yaml, read_text_file
+from fleetlab.spec.errors import SpecError, problems_from_validation
 
 RECORD_HINT = "record one with `fleetlab cost profile --out FILE`"
 
@@ -22,10 +21,7 @@ RECORD_HINT = "record one with `fleetlab cost profile --out FILE`"
 def read_measured_profile(path: Path) -> MeasuredProfile:
     """One recorded profile file, validated."""
     text = read_text_file(path, f"measured profile not found; {RECORD_HINT}")
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise SpecError(str(path), [f"not valid JSON/YAML: {exc}"]) from None
+    data = load_json(str(path), text) if path.suffix == ".json" else load_yaml(str(path), text)
     if not isinstance(data, dict):
         raise SpecError(str(path), [f"the top level must be a mapping; {RECORD_HINT}"])
     try:

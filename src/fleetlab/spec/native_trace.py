@@ -35,7 +35,6 @@ defaults), while ``0`` is an explicit zero request. Unknown columns are reported
 from __future__ import annotations
 
 import gc
-import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,6 +47,7 @@ from fleetlab.model.job import Image, Job, JobClass, Runtime
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.quantity import to_int, to_milli
 from fleetlab.model.resources import CPU, GPU, MEMORY
+from fleetlab.spec.bounded import json_cell
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.table_cells import (
     MAX_PROBLEMS,
@@ -182,10 +182,10 @@ def _tolerations(text: str) -> tuple[Toleration, ...]:
 
 def _affinity(text: str) -> Affinity:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = json_cell(text)
+    except ValueError as exc:
         raise ValueError(
-            f'is not JSON ({exc.msg}); give a core/v1 Affinity such as {{"nodeAffinity": ...}}'
+            f'is not JSON ({exc}); give a core/v1 Affinity such as {{"nodeAffinity": ...}}'
         ) from None
     try:
         return Affinity.model_validate(data)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from fleetlab.model.plan_job import PlanJob
-from fleetlab.spec.errors import SpecError, problems_from_validation, read_text_file
+from fleetlab.spec.bounded import load_yaml, read_text_file
+from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.measured_profile import resolve_measured_file
 
 
@@ -29,12 +29,7 @@ def load_plan_job(path: str | Path) -> PlanJob:
     """A planning job file."""
     file = Path(path)
     text = read_text_file(file, "job file not found (give a YAML file with profile and training/inference)")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise SpecError(str(file), [f"{where}invalid YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    data = load_yaml(str(file), text)
     if isinstance(data, dict) and isinstance(data.get("profile"), dict):
         data = {**data, "profile": resolve_measured_file(data["profile"], file.parent, str(file))}
     return plan_job_from_data(str(file), data)

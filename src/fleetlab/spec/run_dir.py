@@ -3,7 +3,6 @@ errors that name the file and what is expected there."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import load_json, read_text_file
+from fleetlab.spec.errors import SpecError
 
 SIMULATE_HINT = "write one with `fleetlab simulate SCENARIO --out DIR`"
 
@@ -22,12 +22,7 @@ def read_run_summary(folder: Path) -> dict[str, Any]:
     if not folder.is_dir():
         raise SpecError(str(folder), [f"not a folder; give a run folder ({SIMULATE_HINT})"])
     text = read_text_file(file, f"no summary.json in this folder; {SIMULATE_HINT}")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(
-            str(file), [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]
-        ) from None
+    data = load_json(str(file), text)
     if isinstance(data, dict) and "runs" in data and "summary" not in data:
         raise SpecError(
             str(file), ["holds several runs (from `compare --out`); give one policy's sub-folder"]

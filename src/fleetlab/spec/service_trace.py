@@ -4,19 +4,18 @@ scenario file's folder, and the rows are put into the raw mapping before validat
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from pathlib import Path
 from typing import Any
 
 from fleetlab.model.units import parse_duration
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import csv_rows, read_text_file
+from fleetlab.spec.errors import SpecError
 
 
 def parse_rate_trace(label: str, text: str) -> tuple[list[float], list[float]]:
     """(times_s, rps) of a trace's rows, or a SpecError naming every bad line and column."""
-    reader = csv.reader(io.StringIO(text))
+    reader = csv_rows(label, text)
     header = [h.strip().lower() for h in next(reader, [])]
     if header != ["time", "rps"]:
         raise SpecError(label, [f"line 1: header must be 'time,rps', got {','.join(header)!r}"])

@@ -1,0 +1,337 @@
+"""The one bounded reader for every YAML, JSON and CSV input fleetlab accepts.
+
+Every entry point (scenarios, experiment files, traces, catalogs, bills, kubectl dumps, Kueue objects) reads
+through here so that a hostile or careless file costs bounded time and memory and ends in a ``SpecError``
+(one paragraph, exit code 2), never a traceback, a hang or a multi-GB blow-up. The limits are documented in
+docs/input-limits.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import stat
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fleetlab.spec.errors import SpecError
+
+#: Largest input file read into memory (bytes). Real kubectl dumps of 10,000 pods are ~100 MiB.
+MAX_FILE_BYTES = 512 * 1024 * 1024
+#: Deepest nesting of mappings/sequences accepted in YAML or JSON (Kubernetes objects stay under ~20).
+MAX_DEPTH = 64
+#: Nodes that YAML aliases may add on expansion beyond the document's own nodes (stops alias bombs).
+MAX_ALIAS_NODES = 100_000
+#: Longest integer literal (characters) accepted in YAML or JSON; 2**64 has 20 digits.
+MAX_INT_DIGITS = 32
+#: Longest CSV field (characters), Python's csv default, stated so the error can name it.
+MAX_CSV_FIELD = 128 * 1024
+
+
+def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """A UTF-8 regular file's text, at most ``max_bytes`` long, or a SpecError.
+
+    ``missing`` says what to give when the file is absent. Devices, FIFOs and sockets are refused before
+    they are opened (``/dev/zero`` would be read until memory runs out, a FIFO would block forever).
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise SpecError(str(path), [missing]) from None
+    except OSError as exc:
+        raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise SpecError(str(path), ["is a directory, not a file"])
+    if not stat.S_ISREG(info.st_mode):
+        raise SpecError(str(path), ["is not a regular file (a device, pipe or socket); give a saved file"])
+    if info.st_size > max_bytes:
+        raise SpecError(str(path), [f"is {info.st_size:,} bytes; the most fleetlab reads is {max_bytes:,}"])
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
+    if len(raw) > max_bytes:
+        raise SpecError(str(path), [f"grew past {max_bytes:,} bytes while being read"])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(str(path), [f"is not UTF-8 text (byte {exc.start}: {exc.reason})"]) from None
+
+
+# --- YAML -----------------------------------------------------------------------------------------
+
+
+class _Refused(yaml.YAMLError):
+    """A limit crossed while composing or constructing; carries the place for the message."""
+
+    def __init__(self, problem: str, mark: Any = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.problem_mark = mark
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+class BoundedLoader(yaml.CSafeLoader):  # type: ignore[misc]
+    """libyaml's safe loader (no recursion limit issues, fast) plus duplicate-key and integer-size checks."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[tuple[str, str], yaml.Node] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            ident = (key_node.tag, key_node.value)
+            first = seen.get(ident)
+            if first is not None:
+                raise _Refused(
+                    f"key {key_node.value[:60]!r} appears twice (lines {_line(first)} and "
+                    f"{_line(key_node)}); each key may appear once",
+                    key_node.start_mark,
+                )
+            seen[ident] = key_node
+        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return result
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > MAX_INT_DIGITS:
+            raise _Refused(
+                f"integer {node.value[:24]}... has {len(node.value)} characters; "
+                f"at most {MAX_INT_DIGITS} allowed",
+                node.start_mark,
+            )
+        value: int = super().construct_yaml_int(node)
+        return value
+
+
+BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
+
+
+_RECURSIVE = "an alias refers to the node that contains it (a recursive structure)"
+
+
+def _check_node(root: yaml.Node) -> None:
+    """Refuse recursive aliases, nesting deeper than MAX_DEPTH and alias bombs, before construction."""
+    expanded: dict[int, int] = {}  # id(node) -> nodes it stands for once aliases are expanded
+    distinct = 0
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            total = 1
+            for child in _children(node):
+                total += expanded[id(child)]
+            expanded[key] = total
+            if total - distinct > MAX_ALIAS_NODES:
+                raise _Refused(
+                    f"aliases expand this document to over {MAX_ALIAS_NODES:,} extra nodes "
+                    "(an alias bomb?); write the repeated parts out or use fewer aliases",
+                    node.start_mark,
+                )
+            continue
+        if key in on_path:
+            raise _Refused(
+                "an alias refers to the node that contains it (a recursive structure)", node.start_mark
+            )
+        if key in expanded:
+            continue
+        if depth > MAX_DEPTH:
+            raise _Refused(f"nested deeper than {MAX_DEPTH} levels", node.start_mark)
+        distinct += 1
+        on_path.add(key)
+        stack.append((node, depth, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                raise _Refused(_RECURSIVE, child.start_mark)
+            if id(child) not in expanded:
+                stack.append((child, depth + 1, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _yaml_error(label: str, exc: yaml.YAMLError) -> SpecError:
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow (control, NUL...)
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        where = f"character {exc.position + 1}"
+        return SpecError(label, [f"{where}: invalid YAML: {exc.reason} (U+{char:04X})"])
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    prefix = "" if isinstance(exc, _Refused) else "invalid YAML: "
+    return SpecError(label, [f"{where}{prefix}{problem}"])
+
+
+def yaml_documents(label: str, text: str) -> list[tuple[Any, yaml.Node]]:
+    """Every document of a YAML stream (None for an empty one) with its node tree (for lines), bounded.
+
+    A SpecError names the line on any problem: syntax, a duplicate key, an alias bomb, too deep, too long.
+    """
+    loader = BoundedLoader(text)
+    out: list[tuple[Any, yaml.Node]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            _check_node(node)
+            out.append((loader.construct_document(node), node))
+    except yaml.YAMLError as exc:
+        raise _yaml_error(label, exc) from None
+    except (ValueError, OverflowError) as exc:  # e.g. a timestamp in year 0 or a float past range
+        raise SpecError(label, [f"invalid YAML value: {exc}"]) from None
+    finally:
+        loader.dispose()
+    return out
+
+
+def load_yaml_all(label: str, text: str) -> list[Any]:
+    """Every non-empty document of a YAML stream, bounded."""
+    return [doc for doc, _ in yaml_documents(label, text) if doc is not None]
+
+
+def load_yaml(label: str, text: str) -> Any:
+    """A single-document YAML text, bounded (None for an empty text)."""
+    docs = load_yaml_all(label, text)
+    if len(docs) > 1:
+        raise SpecError(label, [f"holds {len(docs)} YAML documents; expected one"])
+    return docs[0] if docs else None
+
+
+# --- timestamps ---------------------------------------------------------------------------------
+
+#: Timestamps outside these are refused: before the Unix epoch nothing fleetlab reads happened, and past
+#: 2262-04-11 int64 nanoseconds (Arrow's and pandas' timestamps) overflow.
+MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(2262, 4, 11, tzinfo=UTC)
+
+
+def parse_timestamp(text: str) -> datetime:
+    """An ISO 8601 / RFC 3339 timestamp (``Z``, an offset or BigQuery's `` UTC``) in UTC; naive means UTC.
+
+    A ValueError (for the caller's line and column) when it is malformed or outside MIN_TIME..MAX_TIME.
+    """
+    value = text.strip().removesuffix(" UTC").replace("Z", "+00:00")
+    if len(value) > 64:
+        raise ValueError("is too long for a timestamp")
+    try:
+        moment = datetime.fromisoformat(value)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"is outside {MIN_TIME:%Y-%m-%d}..{MAX_TIME:%Y-%m-%d}") from None
+    if not MIN_TIME <= moment < MAX_TIME:
+        raise ValueError(f"is outside {MIN_TIME:%Y-%m-%d}..{MAX_TIME:%Y-%m-%d}")
+    return moment
+
+
+# --- JSON -----------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON; write a finite number or null")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise ValueError(f"integer with {len(text)} digits; at most {MAX_INT_DIGITS} allowed")
+    return int(text)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {key[:60]!r} appears twice in one object; each key may appear once")
+            seen.add(key)
+    return out
+
+
+def check_depth(label: str, data: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse parsed data nested deeper than ``max_depth`` (iterative, so no recursion limit is hit)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            raise SpecError(label, [f"nested deeper than {max_depth} levels"])
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
+
+
+def load_json(label: str, text: str, max_depth: int = MAX_DEPTH) -> Any:
+    """Strict JSON (no NaN/Infinity, bounded integers and depth), or a SpecError naming line and column."""
+    try:
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys
+        )
+    except json.JSONDecodeError as exc:
+        raise SpecError(label, [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]) from None
+    except RecursionError:
+        raise SpecError(label, [f"nested deeper than {max_depth} levels"]) from None
+    except ValueError as exc:
+        raise SpecError(label, [f"invalid JSON: {exc}"]) from None
+    check_depth(label, data, max_depth)
+    return data
+
+
+# --- CSV ------------------------------------------------------------------------------------------
+
+
+def csv_rows(label: str, text: str) -> Iterator[list[str]]:
+    """CSV rows; a malformed row or a field over MAX_CSV_FIELD characters is a SpecError naming the line."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise SpecError(
+                label,
+                [f"line {reader.line_num}: malformed CSV ({exc}; limit {MAX_CSV_FIELD:,} chars a field)"],
+            ) from None
+        yield row
+
+
+def csv_table(label: str, text: str) -> tuple[list[str], Iterator[dict[str, str]]]:
+    """The header and the rows keyed by it, like ``csv.DictReader`` (blank rows skipped, short rows padded
+    with '', extra cells dropped), bounded like ``csv_rows``."""
+    rows = csv_rows(label, text)
+    header = next(rows, None) or []
+
+    def records() -> Iterator[dict[str, str]]:
+        width = len(header)
+        for row in rows:
+            if not row:
+                continue
+            cells = row + [""] * (width - len(row))
+            yield dict(zip(header, cells[:width], strict=True))
+
+    return list(header), records()
+
+
+def json_cell(text: str, max_depth: int = 16) -> Any:
+    """A JSON value held in one table cell, bounded; a ValueError (for the caller's line and column)."""
+    try:
+        return load_json("cell", text, max_depth)
+    except SpecError as exc:
+        raise ValueError("; ".join(exc.problems)) from None
