@@ -19,6 +19,7 @@ from fleetlab.export.write import render
 from fleetlab.report.decision import baseline_figures, job_classes, read_baseline, recommend
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import load
+from fleetlab.spec.out_folder import MARKER
 from test_experiment import TINY as EXPERIMENT_TINY
 
 #: The experiment tests' tiny scenario, its one job class given a team.
@@ -111,7 +112,7 @@ def test_report_folder_holds_every_artefact(report: Path) -> None:
     # placement/ is exactly what `fleetlab export` writes for the chosen variant's scenario
     placement = render(load(str(report.parent / "tiny.yaml")).scenario)
     assert "placement/README.md" in [f"placement/{name}" for name in placement]
-    expected = ["cost-sheet.csv", "index.html", "job-classes.csv", "measurements.json"]
+    expected = [MARKER, "cost-sheet.csv", "index.html", "job-classes.csv", "measurements.json"]
     assert files == sorted(expected + [f"placement/{name}" for name in placement])
     for name, text in placement.items():
         assert (report / "report" / "placement" / name).read_text(encoding="utf-8") == text

@@ -12,8 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fleetlab.kube.diagnose import Diagnosis, PendingPod
 from fleetlab.model.resources import GPU
+from fleetlab.spec.errors import SpecError
 from kube_builders import (
     container,
     diagnose_items,
@@ -230,8 +233,9 @@ def test_volume_conflict_from_the_event_alone(tmp_path: Path) -> None:
 
 
 def test_storage_objects_of_odd_shapes_do_not_crash(tmp_path: Path) -> None:
-    """Hostile storage objects: metadata as a list, a PV nodeAffinity that is not a selector, a class
-    whose allowedTopologies is a string. They are ignored (no verdict from them), never a traceback."""
+    """Hostile storage objects: a PV nodeAffinity that is not a selector and a class whose
+    allowedTopologies is a string are ignored (no verdict from them); a claim whose metadata is a list is
+    refused with one paragraph naming it, as every object of a wrong shape is. Never a traceback."""
     odd_pvc: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -248,9 +252,10 @@ def test_storage_objects_of_odd_shapes_do_not_crash(tmp_path: Path) -> None:
         claim_pod("b", "fresh"),
         pvc("data", "gp3", volume="pv-data"),
         pvc("fresh", "gp3"),
-        odd_pvc,
         bad_pv,
         odd_sc,
     ]
     d = run(tmp_path, items)
     assert {p.pod: p.placed_on for p in d.pending} == {"default/a": "g4-0", "default/b": "g4-0"}
+    with pytest.raises(SpecError, match="PersistentVolumeClaim `metadata` is a list; it must be a mapping"):
+        run(tmp_path, [*items, odd_pvc])

@@ -116,6 +116,7 @@ def _experiment_of(
     from fleetlab.experiment.seeded import parse_seeds
     from fleetlab.experiment.store import write_json_atomic
     from fleetlab.spec.loader import load_scenario, parse_yaml
+    from fleetlab.spec.out_folder import check_replaceable, mark
 
     if source is not None and Path(source).is_file():
         raw = parse_yaml(source, Path(source).read_text(encoding="utf-8"))
@@ -138,7 +139,9 @@ def _experiment_of(
         "seeds": list(parse_seeds(seeds, scenario.seed)),
     }
     experiment_from_data(raw, Path(label))  # check before writing anything
+    check_replaceable(sweep.absolute(), option="--out DIR/sweep")
     sweep.mkdir(parents=True, exist_ok=True)
+    mark(sweep)  # fleetlab's own folder: a rerun may replace it
     file = sweep / "experiment.json"
     write_json_atomic(file, raw)  # JSON is YAML: the file reads back with the experiment loader
     return load_experiment(file)
