@@ -4,6 +4,7 @@ as text. Skips without Chromium or playwright."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from fleetlab import cli
 from report_sweeps import HOSTILE_VARIANT, kueue_sweep
 from test_experiment_browser import CHROMIUM_ARGS, _chromium, offline_page
 
-TABLES = ("measurements", "classes", "costs")
+TABLES = ("measurements", "baseline", "classes", "costs")
 
 
 def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
@@ -30,8 +31,18 @@ def test_decision_report_renders_every_chart_and_table_in_chromium(tmp_path: Pat
         "playwright.sync_api", reason="playwright not installed (pip install -e '.[dev]')"
     )
     chromium = _chromium()
+    from fleetlab.spec.history.folder import write_history_folder
+    from history_builders import HAND_BILL, HAND_JOBS, HAND_NODES, history
+
     sweep = kueue_sweep(tmp_path / "sweep")
-    result = CliRunner().invoke(cli.app, ["report", str(sweep), "--out", str(tmp_path / "out")])
+    write_history_folder(history(HAND_JOBS, HAND_NODES, HAND_BILL), tmp_path / "history")
+    measured = CliRunner().invoke(
+        cli.app, ["baseline", str(tmp_path / "history"), "--out", str(tmp_path / "baseline")]
+    )
+    assert measured.exit_code == 0, measured.output
+    groups = json.loads((tmp_path / "baseline" / "baseline.json").read_text())["rows"]
+    args = ["report", str(sweep), "--out", str(tmp_path / "out"), "--baseline", str(tmp_path / "baseline")]
+    result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 0, result.output
     page_file = tmp_path / "out" / "report" / "index.html"
     blocked: list[str] = []
@@ -64,6 +75,7 @@ def test_decision_report_renders_every_chart_and_table_in_chromium(tmp_path: Pat
             recommend = page.inner_text(".recommend")
             verdict = page.inner_text("#decision")
             placement = page.inner_text("#placement")
+            baseline = page.inner_text("#baseline")
             page.screenshot(path=str(tmp_path / "decision.png"), full_page=True)
         finally:
             browser.close()
@@ -83,4 +95,11 @@ def test_decision_report_renders_every_chart_and_table_in_chromium(tmp_path: Pat
     assert recommend.startswith("Recommended: ")
     assert HOSTILE_VARIANT in verdict  # the variant name is shown as text, never run as markup
     assert "ClusterQueue" in placement and "KubeSchedulerConfiguration" in placement
+    # The measured baseline's section: one row per group, counts by state beside the averages, and the
+    # censored waits marked as lower bounds, as on the standalone baseline.html.
+    assert rows["baseline"] == len(groups)  # body rows (the header row is not counted)
+    assert "done / failed / cancelled" in baseline and "running / pending" in baseline
+    overall = next(g for g in groups if g["group_by"] == "all")
+    assert f"{overall['completed']} / {overall['failed']} / {overall['cancelled']}" in baseline
+    assert overall["wait_p99_lower_bound"] and "≥ " in baseline
     assert (tmp_path / "decision.png").stat().st_size > 10_000

@@ -189,4 +189,24 @@ def test_readme_three_steps_from_a_history_to_a_report_with_the_measured_baselin
     overall = next(r for r in baseline["rows"] if r["group_by"] == "all")
     assert measured["measured_baseline"]["completed"] == overall["completed"]
     page = (tmp_path / "decision" / "report" / "index.html").read_text()
-    assert "data-table='baseline'" in page
+    assert "data-table='baseline'" in page and "<section id='baseline'>" in page
+    # the same per-group table as the standalone baseline.html, one row per group
+    standalone = (tmp_path / "baseline" / "baseline.html").read_text()
+    table = standalone[standalone.index("<table data-table='baseline'>") :].split("</table>")[0]
+    assert table in page and table.count("<tr>") == len(baseline["rows"]) + 1
+
+
+def test_baseline_section_has_the_standalone_tables_or_falls_back_to_figures() -> None:
+    from fleetlab.report.decision_html import _baseline_section
+
+    row = {"group_by": "all", "group": "all", "jobs_submitted": 3, "completed": 1, "failed": 0,
+           "cancelled": 0, "running": 1, "pending": 1, "wait_mean_s": 30.0, "wait_mean_lower_bound": True,
+           "wait_p50_s": 10.0, "wait_p95_s": 90.0, "wait_p95_lower_bound": True, "wait_p99_s": 90.0,
+           "wait_p99_lower_bound": True, "wait_censored": 1, "restarts": 0, "evictions": 0}  # fmt: skip
+    html = _baseline_section({"rows": [row], "cluster": {"nodes": 2}, "notes": ["<b>x</b>"]})
+    assert html is not None and html.startswith("<section id='baseline'>")
+    assert "<td>1 / 0 / 0</td><td>1 / 1</td><td>≥ 30s</td><td>10s</td><td>≥ 90s</td>" in html
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x" not in html
+    # rows of another shape: no section (the figures are listed under the measurements instead)
+    assert _baseline_section({"rows": [{"group_by": "all"}]}) is None
+    assert _baseline_section({"rows": "all"}) is None and _baseline_section({"summary": {}}) is None

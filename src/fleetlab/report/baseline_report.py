@@ -102,29 +102,40 @@ td{white-space:nowrap}
 """
 
 
-def baseline_html(payload: dict[str, Any], title: str) -> str:
-    """A standalone page: the cluster lines, the per-group table, the notes and the skipped counts."""
+def baseline_body(payload: dict[str, Any], heading: str) -> str:
+    """The baseline's cluster lines, per-group table (counts by state beside every average, ``≥`` on lower
+    bounds), notes and skipped counts as one HTML section, so that the standalone page and the decision
+    report show the same tables. ``heading`` is HTML already (escape before calling)."""
     e = html.escape
     head = "".join(f"<th>{e(name)}</th>" for name, _ in COLUMNS)
     body = "".join(
         "<tr>" + "".join(f"<td>{e(cell(row))}</td>" for _, cell in COLUMNS) + "</tr>"
         for row in payload["rows"]
     )
-    cluster = "".join(f"<li>{e(line)}</li>" for line in cluster_lines(payload["cluster"]))
-    notes = "".join(f"<li class='note'>{e(n)}</li>" for n in payload.get("notes", []))
-    skipped = payload["cluster"].get("skipped") or {}
-    skipped_rows = "".join(f"<tr><td>{e(k)}</td><td>{int(v)}</td></tr>" for k, v in skipped.items())
-    return _page(
-        title,
-        f"<section id='baseline'><h1>{e(title)}</h1><ul>{cluster}</ul>"
-        "<table><caption>Measured baseline per job class, team and queue</caption>"
+    cluster = "".join(f"<li>{e(line)}</li>" for line in cluster_lines(payload.get("cluster") or {}))
+    notes = "".join(f"<li class='note'>{e(str(n))}</li>" for n in payload.get("notes", []))
+    skipped = (payload.get("cluster") or {}).get("skipped") or {}
+    skipped_rows = "".join(f"<tr><td>{e(str(k))}</td><td>{int(v)}</td></tr>" for k, v in skipped.items())
+    return (
+        f"<section id='baseline'>{heading}<ul>{cluster}</ul>"
+        "<table data-table='baseline'><caption>Measured baseline per job class, team and queue</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         "<p class='note'>Waits are Kaplan–Meier estimates: jobs that never started are censored "
         "when they left or when the record ends; ≥ marks a lower bound. Definitions: docs/baseline.md.</p>"
         f"<ul>{notes}</ul>"
-        + (f"<table><caption>Rows skipped on import</caption>{skipped_rows}</table>" if skipped_rows else "")
-        + "</section>",
+        + (
+            "<table data-table='baseline-skipped'><caption>Rows skipped on import</caption>"
+            f"{skipped_rows}</table>"
+            if skipped_rows
+            else ""
+        )
+        + "</section>"
     )
+
+
+def baseline_html(payload: dict[str, Any], title: str) -> str:
+    """A standalone page: the cluster lines, the per-group table, the notes and the skipped counts."""
+    return _page(title, baseline_body(payload, f"<h1>{html.escape(title)}</h1>"))
 
 
 def _page(title: str, body: str) -> str:

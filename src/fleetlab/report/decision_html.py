@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetlab.experiment.stats import compare_variants
+from fleetlab.report.baseline_report import baseline_body
 from fleetlab.report.compare_seeds import (
     STATES,
     change_text,
@@ -79,13 +80,28 @@ def _measurements_section(data: DecisionData) -> str:
         body += (
             f"<p class='note'>Zero in every run, not shown: {_e(', '.join(map(metric_label, folded)))}.</p>"
         )
-    if data.baseline is not None:
+    if data.baseline is None:
+        body += "<p class='note'>No measured baseline given (--baseline DIR with baseline.json).</p>"
+    elif _baseline_section(data.baseline) is None:
         figures = baseline_figures(data.baseline)
         measured = [[_e(metric_label(k)), _e(f"{v:,.4g}")] for k, v in sorted(figures.items())]
         body += _table("Measured baseline (baseline.json)", ["figure", "measured"], measured, "baseline")
     else:
-        body += "<p class='note'>No measured baseline given (--baseline DIR with baseline.json).</p>"
+        body += "<p class='note'>The measured baseline is in <a href='#baseline'>its own section</a>.</p>"
     return f"<section id='measurements'><h2>Measurements</h2>{body}</section>"
+
+
+def _baseline_section(payload: dict[str, Any]) -> str | None:
+    """The measured baseline's section with the tables of ``fleetlab baseline``'s own page, when
+    baseline.json has its shape (``rows`` of groups); ``None`` for other shapes (their figures are then
+    listed under the measurements), including rows a hand-edited file broke."""
+    rows = payload.get("rows")
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        return None
+    try:
+        return baseline_body(payload, "<h2>Measured baseline</h2>")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _classes_section(classes: Sequence[dict[str, Any]], variant: str) -> str:
@@ -143,20 +159,15 @@ def render_decision_html(folder: Path, data: DecisionData) -> str:
     charts = build_charts(folder, results)
     title = f"Decision report: {results.name} ({results.finished}/{results.planned} runs)"
     variant = data.recommendation.variant
-    nav = "".join(
-        f"<a href='#{k}'>{_e(t)}</a>"
-        for k, t in (
-            ("decision", "decision"),
-            ("measurements", "measurements"),
-            ("charts", "charts"),
-            ("classes", "job classes"),
-            ("placement", "placement"),
-            ("costs", "cost sheet"),
-        )
-    )
+    baseline = None if data.baseline is None else _baseline_section(data.baseline)
+    links = [("decision", "decision"), ("measurements", "measurements")]
+    links += [("baseline", "measured baseline")] if baseline else []
+    links += [("charts", "charts"), ("classes", "job classes"), ("placement", "placement")]
+    links += [("costs", "cost sheet")]
+    nav = "".join(f"<a href='#{k}'>{_e(t)}</a>" for k, t in links)
     sections = "".join(_section(s) for s in charts.sections)
     body = (
-        f"<nav>{nav}</nav>{_verdict_section(data)}{_measurements_section(data)}"
+        f"<nav>{nav}</nav>{_verdict_section(data)}{_measurements_section(data)}{baseline or ''}"
         f"<section id='charts'><h2>Charts</h2>{sections}</section>"
         f"{_classes_section(data.classes, variant)}{_placement_section(data.placement, variant)}"
         f"{_costs_section(data.costs, variant)}"
