@@ -69,8 +69,13 @@ def test_baseline_of_the_imported_kubernetes_history(kube_history: History) -> N
 def test_calibration_of_the_imported_kubernetes_history(kube_history: History) -> None:
     c = calibrate(kube_history)
     rows = {(r.job_class, r.metric): r for r in c.rows}
-    # Every node was there from the start: only the scheduling latency is fitted.
-    assert c.fitted == ["scheduling_latency_s"]
+    # Every node was there from the start: no boot time to fit; the scheduling latency is fitted, and the
+    # first-pull time since kubelet's Pulled events gave measured pulls.
+    assert c.fitted == ["scheduling_latency_s", "image_pull_s"]
+    # train-1's one Pulled event: 112.5 s (the only measured pull), replayed as a first pull of 112.5 s
+    # with its data download the rest of its 117 s preparation.
+    assert [p for p in kube_history.jobs.column("image_pull_s").to_pylist() if p is not None] == [112.5]
+    assert c.knobs.image_pull_s == 112.5 and rows[("all", "image_pull_ks")].error == 0.0
     assert rows[("all", "gpu_hours_allocated")].within  # run times are replayed as measured
     # The notebook stayed pending for the last 5400 s (FailedScheduling), but the replay finds a free GPU
     # for it at once: the training class's never-started share (1/6 measured, 0 simulated) and its wait

@@ -20,7 +20,9 @@ from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.survival import kaplan_meier
 from fleetlab.model.history import History
+from fleetlab.model.job import Image
 from fleetlab.model.scenario import Scenario
+from fleetlab.report.baseline_files import calibration_payload
 from fleetlab.spec.catalog import builtin_catalog
 from fleetlab.spec.history.alibaba import load_alibaba_history
 from fleetlab.spec.history.store import write_history
@@ -68,10 +70,14 @@ def _busy_scenario() -> Scenario:
 
 
 def _history_of_own_run(scenario: Scenario) -> History:
-    """What an importer would record of a fleetlab run: times per job, the nodes with their pools."""
+    """What an importer would record of a fleetlab run: times per job, the nodes with their pools, and for
+    jobs with an image the pull kubelet's Pulled events would give (the longest over the job's pods)."""
     result = run_one(resolve(scenario), None).result
     t, n = result.jobs, result.nodes
     ms = 1000.0
+    pulls = np.zeros(len(t.ids))
+    np.maximum.at(pulls, result.pods.job, result.pods.image_wait_ms / ms)
+    imaged = {j.id for j in scenario.workload.jobs or () if j.image is not None}
     rows = []
     for i, job_id in enumerate(t.ids):
         bound, running, end = int(t.last_bound_ms[i]), int(t.running_ms[i]), int(t.end_ms[i])
@@ -80,7 +86,8 @@ def _history_of_own_run(scenario: Scenario) -> History:
              "submit_s": t.submit_ms[i] / ms, "scheduled_s": bound / ms if bound >= 0 else None,
              "running_s": running / ms if running >= 0 else None, "end_s": end / ms if end >= 0 else None,
              "job_class": t.job_class[i], "team": t.team[i], "pods": int(t.pods[i]),
-             "gpus_per_pod": float(t.gpus_per_pod[i]), "cpu_per_pod": 4.0, "memory_per_pod": 16 << 30}
+             "gpus_per_pod": float(t.gpus_per_pod[i]), "cpu_per_pod": 4.0, "memory_per_pod": 16 << 30,
+             "image_pull_s": float(pulls[i]) if job_id in imaged and t.last_bound_ms[i] >= 0 else None}
         )  # fmt: skip
     pools = {p.name: p for p in scenario.cluster.pools}
     nodes = [
@@ -107,6 +114,7 @@ def test_replaying_fleetlabs_own_history_matches_with_zero_error() -> None:
     assert rows[("all", "gpu_hours_allocated")].error == pytest.approx(0.0, abs=1e-9)
     assert rows[("all", "makespan_s")].error == pytest.approx(0.0, abs=1e-9)
     assert c.verdict == "pass" and c.disagreements == []
+    assert not any("not removed" in n for n in c.notes)  # no node was deleted
 
 
 def test_fit_recovers_a_scheduling_latency_added_to_the_history() -> None:
@@ -122,6 +130,43 @@ def test_fit_recovers_a_scheduling_latency_added_to_the_history() -> None:
     )
     assert {row["value"] for row in c.fit if row["knob"] == "scheduling_latency_s"} >= {0.0, 5.0}
     assert c.fitted == ["scheduling_latency_s"]  # no node joined: no boot time to fit
+
+
+def test_fit_recovers_the_first_pull_time_of_an_image_from_measured_pulls() -> None:
+    # Every job pulls one 8000 MiB image at the pools' default 200 MiB/s: 40 s on a node that does not have
+    # it, nothing once cached (or the rest of a pull under way). The history keeps only each job's measured
+    # pull; the pull grid (0 and quantiles of the positive pulls, the largest 40 s) must find 40 s back.
+    base = _busy_scenario()
+    image = {"name": "registry.example/trainer:1", "size": 8000 * 2**20}
+    jobs = tuple(
+        j.model_copy(update={"image": Image.model_validate(image)}) for j in base.workload.jobs or ()
+    )
+    h = _history_of_own_run(
+        base.model_copy(update={"workload": base.workload.model_copy(update={"jobs": jobs})})
+    )
+    measured = h.jobs.column("image_pull_s").to_numpy()
+    assert np.count_nonzero(measured == 40.0) == 4  # one first pull per node (four nodes)
+    assert np.count_nonzero((measured > 0) & (measured < 40)) == 1  # joined a pull under way
+    assert np.count_nonzero(measured == 0.0) == 19  # cached
+    c = calibrate(h)
+    assert c.fitted == ["scheduling_latency_s", "image_pull_s"]
+    assert (c.knobs.scheduling_latency_s, c.knobs.image_pull_s) == (0.0, 40.0)
+    grid = [row["value"] for row in c.fit if row["knob"] == "image_pull_s"]
+    assert grid[0] == 0.0 and grid[-1] == 40.0
+    rows = {(r.job_class, r.metric): r for r in c.rows}
+    assert rows[("all", "image_pull_ks")].error == pytest.approx(0.0, abs=1e-9)
+    assert rows[("all", "image_pull_ks")].within is True
+    assert rows[("all", "wait_ks")].error == pytest.approx(0.0, abs=1e-9) and c.verdict == "pass"
+    # without the pull model the replayed pulls are all 0: F_sim(0) = 1, F_measured(0) = 19/24, KS = 5/24
+    unfitted = next(r for r in c.fit if r["knob"] == "image_pull_s" and r["value"] == 0.0)
+    assert unfitted["image_pull_ks"] == pytest.approx(5 / 24)
+    # the replayed job: the shared image of 40 s at 1 GiB/s, its data download its preparation less the pull
+    replayed = next(j for j in c.scenario.workload.jobs or () if j.id == "job-00")
+    assert replayed.image is not None and replayed.image.size == 40 * 2**30 and replayed.data_size == 0
+    assert {p.image_pull_bandwidth for p in c.scenario.cluster.pools} == {2**30}
+    payload = calibration_payload(c)
+    assert payload["fitted"] == {"scheduling_latency_s": 0.0, "image_pull_s": 40.0}
+    assert "image_pull_s" not in payload["not_fitted"]
 
 
 def _autoscaled_scenario(boot_s: float) -> Scenario:
@@ -147,11 +192,18 @@ def test_fit_recovers_the_boot_time_of_nodes_that_joined_during_the_history() ->
     # shows the registrations and the jobs' waits, and the boot-time grid must find 120 s.
     h = _history_of_own_run(_autoscaled_scenario(120.0))
     assert h.nodes.column("created_s").to_pylist()[1:] == [520.0, 920.0, 1320.0]
+    # burst-2 was scaled down at 3600 s (deleted_s) before the history's end at 4300 s: the replay does not
+    # remove it at that time (its own autoscaler scales down), and a note says so.
+    assert h.nodes.column("deleted_s").to_pylist() == [None, None, None, 3600.0] and h.end_s == 4300.0
     c = calibrate(h)
     assert c.fitted == ["scheduling_latency_s", "node_boot_time_s"]
     assert (c.knobs.scheduling_latency_s, c.knobs.node_boot_time_s) == (0.0, 120.0)
     rows = {(r.job_class, r.metric): r for r in c.rows}
     assert rows[("all", "wait_ks")].error == pytest.approx(0.0, abs=1e-9) and c.verdict == "pass"
+    assert [n for n in c.notes if "not removed" in n] == [
+        "1 node(s) deleted during the history are not removed in the replay (a fixed pool keeps them to the "
+        "end, an autoscaled one scales down on its own): burst-2"
+    ]
     pool = next(p for p in c.scenario.cluster.pools if p.name == "burst")
     assert pool.autoscaling is not None and (pool.count, pool.autoscaling.min, pool.autoscaling.max) == (
         0,

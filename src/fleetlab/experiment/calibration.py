@@ -3,7 +3,8 @@
 Waits are compared as distributions (Kaplan–Meier on both sides, so jobs pending at the end count as
 censored in both), by quantile errors and the Kolmogorov–Smirnov distance; GPU-hours, makespan and cost by
 relative error. Each comparison gets a verdict against a stated tolerance (``DEFAULT_TOLERANCES``). The
-scheduling latency, which no history records, is fitted by a small deterministic grid search.
+scheduling latency, which no history records, the boot time of nodes that joined and the first-pull time of
+the image (when the history measured pulls) are fitted by a small deterministic grid search.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fleetlab.experiment.history_scenario import (
     has_node_arrivals,
     history_jobs,
     history_scenario,
+    removal_notes,
 )
 from fleetlab.experiment.run import Run, run_one
 from fleetlab.metrics.baseline import job_columns, job_times
@@ -43,11 +45,14 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     "makespan_rel": 0.05,
     "cost_rel": 0.10,
     "pending_abs": 0.02,
+    "image_pull_ks": 0.10,
 }
 #: Candidate scheduling latencies are these quantiles of the measured positive waits (plus 0).
 LATENCY_GRID_QUANTILES = (0.1, 0.25, 0.5, 0.75)
 #: Candidate boot times (request to ready) of nodes the replay's autoscaler adds.
 BOOT_GRID_S = (30.0, 60.0, 120.0, 300.0, 600.0)
+#: Candidate first-pull times are 0 and these quantiles of the measured positive image pulls.
+PULL_GRID_QUANTILES = (0.25, 0.5, 0.75, 1.0)
 QUANTILES = (0.5, 0.95, 0.99)
 DISAGREEMENTS = 10
 
@@ -146,6 +151,37 @@ def simulated_side(run: Run, ids: Sequence[str], gpus: FloatArray) -> tuple[Side
     return Side(np.maximum(waits, 0.0), started, float(held.sum()) / 3600, makespan, known), held
 
 
+def simulated_pulls(run: Run, ids: Sequence[str]) -> FloatArray:
+    """Per job (in the history's order) the replay's image pull: the longest wait for the image of any of
+    its pods, as kubelet's Pulled events give a job's pull (the importers keep the largest over its pods);
+    NaN for a job no pod of which was bound."""
+    pods = run.result.pods
+    jobs = run.result.jobs
+    pull = np.full(len(jobs.ids), -1.0)
+    bound = pods.bound_ms >= 0
+    np.maximum.at(pull, pods.job[bound], pods.image_wait_ms[bound] / 1000.0)
+    position = {job_id: i for i, job_id in enumerate(jobs.ids)}
+    out = pull[np.asarray([position[j] for j in ids], dtype=np.int64)]
+    return np.where(out >= 0, out, np.nan)
+
+
+def pull_row(
+    history: History, run: Run, ids: Sequence[str], knobs: Knobs, tol: dict[str, float]
+) -> MetricRow:
+    """KS distance between the measured image pulls and the replay's, over jobs with a measured pull that
+    the replay started. No verdict when pulls are not modelled (``image_pull_s`` 0): each job's measured
+    preparation, pull included, is then replayed whole as a download."""
+    measured = job_columns(history).image_pull
+    simulated = simulated_pulls(run, ids)
+    both = ~np.isnan(measured) & ~np.isnan(simulated)
+    ks = ks_distance(
+        kaplan_meier(measured[both], np.ones(int(both.sum()), dtype=bool)),
+        kaplan_meier(simulated[both], np.ones(int(both.sum()), dtype=bool)),
+    )
+    within = ks <= tol["image_pull_ks"] if knobs.image_pull_s > 0 else None
+    return MetricRow("all", "image_pull_ks", None, None, ks, "ks", tol["image_pull_ks"], within)
+
+
 def _rel(measured: float, simulated: float) -> float:
     return abs(simulated - measured) / abs(measured) if measured else (0.0 if simulated == 0 else 1.0)
 
@@ -213,12 +249,14 @@ def evaluate(
     cols = job_columns(history)
     held = job_times(cols, float(history.end_s)).held
     _, notes = idle_capacity(history, cols.scheduled, held, cols.gpus, cols.nodes)
-    notes = [n for n in notes if "node list" in n] + complete_nodes(history)[1]
+    notes = [n for n in notes if "node list" in n] + complete_nodes(history)[1] + removal_notes(history)
     skipped = sum(history.skipped.values())
     if skipped:
         notes.append(
             f"the import left out {skipped} record(s) (counts by reason in history.json); not replayed"
         )
+    if has_measured_pulls(history):
+        rows.append(pull_row(history, run, ids, knobs, tol))
     cost = cluster_cost(history)
     simulated_cost = summarize(run.result).cost_total
     if cost.total is None:
@@ -242,8 +280,24 @@ def evaluate(
     return Calibration(rows, knobs, [], disagreements, scenario, run, notes)
 
 
-def _score(c: Calibration) -> float:
-    return next(r.error for r in c.rows if r.job_class == "all" and r.metric == "wait_ks") or 0.0
+def _score(c: Calibration, metric: str = "wait_ks") -> float:
+    return next(r.error for r in c.rows if r.job_class == "all" and r.metric == metric) or 0.0
+
+
+def has_measured_pulls(history: History) -> bool:
+    """Whether some job has a measured image pull longer than 0 (only then is a pull time worth fitting)."""
+    pulls = job_columns(history).image_pull
+    return bool(np.any(pulls[~np.isnan(pulls)] > 0))
+
+
+def pull_grid(history: History) -> list[float]:
+    """0 and a few quantiles (the largest included) of the measured positive image pulls, to the
+    millisecond (the simulator's clock; a pull time is compared as a distribution of exact values, so a
+    rounded candidate would miss them all): under the first-pull-then-cached model a full pull is the
+    longest one seen, a shorter positive one a pod that joined a pull under way."""
+    pulls = job_columns(history).image_pull
+    pulls = pulls[~np.isnan(pulls) & (pulls > 0)]
+    return sorted({0.0, *(round(float(np.quantile(pulls, q)), 3) for q in PULL_GRID_QUANTILES)})
 
 
 def latency_grid(history: History) -> list[float]:
@@ -264,26 +318,32 @@ def calibrate(
     progress: Callable[[int, int], None] | None = None,
 ) -> Calibration:
     """Fit the hidden knobs one after the other (scheduling latency, then the boot time of nodes that joined
-    during the history), each by the lowest KS distance of all waits on a fixed grid (ties: the smaller
-    value), then report the replay with the fitted values."""
+    during the history, each by the lowest KS distance of all waits; then the first-pull time of the image
+    when the history measured pulls, by the lowest KS distance of the pulls) on fixed grids (ties: the
+    smaller value), then report the replay with the fitted values."""
     tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
-    grids: list[tuple[str, list[float]]] = []
+    grids: list[tuple[str, list[float], str]] = []
     if fit:
-        grids.append(("scheduling_latency_s", latency_grid(history)))
+        grids.append(("scheduling_latency_s", latency_grid(history), "wait_ks"))
         if has_node_arrivals(history):
-            grids.append(("node_boot_time_s", list(BOOT_GRID_S)))
-    total = sum(len(g) for _, g in grids) or 1
+            grids.append(("node_boot_time_s", list(BOOT_GRID_S), "wait_ks"))
+        if has_measured_pulls(history):
+            grids.append(("image_pull_s", pull_grid(history), "image_pull_ks"))
+    total = sum(len(g) for _, g, _ in grids) or 1
     knobs = Knobs()
     jobs = tuple(history_jobs(history))
     best: Calibration | None = None
     tried: list[dict[str, Any]] = []
     done = 0
-    for knob, grid in grids:
+    for knob, grid, metric in grids:
         best = None
         for value in grid:
             result = evaluate(history, replace(knobs, **{knob: value}), tol, jobs)
-            tried.append({"knob": knob, "value": value, "wait_ks": _score(result)})
-            if best is None or _score(result) < _score(best) - 1e-12:
+            row = {"knob": knob, "value": value, "wait_ks": _score(result)}
+            if metric != "wait_ks":
+                row[metric] = _score(result, metric)
+            tried.append(row)
+            if best is None or _score(result, metric) < _score(best, metric) - 1e-12:
                 best = result
             done += 1
             if progress is not None:
@@ -295,5 +355,5 @@ def calibrate(
         if progress is not None:
             progress(1, 1)
     best.fit = tried
-    best.fitted = [knob for knob, _ in grids]
+    best.fitted = [knob for knob, _, _ in grids]
     return best

@@ -7,6 +7,9 @@ run times on the imported nodes, under the default kube-scheduler profile (docs/
   it starts;
 * measured preparation (``running − scheduled``) is replayed as a data download of ``prep × bandwidth``
   bytes at the pools' data bandwidth, so each job's preparation is its own;
+* with a fitted ``image_pull_s`` (``Knobs``), a job whose pull the history measured (``image_pull_s``)
+  pulls one shared image, ``image_pull_s`` long on a node that does not have it yet and cached after that,
+  and its data download is its preparation less its measured pull (``with_image_pulls``);
 * a measured GPU utilisation (DCGM) becomes the job's ``gpu_utilization``;
 * nodes with the same pool and shape become one pool, priced as the baseline prices them (the shipped
   catalogs' hourly price of their instance type; unpriced nodes cost 0); pools that gained nodes during
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +34,7 @@ from fleetlab.metrics.baseline_cost import catalog_price, offers_by_type
 from fleetlab.model.cluster import Cluster, NodePool
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.history import History
-from fleetlab.model.job import Job
+from fleetlab.model.job import Image, Job
 from fleetlab.model.scenario import Scenario
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.workload import Workload
@@ -40,6 +44,8 @@ from fleetlab.spec.errors import SpecError, problems_from_validation
 GPU_MODEL_LABEL = "fleetlab.io/gpu-model"
 #: Bandwidth measured preparation is replayed at (bytes per second); any value gives the same times.
 PREP_BANDWIDTH = 1 << 30
+#: The one image every job with a measured pull is replayed with (histories name no images, no sizes).
+HISTORY_IMAGE = "history-image"
 #: A runtime below this is raised to it (the simulator's clock is in milliseconds).
 MIN_RUNTIME_S = 1.0
 
@@ -51,6 +57,9 @@ class Knobs:
     scheduling_latency_s: float = 0.0
     #: Request-to-ready time of nodes the replay's autoscaler adds (pools that gained nodes).
     node_boot_time_s: float = 300.0
+    #: First pull of the history's image on a node (cached on that node afterwards); 0: pulls are not
+    #: modelled and each job's measured preparation is replayed whole as its data download.
+    image_pull_s: float = 0.0
 
 
 def _pool_name(raw: str | None, index: int) -> str:
@@ -102,6 +111,8 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
         "data_bandwidth": PREP_BANDWIDTH,
         "price_per_hour": price or 0.0,
     }
+    if knobs.image_pull_s > 0:
+        data["image_pull_bandwidth"] = PREP_BANDWIDTH
     if autoscaled:
         data["boot_time_s"] = knobs.node_boot_time_s
         data["autoscaling"] = {"min": initial, "max": max(_max_alive(spans), initial, 1)}
@@ -188,6 +199,30 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     return Cluster(pools=tuple(pools))
 
 
+def removal_notes(history: History) -> list[str]:
+    """A note naming the nodes deleted before the history's end, which the replay does not remove: the
+    simulator's failure model always repairs a failed node, and it has no removal of a node at a given time
+    other than its autoscaler's own scale-down. A fixed pool keeps such a node to the end; an autoscaled
+    one uses the deletions only to bound its size."""
+    end = float(history.end_s)
+    gone = [
+        str(name)
+        for name, deleted in zip(
+            history.nodes.column("node").to_pylist(),
+            history.nodes.column("deleted_s").to_pylist(),
+            strict=True,
+        )
+        if deleted is not None and deleted < end
+    ]
+    if not gone:
+        return []
+    shown = ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+    return [
+        f"{len(gone)} node(s) deleted during the history are not removed in the replay (a fixed pool keeps "
+        f"them to the end, an autoscaled one scales down on its own): {shown}"
+    ]
+
+
 def has_node_arrivals(history: History) -> bool:
     """Whether any node joined after the history began (only then is a boot time worth fitting)."""
     created = history.nodes.column("created_s").to_pylist()
@@ -258,16 +293,35 @@ def history_jobs(history: History) -> list[Job]:
     return jobs
 
 
+def with_image_pulls(history: History, jobs: Sequence[Job], pull_s: float) -> tuple[Job, ...]:
+    """The jobs with the pull model of ``Knobs.image_pull_s``: a job whose image pull the history measured
+    gets the shared image (``pull_s`` × the pools' pull bandwidth bytes, so a first pull on a node takes
+    ``pull_s`` and a later one nothing, or what is left of a pull under way), and its data download loses
+    the measured pull, so that the replayed preparation is the model's pull plus the rest of what was
+    measured. Jobs without a measured pull keep their whole measured preparation and pull nothing."""
+    pulls = job_columns(history).image_pull
+    image = Image(name=HISTORY_IMAGE, size=round(pull_s * PREP_BANDWIDTH))
+    out: list[Job] = []
+    for job, measured in zip(jobs, pulls, strict=True):
+        if pull_s <= 0 or np.isnan(measured):
+            out.append(job)
+            continue
+        data = max(job.data_size - round(float(measured) * PREP_BANDWIDTH), 0)
+        out.append(job.model_copy(update={"image": image, "data_size": data}))
+    return tuple(out)
+
+
 def history_scenario(
     history: History, knobs: Knobs, name: str = "calibrated", jobs: tuple[Job, ...] | None = None
 ) -> Scenario:
     """The replay scenario with the given knobs (everything else at fleetlab's defaults); ``jobs``, when
     given, are ``history_jobs(history)`` built once for several replays."""
+    built = jobs if jobs is not None else tuple(history_jobs(history))
     return Scenario(
         name=name,
         description=f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
         cluster=history_cluster(history, knobs),
-        workload=Workload(jobs=jobs if jobs is not None else tuple(history_jobs(history))),
+        workload=Workload(jobs=with_image_pulls(history, built, knobs.image_pull_s)),
         scheduler=SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
     )
 

@@ -71,8 +71,15 @@ def calibration_payload(calibration: Any) -> dict[str, Any]:
 
 def _not_fitted(calibration: Any) -> dict[str, str]:
     out = {
-        "image_pull_bandwidth": "histories carry no image sizes; measured preparation is replayed per job",
+        "image_pull_bandwidth": "histories carry no image names or sizes; the first-pull time is fitted "
+        "instead (image_pull_s) when pulls were measured",
     }
+    if "image_pull_s" not in calibration.fitted:
+        out["image_pull_s"] = (
+            "--no-fit: pulls not modelled"
+            if "scheduling_latency_s" not in calibration.fitted
+            else "the history measured no image pull longer than 0"
+        ) + "; each job's measured preparation is replayed whole"
     if "scheduling_latency_s" not in calibration.fitted:
         out["scheduling_latency_s"] = "--no-fit: kept at 0"
     if "node_boot_time_s" not in calibration.fitted:

@@ -196,7 +196,8 @@ def calibration_html(payload: dict[str, Any], title: str) -> str:
         "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>" for r in payload["rows"]
     )
     search = "".join(
-        f"<tr><td>{e(row['knob'])}</td><td>{row['value']:g} s</td><td>{row['wait_ks']:.3f}</td></tr>"
+        f"<tr><td>{e(row['knob'])}</td><td>{row['value']:g} s</td><td>{row['wait_ks']:.3f}</td>"
+        f"<td>{_value('ks', row.get('image_pull_ks'))}</td></tr>"
         for row in payload["search"]
     )
     worst = "".join(
@@ -213,8 +214,9 @@ def calibration_html(payload: dict[str, Any], title: str) -> str:
         f"<section id='calibration'><h1>{e(title)}</h1>"
         f"<p>Verdict: <b>{e(payload['verdict'])}</b>. Fitted: {e(fitted)}.</p><ul>{not_fitted}{notes}</ul>"
         f"<table><caption>Measured vs simulated</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-        "</table><table><caption>Knob search (KS distance of all waits)</caption>"
-        f"<tr><th>knob</th><th>value</th><th>KS</th></tr>{search}</table>"
+        "</table><table><caption>Knob search (KS distance of all waits; of image pulls, which choose "
+        f"image_pull_s)</caption><tr><th>knob</th><th>value</th><th>KS waits</th><th>KS pulls</th></tr>"
+        f"{search}</table>"
         "<table><caption>Largest disagreements</caption><tr><th>job</th><th>class</th><th>measured wait</th>"
         f"<th>simulated wait</th></tr>{worst}</table></section>",
     )
