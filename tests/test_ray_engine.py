@@ -2,7 +2,10 @@
 through a ``ray://`` (Ray Client) address: a sweep with a trace workload and a relative ``--out`` gives
 the local engine's results byte for byte (every Parquet file; run.json but the run's wall time).
 
-Skips when Ray (``pip install 'fleetlab[ray]'``) is not installed or the head cannot start.
+Runs only with ``FLEETLAB_RAY_TESTS=1`` (and Ray installed: ``pip install 'fleetlab[ray]'``): a Ray head
+binds its raylet and object store to the machine's own network address whatever ``--node-ip-address``
+says, and its client server can take over a minute to start on a loaded 2-core machine, so the default
+suite leaves it out. Skips when the head cannot start.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typer.testing import CliRunner
 
 from fleetlab import cli
 
+if os.environ.get("FLEETLAB_RAY_TESTS") != "1":
+    pytest.skip("set FLEETLAB_RAY_TESTS=1 to start a real Ray head", allow_module_level=True)
 ray = pytest.importorskip("ray")
 
 SCENARIO = """\
