@@ -13,10 +13,22 @@ from typer.testing import CliRunner
 
 from fleetlab import cli
 from fleetlab.cli_fgd import parse_seeds
-from fleetlab.experiment.fgd import INFLATION, Trajectory, arrival_order, run_grid, run_policy
+from fleetlab.experiment.fgd import (
+    INFLATION,
+    Trajectory,
+    arrival_order,
+    ordered_state,
+    renamed_prefixes,
+    run_grid,
+    run_policy,
+    tie_order,
+)
 from fleetlab.experiment.fgd_report import markdown_table, summary_cells, write_report
+from fleetlab.placement.fragmentation import target_workload
+from fleetlab.placement.share_policies import place
+from fleetlab.placement.sharing import PodRequest
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.openb_share import load_share_nodes, load_share_pods
+from fleetlab.spec.openb_share import ShareNodes, load_share_nodes, load_share_pods
 from fleetlab.spec.openb_variants import find_trace_dir, resolve_variants, subsample
 from fleetlab.spec.out_folder import MARKER, mark
 
@@ -259,3 +271,55 @@ def test_five_column_pod_lists_load_and_bad_cells_are_named(tmp_path: Path) -> N
         load_share_pods(bad, ["G2"])
     text = str(info.value)
     assert "a share below 1000 needs num_gpu 1" in text and "cpu_milli" in text and "1500" in text
+
+
+def test_ties_follow_upstreams_renamed_node_names() -> None:
+    """Upstream's ``syncClusterResourceList`` renames the name-sorted nodes ``%04d-<name>`` with a random
+    permutation; the smallest renamed name wins a tie. Prefixes (2, 0, 3, 1) for nodes a, b, c, d give
+    0002-a, 0000-b, 0003-c, 0001-d, so ties go to b, then d, a, c."""
+    names = ["node-a", "node-b", "node-c", "node-d"]
+    prefixes = np.asarray([2, 0, 3, 1], dtype=np.int64)
+    renamed = [f"{p:04d}-{n}" for p, n in zip(prefixes.tolist(), names, strict=True)]
+    assert tie_order(prefixes).tolist() == [1, 3, 0, 2]
+    assert [names[i] for i in tie_order(prefixes)] == [r[5:] for r in sorted(renamed)]
+    drawn = renamed_prefixes(1213, 42)
+    assert sorted(drawn.tolist()) == list(range(1213))
+    assert np.array_equal(drawn, renamed_prefixes(1213, 42))
+    assert not np.array_equal(drawn, renamed_prefixes(1213, 43))
+
+
+def test_packing_puts_cpu_only_pods_on_the_first_renamed_node() -> None:
+    """GpuPacking scores a CPU-only pod 0 on every node, so the tie-break decides. Node a has 8 cores and
+    1 GPU, node b 64 cores and 1 GPU. Renamed 0001-a, 0000-b: the 8-core CPU-only pod goes to b; two
+    1-GPU pods of 4 cores then tie at 33 - 1 = 32 on the two nodes whose GPU is free and take b, then a: both GPUs
+    allocated. In name order the CPU-only pod fills a's CPU, the first GPU pod takes b and the second
+    finds no node: 1 GPU of 2."""
+    nodes = ShareNodes(
+        ["node-a", "node-b"],
+        np.asarray([8000, 64000], dtype=np.int64),
+        np.asarray([65536, 65536], dtype=np.int64),
+        np.asarray([1, 1], dtype=np.int64),
+        np.asarray([0, 0], dtype=np.int64),
+        ["T4"],
+    )
+    pods = [
+        PodRequest(8000, 1024, 0, 0, 0),
+        PodRequest(4000, 1024, 1, 1000, 0),
+        PodRequest(4000, 1024, 1, 1000, 0),
+    ]
+    target = target_workload(
+        np.asarray([8000, 4000]), np.asarray([0, 1]), np.asarray([0, 1000]), np.zeros(2, dtype=np.int64)
+    )
+    rng = np.random.default_rng(0)
+    renamed = tie_order(np.asarray([1, 0], dtype=np.int64))
+    by_name = np.arange(2, dtype=np.int64)
+    for ranked, where in ((renamed, ["node-b", "node-b", "node-a"]), (by_name, ["node-a", "node-b", None])):
+        state = ordered_state(nodes, target, ranked)
+        placed: list[str | None] = []
+        for pod in pods:
+            choice = place(state, pod, "packing", rng)
+            placed.append(None if choice is None else nodes.names[int(ranked[choice.node])])
+            if choice is not None:
+                state.bind(pod, choice.node, choice.gpu)
+        assert placed == where
+        assert state.allocated_milli == (2000 if where[-1] else 1000)

@@ -5,7 +5,9 @@ Protocol, as the authors' simulator runs it (``Simulate`` in ``pkg/simulator/cor
 workload M once from the pod list (the most popular specs covering 95 % of pods); sort pods by name and
 shuffle them with the seed; inflate by sampling pods with replacement until the total GPU request would
 exceed 130 % of the cluster's GPU capacity (or drop random pods when it is already above); submit pods one
-by one with no departures and no retries. After every arrival record the arrived GPU request, the
+by one with no departures and no retries. Nodes are tried in the order of the names upstream gives them
+(``syncClusterResourceList`` prefixes each name-sorted node with a random ``%04d-``), which is the order
+kube-scheduler's smallest-name tie-break follows. After every arrival record the arrived GPU request, the
 allocated GPU share and the cluster fragmentation F_N(M). Per whole percent of arrived workload the
 unallocated GPU share is 100 − allocated % (upstream ``analysis_allo_discrete``).
 """
@@ -89,6 +91,27 @@ def arrival_order(
     return np.concatenate([order, np.asarray(extra, dtype=np.int64)])
 
 
+def renamed_prefixes(count: int, seed: int) -> NDArray[np.int64]:
+    """The ``%04d-`` prefix upstream's ``syncClusterResourceList`` puts before each node's name, nodes taken
+    in name order: a random permutation (Go ``rand.Perm``), drawn here from its own stream of the seed."""
+    return np.random.default_rng([seed, 2]).permutation(count).astype(np.int64)
+
+
+def tie_order(prefixes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Node indices sorted by their renamed names ``%04d-<name>``: the first is the one the simulator's
+    patched ``selectHost`` (smallest name among equal scores) picks when every node ties, which is what
+    decides where GpuPacking and GpuClustering put CPU-only pods."""
+    return np.argsort(prefixes, kind="stable").astype(np.int64)
+
+
+def ordered_state(nodes: ShareNodes, target: TargetWorkload, order: NDArray[np.int64]) -> ShareState:
+    """The replay's node state with node ``order[k]`` at index k, so that the lowest index, which wins a
+    tie in :func:`~fleetlab.placement.share_policies.place`, is the node upstream's tie-break picks."""
+    return ShareState(
+        nodes.cpu_milli[order], nodes.memory_mib[order], nodes.gpus[order], nodes.model[order], target
+    )
+
+
 def workload_target(pods: SharePods) -> TargetWorkload:
     """M for a pod list: the typical pods upstream derives before inflation."""
     return target_workload(pods.cpu_milli, pods.num_gpu, pods.gpu_milli, pods.model_mask, POPULARITY)
@@ -102,12 +125,14 @@ def run_policy(
     variant: str = "",
     target: TargetWorkload | None = None,
 ) -> Trajectory:
-    """Replay one seed's inflated arrivals under one policy."""
+    """Replay one seed's inflated arrivals under one policy. Nodes are indexed in upstream's renamed order
+    (:func:`tie_order`, prefixes drawn from the seed) so that the lowest index wins a tie as the smallest
+    name does there."""
     if policy not in known_policies():
         raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(known_policies())}")
     started = time.perf_counter()
     target = target if target is not None else workload_target(pods)
-    state = ShareState(nodes.cpu_milli, nodes.memory_mib, nodes.gpus, nodes.model, target)
+    state = ordered_state(nodes, target, tie_order(renamed_prefixes(len(nodes.names), seed)))
     demand = pods.num_gpu * pods.gpu_milli
     order = arrival_order(pods.names, demand, state.capacity_milli, seed)
     rng = np.random.default_rng([seed, 1])
