@@ -33,6 +33,16 @@ MAX_GENERATED_JOBS = 10_000_000
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 #: Seeds are stored as int64 and must be >= 0 for numpy's generators.
 MAX_SEED = 2**63 - 1
+#: A score plugin's weight: KubeSchedulerConfiguration holds ``weight`` as an int32, and the scheduler
+#: framework (pkg/scheduler/framework/runtime/framework.go) refuses weights whose weight x MaxNodeScore (100)
+#: sum could overflow int64; 0 is allowed here to switch a plugin off.
+MAX_PLUGIN_WEIGHT = INT32_MAX
+#: Timed steps of one measured-profile batch size: a recording of 10 million steps takes days even at
+#: 10 ms a step; a larger count is a typo, not a measurement.
+MAX_PROFILE_STEPS = 10_000_000
+#: Generated arrivals per hour: one a millisecond, the simulator's time resolution (times are int64 ms);
+#: faster rates would draw gaps that round to zero.
+MAX_ARRIVALS_PER_HOUR = 3_600_000.0
 #: An hourly price in dollars: the dearest instance is under $200/h; a catalog typo is not a price.
 MAX_PRICE_PER_HOUR = 1_000_000.0
 
@@ -46,5 +56,9 @@ NodeCount = Annotated[int, Field(ge=0, le=MAX_NODES)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 #: A non-negative count that must fit int64.
 Count = Annotated[int, Field(ge=0, le=MAX_QUANTITY)]
+#: A score plugin's weight (0 disables it).
+PluginWeight = Annotated[int, Field(ge=0, le=MAX_PLUGIN_WEIGHT)]
+#: A Kueue quota quantity (``nominalQuota``, ``borrowingLimit``, ``lendingLimit``) in fleetlab's units.
+QuotaQuantity = Annotated[int, Field(ge=0, le=MAX_QUANTITY)]
 #: Dollars per hour.
 PricePerHour = Annotated[float, Field(ge=0, le=MAX_PRICE_PER_HOUR)]

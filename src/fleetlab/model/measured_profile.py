@@ -12,6 +12,7 @@ from typing import Final, Literal
 from pydantic import Field, field_validator
 
 from fleetlab.model.cluster import SpecModel
+from fleetlab.model.limits import MAX_PROFILE_STEPS
 
 FORMAT: Final = "fleetlab-measured-profile/v1"
 
@@ -20,8 +21,8 @@ class Measurement(SpecModel):
     """One batch size: the timed steps after warm-up and the throughput they give."""
 
     batch_size: int = Field(gt=0)
-    warmup_steps: int = Field(ge=0)
-    steps: int = Field(gt=0)
+    warmup_steps: int = Field(ge=0, le=MAX_PROFILE_STEPS)
+    steps: int = Field(gt=0, le=MAX_PROFILE_STEPS)
     step_s_mean: float = Field(gt=0)
     step_s_median: float = Field(gt=0)
     step_s_min: float = Field(gt=0)

@@ -39,6 +39,7 @@ from fleetlab.model.kueue_extra import (
     WorkloadPriorityClass,
     unmodelled_notes,
 )
+from fleetlab.model.limits import QuotaQuantity
 from fleetlab.model.quantity import QuantityError, to_int, to_milli
 from fleetlab.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_amount
 from fleetlab.spec.errors import problems_from_validation
@@ -117,9 +118,9 @@ class ResourceQuota(KubeModel):
     """One resource of a flavor: quotas as quantities, parsed to fleetlab's integer units for ``name``."""
 
     name: str = Field(min_length=1)
-    nominal_quota: int = Field(alias="nominalQuota")
-    borrowing_limit: int | None = Field(default=None, alias="borrowingLimit")
-    lending_limit: int | None = Field(default=None, alias="lendingLimit")
+    nominal_quota: QuotaQuantity = Field(alias="nominalQuota")
+    borrowing_limit: QuotaQuantity | None = Field(default=None, alias="borrowingLimit")
+    lending_limit: QuotaQuantity | None = Field(default=None, alias="lendingLimit")
 
     @field_validator("nominal_quota", "borrowing_limit", "lending_limit", mode="before")
     @classmethod

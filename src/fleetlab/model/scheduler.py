@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
+from fleetlab.model.limits import PluginWeight
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
 from fleetlab.model.units import Seconds
 
@@ -110,7 +111,7 @@ class SchedulerConfig(SpecModel):
     policy: str = "default"
     scoring_strategy: ScoringStrategy | None = Field(default=None, alias="scoringStrategy")
     balanced_allocation_resources: tuple[ResourceWeight, ...] | None = None
-    plugin_weights: dict[str, int] = Field(default_factory=dict)
+    plugin_weights: dict[str, PluginWeight] = Field(default_factory=dict)
     tie_break: Literal["random", "first"] = "random"
     #: Place ``gang: true`` jobs all-or-nothing; off shows half-placed jobs holding GPUs while peers wait.
     gang_scheduling: bool = True
@@ -153,11 +154,9 @@ class SchedulerConfig(SpecModel):
 
     @model_validator(mode="after")
     def _check(self) -> SchedulerConfig:
-        for name, weight in self.plugin_weights.items():
+        for name in self.plugin_weights:
             if name not in DEFAULT_PLUGIN_WEIGHTS:
                 raise ValueError(
                     f"unknown score plugin {name!r}; allowed: {', '.join(sorted(DEFAULT_PLUGIN_WEIGHTS))}"
                 )
-            if weight < 0:
-                raise ValueError(f"plugin weight for {name} must be >= 0 (0 disables it), got {weight}")
         return self

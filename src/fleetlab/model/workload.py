@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.job import Image, Job, JobClass
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.limits import MAX_GENERATED_JOBS, MAX_TOTAL_PODS, Count, Priority
+from fleetlab.model.limits import MAX_ARRIVALS_PER_HOUR, MAX_GENERATED_JOBS, MAX_TOTAL_PODS, Count, Priority
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
@@ -56,7 +56,7 @@ class JobClassSpec(SpecModel):
 
     name: str = Field(min_length=1)
     job_class: JobClass = Field(alias="class")
-    arrivals_per_hour: float = Field(gt=0)
+    arrivals_per_hour: float = Field(gt=0, le=MAX_ARRIVALS_PER_HOUR)
     count: int = Field(ge=0, le=MAX_GENERATED_JOBS)
     priority: Priority = 0
     teams: tuple[str, ...] = ("default",)
@@ -116,7 +116,7 @@ class TraceSource(SpecModel):
 
     path: str = Field(min_length=1)
     format: Literal["native", "alibaba-openb"] = "native"
-    limit: int | None = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1, le=MAX_TOTAL_PODS)
     time_scale: float = Field(default=1.0, gt=0)
     #: alibaba-openb: round GPU shares (gpu_milli below 1000) up to whole GPUs instead of sharing GPUs.
     round_up_gpu_shares: bool = False
