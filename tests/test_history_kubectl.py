@@ -158,7 +158,7 @@ def test_bad_quantity_and_timestamp_are_errors(tmp_path: Path) -> None:
 def test_deep_nesting_and_huge_numbers_are_bounded(tmp_path: Path) -> None:
     deep = tmp_path / "deep.json"
     deep.write_text('{"kind": "List", "items": [' + "[" * 100_000 + "]" * 100_000 + "]}")
-    with pytest.raises(SpecError, match=r"nested too deeply|expected a Kubernetes object"):
+    with pytest.raises(SpecError, match=r"nested deeper than 64 levels"):
         list(stream_objects(deep))
     far = pod("ns", "p", "10:00:00")
     far["metadata"]["creationTimestamp"] = "9999-01-01T00:00:00Z"

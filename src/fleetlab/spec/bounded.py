@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -32,6 +32,9 @@ MAX_ALIAS_NODES = 100_000
 MAX_INT_DIGITS = 32
 #: Longest CSV field (characters), Python's csv default, stated so the error can name it.
 MAX_CSV_FIELD = 128 * 1024
+#: Largest input read as a stream, a piece at a time (kubectl dumps, billing exports, scheduler logs):
+#: memory stays bounded by the piece, so this cap bounds only how long a read may take.
+MAX_STREAM_BYTES = 64 * 1024**3
 
 
 def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -40,6 +43,22 @@ def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) ->
     ``missing`` says what to give when the file is absent. Devices, FIFOs and sockets are refused before
     they are opened (``/dev/zero`` would be read until memory runs out, a FIFO would block forever).
     """
+    _check_regular_file(path, missing, max_bytes)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
+    if len(raw) > max_bytes:
+        raise SpecError(str(path), [f"grew past {max_bytes:,} bytes while being read"])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(str(path), [f"is not UTF-8 text (byte {exc.start}: {exc.reason})"]) from None
+
+
+def _check_regular_file(path: Path, missing: str, max_bytes: int) -> None:
+    """Refuse, before opening, what is absent, a directory, not a regular file or over ``max_bytes``."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -52,17 +71,53 @@ def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) ->
         raise SpecError(str(path), ["is not a regular file (a device, pipe or socket); give a saved file"])
     if info.st_size > max_bytes:
         raise SpecError(str(path), [f"is {info.st_size:,} bytes; the most fleetlab reads is {max_bytes:,}"])
+
+
+class _CappedRaw(io.RawIOBase):
+    """A binary file that refuses to yield more than ``max_bytes`` (a file that grows while read, or one
+    whose size the file system does not report, stays bounded)."""
+
+    def __init__(self, handle: io.BufferedReader, label: str, max_bytes: int) -> None:
+        super().__init__()
+        self._handle = handle
+        self._label = label
+        self._max = max_bytes
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def readinto(self, buffer: Any) -> int:
+        count = self._handle.readinto(buffer)
+        if self._handle.tell() > self._max:
+            raise SpecError(self._label, [f"grew past {self._max:,} bytes while being read"])
+        return count
+
+    def close(self) -> None:
+        self._handle.close()
+        super().close()
+
+
+def open_stream(
+    path: Path, missing: str = "file not found", encoding: str = "utf-8", max_bytes: int = MAX_STREAM_BYTES
+) -> TextIO:
+    """A regular file opened as text to be read a piece at a time (newlines untranslated, for CSV), at most
+    ``max_bytes`` long, or a SpecError. For inputs too large to hold whole; checked as ``read_text_file``."""
+    _check_regular_file(path, missing, max_bytes)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(max_bytes + 1)
+        handle = open(path, "rb")  # noqa: SIM115 - closed with the wrapper the caller closes
     except OSError as exc:
         raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
-    if len(raw) > max_bytes:
-        raise SpecError(str(path), [f"grew past {max_bytes:,} bytes while being read"])
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(str(path), [f"is not UTF-8 text (byte {exc.start}: {exc.reason})"]) from None
+    raw = io.BufferedReader(_CappedRaw(handle, str(path), max_bytes))
+    return io.TextIOWrapper(raw, encoding=encoding, newline="")
 
 
 # --- YAML -----------------------------------------------------------------------------------------
@@ -277,6 +332,13 @@ def check_depth(label: str, data: Any, max_depth: int = MAX_DEPTH) -> None:
             stack.extend((v, depth + 1) for v in item if isinstance(v, (dict, list)))
 
 
+#: A decoder with ``load_json``'s rules (no NaN/Infinity, bounded integers, unique keys) for readers that
+#: decode one value at a time out of a stream (``raw_decode``); they check depth with ``check_depth``.
+STRICT_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys
+)
+
+
 def load_json(label: str, text: str, max_depth: int = MAX_DEPTH) -> Any:
     """Strict JSON (no NaN/Infinity, bounded integers and depth), or a SpecError naming line and column."""
     try:
@@ -310,6 +372,13 @@ def csv_rows(label: str, text: str) -> Iterator[list[str]]:
                 [f"line {reader.line_num}: malformed CSV ({exc}; limit {MAX_CSV_FIELD:,} chars a field)"],
             ) from None
         yield row
+
+
+def csv_dict_reader(handle: TextIO) -> csv.DictReader[str]:
+    """``csv.DictReader`` over a stream with the field cap restored to MAX_CSV_FIELD (the cap is global to
+    the csv module, so a reader that raised it would otherwise raise it for every later reader)."""
+    csv.field_size_limit(MAX_CSV_FIELD)
+    return csv.DictReader(handle)
 
 
 def csv_table(label: str, text: str) -> tuple[list[str], Iterator[dict[str, str]]]:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, NODE_SCHEMA, History
+from fleetlab.spec.bounded import open_stream
 from fleetlab.spec.errors import SpecError
 
 #: Times outside 1990..2100 are not from a real record (a zero or a millisecond value read as seconds).
@@ -112,16 +113,9 @@ class SourceData:
 
 
 def open_text(path: Path, encoding: str = "utf-8") -> TextIO:
-    """An input file opened for reading text (universal newlines off, for CSV), or a SpecError saying why
-    it cannot be."""
-    try:
-        return path.open("r", encoding=encoding, newline="")
-    except FileNotFoundError:
-        raise SpecError(str(path), ["file not found"]) from None
-    except IsADirectoryError:
-        raise SpecError(str(path), ["is a directory, not a file"]) from None
-    except OSError as exc:
-        raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
+    """An input file opened for reading text a piece at a time (universal newlines off, for CSV), or a
+    SpecError saying why it cannot be: only regular files, bounded in size (``spec.bounded``)."""
+    return open_stream(path, encoding=encoding)
 
 
 def head_bytes(path: Path, count: int) -> bytes:

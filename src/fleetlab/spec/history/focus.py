@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from fleetlab.model.history import BILL_SCHEMA
 from fleetlab.spec.billing_export import read_billing_export
+from fleetlab.spec.bounded import csv_dict_reader, json_cell
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import SourceData, open_text, parse_naive_utc, short
 
@@ -54,7 +55,6 @@ ISO_4217 = frozenset(
 )
 PRICING_CATEGORIES = ("On-Demand", "Commitment-Based", "Dynamic", "Other")
 MAX_COST = 1e12
-MAX_CELL_CHARS = 1 << 20
 TIME_HINT = "an ISO 8601 UTC time such as 2024-05-01T00:00:00Z"
 
 
@@ -74,9 +74,11 @@ def _tags(text: str, source: str, where: str) -> str | None:
     if not text.strip():
         return None
     try:
-        tags = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        raise SpecError(source, [f'{where}: Tags must be a JSON object such as {{"team": "a"}}']) from None
+        tags = json_cell(text)
+    except ValueError as exc:
+        raise SpecError(
+            source, [f'{where}: Tags must be a JSON object such as {{"team": "a"}} ({short(str(exc))})']
+        ) from None
     if not isinstance(tags, dict):
         raise SpecError(source, [f"{where}: Tags must be a JSON object, got {type(tags).__name__}"])
     return json.dumps({str(k): str(v) for k, v in tags.items()}, sort_keys=True, separators=(",", ":"))
@@ -86,11 +88,10 @@ def read_focus(path: Path, progress: Callable[[int], None] | None = None) -> Sou
     """BILL_SCHEMA rows (absolute Unix seconds) from one FOCUS CSV file."""
     source = str(path)
     data = SourceData(label=source, kind="focus")
-    csv.field_size_limit(MAX_CELL_CHARS)
     fh = open_text(path, "utf-8-sig")
     columns: dict[str, list[Any]] = {name: [] for name in BILL_SCHEMA.names}
     with fh:
-        reader = csv.DictReader(fh)
+        reader = csv_dict_reader(fh)
         try:
             header = [h.strip() for h in reader.fieldnames or []]
         except (csv.Error, UnicodeDecodeError) as exc:
@@ -112,7 +113,7 @@ def read_focus(path: Path, progress: Callable[[int], None] | None = None) -> Sou
                 if progress is not None and number % 65536 == 0:
                     progress(fh.tell())
         except csv.Error as exc:
-            raise SpecError(source, [f"line {reader.line_num}: not valid CSV: {exc}"]) from None
+            raise SpecError(source, [f"line {reader.reader.line_num}: not valid CSV: {exc}"]) from None
         except UnicodeDecodeError as exc:
             raise SpecError(source, [f"is not UTF-8 text ({exc.reason})"]) from None
     data.bill = pa.Table.from_pydict(columns, schema=BILL_SCHEMA)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCHEMA, History
+from fleetlab.spec.bounded import load_json
 from fleetlab.spec.errors import SpecError, read_text_file
 from fleetlab.spec.history.checks import check_history
 
@@ -77,12 +78,7 @@ def read_history_folder(folder: Path) -> History:
     text = read_text_file(meta_file, "no history.json in this folder")
     if len(text) > MAX_META_BYTES:
         raise SpecError(str(meta_file), [f"is {len(text)} bytes; a history.json is at most {MAX_META_BYTES}"])
-    try:
-        meta = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(
-            str(meta_file), [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]
-        ) from None
+    meta = load_json(str(meta_file), text)
     if not isinstance(meta, dict):
         raise SpecError(str(meta_file), ["expected a JSON object with epoch, end_s, sources, skipped"])
     end_s = _number(meta, "end_s", str(meta_file))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from fleetlab.spec.bounded import MAX_DEPTH, STRICT_DECODER, check_depth
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import open_text
 from fleetlab.spec.kube_objects import SECRET_KINDS, read_objects
@@ -24,7 +25,6 @@ MAX_OBJECT_CHARS = 64 * 1024 * 1024
 #: YAML has no streaming reader here; larger YAML dumps must be re-saved as JSON.
 MAX_YAML_BYTES = 256 * 1024 * 1024
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
 
 
 class _Reader:
@@ -76,7 +76,7 @@ class _Reader:
         self.peek()
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.buf, self.pos)
+                value, end = STRICT_DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
                 # Input cut off by the window fails at its end (or inside a string running past it);
                 # an error well before the end is in the file itself.
@@ -87,15 +87,23 @@ class _Reader:
                     continue
                 raise self.error(f"invalid JSON: {exc.msg}", exc.pos) from None
             except RecursionError:
-                raise self.error("JSON nested too deeply") from None
+                raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False) from None
+            except ValueError as exc:  # NaN/Infinity, a huge integer, a repeated key
+                raise self.error(f"invalid JSON: {exc}", truncated=False) from None
             if end == len(self.buf) and self.fill():
                 continue  # a number could go on in the next chunk
+            try:
+                check_depth(self.source, value)
+            except SpecError:
+                raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False) from None
             self.pos = end
             return value
 
-    def error(self, problem: str, at: int | None = None) -> SpecError:
+    def error(self, problem: str, at: int | None = None, truncated: bool = True) -> SpecError:
         line = _line_of(self.source, self.offset + (self.pos if at is None else at))
-        hint = " (is the file truncated? re-save it with `kubectl get ... -o json > FILE`)"
+        hint = (
+            " (is the file truncated? re-save it with `kubectl get ... -o json > FILE`)" if truncated else ""
+        )
         return SpecError(self.source, [f"line {line}: {problem}{hint}"])
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleetlab.spec.bounded import csv_dict_reader
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import (
     MAX_COUNT,
@@ -50,7 +51,7 @@ def _read_summary(path: Path) -> SourceData:
     source = str(path)
     data = SourceData(label=source, kind="philly")
     with open_text(path) as fh:
-        reader = csv.DictReader(fh)
+        reader = csv_dict_reader(fh)
         header = reader.fieldnames or []
         missing = [c for c in SUMMARY_COLUMNS if c not in header]
         if missing:
@@ -86,7 +87,7 @@ def _read_summary(path: Path) -> SourceData:
                     )
                 )  # fmt: skip
         except csv.Error as exc:
-            raise SpecError(source, [f"line {reader.line_num}: not valid CSV: {exc}"]) from None
+            raise SpecError(source, [f"line {reader.reader.line_num}: not valid CSV: {exc}"]) from None
         except UnicodeDecodeError as exc:
             raise SpecError(source, [f"is not UTF-8 text ({exc.reason})"]) from None
     return data

@@ -13,6 +13,7 @@ from typing import Any
 
 from fleetlab.model.history import JOB_STATES, History
 from fleetlab.spec.atomic_dir import atomic_dir
+from fleetlab.spec.bounded import load_json, read_text_file
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.folder import read_history_folder, write_history_folder
 
@@ -54,7 +55,8 @@ def load_history(folder: Path) -> History:
     """The History in a history folder (see :mod:`.folder`: every column type-checked, the record checked
     by :func:`.checks.check_history`), refusing a history.json that names another format."""
     history = read_history_folder(folder)
-    meta = json.loads((folder / "history.json").read_text(encoding="utf-8"))
+    meta_file = folder / "history.json"
+    meta = load_json(str(meta_file), read_text_file(meta_file, "no history.json in this folder"))
     if meta.get("format", FORMAT) != FORMAT:
-        raise SpecError(str(folder / "history.json"), [f"'format' is not {FORMAT!r}; {IMPORT_HINT}"])
+        raise SpecError(str(meta_file), [f"'format' is not {FORMAT!r}; {IMPORT_HINT}"])
     return history
