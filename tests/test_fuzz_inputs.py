@@ -15,6 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -24,13 +25,18 @@ from hypothesis import strategies as st
 from fleetlab.experiment.plan import load_experiment
 from fleetlab.kube.queues import KueueView
 from fleetlab.lint.manifests import read_manifests
+from fleetlab.spec.alibaba import load_openb_pods
 from fleetlab.spec.billing_export import parse_billing_export
 from fleetlab.spec.catalog import parse_catalog
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.store import load_history
 from fleetlab.spec.interruption_trace import parse_interruption_trace
 from fleetlab.spec.kube_snapshot import load_snapshot
 from fleetlab.spec.loader import load
+from fleetlab.spec.native_trace import load_native_trace
 from fleetlab.spec.service_trace import parse_rate_trace
+from kube_history_builders import kube_list, pod
+from test_alibaba import POD_HEADER, PODS
 from test_cli import invoke
 from test_experiment import EXPERIMENT, TINY
 from test_snapshot_secrets import NODE, POD, WORKLOAD
@@ -193,15 +199,15 @@ def mutated(draw: st.DrawFn, base: Any) -> Any:
 
 
 @st.composite
-def mutated_text(draw: st.DrawFn, base: str) -> str:
-    """``base`` with cells/lines replaced by hostile text, or cut short."""
+def mutated_text(draw: st.DrawFn, base: str, sep: str = ",") -> str:
+    """``base`` with cells (split on ``sep``) or lines replaced by hostile text, or cut short."""
     lines = base.splitlines()
     for _ in range(draw(st.integers(1, 3))):
         row = draw(st.integers(0, len(lines) - 1))
-        cells = lines[row].split(",")
+        cells = lines[row].split(sep)
         cell = draw(st.integers(0, len(cells) - 1))
         cells[cell] = draw(st.one_of(HOSTILE_STRINGS, st.text(max_size=8), HOSTILE_NUMBERS.map(str)))
-        lines[row] = ",".join(cells)
+        lines[row] = sep.join(cells)
     text = "\n".join(lines) + "\n"
     if draw(st.integers(0, 5)) == 0:
         text = text[: draw(st.integers(0, len(text)))]
@@ -223,7 +229,7 @@ def bounded(call: Callable[[], Any]) -> None:
     assert elapsed < CASE_SECONDS, f"case took {elapsed:.1f} s"
 
 
-def cli_clean(*args: str) -> None:
+def cli_clean(*args: str) -> Any:
     """A CLI case: exit 0, 1 or 2, never an unhandled exception, within the time bound."""
     started = time.perf_counter()
     result = invoke(*args)
@@ -233,6 +239,7 @@ def cli_clean(*args: str) -> None:
         raise result.exception
     assert "Traceback" not in result.output
     assert elapsed < CASE_SECONDS, f"{args} took {elapsed:.1f} s"
+    return result
 
 
 # --- scenarios -------------------------------------------------------------------------------------
@@ -380,6 +387,63 @@ def test_fuzz_simulate_seed_option(tmp_path_factory: Any, seed: str) -> None:
     path = tmp_path_factory.mktemp("scenario") / "s.yaml"
     path.write_text(dump_yaml(minimal()), encoding="utf-8")
     cli_clean("simulate", str(path), "--seed", seed, "--json")
+
+
+# --- history importers and job traces -----------------------------------------------------------------
+
+HISTORY = Path(__file__).parent / "data" / "history"
+#: Small valid inputs of each text format ``fleetlab import`` reads, with the separator of their cells.
+HISTORY_TEXTS = {
+    "slurm": ("\n".join((HISTORY / "sacct.txt").read_text(encoding="utf-8").splitlines()[:4]), "|"),
+    "focus": ("\n".join((HISTORY / "focus.csv").read_text(encoding="utf-8").splitlines()[:3]), ","),
+    "swf": ((HISTORY / "tiny.swf").read_text(encoding="utf-8"), " "),
+    "philly": ("timestamp,duration,num_gpus,cluster\n2017-10-03 08:00:00,600,2,c1\n", ","),
+}
+#: ... and of the JSON ones (a kubectl pod list, the Philly cluster_job_log).
+HISTORY_DOCS = {
+    "kubectl": kube_list([pod("ns", "p", "10:00:00", scheduled="10:00:01", started="10:00:02",
+                              finished="10:30:00", phase="Succeeded", gpus=1)]),
+    "philly": json.loads((HISTORY / "philly_log.json").read_text(encoding="utf-8"))[:2],
+}  # fmt: skip
+NATIVE = "id,submit_s,runtime_s,class,priority,team,pods,cpu,memory,gpus\nj1,0,3600,training,5,a,2,8,64Gi,8\n"
+OPENB = POD_HEADER + "\n" + "\n".join(PODS[:3]) + "\n"
+
+
+@st.composite
+def history_input(draw: st.DrawFn) -> tuple[str, str]:
+    """A format and a mutated input of that format (text cells replaced, or a JSON document mutated)."""
+    if draw(st.booleans()):
+        fmt = draw(st.sampled_from(sorted(HISTORY_TEXTS)))
+        base, sep = HISTORY_TEXTS[fmt]
+        return fmt, draw(mutated_text(base, sep))
+    fmt = draw(st.sampled_from(sorted(HISTORY_DOCS)))
+    text = json.dumps(draw(mutated(HISTORY_DOCS[fmt])))
+    return fmt, text[: draw(st.integers(0, len(text)))] if draw(st.integers(0, 5)) == 0 else text
+
+
+@settings(FUZZ, max_examples=max(8, EXAMPLES // 3))
+@given(case=history_input())
+@example(case=("kubectl", '{"kind": "List", "items": [' + "[" * 100 + "]" * 100 + "]}"))
+@example(case=("focus", HISTORY_TEXTS["focus"][0].replace("USD", "x" * 200_000)))
+def test_fuzz_import_history(tmp_path_factory: Any, case: tuple[str, str]) -> None:
+    fmt, text = case
+    folder = tmp_path_factory.mktemp("import")
+    source = folder / "input"
+    source.write_text(text, encoding="utf-8")
+    result = cli_clean("import", f"{fmt}:{source}", "--out", str(folder / "out"))
+    assert result.exit_code in (0, 2), result.output[-2000:]
+    if result.exit_code == 0:  # a result must be a history folder that loads and passes its checks
+        load_history(folder / "out")
+
+
+@FUZZ
+@given(native=mutated_text(NATIVE), openb=mutated_text(OPENB))
+def test_fuzz_native_and_alibaba_traces(tmp_path_factory: Any, native: str, openb: str) -> None:
+    folder = tmp_path_factory.mktemp("traces")
+    (folder / "jobs.csv").write_text(native, encoding="utf-8")
+    (folder / "pods.csv").write_text(openb, encoding="utf-8")
+    bounded(lambda: load_native_trace(folder / "jobs.csv"))
+    bounded(lambda: load_openb_pods(folder / "pods.csv"))
 
 
 def test_corpus_runs_derandomised() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,21 @@ def test_open_stream_refuses_a_file_over_the_cap_before_reading(tmp_path: Path) 
     path.write_text("x" * 11, encoding="utf-8")
     with pytest.raises(SpecError, match=r"is 11 bytes; the most fleetlab reads is 10"):
         open_stream(path, max_bytes=10)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [(lambda spec: spec.update(containers=[7]), "spec.containers[0]: expected a container (a mapping)"),
+     (lambda spec: spec["containers"][0].update(resources=["cpu"]), "spec.containers[0].resources: expected a mapping"),
+     (lambda spec: spec.update(initContainers={"a": 1}), "spec.initContainers: expected a list of containers")],
+)  # fmt: skip
+def test_kubectl_pod_with_containers_of_the_wrong_shape_is_one_paragraph(
+    tmp_path: Path, change: Any, problem: str
+) -> None:
+    item = pod("ns", "p", "10:00:00", scheduled="10:00:01", started="10:00:02", finished="10:30:00",
+               phase="Succeeded")  # fmt: skip
+    change(item["spec"])
+    path = write_json(tmp_path / "pods.json", kube_list([item]))
+    with pytest.raises(SpecError) as info:
+        import_sources([f"kubectl:{path}"])
+    assert problem in str(info.value)

@@ -76,7 +76,7 @@ KUEUE_CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "workload_template_containers_is_a_number",
         {**WL, "spec": {"podSets": [{"name": "p", "count": 1, "template": {"spec": {"containers": 5}}}]}},
-        "Workload ml/job-train: a pod template field has an unexpected shape",
+        "Workload ml/job-train.spec.podSets[0].template.spec.containers: expected a list of containers",
     ),
     ("workload_without_spec", {k: v for k, v in WL.items() if k != "spec"}, "Workload ml/job-train: has no"),
     ("cluster_queue_without_spec", CQ, "ClusterQueue cq: has no `spec` mapping"),

@@ -291,7 +291,9 @@ def test_wrong_shapes_are_named_by_object_not_value(tmp_path: Path) -> None:
             load_snapshot([path])
         message = str(info.value)
         expected = (
-            "unexpected shape" if name == "pod" else "Node n1: `metadata.labels` must map strings to strings"
+            "Pod default/p.spec.containers: expected a list of containers"
+            if name == "pod"
+            else "Node n1: `metadata.labels` must map strings to strings"
         )
         assert expected in message and "leaky-value" not in message, name
 

@@ -154,3 +154,15 @@ def object_name(obj: KubeObject) -> str:
     name = str(meta.get("name", "<unnamed>"))
     ns = meta.get("namespace")
     return f"{ns}/{name}" if ns else name
+
+
+def check_container_lists(spec: Mapping[str, Any], where: str, source: str) -> None:
+    """Refuse ``containers`` / ``initContainers`` that are not lists of mappings (a mapping would be
+    iterated by key, a number would fail deep inside the requests arithmetic)."""
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key) or []
+        if not isinstance(containers, list):
+            raise SpecError(source, [f"{where}.{key}: expected a list of containers"])
+        for i, container in enumerate(containers):
+            if not isinstance(container, Mapping):
+                raise SpecError(source, [f"{where}.{key}[{i}]: expected a container (a mapping)"])

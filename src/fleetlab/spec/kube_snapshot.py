@@ -22,7 +22,13 @@ from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import ResourceList, is_native, parse_amount
 from fleetlab.spec.bounded import parse_timestamp
 from fleetlab.spec.errors import SpecError, problems_from_validation
-from fleetlab.spec.kube_objects import KubeObject, ShapeError, object_name, read_objects
+from fleetlab.spec.kube_objects import (
+    KubeObject,
+    ShapeError,
+    check_container_lists,
+    object_name,
+    read_objects,
+)
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -172,6 +178,8 @@ def _resources(values: Any, where: str, source: str, skip_unknown: bool = False)
 def container_requests(container: Mapping[str, Any], where: str, source: str) -> ResourceList:
     """requests with every limit-only key copied in (core/v1 SetDefaults_Pod)."""
     res = container.get("resources") or {}
+    if not isinstance(res, Mapping):
+        raise SpecError(source, [f"{where}.resources: expected a mapping of requests and limits"])
     requests = _resources(res.get("requests"), f"{where}.resources.requests", source)
     limits = _resources(res.get("limits"), f"{where}.resources.limits", source)
     for name, amount in limits.items():
@@ -194,6 +202,7 @@ def pod_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[Reso
     """kube-scheduler's effective pod requests (resourcehelper.PodRequests) and the keys set explicitly."""
     total: ResourceList = {}
     explicit: set[str] = set()
+    check_container_lists(spec, where, source)
     for i, c in enumerate(spec.get("containers") or []):
         reqs = container_requests(c, f"{where}.containers[{i}]", source)
         explicit.update(reqs)

@@ -15,6 +15,7 @@ from typing import Any
 from fleetlab.model.cluster import GPU_PRODUCT_LABEL
 from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.spec.history.common import JobRecord, SourceData, gpu_model_of, parse_rfc3339
+from fleetlab.spec.kube_objects import check_container_lists
 from fleetlab.spec.kube_snapshot import GROUP_KEYS, QUEUE_LABEL, pod_requests
 
 LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -176,6 +177,7 @@ _CACHE_LIMIT = 4096
 
 def _requests_of(spec: dict[str, Any], where: str, source: str) -> dict[str, int]:
     """pod_requests, remembered by the containers' resources: a history repeats a few pod shapes."""
+    check_container_lists(spec, where, source)  # the cache key below skips what is not a container
     key = repr(
         (
             [c.get("resources") for c in spec.get("containers") or [] if isinstance(c, dict)],
