@@ -168,6 +168,38 @@ def test_experiment_run_refuses_a_foreign_folder(tmp_path: Path) -> None:
     assert [p.name for p in out.iterdir()] == ["data.csv"]  # not even the lock file is left behind
 
 
+def test_experiment_run_force_empties_a_foreign_folder_and_runs(tmp_path: Path) -> None:
+    from test_experiment import write_experiment
+
+    exp = write_experiment(tmp_path, "name: one\nbase: tiny.yaml\nseeds: [1]\nvariants: [{name: base}]\n")
+    out = tmp_path / "exp"
+    out.mkdir()
+    (out / "data.csv").write_text("mine")
+    (out / "sub").mkdir()
+    (tmp_path / "outside.txt").write_text("kept")
+    (out / "link").symlink_to(tmp_path / "outside.txt")
+    refused = invoke("experiment", "run", str(exp), "--out", str(out), "--jobs", "1")
+    assert refused.exit_code == 2 and "add --force" in refused.stderr
+    assert (out / "data.csv").read_text() == "mine"
+    result = invoke("experiment", "run", str(exp), "--out", str(out), "--jobs", "1", "--force")
+    assert result.exit_code == 0, result.output
+    assert not (out / "data.csv").exists() and not (out / "sub").exists() and not (out / "link").exists()
+    assert (tmp_path / "outside.txt").read_text() == "kept"  # a link is removed, never followed
+    assert (out / MARKER).is_file() and (out / "manifest.json").is_file()
+
+
+def test_experiment_run_force_resumes_its_own_folder(tmp_path: Path) -> None:
+    from test_experiment import write_experiment
+
+    exp = write_experiment(tmp_path, "name: one\nbase: tiny.yaml\nseeds: [1]\nvariants: [{name: base}]\n")
+    out = tmp_path / "exp"
+    first = invoke("experiment", "run", str(exp), "--out", str(out), "--jobs", "1")
+    assert first.exit_code == 0, first.output
+    again = invoke("experiment", "run", str(exp), "--out", str(out), "--jobs", "1", "--force")
+    assert again.exit_code == 0, again.output
+    assert "0 run(s) executed, 1 already finished" in again.stderr
+
+
 def test_workers_die_with_their_parent(tmp_path: Path) -> None:
     # A driver starts one pool worker (with the engine's initializer) that would idle for an hour, then
     # is SIGKILLed: the worker must be gone within a few seconds.

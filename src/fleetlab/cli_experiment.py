@@ -38,6 +38,14 @@ def run_cmd(
             "cluster node; default: the RAY_ADDRESS environment variable, else a Ray started here.",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Empty --out first if it is a non-empty folder fleetlab did not write (a sweep's own "
+            "folder is resumed, never emptied).",
+        ),
+    ] = False,
 ) -> None:
     """Run every variant x seed not yet finished in --out, then print the comparison."""
 
@@ -61,7 +69,7 @@ def run_cmd(
             def advance(key: str, executed: bool) -> None:
                 progress.update(bar, advance=1, description=key if executed else "")
 
-            outcome = run_sweep(experiment, out, runner, advance)
+            outcome = run_sweep(experiment, out, runner, advance, force=force)
     except (SpecError, EngineError, RunFailed) as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:

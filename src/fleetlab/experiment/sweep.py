@@ -39,7 +39,7 @@ from fleetlab.model.job import Job
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import resolve
-from fleetlab.spec.out_folder import check_replaceable, folder_lock, is_marked, mark
+from fleetlab.spec.out_folder import check_replaceable, empty_folder, folder_lock, is_marked, mark
 
 #: Lock file inside a sweep's folder while a sweep writes it (DuckDB allows one writer).
 SWEEP_LOCK = ".fleetlab.lock"
@@ -204,15 +204,19 @@ def run_sweep(
     engine: Engine | None = None,
     on_run: Callable[[str, bool], None] | None = None,
     limit: int | None = None,
+    force: bool = False,
 ) -> SweepOutcome:
     """Run the missing runs (at most ``limit`` of them), keep the rest; rebuild the database when done.
 
     ``on_run(key, executed)`` is called for every run kept (``False``) and every run finished (``True``).
-    The folder must be new, empty or a sweep's own; it is locked so a second sweep on it stops at once.
+    The folder must be new, empty or a sweep's own (``force`` empties any other folder first, as
+    ``simulate --force`` replaces it); it is locked so a second sweep on it stops at once.
     """
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out / SWEEP_LOCK, out):
         if not is_marked(out) and not (out / MANIFEST).is_file():
+            if force:
+                empty_folder(out, keep=frozenset({SWEEP_LOCK}))
             # refuses a non-empty folder that is not a sweep's output (our own lock file aside)
             check_replaceable(out, ignore=frozenset({SWEEP_LOCK}))
         mark(out)

@@ -92,6 +92,22 @@ def check_replaceable(
         )
 
 
+def empty_folder(folder: Path, keep: frozenset[str] = frozenset()) -> None:
+    """Remove everything in ``folder`` except the entries named in ``keep`` (for ``--force`` where the
+    folder itself must stay: a lock is held inside it). Links are removed, never followed."""
+    try:
+        entries = list(folder.iterdir())
+        for entry in entries:
+            if entry.name in keep:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    except OSError as exc:
+        raise SpecError(f"--out {folder}", [f"cannot be emptied: {exc.strerror or exc}"]) from None
+
+
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
