@@ -18,7 +18,8 @@ from fleetlab.kube.cluster import build_live_cluster
 from fleetlab.model.resources import GPU
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.kube_objects import read_objects
-from fleetlab.spec.kube_snapshot import load_snapshot, parse_pod, pod_requests
+from fleetlab.spec.kube_requests import pod_requests
+from fleetlab.spec.kube_snapshot import load_snapshot, parse_pod
 from kube_builders import container, node, pod, write_list
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kube"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from fleetlab.spec.kube_snapshot import pod_requests
+from fleetlab.spec.kube_requests import pod_requests
 
 MI = 1 << 20
 

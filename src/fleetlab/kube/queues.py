@@ -19,7 +19,7 @@ from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import format_amount, parse_amount
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.kube_objects import KubeObject, ShapeError, mapping_list, object_name
-from fleetlab.spec.kube_snapshot import pod_requests
+from fleetlab.spec.kube_requests import pod_requests
 
 
 @dataclass

@@ -18,17 +18,16 @@ from pydantic import ValidationError
 
 from fleetlab.model.kube import Affinity, Taint, Toleration
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
-from fleetlab.model.quantity import QuantityError
-from fleetlab.model.resources import ResourceList, is_native, parse_amount
+from fleetlab.model.resources import ResourceList
 from fleetlab.spec.bounded import parse_timestamp
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_objects import (
     KubeObject,
     ShapeError,
-    check_container_lists,
     object_name,
     read_objects,
 )
+from fleetlab.spec.kube_requests import pod_requests, resource_list
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -158,89 +157,6 @@ def parse_time(value: Any) -> datetime | None:
         return None  # malformed or outside 1970..2262: unknown, as a missing one
 
 
-def _resources(values: Any, where: str, source: str, skip_unknown: bool = False) -> ResourceList:
-    if values is None:
-        return {}
-    if not isinstance(values, Mapping):
-        raise SpecError(source, [f"{where}: expected a mapping of resource name to quantity"])
-    out: ResourceList = {}
-    for name, value in values.items():
-        name = str(name)
-        try:
-            out[name] = parse_amount(name, value)
-        except QuantityError as exc:
-            if skip_unknown and is_native(name) and "unknown resource name" in str(exc):
-                continue  # e.g. attachable-volumes-*: nodes report them, the Fit filter never reads them
-            raise SpecError(source, [f"{where}[{name}]: {exc}"]) from None
-    return out
-
-
-def container_requests(container: Mapping[str, Any], where: str, source: str) -> ResourceList:
-    """requests with every limit-only key copied in (core/v1 SetDefaults_Pod)."""
-    res = container.get("resources") or {}
-    if not isinstance(res, Mapping):
-        raise SpecError(source, [f"{where}.resources: expected a mapping of requests and limits"])
-    requests = _resources(res.get("requests"), f"{where}.resources.requests", source)
-    limits = _resources(res.get("limits"), f"{where}.resources.limits", source)
-    for name, amount in limits.items():
-        requests.setdefault(name, amount)
-    return requests
-
-
-def _add(into: ResourceList, more: Mapping[str, int]) -> None:
-    for name, amount in more.items():
-        into[name] = into.get(name, 0) + amount
-
-
-def _max_into(into: ResourceList, other: Mapping[str, int]) -> None:
-    for name, amount in other.items():
-        if amount > into.get(name, 0):
-            into[name] = amount
-
-
-def pod_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[ResourceList, frozenset[str]]:
-    """kube-scheduler's effective pod requests (resourcehelper.PodRequests) and the keys set explicitly."""
-    total: ResourceList = {}
-    explicit: set[str] = set()
-    check_container_lists(spec, where, source)
-    for i, c in enumerate(spec.get("containers") or []):
-        reqs = container_requests(c, f"{where}.containers[{i}]", source)
-        explicit.update(reqs)
-        _add(total, reqs)
-    sidecars: ResourceList = {}
-    init_max: ResourceList = {}
-    for i, c in enumerate(spec.get("initContainers") or []):
-        reqs = container_requests(c, f"{where}.initContainers[{i}]", source)
-        explicit.update(reqs)
-        if c.get("restartPolicy") == "Always":  # a sidecar runs alongside everything after it
-            _add(total, reqs)
-            _add(sidecars, reqs)
-            effective = dict(sidecars)
-        else:
-            effective = dict(reqs)
-            _add(effective, sidecars)
-        _max_into(init_max, effective)
-    _max_into(total, init_max)
-    pod_level = _pod_level_requests(spec, where, source)
-    total.update(pod_level)
-    explicit.update(pod_level)
-    _add(total, _resources(spec.get("overhead"), f"{where}.overhead", source))
-    return {k: v for k, v in total.items() if v > 0 or k in explicit}, frozenset(explicit)
-
-
-def _pod_level_requests(spec: Mapping[str, Any], where: str, source: str) -> ResourceList:
-    """Pod-level ``spec.resources`` (PodLevelResources, on by default since v1.34): its cpu, memory and
-    hugepages-* requests replace the containers' aggregate (resourcehelper ``PodRequests``); a limit with
-    no request stands for the request, as the API server's defaulting sets it."""
-    resources = spec.get("resources")
-    if not isinstance(resources, Mapping):
-        return {}
-    limits = _resources(resources.get("limits"), f"{where}.resources.limits", source)
-    requests = _resources(resources.get("requests"), f"{where}.resources.requests", source)
-    merged = {**limits, **requests}
-    return {k: v for k, v in merged.items() if k in ("cpu", "memory") or k.startswith("hugepages-")}
-
-
 def _model(cls: type[Any], data: Any, where: str, source: str) -> Any:
     try:
         return cls.model_validate(data)
@@ -274,8 +190,8 @@ def parse_node(obj: KubeObject, source: str) -> KubeNode:
         name=name,
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         taints=taints,
-        allocatable=_resources(status.get("allocatable"), f"{where}.status.allocatable", source, True),
-        capacity=_resources(status.get("capacity"), f"{where}.status.capacity", source, True),
+        allocatable=resource_list(status.get("allocatable"), f"{where}.status.allocatable", source, True),
+        capacity=resource_list(status.get("capacity"), f"{where}.status.capacity", source, True),
         ready=ready,
         unschedulable=bool(spec.get("unschedulable", False)),
         created=parse_time(meta.get("creationTimestamp")),

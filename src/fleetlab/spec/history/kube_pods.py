@@ -16,7 +16,8 @@ from fleetlab.model.cluster import GPU_PRODUCT_LABEL
 from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.spec.history.common import JobRecord, SourceData, gpu_model_of, parse_rfc3339
 from fleetlab.spec.kube_objects import check_container_lists
-from fleetlab.spec.kube_snapshot import GROUP_KEYS, QUEUE_LABEL, pod_requests
+from fleetlab.spec.kube_requests import pod_requests
+from fleetlab.spec.kube_snapshot import GROUP_KEYS, QUEUE_LABEL
 
 LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
 TEAM_LABELS = ("team", "fleetlab.io/team")
