@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -78,9 +78,9 @@ def baseline_cmd(
     alibaba_nodes: AlibabaNodesOpt = None,
 ) -> None:
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
-    from fleetlab.cli import _check_out, _fail, out_console
+    from fleetlab.cli import _check_out, _fail
     from fleetlab.metrics.baseline import compute_baseline
-    from fleetlab.report.baseline_files import baseline_payload, dumps, write_baseline_files
+    from fleetlab.report.baseline_files import baseline_payload, write_baseline_files
     from fleetlab.report.baseline_report import baseline_table, cluster_lines
 
     _check_out(out)
@@ -90,17 +90,40 @@ def baseline_cmd(
         raise _fail(str(exc)) from None
     result = compute_baseline(loaded)
     title = _title(loaded, "measured baseline")
-    if out is not None:
-        _write_out(out, lambda folder: write_baseline_files(result, folder, title))
     payload = baseline_payload(result)
-    if json_out:
-        out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
+    _publish(
+        out,
+        lambda folder: write_baseline_files(result, folder, title),
+        payload if json_out else None,
+        lambda: baseline_table(payload["rows"], title),
+        [*cluster_lines(result.cluster), *result.notes],
+        f"baseline written to {out}",
+    )
+
+
+def _publish(
+    out: Path | None,
+    fill: Callable[[Path], None],
+    json_payload: dict[str, Any] | None,
+    table: Callable[[], Any],
+    lines: list[str],
+    written: str,
+) -> None:
+    """Write the files (when --out), then print either the JSON payload or the table, its notes and where
+    the files went: the one ending of ``baseline`` and ``calibrate``."""
+    from fleetlab.cli import out_console
+    from fleetlab.report.baseline_files import dumps
+
+    if out is not None:
+        _write_out(out, fill)
+    if json_payload is not None:
+        out_console.print(dumps(json_payload), highlight=False, markup=False, end="", soft_wrap=True)
         return
-    out_console.print(baseline_table(payload["rows"], title))
-    for line in [*cluster_lines(result.cluster), *result.notes]:
+    out_console.print(table())
+    for line in lines:
         out_console.print(line, highlight=False, markup=False)
     if out is not None:
-        out_console.print(f"baseline written to {out}", highlight=False, markup=False)
+        out_console.print(written, highlight=False, markup=False)
 
 
 def _tolerances(items: list[str] | None) -> dict[str, float]:
@@ -136,11 +159,10 @@ def calibrate_cmd(
     no_fit: Annotated[bool, typer.Option("--no-fit", help="Replay once with no fitted knob.")] = False,
 ) -> None:
     """Replay the history on its own nodes and compare measured with simulated, metric by metric."""
-    from fleetlab.cli import _check_out, _fail, err_console, out_console
+    from fleetlab.cli import _check_out, _fail, err_console
     from fleetlab.experiment.calibration import calibrate
     from fleetlab.report.baseline_files import (
         calibration_payload,
-        dumps,
         write_calibration_files,
     )
     from fleetlab.report.baseline_report import calibration_table
@@ -157,16 +179,12 @@ def calibrate_cmd(
     except SpecError as exc:
         raise _fail(str(exc)) from None
     title = _title(loaded, "calibration")
-    if out is not None:
-        _write_out(out, lambda folder: write_calibration_files(result, folder, title))
     payload = calibration_payload(result)
-    if json_out:
-        out_console.print(dumps(payload), highlight=False, markup=False, end="", soft_wrap=True)
-        return
-    out_console.print(calibration_table(payload, title))
-    for line in result.notes:
-        out_console.print(line, highlight=False, markup=False)
-    if out is not None:
-        out_console.print(
-            f"calibration written to {out} (scenario.yaml: the calibrated scenario)", markup=False
-        )
+    _publish(
+        out,
+        lambda folder: write_calibration_files(result, folder, title),
+        payload if json_out else None,
+        lambda: calibration_table(payload, title),
+        list(result.notes),
+        f"calibration written to {out} (scenario.yaml: the calibrated scenario)",
+    )
