@@ -14,7 +14,7 @@ from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.placement import scoring, scoring_scalar
 from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.profiles import resolve_profile
-from fleetlab.placement.scheduler import Scheduler
+from fleetlab.placement.scheduler import UNFIT, Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
 
 GI = 1024**3
@@ -79,6 +79,7 @@ def test_incremental_equals_rebuild(
             assert np.array_equal(inc.fits, fresh.fits)
             assert np.array_equal(inc.local, fresh.local)
             assert inc.n_fit == fresh.n_fit == int(np.count_nonzero(fresh.fits))
+            assert np.array_equal(inc.best, np.where(fresh.fits, fresh.local, UNFIT))
         for node in range(state.n):  # a cached usage key is the node's usage now
             key = state.usage_key[node]
             if key is not None:

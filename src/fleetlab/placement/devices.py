@@ -20,7 +20,7 @@ nodes × GPUs; nothing loops over nodes in Python.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,9 +36,9 @@ BoolArray = NDArray[np.bool_]
 PLAIN, TIME_SLICED, MIG = 0, 1, 2
 
 
-@dataclass(frozen=True)
-class Holding:
-    """What one bound pod holds on its node's GPUs, so a release gives back exactly that."""
+class Holding(NamedTuple):
+    """What one bound pod holds on its node's GPUs, so a release gives back exactly that (a named tuple:
+    one is made per bind)."""
 
     kind: int  # PLAIN (whole or share), TIME_SLICED or MIG
     gpus: tuple[int, ...]

@@ -50,6 +50,8 @@ FULL_RESCORE_FRACTION = 8
 MEMO_ENTRIES = 4096
 #: The change log is cleared (and every cache rebuilt on next use) once it grows this long.
 MAX_CHANGE_LOG = 2_000_000
+#: ``_Incremental.best`` of a node where the pod does not fit (below every weighted score).
+UNFIT = np.iinfo(np.int64).min
 
 
 @dataclass
@@ -65,6 +67,14 @@ class _Incremental:
     #: ``static`` as a list (one-node reads) and the number of nodes that fit now.
     static_list: list[bool]
     n_fit: int
+    #: Per node the per-node score where the pod fits, UNFIT elsewhere: the choice among fitting nodes
+    #: when no other plugin can change it is a max over this one array.
+    best: IntArray
+    #: The pod's (column, amount) requests, its share of one GPU (None: whole GPUs or none), and its
+    #: usage-key memo (kept across rebuilds in ``pod.cache``).
+    wanted: list[tuple[int, int]]
+    share: tuple[int, int] | None
+    memo: dict[UsageKey, tuple[bool, int]]
 
 
 class Scheduler:
@@ -224,6 +234,10 @@ class Scheduler:
             local,
             static.tolist(),
             int(np.count_nonzero(fits)),
+            np.where(fits, local, UNFIT),
+            [(int(c), int(pod.request[c])) for c in pod.request_cols],
+            pod.spec.gpu_share if any(pod.spec.gpu_share) else None,
+            pod.cache.setdefault("memo", {}),
         )
 
     def _incremental(self, pod: CompiledPod) -> _Incremental:
@@ -234,20 +248,18 @@ class Scheduler:
             log.clear()
             self._epoch += 1
         inc: _Incremental | None = pod.cache.get("incremental")
+        rebuilt = False
         if inc is None or inc.topology != state.topology_generation or inc.epoch != self._epoch:
             inc = self._rebuild(pod)
+            rebuilt = True
         elif inc.log_pos < len(log):
             changed = set(log[inc.log_pos :])
             if len(changed) * FULL_RESCORE_FRACTION > state.n:
                 inc = self._rebuild(pod)
+                rebuilt = True
             else:
-                wanted = pod.cache.get("wanted")
-                if wanted is None:
-                    wanted = [(int(c), int(pod.request[c])) for c in pod.request_cols]
-                    pod.cache["wanted"] = wanted
-                static, fits, local = inc.static_list, inc.fits, inc.local
-                memo: dict[UsageKey, tuple[bool, int]] = pod.cache.setdefault("memo", {})
-                share = pod.spec.gpu_share if any(pod.spec.gpu_share) else None
+                static, fits, local, best = inc.static_list, inc.fits, inc.local, inc.best
+                wanted, share, memo = inc.wanted, inc.share, inc.memo
                 usage_key = state.usage_key
                 n_fit = inc.n_fit
                 for node in changed:
@@ -260,22 +272,31 @@ class Scheduler:
                         if len(memo) >= MEMO_ENTRIES:
                             memo.clear()
                         memo[memo_key] = hit
-                    ok, local[node] = hit
+                    ok, score = hit
                     if share is not None and ok and state.devices is not None:
                         ok = state.devices.share_fits_one(node, *share)
+                    local[node] = score
+                    best[node] = score if ok else UNFIT
                     if ok != fits[node]:
                         fits[node] = ok
                         n_fit += 1 if ok else -1
                 inc.n_fit = n_fit
                 inc.log_pos = len(log)
-        pod.cache["incremental"] = inc
+        if rebuilt:
+            pod.cache["incremental"] = inc
+            self._touch(pod)
+            if len(self._cached) > self._max_cached:
+                _, oldest = self._cached.popitem(last=False)
+                oldest.cache.pop("incremental", None)
+        elif len(self._cached) * 2 > self._max_cached:
+            self._touch(pod)  # recency matters only once the caches near their budget
+        return inc
+
+    def _touch(self, pod: CompiledPod) -> None:
+        """Mark the pod spec's cache most recently used."""
         key = id(pod)
         self._cached[key] = pod
         self._cached.move_to_end(key)
-        if len(self._cached) > self._max_cached:
-            _, oldest = self._cached.popitem(last=False)
-            oldest.cache.pop("incremental", None)
-        return inc
 
     def _score_node(
         self, pod: CompiledPod, node: int, key: UsageKey, wanted: list[tuple[int, int]]
@@ -317,20 +338,24 @@ class Scheduler:
         inc = self._incremental(pod)
         if not inc.n_fit:
             return -1  # pod filters and ``allowed`` only ever take nodes away
-        fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
-        nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
-        if len(nodes) <= 1:
-            return int(nodes[0]) if len(nodes) else -1
-        total = inc.local[nodes]
         scorers: list[tuple[ScorePlugin, int]] | None = pod.cache.get("global_scorers")
         if scorers is None:  # a plugin that skips this pod or scores all nodes alike cannot change a choice
             scorers = [(p, w) for p, w in self.global_scorers if not p.uniform_for(self.state, pod)]
             pod.cache["global_scorers"] = scorers
-        for plugin, weight in scorers:
-            scores = plugin.score(self.state, pod, nodes)
-            if scores is not None and not isinstance(scores, int):  # a uniform score cannot change the choice
-                total = total + weight * scores
-        tied = nodes[total == total.max()]
+        if scorers or allowed is not None or pod.spec.pod_dependent:
+            fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
+            nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
+            if len(nodes) <= 1:
+                return int(nodes[0]) if len(nodes) else -1
+            total = inc.local[nodes]
+            for plugin, weight in scorers:
+                scores = plugin.score(self.state, pod, nodes)
+                if scores is not None and not isinstance(scores, int):  # uniform: cannot change the choice
+                    total = total + weight * scores
+            tied = nodes[total == total.max()]
+        else:  # the fitting nodes with the highest per-node score, in node order, as above
+            best = inc.best
+            tied = np.flatnonzero(best == best.max())
         if len(tied) == 1 or self.profile.tie_break == "first":
             return int(tied[0])
         return int(tied[self.rng.integers(len(tied))])

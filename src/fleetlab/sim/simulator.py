@@ -8,6 +8,7 @@ their last checkpoint lost.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -17,7 +18,6 @@ from fleetlab.admission.manager import Admission
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.gang import GangPlacer, TopologyRequest
-from fleetlab.placement.preemption import Victim, find_preemption
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState
@@ -33,6 +33,7 @@ from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
 from fleetlab.sim.pod_pace import PodPace
+from fleetlab.sim.pod_preemption import preempt_for
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
@@ -183,11 +184,21 @@ class Simulator:
         self._image_size: list[int] = columns.image_size.tolist()
         self._data_size: list[int] = columns.data_size.tolist()
         self._spec_key: list[int] = columns.spec_key.tolist()
+        self._checkpoint_interval: list[int] = columns.checkpoint_interval_ms.tolist()
+        self._checkpoint_write: list[int] = columns.checkpoint_write_ms.tolist()
+        #: Per pod its job, per job its pods' label set, per node its pool (fixed for the run).
+        self._pod_job: list[int] = self.book.job.tolist()
+        self._label_set: list[int] = self.label_sets.tolist()
+        self._node_pool = [self.pools[p] for p in self.state.pool.tolist()]
+        #: Per spec id, whole GPUs per pod (its request's nvidia.com/gpu).
+        self._spec_gpus: list[int] = []
         self._prebound: list[bool] = columns.prebound.tolist()
         self._profile_key: list[str] = [c if c in self.schedulers else "" for c in columns.job_class.tolist()]
         #: (spec key, profile) -> spec id, and spec id -> its queue group for pods placed one by one.
         self._key_spec: dict[tuple[int, str], int] = {}
         self._plain_group: dict[int, int] = {}
+        #: Per queue group, what placing it needs: its compiled pod, scheduler and gang placer.
+        self._group_plan: list[tuple[CompiledPod, Scheduler, GangPlacer]] = []
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -213,9 +224,15 @@ class Simulator:
         """The spec id of ``spec`` under a profile, compiling it the first time it is seen."""
         sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
         if sid == len(self.compiled):
-            self.compiled.append(self.schedulers[profile_key].compile(spec))
+            compiled = self.schedulers[profile_key].compile(spec)
+            self.compiled.append(compiled)
             self.spec_profile.append(profile_key)
+            self._spec_gpus.append(int(compiled.request[self.state.gpu_col]))
         return sid
+
+    def job_priority(self, job: int) -> int:
+        """The job's pod priority."""
+        return self._priority[job]
 
     def is_gang(self, job: int) -> bool:
         """Placed all-or-nothing: a multi-pod gang job while the scheduler does gang scheduling."""
@@ -238,6 +255,10 @@ class Simulator:
         gid = self.group_ids.setdefault(group, len(self.group_ids))
         if gid == len(self.groups):
             self.groups.append(group)
+            profile_key = self.spec_profile[group.spec_id]
+            self._group_plan.append(
+                (self.compiled[group.spec_id], self.schedulers[profile_key], self.placers[profile_key])
+            )
         return gid
 
     def enqueue(self, job: int, pods: list[int] | None = None) -> None:
@@ -276,23 +297,25 @@ class Simulator:
         state, book, c = self.state, self.book, self.counters
         if book.node[pod] >= 0 and book.end_ms[pod] < 0:
             raise RuntimeError(f"internal error: pod {pod} is bound twice (node {book.node[pod]} and {node})")
-        job_index = int(book.job[pod])
-        compiled = self.compiled[self.spec_of(job_index)]
-        gpus_before = int(state.requested[node, state.gpu_col])
-        state.bind(node, compiled.request, compiled.nonzero, int(self.label_sets[job_index]))
+        job_index = self._pod_job[pod]
+        sid = self.spec_of(job_index)
+        compiled = self.compiled[sid]
+        g = self._spec_gpus[sid]
+        gpus_before = int(state.requested[node, state.gpu_col]) if g else 0
+        state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         self.tenancy.bind(pod, node, compiled)
         self.usage.touch(node)
         self.placements += 1
-        g = int(compiled.request[state.gpu_col])
         if g:
             c.gpus_taken(g, gpus_before == 0)
         self.node_pods[node].add(pod)
         self.bound_pods += 1
         self.bound_by_priority.setdefault(self._priority[job_index], set()).add(pod)
+        now = self.now
         book.node[pod] = node
-        book.bound_ms[pod] = self.now
-        book.stop_pending(pod, self.now)
-        pool = self.pools[int(state.pool[node])]
+        book.bound_ms[pod] = now
+        book.stop_pending(pod, now)
+        pool = self._node_pool[node]
         wait = 0
         image, image_size = self._image_name[job_index], self._image_size[job_index]
         if image is not None and image_size > 0:
@@ -310,7 +333,7 @@ class Simulator:
         """Image and data are there; start computing, or wait for the rest of a gang."""
         book = self.book
         book.ready_ms[pod] = self.now
-        job_index = int(book.job[pod])
+        job_index = self._pod_job[pod]
         image = self._image_name[job_index]
         if image is not None:
             self.state.add_image(int(book.node[pod]), image, self._image_size[job_index])
@@ -337,17 +360,16 @@ class Simulator:
         return value
 
     def _checkpointing(self, job: int) -> tuple[int | None, int]:
-        cols = self.job_columns
-        interval = int(cols.checkpoint_interval_ms[job])
-        return (None if interval == NO_CHECKPOINT else interval), int(cols.checkpoint_write_ms[job])
+        interval = self._checkpoint_interval[job]
+        return (None if interval == NO_CHECKPOINT else interval), self._checkpoint_write[job]
 
     def start(self, pod: int, total_ms: int) -> None:
         """Compute what is left of the pod's work (after saved progress), checkpointing as configured."""
         book = self.book
         book.start_ms[pod] = self.now
         book.run_total_ms[pod] = total_ms
-        remaining = int(np.ceil(total_ms * (1.0 - float(book.done_fraction[pod]))))
-        interval, write = self._checkpointing(int(book.job[pod]))
+        remaining = math.ceil(total_ms * (1.0 - float(book.done_fraction[pod])))
+        interval, write = self._checkpointing(self._pod_job[pod])
         wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
         self.usage.started(pod)
@@ -358,14 +380,15 @@ class Simulator:
         """Give the pod's node back; returns the compute lost (evictions only)."""
         state, book, c = self.state, self.book, self.counters
         node = int(book.node[pod])
-        job_index = int(book.job[pod])
-        compiled = self.compiled[self.spec_of(job_index)]
-        state.release(node, compiled.request, compiled.nonzero, int(self.label_sets[job_index]))
+        job_index = self._pod_job[pod]
+        sid = self.spec_of(job_index)
+        compiled = self.compiled[sid]
+        state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         self.tenancy.release(pod, node)
         self.interference.stopped(pod)
         self.usage.stopped(pod)
         self.usage.touch(node)
-        g = int(compiled.request[state.gpu_col])
+        g = self._spec_gpus[sid]
         if g:
             c.gpus_returned(g, state.requested[node, state.gpu_col] == 0)
         self.node_pods[node].discard(pod)
@@ -388,7 +411,7 @@ class Simulator:
         self.book.end_ms[pod] = self.now
         self.book.done_fraction[pod] = 1.0
         self.last_completion_ms = self.now
-        job_index = int(self.book.job[pod])
+        job_index = self._pod_job[pod]
         self.pods_done[job_index] += 1
         if (
             self.kueue is not None
@@ -483,66 +506,25 @@ class Simulator:
     # -- scheduling ----------------------------------------------------------------------------------
     def try_place(self, group_id: int, pod: int) -> bool:
         """One scheduling attempt for a queue entry: a pod, or a whole gang."""
+        compiled, scheduler, placer = self._group_plan[group_id]
         group = self.groups[group_id]
-        compiled = self.compiled[group.spec_id]
-        profile_key = self.spec_profile[group.spec_id]
-        scheduler = self.schedulers[profile_key]
-        book = self.book
         if group.gang_size:
-            job_index = int(book.job[pod])
-            plan = self.placers[profile_key].plan(compiled, group.gang_size, group.topology)
+            plan = placer.plan(compiled, group.gang_size, group.topology)
             if plan is None:
                 return False
-            for member, node in zip(self.unfinished_pods(job_index), plan, strict=True):
+            for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
                 self.bind(member, node)
             return True
         node = scheduler.select(compiled)
-        if node < 0 and self.config.preemption and not any(compiled.spec.gpu_share):
-            node = self._preempt_for(pod, compiled, scheduler)
-        if node < 0 and self.config.consolidation:
-            node = self.tenancy.consolidator.make_room(pod, compiled, scheduler)
         if node < 0:
-            return False
+            if self.config.preemption and not any(compiled.spec.gpu_share):
+                node = preempt_for(self, pod, compiled, scheduler)
+            if node < 0 and self.config.consolidation:
+                node = self.tenancy.consolidator.make_room(pod, compiled, scheduler)
+            if node < 0:
+                return False
         self.bind(pod, node)
         return True
-
-    def _victims_on(self, node: int, below: int) -> list[Victim]:
-        """Pods on ``node`` with priority below ``below`` (the only possible victims)."""
-        book = self.book
-        out = []
-        for p in sorted(self.node_pods[node]):
-            j = int(book.job[p])
-            priority = self._priority[j]
-            if priority >= below:
-                continue
-            start = int(book.start_ms[p]) if book.start_ms[p] >= 0 else self.now
-            out.append(Victim(p, priority, start, self.compiled[self.spec_of(j)].request))
-        return out
-
-    def _preempt_for(self, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
-        """DefaultPreemption: evict the chosen victims now and return the nominated node (or -1)."""
-        job_index = int(self.book.job[pod])
-        if self.job_columns.preempt_never[job_index]:
-            return -1
-        priority = self._priority[job_index]
-        lower = [p for prio, pods in self.bound_by_priority.items() if prio < priority for p in pods]
-        if not lower:
-            return -1  # nothing of lower priority runs anywhere: preemption cannot help
-        book, state = self.book, self.state
-        reclaimable = np.zeros_like(state.allocatable)
-        nodes = np.asarray([int(book.node[p]) for p in lower], dtype=np.int64)
-        requests = np.stack([self.compiled[self.spec_of(int(book.job[p]))].request for p in lower])
-        np.add.at(reclaimable, nodes, requests)
-        plan = find_preemption(
-            scheduler, compiled, priority, lambda n: self._victims_on(n, priority), reclaimable
-        )
-        if plan is None:
-            return -1
-        for victim in plan.victims:
-            if self.book.node[victim] >= 0:
-                self.evict_job_pods(victim)
-        fits = scheduler.fits_now(compiled)
-        return plan.node if fits[plan.node] else -1
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
