@@ -83,11 +83,9 @@ def test_incremental_equals_rebuild(
         for node in range(state.n):  # a cached usage key is the node's usage now
             key = state.usage_key[node]
             if key is not None:
-                assert key == (
-                    state.alloc_class[node],
-                    tuple(state.requested[node].tolist()),
-                    tuple(state.nonzero_requested[node].tolist()),
-                )
+                assert key == state.requested[node].tobytes() + state.nonzero_requested[
+                    node
+                ].tobytes() + state.alloc_class[node].to_bytes(8, "little", signed=True)
 
 
 ints = st.integers(0, 10**7)

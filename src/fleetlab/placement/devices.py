@@ -103,9 +103,17 @@ class GpuDevices:
         #: Nodes whose ``nvidia.com/gpu`` are MIG devices (the single strategy).
         self.single_mig = np.zeros(n, dtype=bool)
         self.chooser: GpuChooser = best_fit_gpu
+        #: Per node, whether all its GPU slots are plain (no time-slicing, no MIG); built on first use.
+        self._plain: list[bool] | None = None
         #: Per node, its plain GPUs' (free milli, memory cap, free memory) as Python ints and the largest
         #: free milli; built on first use and dropped when the node's usage changes.
         self._rows: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
+
+    def plain(self, node: int) -> bool:
+        """The node's GPUs are all plain (its kind is fixed once the devices are built)."""
+        if self._plain is None:
+            self._plain = (self.kind == PLAIN).tolist()
+        return self._plain[node]
 
     # -- shares of plain GPUs ------------------------------------------------------------------------
     def share_need(self, rows: IntArray | slice, milli: int, memory: int) -> tuple[IntArray, IntArray]:

@@ -268,7 +268,7 @@ class Scheduler:
                     memo_key = usage_key[node] or state.node_usage_key(node)
                     hit = memo.get(memo_key)
                     if hit is None:
-                        hit = self._score_node(pod, node, memo_key, wanted)
+                        hit = self._score_node(pod, node, wanted)
                         if len(memo) >= MEMO_ENTRIES:
                             memo.clear()
                         memo[memo_key] = hit
@@ -298,14 +298,16 @@ class Scheduler:
         self._cached[key] = pod
         self._cached.move_to_end(key)
 
-    def _score_node(
-        self, pod: CompiledPod, node: int, key: UsageKey, wanted: list[tuple[int, int]]
-    ) -> tuple[bool, int]:
+    def _score_node(self, pod: CompiledPod, node: int, wanted: list[tuple[int, int]]) -> tuple[bool, int]:
         """Whether the pod fits ``node`` by its resources, and the node's weighted per-node score."""
         state = self.state
         row = state.free[node].tolist()
         ok = all(row[c] >= amount for c, amount in wanted)
-        rows = (state.allocatable[node].tolist(), list(key[1]), list(key[2]))
+        rows = (
+            state.allocatable[node].tolist(),
+            state.requested[node].tolist(),
+            state.nonzero_requested[node].tolist(),
+        )
         total = 0
         for plugin, weight in self.local_scorers:
             score = plugin.score_one(state, pod, rows)

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
-#: A node's allocatable class, requested row and non-zero requested row: equal keys, equal fit and scores.
-UsageKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+#: A node's requested row, non-zero requested row and allocatable class as bytes (fixed widths, so equal
+#: bytes mean equal values): equal keys, equal fit and per-node scores. Bytes keep their hash once
+#: computed, so every pod spec's memo looks one up without hashing the rows again.
+UsageKey = bytes
 
 
 def normalized_image_name(name: str) -> str:
@@ -224,10 +226,10 @@ class ClusterState:
         """The node's UsageKey, computed once per change of its usage and shared by every pod spec. Code
         that adjusts ``requested`` outside ``bind``/``release`` does it right after one of them, before any
         scheduler reads the key."""
-        key = (
-            self.alloc_class[node],
-            tuple(self.requested[node].tolist()),
-            tuple(self.nonzero_requested[node].tolist()),
+        key: bytes = (
+            self.requested[node].tobytes()
+            + self.nonzero_requested[node].tobytes()
+            + self.alloc_class[node].to_bytes(8, "little", signed=True)
         )
         self.usage_key[node] = key
         return key

@@ -17,6 +17,7 @@ time-sliced nodes two more things happen, because the device plugin isolates not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +34,12 @@ from fleetlab.sim.stranded import StrandedMeter, stranded_gpu_milli
 if TYPE_CHECKING:
     from fleetlab.placement.framework import CompiledPod
     from fleetlab.sim.simulator import Simulator
+
+
+@cache
+def gpu_index_text(gpus: tuple[int, ...]) -> str:
+    """GPU indices as the pods table shows them ("0-1-2"); few distinct tuples, so cached."""
+    return "-".join(str(g) for g in gpus)
 
 
 @dataclass
@@ -74,6 +81,14 @@ class GpuTenancy:
         milli, memory = compiled.spec.gpu_share
         request = compiled.request
         view = self.share_view
+        if view is None and not (milli or memory) and devices.plain(node):
+            whole = int(request[state.gpu_col])  # whole GPUs of a plain node: the usual bind
+            if whole:
+                holding = devices.take_whole(node, whole)
+                self.holdings[pod] = [holding]
+                self.gpu_index[pod] = gpu_index_text(holding.gpus)
+            self.meter.touch(node)
+            return
         if view is not None:
             view.binding = view.request_of(compiled)
             view.policy = policy_of(self.sim, pod)
@@ -102,7 +117,7 @@ class GpuTenancy:
                     holdings.append(devices.take_mig(node, resource, int(request[mig_col])))
         if holdings:
             self.holdings[pod] = holdings
-            self.gpu_index[pod] = "-".join(str(g) for h in holdings for g in h.gpus)
+            self.gpu_index[pod] = gpu_index_text(tuple(g for h in holdings for g in h.gpus))
         self.meter.touch(node)
         if view is not None:
             view.bound(pod, node)
