@@ -96,7 +96,7 @@ class Simulator:
         self.seed = scenario.seed if seed is None else seed
         self.config = scenario.scheduler
         self.node_infos = build_nodes(resolved)
-        extra = sorted({r for job in resolved.jobs for r in job.requests})
+        extra = sorted({r for job in resolved.jobs.templates for r in job.requests})  # a template field
         self.state = ClusterState(self.node_infos, extra_resources=extra)
         self.schedulers: dict[str, Scheduler] = {}
         self.placers: dict[str, GangPlacer] = {}
@@ -115,19 +115,22 @@ class Simulator:
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
         self.timeline: list[tuple[int, ...]] = []
-        order = sorted(range(len(resolved.jobs)), key=lambda j: (to_ms(resolved.jobs[j].submit_s), j))
-        self.order = order
-        self.jobs = [resolved.jobs[j] for j in order]
+        # Submit order (ties by scenario position) from the columns; to_ms is floor(s * 1000 + 0.5).
+        submit_ms = np.floor(resolved.jobs.column("submit_s") * 1000 + 0.5).astype(np.int64)
+        order = np.argsort(submit_ms, kind="stable")
+        self.order = order.tolist()
+        self.jobs = resolved.jobs.take(order)
         n_jobs = len(self.jobs)
+        pods = self.jobs.column("pods")
         first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
-        np.cumsum([job.pods for job in self.jobs], out=first_pod[1:])
-        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), [job.pods for job in self.jobs])
+        np.cumsum(pods, out=first_pod[1:])
+        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), pods)
         self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
         self.label_everyone = selects_other_jobs(self.jobs)
         self.label_sets = job_label_sets(self.state, self.jobs)
         self.job_columns = job_arrays(self.jobs)
         self._hot_columns(self.job_columns)
-        self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
+        self.submit_ms = submit_ms[order]
         self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit
         self.arrival_ms = self.submit_ms + to_ms(resolved.scenario.scheduler.scheduling_latency_s)
         self.events, self.spot = interruption_events(self)
