@@ -41,13 +41,16 @@ from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.services import services_for
 from fleetlab.sim.specs import build_nodes, pod_spec
-from fleetlab.sim.tables import build_result
+from fleetlab.sim.tables import build_result, new_timeline
 from fleetlab.sim.usage_meter import UsageMeter
 
 ProgressCallback = Callable[[int, int], None]
 
 
 NO_TOPOLOGY = TopologyRequest()
+
+#: Runtimes remembered per (job, GPU model) before the memo starts again (a gang's pods ask at once).
+RUNTIME_MEMO_LIMIT = 4096
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ class Simulator:
         self.scheduler = self.schedulers[""]
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
-        self.timeline: list[tuple[int, ...]] = []
+        self.timeline = new_timeline()
         order = sorted(range(len(resolved.jobs)), key=lambda j: (to_ms(resolved.jobs[j].submit_s), j))
         self.order = order
         self.jobs = [resolved.jobs[j] for j in order]
@@ -174,7 +177,7 @@ class Simulator:
         """Intern the job's pod spec; compiled once per distinct spec."""
         sid = int(self.job_spec[job])
         if sid < 0:
-            spec = self.spec_override.get(job) or pod_spec(self.jobs[job], self.label_everyone)
+            spec = self.spec_override.pop(job, None) or pod_spec(self.jobs[job], self.label_everyone)
             key = self.jobs[job].job_class.value
             profile_key = key if key in self.schedulers else ""
             sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
@@ -293,6 +296,8 @@ class Simulator:
         key = (job, model)
         value = self._runtime.get(key)
         if value is None:
+            if len(self._runtime) >= RUNTIME_MEMO_LIMIT:
+                self._runtime.clear()  # a pure function of (job, model): the memo only saves recomputing it
             value = max(1, to_ms(self.work.pod_seconds(job, model)))
             self._runtime[key] = value
         return value
@@ -617,13 +622,8 @@ class Simulator:
         return [p for p in book.pods_of(job_index) if book.end_ms[p] < 0]
 
     def _record(self) -> None:
+        """Sample the cluster after a step (a row is kept only when the figures changed)."""
         self.tenancy.step()
         c = self.counters
-        row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
-        tl = self.timeline
-        if tl and tl[-1][1:] == row[1:]:
-            return
-        if tl and tl[-1][0] == self.now:
-            tl[-1] = row
-        else:
-            tl.append(row)
+        sample = (c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
+        self.timeline.record(self.now, sample)
