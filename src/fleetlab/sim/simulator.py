@@ -41,10 +41,13 @@ from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.services import services_for
 from fleetlab.sim.specs import build_nodes, pod_spec
-from fleetlab.sim.tables import build_result
+from fleetlab.sim.tables import build_result, new_timeline
 from fleetlab.sim.usage_meter import UsageMeter
 
 NO_TOPOLOGY = TopologyRequest()
+
+#: Runtimes remembered per (job, GPU model) before the memo starts again (a gang's pods ask at once).
+RUNTIME_MEMO_LIMIT = 4096
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ class Simulator:
         self.scheduler = self.schedulers[""]
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
-        self.timeline: list[tuple[int, ...]] = []
+        self.timeline = new_timeline()
         # Submit order (ties by scenario position) from the columns; to_ms is floor(s * 1000 + 0.5).
         submit_ms = np.floor(resolved.jobs.column("submit_s") * 1000 + 0.5).astype(np.int64)
         order = np.argsort(submit_ms, kind="stable")
@@ -199,7 +202,7 @@ class Simulator:
         if sid >= 0:
             return sid
         profile_key = self._profile_key[job]
-        override = self.spec_override.get(job)
+        override = self.spec_override.pop(job, None)
         if override is None:
             cache_key = (self._spec_key[job], profile_key)
             found = self._key_spec.get(cache_key)
@@ -335,6 +338,8 @@ class Simulator:
         key = (job, model)
         value = self._runtime.get(key)
         if value is None:
+            if len(self._runtime) >= RUNTIME_MEMO_LIMIT:
+                self._runtime.clear()  # a pure function of (job, model): the memo only saves recomputing it
             value = max(1, to_ms(self.work.pod_seconds(job, model)))
             self._runtime[key] = value
         return value
@@ -595,13 +600,8 @@ class Simulator:
         return [p for p in book.pods_of(job_index) if book.end_ms[p] < 0]
 
     def _record(self) -> None:
+        """Sample the cluster after a step (a row is kept only when the figures changed)."""
         self.tenancy.step()
         c = self.counters
-        row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
-        tl = self.timeline
-        if tl and tl[-1][1:] == row[1:]:
-            return
-        if tl and tl[-1][0] == self.now:
-            tl[-1] = row
-        else:
-            tl.append(row)
+        sample = (c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
+        self.timeline.record(self.now, sample)
