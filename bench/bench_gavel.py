@@ -256,25 +256,44 @@ def fleetlab_child(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def timed_child(argv: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
-    """Run a child process; its CPU seconds (user + system, from this process's child accounting) and wall."""
+def timed_child(argv: list[str], logs: Path, cwd: Path | None = None) -> tuple[float, float, str]:
+    """Run a child process with its output in files under ``logs`` (Gavel logs every micro-task: reading
+    that through a pipe would cost this process CPU); its CPU seconds (user + system, from this process's
+    child accounting), wall seconds and standard output."""
+    out, err = logs / "child.out", logs / "child.err"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    with out.open("w") as stdout, err.open("w") as stderr:
+        code = subprocess.run(argv, cwd=cwd, stdout=stdout, stderr=stderr).returncode
     wall = time.perf_counter() - wall0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    if code != 0:
+        sys.exit(f"{' '.join(argv)} failed ({code}):\n{err.read_text()[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall, done.stdout
+    return cpu, wall, out.read_text()
 
 
-def gavel_trace_from_repo(repo: Path, args: argparse.Namespace, out: Path) -> None:
-    """Gavel's own generator, as its README runs it from ``scheduler/``."""
+def usable_lines(lines: list[str], oracle: dict[str, dict[tuple[str, int], float]], jobs: int) -> list[str]:
+    """The first ``jobs`` trace lines whose job type runs on every GPU type. Gavel's oracle gives ResNet-50
+    (batch size 128) on 2 or 4 GPUs no K80 throughput; Gavel's FIFO picks a worker type at random, never
+    runs such a job when it drew K80, and its simulation then never ends."""
+    kept = []
+    for line in lines:
+        fields = line.split("\t")
+        key = (fields[0], int(fields[6]))
+        if all(oracle[worker][key] > 0 for worker, _ in GPU_TYPES):
+            kept.append(line)
+    if len(kept) < jobs:
+        sys.exit(f"only {len(kept)} usable jobs in the generated trace, {jobs} wanted")
+    return kept[:jobs]
+
+
+def gavel_trace_from_repo(repo: Path, args: argparse.Namespace, drawn: int, out: Path) -> None:
+    """Gavel's own generator, run from ``scheduler/`` as its scripts are."""
     script = repo / "scheduler" / "scripts" / "utils" / "generate_trace.py"
-    argv = [sys.executable, str(script), "--num_jobs", str(args.jobs), "--lam", str(args.lam)]
+    argv = [sys.executable, str(script), "--num_jobs", str(drawn), "--lam", str(args.lam)]
     argv += ["--seed", str(args.seed), "--generate-multi-gpu-jobs", "--throughputs_file", str(args.oracle)]
-    timed_child([*argv, "--output_file", str(out)], cwd=repo / "scheduler")
+    timed_child([*argv, "--output_file", str(out)], out.parent, cwd=repo / "scheduler")
 
 
 def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float, float, str]:
@@ -286,7 +305,7 @@ def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float,
     argv += ["--throughputs_file", str(args.oracle), "--cluster_spec", spec]
     argv += ["--num_gpus_per_server", per_server, "--seed", str(args.seed)]
     argv += ["--time_per_iteration", str(args.round_s), "--window-start", "0", "--window-end", str(args.jobs)]
-    cpu, wall, out = timed_child(argv, cwd=repo / "scheduler")
+    cpu, wall, out = timed_child(argv, trace.parent, cwd=repo / "scheduler")
     tail = [
         line for line in out.splitlines() if "Average job completion time" in line or "utilization" in line
     ]
@@ -322,17 +341,24 @@ def main() -> None:
     if not args.oracle.is_file():
         sys.exit(f"{args.oracle}: Gavel's simulation_throughputs.json not found; pass --oracle")
     with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "gavel.trace"
-        own = generate_trace(args.jobs, args.lam, args.seed, read_oracle(args.oracle))
+        generated, trace = Path(tmp) / "generated.trace", Path(tmp) / "gavel.trace"
+        oracle = read_oracle(args.oracle)
+        drawn = args.jobs + args.jobs // 20 + 20  # spare draws for the rows usable_lines drops
+        own = generate_trace(drawn, args.lam, args.seed, oracle)
         if args.gavel_repo:
-            gavel_trace_from_repo(args.gavel_repo, args, trace)
-            same = read_gavel_trace(trace) == own
+            gavel_trace_from_repo(args.gavel_repo, args, drawn, generated)
+            same = read_gavel_trace(generated) == own
             print(
                 f"trace: Gavel's generate_trace.py ({'same rows as' if same else 'DIFFERS from'} this script's)"
             )
         else:
-            write_gavel_trace(own, trace)
+            write_gavel_trace(own, generated)
             print("trace: this script's copy of Gavel's generator draws (no --gavel-repo)")
+        lines = generated.read_text().splitlines(keepends=True)
+        kept = usable_lines(lines, oracle, args.jobs)
+        trace.write_text("".join(kept))
+        skipped = lines.index(kept[-1]) + 1 - len(kept)
+        print(f"{skipped} generated jobs skipped (no throughput on some GPU type in Gavel's oracle)")
         rows = read_gavel_trace(trace)
         gpus = sum(scale for _, scale, _, _ in rows)
         print(
@@ -360,7 +386,7 @@ def main() -> None:
             argv += ["--nodes", *map(str, args.nodes), "--gpus-per-node", str(args.gpus_per_node)]
             if args.profile and k == 0:
                 argv += ["--profile", args.profile]
-            cpu, wall, out = timed_child(argv, cwd=ROOT)
+            cpu, wall, out = timed_child(argv, Path(tmp), cwd=ROOT)
             row = json.loads(out)
             figures[mode] = cpu
             print(

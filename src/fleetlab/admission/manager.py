@@ -170,6 +170,7 @@ class Nominee:
     targets: tuple[str, ...] = ()
     seq: int = 0
     requeue_reason: str = ""
+    #: Why it was not admitted when that is not the assignment's own message (built only when needed).
     message: str = ""
 
 
@@ -436,7 +437,6 @@ class AdmissionManager:
 
         assignment = assign_flavors(self.tree, self.rules[cq], wl.podsets, hook)
         nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
-        nominee.message = assignment.message()
         if assignment.mode == AssignmentMode.PREEMPT:
             nominee.targets = tuple(self._preemption.targets(self, nominee))
         return nominee
@@ -533,7 +533,10 @@ class AdmissionManager:
             entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, OVERLAPPING_TARGETS
             return None
         victims = {t: (self._tracked[t].cluster_queue, self._tracked[t].usage) for t in entry.targets}
-        with self.tree.simulate_removal([*preempted.values(), *victims.values()]):
+        if preempted or victims:
+            with self.tree.simulate_removal([*preempted.values(), *victims.values()]):
+                fits = self.tree.fits(cq, entry.assignment.usage)
+        else:
             fits = self.tree.fits(cq, entry.assignment.usage)
         if not fits:
             entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, NO_LONGER_FITS
@@ -548,7 +551,9 @@ class AdmissionManager:
             if new:
                 self._requests.append(PreemptionRequest(entry.workload.id, cq, new, now_ms))
             entry.requeue_reason = _PENDING_PREEMPTION
-            entry.message += f". Pending the preemption of {len(entry.targets)} workload(s)"
+            entry.message = (
+                f"{entry.assignment.message()}. Pending the preemption of {len(entry.targets)} workload(s)"
+            )
             return None
         self.tree.add_cq_usage(cq, usage)
         self._generation[id(self._root_of[cq])] += 1
@@ -564,7 +569,7 @@ class AdmissionManager:
     def _requeue(self, entry: Nominee, generation: int) -> None:
         """Upstream ``RequeueIfNotPresent``: keep the head, or set it aside until quota is released."""
         tracked = self._tracked[entry.workload.id]
-        tracked.message = entry.message
+        tracked.message = entry.message or entry.assignment.message()
         queue = self._queues[entry.cluster_queue]
         reason = entry.requeue_reason
         queue.sticky = entry.workload.id if reason == _PENDING_PREEMPTION else None
