@@ -17,7 +17,6 @@ time-sliced nodes two more things happen, because the device plugin isolates not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,12 +33,6 @@ from fleetlab.sim.stranded import StrandedMeter, stranded_gpu_milli
 if TYPE_CHECKING:
     from fleetlab.placement.framework import CompiledPod
     from fleetlab.sim.simulator import Simulator
-
-
-@cache
-def gpu_index_text(gpus: tuple[int, ...]) -> str:
-    """GPU indices as the pods table shows them ("0-1-2"); few distinct tuples, so cached."""
-    return "-".join(str(g) for g in gpus)
 
 
 @dataclass
@@ -62,7 +55,10 @@ class GpuTenancy:
         self.alpha = [p.time_slicing.slowdown_per_extra_pod if p.time_slicing else 0.0 for p in sim.pools]
         n_pods = sim.book.n_pods
         self.holdings: dict[int, list[Holding]] = {}
-        self.gpu_index = [""] * n_pods
+        #: Per pod the GPU indices it last held, as a code into ``gpu_names`` (few distinct strings).
+        self.gpu_index = np.zeros(n_pods, dtype=np.int32)
+        self.gpu_names: dict[str, int] = {"": 0}
+        self._gpu_codes: dict[tuple[int, ...], int] = {}
         self.oom_kills = np.zeros(n_pods, dtype=np.int64)
         self.failed = np.zeros(n_pods, dtype=bool)
         self.runs: dict[int, _Run] = {}
@@ -86,7 +82,7 @@ class GpuTenancy:
             if whole:
                 holding = devices.take_whole(node, whole)
                 self.holdings[pod] = [holding]
-                self.gpu_index[pod] = gpu_index_text(holding.gpus)
+                self.gpu_index[pod] = self._gpu_code(holding.gpus)
             self.meter.touch(node)
             return
         if view is not None:
@@ -117,10 +113,18 @@ class GpuTenancy:
                     holdings.append(devices.take_mig(node, resource, int(request[mig_col])))
         if holdings:
             self.holdings[pod] = holdings
-            self.gpu_index[pod] = gpu_index_text(tuple(g for h in holdings for g in h.gpus))
+            self.gpu_index[pod] = self._gpu_code(tuple(g for h in holdings for g in h.gpus))
         self.meter.touch(node)
         if view is not None:
             view.bound(pod, node)
+
+    def _gpu_code(self, gpus: tuple[int, ...]) -> int:
+        """The ``gpu_names`` code of GPU indices as the pods table shows them ("0-1-2"), cached per tuple."""
+        code = self._gpu_codes.get(gpus)
+        if code is None:
+            name = "-".join(str(g) for g in gpus)
+            code = self._gpu_codes[gpus] = self.gpu_names.setdefault(name, len(self.gpu_names))
+        return code
 
     def release(self, pod: int, node: int) -> None:
         """Give the pod's GPUs back (it finished, was evicted or OOM-killed)."""
@@ -226,9 +230,9 @@ class GpuTenancy:
             job_extra_ms=per_job(sim.pace.extra_ms, np.add).astype(np.float64),
             job_sliced_ms=per_job(sim.pace.sliced_ms, np.add).astype(np.float64),
             job_gpu_milli=milli[inverse] if n else milli,
-            pod_gpus=list(self.gpu_index),
-            fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),
+            pod_gpus=np.asarray(list(self.gpu_names), dtype=object)[self.gpu_index].tolist(),
+            fragmentation=self.meter.rows.rows(),
             consolidation_evictions=self.consolidator.evictions,
             stranded_gpu_milli_end=stranded_gpu_milli(sim),
-            stranded=np.asarray(self.stranded.rows, dtype=np.int64).reshape(-1, 2),
+            stranded=self.stranded.rows.rows(),
         )

@@ -42,10 +42,13 @@ from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.services import services_for
 from fleetlab.sim.specs import build_nodes, pod_spec
-from fleetlab.sim.tables import build_result
+from fleetlab.sim.tables import build_result, new_timeline
 from fleetlab.sim.usage_meter import UsageMeter
 
 NO_TOPOLOGY = TopologyRequest()
+
+#: Runtimes remembered per (job, GPU model) before the memo starts again (a gang's pods ask at once).
+RUNTIME_MEMO_LIMIT = 4096
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ class Simulator:
         self.seed = scenario.seed if seed is None else seed
         self.config = scenario.scheduler
         self.node_infos = build_nodes(resolved)
-        extra = sorted({r for job in resolved.jobs for r in job.requests})
+        extra = sorted({r for job in resolved.jobs.templates for r in job.requests})  # a template field
         self.state = ClusterState(self.node_infos, extra_resources=extra)
         self.schedulers: dict[str, Scheduler] = {}
         self.placers: dict[str, GangPlacer] = {}
@@ -115,20 +118,23 @@ class Simulator:
         self.scheduler = self.schedulers[""]
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
-        self.timeline: list[tuple[int, ...]] = []
-        order = sorted(range(len(resolved.jobs)), key=lambda j: (to_ms(resolved.jobs[j].submit_s), j))
-        self.order = order
-        self.jobs = [resolved.jobs[j] for j in order]
+        self.timeline = new_timeline()
+        # Submit order (ties by scenario position) from the columns; to_ms is floor(s * 1000 + 0.5).
+        submit_ms = np.floor(resolved.jobs.column("submit_s") * 1000 + 0.5).astype(np.int64)
+        order = np.argsort(submit_ms, kind="stable")
+        self.order = order.tolist()
+        self.jobs = resolved.jobs.take(order)
         n_jobs = len(self.jobs)
+        pods = self.jobs.column("pods")
         first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
-        np.cumsum([job.pods for job in self.jobs], out=first_pod[1:])
-        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), [job.pods for job in self.jobs])
+        np.cumsum(pods, out=first_pod[1:])
+        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), pods)
         self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
         self.label_everyone = selects_other_jobs(self.jobs)
         self.label_sets = job_label_sets(self.state, self.jobs)
         self.job_columns = job_arrays(self.jobs)
         self._hot_columns(self.job_columns)
-        self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
+        self.submit_ms = submit_ms[order]
         self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit
         self.arrival_ms = self.submit_ms + to_ms(resolved.scenario.scheduler.scheduling_latency_s)
         self.events, self.spot = interruption_events(self)
@@ -207,7 +213,7 @@ class Simulator:
         if sid >= 0:
             return sid
         profile_key = self._profile_key[job]
-        override = self.spec_override.get(job)
+        override = self.spec_override.pop(job, None)
         if override is None:
             cache_key = (self._spec_key[job], profile_key)
             found = self._key_spec.get(cache_key)
@@ -355,6 +361,8 @@ class Simulator:
         key = (job, model)
         value = self._runtime.get(key)
         if value is None:
+            if len(self._runtime) >= RUNTIME_MEMO_LIMIT:
+                self._runtime.clear()  # a pure function of (job, model): the memo only saves recomputing it
             value = max(1, to_ms(self.work.pod_seconds(job, model)))
             self._runtime[key] = value
         return value
@@ -574,13 +582,8 @@ class Simulator:
         return [p for p in book.pods_of(job_index) if book.end_ms[p] < 0]
 
     def _record(self) -> None:
+        """Sample the cluster after a step (a row is kept only when the figures changed)."""
         self.tenancy.step()
         c = self.counters
-        row = (self.now, c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
-        tl = self.timeline
-        if tl and tl[-1][1:] == row[1:]:
-            return
-        if tl and tl[-1][0] == self.now:
-            tl[-1] = row
-        else:
-            tl.append(row)
+        sample = (c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
+        self.timeline.record(self.now, sample)
