@@ -20,7 +20,7 @@ from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.gang import GangPlacer, TopologyRequest
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
-from fleetlab.placement.state import ClusterState
+from fleetlab.placement.state import ClusterState, IntArray
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
@@ -155,6 +155,7 @@ class Simulator:
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
         self._runtime: dict[tuple[int, str | None], int] = {}
+        self._runtime_columns: dict[str | None, IntArray] = {}
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: Kueue: time spent waiting for admission, summed over admissions, and since when it waits now.
         self.quota_waited_ms = np.zeros(n_jobs, dtype=np.int64)
@@ -358,6 +359,12 @@ class Simulator:
     def runtime_ms(self, job: int, node: int) -> int:
         """The job's full runtime on this node's GPU model."""
         model = self.state.gpu_model[node]
+        column = self._runtime_columns.get(model)
+        if column is None:
+            column = self._runtime_columns[model] = self._runtime_column(model)
+        fixed = int(column[job])
+        if fixed > 0:
+            return fixed
         key = (job, model)
         value = self._runtime.get(key)
         if value is None:
@@ -366,6 +373,15 @@ class Simulator:
             value = max(1, to_ms(self.work.pod_seconds(job, model)))
             self._runtime[key] = value
         return value
+
+    def _runtime_column(self, model: str | None) -> IntArray:
+        """Per job, its runtime in ms on ``model`` read from the job table's columns (``Runtime.on``, then
+        ``max(1, to_ms(s))``), or -1 where a work profile decides it (sim/runtime_model.py)."""
+        seconds = self.jobs.runtime_on(model)
+        column = np.maximum(1, np.floor(seconds * 1000 + 0.5)).astype(np.int64)
+        if model in self.work.specs:
+            column[self.jobs.per_template(lambda t: t.work is not None, dtype=bool)] = -1
+        return column
 
     def _checkpointing(self, job: int) -> tuple[int | None, int]:
         interval = self._checkpoint_interval[job]
