@@ -193,7 +193,7 @@ def test_pickle_round_trip_is_compact() -> None:
     # per job: id, submit, runtime, one override, pods and template (about 50 bytes) plus a few templates
     assert len(blob) < 80 * len(table), len(blob)
     as_objects = len(pickle.dumps(list(table)))
-    assert len(blob) * 5 < as_objects
+    assert len(blob) * 4 < as_objects
 
 
 def test_materialised_jobs_do_not_share_mutable_dicts_and_the_cache_is_bounded() -> None:

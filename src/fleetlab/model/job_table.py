@@ -110,10 +110,9 @@ class JobTable(Sequence[Job]):
         self._id_data: bytes | None = None
         self._id_offsets: npt.NDArray[np.int64] | None = None
         self._cache: dict[int, Job] = {}
-        #: Per template, the fields a job of it has set: the template's own plus the per-job ones.
-        self._fields = tuple(
-            frozenset(t.model_fields_set | {"id", "submit_s", "runtime"}) for t in self._templates
-        )
+        #: Per template, the fields a job of it has set: the template's own plus the per-job ones. One set
+        #: is shared by the template's jobs (pydantic copies it before changing it, in model_copy).
+        self._fields = tuple(t.model_fields_set | {"id", "submit_s", "runtime"} for t in self._templates)
 
     # --- building -----------------------------------------------------------------------------------
 
@@ -309,7 +308,7 @@ class JobTable(Sequence[Job]):
         by_gpu = {m: float(self._by_gpu[m][i]) for m in models}
         old = template.runtime
         runtime = _build(
-            Runtime, {"default": float(self._runtime[i]), "by_gpu": by_gpu}, set(old.model_fields_set)
+            Runtime, {"default": float(self._runtime[i]), "by_gpu": by_gpu}, old.model_fields_set
         )
         values = dict(template.__dict__)
         values["id"] = self._job_id(i)
@@ -318,7 +317,7 @@ class JobTable(Sequence[Job]):
         values["runtime"] = runtime
         values["requests"] = dict(template.requests)
         values["node_selector"] = dict(template.node_selector)
-        return _build(Job, values, set(self._fields[k]))  # type: ignore[no-any-return]
+        return _build(Job, values, self._fields[k])  # type: ignore[no-any-return]
 
     # --- protocol -----------------------------------------------------------------------------------
 
