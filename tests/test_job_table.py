@@ -276,3 +276,20 @@ def test_a_generated_job_out_of_range_is_one_clear_error() -> None:
     first, hint = info.value.problems
     assert first.startswith("workload.generator class 'slow', job slow-000") and ": submit_s: " in first
     assert "is longer than 3,153,600,000 s" in first and "arrivals_per_hour" in hint
+
+
+@pytest.mark.parametrize("name", ["default", "two-teams"])
+def test_simulator_columns_from_the_table_equal_those_read_job_by_job(name: str) -> None:
+    """sim/job_arrays.py builds the simulator's per-job columns from a JobTable's templates; every column
+    (and the spec keys, numbered in order of first appearance) equals the job-by-job build."""
+    from dataclasses import fields
+
+    from fleetlab.sim.job_arrays import job_arrays
+
+    table = load(name).jobs
+    order = np.argsort(table.column("submit_s"), kind="stable")[::-1]  # any order: keys follow it
+    for jobs in (table, table.take(order)):
+        fast, slow = job_arrays(jobs), job_arrays(list(jobs))
+        for field in fields(fast):
+            got, want = getattr(fast, field.name), getattr(slow, field.name)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist(), field.name
