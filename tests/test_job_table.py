@@ -293,3 +293,11 @@ def test_simulator_columns_from_the_table_equal_those_read_job_by_job(name: str)
         for field in fields(fast):
             got, want = getattr(fast, field.name), getattr(slow, field.name)
             assert got.dtype == want.dtype and got.tolist() == want.tolist(), field.name
+
+
+def test_runtime_and_template_of_one_job_without_building_it() -> None:
+    table = generated(200)
+    for i, job in enumerate(table):
+        assert table.template_of(i).requests == job.requests and table.template_of(i).team == job.team
+        for model in (None, "H100", "T4"):
+            assert table.runtime_of(i, model) == job.runtime.on(model)

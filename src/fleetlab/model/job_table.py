@@ -253,6 +253,13 @@ class JobTable(Sequence[Job]):
         has = np.asarray([model in names for names in self._models], dtype=bool)
         return np.where(has[self._template], col, np.nan)
 
+    def runtime_of(self, index: int, gpu_model: str | None) -> float:
+        """Job ``index``'s runtime on ``gpu_model`` (``Runtime.on`` without building the job)."""
+        i = int(index)
+        if gpu_model is not None and gpu_model in self._models[int(self._template[i])]:
+            return float(self._by_gpu[gpu_model][i])
+        return float(self._runtime[i])
+
     def template_of(self, index: int) -> Job:
         """Job ``index``'s template, without building the job: every field but id, submit_s, runtime and
         pods is the job's own (priority, class, requests, constraints, ...)."""

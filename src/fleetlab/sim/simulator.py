@@ -124,8 +124,9 @@ class Simulator:
         self.order = order.tolist()
         #: The jobs in submit order as columns (read these where a whole column is wanted).
         self.job_table = resolved.jobs.take(order)
-        #: The same jobs as Job objects, for the code paths that still read one job's fields at a time.
-        self.jobs = list(self.job_table)
+        #: The same table: ``jobs[i]`` builds job i's Job (recent ones are kept) for the few code paths
+        #: that still read one job at a time; the event loop reads ``job_columns``.
+        self.jobs = self.job_table
         n_jobs = len(self.jobs)
         pods = self.job_table.column("pods")
         first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
