@@ -2,7 +2,8 @@
 
 The table is written with pyarrow straight from numpy columns (ids, Poisson submit times, 1–8 GPUs,
 CPU and memory per GPU, lognormal runtimes, four teams, an H100 runtime column), so writing it costs
-little; the load is timed in a fresh child process per format so its peak RSS is its own.
+little; the load is timed in a fresh child process per format so its peak RSS is its own. Load time is
+shown in wall seconds and in CPU seconds of the child (all its threads: Arrow reads with several).
 
 Run: .venv/bin/python bench/bench_trace_load.py [--rows 1000000] [--format csv parquet]
 """
@@ -53,11 +54,12 @@ def child(path: Path) -> dict[str, float]:
     """Load the trace in this process and report the time and peak RSS."""
     from fleetlab.spec.native_trace import load_native_trace
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     jobs, _ = load_native_trace(path)
     return {
         "rows": len(jobs),
         "load_s": round(time.perf_counter() - t0, 2),
+        "load_cpu_s": round(time.process_time() - c0, 2),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
@@ -84,7 +86,8 @@ def main() -> None:
             )
             row = json.loads(out.stdout)
             print(
-                f"{fmt:8} {row['rows']:>9} rows  write {written:5.1f}s  load {row['load_s']:6.2f}s  "
+                f"{fmt:8} {row['rows']:>9} rows  write {written:5.1f}s  load {row['load_s']:6.2f}s "
+                f"({row['load_cpu_s']:.2f} CPU s)  "
                 f"peak RSS {row['peak_rss_mib']} MiB",
                 flush=True,
             )

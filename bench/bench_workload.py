@@ -66,18 +66,11 @@ def main() -> None:
         f"{'jobs':>9} {'resolve CPU s':>14} {'+peak RSS MiB':>14} {'columns MiB':>12} {'templates':>10} {'pickle MiB':>11}"
     )
     for n in args.jobs:
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", str(n), "--gpus", str(args.gpus)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        row = json.loads(out.stdout)
-        print(
-            f"{row['jobs']:>9,} {row['resolve_cpu_s']:>14} {row['added_peak_rss_mib']:>14} "
-            f"{row['column_mib']!s:>12} {row['templates']!s:>10} {row['pickle_mib']:>11}",
-            flush=True,
-        )
+        argv = [sys.executable, __file__, "--child", str(n), "--gpus", str(args.gpus)]
+        row = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+        cells = ("jobs", "resolve_cpu_s", "added_peak_rss_mib", "column_mib", "templates", "pickle_mib")
+        widths = (9, 14, 14, 12, 10, 11)
+        print(" ".join(f"{row[c]!s:>{w}}" for c, w in zip(cells, widths, strict=True)), flush=True)
 
 
 if __name__ == "__main__":

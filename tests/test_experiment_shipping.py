@@ -99,3 +99,24 @@ def test_shipping_engine_writes_what_the_local_engine_writes(tmp_path: Path) -> 
     for path in local:
         other = tmp_path / "shipped" / path.relative_to(tmp_path / "local")
         assert other.read_bytes() == path.read_bytes(), path
+
+
+def test_a_sweep_in_one_process_parses_its_trace_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """Three variants x two seeds on the local engine in this process: the driver's workload check and
+    the six runs all resolve the same trace, and the file is parsed once (spec/traces.py keeps it)."""
+    import fleetlab.spec.traces as traces
+
+    traces.clear_trace_cache()
+    calls: list[Path] = []
+    parse = traces.load_native_trace
+
+    def counted(path: Path, limit: int | None = None, time_scale: float = 1.0) -> Any:
+        calls.append(path)
+        return parse(path, limit, time_scale)
+
+    monkeypatch.setattr(traces, "load_native_trace", counted)
+    experiment = load_experiment(_experiment(tmp_path / "in"))
+    outcome = run_sweep(experiment, tmp_path / "out", LocalEngine(1))
+    assert len(outcome.executed) == 6
+    assert calls == [tmp_path / "in" / "jobs.csv"]
+    traces.clear_trace_cache()

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from fleetlab.model.cluster import NodePool
+from fleetlab.model.job_table import ids_of, templates_by
 from fleetlab.model.resources import format_amount
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.model.scheduler import SchedulerConfig
@@ -18,6 +19,7 @@ from fleetlab.placement.profiles import (
     resolve_profile,
 )
 from fleetlab.services.slo_reach import unreachable_targets
+from fleetlab.sim.pod_constraints import has_pod_constraints
 from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.simulator import Simulator
@@ -62,20 +64,23 @@ def profile_for(resolved: ResolvedScenario, policy: str | None) -> Profile:
 def preflight(resolved: ResolvedScenario, profile: Profile) -> list[str]:
     """Warnings for jobs whose pods no node type could ever satisfy."""
     nodes = build_nodes(resolved)
-    specs = [(job.id, pod_spec(job)) for job in resolved.jobs]
-    bad = unsatisfiable(nodes, specs, profile, resolved.scenario.cluster.extended_resource_toleration)
+    jobs = resolved.jobs
+    toleration = resolved.scenario.cluster.extended_resource_toleration
+    if any(has_pod_constraints(t) for t in jobs.templates):  # such a spec names its job: one per job
+        bad = unsatisfiable(nodes, [(job.id, pod_spec(job)) for job in jobs], profile, toleration)
+    else:  # a spec is a template's: check each distinct one, then name its jobs
+        by_spec = templates_by(jobs, pod_spec)
+        verdict = unsatisfiable(nodes, [("", spec) for spec in by_spec], profile, toleration)
+        bad = {spec: ids_of(jobs, by_spec[spec]) for spec in verdict}
     out: list[str] = []
     for spec, ids in bad.items():
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         req = ", ".join(f"{k}={format_amount(k, v)}" for k, v in spec.requests)
         out.append(f"no node could ever run a pod requesting {req} with its constraints: job(s) {shown}")
     largest = largest_gpu_memory_mib(nodes)
-    by_note: dict[str, list[str]] = {}
-    for job in resolved.jobs:
-        note = gpu_memory_note(job, largest)
-        if note is not None:
-            by_note.setdefault(note, []).append(job.id)
-    for note, ids in by_note.items():
+    by_note = templates_by(jobs, lambda job: gpu_memory_note(job, largest))  # template fields only
+    for note, templates in by_note.items():
+        ids = ids_of(jobs, templates)
         shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         out.append(f"job(s) {shown}: {note}")
     for service in resolved.scenario.services:

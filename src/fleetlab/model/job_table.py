@@ -10,7 +10,7 @@ without validating again, so every consumer of ``Sequence[Job]`` keeps working; 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +18,9 @@ import pyarrow as pa
 
 from fleetlab.model.job import Job, Runtime
 
-__all__ = ["JobTable"]
+__all__ = ["JobTable", "ids_of", "templates_by"]
+
+K = TypeVar("K")
 
 #: Jobs materialised by ``table[i]`` kept per table (a simulator reads the same few live jobs repeatedly);
 #: bounded, so memory stays proportional to what is alive, not to the workload.
@@ -108,10 +110,9 @@ class JobTable(Sequence[Job]):
         self._id_data: bytes | None = None
         self._id_offsets: npt.NDArray[np.int64] | None = None
         self._cache: dict[int, Job] = {}
-        #: Per template, the fields a job of it has set: the template's own plus the per-job ones.
-        self._fields = tuple(
-            frozenset(t.model_fields_set | {"id", "submit_s", "runtime"}) for t in self._templates
-        )
+        #: Per template, the fields a job of it has set: the template's own plus the per-job ones. One set
+        #: is shared by the template's jobs (pydantic copies it before changing it, in model_copy).
+        self._fields = tuple(t.model_fields_set | {"id", "submit_s", "runtime"} for t in self._templates)
 
     # --- building -----------------------------------------------------------------------------------
 
@@ -252,6 +253,13 @@ class JobTable(Sequence[Job]):
         has = np.asarray([model in names for names in self._models], dtype=bool)
         return np.where(has[self._template], col, np.nan)
 
+    def runtime_of(self, index: int, gpu_model: str | None) -> float:
+        """Job ``index``'s runtime on ``gpu_model`` (``Runtime.on`` without building the job)."""
+        i = int(index)
+        if gpu_model is not None and gpu_model in self._models[int(self._template[i])]:
+            return float(self._by_gpu[gpu_model][i])
+        return float(self._runtime[i])
+
     def template_of(self, index: int) -> Job:
         """Job ``index``'s template, without building the job: every field but id, submit_s, runtime and
         pods is the job's own (priority, class, requests, constraints, ...)."""
@@ -307,7 +315,7 @@ class JobTable(Sequence[Job]):
         by_gpu = {m: float(self._by_gpu[m][i]) for m in models}
         old = template.runtime
         runtime = _build(
-            Runtime, {"default": float(self._runtime[i]), "by_gpu": by_gpu}, set(old.model_fields_set)
+            Runtime, {"default": float(self._runtime[i]), "by_gpu": by_gpu}, old.model_fields_set
         )
         values = dict(template.__dict__)
         values["id"] = self._job_id(i)
@@ -316,7 +324,7 @@ class JobTable(Sequence[Job]):
         values["runtime"] = runtime
         values["requests"] = dict(template.requests)
         values["node_selector"] = dict(template.node_selector)
-        return _build(Job, values, set(self._fields[k]))  # type: ignore[no-any-return]
+        return _build(Job, values, self._fields[k])  # type: ignore[no-any-return]
 
     # --- protocol -----------------------------------------------------------------------------------
 
@@ -372,3 +380,24 @@ class JobTable(Sequence[Job]):
         cols: list[npt.NDArray[Any]] = [self._submit, self._runtime, self._pods, self._template]
         cols.extend(self._by_gpu.values())
         return int(self._ids.nbytes + sum(c.nbytes for c in cols))
+
+
+def templates_by(jobs: JobTable, value: Callable[[Job], K | None]) -> dict[K, list[int]]:
+    """Templates grouped by ``value(template)`` (None: left out), each group's templates and the groups
+    in the order of their first job: what a per-job loop grouping by that value would find, at the cost
+    of one call per template."""
+    template = jobs.column("template")
+    used, first = np.unique(template, return_index=True)
+    out: dict[K, list[int]] = {}
+    for t in used[np.argsort(first, kind="stable")].tolist():
+        key = value(jobs.templates[t])
+        if key is not None:
+            out.setdefault(key, []).append(t)
+    return out
+
+
+def ids_of(jobs: JobTable, templates: Sequence[int]) -> list[str]:
+    """Ids of the jobs of ``templates``, in job order."""
+    rows = np.flatnonzero(np.isin(jobs.column("template"), np.asarray(templates, dtype=np.int32)))
+    ids: list[str] = jobs.ids.take(pa.array(rows)).to_pylist()
+    return ids

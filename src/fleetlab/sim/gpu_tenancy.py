@@ -220,9 +220,8 @@ class GpuTenancy:
         def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
             return reduce.reduceat(values, starts)[inverse] if n else values[:0]
 
-        milli = np.asarray(
-            [job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod for job in sim.jobs],
-            dtype=np.int64,
+        milli = sim.job_table.per_template(  # template fields
+            lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, np.int64
         )
         return SharingTable(
             job_oom_kills=per_job(self.oom_kills, np.add).astype(np.int64),

@@ -12,13 +12,14 @@ or a scenario where other pods' selectors may match any labels) gets a key of it
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.model.job import Job
+from fleetlab.model.job_table import JobTable, templates_by
 from fleetlab.sim.events import to_ms
 from fleetlab.sim.pod_constraints import has_pod_constraints, selects_other_jobs
 
@@ -86,6 +87,14 @@ def spec_fields(job: Job) -> Hashable:
 def spec_keys(jobs: Sequence[Job]) -> IntArray:
     """Per job, its spec key: jobs with labels in their spec (``pod_constraints_of``) each get their own."""
     with_labels = selects_other_jobs(jobs)
+    if isinstance(jobs, JobTable) and not with_labels and not any(map(has_pod_constraints, jobs.templates)):
+        # spec fields are template fields: number each template's key in the order of its first job
+        keys_of: dict[Hashable, int] = {}
+        per_template = np.zeros(len(jobs.templates), dtype=np.int64)
+        for key, templates in templates_by(jobs, spec_fields).items():
+            per_template[templates] = keys_of.setdefault(key, len(keys_of))
+        out_keys: IntArray = per_template[jobs.column("template")]
+        return out_keys
     keys: dict[Hashable, int] = {}
     out = np.empty(len(jobs), dtype=np.int64)
     for j, job in enumerate(jobs):
@@ -95,7 +104,10 @@ def spec_keys(jobs: Sequence[Job]) -> IntArray:
 
 
 def job_arrays(jobs: Sequence[Job]) -> JobArrays:
-    """The columns of ``jobs`` (already in submit order)."""
+    """The columns of ``jobs`` (already in submit order); from a JobTable's columns and templates when
+    given one, without building a Job per job."""
+    if isinstance(jobs, JobTable):
+        return _table_arrays(jobs)
 
     def ints(values: list[int]) -> IntArray:
         return np.asarray(values, dtype=np.int64).reshape(len(jobs))
@@ -131,4 +143,43 @@ def job_arrays(jobs: Sequence[Job]) -> JobArrays:
         topology_required=objects([job.topology_required for job in jobs]),
         topology_preferred=objects([job.topology_preferred for job in jobs]),
         spec_key=spec_keys(jobs),
+    )
+
+
+def _table_arrays(table: JobTable) -> JobArrays:
+    """The columns of a JobTable: ``pods`` is its own column, every other field is a template field,
+    computed once per template and gathered (the same values ``job_arrays`` reads job by job)."""
+
+    def ints(value: Callable[[Job], int]) -> IntArray:
+        return table.per_template(value, np.int64)
+
+    def flags(value: Callable[[Job], bool]) -> BoolArray:
+        return table.per_template(value, bool)
+
+    def objects(value: Callable[[Job], object]) -> ObjectArray:
+        per = np.empty(len(table.templates), dtype=object)
+        per[:] = [value(t) for t in table.templates]
+        out: ObjectArray = per[table.column("template")]
+        return out
+
+    return JobArrays(
+        pods=table.column("pods").astype(np.int64),
+        priority=ints(lambda t: t.priority),
+        gang=flags(lambda t: t.gang),
+        job_class=objects(lambda t: t.job_class.value),
+        kueue_managed=flags(lambda t: t.queue is not None),
+        image_name=objects(lambda t: None if t.image is None else t.image.name),
+        image_size=ints(lambda t: 0 if t.image is None else t.image.size),
+        data_size=ints(lambda t: t.data_size),
+        checkpoint_interval_ms=ints(
+            lambda t: (
+                NO_CHECKPOINT if t.checkpoint_interval_s is None else max(1, to_ms(t.checkpoint_interval_s))
+            )
+        ),
+        checkpoint_write_ms=ints(lambda t: to_ms(t.checkpoint_write_s)),
+        preempt_never=flags(lambda t: t.preemption_policy == "Never"),
+        prebound=flags(lambda t: t.bound_node is not None),
+        topology_required=objects(lambda t: t.topology_required),
+        topology_preferred=objects(lambda t: t.topology_preferred),
+        spec_key=spec_keys(table),
     )

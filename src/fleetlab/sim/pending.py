@@ -198,7 +198,7 @@ def _with_gpu_memory_notes(sim: Simulator, pending: list[PendingJob]) -> list[Pe
     largest = largest_gpu_memory_mib(sim.node_infos)
     # Only the pending jobs are looked up (materialising every job of a large run would cost seconds).
     wanted = sorted({p.job_id for p in pending})
-    at = pc.index_in(pa.array(wanted, pa.large_string()), value_set=sim.jobs.ids).to_pylist()
+    at = pc.index_in(pa.array(wanted, pa.large_string()), value_set=sim.job_table.ids).to_pylist()
     by_id = {job_id: sim.jobs[i] for job_id, i in zip(wanted, at, strict=True) if i is not None}
     out = []
     for p in pending:

@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from fleetlab.model.gpu_specs import default_network_gbps, gpu_specs, instance_network_gbps
 from fleetlab.model.job import Job
 from fleetlab.model.perf import Layout, step_time
@@ -52,9 +54,10 @@ class WorkRuntimes:
 
     def pod_seconds(self, job_index: int, gpu_model: str | None) -> float:
         """One pod computing on its own (not a gang): its GPUs on one node."""
-        job = self.sim.jobs[job_index]
+        table = self.sim.job_table
+        job = table.template_of(job_index)  # work and GPUs per pod are template fields
         if job.work is None or gpu_model not in self.specs:
-            return job.runtime.on(gpu_model)
+            return table.runtime_of(job_index, gpu_model)
         return work_seconds(job.work, gpu_model, [1], job.gpus_per_pod, default_network_gbps())
 
     def gang_ms(self, job_index: int, nodes: Sequence[int]) -> int | None:
@@ -79,14 +82,23 @@ class WorkRuntimes:
         models = sorted({m for m in self.sim.state.gpu_model if m in self.specs})
         pull_bw = min((p.image_pull_bandwidth for p in self.sim.pools), default=1)
         data_bw = min((p.data_bandwidth for p in self.sim.pools), default=1)
-        out = 0
-        for job in self.sim.jobs:
+        table = self.sim.job_table
+        if not len(table):
+            return 0
+
+        def prep_ms(job: Job) -> int:
             image = job.image.size if job.image is not None else 0
-            prep = transfer_ms(image, pull_bw) + transfer_ms(job.data_size, data_bw)
-            out = max(out, to_ms(job.runtime.default) + prep)
-            if job.work is not None:
-                pods = [job.pods if job.gang else 1]
-                for model in models:
-                    seconds = work_seconds(job.work, model, pods, job.gpus_per_pod, default_network_gbps())
-                    out = max(out, to_ms(seconds))
+            return transfer_ms(image, pull_bw) + transfer_ms(job.data_size, data_bw)
+
+        # to_ms of every runtime (floor(s * 1000 + 0.5)) plus its template's pull and download
+        runtime_ms = np.floor(table.column("runtime_s") * 1000 + 0.5).astype(np.int64)
+        out = int((runtime_ms + table.per_template(prep_ms, np.int64)).max())
+        template = table.column("template")
+        for k, job in enumerate(table.templates):
+            if job.work is None or not np.any(template == k):
+                continue
+            sizes = np.unique(table.column("pods")[template == k]).tolist() if job.gang else [1]
+            for pods, model in ((p, m) for p in sizes for m in models):
+                seconds = work_seconds(job.work, model, [pods], job.gpus_per_pod, default_network_gbps())
+                out = max(out, to_ms(seconds))
         return out

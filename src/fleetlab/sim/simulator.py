@@ -123,16 +123,20 @@ class Simulator:
         submit_ms = np.floor(resolved.jobs.column("submit_s") * 1000 + 0.5).astype(np.int64)
         order = np.argsort(submit_ms, kind="stable")
         self.order = order.tolist()
-        self.jobs = resolved.jobs.take(order)
+        #: The jobs in submit order as columns (read these where a whole column is wanted).
+        self.job_table = resolved.jobs.take(order)
+        #: The same table: ``jobs[i]`` builds job i's Job (recent ones are kept) for the few code paths
+        #: that still read one job at a time; the event loop reads ``job_columns``.
+        self.jobs = self.job_table
         n_jobs = len(self.jobs)
-        pods = self.jobs.column("pods")
+        pods = self.job_table.column("pods")
         first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
         np.cumsum(pods, out=first_pod[1:])
         pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), pods)
         self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
-        self.label_everyone = selects_other_jobs(self.jobs)
-        self.label_sets = job_label_sets(self.state, self.jobs)
-        self.job_columns = job_arrays(self.jobs)
+        self.label_everyone = selects_other_jobs(self.job_table)
+        self.label_sets = job_label_sets(self.state, self.job_table)
+        self.job_columns = job_arrays(self.job_table)
         self._hot_columns(self.job_columns)
         self.submit_ms = submit_ms[order]
         self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit

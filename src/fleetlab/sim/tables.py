@@ -56,15 +56,15 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
     # A completed job's last stay is what the queue-wait / prep / compute split describes.
     last_bound = np.where(completed | all_bound, last_bound, NEVER)
     inverse = scenario_positions(sim.order)
-    ordered = [jobs[int(i)] for i in inverse]
+    ordered = sim.resolved.jobs  # scenario order; all but ids and pods are template fields
     return JobTable(
-        ids=[job.id for job in ordered],
-        job_class=[job.job_class.value for job in ordered],
-        team=[job.team for job in ordered],
-        priority=np.asarray([job.priority for job in ordered], dtype=np.int64),
-        pods=np.asarray([job.pods for job in ordered], dtype=np.int64),
-        gpus_per_pod=np.asarray([job.gpus_per_pod for job in ordered], dtype=np.int64),
-        cpu_milli_per_pod=np.asarray([job.requests.get("cpu", 0) for job in ordered], dtype=np.int64),
+        ids=ordered.ids.to_pylist(),
+        job_class=ordered.per_template(lambda job: job.job_class.value).tolist(),
+        team=ordered.per_template(lambda job: job.team).tolist(),
+        priority=ordered.per_template(lambda job: job.priority, np.int64),
+        pods=ordered.column("pods").astype(np.int64),
+        gpus_per_pod=ordered.per_template(lambda job: job.gpus_per_pod, np.int64),
+        cpu_milli_per_pod=ordered.per_template(lambda job: job.requests.get("cpu", 0), np.int64),
         submit_ms=sim.submit_ms[inverse],
         last_bound_ms=last_bound[inverse],
         running_ms=np.where(all_started, last_start, NEVER)[inverse],

@@ -55,7 +55,7 @@ class UsageMeter:
         """Milli-GPU the pod keeps busy at full speed: its GPUs (or GPU share) × its gpu_utilization."""
         sim = self.sim
         job_index = int(sim.book.job[pod])
-        job = sim.jobs.template_of(job_index)  # template-level fields only: no Job is built
+        job = sim.job_table.template_of(job_index)  # GPU share and utilisation are template fields
         if job.shares_gpu:
             milli = float(job.gpu_milli or 0)
         else:

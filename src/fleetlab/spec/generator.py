@@ -13,11 +13,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import ValidationError
 
 from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
 from fleetlab.model.limits import MAX_PODS_PER_JOB, MAX_SECONDS
 from fleetlab.model.workload import Choice, DurationDistribution, Generator, JobClassSpec
+from fleetlab.spec.errors import SpecError, problems_from_validation
 
 
 def _choose(rng: np.random.Generator, choice: Choice, n: int) -> np.ndarray:
@@ -93,7 +95,7 @@ def _seconds_ok(values: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     return ok
 
 
-def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float) -> JobTable:
+def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float, label: str) -> JobTable:
     """One class's jobs in draw order. The draws are made in the same order as ever; each distinct
     (team, GPUs per pod, multi-pod) shape is validated once as a whole Job and becomes a template."""
     n = spec.count
@@ -115,17 +117,25 @@ def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float) ->
     uniq, first, template = np.unique(keys, return_index=True, return_inverse=True)
     templates: dict[int, Job] = {}
 
-    def row_spec(i: int) -> dict[str, Any]:
+    def validated(i: int) -> Job:
+        """Job ``i`` validated whole; a SpecError naming the class, the job and the field if refused."""
         team = spec.teams[int(teams[i])]
-        return _job_spec(spec, i, float(submits[i]), int(pods[i]), int(gpus[i]), team, float(durations[i]))
+        row = _job_spec(spec, i, float(submits[i]), int(pods[i]), int(gpus[i]), team, float(durations[i]))
+        try:
+            return Job.model_validate(row)
+        except ValidationError as exc:
+            where = f"workload.generator class {spec.name!r}, job {row['id']}"
+            problems = [f"{where}: {p}" for p in problems_from_validation(exc)]
+            hint = "fewer jobs (count), more arrivals_per_hour or shorter durations keep every time in range"
+            raise SpecError(label, [*problems, hint]) from None
 
     for k in np.argsort(first, kind="stable").tolist():
         i = int(first[k])
         if i > first_bad and first_bad < n:
-            Job.model_validate(row_spec(first_bad))  # raises: the row's own validation error
-        templates[k] = Job.model_validate(row_spec(i))
+            validated(first_bad)  # raises: that row's own error comes first
+        templates[k] = validated(i)
     if first_bad < n:
-        Job.model_validate(row_spec(first_bad))
+        validated(first_bad)
     numbers = pc.utf8_lpad(pc.cast(pa.array(np.arange(n)), pa.large_string()), width=5, padding="0")
     prefix, empty = pa.scalar(f"{spec.name}-", pa.large_string()), pa.scalar("", pa.large_string())
     ids = pc.binary_join_element_wise(prefix, numbers, empty)  # f"{name}-{i:05d}"
@@ -142,12 +152,13 @@ def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float) ->
     )
 
 
-def generate_jobs(generator: Generator, seed: int) -> JobTable:
-    """All classes' jobs, sorted by submit time (ties by class order, then index)."""
+def generate_jobs(generator: Generator, seed: int, label: str = "<scenario>") -> JobTable:
+    """All classes' jobs, sorted by submit time (ties by class order, then index); a drawn job that is
+    out of range (a submit time beyond 100 years) is a SpecError naming ``label``, the class and the job."""
     rng = np.random.Generator(np.random.PCG64(seed))
     tables: list[JobTable] = []
     for spec in generator.classes:
         start = generator.start_s if spec.start_s is None else spec.start_s
-        tables.append(_class_jobs(rng, spec, start))
+        tables.append(_class_jobs(rng, spec, start, label))
     jobs = JobTable.concat(tables) if tables else JobTable.empty()
     return jobs.take(np.argsort(jobs.column("submit_s"), kind="stable"))

@@ -129,7 +129,7 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
         source = str(trace_path)
     else:
         assert workload.generator is not None
-        jobs = generate_jobs(workload.generator, scenario.seed)
+        jobs = generate_jobs(workload.generator, scenario.seed, label)
         source = f"{label} (generator, seed {scenario.seed})"
     priced = [p.model_dump() for p in scenario.cluster.pools if p.cloud is not None]
     warnings.extend(catalog_warnings(priced, base))
