@@ -29,11 +29,13 @@ from __future__ import annotations
 import argparse
 import ast
 import cProfile
+import importlib
 import json
 import math
 import os
 import random
 import resource
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -296,20 +298,50 @@ def gavel_trace_from_repo(repo: Path, args: argparse.Namespace, drawn: int, out:
     timed_child([*argv, "--output_file", str(out)], out.parent, cwd=repo / "scheduler")
 
 
-def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float, float, str]:
-    """Gavel's simulator with its FIFO policy on ``trace`` (CPU s, wall s, the last lines it printed)."""
+def gavel_driver(driver: str, argv: list[str]) -> None:
+    """Run Gavel's driver script, unchanged, as ``__main__`` in this process, timing its
+    ``Scheduler.simulate`` from outside (CPU seconds, printed as the last line of standard output)."""
+    sys.path.insert(0, str(Path(driver).resolve().parents[2]))  # Gavel's scheduler/ folder
+    gavel_scheduler = importlib.import_module("scheduler")
+    simulate = gavel_scheduler.Scheduler.simulate
+    spent: list[float] = []
+
+    def timed(self: Any, *a: Any, **k: Any) -> Any:
+        t0 = time.process_time()
+        try:
+            return simulate(self, *a, **k)
+        finally:
+            spent.append(time.process_time() - t0)
+
+    gavel_scheduler.Scheduler.simulate = timed
+    sys.argv = [driver, *argv]
+    runpy.run_path(driver, run_name="__main__")
+    print(json.dumps({"simulate_s": round(sum(spent), 2)}))
+
+
+def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float, float, str, float]:
+    """Gavel's simulator with its FIFO policy on ``trace``: process CPU s, wall s, the summary lines it
+    printed, and the CPU seconds of ``Scheduler.simulate`` alone."""
     script = repo / "scheduler" / "scripts" / "drivers" / "simulate_scheduler_with_trace.py"
     spec = ":".join(str(n * args.gpus_per_node) for n in args.nodes)
     per_server = ":".join([str(args.gpus_per_node)] * 3)
-    argv = [sys.executable, str(script), "--trace_file", str(trace), "--policy", "fifo"]
+    argv = [
+        sys.executable,
+        __file__,
+        "--gavel-driver",
+        str(script),
+        "--trace_file",
+        str(trace),
+        "--policy",
+        "fifo",
+    ]
     argv += ["--throughputs_file", str(args.oracle), "--cluster_spec", spec]
     argv += ["--num_gpus_per_server", per_server, "--seed", str(args.seed)]
     argv += ["--time_per_iteration", str(args.round_s), "--window-start", "0", "--window-end", str(args.jobs)]
     cpu, wall, out = timed_child(argv, trace.parent, cwd=repo / "scheduler")
-    tail = [
-        line for line in out.splitlines() if "Average job completion time" in line or "utilization" in line
-    ]
-    return cpu, wall, "; ".join(tail[-2:])
+    lines = out.splitlines()
+    tail = [line for line in lines if "Average job completion time" in line or "utilization" in line]
+    return cpu, wall, "; ".join(tail[-2:]), float(json.loads(lines[-1])["simulate_s"])
 
 
 def main() -> None:
@@ -334,6 +366,9 @@ def main() -> None:
     )
     parser.add_argument("--child", choices=MODE_NAMES, dest="mode", help=argparse.SUPPRESS)
     parser.add_argument("--trace", help=argparse.SUPPRESS)
+    if sys.argv[1:2] == ["--gavel-driver"]:
+        gavel_driver(sys.argv[2], sys.argv[3:])
+        return
     args = parser.parse_args()
     if args.mode:
         print(json.dumps(fleetlab_child(args)))
@@ -367,11 +402,15 @@ def main() -> None:
                 f"{n}×{args.gpus_per_node} {w}" for n, (w, _) in zip(args.nodes, GPU_TYPES, strict=True)
             )
         )
-        figures: dict[str, float] = {}
+        figures: dict[str, tuple[float, float]] = {}  # process CPU s, simulate CPU s
         if args.gavel_repo:
-            cpu, wall, tail = run_gavel(args.gavel_repo, args, trace)
-            figures["gavel"] = cpu
-            print(f"{'gavel fifo':<22} process CPU {cpu:8.2f} s  wall {wall:8.2f} s  {tail}", flush=True)
+            cpu, wall, tail, simulate_s = run_gavel(args.gavel_repo, args, trace)
+            figures["gavel"] = (cpu, simulate_s)
+            print(
+                f"{'gavel fifo':<25} process CPU {cpu:7.2f} s  wall {wall:7.2f} s  (simulate {simulate_s} s; "
+                f"{tail})",
+                flush=True,
+            )
         for k, mode in enumerate(args.modes):
             argv = [
                 sys.executable,
@@ -388,17 +427,20 @@ def main() -> None:
                 argv += ["--profile", args.profile]
             cpu, wall, out = timed_child(argv, Path(tmp), cwd=ROOT)
             row = json.loads(out)
-            figures[mode] = cpu
+            figures[mode] = (cpu, row["simulate_s"])
             print(
-                f"{'fleetlab ' + mode:<22} process CPU {cpu:8.2f} s  wall {wall:8.2f} s  "
+                f"{'fleetlab ' + mode:<25} process CPU {cpu:7.2f} s  wall {wall:7.2f} s  "
                 f"(setup {row['setup_s']} s, simulate {row['simulate_s']} s; "
                 f"{row['completed']} completed, {row['not_completed']} not)",
                 flush=True,
             )
         if "gavel" in figures:
+            gavel_cpu, gavel_sim = figures["gavel"]
             for mode in args.modes:
+                cpu, sim = figures[mode]
                 print(
-                    f"Gavel ÷ fleetlab {mode}: {figures['gavel'] / figures[mode]:.1f}× (process CPU seconds)"
+                    f"Gavel ÷ fleetlab {mode}: {gavel_cpu / cpu:.1f}× process CPU, "
+                    f"{gavel_sim / max(sim, 0.01):.1f}× simulate CPU"
                 )
 
 

@@ -62,7 +62,7 @@ Pair it with ``preemption=FairSharingPreemption(cfg.preemption_strategies)`` fro
 
 Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
 ``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
-``manager.admitted_workloads()``.
+``manager.admitted_workloads()`` and, one ClusterQueue's by id, ``manager.admitted_in(cq)``.
 """
 
 from __future__ import annotations

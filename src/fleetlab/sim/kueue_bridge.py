@@ -138,9 +138,7 @@ class KueueBridge:
         manager, sim = self.manager, self.sim
         changed = False
         for _ in range(MAX_CYCLES_PER_STEP):
-            if not manager.has_work():
-                break
-            admissions = manager.cycle(now)
+            admissions = manager.cycle(now)  # [] at once when no head's answer can have changed
             preemptions = manager.take_preemptions()
             for admission in admissions:
                 job_index = self.job_by_id[admission.workload_id]
