@@ -6,11 +6,10 @@ ever reaches the user as a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
+from fleetlab.model.validation_problems import DEFAULT_DOCS, location, problems_from_validation
 
 MAX_LISTED = 8
 
@@ -40,51 +39,4 @@ def read_text_file(path: Path, missing: str) -> str:
     return bounded_read(path, missing)
 
 
-def location(loc: Sequence[int | str], prefix: str = "") -> str:
-    """A pydantic error location as a path, e.g. ``cluster.pools[1].gpu_model``."""
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in ("function-after", "function-before") or str(part).startswith("function-"):
-            continue
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "<top level>"
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-#: Where the allowed fields of an unknown-field error are listed, when the caller does not say.
-DEFAULT_DOCS = "docs/scenario-fields.md"
-
-
-def problems_from_validation(
-    error: ValidationError, prefix: str = "", docs: Callable[[tuple[Any, ...]], str] | None = None
-) -> list[str]:
-    """Each pydantic error as ``path: message (got value)``; an unknown field names the docs page (and
-    section, via ``docs(loc)``) that lists the allowed ones."""
-    out: list[str] = []
-    items = error.errors(include_url=False)
-    locs = [tuple(item.get("loc", ())) for item in items]
-    for item in items:
-        loc = tuple(item.get("loc", ()))
-        if item.get("type") == "too_short" and any(len(o) > len(loc) and o[: len(loc)] == loc for o in locs):
-            continue  # a list left too short only because its own items failed: report the items only
-        msg = str(item.get("msg", "invalid"))
-        for lead in ("Value error, ", "Assertion failed, "):
-            if msg.startswith(lead):
-                msg = msg[len(lead) :]
-        where = location(item.get("loc", ()), prefix)
-        kind = item.get("type", "")
-        if kind == "missing":
-            out.append(f"{where}: required field is missing")
-        elif kind == "extra_forbidden":
-            page = docs(loc) if docs is not None else DEFAULT_DOCS
-            out.append(f"{where}: unknown field (check the spelling; allowed fields: {page})")
-        else:
-            out.append(f"{where}: {msg} (got {_short(item.get('input'))})")
-    return out
+__all__ = ["DEFAULT_DOCS", "SpecError", "location", "problems_from_validation", "read_text_file"]
