@@ -77,11 +77,14 @@ def billed_worlds(draw: st.DrawFn) -> Any:
     return scenario(pools, jobs, seed=draw(st.integers(0, 3)), horizon_s=4000)
 
 
-def _exact(ledger: dict[str, list[Any]], i: int) -> Fraction:
-    units = ledger["node_units"][i]
+def _exact(ledger: dict[str, Any], i: int) -> Fraction:
+    """The row's exact dollars from its integer inputs (as Python ints: numpy int64 columns would overflow
+    in the product for a CPU node's milli-CPU-ms)."""
+    units = int(ledger["node_units"][i])
     if not units:
         return Fraction(0)
-    return Fraction(ledger["price_micro_per_hour"][i] * ledger["unit_ms"][i], units * MS_PER_HOUR * MICRO)
+    price, unit_ms = int(ledger["price_micro_per_hour"][i]), int(ledger["unit_ms"][i])
+    return Fraction(price * unit_ms, units * MS_PER_HOUR * MICRO)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -100,7 +100,7 @@ class CheckedSimulator(Simulator):
             pace = self.pace.paces.get(p)
             slowdown = pace.slicing * pace.interference if pace is not None else 1.0
             busy += milli * j.gpu_utilization / slowdown
-        row = self.timeline[-1]  # the last recorded row holds until the figures change
+        row = self.timeline.last()  # the last recorded row holds until the figures change
         counted = state.ready & (state.allocatable[:, state.gpu_col] > 0)
         free = state.free[counted, state.gpu_col]
         blocks = tuple(int((free >= k).sum()) for k in BLOCK_SIZES)

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from fleetlab.cost.billing import BUCKETS, MICRO, MS_PER_HOUR, node_costs, price_micro_per_hour, segment_units
 from fleetlab.model.cluster import NodePool
-from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.result import SimulationResult, names_at
 from fleetlab.spec.catalog import BUILTIN_FILES, builtin_catalog
 
 CURRENCY = "USD"
@@ -102,10 +102,9 @@ def _committed(pool: NodePool, node_name: str) -> bool:
 
 
 def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: str) -> dict[str, Any]:
-    """The ledger as columns (see the module docstring); rows sorted by node, job, category."""
-    nodes, jobs = result.nodes, result.jobs
-    by_name = {p.name: p for p in pools}
-    capacity = np.where(nodes.gpus > 0, nodes.gpus, nodes.cpu_milli).astype(np.int64)
+    """The ledger as columns (see the module docstring); rows sorted by node, job, category. Node rows
+    are computed as whole columns (numpy arrays; strings as lists); data and commitment rows follow."""
+    nodes = result.nodes
     node, job, cat, unit_ms, first, last = _held_rows(result)
     cost = node_costs(result)
     for offset, name in enumerate(NODE_ONLY):
@@ -118,38 +117,114 @@ def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: 
         first = np.concatenate([first, nodes.billed_start_ms[where]])
         last = np.concatenate([last, np.maximum(nodes.billed_end_ms[where], nodes.billed_start_ms[where])])
     order = np.lexsort((cat, job, node))
-    share = {p.name: gpu_price_share(p) for p in pools}
-    out: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    price_micro = [price_micro_per_hour(float(p)) for p in nodes.price_per_hour]
-    for i in order.tolist():
-        n, j, ms = int(node[i]), int(job[i]), int(unit_ms[i])
-        pool = by_name[nodes.pool[n]]
-        cap = int(capacity[n])
-        dollars = price_micro[n] * ms / (cap * MS_PER_HOUR * MICRO) if cap > 0 else 0.0
-        held = (
-            int(jobs.gpus_per_pod[j] if nodes.gpus[n] > 0 else jobs.cpu_milli_per_pod[j]) if j >= 0 else cap
-        )
-        committed = _committed(pool, nodes.names[n])
-        row = _row(pool, share[pool.name], nodes.gpus[n] > 0, dollars, committed)
-        row.update(
-            period_start_s=int(first[i]) / 1000.0,
-            period_end_s=int(last[i]) / 1000.0,
-            node=nodes.names[n],
-            gpu_model=nodes.gpu_model[n],
-            node_gpus=int(nodes.gpus[n]),
-            job_gpus=int(jobs.gpus_per_pod[j]) if j >= 0 else 0,
-            category=CATEGORIES[int(cat[i])],
-            seconds=ms / held / 1000.0 if held > 0 else 0.0,
-            unit_hours=ms / MS_PER_HOUR / (1.0 if nodes.gpus[n] > 0 else 1000.0),
-            unit_ms=ms,
-            price_micro_per_hour=price_micro[n],
-            node_units=cap,
-            **_who(result, j),
-        )
-        _append(out, row, result, run_id)
-    for row in extra_rows(by_name, result):
-        _append(out, row, result, run_id)
+    by_name = {p.name: p for p in pools}
+    extra = extra_rows(by_name, result)
+    if not len(order) and not extra:
+        return {name: [] for name in COLUMNS}  # no row: untyped columns, as an empty ledger always had
+    out = _node_rows(pools, result, node[order], job[order], cat[order], unit_ms[order])
+    out.update(period_start_s=first[order] / 1000.0, period_end_s=last[order] / 1000.0)
+    k = len(order)
+    out.update(
+        run_id=[run_id] * k,
+        scenario=[result.scenario] * k,
+        seed=np.full(k, result.seed, dtype=np.int64),
+        policy=[result.policy] * k,
+        currency=[CURRENCY] * k,
+        tax_included=np.zeros(k, dtype=bool),
+    )
+    rest: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    for row in extra:
+        _append(rest, row, result, run_id)
+    return {name: _concat(out[name], rest[name]) for name in COLUMNS}
+
+
+def _concat(values: Any, more: list[Any]) -> Any:
+    """A computed column followed by the per-row values of the data and commitment rows."""
+    if isinstance(values, list):
+        return values + more
+    return np.concatenate([values, np.asarray(more, dtype=values.dtype)]) if more else values
+
+
+def exact_quotient(num: IntArray, den: IntArray) -> NDArray[np.float64]:
+    """``num / den`` per element, rounded as Python rounds ``int / int`` (correctly): in float64 where both
+    are exact there (below 2**53), as Python integers for the few rows beyond. ``den`` > 0."""
+    out = num.astype(np.float64) / den.astype(np.float64)
+    exact = 2**53
+    for i in np.flatnonzero((np.abs(num) >= exact) | (den >= exact)).tolist():
+        out[i] = int(num[i]) / int(den[i])
     return out
+
+
+def _node_rows(
+    pools: Sequence[NodePool],
+    result: SimulationResult,
+    node: IntArray,
+    job: IntArray,
+    cat: IntArray,
+    ms: IntArray,
+) -> dict[str, Any]:
+    """Columns of the node x job x category rows (already in ledger order), each figure as the bill has it:
+    dollars = price_micro_per_hour × unit_ms / (node units × ms per hour × 1e6)."""
+    nodes, jobs = result.nodes, result.jobs
+    pool_index = {p.name: i for i, p in enumerate(pools)}
+    node_pool = np.asarray([pool_index[name] for name in nodes.pool], dtype=np.int64)
+    capacity = np.where(nodes.gpus > 0, nodes.gpus, nodes.cpu_milli).astype(np.int64)
+    price_micro = np.asarray([price_micro_per_hour(float(p)) for p in nodes.price_per_hour], dtype=np.int64)
+    committed = np.asarray(
+        [_committed(pools[int(i)], name) for i, name in zip(node_pool, nodes.names, strict=True)], dtype=bool
+    )
+    cap, price, gpu_node, pool = capacity[node], price_micro[node], nodes.gpus[node] > 0, node_pool[node]
+    # price × ms (or the denominator) may pass int64 where a node is billed very long or has a huge
+    # capacity: those rows are computed as Python ints.
+    top = np.iinfo(np.int64).max
+    wide = (ms > top // np.maximum(price, 1)) | (cap > top // (MS_PER_HOUR * MICRO))
+    num = np.where(wide, 0, price * np.where(wide, 0, ms))
+    den = np.where(wide, 1, np.maximum(cap, 1)) * (MS_PER_HOUR * MICRO)
+    dollars = np.where(cap > 0, exact_quotient(num, den), 0.0)
+    for i in np.flatnonzero(wide & (cap > 0)).tolist():
+        dollars[i] = int(price[i]) * int(ms[i]) / (int(cap[i]) * MS_PER_HOUR * MICRO)
+    shares = [gpu_price_share(p) for p in pools]
+    split_known = np.asarray([x is not None for x in shares], dtype=bool)[pool]
+    share_value = np.asarray([x or 0.0 for x in shares], dtype=np.float64)[pool]
+    gpu_part = np.where(split_known, dollars * share_value, np.where(gpu_node, dollars, 0.0))
+    has_job = job >= 0
+    at_job = np.where(has_job, job, 0)
+    job_gpus = np.where(has_job, jobs.gpus_per_pod[at_job] if len(jobs.gpus_per_pod) else 0, 0)
+    job_cpu = jobs.cpu_milli_per_pod[at_job] if len(jobs.cpu_milli_per_pod) else np.zeros_like(job)
+    held = np.where(has_job, np.where(gpu_node, job_gpus, job_cpu), cap)
+
+    def per_pool(values: list[str]) -> NDArray[np.object_]:
+        return np.asarray(values, dtype=object)[pool]
+
+    return {
+        "pool": per_pool([p.name for p in pools]).tolist(),
+        "cloud": per_pool([p.cloud or "" for p in pools]).tolist(),
+        "region": per_pool([p.region or "" for p in pools]).tolist(),
+        "instance_type": per_pool([p.instance_type or "" for p in pools]).tolist(),
+        "capacity_type": per_pool([p.capacity_type for p in pools]).tolist(),
+        "billing_mode": np.where(
+            committed[node], "committed", per_pool([p.capacity_type for p in pools])
+        ).tolist(),
+        "unit": np.where(gpu_node, "gpu", "cpu").tolist(),
+        "cost_usd": dollars,
+        "gpu_cost_usd": gpu_part,
+        "host_cost_usd": dollars - gpu_part,
+        "price_split": np.where(split_known, "catalog", "bundled").tolist(),
+        "node": names_at(nodes.names, node),
+        "gpu_model": names_at(nodes.gpu_model, node),
+        "node_gpus": nodes.gpus[node].astype(np.int64),
+        "job_gpus": job_gpus.astype(np.int64),
+        "category": np.asarray(CATEGORIES, dtype=object)[cat].tolist(),
+        "seconds": np.where(held > 0, ms / np.maximum(held, 1) / 1000.0, 0.0),
+        "unit_hours": ms / MS_PER_HOUR / np.where(gpu_node, 1.0, 1000.0),
+        "unit_ms": ms.astype(np.int64),
+        "price_micro_per_hour": price.astype(np.int64),
+        "node_units": cap.astype(np.int64),
+        "job_id": names_at(jobs.ids, job),
+        "job_class": names_at(jobs.job_class, job),
+        "team": names_at(jobs.team, job),
+        "project": [t or UNALLOCATED for t in names_at(jobs.team, job)],
+    }
 
 
 def _who(result: SimulationResult, job: int) -> dict[str, Any]:

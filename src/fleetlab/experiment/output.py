@@ -11,10 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from fleetlab.cost.ledger_io import run_id_of, write_ledger
+from fleetlab.experiment.parquet_stream import write_parquet_columns
 from fleetlab.experiment.run import Run
 from fleetlab.metrics.dynamics import lifecycle_payload
 from fleetlab.metrics.queues import queue_rows
@@ -35,8 +33,7 @@ __all__ = ["safe_name", "swap_into_place", "write_results", "write_run_files"]
 
 
 def _write_parquet(columns: dict[str, Any], path: Path) -> None:
-    table = pa.table(columns)
-    pq.write_table(table, path, compression="zstd")
+    write_parquet_columns(columns, path)
 
 
 def _run_payload(run: Run, window: tuple[int, str] | None = None) -> dict[str, Any]:

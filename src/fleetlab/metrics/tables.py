@@ -21,7 +21,7 @@ from fleetlab.metrics.sharing_columns import (
     pod_gpu_column,
 )
 from fleetlab.metrics.usage_columns import job_interference_columns, usage_timeline_columns
-from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.result import SimulationResult, names_at
 
 Columns = dict[str, Any]
 
@@ -57,7 +57,7 @@ def job_columns(result: SimulationResult) -> Columns:
         "prep_s": _seconds(jobs.running_ms - jobs.last_bound_ms, running & bound),
         "compute_s": _seconds(jobs.end_ms - jobs.running_ms, done),
         "completion_s": _seconds(jobs.end_ms - jobs.submit_ms, done),
-        "state": [str(x) for x in state],
+        "state": state.tolist(),
         "cost_usd": job_costs(result),
         "evictions": jobs.evictions,
         "eviction_delay_s": eviction_delay_ms(result) / 1000.0,
@@ -100,8 +100,8 @@ def pod_columns(result: SimulationResult) -> Columns:
     pods, jobs, nodes = result.pods, result.jobs, result.nodes
     placed = pods.node >= 0
     return {
-        "job_id": [jobs.ids[int(j)] for j in pods.job],
-        "node": [nodes.names[int(n)] if n >= 0 else "" for n in pods.node],
+        "job_id": names_at(jobs.ids, pods.job),
+        "node": names_at(nodes.names, pods.node),
         "bound_s": _seconds(pods.bound_ms, pods.bound_ms >= 0),
         "running_s": _seconds(pods.running_ms, pods.running_ms >= 0),
         "end_s": _seconds(pods.end_ms, pods.end_ms >= 0),
@@ -118,7 +118,7 @@ def segment_columns(result: SimulationResult) -> Columns:
     seg, nodes = result.segments, result.nodes
     return {
         "pod": seg.pod,
-        "node": [nodes.names[int(n)] for n in seg.node],
+        "node": names_at(nodes.names, seg.node),
         "bound_ms": seg.bound_ms,
         "ready_ms": seg.ready_ms,
         "start_ms": seg.start_ms,

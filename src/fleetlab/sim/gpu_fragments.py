@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from fleetlab.model.gpu_share import MILLI_PER_GPU
 from fleetlab.sim.specs import pod_spec
+from fleetlab.sim.step_series import StepSeries
 
 if TYPE_CHECKING:
     from fleetlab.placement.framework import PodSpec
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 POPULARITY = 0.95
 
 #: One timeline sample: t_ms, idle, stranded, partial GPUs, frag (all milli-GPU but the count), allocated.
-Sample = tuple[int, int, int, int, int, int]
+SAMPLE_WIDTH = 6
 
 
 #: Distinct node states remembered before the memo starts again (bounds its memory).
@@ -79,7 +80,7 @@ class FragmentationMeter:
         self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
         self.dirty: set[int] = set()
         self.generation = -1
-        self.rows: list[Sample] = []
+        self.rows = StepSeries(SAMPLE_WIDTH)
         #: A node's terms depend only on its GPU slots' capacity and use, its eligibility per shape and
         #: whether its free CPU covers each shape: few distinct states recur on many nodes, so the terms
         #: of a touched node are looked up by that state (cleared with the eligibility).
@@ -194,11 +195,4 @@ class FragmentationMeter:
         elif self.rows:
             return
         idle, stranded, partial, frag, used, _ = self.totals.tolist()
-        row = (now, round(idle), round(stranded), round(partial), round(frag), round(used))
-        rows_ = self.rows
-        if rows_ and rows_[-1][1:] == row[1:]:
-            return
-        if rows_ and rows_[-1][0] == now:
-            rows_[-1] = row
-        else:
-            rows_.append(row)
+        self.rows.record(now, (round(idle), round(stranded), round(partial), round(frag), round(used)))

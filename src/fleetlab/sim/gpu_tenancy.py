@@ -55,7 +55,9 @@ class GpuTenancy:
         self.alpha = [p.time_slicing.slowdown_per_extra_pod if p.time_slicing else 0.0 for p in sim.pools]
         n_pods = sim.book.n_pods
         self.holdings: dict[int, list[Holding]] = {}
-        self.gpu_index = [""] * n_pods
+        #: Per pod the GPU indices it last held, as a code into ``gpu_names`` (few distinct strings).
+        self.gpu_index = np.zeros(n_pods, dtype=np.int32)
+        self.gpu_names: dict[str, int] = {"": 0}
         self.oom_kills = np.zeros(n_pods, dtype=np.int64)
         self.failed = np.zeros(n_pods, dtype=bool)
         self.runs: dict[int, _Run] = {}
@@ -102,7 +104,8 @@ class GpuTenancy:
                     holdings.append(devices.take_mig(node, resource, int(request[mig_col])))
         if holdings:
             self.holdings[pod] = holdings
-            self.gpu_index[pod] = "-".join(str(g) for h in holdings for g in h.gpus)
+            name = "-".join(str(g) for h in holdings for g in h.gpus)
+            self.gpu_index[pod] = self.gpu_names.setdefault(name, len(self.gpu_names))
         self.meter.touch(node)
         if view is not None:
             view.bound(pod, node)
@@ -211,9 +214,9 @@ class GpuTenancy:
             job_extra_ms=per_job(sim.pace.extra_ms, np.add).astype(np.float64),
             job_sliced_ms=per_job(sim.pace.sliced_ms, np.add).astype(np.float64),
             job_gpu_milli=milli[inverse] if n else milli,
-            pod_gpus=list(self.gpu_index),
-            fragmentation=np.asarray(self.meter.rows, dtype=np.int64).reshape(-1, 6),
+            pod_gpus=np.asarray(list(self.gpu_names), dtype=object)[self.gpu_index].tolist(),
+            fragmentation=self.meter.rows.rows(),
             consolidation_evictions=self.consolidator.evictions,
             stranded_gpu_milli_end=stranded_gpu_milli(sim),
-            stranded=np.asarray(self.stranded.rows, dtype=np.int64).reshape(-1, 2),
+            stranded=self.stranded.rows.rows(),
         )

@@ -5,6 +5,7 @@ Columnar numpy arrays keep 100k-job results cheap to hold, summarise and write t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,15 @@ IntArray = NDArray[np.int64]
 
 #: Sentinel for "never happened" in time columns.
 NEVER = -1
+
+
+def names_at(names: Sequence[str], index: NDArray[np.int64]) -> list[str]:
+    """``names[i]`` for each i of ``index`` ("" where i is -1, e.g. an unplaced pod's node): a name column
+    of a result table gathered in one array step instead of a Python loop over rows."""
+    table = np.empty(len(names) + 1, dtype=object)
+    table[: len(names)] = names
+    table[-1] = ""
+    return list(table[np.asarray(index, dtype=np.int64)].tolist())
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import numpy as np
 
 from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.state import BoolArray
+from fleetlab.sim.step_series import StepSeries
 
 if TYPE_CHECKING:
     from fleetlab.sim.gpu_fragments import FragmentationMeter
@@ -66,14 +67,8 @@ class StrandedMeter:
     def __init__(self, meter: FragmentationMeter) -> None:
         self.meter = meter
         #: (t_ms, stranded milli-GPU) whenever the total changes.
-        self.rows: list[tuple[int, int]] = []
+        self.rows = StepSeries(2)
 
     def sample(self, now: int) -> None:
         """Record the meter's stranded total if it changed (call after ``FragmentationMeter.sample``)."""
-        total = round(float(self.meter.totals[5]))
-        if self.rows and self.rows[-1][1] == total:
-            return
-        if self.rows and self.rows[-1][0] == now:
-            self.rows[-1] = (now, total)
-        else:
-            self.rows.append((now, total))
+        self.rows.record(now, (round(float(self.meter.totals[5])),))

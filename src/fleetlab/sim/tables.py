@@ -21,6 +21,7 @@ from fleetlab.sim.result import (
     SimulationResult,
     Timeline,
 )
+from fleetlab.sim.step_series import StepSeries
 from fleetlab.sim.usage_meter import COLUMNS as USAGE_COLUMNS
 
 if TYPE_CHECKING:
@@ -141,9 +142,25 @@ def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = Non
     )
 
 
+#: The simulator's timeline row: the time, the allocation counters, then the usage meter's columns.
+TIMELINE_COLUMNS = (
+    "t_ms",
+    "allocated_gpus",
+    "total_gpus",
+    "whole_free_gpu_nodes",
+    "gpu_nodes",
+    *USAGE_COLUMNS,
+)
+
+
+def new_timeline() -> StepSeries:
+    """An empty timeline of TIMELINE_COLUMNS rows."""
+    return StepSeries(len(TIMELINE_COLUMNS))
+
+
 def timeline(sim: Simulator) -> Timeline:
     """The cluster's GPU totals after each step that changed them."""
-    rows = np.asarray(sim.timeline, dtype=np.int64).reshape(-1, 5 + len(USAGE_COLUMNS))
+    rows = sim.timeline.rows()
     return Timeline(
         t_ms=rows[:, 0].copy(),
         allocated_gpus=rows[:, 1].copy(),
