@@ -4,11 +4,12 @@ only, in a session of its own so that stopping it signals that process group and
 Loopback only: ``--node-ip-address=127.0.0.1`` alone is not enough, because on Linux ``ray start`` turns
 a loopback address into the machine's own one (``resolve_ip_for_localhost``) and the GCS, raylet and
 client server then listen there. ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` puts the head in Ray's
-single-machine mode: node address 127.0.0.1, every server bound to it, and no other node may join.
+single-machine mode: node address 127.0.0.1 and every server bound to it, out of other machines' reach.
 
-tests/test_ray_engine.py starts one with ``FLEETLAB_RAY_TESTS=1``; .ci/run starts one before the suite:
+tests/test_ray_engine.py starts one with ``FLEETLAB_RAY_TESTS=1``; .ci/with-ray-head (used by .ci/run
+and .ci/run-min) starts one around the suite:
 
-    python tests/ray_head.py start DIR [--timeout S]  ->  prints "PGID ray://127.0.0.1:PORT TEMP_DIR"
+    python tests/ray_head.py start DIR [--timeout S] [--lock-wait S]  ->  "PGID ray://127.0.0.1:PORT DIR"
     python tests/ray_head.py stop PGID TEMP_DIR
 """
 
