@@ -4,11 +4,12 @@ only, in a session of its own so that stopping it signals that process group and
 Loopback only: ``--node-ip-address=127.0.0.1`` alone is not enough, because on Linux ``ray start`` turns
 a loopback address into the machine's own one (``resolve_ip_for_localhost``) and the GCS, raylet and
 client server then listen there. ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` puts the head in Ray's
-single-machine mode: node address 127.0.0.1, every server bound to it, and no other node may join.
+single-machine mode: node address 127.0.0.1 and every server bound to it, out of other machines' reach.
 
-tests/test_ray_engine.py starts one with ``FLEETLAB_RAY_TESTS=1``; .ci/run starts one before the suite:
+tests/test_ray_engine.py starts one with ``FLEETLAB_RAY_TESTS=1``; .ci/with-ray-head (used by .ci/run
+and .ci/run-min) starts one around the suite:
 
-    python tests/ray_head.py start DIR [--timeout S]  ->  prints "PGID ray://127.0.0.1:PORT TEMP_DIR"
+    python tests/ray_head.py start DIR [--timeout S] [--lock-wait S]  ->  "PGID ray://127.0.0.1:PORT DIR"
     python tests/ray_head.py stop PGID TEMP_DIR
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -45,6 +47,10 @@ def answer():
 assert ray.get(answer.remote(), timeout=60) == 42
 """
 SOCKET_PATH_MAX = 107  # sun_path; Ray's longest socket is about 64 bytes below its temp dir
+#: Held (flock) by each head started here for its whole life. Ray Client gives every client a server of
+#: its own on 127.0.0.1, port 23000-23999 counted from 23000 by each head, with SO_REUSEPORT: two heads
+#: on one machine can hand a client the other head's server (seen as a Ray version mismatch).
+MACHINE_LOCK = Path(tempfile.gettempdir()) / "fleetlab-test-ray-head.lock"
 
 
 class HeadError(Exception):
@@ -72,9 +78,19 @@ def ray_command() -> str | None:
     return str(beside) if beside.exists() else shutil.which("ray")
 
 
-def start(temp_dir: Path, timeout_s: float = 180.0, num_cpus: int = 2) -> RayHead:
+def _outside_env() -> dict[str, str]:
+    """This environment without RAY_ADDRESS and without the variables by which Ray's own code detects
+    that it runs under a test (PYTEST_CURRENT_TEST, BUILDKITE): under them Ray's workers raise where
+    they fall back in production (e.g. Ray 2.9 serialising an Arrow string column)."""
+    hidden = {"RAY_ADDRESS", "PYTEST_CURRENT_TEST", "BUILDKITE"}
+    return {k: v for k, v in os.environ.items() if k not in hidden}
+
+
+def start(temp_dir: Path, timeout_s: float = 180.0, num_cpus: int = 2, lock_wait_s: float = 900.0) -> RayHead:
     """Start a head with its files in ``temp_dir`` (new or empty; a short folder under /tmp instead when
-    its path is too long for Ray's Unix sockets) and wait until a Ray Client can run a task on it."""
+    its path is too long for Ray's Unix sockets) and wait until a Ray Client can run a task on it.
+
+    One such head per machine at a time (see MACHINE_LOCK): a second waits up to ``lock_wait_s``."""
     ray = ray_command()
     if ray is None:
         raise HeadError("the ray command is not installed: pip install 'fleetlab[ray]'")
@@ -83,18 +99,22 @@ def start(temp_dir: Path, timeout_s: float = 180.0, num_cpus: int = 2) -> RayHea
         temp_dir = Path(tempfile.mkdtemp(prefix="fl-ray-", dir="/tmp"))
     elif temp_dir.exists() and (not temp_dir.is_dir() or any(temp_dir.iterdir())):
         raise HeadError(f"Ray temp dir {temp_dir}: exists and is not an empty folder")
-    temp_dir.mkdir(parents=True, exist_ok=True)
-    gcs, client = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | HEAD_ENV
-    log_path = temp_dir / "ray-start.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={gcs}",
-             f"--ray-client-server-port={client}", f"--num-cpus={num_cpus}", "--num-gpus=0",
-             "--object-store-memory=200000000", "--include-dashboard=false", "--disable-usage-stats",
-             f"--temp-dir={temp_dir}"],
-            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+    lock = _machine_lock(lock_wait_s)
+    try:
+        temp_dir.mkdir(parents=True, exist_ok=True)
+        gcs, client = free_port(), free_port()
+        log_path = temp_dir / "ray-start.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={gcs}",
+                 f"--ray-client-server-port={client}", f"--num-cpus={num_cpus}", "--num-gpus=0",
+                 "--object-store-memory=200000000", "--include-dashboard=false", "--disable-usage-stats",
+                 f"--temp-dir={temp_dir}"],
+                env=_outside_env() | HEAD_ENV, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, pass_fds=(lock,),  # the head holds the machine lock while it lives
+            )  # fmt: skip
+    finally:
+        os.close(lock)
     head = RayHead(process.pid, f"ray://127.0.0.1:{client}", temp_dir)
     try:
         _wait_until_answering(head, process, log_path, time.monotonic() + timeout_s, timeout_s)
@@ -103,6 +123,30 @@ def start(temp_dir: Path, timeout_s: float = 180.0, num_cpus: int = 2) -> RayHea
         process.wait()
         raise
     return head
+
+
+def _machine_lock(wait_s: float) -> int:
+    """An open descriptor of MACHINE_LOCK holding its exclusive lock, taken within ``wait_s``."""
+    fd = os.open(MACHINE_LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
+    deadline = time.monotonic() + wait_s
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise HeadError(
+                    f"another test Ray head has held {MACHINE_LOCK} for over {wait_s:.0f} s; two heads on "
+                    "one machine can hand a Ray Client the other head's server (ports 23000-23999)"
+                ) from None
+            if not said:
+                print(
+                    f"ray head: waiting for another test Ray head to stop ({MACHINE_LOCK})", file=sys.stderr
+                )
+                said = True
+            time.sleep(1.0)
 
 
 def _wait_until_answering(
@@ -121,7 +165,7 @@ def _wait_until_answering(
         try:
             probe = subprocess.run(
                 [sys.executable, "-c", PROBE, head.address],
-                env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+                env=_outside_env(),
                 capture_output=True, timeout=max(1.0, deadline - time.monotonic()),
             )  # fmt: skip
         except subprocess.TimeoutExpired:
@@ -190,6 +234,9 @@ def main(argv: list[str]) -> int:
     start_cmd.add_argument("temp_dir", type=Path, help="Ray's temp dir: a new or empty folder")
     start_cmd.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for a client")
     start_cmd.add_argument("--num-cpus", type=int, default=2)
+    start_cmd.add_argument(
+        "--lock-wait", type=float, default=900.0, help="seconds to wait for another test head to stop"
+    )
     stop_cmd = commands.add_parser("stop", help="stop the head whose process group is PGID")
     stop_cmd.add_argument("pgid", type=int)
     stop_cmd.add_argument("temp_dir", type=Path, help="its temp dir, removed")
@@ -198,7 +245,7 @@ def main(argv: list[str]) -> int:
         stop(RayHead(args.pgid, "", args.temp_dir))
         return 0
     try:
-        head = start(args.temp_dir, args.timeout, args.num_cpus)
+        head = start(args.temp_dir, args.timeout, args.num_cpus, args.lock_wait)
     except HeadError as exc:
         print(f"ray head: {exc}", file=sys.stderr)
         return 1
