@@ -170,6 +170,15 @@ def test_take_slice_index_and_concat() -> None:
     )
 
 
+def test_take_in_the_same_order_shares_the_id_column() -> None:
+    """Jobs already in submit order: the identity take keeps every job and reuses the (immutable) ids."""
+    table = generated(20)
+    same = table.take(np.arange(len(table)))
+    assert same.ids is table.ids and list(same) == list(table)
+    shorter = table.take(np.arange(len(table) - 1))
+    assert shorter.ids is not table.ids and list(shorter) == list(table)[:-1]
+
+
 def test_from_jobs_keeps_each_job_and_columns_match() -> None:
     jobs = list(generated(50))
     table = JobTable.from_jobs(jobs)

@@ -108,6 +108,31 @@ def test_flavor_node_labels_steer_pods() -> None:
     assert result.nodes.pool[int(result.pods.node[0])] == "b"
 
 
+def test_same_pod_spec_admitted_on_two_flavors_gets_each_flavors_labels() -> None:
+    """Two jobs with one pod spec: the ClusterQueue's first flavor (pool a, 1 GPU of quota) takes the first,
+    the second flavor (pool b) the other; each job's pods carry their own flavor's nodeLabels."""
+    flavors = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {"nodeLabels": {"fleetlab.io/pool": name}},
+        }
+        for name in ("a", "b")
+    ]
+    queue = _cq("team-a", 1, None, flavor="a")
+    first = queue["spec"]["resourceGroups"][0]["flavors"][0]
+    queue["spec"]["resourceGroups"][0]["flavors"].append({**first, "name": "b"})
+    objects = [*flavors, queue, _objects()[3]]
+    resolved = scenario(
+        [pool(name="a", count=1), pool(name="b", count=1)],
+        [job(f"x{i}", gpus=1, runtime=100, queue="q", namespace="a") for i in range(2)],
+        kueue=objects,
+    )
+    result = run_one(resolved, "least-allocated").result
+    assert [result.nodes.pool[int(n)] for n in result.pods.node] == ["a", "b"]
+
+
 def test_unknown_local_queue_is_a_clear_error() -> None:
     """A job naming a LocalQueue that does not exist in its namespace is refused with the job id."""
     with pytest.raises(ValueError, match=r"ghost.*a/nope"):

@@ -9,6 +9,7 @@ changes, for the time-weighted quota report.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -121,11 +122,17 @@ class KueueBridge:
             )
         )
 
-    def spec_for(self, base: PodSpec, admission: Admission) -> PodSpec:
-        """The pod spec with the admitted flavors' node labels and tolerations injected."""
+    @staticmethod
+    def flavor_names(admission: Admission) -> tuple[str, ...]:
+        """The distinct flavors assigned to the job's podset, sorted: all ``spec_for`` depends on."""
+        return tuple(sorted(set(admission.flavors.get(PODSET, {}).values())))
+
+    def spec_for(self, base: PodSpec, flavor_names: Iterable[str]) -> PodSpec:
+        """The pod spec with the admitted flavors' node labels and tolerations injected, flavor by flavor
+        in the order given (the sorted distinct flavors of the job's podset)."""
         selector = dict(base.node_selector)
         tolerations = list(base.tolerations)
-        for flavor_name in sorted(set(admission.flavors.get(PODSET, {}).values())):
+        for flavor_name in flavor_names:
             flavor = self.flavors.get(flavor_name)
             if flavor is None:
                 continue

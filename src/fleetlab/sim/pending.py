@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from fleetlab.model.job import Job
 from fleetlab.model.resources import format_amount
@@ -186,12 +184,15 @@ def pending_at_end(sim: Simulator) -> list[PendingJob]:
     if sim.kueue is not None:
         pending.extend(sim.kueue.pending_jobs(sim))
     pending.sort(key=lambda p: p.job_id)
-    return _with_gpu_memory_notes(sim, pending)
+    return _with_gpu_memory_notes(sim, pending) if pending else pending
 
 
 def _with_gpu_memory_notes(sim: Simulator, pending: list[PendingJob]) -> list[PendingJob]:
     """Name the GPU memory as the reason where a job's declared gpu_memory exceeds every node's GPUs."""
     from dataclasses import replace
+
+    import pyarrow as pa
+    import pyarrow.compute as pc  # imported here: a run that leaves no job pending never needs it
 
     from fleetlab.sim.specs import gpu_memory_note, largest_gpu_memory_mib
 

@@ -166,6 +166,8 @@ class Simulator:
         self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.pods_done = np.zeros(n_jobs, dtype=np.int64)
         self.spec_override: dict[int, PodSpec] = {}
+        #: (spec key, admitted flavors) -> the pod spec Kueue's flavors turn the job's spec into.
+        self._admitted_spec: dict[tuple[int, tuple[str, ...]], PodSpec] = {}
         self._dirty = False
         self.bound_pods = 0
         self.last_completion_ms = 0
@@ -452,9 +454,13 @@ class Simulator:
     def admitted(self, job_index: int, admission: Admission) -> None:
         """Kueue admitted the job: inject its flavors and send its pods to kube-scheduler."""
         assert self.kueue is not None
-        self.spec_override[job_index] = self.kueue.spec_for(
-            pod_spec(self.jobs[job_index], self.label_everyone), admission
-        )
+        flavors = self.kueue.flavor_names(admission)
+        key = (self._spec_key[job_index], flavors)
+        spec = self._admitted_spec.get(key)
+        if spec is None:  # same spec key and same flavors give the same pod spec: build it once
+            spec = self.kueue.spec_for(pod_spec(self.jobs[job_index], self.label_everyone), flavors)
+            self._admitted_spec[key] = spec
+        self.spec_override[job_index] = spec
         self.job_spec[job_index] = -1
         self.admitted_ms[job_index] = self.now
         if self.quota_since_ms[job_index] >= 0:
