@@ -169,8 +169,9 @@ class FragmentationMeter:
         out[:, 5] = np.where(usable, 0, free).sum(axis=1)
         return out
 
-    def sample(self, now: int) -> None:
-        """Bring the changed nodes' terms up to date and record the totals if they changed."""
+    def sample(self, now: int) -> bool:
+        """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
+        since the last sample (the totals are unchanged)."""
         state = self.sim.state
         if state.topology_generation != self.generation:
             self.generation = state.topology_generation
@@ -193,6 +194,7 @@ class FragmentationMeter:
             self.totals = self.totals + (new[ready] - self.terms[rows][ready]).sum(axis=0)
             self.terms[rows] = new
         elif self.rows:
-            return
+            return False
         idle, stranded, partial, frag, used, _ = self.totals.tolist()
         self.rows.record(now, (round(idle), round(stranded), round(partial), round(frag), round(used)))
+        return True

@@ -171,8 +171,8 @@ class GpuTenancy:
             kills, self.to_kill = self.to_kill, []
             for pod in kills:
                 self._fail(pod)
-        self.meter.sample(self.sim.now)
-        self.stranded.sample(self.sim.now)
+        if self.meter.sample(self.sim.now):  # unchanged totals: the stranded total is unchanged too
+            self.stranded.sample(self.sim.now)
 
     def _fail(self, pod: int) -> None:
         """The OOM-killed pod fails (no retry), with every pod of a gang; Kueue sees the job finish."""

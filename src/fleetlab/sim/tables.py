@@ -160,14 +160,14 @@ def new_timeline() -> StepSeries:
 
 def timeline(sim: Simulator) -> Timeline:
     """The cluster's GPU totals after each step that changed them."""
-    rows = sim.timeline.rows()
+    cols = sim.timeline.columns()
     return Timeline(
-        t_ms=rows[:, 0].copy(),
-        allocated_gpus=rows[:, 1].copy(),
-        total_gpus=rows[:, 2].copy(),
-        whole_free_gpu_nodes=rows[:, 3].copy(),
-        gpu_nodes=rows[:, 4].copy(),
-        usage={name: rows[:, 5 + k].copy() for k, name in enumerate(USAGE_COLUMNS)},
+        t_ms=cols[0],
+        allocated_gpus=cols[1],
+        total_gpus=cols[2],
+        whole_free_gpu_nodes=cols[3],
+        gpu_nodes=cols[4],
+        usage={name: cols[5 + k] for k, name in enumerate(USAGE_COLUMNS)},
     )
 
 
