@@ -10,7 +10,6 @@ from fleetlab.model.resources import format_amount
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.placement.feasibility import unsatisfiable
-from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.profiles import (
     PRESETS,
     SHARE_POLICY_DESCRIPTIONS,
@@ -63,11 +62,7 @@ def profile_for(resolved: ResolvedScenario, policy: str | None) -> Profile:
 def preflight(resolved: ResolvedScenario, profile: Profile) -> list[str]:
     """Warnings for jobs whose pods no node type could ever satisfy."""
     nodes = build_nodes(resolved)
-    interned: dict[PodSpec, PodSpec] = {}  # one object per distinct spec, not one per job
-    specs: list[tuple[str, PodSpec]] = []
-    for job in resolved.jobs:
-        spec = pod_spec(job)
-        specs.append((job.id, interned.setdefault(spec, spec)))
+    specs = [(job.id, pod_spec(job)) for job in resolved.jobs]
     bad = unsatisfiable(nodes, specs, profile, resolved.scenario.cluster.extended_resource_toleration)
     out: list[str] = []
     for spec, ids in bad.items():
