@@ -78,6 +78,15 @@ def test_incremental_equals_rebuild(
             fresh = scheduler._rebuild(pod)
             assert np.array_equal(inc.fits, fresh.fits)
             assert np.array_equal(inc.local, fresh.local)
+            assert inc.n_fit == fresh.n_fit == int(np.count_nonzero(fresh.fits))
+        for node in range(state.n):  # a cached usage key is the node's usage now
+            key = state.usage_key[node]
+            if key is not None:
+                assert key == (
+                    state.alloc_class[node],
+                    tuple(state.requested[node].tolist()),
+                    tuple(state.nonzero_requested[node].tolist()),
+                )
 
 
 ints = st.integers(0, 10**7)

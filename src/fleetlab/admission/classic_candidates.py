@@ -168,20 +168,26 @@ def build_candidates(
     """Upstream ``NewCandidateIterator``: same-queue, hierarchy and priority candidates, ordered."""
     tree = manager.tree
     policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
+    node = tree.cluster_queue(cluster_queue)
+    takes_from_cohort = node.parent is not None and policy.reclaim_within_cohort != "Never"
+    if policy.within_cluster_queue == "Never" and not takes_from_cohort:
+        return CandidateList(tree, cluster_queue, [], frs, 0, 0)  # the policies allow taking from no one
     bwc = policy.borrow_within_cohort
     bwc_on = bwc is not None and bwc.policy != "Never"
     threshold = bwc.max_priority_threshold if bwc_on and bwc is not None else None
-    by_queue: dict[str, list[tuple[str, AdmittedWorkload]]] = {}
-    for wid, aw in sorted(manager.admitted_workloads().items()):
-        if any(aw.usage.get(fr, 0) > 0 for fr in frs):
-            by_queue.setdefault(aw.cluster_queue, []).append((wid, aw))
     requested = manager.requested_victims()
+
+    def using(name: str) -> list[AdmittedWorkload]:
+        """Admitted workloads of ClusterQueue ``name`` that use one of ``frs``, by id (read only when a
+        policy lets the preemptor take from that queue)."""
+        return [aw for aw in manager.admitted_in(name) if any(aw.usage.get(fr, 0) > 0 for fr in frs)]
 
     def from_queue(name: str, lca: Node | None, advantage: bool) -> list[ClassifiedCandidate]:
         out: list[ClassifiedCandidate] = []
         own = name == cluster_queue
         rule = policy.within_cluster_queue if own else policy.reclaim_within_cohort
-        for wid, aw in by_queue.get(name, []):
+        for aw in using(name):
+            wid = aw.workload.id
             prio, created = aw.workload.priority, aw.workload.created_ms
             if not _allowed(rule, workload.priority, preemptor_ts, prio, created):
                 continue
@@ -211,7 +217,6 @@ def build_candidates(
     same = [] if policy.within_cluster_queue == "Never" else from_queue(cluster_queue, None, False)
     hierarchy: list[ClassifiedCandidate] = []
     by_priority: list[ClassifiedCandidate] = []
-    node = tree.cluster_queue(cluster_queue)
 
     def collect(
         current: Node, root: Node, skip: Node | None, advantage: bool, out: list[ClassifiedCandidate]
@@ -225,7 +230,7 @@ def build_candidates(
             if child is not node and not within_nominal(child, frs):
                 out.extend(from_queue(child.name, root, advantage))
 
-    if node.parent is not None and policy.reclaim_within_cohort != "Never":
+    if takes_from_cohort:
         advantage, remaining = quantities_fit_in_quota(tree, node, requests)
         previous: Node | None = None
         subtree: Node | None = node.parent

@@ -314,10 +314,14 @@ def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetReques
       "flavor F doesn't match node affinity"."""
     if podset is None:
         return None
-    all_tolerations = (*podset.tolerations, *rules.flavor_tolerations.get(flavor, ()))
-    taint = first_untolerated(rules.flavor_taints.get(flavor, ()), all_tolerations)
-    if taint is not None:
-        return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor}"
+    taints = rules.flavor_taints.get(flavor, ())
+    if taints:
+        all_tolerations = (*podset.tolerations, *rules.flavor_tolerations.get(flavor, ()))
+        taint = first_untolerated(taints, all_tolerations)
+        if taint is not None:
+            return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor}"
+    if not podset.node_selector and not podset.required_terms:
+        return None
     labels = rules.flavor_labels.get(flavor, {})
     if any(k in labels and labels[k] != v for k, v in podset.node_selector):
         return f"flavor {flavor} doesn't match node affinity"

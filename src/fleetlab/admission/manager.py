@@ -170,6 +170,7 @@ class Nominee:
     targets: tuple[str, ...] = ()
     seq: int = 0
     requeue_reason: str = ""
+    #: Why it was not admitted when that is not the assignment's own message (built only when needed).
     message: str = ""
 
 
@@ -264,6 +265,8 @@ class AdmissionManager:
         self._generation: dict[int, int] = dict.fromkeys(self._members, 0)
         self._preemption: PreemptionStrategy = preemption or NoPreemption()
         self._tracked: dict[str, _Tracked] = {}
+        #: Admitted workloads per ClusterQueue (by id), so preemption reads the queues it may take from.
+        self._admitted: dict[str, dict[str, _Tracked]] = {name: {} for name in self._queues}
         self._seq = 0
         self._requests: list[PreemptionRequest] = []
         self._requested_victims: set[str] = set()
@@ -289,6 +292,16 @@ class AdmissionManager:
             for wid, t in self._tracked.items()
             if t.state == "admitted" and t.admission is not None
         }
+
+    def admitted_in(self, cluster_queue: str) -> list[AdmittedWorkload]:
+        """The admitted workloads of one ClusterQueue, by id: candidate search reads only the queues its
+        policies allow taking from, instead of every admitted workload at every nomination."""
+        group = self._admitted.get(cluster_queue, {})
+        return [
+            AdmittedWorkload(t.workload, t.cluster_queue, t.usage, t.admission)
+            for wid, t in sorted(group.items())
+            if t.admission is not None
+        ]
 
     def requested_victims(self) -> frozenset[str]:
         """Workloads already asked to be evicted and not yet released (Kueue orders them first)."""
@@ -345,6 +358,7 @@ class AdmissionManager:
         self._generation[id(self._root_of[cluster_queue])] += 1
         tracked.state, tracked.usage = "admitted", usage
         tracked.admission = Admission(workload.id, cluster_queue, flavors, False, now_ms)
+        self._admitted[tracked.cluster_queue][workload.id] = tracked
 
     def finish(self, workload_id: str) -> None:
         """The workload is done (or deleted): its quota is released, or it leaves the queue if pending."""
@@ -387,6 +401,7 @@ class AdmissionManager:
     def _release(self, tracked: _Tracked) -> None:
         """Free quota; like Kueue's QueueInadmissibleWorkloads, set-aside heads of the tree get a new try."""
         self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
+        self._admitted[tracked.cluster_queue].pop(tracked.workload.id, None)
         root = id(self._root_of[tracked.cluster_queue])
         self._generation[root] += 1
         for name in self._members[root]:
@@ -422,7 +437,6 @@ class AdmissionManager:
 
         assignment = assign_flavors(self.tree, self.rules[cq], wl.podsets, hook)
         nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
-        nominee.message = assignment.message()
         if assignment.mode == AssignmentMode.PREEMPT:
             nominee.targets = tuple(self._preemption.targets(self, nominee))
         return nominee
@@ -519,7 +533,10 @@ class AdmissionManager:
             entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, OVERLAPPING_TARGETS
             return None
         victims = {t: (self._tracked[t].cluster_queue, self._tracked[t].usage) for t in entry.targets}
-        with self.tree.simulate_removal([*preempted.values(), *victims.values()]):
+        if preempted or victims:
+            with self.tree.simulate_removal([*preempted.values(), *victims.values()]):
+                fits = self.tree.fits(cq, entry.assignment.usage)
+        else:
             fits = self.tree.fits(cq, entry.assignment.usage)
         if not fits:
             entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, NO_LONGER_FITS
@@ -534,7 +551,9 @@ class AdmissionManager:
             if new:
                 self._requests.append(PreemptionRequest(entry.workload.id, cq, new, now_ms))
             entry.requeue_reason = _PENDING_PREEMPTION
-            entry.message += f". Pending the preemption of {len(entry.targets)} workload(s)"
+            entry.message = (
+                f"{entry.assignment.message()}. Pending the preemption of {len(entry.targets)} workload(s)"
+            )
             return None
         self.tree.add_cq_usage(cq, usage)
         self._generation[id(self._root_of[cq])] += 1
@@ -544,12 +563,13 @@ class AdmissionManager:
             entry.workload.id, cq, entry.assignment.flavors(), entry.assignment.borrowing > 0, now_ms
         )
         tracked.state, tracked.admission, tracked.usage, tracked.message = "admitted", admission, usage, ""
+        self._admitted[cq][entry.workload.id] = tracked
         return admission
 
     def _requeue(self, entry: Nominee, generation: int) -> None:
         """Upstream ``RequeueIfNotPresent``: keep the head, or set it aside until quota is released."""
         tracked = self._tracked[entry.workload.id]
-        tracked.message = entry.message
+        tracked.message = entry.message or entry.assignment.message()
         queue = self._queues[entry.cluster_queue]
         reason = entry.requeue_reason
         queue.sticky = entry.workload.id if reason == _PENDING_PREEMPTION else None

@@ -180,10 +180,29 @@ class RayEngine:
             while running:
                 done, running[:] = ray.wait(running, num_returns=1)
                 submit()
-                yield ray.get(done[0])
+                try:
+                    result = ray.get(done[0])
+                except ray.exceptions.RayError as exc:
+                    raise ray_failure(exc) from None
+                yield result
         finally:
             for ref in running:
                 ray.cancel(ref)
+
+
+def ray_failure(exc: Exception) -> Exception:
+    """What a failed Ray task raises here: the task's own exception, as the local engine raises it (Ray's
+    wrapper's text is a remote traceback); an EngineError when the cluster could not run it at all."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, ImportError):
+        return EngineError(
+            f"a Ray worker cannot import {cause.name or cause}: the cluster's Python environment needs "
+            "fleetlab's dependencies (numpy, pydantic, pyarrow, PyYAML, ...)"
+        )
+    if isinstance(cause, Exception):
+        return cause
+    first_line = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return EngineError(f"a Ray task failed ({type(exc).__name__}): {first_line}")
 
 
 def make_engine(name: str, jobs: int | None = None, address: str | None = None) -> Engine:

@@ -35,7 +35,7 @@ from fleetlab.experiment.store import (
     write_json_atomic,
     write_run_files,
 )
-from fleetlab.model.job import Job
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import resolve
@@ -78,7 +78,7 @@ def resolve_variant(variant: Variant, seed: int, label: str) -> ResolvedScenario
     return resolve(scenario, f"{label} (variant {variant.name!r})", base)
 
 
-def execute_run(task: RunTask, jobs: tuple[Job, ...] | None = None) -> RunFiles:
+def execute_run(task: RunTask, jobs: JobTable | None = None) -> RunFiles:
     """Simulate one run and return its record and tables (runs in a worker; the driver writes them).
 
     ``jobs``: the workload materialised by the driver (with ``task.source`` and ``task.warnings``), so the
@@ -119,9 +119,9 @@ def _workload_key(variant: Variant) -> str | None:
 
 def ship_workloads(experiment: Experiment, tasks: list[RunTask]) -> tuple[list[RunTask], list[Any]]:
     """Materialise each distinct non-generated workload once; the tasks get its source and warnings and
-    a shared jobs tuple each (None for generated workloads)."""
-    by_key: dict[str, tuple[Job, ...]] = {}
-    per_variant: dict[str, tuple[tuple[Job, ...], str, tuple[str, ...]] | None] = {}
+    a shared JobTable each (None for generated workloads), which pickles as its columns and templates."""
+    by_key: dict[str, JobTable] = {}
+    per_variant: dict[str, tuple[JobTable, str, tuple[str, ...]] | None] = {}
     for variant in experiment.variants:
         key = _workload_key(variant)
         if key is None:

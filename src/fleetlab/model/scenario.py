@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, overload
 
-from pydantic import field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, field_validator, model_validator
 
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
@@ -67,22 +68,38 @@ class Scenario(SpecModel):
         return self
 
 
+@overload
 def apply_priority_classes(
-    jobs: list[Job], classes: tuple[PriorityClass, ...], workload_classes: Mapping[str, int] | None = None
-) -> list[Job]:
+    jobs: JobTable, classes: tuple[PriorityClass, ...], workload_classes: Mapping[str, int] | None = None
+) -> JobTable: ...
+
+
+@overload
+def apply_priority_classes(
+    jobs: list[Job] | tuple[Job, ...],
+    classes: tuple[PriorityClass, ...],
+    workload_classes: Mapping[str, int] | None = None,
+) -> list[Job]: ...
+
+
+def apply_priority_classes(
+    jobs: Sequence[Job], classes: tuple[PriorityClass, ...], workload_classes: Mapping[str, int] | None = None
+) -> JobTable | list[Job]:
     """Set each job's priority (and preemptionPolicy) from its PriorityClass, or the globalDefault one.
 
     Like the Priority admission plugin: a named class must exist; without a name, the globalDefault class
     applies to jobs that give no priority of their own (priority 0). A name with no PriorityClass may be a
     Kueue WorkloadPriorityClass (``workload_classes``: name -> value), which sets the priority only.
+    A JobTable's templates are changed (priority and class are template fields), not each job.
     """
     by_name = {c.name: c for c in classes}
     kueue_classes = dict(workload_classes or {})
     default = next((c for c in classes if c.global_default), None)
+    shapes = jobs.templates if isinstance(jobs, JobTable) else jobs
     unknown = sorted(
         {
             j.priority_class_name
-            for j in jobs
+            for j in shapes
             if j.priority_class_name
             and j.priority_class_name not in by_name
             and j.priority_class_name not in kueue_classes
@@ -92,24 +109,32 @@ def apply_priority_classes(
         raise ValueError(
             f"unknown priorityClassName {', '.join(unknown)}; defined: {', '.join(sorted(by_name)) or 'none'}"
         )
-    out: list[Job] = []
-    for job in jobs:
+
+    def with_class(job: Job) -> Job:
         cls = by_name.get(job.priority_class_name) if job.priority_class_name else None
         if cls is None and job.priority_class_name in kueue_classes:
-            out.append(job.model_copy(update={"priority": kueue_classes[job.priority_class_name]}))
-            continue
+            return job.model_copy(update={"priority": kueue_classes[job.priority_class_name]})
         if cls is None and default is not None and job.priority == 0:
             cls = default
         if cls is not None:
             job = job.model_copy(update={"priority": cls.value, "preemption_policy": cls.preemption_policy})
-        out.append(job)
-    return out
+        return job
+
+    if isinstance(jobs, JobTable):
+        return jobs.map_templates(with_class)
+    return [with_class(job) for job in jobs]
 
 
-def check_job_queues(jobs: tuple[Job, ...] | list[Job], kueue: QueueConfig | None) -> None:
+def check_job_queues(jobs: Sequence[Job], kueue: QueueConfig | None) -> None:
     """Every job's ``queue`` must name a LocalQueue in the job's namespace."""
     known = {(q.metadata.namespace, q.name) for q in kueue.local_queues} if kueue is not None else set()
-    bad = [job for job in jobs if job.queue is not None and (job.namespace, job.queue) not in known]
+
+    def unknown(job: Job) -> bool:
+        return job.queue is not None and (job.namespace, job.queue) not in known
+
+    if isinstance(jobs, JobTable) and not any(unknown(t) for t in jobs.templates):
+        return  # queue and namespace are template fields: no template names an unknown queue
+    bad = [job for job in jobs if unknown(job)]
     if bad:
         shown = ", ".join(f"{j.id} ({j.namespace}/{j.queue})" for j in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
@@ -117,10 +142,22 @@ def check_job_queues(jobs: tuple[Job, ...] | list[Job], kueue: QueueConfig | Non
         raise ValueError(f"job(s) {shown}{more} name a queue but {where}")
 
 
+def _job_table(value: Any) -> Any:
+    """Jobs given as a list or tuple of Job become a JobTable (anything else is left to pydantic)."""
+    if isinstance(value, list | tuple) and all(isinstance(job, Job) for job in value):
+        return JobTable.from_jobs(value)
+    return value
+
+
 class ResolvedScenario(SpecModel):
     """A scenario with its workload materialised into a concrete, sorted job list."""
 
+    model_config = ConfigDict(
+        frozen=True, allow_inf_nan=False, extra="forbid", populate_by_name=True, arbitrary_types_allowed=True
+    )
+
     scenario: Scenario
-    jobs: tuple[Job, ...]
+    #: The jobs as columns; a list or tuple of Job given here becomes a JobTable.
+    jobs: Annotated[JobTable, BeforeValidator(_job_table)]
     source: str = "<inline>"
     warnings: tuple[str, ...] = ()

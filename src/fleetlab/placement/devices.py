@@ -193,16 +193,43 @@ class GpuDevices:
     # -- whole GPUs, replicas, MIG instances ---------------------------------------------------------
     def take_whole(self, node: int, count: int) -> Holding:
         """The ``count`` lowest-index idle plain GPUs."""
+        if count <= 0:
+            return Holding(PLAIN, (), MILLI_PER_GPU, 0)
         cap, pods = self.milli_cap[node].tolist(), self.pods[node].tolist()  # one short row: plain lists
-        idle = [g for g, (c, p) in enumerate(zip(cap, pods, strict=True)) if c > 0 and p == 0]
-        if len(idle) < count:
-            raise RuntimeError(f"internal error: node {node} has {len(idle)} idle GPUs, {count} wanted")
-        gpus = idle[:count]
+        gpus: list[int] = []
+        for g, c in enumerate(cap):
+            if c > 0 and pods[g] == 0:
+                gpus.append(g)
+                if len(gpus) == count:
+                    break
+        else:
+            raise RuntimeError(f"internal error: node {node} has {len(gpus)} idle GPUs, {count} wanted")
         self._rows.pop(node, None)
-        self.milli_used[node, gpus] = self.milli_cap[node, gpus]
-        self.mem_used[node, gpus] = self.mem_cap[node, gpus]
-        self.pods[node, gpus] += 1
+        self._set_whole(node, gpus, taken=True)
         return Holding(PLAIN, tuple(gpus), MILLI_PER_GPU, 0)
+
+    def _set_whole(self, node: int, gpus: Sequence[int], taken: bool) -> None:
+        """Mark whole plain GPUs of one node used (``taken``) or idle: one slice per array when they are
+        adjacent (the usual case), else one element at a time (cheaper than fancy indexing for a few)."""
+        if not gpus:
+            return
+        milli_used, mem_used, pods = self.milli_used[node], self.mem_used[node], self.pods[node]
+        first, last = gpus[0], gpus[-1] + 1
+        step = 1 if taken else -1
+        if last - first == len(gpus):
+            if taken:
+                milli_used[first:last] = self.milli_cap[node, first:last]
+                mem_used[first:last] = self.mem_cap[node, first:last]
+            else:
+                milli_used[first:last] = 0
+                mem_used[first:last] = 0
+            pods[first:last] += step
+            return
+        milli_cap, mem_cap = self.milli_cap[node], self.mem_cap[node]
+        for g in gpus:
+            milli_used[g] = milli_cap[g] if taken else 0
+            mem_used[g] = mem_cap[g] if taken else 0
+            pods[g] += step
 
     def take_replicas(self, node: int, count: int) -> Holding:
         """``count`` replicas, each from the GPU with the fewest handed out (lowest index on ties)."""
@@ -251,9 +278,7 @@ class GpuDevices:
             self.pods[node, gpu] -= 1
             return bool(self.pods[node, gpu] == 0)
         self._rows.pop(node, None)
-        self.milli_used[node, gpus] = 0
-        self.mem_used[node, gpus] = 0
-        self.pods[node, gpus] -= 1
+        self._set_whole(node, gpus, taken=False)
         return False
 
     # -- summaries -----------------------------------------------------------------------------------

@@ -161,6 +161,11 @@ class ScorePlugin(ABC):
     name: ClassVar[str]
     per_node: ClassVar[bool] = False
 
+    def uniform_for(self, state: ClusterState, pod: CompiledPod) -> bool:
+        """True when, for this pod, the plugin skips or gives every node one score whatever the cluster's
+        usage, so it can never change a choice and the scheduler need not ask it (False when unsure)."""
+        return False
+
     def score_one(self, state: ClusterState, pod: CompiledPod, rows: NodeRows) -> int | None:
         """One node's score from its rows (only ``per_node`` plugins); must equal ``score`` on that node."""
         raise NotImplementedError(f"{self.name} is not a per-node plugin")

@@ -40,7 +40,7 @@ from fleetlab.placement.plugins.pod_topology_spread import PodTopologySpreadFilt
 from fleetlab.placement.plugins.share_policy import SharePolicyScore
 from fleetlab.placement.plugins.taint_toleration import TaintTolerationFilter, TaintTolerationScore
 from fleetlab.placement.profiles import Profile
-from fleetlab.placement.state import BoolArray, ClusterState, IntArray
+from fleetlab.placement.state import BoolArray, ClusterState, IntArray, UsageKey
 
 #: Keep incremental caches for at most this many bytes of per-node arrays (oldest specs are dropped).
 CACHE_BUDGET_BYTES = 256 * 1024 * 1024
@@ -62,6 +62,9 @@ class _Incremental:
     static: BoolArray
     fits: BoolArray
     local: IntArray
+    #: ``static`` as a list (one-node reads) and the number of nodes that fit now.
+    static_list: list[bool]
+    n_fit: int
 
 
 class Scheduler:
@@ -212,7 +215,16 @@ class Scheduler:
                 scores = plugin.score(state, pod, nodes)
                 if scores is not None:
                     local[nodes] += weight * scores
-        return _Incremental(self._epoch, len(state.changes), state.topology_generation, static, fits, local)
+        return _Incremental(
+            self._epoch,
+            len(state.changes),
+            state.topology_generation,
+            static,
+            fits,
+            local,
+            static.tolist(),
+            int(np.count_nonzero(fits)),
+        )
 
     def _incremental(self, pod: CompiledPod) -> _Incremental:
         """Bring the pod spec's cached fit mask and per-node scores up to date with the change log."""
@@ -233,40 +245,28 @@ class Scheduler:
                 if wanted is None:
                     wanted = [(int(c), int(pod.request[c])) for c in pod.request_cols]
                     pod.cache["wanted"] = wanted
-                free, allocatable, requested, nonzero = (
-                    state.free,
-                    state.allocatable,
-                    state.requested,
-                    state.nonzero_requested,
-                )
-                static, fits, local = inc.static, inc.fits, inc.local
-                memo: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[bool, int]] = (
-                    pod.cache.setdefault("memo", {})
-                )
-                alloc_class = state.alloc_class
+                static, fits, local = inc.static_list, inc.fits, inc.local
+                memo: dict[UsageKey, tuple[bool, int]] = pod.cache.setdefault("memo", {})
                 share = pod.spec.gpu_share if any(pod.spec.gpu_share) else None
+                usage_key = state.usage_key
+                n_fit = inc.n_fit
                 for node in changed:
                     if not static[node]:
                         continue
-                    req_row = requested[node].tolist()
-                    nz_row = nonzero[node].tolist()
-                    memo_key = (alloc_class[node], tuple(req_row), tuple(nz_row))
+                    memo_key = usage_key[node] or state.node_usage_key(node)
                     hit = memo.get(memo_key)
                     if hit is None:
-                        row = free[node].tolist()
-                        ok = all(row[c] >= amount for c, amount in wanted)
-                        rows = (allocatable[node].tolist(), req_row, nz_row)
-                        total = 0
-                        for plugin, weight in self.local_scorers:
-                            score = plugin.score_one(state, pod, rows)
-                            if score is not None:
-                                total += weight * score
+                        hit = self._score_node(pod, node, memo_key, wanted)
                         if len(memo) >= MEMO_ENTRIES:
                             memo.clear()
-                        hit = memo[memo_key] = (ok, total)
-                    fits[node], local[node] = hit
-                    if share is not None and hit[0] and state.devices is not None:
-                        fits[node] = state.devices.share_fits_one(node, *share)
+                        memo[memo_key] = hit
+                    ok, local[node] = hit
+                    if share is not None and ok and state.devices is not None:
+                        ok = state.devices.share_fits_one(node, *share)
+                    if ok != fits[node]:
+                        fits[node] = ok
+                        n_fit += 1 if ok else -1
+                inc.n_fit = n_fit
                 inc.log_pos = len(log)
         pod.cache["incremental"] = inc
         key = id(pod)
@@ -276,6 +276,21 @@ class Scheduler:
             _, oldest = self._cached.popitem(last=False)
             oldest.cache.pop("incremental", None)
         return inc
+
+    def _score_node(
+        self, pod: CompiledPod, node: int, key: UsageKey, wanted: list[tuple[int, int]]
+    ) -> tuple[bool, int]:
+        """Whether the pod fits ``node`` by its resources, and the node's weighted per-node score."""
+        state = self.state
+        row = state.free[node].tolist()
+        ok = all(row[c] >= amount for c, amount in wanted)
+        rows = (state.allocatable[node].tolist(), list(key[1]), list(key[2]))
+        total = 0
+        for plugin, weight in self.local_scorers:
+            score = plugin.score_one(state, pod, rows)
+            if score is not None:
+                total += weight * score
+        return ok, total
 
     # -- score ---------------------------------------------------------------------------------------
     def score(self, pod: CompiledPod, nodes: IntArray) -> IntArray:
@@ -300,12 +315,18 @@ class Scheduler:
     def select(self, pod: CompiledPod, allowed: BoolArray | None = None) -> int:
         """The node the pod goes to (among ``allowed`` nodes if given), or -1 when none is feasible."""
         inc = self._incremental(pod)
+        if not inc.n_fit:
+            return -1  # pod filters and ``allowed`` only ever take nodes away
         fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
         nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
         if len(nodes) <= 1:
             return int(nodes[0]) if len(nodes) else -1
         total = inc.local[nodes]
-        for plugin, weight in self.global_scorers:
+        scorers: list[tuple[ScorePlugin, int]] | None = pod.cache.get("global_scorers")
+        if scorers is None:  # a plugin that skips this pod or scores all nodes alike cannot change a choice
+            scorers = [(p, w) for p, w in self.global_scorers if not p.uniform_for(self.state, pod)]
+            pod.cache["global_scorers"] = scorers
+        for plugin, weight in scorers:
             scores = plugin.score(self.state, pod, nodes)
             if scores is not None and not isinstance(scores, int):  # a uniform score cannot change the choice
                 total = total + weight * scores

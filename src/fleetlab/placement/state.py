@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
+#: A node's allocatable class, requested row and non-zero requested row: equal keys, equal fit and scores.
+UsageKey = tuple[int, tuple[int, ...], tuple[int, ...]]
 
 
 def normalized_image_name(name: str) -> str:
@@ -156,6 +158,8 @@ class ClusterState:
         self.pod_count = np.zeros(n, dtype=np.int64)
         #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
         self.changes: list[int] = []
+        #: Per node, its UsageKey (None until asked for since its usage last changed).
+        self.usage_key: list[UsageKey | None] = [None] * n
         #: Bumped whenever a change could make a previously unschedulable pod fit.
         self.release_generation = 0
         #: Set once a pod with pod affinity is compiled: then a bind can make a waiting pod fit, so binds
@@ -202,6 +206,7 @@ class ClusterState:
         self.nonzero_requested[node] += nonzero
         self.pod_count[node] += 1
         self.changes.append(node)
+        self.usage_key[node] = None
 
     def release(self, node: int, request: IntArray, nonzero: IntArray, label_set: int = -1) -> None:
         """Remove a finished pod's requests from a node."""
@@ -213,6 +218,19 @@ class ClusterState:
         self.pod_count[node] -= 1
         self.release_generation += 1
         self.changes.append(node)
+        self.usage_key[node] = None
+
+    def node_usage_key(self, node: int) -> UsageKey:
+        """The node's UsageKey, computed once per change of its usage and shared by every pod spec. Code
+        that adjusts ``requested`` outside ``bind``/``release`` does it right after one of them, before any
+        scheduler reads the key."""
+        key = (
+            self.alloc_class[node],
+            tuple(self.requested[node].tolist()),
+            tuple(self.nonzero_requested[node].tolist()),
+        )
+        self.usage_key[node] = key
+        return key
 
     def add_image(self, node: int, image: str, size: int = 0) -> None:
         """Record that ``node`` now holds ``image`` of ``size`` bytes, as its ``status.images`` would list it

@@ -48,6 +48,11 @@ class EventQueue:
         time_ms, _, kind, index, attempt = self._heap[0]
         return time_ms, kind, index, attempt
 
+    @property
+    def heap(self) -> list[tuple[int, int, int, int, int]]:
+        """The heap itself, for the event loop's fast path (read it with ``heapq`` only)."""
+        return self._heap
+
     def peek_time(self) -> int | None:
         """Time of the earliest event, or None when empty."""
         return self._heap[0][0] if self._heap else None

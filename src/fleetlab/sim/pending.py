@@ -6,9 +6,12 @@ classification looks at free capacity on the nodes that pass the static filters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from fleetlab.model.job import Job
 from fleetlab.model.resources import format_amount
@@ -133,7 +136,7 @@ def classify_gang(
 def explain_pending(
     scheduler: Scheduler,
     groups: dict[PodSpec, list[int]],
-    jobs: list[Job],
+    jobs: Sequence[Job],
     pod_job: np.ndarray,
     gangs: bool = True,
 ) -> list[PendingJob]:
@@ -193,7 +196,10 @@ def _with_gpu_memory_notes(sim: Simulator, pending: list[PendingJob]) -> list[Pe
     from fleetlab.sim.specs import gpu_memory_note, largest_gpu_memory_mib
 
     largest = largest_gpu_memory_mib(sim.node_infos)
-    by_id = {job.id: job for job in sim.jobs}
+    # Only the pending jobs are looked up (materialising every job of a large run would cost seconds).
+    wanted = sorted({p.job_id for p in pending})
+    at = pc.index_in(pa.array(wanted, pa.large_string()), value_set=sim.jobs.ids).to_pylist()
+    by_id = {job_id: sim.jobs[i] for job_id, i in zip(wanted, at, strict=True) if i is not None}
     out = []
     for p in pending:
         note = gpu_memory_note(by_id[p.job_id], largest) if p.job_id in by_id else None

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.model.job import Job
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.pod_constraints import (
     CLASS_LABEL,
     JOB_LABEL,
@@ -48,7 +49,10 @@ def selects_other_jobs(jobs: Sequence[Job]) -> bool:
     """Whether some anti-affinity or pod-affinity term names its own selector: then every pod's labels
     matter to placement (the existing pods' anti-affinity check and symmetric score), not only the pods of
     jobs with constraints."""
-    return any(t.label_selector is not None for job in jobs for t in (*job.anti_affinity, *job.pod_affinity))
+    shapes = jobs.templates if isinstance(jobs, JobTable) else jobs  # the terms are template fields
+    return any(
+        t.label_selector is not None for job in shapes for t in (*job.anti_affinity, *job.pod_affinity)
+    )
 
 
 def pod_constraints_of(job: Job, with_labels: bool = False) -> dict[str, Any]:
@@ -82,7 +86,7 @@ def job_label_sets(state: ClusterState, jobs: Sequence[Job]) -> IntArray:
     """Per job, its pods' label set in ``state.pod_labels``; all -1 when no job has pod constraints, so a
     scenario without them pays nothing on bind."""
     out = np.full(len(jobs), -1, dtype=np.int64)
-    if not any(has_pod_constraints(job) for job in jobs):
+    if not any(has_pod_constraints(job) for job in (jobs.templates if isinstance(jobs, JobTable) else jobs)):
         return out
     for j, job in enumerate(jobs):
         fields = pod_constraints_of(job)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from fleetlab.model.cluster import GPU_PRODUCT_LABEL
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.job import Job, JobClass, Runtime
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.model.service import Service
@@ -71,4 +72,4 @@ def with_service_replicas(resolved: ResolvedScenario) -> ResolvedScenario:
         return resolved
     assert scenario.horizon_s is not None  # Scenario validation requires it with services
     extra = [job for service in scenario.services for job in replica_jobs(service, scenario.horizon_s)]
-    return resolved.model_copy(update={"jobs": (*resolved.jobs, *extra)})
+    return resolved.model_copy(update={"jobs": JobTable.concat([resolved.jobs, JobTable.from_jobs(extra)])})

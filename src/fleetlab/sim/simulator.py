@@ -9,7 +9,6 @@ their last checkpoint lost.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,10 +24,11 @@ from fleetlab.placement.state import ClusterState
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.events import EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
-from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import interruption_events
+from fleetlab.sim.job_arrays import NO_CHECKPOINT, JobArrays, job_arrays
 from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.loop import ProgressCallback, run_events
 from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
@@ -43,9 +43,6 @@ from fleetlab.sim.services import services_for
 from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.sim.tables import build_result, new_timeline
 from fleetlab.sim.usage_meter import UsageMeter
-
-ProgressCallback = Callable[[int, int], None]
-
 
 NO_TOPOLOGY = TopologyRequest()
 
@@ -102,7 +99,7 @@ class Simulator:
         self.seed = scenario.seed if seed is None else seed
         self.config = scenario.scheduler
         self.node_infos = build_nodes(resolved)
-        extra = sorted({r for job in resolved.jobs for r in job.requests})
+        extra = sorted({r for job in resolved.jobs.templates for r in job.requests})  # a template field
         self.state = ClusterState(self.node_infos, extra_resources=extra)
         self.schedulers: dict[str, Scheduler] = {}
         self.placers: dict[str, GangPlacer] = {}
@@ -121,17 +118,22 @@ class Simulator:
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
         self.timeline = new_timeline()
-        order = sorted(range(len(resolved.jobs)), key=lambda j: (to_ms(resolved.jobs[j].submit_s), j))
-        self.order = order
-        self.jobs = [resolved.jobs[j] for j in order]
+        # Submit order (ties by scenario position) from the columns; to_ms is floor(s * 1000 + 0.5).
+        submit_ms = np.floor(resolved.jobs.column("submit_s") * 1000 + 0.5).astype(np.int64)
+        order = np.argsort(submit_ms, kind="stable")
+        self.order = order.tolist()
+        self.jobs = resolved.jobs.take(order)
         n_jobs = len(self.jobs)
+        pods = self.jobs.column("pods")
         first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
-        np.cumsum([job.pods for job in self.jobs], out=first_pod[1:])
-        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), [job.pods for job in self.jobs])
+        np.cumsum(pods, out=first_pod[1:])
+        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), pods)
         self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
         self.label_everyone = selects_other_jobs(self.jobs)
         self.label_sets = job_label_sets(self.state, self.jobs)
-        self.submit_ms = np.asarray([to_ms(job.submit_s) for job in self.jobs], dtype=np.int64)
+        self.job_columns = job_arrays(self.jobs)
+        self._hot_columns(self.job_columns)
+        self.submit_ms = submit_ms[order]
         self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit
         self.arrival_ms = self.submit_ms + to_ms(resolved.scenario.scheduler.scheduling_latency_s)
         self.events, self.spot = interruption_events(self)
@@ -173,33 +175,72 @@ class Simulator:
         self.services = services_for(self)
 
     # -- identities ----------------------------------------------------------------------------------
+    def _hot_columns(self, columns: JobArrays) -> None:
+        """Plain-list views of the per-job columns the loop reads one element at a time (a list index is
+        several times cheaper than a numpy scalar)."""
+        gangs = self.config.gang_scheduling
+        self._pods: list[int] = columns.pods.tolist()
+        self._priority: list[int] = columns.priority.tolist()
+        #: Multi-pod gang jobs (their pods start together) and those placed all-or-nothing (``is_gang``).
+        self._multi_gang: list[bool] = (columns.gang & (columns.pods > 1)).tolist()
+        self._placed_as_gang: list[bool] = [g and gangs for g in self._multi_gang]
+        self._kueue_managed: list[bool] = columns.kueue_managed.tolist()
+        self._image_name: list[str | None] = columns.image_name.tolist()
+        self._image_size: list[int] = columns.image_size.tolist()
+        self._data_size: list[int] = columns.data_size.tolist()
+        self._spec_key: list[int] = columns.spec_key.tolist()
+        self._prebound: list[bool] = columns.prebound.tolist()
+        self._profile_key: list[str] = [c if c in self.schedulers else "" for c in columns.job_class.tolist()]
+        #: (spec key, profile) -> spec id, and spec id -> its queue group for pods placed one by one.
+        self._key_spec: dict[tuple[int, str], int] = {}
+        self._plain_group: dict[int, int] = {}
+
+    # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
-        """Intern the job's pod spec; compiled once per distinct spec."""
+        """Intern the job's pod spec; built and compiled once per spec key (see sim/job_arrays.py)."""
         sid = int(self.job_spec[job])
-        if sid < 0:
-            spec = self.spec_override.pop(job, None) or pod_spec(self.jobs[job], self.label_everyone)
-            key = self.jobs[job].job_class.value
-            profile_key = key if key in self.schedulers else ""
-            sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
-            if sid == len(self.compiled):
-                self.compiled.append(self.schedulers[profile_key].compile(spec))
-                self.spec_profile.append(profile_key)
-            self.job_spec[job] = sid
+        if sid >= 0:
+            return sid
+        profile_key = self._profile_key[job]
+        override = self.spec_override.pop(job, None)
+        if override is None:
+            cache_key = (self._spec_key[job], profile_key)
+            found = self._key_spec.get(cache_key)
+            if found is None:
+                found = self._intern(pod_spec(self.jobs[job], self.label_everyone), profile_key)
+                self._key_spec[cache_key] = found
+            sid = found
+        else:
+            sid = self._intern(override, profile_key)
+        self.job_spec[job] = sid
+        return sid
+
+    def _intern(self, spec: PodSpec, profile_key: str) -> int:
+        """The spec id of ``spec`` under a profile, compiling it the first time it is seen."""
+        sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
+        if sid == len(self.compiled):
+            self.compiled.append(self.schedulers[profile_key].compile(spec))
+            self.spec_profile.append(profile_key)
         return sid
 
     def is_gang(self, job: int) -> bool:
         """Placed all-or-nothing: a multi-pod gang job while the scheduler does gang scheduling."""
-        j = self.jobs[job]
-        return j.gang and j.pods > 1 and self.config.gang_scheduling
+        return self._placed_as_gang[job]
 
     def group_of(self, job: int) -> int:
         """The queue group of a job's pods."""
-        j = self.jobs[job]
-        if self.is_gang(job):
-            left = j.pods - int(self.pods_done[job])  # a resumed gang places only its unfinished pods
-            group = Group(self.spec_of(job), left, TopologyRequest(j.topology_required, j.topology_preferred))
-        else:
-            group = Group(self.spec_of(job))
+        sid = self.spec_of(job)
+        if not self._placed_as_gang[job]:
+            gid = self._plain_group.get(sid)
+            if gid is None:
+                gid = self._plain_group[sid] = self._group_id(Group(sid))
+            return gid
+        left = self._pods[job] - int(self.pods_done[job])  # a resumed gang places only its unfinished pods
+        cols = self.job_columns
+        topology = TopologyRequest(cols.topology_required[job], cols.topology_preferred[job])
+        return self._group_id(Group(sid, left, topology))
+
+    def _group_id(self, group: Group) -> int:
         gid = self.group_ids.setdefault(group, len(self.group_ids))
         if gid == len(self.groups):
             self.groups.append(group)
@@ -209,20 +250,21 @@ class Simulator:
         """Put a job's unfinished pods in the scheduling queue; a gang is one entry. Pods that already
         succeeded stay done when an evicted job is admitted again, as a resumed Job keeps its
         succeeded count."""
-        if pods is None and bind_prebound(self, job):
+        if pods is None and self._prebound[job] and bind_prebound(self, job):
             return
-        j = self.jobs[job]
         group = self.group_of(job)
         members = self.unfinished_pods(job) if pods is None else pods
         if not members:
             return
         stamp = self.now
         self._dirty = True
-        if self.is_gang(job):
-            self.queue.add(group, j.priority, stamp, members[0])
+        priority = self._priority[job]
+        if self._placed_as_gang[job]:
+            self.queue.add(group, priority, stamp, members[0])
         else:
+            add = self.queue.add
             for pod in members:
-                self.queue.add(group, j.priority, stamp, pod)
+                add(group, priority, stamp, pod)
 
     # -- node lifecycle ------------------------------------------------------------------------------
     def node_ready(self, node: int) -> None:
@@ -241,7 +283,6 @@ class Simulator:
         if book.node[pod] >= 0 and book.end_ms[pod] < 0:
             raise RuntimeError(f"internal error: pod {pod} is bound twice (node {book.node[pod]} and {node})")
         job_index = int(book.job[pod])
-        job = self.jobs[job_index]
         compiled = self.compiled[self.spec_of(job_index)]
         gpus_before = int(state.requested[node, state.gpu_col])
         state.bind(node, compiled.request, compiled.nonzero, int(self.label_sets[job_index]))
@@ -253,19 +294,20 @@ class Simulator:
             c.gpus_taken(g, gpus_before == 0)
         self.node_pods[node].add(pod)
         self.bound_pods += 1
-        self.bound_by_priority.setdefault(job.priority, set()).add(pod)
+        self.bound_by_priority.setdefault(self._priority[job_index], set()).add(pod)
         book.node[pod] = node
         book.bound_ms[pod] = self.now
         book.stop_pending(pod, self.now)
         pool = self.pools[int(state.pool[node])]
         wait = 0
-        if job.image is not None and job.image.size > 0:
-            have = self.image_ready[node].get(job.image.name)
+        image, image_size = self._image_name[job_index], self._image_size[job_index]
+        if image is not None and image_size > 0:
+            have = self.image_ready[node].get(image)
             if have is None:
-                have = self.now + transfer_ms(job.image.size, pool.image_pull_bandwidth)
-                self.image_ready[node][job.image.name] = have
+                have = self.now + transfer_ms(image_size, pool.image_pull_bandwidth)
+                self.image_ready[node][image] = have
             wait = max(0, have - self.now)
-        data = transfer_ms(job.data_size, pool.data_bandwidth)
+        data = transfer_ms(self._data_size[job_index], pool.data_bandwidth)
         book.image_wait_ms[pod] = wait
         book.data_ms[pod] = data
         self.events.push(self.now + wait + data, EventKind.PREP_DONE, pod, int(book.attempt[pod]))
@@ -275,12 +317,12 @@ class Simulator:
         book = self.book
         book.ready_ms[pod] = self.now
         job_index = int(book.job[pod])
-        job = self.jobs[job_index]
-        if job.image is not None:
-            self.state.add_image(int(book.node[pod]), job.image.name, job.image.size)
-        if job.gang and job.pods > 1:
+        image = self._image_name[job_index]
+        if image is not None:
+            self.state.add_image(int(book.node[pod]), image, self._image_size[job_index])
+        if self._multi_gang[job_index]:
             book.job_ready[job_index] += 1
-            if book.job_ready[job_index] == job.pods - self.pods_done[job_index]:
+            if book.job_ready[job_index] == self._pods[job_index] - self.pods_done[job_index]:
                 pods = self.unfinished_pods(job_index)
                 total = self.work.gang_ms(job_index, [int(book.node[p]) for p in pods]) or max(
                     self.runtime_ms(job_index, int(book.node[p])) for p in pods
@@ -303,9 +345,9 @@ class Simulator:
         return value
 
     def _checkpointing(self, job: int) -> tuple[int | None, int]:
-        j = self.jobs[job]
-        interval = None if j.checkpoint_interval_s is None else max(1, to_ms(j.checkpoint_interval_s))
-        return interval, to_ms(j.checkpoint_write_s)
+        cols = self.job_columns
+        interval = int(cols.checkpoint_interval_ms[job])
+        return (None if interval == NO_CHECKPOINT else interval), int(cols.checkpoint_write_ms[job])
 
     def start(self, pod: int, total_ms: int) -> None:
         """Compute what is left of the pod's work (after saved progress), checkpointing as configured."""
@@ -336,7 +378,7 @@ class Simulator:
             c.gpus_returned(g, state.requested[node, state.gpu_col] == 0)
         self.node_pods[node].discard(pod)
         self.bound_pods -= 1
-        self.bound_by_priority[self.jobs[job_index].priority].discard(pod)
+        self.bound_by_priority[self._priority[job_index]].discard(pod)
         lost = 0
         if evicted and book.start_ms[pod] >= 0:
             interval, write = self._checkpointing(job_index)
@@ -356,9 +398,12 @@ class Simulator:
         self.last_completion_ms = self.now
         job_index = int(self.book.job[pod])
         self.pods_done[job_index] += 1
-        job = self.jobs[job_index]
-        if self.kueue is not None and job.queue is not None and self.pods_done[job_index] == job.pods:
-            self.kueue.finished(job, self.now)
+        if (
+            self.kueue is not None
+            and self._kueue_managed[job_index]
+            and self.pods_done[job_index] == self._pods[job_index]
+        ):
+            self.kueue.finished(self.jobs[job_index], self.now)
 
     # -- Kueue ---------------------------------------------------------------------------------------
     def admitted(self, job_index: int, admission: Admission) -> None:
@@ -419,11 +464,11 @@ class Simulator:
         """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
         book = self.book
         job_index = int(book.job[pod])
-        job = self.jobs[job_index]
-        if self.kueue is not None and job.queue is not None:
+        if self.kueue is not None and self._kueue_managed[job_index]:
             self.evict_job(job_index, by_kueue=False)
             return
-        members = list(book.pods_of(job_index)) if job.gang and job.pods > 1 else [pod]
+        multi_gang = self._multi_gang[job_index]
+        members = list(book.pods_of(job_index)) if multi_gang else [pod]
         requeue: list[int] = []
         for p in members:
             if book.end_ms[p] >= 0:
@@ -433,9 +478,9 @@ class Simulator:
                 book.reset_for_requeue(p, self.now)
                 self.evictions += 1
                 requeue.append(p)
-            elif job.gang and job.pods > 1:
+            elif multi_gang:
                 book.attempt[p] += 1
-        if job.gang and job.pods > 1:
+        if multi_gang:
             book.job_ready[job_index] = 0
             if self.is_gang(job_index):
                 self.enqueue(job_index)
@@ -475,7 +520,7 @@ class Simulator:
         out = []
         for p in sorted(self.node_pods[node]):
             j = int(book.job[p])
-            priority = self.jobs[j].priority
+            priority = self._priority[j]
             if priority >= below:
                 continue
             start = int(book.start_ms[p]) if book.start_ms[p] >= 0 else self.now
@@ -484,10 +529,11 @@ class Simulator:
 
     def _preempt_for(self, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
         """DefaultPreemption: evict the chosen victims now and return the nominated node (or -1)."""
-        job = self.jobs[int(self.book.job[pod])]
-        if job.preemption_policy == "Never":
+        job_index = int(self.book.job[pod])
+        if self.job_columns.preempt_never[job_index]:
             return -1
-        lower = [p for prio, pods in self.bound_by_priority.items() if prio < job.priority for p in pods]
+        priority = self._priority[job_index]
+        lower = [p for prio, pods in self.bound_by_priority.items() if prio < priority for p in pods]
         if not lower:
             return -1  # nothing of lower priority runs anywhere: preemption cannot help
         book, state = self.book, self.state
@@ -496,7 +542,7 @@ class Simulator:
         requests = np.stack([self.compiled[self.spec_of(int(book.job[p]))].request for p in lower])
         np.add.at(reclaimable, nodes, requests)
         plan = find_preemption(
-            scheduler, compiled, job.priority, lambda n: self._victims_on(n, job.priority), reclaimable
+            scheduler, compiled, priority, lambda n: self._victims_on(n, priority), reclaimable
         )
         if plan is None:
             return -1
@@ -517,79 +563,9 @@ class Simulator:
             else:
                 self.events.push(to_ms(pool.boot_time_s), EventKind.NODE_READY, node, 0)
                 self.booting += 1
-        book, events, queue, state = self.book, self.events, self.queue, self.state
-        n_jobs = len(self.jobs)
-        next_job = 0
-        last_generation = -1
-        steps = 0
-        longest = self.work.longest_ms()
-        guard = ProgressGuard(longest, self.horizon_ms is not None)
-        total_work = n_jobs + book.n_pods
-        finished = 0
+        run_events(self, progress)
         horizon = self.horizon_ms
-        while True:
-            self._drop_stale_events()
-            t_job = int(self.arrival_ms[next_job]) if next_job < n_jobs else None
-            t_event = self.services.next_time(self.lifecycle.next_time(events.peek_time(), t_job))
-            if t_event is None and t_job is None:
-                break
-            t = min(x for x in (t_event, t_job) if x is not None)
-            if horizon is not None and t > horizon:
-                break
-            self.stall_warning = self.stall_warning or guard.check(
-                t, self.now, steps == 0, self.last_completion_ms, t == t_job
-            )
-            if self.stall_warning:
-                break  # nothing can make progress any more (see sim/guards.py and the Kueue bridge)
-            if t < self.now:
-                raise RuntimeError(f"internal error: an event at {t} ms, after the clock reached {self.now}")
-            self.now = t
-            submitted = False
-            while next_job < n_jobs and self.arrival_ms[next_job] == t:
-                job = self.jobs[next_job]
-                if self.kueue is not None and job.queue is not None:
-                    self.quota_since_ms[next_job] = self.submit_ms[next_job]  # waiting since its submit
-                    self.kueue.submit(next_job, job, t)
-                else:
-                    self.enqueue(next_job)
-                next_job += 1
-                self.submissions_left -= 1
-                submitted = True
-            while events.peek_time() == t:
-                _, kind, index, attempt = events.pop()
-                if kind == EventKind.NODE_READY:
-                    self.booting -= 1
-                    self.node_ready(index)
-                    continue
-                if self.spot.handle(kind, index, attempt):
-                    continue  # a spot interruption's notice or reclaim (sim/interruptions.py)
-                if kind in (EventKind.PODS_READY_TIMEOUT, EventKind.REQUEUE):
-                    assert self.kueue is not None
-                    self.kueue.timer(kind, index, attempt, t)
-                    continue
-                if attempt != book.attempt[index]:
-                    continue  # the pod was evicted since this event was scheduled
-                if kind == EventKind.PREP_DONE:
-                    self.prepared(index)
-                else:
-                    self.finish(index)
-                    finished += 1
-            self.lifecycle.step(t)
-            self.services.step(t)
-            if self.kueue is not None:
-                self.kueue.step(t)
-            submitted = submitted or self._dirty
-            self._dirty = False
-            if len(queue) and (submitted or state.release_generation != last_generation):
-                last_generation = state.release_generation
-                queue.cycle(last_generation, self.try_place)
-            self._record()
-            steps += 1
-            if progress is not None and steps % 4096 == 0:
-                progress(next_job + finished, total_work)
         end_ms = self.now if horizon is None else horizon
-        if progress is not None:
-            progress(total_work, total_work)
         pending = pending_at_end(self)
         return build_result(self, int(end_ms), pending, time.perf_counter() - started)
 
@@ -619,6 +595,8 @@ class Simulator:
     def unfinished_pods(self, job_index: int) -> list[int]:
         """A job's pods that have not succeeded (an evicted gang keeps its succeeded pods, as a Job does)."""
         book = self.book
+        if self.pods_done[job_index] == 0:  # only ``finish`` sets a pod's end, and it counts the pod here
+            return list(book.pods_of(job_index))
         return [p for p in book.pods_of(job_index) if book.end_ms[p] < 0]
 
     def _record(self) -> None:

@@ -5,13 +5,17 @@ This is the only module that knows scenario files exist; everything after it wor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from fleetlab.model.job import Job
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.limits import MAX_SEED, MAX_TOTAL_PODS
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.bounded import load_yaml, read_text_file
@@ -68,24 +72,29 @@ def load_scenario(path: str | None = None) -> tuple[Scenario, str, Path | None]:
     return scenario, label, base
 
 
-def check_unique_ids(label: str, jobs: tuple[Job, ...] | list[Job]) -> None:
+def check_unique_ids(label: str, jobs: Sequence[Job]) -> None:
     """Duplicate job ids make per-job results ambiguous: refuse them."""
+    if isinstance(jobs, JobTable) and pc.count_distinct(jobs.ids).as_py() == len(jobs):
+        return  # the common case, decided on the id column without building a dict of every id
     seen: dict[str, int] = {}
     dups: list[str] = []
-    for i, job in enumerate(jobs):
-        if job.id in seen:
+    ids = jobs.ids.to_pylist() if isinstance(jobs, JobTable) else [job.id for job in jobs]
+    for i, job_id in enumerate(ids):
+        if job_id in seen:
             dups.append(
-                f"job id {job.id!r} is used twice (entries {seen[job.id]} and {i}); ids must be unique"
+                f"job id {job_id!r} is used twice (entries {seen[job_id]} and {i}); ids must be unique"
             )
         else:
-            seen[job.id] = i
+            seen[job_id] = i
     if dups:
         raise SpecError(label, dups)
 
 
-def check_bound_nodes(label: str, jobs: list[Job] | tuple[Job, ...], scenario: Scenario) -> None:
+def check_bound_nodes(label: str, jobs: Sequence[Job], scenario: Scenario) -> None:
     """A job bound to a node (a snapshot's running pod) must name a node of the cluster: refused here, not
     half-way through the run."""
+    if isinstance(jobs, JobTable) and all(t.bound_node is None for t in jobs.templates):
+        return  # bound_node is a template field
     bound = [job for job in jobs if job.bound_node is not None]
     if not bound:
         return
@@ -106,8 +115,9 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
 
     workload = scenario.workload
     warnings: list[str] = []
+    jobs: JobTable
     if workload.jobs is not None:
-        jobs = list(workload.jobs)
+        jobs = JobTable.from_jobs(workload.jobs)
         source = label
     elif workload.trace is not None:
         from fleetlab.spec.traces import load_trace
@@ -125,7 +135,7 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     warnings.extend(catalog_warnings(priced, base))
     check_unique_ids(source, jobs)
     check_bound_nodes(source, jobs, scenario)
-    total_pods = sum(job.pods for job in jobs)
+    total_pods = int(jobs.column("pods").sum(dtype=np.int64))
     if total_pods > MAX_TOTAL_PODS:
         raise SpecError(
             source, [f"the workload has {total_pods:,} pods; at most {MAX_TOTAL_PODS:,} fit in one run"]
@@ -145,7 +155,7 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     if scenario.kueue is not None:
         warnings.extend(scenario.kueue.notes)
     warnings.extend(scenario.kueue_configuration.notes)
-    return ResolvedScenario(scenario=scenario, jobs=tuple(jobs), source=source, warnings=tuple(warnings))
+    return ResolvedScenario(scenario=scenario, jobs=jobs, source=source, warnings=tuple(warnings))
 
 
 def load(path: str | None = None, seed: int | None = None) -> ResolvedScenario:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from fleetlab.model.gpu_specs import gpu_specs
 from fleetlab.model.job import Job
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.measured_profile import MeasuredProfile
 from fleetlab.model.plan_job import WorkProfile
 from fleetlab.spec.bounded import load_json, load_yaml, read_text_file
@@ -59,21 +60,22 @@ def resolve_measured_file(profile: dict[str, Any], base: Path | None, where: str
     return out
 
 
-def resolve_job_work_files(jobs: list[Job], base: Path | None, source: str) -> list[Job]:
-    """Jobs whose ``work.measured_file`` is read into their profile's measured table (others as given)."""
-    out: list[Job] = []
-    for job in jobs:
-        work = job.work
-        if work is None or work.measured_file is None:
-            out.append(job)
-            continue
-        data = work.profile.model_dump(exclude_unset=True)
-        data.update(measured_file=work.measured_file, measured_gpu=work.measured_gpu)
-        resolved = resolve_measured_file(data, base, f"{source}: job {job.id}")
-        try:
-            profile = WorkProfile.model_validate(resolved)
-        except ValidationError as exc:
-            raise SpecError(f"{source}: job {job.id}", problems_from_validation(exc)) from None
-        new_work = work.model_copy(update={"profile": profile, "measured_file": None, "measured_gpu": None})
-        out.append(job.model_copy(update={"work": new_work}))
-    return out
+def resolve_job_work_files(jobs: JobTable, base: Path | None, source: str) -> JobTable:
+    """Jobs whose ``work.measured_file`` is read into their profile's measured table (others as given);
+    ``work`` is a template field, so each template's file is read once."""
+    return jobs.map_templates(lambda job: _job_work_file(job, base, source))
+
+
+def _job_work_file(job: Job, base: Path | None, source: str) -> Job:
+    work = job.work
+    if work is None or work.measured_file is None:
+        return job
+    data = work.profile.model_dump(exclude_unset=True)
+    data.update(measured_file=work.measured_file, measured_gpu=work.measured_gpu)
+    resolved = resolve_measured_file(data, base, f"{source}: job {job.id}")
+    try:
+        profile = WorkProfile.model_validate(resolved)
+    except ValidationError as exc:
+        raise SpecError(f"{source}: job {job.id}", problems_from_validation(exc)) from None
+    new_work = work.model_copy(update={"profile": profile, "measured_file": None, "measured_gpu": None})
+    return job.model_copy(update={"work": new_work})

@@ -34,19 +34,24 @@ defaults), while ``0`` is an explicit zero request. Unknown columns are reported
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 from pydantic import ValidationError
 
 from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
-from fleetlab.model.job import Image, Job, JobClass, Runtime
+from fleetlab.model.job import Image, Job, JobClass
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.kube import Affinity, Toleration
+from fleetlab.model.limits import MAX_SECONDS
 from fleetlab.model.quantity import to_int, to_milli
 from fleetlab.model.resources import CPU, GPU, MEMORY
+from fleetlab.model.units import parse_duration
 from fleetlab.spec.bounded import json_cell
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.table_cells import (
@@ -57,8 +62,17 @@ from fleetlab.spec.table_cells import (
     parse_cells,
     parse_int,
     read_string_columns,
-    seconds_cells,
-    seconds_gt0,
+    read_table,
+)
+from fleetlab.spec.table_columns import (
+    CodedColumn,
+    coded_column,
+    report_rows,
+    require,
+    seconds_column,
+    shape_codes,
+    text_array,
+    unique_ids,
 )
 
 __all__ = [
@@ -237,17 +251,44 @@ def _runtime_columns(names: Sequence[str], source: str) -> dict[str, str]:
     return out
 
 
+#: Columns every job of one template shares, in the order a row's shape is keyed.
+SHAPE_COLUMNS: tuple[tuple[str, Callable[[str], Any]], ...] = (
+    ("class", _job_class),
+    ("priority", any_int),
+    ("team", str),
+    ("pods", int_at_least(1)),
+    ("cpu", _cpu),
+    ("memory", _bytes),
+    ("gpus", int_at_least(0)),
+    ("image", str),
+    ("image_size", _bytes),
+    ("data_size", _bytes),
+    ("preemptible", _bool),
+    ("node_selector", _node_selector),
+    ("tolerations", _tolerations),
+    ("affinity", _affinity),
+)
+_SPEC_FIELDS = {
+    "class": "class",
+    "priority": "priority",
+    "team": "team",
+    "pods": "pods",
+    "data_size": "data_size",
+    "preemptible": "preemptible",
+    "node_selector": "nodeSelector",
+    "tolerations": "tolerations",
+    "affinity": "affinity",
+}
+
+
 def _job_spec(
-    row: int,
-    shape: tuple[Any, ...],
-    selector: list[Any] | None,
-    tolerations: list[Any] | None,
-    affinity: list[Any] | None,
-    images: dict[tuple[str, int], Image],
+    row: int, shape: dict[str, CodedColumn], images: dict[tuple[str, int], Image]
 ) -> dict[str, Any]:
-    """The Job fields of one row other than id, submit time and runtime, as Job.model_validate input."""
-    job_class, priority, team, pods, cpu, memory, gpus, image, image_size, data_size, preemptible = shape[:11]
+    """The Job fields of one row other than id, submit time and runtime, as Job.model_validate input
+    (an empty cell leaves its field unset, so the Job default applies)."""
+    value = {name: col.at(row) for name, col in shape.items()}
     requests: dict[str, int | str] = {}
+    cpu, memory, gpus = value.get("cpu"), value.get("memory"), value.get("gpus")
     if cpu is not None:
         requests[CPU] = cpu // 1000 if cpu % 1000 == 0 else f"{cpu}m"
     if memory is not None:
@@ -255,208 +296,179 @@ def _job_spec(
     if gpus:
         requests[GPU] = gpus
     spec: dict[str, Any] = {"requests": requests}
-    if job_class is not None:
-        spec["class"] = job_class
-    if priority is not None:
-        spec["priority"] = priority
-    if team is not None:
-        spec["team"] = team
-    if pods is not None:
-        spec["pods"] = pods
+    for column, field in _SPEC_FIELDS.items():
+        if value.get(column) not in (None, {}, ()):
+            spec[field] = value[column]
+    image = value.get("image")
     if image is not None:
-        key = (image, image_size or 0)
+        key = (image, value.get("image_size") or 0)
         if key not in images:
-            images[key] = Image(name=image, size=image_size or 0)
+            images[key] = Image(name=image, size=key[1])
         spec["image"] = images[key]
-    if data_size is not None:
-        spec["data_size"] = data_size
-    if preemptible is not None:
-        spec["preemptible"] = preemptible
-    if selector is not None and selector[row]:
-        spec["nodeSelector"] = selector[row]
-    if tolerations is not None and tolerations[row]:
-        spec["tolerations"] = tolerations[row]
-    if affinity is not None and affinity[row] is not None:
-        spec["affinity"] = affinity[row]
     return spec
 
 
 def load_native_trace(
     path: Path, limit: int | None = None, time_scale: float = 1.0
-) -> tuple[list[Job], list[str]]:
+) -> tuple[JobTable, list[str]]:
     """Jobs of a native CSV/Parquet table in file order, plus warnings; bad cells raise SpecError.
 
-    ``limit`` keeps the first rows; ``time_scale`` multiplies submit times and runtimes."""
-    # Building 200k jobs allocates millions of containers and none of them form cycles; the cyclic
-    # collector would rescan the growing heap again and again (about half the load time), so pause it.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _load(path, limit, time_scale)
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _load(path: Path, limit: int | None, time_scale: float) -> tuple[list[Job], list[str]]:
+    ``limit`` keeps the first rows; ``time_scale`` multiplies submit times and runtimes. Columns are read
+    and checked whole; each distinct shape (every column but id, submit time and runtimes) is validated
+    once as a Job and becomes the template of its rows."""
     source = str(path)
-    names, cells = read_string_columns(path, limit, source)
-    missing = [c for c in REQUIRED if c not in cells]
-    if missing:
-        raise SpecError(
-            source,
-            [
-                f"required column {c!r} is missing (columns found: {', '.join(names) or 'none'})"
-                for c in missing
-            ],
-        )
+    names, table = read_table(path, limit, source)
+    cells = {n: table.column(i).combine_chunks() for i, n in enumerate(names)}
+    require(source, cells, REQUIRED, names)
     by_gpu_cols = _runtime_columns(names, source)
     warnings = [
         f"{source}: unknown column {n!r} ignored (known: {', '.join(COLUMNS)}, runtime_s[MODEL])"
         for n in names
         if n not in COLUMNS and n not in by_gpu_cols
     ]
-    rows = len(cells["id"])
+    rows = table.num_rows
     if rows == 0:
         warnings.append(f"{source}: the table has no rows")
-        return [], warnings
+        return JobTable.empty(), warnings
 
     problems = CellProblems(source)
     order = {n: i for i, n in enumerate(names)}
-
-    def column(name: str, parse: Callable[[str], Any], cache: bool = True) -> list[Any] | None:
-        if name not in cells:
-            return None
-        return parse_cells(cells[name], parse, name, order[name], problems, cache)
-
-    ids: list[str | None] = [None if c is None or not c.strip() else c.strip() for c in cells["id"]]
-    first_row: dict[str, int] = {}
-    for row, job_id in enumerate(ids):
-        if job_id is None:
-            problems.add(row, order["id"], "id", cells["id"][row] or "", "every job needs an id")
-        elif job_id in first_row:
-            problems.add(
-                row,
-                order["id"],
-                "id",
-                job_id,
-                f"id already used on row {first_row[job_id] + 1}; ids must be unique",
-            )
-        else:
-            first_row[job_id] = row
-
-    submit = seconds_cells(cells["submit_s"], False, "submit_s", order["submit_s"], problems)
-    runtime = seconds_cells(cells["runtime_s"], True, "runtime_s", order["runtime_s"], problems)
-    for name, values in (("submit_s", submit), ("runtime_s", runtime)):
-        for row, value in enumerate(values):
-            if value is None:
-                problems.add(row, order[name], name, "", "required: give a number of seconds")
-    by_gpu = {model: column(name, seconds_gt0, cache=False) for name, model in by_gpu_cols.items()}
-    job_class = column("class", _job_class)
-    priority = column("priority", any_int)
-    team = column("team", str)
-    pods = column("pods", int_at_least(1))
-    cpu = column("cpu", _cpu)
-    memory = column("memory", _bytes)
-    gpus = column("gpus", int_at_least(0))
-    image = column("image", str)
-    image_size = column("image_size", _bytes)
-    data_size = column("data_size", _bytes)
-    preemptible = column("preemptible", _bool)
-    selector = column("node_selector", _node_selector)
-    tolerations = column("tolerations", _tolerations)
-    affinity = column("affinity", _affinity)
-    if image_size is not None:
-        for row, size in enumerate(image_size):
-            if size is not None and (image is None or image[row] is None):
-                problems.add(
-                    row,
-                    order["image_size"],
-                    "image_size",
-                    cells["image_size"][row] or "",
-                    "an image size needs an image name in column 'image'",
-                )
-    problems.raise_if_any(ids)
-
-    # Jobs that differ only in id, submit time and runtime share a "shape". The first job of each shape
-    # is built by Job.model_validate from the whole row; the others copy it with their own id, submit
-    # time and a Runtime.model_validate'd runtime (ids and submit times were checked above), which
-    # makes 200k rows several times faster than validating every requests list afresh.
-    none: list[Any] = [None] * rows
-    shape_columns = [
-        job_class or none,
-        priority or none,
-        team or none,
-        pods or none,
-        cpu or none,
-        memory or none,
-        gpus or none,
-        image or none,
-        image_size or none,
-        data_size or none,
-        preemptible or none,
-        cells["node_selector"] if selector is not None else none,
-        cells["tolerations"] if tolerations is not None else none,
-        cells["affinity"] if affinity is not None else none,
-    ]
-    templates: dict[tuple[Any, ...], Job] = {}
-    images: dict[tuple[str, int], Image] = {}
-    jobs: list[Job] = []
-    append = jobs.append
-    validate = Job.model_validate
-    validate_runtime = Runtime.model_validate
+    ids, _ = unique_ids(text_array(cells["id"], "id", source), order["id"], problems, cells["id"])
+    times: dict[str, npt.NDArray[np.float64]] = {}
+    for name, positive in (("submit_s", False), ("runtime_s", True)):
+        values, empty = seconds_column(cells[name], positive, name, order[name], problems, source)
+        report_rows(problems, np.flatnonzero(empty), order[name], name, _blank, _required_seconds)
+        times[name] = values
+    by_gpu = {
+        model: seconds_column(cells[name], True, name, order[name], problems, source)[0]
+        for name, model in by_gpu_cols.items()
+    }
+    shape = {
+        name: coded_column(text_array(cells[name], name, source), parse, name, order[name], problems)
+        for name, parse in SHAPE_COLUMNS
+        if name in cells
+    }
+    if "image_size" in shape:
+        sized = shape["image_size"].present()
+        if "image" in shape:
+            sized &= ~shape["image"].present()
+        texts = text_array(cells["image_size"], "image_size", source)
+        report_rows(
+            problems,
+            np.flatnonzero(sized),
+            order["image_size"],
+            "image_size",
+            lambda row: texts[row].as_py() or "",
+            lambda _: "an image size needs an image name in column 'image'",
+        )
     scale = float(time_scale)
-    overrides_by_model = [(m, v) for m, v in by_gpu.items() if v is not None]
-    for row, shape in enumerate(zip(*shape_columns, strict=True)):
-        submit_s = submit[row] * scale
-        run: dict[str, Any] = {"default": runtime[row] * scale}
-        if overrides_by_model:
-            overrides = {m: v[row] * scale for m, v in overrides_by_model if v[row] is not None}
-            if overrides:
-                run["by_gpu"] = overrides
-        if not math.isfinite(submit_s):
-            problems.add(
-                row,
-                order["submit_s"],
-                "submit_s",
-                cells["submit_s"][row] or "",
-                f"is out of range once multiplied by time_scale {time_scale}",
-            )
-            continue
-        template = templates.get(shape)
+    with np.errstate(over="ignore", invalid="ignore"):  # out-of-range products are reported below
+        submit = times["submit_s"] * scale
+        runtime = times["runtime_s"] * scale
+        by_gpu = {model: values * scale for model, values in by_gpu.items()}
+    if not problems:
+        _check_scaled(problems, order, cells, time_scale, submit, runtime, by_gpu, by_gpu_cols)
+    _raise(problems, ids)
+
+    models = list(by_gpu)
+    present = [~np.isnan(by_gpu[m]) for m in models]
+    override_bits = np.zeros(rows, dtype=np.int64)
+    for bit, mask in enumerate(present):
+        override_bits |= mask.astype(np.int64) << bit
+    key_columns = [col.codes.astype(np.int64) for col in shape.values()]
+    key_columns.append(override_bits - 1)
+    key = shape_codes(key_columns, rows)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")  # templates numbered in order of their first row
+    renumber = np.empty(len(first), dtype=np.int32)
+    renumber[by_first] = np.arange(len(first), dtype=np.int32)
+    template = renumber[inverse.reshape(-1)]
+    templates: list[Job] = []
+    template_models: list[tuple[str, ...]] = []
+    images: dict[tuple[str, int], Image] = {}
+    for t in by_first.tolist():
+        row = int(first[t])
+        spec = _job_spec(row, shape, images)
+        row_models = tuple(m for m, mask in zip(models, present, strict=True) if mask[row])
+        run: dict[str, Any] = {"default": float(runtime[row])}
+        if row_models:
+            run["by_gpu"] = {m: float(by_gpu[m][row]) for m in row_models}
+        spec.update(id=ids[row].as_py(), submit_s=float(submit[row]), runtime=run)
         try:
-            if template is not None:
-                append(
-                    template.model_copy(
-                        update={
-                            "id": ids[row],
-                            "submit_s": submit_s,
-                            "runtime": validate_runtime(run),
-                            "requests": dict(template.requests),
-                            "node_selector": dict(template.node_selector),
-                        }
-                    )
-                )
-                continue
-            spec = _job_spec(row, shape, selector, tolerations, affinity, images)
-            spec["id"] = ids[row]
-            spec["submit_s"] = submit_s
-            spec["runtime"] = run
-            job = validate(spec)
+            templates.append(Job.model_validate(spec))
         except ValidationError as exc:
-            for item in exc.errors(include_url=False):
-                loc = item.get("loc", ())
-                field = str(loc[0]) if loc else ""
-                where = "runtime_s" if template is not None else _FIELD_COLUMN.get(field, field or "<row>")
-                msg = str(item.get("msg", "invalid")).removeprefix("Value error, ")
-                problems.add(row, order.get(where, len(order)), where, repr(item.get("input"))[:60], msg)
+            _shape_problems(problems, order, exc, np.flatnonzero(template == renumber[t]))
             if problems.total >= problems.limit:
                 break
+        template_models.append(row_models)
+    _raise(problems, ids)  # templates now hold one Job per shape
+    pods = np.asarray([t.pods for t in templates], dtype=np.int32)[template]
+    return JobTable(ids, submit, runtime, pods, template, templates, template_models, by_gpu), warnings
+
+
+def _blank(_: int) -> str:
+    return ""
+
+
+def _required_seconds(_: int) -> str:
+    return "required: give a number of seconds"
+
+
+def _check_scaled(
+    problems: CellProblems,
+    order: dict[str, int],
+    cells: dict[str, pa.Array],
+    time_scale: float,
+    submit: npt.NDArray[np.float64],
+    runtime: npt.NDArray[np.float64],
+    by_gpu: dict[str, npt.NDArray[np.float64]],
+    by_gpu_cols: dict[str, str],
+) -> None:
+    """Submit times and runtimes once multiplied by ``time_scale`` must still be durations fleetlab models."""
+    columns = {"submit_s": submit, "runtime_s": runtime}
+    columns.update({name: by_gpu[model] for name, model in by_gpu_cols.items()})
+    for name, values in columns.items():
+        given = ~np.isnan(values) if name.startswith(RUNTIME_PREFIX) else np.ones(len(values), dtype=bool)
+        bad = np.flatnonzero(given & ~(np.isfinite(values) & (values <= MAX_SECONDS)))
+        if not len(bad):
             continue
-        templates[shape] = job
-        append(job)
-    problems.raise_if_any(ids)
-    return jobs, warnings
+        raw = cells[name]
+
+        def reason(row: int, values: npt.NDArray[np.float64] = values) -> str:
+            value = float(values[row])
+            if not math.isfinite(value):
+                return f"is out of range once multiplied by time_scale {time_scale}"
+            try:
+                parse_duration(value)
+            except ValueError as exc:
+                return str(exc)
+            return "is out of range"  # pragma: no cover - parse_duration refuses what the mask refuses
+
+        report_rows(problems, bad, order[name], name, lambda row, raw=raw: str(raw[row].as_py()), reason)
+
+
+def _shape_problems(
+    problems: CellProblems, order: dict[str, int], exc: ValidationError, rows: npt.NDArray[np.int64]
+) -> None:
+    """A template's validation errors, reported on every row of its shape."""
+    for item in exc.errors(include_url=False):
+        loc = item.get("loc", ())
+        field = str(loc[0]) if loc else ""
+        where = _FIELD_COLUMN.get(field, field or "<row>")
+        msg = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        value = repr(item.get("input"))[:60]
+        report_rows(problems, rows, order.get(where, len(order)), where, _const(value), _const(msg))
+
+
+def _const(text: str) -> Callable[[int], str]:
+    """The same text for every row."""
+    return lambda _: text
+
+
+def _raise(problems: CellProblems, ids: pa.Array) -> None:
+    """Raise the problems so far, naming each row's id."""
+    if problems:
+        problems.raise_if_any([v or None for v in ids.to_pylist()])
 
 
 from fleetlab.spec.native_trace_writer import write_native_trace  # noqa: E402  (re-export)

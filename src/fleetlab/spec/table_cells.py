@@ -110,6 +110,13 @@ def read_string_columns(
 ) -> tuple[list[str], dict[str, list[str | None]]]:
     """Column names and text cells of a CSV or Parquet table (first ``limit`` rows), or a SpecError."""
     label = source or str(path)
+    names, table = read_table(path, limit, label)
+    return names, {n: _strings(table.column(i), n, label) for i, n in enumerate(names)}
+
+
+def read_table(path: Path, limit: int | None, label: str) -> tuple[list[str], pa.Table]:
+    """Column names and the Arrow table of a CSV (every column text) or Parquet file (first ``limit``
+    rows, chunks combined), or a SpecError naming the file."""
     suffix = path.suffix.lower()
     if suffix not in CSV_SUFFIXES + PARQUET_SUFFIXES:
         raise SpecError(label, [f"unknown table suffix {path.suffix!r}: use .csv, .parquet or .pq"])
@@ -146,7 +153,7 @@ def read_string_columns(
         raise SpecError(label, [f"cannot be read as {kind}: {exc}"]) from None
     if limit is not None:
         table = table.slice(0, limit)
-    return names, {n: _strings(table.column(i), n, label) for i, n in enumerate(names)}
+    return names, table.combine_chunks()
 
 
 def require_columns(source: str, cells: dict[str, Any], required: Sequence[str], hint: str) -> None:

@@ -3,7 +3,7 @@
 The scenario loader calls :func:`load_trace` for ``workload.trace``; each format's reader lives in its own
 module (:mod:`fleetlab.spec.native_trace`, :mod:`fleetlab.spec.alibaba`). A process keeps the last few
 parsed traces (keyed by the file's bytes and the reading options), so an experiment's variants and seeds that
-share a trace parse it once per process; jobs are frozen models, safe to share.
+share a trace parse it once per process; a JobTable is immutable, so the cached one is shared as is.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import hashlib
 import logging
 import stat
 from collections import OrderedDict
-from itertools import pairwise
 from pathlib import Path
 
-from fleetlab.model.job import Job
+import numpy as np
+
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.workload import TraceSource
 from fleetlab.spec.alibaba import load_openb_pods
 from fleetlab.spec.errors import SpecError
@@ -29,7 +30,7 @@ CACHED_TRACES = 2
 log = logging.getLogger(__name__)
 
 _TraceKey = tuple[str, str, str, int | None, float, bool]
-_cache: OrderedDict[_TraceKey, tuple[tuple[Job, ...], tuple[str, ...]]] = OrderedDict()
+_cache: OrderedDict[_TraceKey, tuple[JobTable, tuple[str, ...]]] = OrderedDict()
 
 
 def clear_trace_cache() -> None:
@@ -60,7 +61,7 @@ def _key(path: Path, source: TraceSource) -> _TraceKey | None:
     )
 
 
-def load_trace(path: Path, source: TraceSource) -> tuple[list[Job], list[str]]:
+def load_trace(path: Path, source: TraceSource) -> tuple[JobTable, list[str]]:
     """Jobs of a trace file in submit order (ties keep file order), plus warnings for the user.
 
     ``source.limit`` keeps the first rows of the file; ``source.time_scale`` multiplies submit times and
@@ -70,24 +71,27 @@ def load_trace(path: Path, source: TraceSource) -> tuple[list[Job], list[str]]:
     if key is not None and hit is not None:
         _cache.move_to_end(key)
         log.info("trace %s: %d jobs reused from this process's parse", path, len(hit[0]))
-        return list(hit[0]), list(hit[1])
+        return hit[0], list(hit[1])
     jobs, warnings = _parse(path, source)
     if key is not None:
-        _cache[key] = (tuple(jobs), tuple(warnings))
+        _cache[key] = (jobs, tuple(warnings))
         while len(_cache) > CACHED_TRACES:
             _cache.popitem(last=False)
     return jobs, warnings
 
 
-def _parse(path: Path, source: TraceSource) -> tuple[list[Job], list[str]]:
+def _parse(path: Path, source: TraceSource) -> tuple[JobTable, list[str]]:
+    jobs: JobTable
     if source.format == "native":
         jobs, warnings = load_native_trace(path, limit=source.limit, time_scale=source.time_scale)
     elif source.format == "alibaba-openb":
-        jobs, warnings = load_openb_pods(
+        pods, warnings = load_openb_pods(
             path, limit=source.limit, time_scale=source.time_scale, round_up=source.round_up_gpu_shares
         )
+        jobs = JobTable.from_jobs(pods)
     else:  # pragma: no cover - TraceSource.format is a Literal, so pydantic refuses anything else
         raise SpecError(str(path), [f"unknown trace format {source.format!r}: use native or alibaba-openb"])
-    if any(a.submit_s > b.submit_s for a, b in pairwise(jobs)):
-        jobs.sort(key=lambda job: job.submit_s)  # list.sort is stable
+    submit = jobs.column("submit_s")
+    if np.any(submit[1:] < submit[:-1]):
+        jobs = jobs.take(np.argsort(submit, kind="stable"))  # ties keep file order
     return jobs, warnings

@@ -25,6 +25,10 @@ class ImageLocalityScore(ScorePlugin):
 
     name = "ImageLocality"
 
+    def uniform_for(self, state: ClusterState, pod: CompiledPod) -> bool:
+        """A pod without images scores 0 everywhere."""
+        return not (pod.spec.images or pod.spec.image)
+
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | int | None:
         images = pod.spec.images or ((pod.spec.image,) if pod.spec.image else ())
         total = state.ready_count

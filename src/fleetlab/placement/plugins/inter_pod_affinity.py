@@ -151,6 +151,10 @@ class InterPodAffinityScore(ScorePlugin):
 
     name = "InterPodAffinity"
 
+    def uniform_for(self, state: ClusterState, pod: CompiledPod) -> bool:
+        """A pod without labels or terms of its own (not ``pod_dependent``) counts nothing: Skip."""
+        return not pod.spec.pod_dependent
+
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
         spec = pod.spec
         weighted = [

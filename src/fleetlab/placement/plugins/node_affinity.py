@@ -87,6 +87,11 @@ class NodeAffinityScore(ScorePlugin):
 
     name = "NodeAffinity"
 
+    def uniform_for(self, state: ClusterState, pod: CompiledPod) -> bool:
+        """No preferred term: Skip."""
+        affinity = pod.spec.affinity
+        return not (affinity.node_affinity.preferred if affinity and affinity.node_affinity else ())
+
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
         affinity = pod.spec.affinity
         preferred = affinity.node_affinity.preferred if affinity and affinity.node_affinity else ()

@@ -202,6 +202,10 @@ class PodTopologySpreadScore(ScorePlugin):
         self.defaults = defaults
         self.system_defaulted = system_defaulted
 
+    def uniform_for(self, state: ClusterState, pod: CompiledPod) -> bool:
+        """No ScheduleAnyway constraint of its own or by default: Skip."""
+        return not constraints_for(state, pod, "ScheduleAnyway", self.defaults)
+
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
         constraints = constraints_for(state, pod, "ScheduleAnyway", self.defaults)
         if not constraints:

@@ -59,8 +59,21 @@ class TaintTolerationScore(ScorePlugin):
 
     name = "TaintToleration"
 
+    def uniform_for(self, state: ClusterState, pod: CompiledPod) -> bool:
+        """No node has a PreferNoSchedule taint the pod does not tolerate: every node scores 100."""
+        self._prefer_counts(state, pod)
+        return not pod.cache["taint_prefer_any"]
+
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | int | None:
-        raw = pod.cache.get("taint_prefer_counts")
+        raw = self._prefer_counts(state, pod)
+        if not pod.cache["taint_prefer_any"]:
+            # Every node counts 0 untolerated taints: reverse-normalised, every node scores 100.
+            return 100
+        return default_normalize_score(raw[nodes], reverse=True)
+
+    def _prefer_counts(self, state: ClusterState, pod: CompiledPod) -> IntArray:
+        """Per node, the PreferNoSchedule taints the pod does not tolerate (static: cached per pod)."""
+        raw: IntArray | None = pod.cache.get("taint_prefer_counts")
         if raw is None:
             relevant = [t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule")]
             per_class = np.asarray(
@@ -78,7 +91,4 @@ class TaintTolerationScore(ScorePlugin):
             raw = per_class[state.taint_classes.of_node]
             pod.cache["taint_prefer_counts"] = raw
             pod.cache["taint_prefer_any"] = bool(raw.any())
-        if not pod.cache["taint_prefer_any"]:
-            # Every node counts 0 untolerated taints: reverse-normalised, every node scores 100.
-            return 100
-        return default_normalize_score(raw[nodes], reverse=True)
+        return raw

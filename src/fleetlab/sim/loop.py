@@ -1,0 +1,152 @@
+"""The simulator's event loop, kept apart from the lifecycle methods it calls.
+
+One step per distinct time: jobs arriving now are submitted, events due now are handled in heap order,
+node lifecycle, services and Kueue act, a scheduling cycle runs when something could now fit, and the
+step is recorded. Scenarios without node lifecycle, services or spot interruptions (the common case)
+take the same path without the hooks that would do nothing, reading the event heap directly.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from fleetlab.sim.events import EventKind, EventQueue
+from fleetlab.sim.guards import ProgressGuard
+from fleetlab.sim.node_lifecycle import NoLifecycle
+from fleetlab.sim.services import NoServices
+
+if TYPE_CHECKING:
+    from fleetlab.sim.simulator import Simulator
+
+ProgressCallback = Callable[[int, int], None]
+
+NODE_READY = int(EventKind.NODE_READY)
+PREP_DONE = int(EventKind.PREP_DONE)
+POD_FINISH = int(EventKind.POD_FINISH)
+PODS_READY_TIMEOUT = int(EventKind.PODS_READY_TIMEOUT)
+REQUEUE = int(EventKind.REQUEUE)
+
+
+def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
+    """Step the simulator until nothing is left to happen, the horizon passes or the run stalls."""
+    book, events, queue, state = sim.book, sim.events, sim.queue, sim.state
+    arrivals: list[int] = sim.arrival_ms.tolist()
+    n_jobs = len(arrivals)
+    next_job = 0
+    last_generation = -1
+    steps = 0
+    guard = ProgressGuard(sim.work.longest_ms(), sim.horizon_ms is not None)
+    total_work = n_jobs + book.n_pods
+    finished = 0
+    horizon = sim.horizon_ms
+    kueue, spot, lifecycle, services = sim.kueue, sim.spot, sim.lifecycle, sim.services
+    hooks = not (isinstance(lifecycle, NoLifecycle) and isinstance(services, NoServices))
+    #: A plain heap (no spot interruptions): peek and pop it directly; its events are never spot events.
+    heap = events.heap if type(events) is EventQueue else None
+    attempt_of = book.attempt
+    enqueue, record = sim.enqueue, sim._record
+    heappop = heapq.heappop
+    while True:
+        if heap is not None:
+            while heap:  # drop stale pod events (see Simulator._drop_stale_events)
+                head = heap[0]
+                kind = head[2]
+                if kind in (PREP_DONE, POD_FINISH):
+                    if head[4] == attempt_of[head[3]]:
+                        break
+                elif (
+                    kind != PODS_READY_TIMEOUT
+                    or kueue is None
+                    or not kueue.timeout_is_stale(head[3], head[4])
+                ):
+                    break
+                heappop(heap)
+            t_event = heap[0][0] if heap else None
+        else:
+            sim._drop_stale_events()
+            t_event = events.peek_time()
+        t_job = arrivals[next_job] if next_job < n_jobs else None
+        if hooks:
+            t_event = services.next_time(lifecycle.next_time(t_event, t_job))
+        if t_event is None:
+            if t_job is None:
+                break
+            t = t_job
+        else:
+            t = t_event if t_job is None or t_event < t_job else t_job
+        if horizon is not None and t > horizon:
+            break
+        sim.stall_warning = sim.stall_warning or guard.check(
+            t, sim.now, steps == 0, sim.last_completion_ms, t == t_job
+        )
+        if sim.stall_warning:
+            break  # nothing can make progress any more (see sim/guards.py and the Kueue bridge)
+        if t < sim.now:
+            raise RuntimeError(f"internal error: an event at {t} ms, after the clock reached {sim.now}")
+        sim.now = t
+        submitted = False
+        while next_job < n_jobs and arrivals[next_job] == t:
+            if kueue is not None and sim._kueue_managed[next_job]:
+                sim.quota_since_ms[next_job] = sim.submit_ms[next_job]  # waiting since its submit
+                kueue.submit(next_job, sim.jobs[next_job], t)
+            else:
+                enqueue(next_job)
+            next_job += 1
+            sim.submissions_left -= 1
+            submitted = True
+        if heap is not None:
+            while heap and heap[0][0] == t:
+                _, _, kind, index, attempt = heappop(heap)
+                if kind in (PREP_DONE, POD_FINISH):
+                    if attempt != attempt_of[index]:
+                        continue  # the pod was evicted since this event was scheduled
+                    if kind == PREP_DONE:
+                        sim.prepared(index)
+                    else:
+                        sim.finish(index)
+                        finished += 1
+                else:
+                    finished += _other_event(sim, kind, index, attempt, t)
+        else:
+            while events.peek_time() == t:
+                _, kind, index, attempt = events.pop()
+                if spot.handle(kind, index, attempt):
+                    continue  # a spot interruption's notice or reclaim (sim/interruptions.py)
+                finished += _other_event(sim, kind, index, attempt, t)
+        if hooks:
+            lifecycle.step(t)
+            services.step(t)
+        if kueue is not None:
+            kueue.step(t)
+        submitted = submitted or sim._dirty
+        sim._dirty = False
+        if len(queue) and (submitted or state.release_generation != last_generation):
+            last_generation = state.release_generation
+            queue.cycle(last_generation, sim.try_place)
+        record()
+        steps += 1
+        if progress is not None and steps % 4096 == 0:
+            progress(next_job + finished, total_work)
+    if progress is not None:
+        progress(total_work, total_work)
+
+
+def _other_event(sim: Simulator, kind: int, index: int, attempt: int, t: int) -> int:
+    """Handle an event that is not a spot interruption; returns 1 when a pod finished."""
+    if kind == NODE_READY:
+        sim.booting -= 1
+        sim.node_ready(index)
+        return 0
+    if kind in (PODS_READY_TIMEOUT, REQUEUE):
+        assert sim.kueue is not None
+        sim.kueue.timer(kind, index, attempt, t)
+        return 0
+    if attempt != sim.book.attempt[index]:
+        return 0  # the pod was evicted since this event was scheduled
+    if kind == PREP_DONE:
+        sim.prepared(index)
+        return 0
+    sim.finish(index)
+    return 1
