@@ -36,8 +36,8 @@ def _per_job(values: IntArray, starts: IntArray, reduce: np.ufunc) -> IntArray:
 
 def job_table(sim: Simulator, end_ms: int) -> JobTable:
     """Per-job times: last pod bound, all pods computing, last pod done (NEVER where not reached)."""
-    book, jobs = sim.book, sim.jobs
-    n = len(jobs)
+    book = sim.book
+    n = len(sim.jobs)
     starts = book.first_pod[:-1]
     if n:
         last_bound = _per_job(book.bound_ms, starts, np.maximum)
@@ -56,15 +56,16 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
     # A completed job's last stay is what the queue-wait / prep / compute split describes.
     last_bound = np.where(completed | all_bound, last_bound, NEVER)
     inverse = scenario_positions(sim.order)
-    ordered = [jobs[int(i)] for i in inverse]
+    table = sim.resolved.jobs  # the workload in scenario order: columns plus one template per job shape
+    kueue = sim.kueue
     return JobTable(
-        ids=[job.id for job in ordered],
-        job_class=[job.job_class.value for job in ordered],
-        team=[job.team for job in ordered],
-        priority=np.asarray([job.priority for job in ordered], dtype=np.int64),
-        pods=np.asarray([job.pods for job in ordered], dtype=np.int64),
-        gpus_per_pod=np.asarray([job.gpus_per_pod for job in ordered], dtype=np.int64),
-        cpu_milli_per_pod=np.asarray([job.requests.get("cpu", 0) for job in ordered], dtype=np.int64),
+        ids=table.ids.to_pylist(),
+        job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
+        team=table.per_template(lambda job: job.team, dtype=object).tolist(),
+        priority=table.per_template(lambda job: job.priority, dtype=np.int64),
+        pods=table.column("pods").astype(np.int64),
+        gpus_per_pod=table.per_template(lambda job: job.gpus_per_pod, dtype=np.int64),
+        cpu_milli_per_pod=table.per_template(lambda job: job.requests.get("cpu", 0), dtype=np.int64),
         submit_ms=sim.submit_ms[inverse],
         last_bound_ms=last_bound[inverse],
         running_ms=np.where(all_started, last_start, NEVER)[inverse],
@@ -72,7 +73,7 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
         completed=completed[inverse],
         evictions=evictions[inverse],
         admitted_ms=np.where(sim.admitted_ms >= 0, sim.admitted_ms, sim.submit_ms)[inverse],
-        cluster_queue=[sim.kueue.cluster_queue_of.get(int(i), "") if sim.kueue else "" for i in inverse],
+        cluster_queue=[kueue.cluster_queue_of.get(i, "") for i in inverse.tolist()] if kueue else [""] * n,
         queue_wait_ms=waited[inverse],
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
