@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fleetlab import cli
-from fleetlab.cost.perf import Layout, single_gpu_throughput, step_time, table_throughput, time_factor
+from fleetlab.model.perf import Layout, single_gpu_throughput, step_time, table_throughput, time_factor
 from fleetlab.model.plan_job import WorkProfile
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.plan_job import load_plan_job

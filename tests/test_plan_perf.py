@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from fleetlab.cost.gpu_plan import PricedOffer, plan_job, priced_offers, scaling_options
-from fleetlab.cost.perf import Layout, allreduce_s, single_gpu_throughput, step_time, time_factor
 from fleetlab.model.gpu_specs import faster_models, gpu_specs
+from fleetlab.model.perf import Layout, allreduce_s, single_gpu_throughput, step_time, time_factor
 from fleetlab.model.plan_job import PlanJob, WorkProfile
 from fleetlab.spec.catalog import parse_catalog
 from fleetlab.spec.errors import SpecError

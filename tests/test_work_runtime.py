@@ -1,4 +1,4 @@
-"""Jobs that declare a work profile get their runtime from cost.perf on the GPU model and layout their
+"""Jobs that declare a work profile get their runtime from model.perf on the GPU model and layout their
 pods landed on: the same 2 x 4-GPU gang on one 8-GPU node (NVLink ring only) and on two 4-GPU nodes (plus
 a ring across the nodes' network) runs for different times, each the perf model's figure."""
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from builders import job, pool, scenario
-from fleetlab.cost.perf import Layout, training_seconds
 from fleetlab.experiment.run import run_one
+from fleetlab.model.perf import Layout, training_seconds
 from fleetlab.model.plan_job import WorkProfile
 from fleetlab.sim.events import to_ms
 

@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fleetlab.cost.perf import Layout, fits, single_gpu_throughput, training_seconds
 from fleetlab.model.gpu_specs import default_network_gbps, faster_models, gpu_specs, instance_network_gbps
+from fleetlab.model.perf import Layout, fits, single_gpu_throughput, training_seconds
 from fleetlab.model.plan_job import PlanJob
 from fleetlab.spec.catalog import GPU_NAMES, Catalog, price_date
 

@@ -1,7 +1,7 @@
 """Performance figures per GPU model (dense tensor TFLOPS, memory bandwidth, NVLink) for runtime models.
 
 The figures live in ``fleetlab/data/plan/gpu_specs.json`` with a source per model (see SOURCE.md there);
-they drive the roofline-style runtime estimates in ``fleetlab.cost.perf``, never placement.
+they drive the roofline-style runtime estimates in ``fleetlab.model.perf``, never placement.
 """
 
 from __future__ import annotations

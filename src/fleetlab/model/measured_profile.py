@@ -2,7 +2,7 @@
 
 ``fleetlab cost profile`` records one by timing a real PyTorch step (forward, backward, optimizer step);
 a work profile that names the file (``measured_file``) or carries the table inline (``measured_table``)
-has its roofline estimate replaced by the measurement on that GPU model (cost/perf.py).
+has its roofline estimate replaced by the measurement on that GPU model (model/perf.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A planning job is independent of any cluster: a work profile (throughput on one reference GPU, the
 fractions of that time bound by tensor compute and by memory bandwidth, gradient bytes exchanged per step)
 plus either a training goal (steps) or an inference goal (a throughput to sustain for some hours, with an
-optional latency bound). ``fleetlab.cost.perf`` turns it into a runtime per GPU model and layout.
+optional latency bound). ``fleetlab.model.perf`` turns it into a runtime per GPU model and layout.
 """
 
 from __future__ import annotations

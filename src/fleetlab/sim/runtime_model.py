@@ -1,7 +1,7 @@
-"""Runtimes of jobs that declare a work profile, from cost.perf and where their pods landed.
+"""Runtimes of jobs that declare a work profile, from model.perf and where their pods landed.
 
 A job with ``work`` runs ``steps`` data-parallel steps of ``samples_per_step`` samples. On a node whose GPU
-model has a performance profile its runtime is ``cost.perf``'s training time for the layout the pods
+model has a performance profile its runtime is ``model.perf``'s training time for the layout the pods
 actually got: k distinct nodes, the busiest node's GPUs of the job as the in-node ring, the pods' GPUs
 computing, and the slowest node's network (the pool's instance-type figure, else 100 Gbit/s, or the
 job's ``network_gbps``) for the ring across nodes. So the same gang packed on one node finishes sooner
@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fleetlab.cost.perf import Layout, step_time
 from fleetlab.model.gpu_specs import default_network_gbps, gpu_specs, instance_network_gbps
 from fleetlab.model.job import Job
+from fleetlab.model.perf import Layout, step_time
 from fleetlab.model.plan_job import JobWork
 from fleetlab.sim.events import to_ms, transfer_ms
 

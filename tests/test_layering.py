@@ -1,0 +1,98 @@
+"""Imports flow one way: model ← spec ← placement / admission / services ← sim ← cost ← metrics / kube /
+lint / export ← experiment ← report ← the CLI and the Python API.
+
+A package may import its own modules and any package of a lower rank, never one of the same or a higher
+rank (so no two packages depend on each other); ``TYPE_CHECKING``-only imports count too, since they are
+still a dependency a reader has to follow. Read from the source with ``ast``, nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "fleetlab"
+
+#: Each package's rank; a module imports only from lower ranks (and its own package).
+RANK: dict[str, int] = {
+    "model": 0,
+    "data": 0,
+    "scenarios": 0,
+    "__init__": 0,  # the root package: its version string, importing nothing of fleetlab
+    "spec": 1,
+    "placement": 2,
+    "admission": 2,
+    "services": 2,
+    "sim": 3,
+    "cost": 4,
+    "metrics": 5,
+    "kube": 5,
+    "lint": 5,
+    "export": 5,
+    "experiment": 6,
+    "report": 7,
+}
+TOP = 8  # cli*.py, api.py, __main__.py, __init__.py: nothing imports them but each other
+
+
+def _package(path: Path) -> str:
+    parts = path.relative_to(SRC).parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def _rank(package: str) -> int:
+    return RANK.get(package, TOP)
+
+
+def _imported_packages(path: Path) -> list[tuple[int, str]]:
+    """(line, fleetlab package) of every ``fleetlab.<package>`` import in the module."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            if node.module == "fleetlab":  # a submodule, or an attribute of the root package
+                names = [
+                    f"fleetlab.{alias.name}"
+                    if (SRC / alias.name).is_dir() or (SRC / f"{alias.name}.py").is_file()
+                    else "fleetlab.__init__"
+                    for alias in node.names
+                ]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "fleetlab" and len(parts) > 1:
+                out.append((node.lineno, parts[1]))
+    return out
+
+
+MODULES = sorted(SRC.rglob("*.py"))
+
+
+def test_every_package_has_a_rank() -> None:
+    """A new package must say where it sits, or the rule below would silently treat it as top level."""
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert packages <= set(RANK), f"give these packages a rank in RANK: {sorted(packages - set(RANK))}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_flow_downwards(path: Path) -> None:
+    own = _package(path)
+    upward = [
+        f"line {line}: fleetlab.{target} (rank {_rank(target)})"
+        for line, target in _imported_packages(path)
+        if target != own and _rank(target) >= _rank(own) and not (_rank(own) == TOP and _rank(target) == TOP)
+    ]
+    assert not upward, f"{path.relative_to(SRC)} (package {own}, rank {_rank(own)}) imports upwards: {upward}"
+
+
+def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    """The checker itself: a model module importing the simulator is reported."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("from fleetlab.sim.simulator import Simulator\nimport fleetlab.model.job\n")
+    found = _imported_packages(bad)
+    assert found == [(1, "sim"), (2, "model")]
+    assert _rank("sim") >= _rank("model")
