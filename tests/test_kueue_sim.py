@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from builders import job, pool, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.queues import queue_rows
 from fleetlab.metrics.tables import job_columns
+from fleetlab.model.job_table import JobTable
 from fleetlab.model.scenario import Scenario
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import resolve
@@ -131,6 +133,27 @@ def test_same_pod_spec_admitted_on_two_flavors_gets_each_flavors_labels() -> Non
     )
     result = run_one(resolved, "least-allocated").result
     assert [result.nodes.pool[int(n)] for n in result.pods.node] == ["a", "b"]
+
+
+def test_jobs_of_one_shape_with_different_pod_counts_ask_for_their_own_quota() -> None:
+    """One pod shape (1 GPU), 2 + 1 + 2 pods at t=0, 3 GPUs of nominal quota, no cohort: the first two fit
+    (2 + 1 = 3 GPUs), the third waits for quota until both end at 1000 s (quota_wait_s 0, 0, 1000)."""
+    objects = _objects(None)
+    objects[1] = _cq("team-a", 3, None)
+    resolved = scenario([pool(count=1)], [job("x0", runtime=1000, queue="q", namespace="a")], kueue=objects)
+    template = resolved.jobs.templates[0]
+    # One template shared by the three jobs, as a generator or trace reader builds it (pods per job).
+    table = JobTable(
+        pa.array(["x0", "x1", "x2"]),
+        np.zeros(3),
+        np.full(3, 1000.0),
+        np.array([2, 1, 2], np.int32),
+        np.zeros(3, np.int32),
+        [template],
+        [()],
+    )
+    run = run_one(resolved.model_copy(update={"jobs": table}), "default")
+    assert job_columns(run.result)["quota_wait_s"].tolist() == [0, 0, 1000]
 
 
 def test_unknown_local_queue_is_a_clear_error() -> None:

@@ -65,6 +65,11 @@ class KueueBridge:
         self.sim = sim
         self.flavors = {f.name: f for f in config.resource_flavors}
         self.job_by_id: dict[str, int] = {}
+        #: Per submitted job (submit order), its workload's id: the job's id.
+        self.workload_id: dict[int, str] = {}
+        self._template = sim.job_table.column("template")
+        self._pods = sim.job_table.column("pods")
+        self._podsets: dict[tuple[int, int], PodSetRequest] = {}
         self.cluster_queue_of: dict[int, str] = {}
         self.admissions: dict[int, int] = {}
         self.created_ms: dict[int, int] = {}
@@ -95,32 +100,46 @@ class KueueBridge:
         self._times: list[int] = []
         self._usage: list[tuple[int, ...]] = []
 
-    def submit(self, job_index: int, job: Job, now: int) -> None:
-        """Hand a queued job to Kueue as a one-podset workload."""
-        assert job.queue is not None
-        self.job_by_id[job.id] = job_index
+    def submit(self, job_index: int, now: int) -> None:
+        """Hand a queued job to Kueue as a one-podset workload, read from the job table's columns and its
+        template (a job's queue, namespace, priority and pod shape are its template's) without building
+        the job."""
+        table = self.sim.job_table
+        job_id = self.workload_id.get(job_index)
+        if job_id is None:
+            job_id = self.workload_id[job_index] = table.ids[job_index].as_py()
+        self.job_by_id[job_id] = job_index
         self.created_ms.setdefault(job_index, now)
-        requests = dict(job.requests)
-        affinity = job.affinity.node_affinity if job.affinity is not None else None
-        required = affinity.required if affinity is not None else None
-        podset = PodSetRequest(
-            PODSET,
-            job.pods,
-            requests,
-            job.tolerations,
-            tuple(sorted(job.node_selector.items())),
-            required.node_selector_terms if required is not None else None,
-        )
+        template = table.templates[int(self._template[job_index])]
+        assert template.queue is not None
         self.manager.submit(
             Workload(
-                id=job.id,
-                namespace=job.namespace,
-                local_queue=job.queue,
-                priority=job.priority,
+                id=job_id,
+                namespace=template.namespace,
+                local_queue=template.queue,
+                priority=template.priority,
                 created_ms=now,
-                podsets=(podset,),
+                podsets=(self._podset(int(self._template[job_index]), int(self._pods[job_index])),),
             )
         )
+
+    def _podset(self, template_index: int, pods: int) -> PodSetRequest:
+        """The podset of ``pods`` pods of a template, built once per (template, pods): it is immutable."""
+        key = (template_index, pods)
+        podset = self._podsets.get(key)
+        if podset is None:
+            job = self.sim.job_table.templates[template_index]
+            affinity = job.affinity.node_affinity if job.affinity is not None else None
+            required = affinity.required if affinity is not None else None
+            podset = self._podsets[key] = PodSetRequest(
+                PODSET,
+                pods,
+                dict(job.requests),
+                job.tolerations,
+                tuple(sorted(job.node_selector.items())),
+                required.node_selector_terms if required is not None else None,
+            )
+        return podset
 
     @staticmethod
     def flavor_names(admission: Admission) -> tuple[str, ...]:
@@ -188,15 +207,15 @@ class KueueBridge:
     def timeout_is_stale(self, job_index: int, token: int) -> bool:
         """A waitForPodsReady timeout that can no longer fire: a later admission, or the job is done."""
         sim = self.sim
-        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == sim.jobs[job_index].pods
+        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == self._pods[job_index]
 
     def timer(self, kind: int, job_index: int, token: int, now: int) -> None:
         """waitForPodsReady: evict a workload whose pods are not all ready in time; requeue with backoff."""
         from fleetlab.sim.events import EventKind
 
-        sim, job = self.sim, self.sim.jobs[job_index]
+        sim = self.sim
         if kind == EventKind.REQUEUE:
-            self.submit(job_index, job, self.created_ms[job_index] if self._keep_creation else now)
+            self.submit(job_index, self.created_ms[job_index] if self._keep_creation else now)
             return
         if self.timeout_is_stale(job_index, token):
             return  # a later admission, or the job already finished
@@ -205,7 +224,7 @@ class KueueBridge:
         wait = self.wait_for_pods_ready
         assert wait is not None
         sim.evict_job(job_index, by_kueue=True)
-        self.manager.finish(job.id)  # out of the queue until the backoff has passed
+        self.manager.finish(self.workload_id[job_index])  # out of the queue until the backoff has passed
         self.pods_ready_evictions += 1
         count = self.requeues.get(job_index, 0) + 1
         self.requeues[job_index] = count
@@ -234,12 +253,16 @@ class KueueBridge:
 
     def finished(self, job: Job, now: int) -> None:
         """Release a finished job's quota."""
-        self.manager.finish(job.id)
+        self.finished_at(self.job_by_id[job.id], now)
+
+    def finished_at(self, job_index: int, now: int) -> None:
+        """Release the quota of the job at ``job_index`` (submit order), which has finished."""
+        self.manager.finish(self.workload_id[job_index])
         self.sample(now)
 
-    def evicted(self, job: Job, now: int) -> None:
+    def evicted(self, job_index: int, now: int) -> None:
         """A Kueue job lost its pods: give the quota back and requeue it in its ClusterQueue."""
-        self.manager.evict(job.id, now)
+        self.manager.evict(self.workload_id[job_index], now)
         self.sample(now)
 
     def pending_jobs(self, sim: Simulator) -> list[PendingJob]:

@@ -90,7 +90,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         while next_job < n_jobs and arrivals[next_job] == t:
             if kueue is not None and sim._kueue_managed[next_job]:
                 sim.quota_since_ms[next_job] = sim.submit_ms[next_job]  # waiting since its submit
-                kueue.submit(next_job, sim.jobs[next_job], t)
+                kueue.submit(next_job, t)
             else:
                 enqueue(next_job)
             next_job += 1

@@ -448,7 +448,7 @@ class Simulator:
             and self._kueue_managed[job_index]
             and self.pods_done[job_index] == self._pods[job_index]
         ):
-            self.kueue.finished(self.jobs[job_index], self.now)
+            self.kueue.finished_at(job_index, self.now)
 
     # -- Kueue ---------------------------------------------------------------------------------------
     def admitted(self, job_index: int, admission: Admission) -> None:
@@ -507,7 +507,7 @@ class Simulator:
         if self.quota_since_ms[job_index] < 0:
             self.quota_since_ms[job_index] = self.now  # back to waiting for quota
         if not by_kueue and self.kueue is not None:
-            self.kueue.evicted(self.jobs[job_index], self.now)
+            self.kueue.evicted(job_index, self.now)
 
     def evict_job_pods(self, pod: int) -> None:
         """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
