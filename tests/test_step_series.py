@@ -23,6 +23,9 @@ def test_rows_are_kept_only_when_values_change_and_a_same_time_row_replaces_the_
     expected = [[0, 4, 1], [10, 7, 2], [30, 0, 0]]
     assert series.rows().tolist() == expected
     assert series.rows().dtype == np.int64
+    columns = series.columns()
+    assert columns.tolist() == [[0, 10, 30], [4, 7, 0], [1, 2, 0]]
+    assert columns[1].flags.c_contiguous
 
 
 def test_a_same_time_replacement_compares_with_the_replaced_row_only() -> None:
@@ -40,6 +43,7 @@ def test_many_rows_round_trip_through_the_flat_buffer() -> None:
     for t in range(1000):
         series.record(t, (t, 2 * t, t % 7))
     rows = series.rows()
+    assert (series.columns() == rows.T).all()
     assert rows.shape == (1000, 4)
     assert (rows[:, 0] == np.arange(1000)).all() and (rows[:, 2] == 2 * np.arange(1000)).all()
 

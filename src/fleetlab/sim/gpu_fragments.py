@@ -43,17 +43,32 @@ SAMPLE_WIDTH = 6
 MEMO_LIMIT = 65_536
 
 
+def pods_per_spec(sim: Simulator) -> dict[PodSpec, int]:
+    """Pods per pod spec of the workload (memory-only shares left out), specs in order of first appearance
+    in submit order. One ``pod_spec`` per spec key (jobs with equal keys have equal specs), not per job."""
+    columns = sim.job_columns
+    keys = columns.spec_key
+    n_keys = int(keys.max(initial=-1)) + 1
+    pods = np.zeros(n_keys, dtype=np.int64)
+    np.add.at(pods, keys, columns.pods)
+    first = np.full(n_keys, len(keys), dtype=np.int64)
+    np.minimum.at(first, keys, np.arange(len(keys), dtype=np.int64))
+    counts: dict[PodSpec, int] = {}
+    for key in np.argsort(first, kind="stable").tolist():  # keys are numbered by first appearance already
+        job = sim.jobs[int(first[key])]
+        if job.gpu_memory is not None and job.gpu_milli is None and job.shares_gpu:
+            continue
+        spec = pod_spec(job)
+        counts[spec] = counts.get(spec, 0) + int(pods[key])
+    return counts
+
+
 class FragmentationMeter:
     """Keeps per-node F_n(M) current and appends a sample whenever the totals change."""
 
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
-        counts: dict[PodSpec, int] = {}
-        for job in sim.jobs:
-            if job.gpu_memory is not None and job.gpu_milli is None and job.shares_gpu:
-                continue
-            spec = pod_spec(job)
-            counts[spec] = counts.get(spec, 0) + job.pods
+        counts = pods_per_spec(sim)
         total = sum(counts.values())
         ranked = sorted(counts.items(), key=lambda kv: -kv[1])  # stable: first appearance breaks ties
         chosen: list[tuple[PodSpec, int]] = []
@@ -169,8 +184,9 @@ class FragmentationMeter:
         out[:, 5] = np.where(usable, 0, free).sum(axis=1)
         return out
 
-    def sample(self, now: int) -> None:
-        """Bring the changed nodes' terms up to date and record the totals if they changed."""
+    def sample(self, now: int) -> bool:
+        """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
+        since the last sample (the totals are unchanged)."""
         state = self.sim.state
         if state.topology_generation != self.generation:
             self.generation = state.topology_generation
@@ -193,6 +209,7 @@ class FragmentationMeter:
             self.totals = self.totals + (new[ready] - self.terms[rows][ready]).sum(axis=0)
             self.terms[rows] = new
         elif self.rows:
-            return
+            return False
         idle, stranded, partial, frag, used, _ = self.totals.tolist()
         self.rows.record(now, (round(idle), round(stranded), round(partial), round(frag), round(used)))
+        return True

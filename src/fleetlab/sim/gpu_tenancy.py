@@ -187,8 +187,8 @@ class GpuTenancy:
             kills, self.to_kill = self.to_kill, []
             for pod in kills:
                 self._fail(pod)
-        self.meter.sample(self.sim.now)
-        self.stranded.sample(self.sim.now)
+        if self.meter.sample(self.sim.now):  # unchanged totals: the stranded total is unchanged too
+            self.stranded.sample(self.sim.now)
 
     def _fail(self, pod: int) -> None:
         """The OOM-killed pod fails (no retry), with every pod of a gang; Kueue sees the job finish."""
@@ -220,15 +220,16 @@ class GpuTenancy:
         def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
             return reduce.reduceat(values, starts)[inverse] if n else values[:0]
 
-        milli = sim.job_table.per_template(  # template fields
-            lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, np.int64
+        table = sim.resolved.jobs  # scenario order; the GPU fields are a template's
+        milli = table.per_template(
+            lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, dtype=np.int64
         )
         return SharingTable(
             job_oom_kills=per_job(self.oom_kills, np.add).astype(np.int64),
             job_failed=per_job(self.failed, np.logical_or).astype(bool),
             job_extra_ms=per_job(sim.pace.extra_ms, np.add).astype(np.float64),
             job_sliced_ms=per_job(sim.pace.sliced_ms, np.add).astype(np.float64),
-            job_gpu_milli=milli[inverse] if n else milli,
+            job_gpu_milli=milli,
             pod_gpus=np.asarray(list(self.gpu_names), dtype=object)[self.gpu_index].tolist(),
             fragmentation=self.meter.rows.rows(),
             consolidation_evictions=self.consolidator.evictions,

@@ -42,7 +42,9 @@ class PodPace:
         self.sim = sim
         n = sim.book.n_pods
         self.paces: dict[int, Pace] = {}
-        self.work_done: dict[int, int] = {}
+        #: Per pod the work (ms at full speed) of its last paced run, -1 when none is waiting to be read
+        #: (a column, not a dict: a pod that finishes never reads it back).
+        self.work_done = np.full(n, -1, dtype=np.int64)
         #: Time-slicing: wall time spent on time-sliced GPUs and the extra it cost.
         self.sliced_ms = np.zeros(n, dtype=np.float64)
         self.extra_ms = np.zeros(n, dtype=np.float64)
@@ -72,7 +74,11 @@ class PodPace:
 
     def work_ms(self, pod: int, wall_ms: int) -> int:
         """Work done in the pod's last run at full speed (its wall time unless it was paced)."""
-        return self.work_done.pop(pod, wall_ms)
+        done = int(self.work_done[pod])
+        if done < 0:
+            return wall_ms
+        self.work_done[pod] = -1
+        return done
 
     def _settle(self, pod: int, pace: Pace) -> None:
         now = self.sim.now

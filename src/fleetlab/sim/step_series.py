@@ -59,3 +59,15 @@ class StepSeries:
             out[done, 0] = self._t
             out[done, 1:] = self._values
         return out
+
+    def columns(self) -> NDArray[np.int64]:
+        """Every column as a (width, n) int64 array: ``columns()[k]`` is column k, contiguous, so result
+        tables can hold the columns as views of one block instead of a copy each."""
+        out = np.empty((self.width, len(self)), dtype=np.int64)
+        done = len(self._flat) // self.width
+        if done:
+            out[:, :done] = np.frombuffer(self._flat, dtype=np.int64).reshape(done, self.width).T
+        if self._values is not None:
+            out[0, done] = self._t
+            out[1:, done] = self._values
+        return out

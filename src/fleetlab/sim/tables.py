@@ -36,8 +36,8 @@ def _per_job(values: IntArray, starts: IntArray, reduce: np.ufunc) -> IntArray:
 
 def job_table(sim: Simulator, end_ms: int) -> JobTable:
     """Per-job times: last pod bound, all pods computing, last pod done (NEVER where not reached)."""
-    book, jobs = sim.book, sim.jobs
-    n = len(jobs)
+    book = sim.book
+    n = len(sim.jobs)
     starts = book.first_pod[:-1]
     if n:
         last_bound = _per_job(book.bound_ms, starts, np.maximum)
@@ -56,15 +56,16 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
     # A completed job's last stay is what the queue-wait / prep / compute split describes.
     last_bound = np.where(completed | all_bound, last_bound, NEVER)
     inverse = scenario_positions(sim.order)
-    ordered = sim.resolved.jobs  # scenario order; all but ids and pods are template fields
+    table = sim.resolved.jobs  # the workload in scenario order: columns plus one template per job shape
+    kueue = sim.kueue
     return JobTable(
-        ids=ordered.ids.to_pylist(),
-        job_class=ordered.per_template(lambda job: job.job_class.value).tolist(),
-        team=ordered.per_template(lambda job: job.team).tolist(),
-        priority=ordered.per_template(lambda job: job.priority, np.int64),
-        pods=ordered.column("pods").astype(np.int64),
-        gpus_per_pod=ordered.per_template(lambda job: job.gpus_per_pod, np.int64),
-        cpu_milli_per_pod=ordered.per_template(lambda job: job.requests.get("cpu", 0), np.int64),
+        ids=table.ids.to_pylist(),
+        job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
+        team=table.per_template(lambda job: job.team, dtype=object).tolist(),
+        priority=table.per_template(lambda job: job.priority, dtype=np.int64),
+        pods=table.column("pods").astype(np.int64),
+        gpus_per_pod=table.per_template(lambda job: job.gpus_per_pod, dtype=np.int64),
+        cpu_milli_per_pod=table.per_template(lambda job: job.requests.get("cpu", 0), dtype=np.int64),
         submit_ms=sim.submit_ms[inverse],
         last_bound_ms=last_bound[inverse],
         running_ms=np.where(all_started, last_start, NEVER)[inverse],
@@ -72,7 +73,7 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
         completed=completed[inverse],
         evictions=evictions[inverse],
         admitted_ms=np.where(sim.admitted_ms >= 0, sim.admitted_ms, sim.submit_ms)[inverse],
-        cluster_queue=[sim.kueue.cluster_queue_of.get(int(i), "") if sim.kueue else "" for i in inverse],
+        cluster_queue=[kueue.cluster_queue_of.get(i, "") for i in inverse.tolist()] if kueue else [""] * n,
         queue_wait_ms=waited[inverse],
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
@@ -160,14 +161,14 @@ def new_timeline() -> StepSeries:
 
 def timeline(sim: Simulator) -> Timeline:
     """The cluster's GPU totals after each step that changed them."""
-    rows = sim.timeline.rows()
+    cols = sim.timeline.columns()
     return Timeline(
-        t_ms=rows[:, 0].copy(),
-        allocated_gpus=rows[:, 1].copy(),
-        total_gpus=rows[:, 2].copy(),
-        whole_free_gpu_nodes=rows[:, 3].copy(),
-        gpu_nodes=rows[:, 4].copy(),
-        usage={name: rows[:, 5 + k].copy() for k, name in enumerate(USAGE_COLUMNS)},
+        t_ms=cols[0],
+        allocated_gpus=cols[1],
+        total_gpus=cols[2],
+        whole_free_gpu_nodes=cols[3],
+        gpu_nodes=cols[4],
+        usage={name: cols[5 + k] for k, name in enumerate(USAGE_COLUMNS)},
     )
 
 

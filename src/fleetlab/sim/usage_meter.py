@@ -49,6 +49,10 @@ class UsageMeter:
         self.busy_milli = 0.0
         self.weight: dict[int, float] = {}
         self.slowdown: dict[int, float] = {}
+        #: The last sample and the busy total it was taken at: a step that touched no node and changed no
+        #: pod's speed gets it back without recounting.
+        self._last: tuple[int, ...] = ()
+        self._last_busy = 0.0
 
     # -- utilisation ---------------------------------------------------------------------------------
     def _full_speed_milli(self, pod: int) -> float:
@@ -137,8 +141,12 @@ class UsageMeter:
             for node in self.dirty:
                 self._refresh(node)
             self.dirty.clear()
+        elif self._last and self.busy_milli == self._last_busy:
+            return self._last
         histogram = self.histogram
         largest = len(histogram) - 1
         while largest > 0 and histogram[largest] == 0:
             largest -= 1
-        return (max(0, round(self.busy_milli)), *self.at_least, largest)
+        self._last_busy = self.busy_milli
+        self._last = (max(0, round(self.busy_milli)), *self.at_least, largest)
+        return self._last
