@@ -63,12 +63,14 @@ class _Incremental:
     topology: int
     static: BoolArray
     fits: BoolArray
-    local: IntArray
-    #: ``static`` as a list (one-node reads) and the number of nodes that fit now.
+    #: ``static`` and ``fits`` as lists (one-node reads: a numpy bool read and compare costs ~20× a list's)
+    #: and the number of nodes that fit now.
     static_list: list[bool]
+    fits_list: list[bool]
     n_fit: int
-    #: Per node the per-node score where the pod fits, UNFIT elsewhere: the choice among fitting nodes
-    #: when no other plugin can change it is a max over this one array.
+    #: Per node the per-node plugins' weighted score where the pod fits, UNFIT elsewhere (scores of nodes
+    #: that do not fit are never read): the choice among fitting nodes when no other plugin can change it
+    #: is a max over this one array.
     best: IntArray
     #: The pod's (column, amount) requests, its share of one GPU (None: whole GPUs or none), and its
     #: usage-key memo (kept across rebuilds in ``pod.cache``).
@@ -231,8 +233,8 @@ class Scheduler:
             state.topology_generation,
             static,
             fits,
-            local,
             static.tolist(),
+            fits.tolist(),
             int(np.count_nonzero(fits)),
             np.where(fits, local, UNFIT),
             [(int(c), int(pod.request[c])) for c in pod.request_cols],
@@ -258,15 +260,16 @@ class Scheduler:
                 inc = self._rebuild(pod)
                 rebuilt = True
             else:
-                static, fits, local, best = inc.static_list, inc.fits, inc.local, inc.best
+                static, fits, fits_list = inc.static_list, inc.fits, inc.fits_list
+                best = inc.best
                 wanted, share, memo = inc.wanted, inc.share, inc.memo
-                usage_key = state.usage_key
+                usage_key, node_usage_key, memo_get = state.usage_key, state.node_usage_key, memo.get
                 n_fit = inc.n_fit
                 for node in changed:
                     if not static[node]:
                         continue
-                    memo_key = usage_key[node] or state.node_usage_key(node)
-                    hit = memo.get(memo_key)
+                    memo_key = usage_key[node] or node_usage_key(node)
+                    hit = memo_get(memo_key)
                     if hit is None:
                         hit = self._score_node(pod, node, wanted)
                         if len(memo) >= MEMO_ENTRIES:
@@ -275,10 +278,9 @@ class Scheduler:
                     ok, score = hit
                     if share is not None and ok and state.devices is not None:
                         ok = state.devices.share_fits_one(node, *share)
-                    local[node] = score
                     best[node] = score if ok else UNFIT
-                    if ok != fits[node]:
-                        fits[node] = ok
+                    if ok != fits_list[node]:
+                        fits[node] = fits_list[node] = ok
                         n_fit += 1 if ok else -1
                 inc.n_fit = n_fit
                 inc.log_pos = len(log)
@@ -349,7 +351,7 @@ class Scheduler:
             nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
             if len(nodes) <= 1:
                 return int(nodes[0]) if len(nodes) else -1
-            total = inc.local[nodes]
+            total = inc.best[nodes]  # every node in ``nodes`` fits: its per-node score
             for plugin, weight in scorers:
                 scores = plugin.score(self.state, pod, nodes)
                 if scores is not None and not isinstance(scores, int):  # uniform: cannot change the choice

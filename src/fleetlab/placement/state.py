@@ -203,9 +203,11 @@ class ClusterState:
             self.pod_labels.add(node, label_set, 1)
             if self.binds_can_help:
                 self.release_generation += 1
-        self.requested[node] += request
-        self.free[node] -= request
-        self.nonzero_requested[node] += nonzero
+        # In-place on row views: ``a[node] += x`` would also write the row back onto itself.
+        requested, free, counted = self.requested[node], self.free[node], self.nonzero_requested[node]
+        requested += request
+        free -= request
+        counted += nonzero
         self.pod_count[node] += 1
         self.changes.append(node)
         self.usage_key[node] = None
@@ -214,9 +216,10 @@ class ClusterState:
         """Remove a finished pod's requests from a node."""
         if label_set >= 0:
             self.pod_labels.add(node, label_set, -1)
-        self.requested[node] -= request
-        self.free[node] += request
-        self.nonzero_requested[node] -= nonzero
+        requested, free, counted = self.requested[node], self.free[node], self.nonzero_requested[node]
+        requested -= request
+        free += request
+        counted -= nonzero
         self.pod_count[node] -= 1
         self.release_generation += 1
         self.changes.append(node)
