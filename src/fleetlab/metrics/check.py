@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fleetlab.spec.bounded import read_parquet
 from fleetlab.spec.errors import SpecError, read_text_file
 
 MS_PER_HOUR = 3_600_000
@@ -63,17 +64,9 @@ class CheckReport:
 
 
 def _read_table(folder: Path, name: str) -> dict[str, Any]:
-    import pyarrow.parquet as pq
-
     file = folder / f"{name}.parquet"
-    if not file.is_file():
-        raise SpecError(str(file), ["not found; write the run with `fleetlab simulate SCENARIO --out DIR`"])
-    if file.stat().st_size > MAX_FILE_BYTES:
-        raise SpecError(str(file), [f"is larger than {MAX_FILE_BYTES} bytes; not a run folder's file"])
-    try:
-        columns: dict[str, Any] = pq.read_table(file).to_pydict()
-    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
-        raise SpecError(str(file), [f"cannot be read as Parquet: {exc}"]) from None
+    missing = "not found; write the run with `fleetlab simulate SCENARIO --out DIR`"
+    columns: dict[str, Any] = read_parquet(file, missing, max_bytes=MAX_FILE_BYTES).to_pydict()
     return columns
 
 

@@ -73,6 +73,24 @@ def _check_regular_file(path: Path, missing: str, max_bytes: int) -> None:
         raise SpecError(str(path), [f"is {info.st_size:,} bytes; the most fleetlab reads is {max_bytes:,}"])
 
 
+def read_parquet(
+    path: Path,
+    missing: str,
+    what: str = "Parquet",
+    columns: list[str] | None = None,
+    max_bytes: int = MAX_FILE_BYTES,
+) -> Any:
+    """A Parquet file as an Arrow table (only ``columns`` when given), or a SpecError: refused before it
+    is opened when absent, not a regular file or over ``max_bytes``; ``what`` names what it should be."""
+    import pyarrow.parquet as pq
+
+    _check_regular_file(path, missing, max_bytes)
+    try:
+        return pq.read_table(path, columns=columns)
+    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
+        raise SpecError(str(path), [f"cannot be read as {what}: {exc}"]) from None
+
+
 class _CappedRaw(io.RawIOBase):
     """A binary file that refuses to yield more than ``max_bytes`` (a file that grows while read, or one
     whose size the file system does not report, stays bounded)."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.spec.bounded import load_json, read_text_file
+from fleetlab.spec.bounded import load_json, read_parquet, read_text_file
 from fleetlab.spec.errors import SpecError
 
 SIMULATE_HINT = "write one with `fleetlab simulate SCENARIO --out DIR`"
@@ -45,17 +45,9 @@ def summary_number(summary: dict[str, Any], key: str, source: str) -> float:
 
 def read_demand_curve(folder: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Step times (s) and allocated GPUs from timeline.parquet."""
-    import pyarrow.parquet as pq
-
     file = folder / "timeline.parquet"
-    if not file.is_file():
-        raise SpecError(str(file), [f"not found; {SIMULATE_HINT}"])
-    try:
-        table = pq.read_table(file, columns=["t_s", "allocated_gpus"])
-    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
-        raise SpecError(
-            str(file), [f"cannot be read as the run's GPU timeline (t_s, allocated_gpus): {exc}"]
-        ) from None
+    what = "the run's GPU timeline (t_s, allocated_gpus)"
+    table = read_parquet(file, f"not found; {SIMULATE_HINT}", what, columns=["t_s", "allocated_gpus"])
     t = np.asarray(table.column("t_s").to_numpy(zero_copy_only=False), dtype=np.float64)
     gpus = np.asarray(table.column("allocated_gpus").to_numpy(zero_copy_only=False), dtype=np.float64)
     if len(t) == 0:
@@ -78,19 +70,11 @@ LEDGER_NEEDS = (
 
 def read_ledger(folder: Path) -> dict[str, list[Any]]:
     """ledger.parquet of a run folder as columns."""
-    import pyarrow.parquet as pq
-
     file = folder / "ledger.parquet"
     if not folder.is_dir():
         raise SpecError(str(folder), [f"not a folder; give a run folder ({SIMULATE_HINT})"])
-    if not file.is_file():
-        raise SpecError(
-            str(file), [f"not found; {SIMULATE_HINT} (or `fleetlab cost ledger SCENARIO --out DIR`)"]
-        )
-    try:
-        table = pq.read_table(file)
-    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
-        raise SpecError(str(file), [f"cannot be read as a cost ledger: {exc}"]) from None
+    absent = f"not found; {SIMULATE_HINT} (or `fleetlab cost ledger SCENARIO --out DIR`)"
+    table = read_parquet(file, absent, "a cost ledger")
     if "bucket" in table.column_names and "category" not in table.column_names:  # the earlier ledger layout
         table = table.rename_columns(["category" if c == "bucket" else c for c in table.column_names])
     missing = [c for c in LEDGER_NEEDS if c not in table.column_names]

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCHEMA, History
-from fleetlab.spec.bounded import load_json
+from fleetlab.spec.bounded import load_json, read_parquet
 from fleetlab.spec.errors import SpecError, read_text_file
 from fleetlab.spec.history.checks import check_history
 
@@ -36,15 +36,7 @@ def _read_table(file: Path, schema: pa.Schema, required: bool) -> pa.Table:
                 str(file), ["not found; a history folder has jobs.parquet (nodes, bill optional)"]
             )
         return schema.empty_table()
-    size = file.stat().st_size
-    if size > MAX_TABLE_BYTES:
-        raise SpecError(
-            str(file), [f"is {size:,} bytes; a history table is at most {MAX_TABLE_BYTES:,} bytes"]
-        )
-    try:
-        table = pq.read_table(file)
-    except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
-        raise SpecError(str(file), [f"cannot be read as Parquet: {exc}"]) from None
+    table = read_parquet(file, "not found", max_bytes=MAX_TABLE_BYTES)
     columns = []
     for f in schema:
         if f.name not in table.column_names:
