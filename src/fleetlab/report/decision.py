@@ -139,16 +139,16 @@ def cost_sheet(
     """The variant's ledger totals by team, job class and pool, mean per run over ``seeds``, with each
     pool's price source and date, billing mode and currency."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from fleetlab.cost.ledger import UNALLOCATED
+    from fleetlab.spec.bounded import read_parquet
 
     keys = ["team", "job_class", "pool", "instance_type", "billing_mode", "currency"]
     tables = []
     for seed in seeds:
         path = out / "runs" / safe_name(variant) / f"seed-{seed}" / "ledger.parquet"
         if path.is_file():
-            tables.append(pq.read_table(path, columns=[*keys, "cost_usd"]))
+            tables.append(read_parquet(path, "not found", "a run's cost ledger", columns=[*keys, "cost_usd"]))
     if not tables:
         return []
     totals = pa.concat_tables(tables).group_by(keys).aggregate([("cost_usd", "sum")]).to_pylist()
