@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,7 +156,7 @@ class Simulator:
         self.groups: list[Group] = []
         self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
         self.work = WorkRuntimes(self)
-        self.bound_by_priority: dict[int, set[int]] = {}
+        self.bound_by_priority: defaultdict[int, set[int]] = defaultdict(set)
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
         self._runtime: dict[tuple[int, str | None], int] = {}
@@ -323,7 +324,7 @@ class Simulator:
             c.gpus_taken(g, gpus_before == 0)
         self.node_pods[node].add(pod)
         self.bound_pods += 1
-        self.bound_by_priority.setdefault(self._priority[job_index], set()).add(pod)
+        self.bound_by_priority[self._priority[job_index]].add(pod)  # no new set per bind
         now = self.now
         book.node[pod] = node
         book.bound_ms[pod] = now
