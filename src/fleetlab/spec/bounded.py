@@ -154,7 +154,7 @@ def _line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 
 
-class BoundedLoader(yaml.CSafeLoader):  # type: ignore[misc]
+class BoundedLoader(yaml.CSafeLoader):  # type: ignore[misc,unused-ignore]  # typed in newer types-PyYAML
     """libyaml's safe loader (no recursion limit issues, fast) plus duplicate-key and integer-size checks."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
