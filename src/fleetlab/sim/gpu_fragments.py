@@ -19,6 +19,7 @@ cordons change), as one array expression over those nodes × M × GPUs.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +42,27 @@ SAMPLE_WIDTH = 6
 
 #: Distinct node states remembered before the memo starts again (bounds its memory).
 MEMO_LIMIT = 65_536
+
+#: One node's (or the cluster's) six terms in ``_node_totals`` column order; all but F_n(M) are whole
+#: milli-GPU or GPU counts, exact in float64, so they are kept as ints (their sums are exact either way).
+Terms = tuple[int, int, int, float, int, int]
+ZERO_TERMS: Terms = (0, 0, 0, 0.0, 0, 0)
+
+
+def as_terms(rows: NDArray[np.float64]) -> list[Terms]:
+    """``_node_totals`` rows as Terms tuples (F_n(M) as the same float, every other column as its int)."""
+    whole = rows.astype(np.int64).T.tolist()
+    return list(zip(whole[0], whole[1], whole[2], rows[:, 3].tolist(), whole[4], whole[5], strict=True))
+
+
+def difference(a: Terms, b: Terms) -> Terms:
+    """``a - b`` element by element."""
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4], a[5] - b[5])
+
+
+def plus(a: Terms, b: Terms) -> Terms:
+    """``a + b`` element by element."""
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5])
 
 
 def pods_per_spec(sim: Simulator) -> dict[PodSpec, int]:
@@ -89,17 +111,27 @@ class FragmentationMeter:
         #: Per spec: GPUs needed and the per-GPU share (0 = uses no plain GPU).
         self.count = np.where(share > 0, 1, whole).astype(np.int64)
         self.unit = np.where(share > 0, share, np.where(whole > 0, MILLI_PER_GPU, 0)).astype(np.int64)
-        #: Per node the six terms (see _node_totals) and their sums over ready nodes.
-        self.terms = np.zeros((state.n, 6), dtype=np.float64)
-        self.totals = np.zeros(6, dtype=np.float64)
+        #: Per node the six terms (see _node_totals) as Python floats, and their sums over ready nodes:
+        #: a touched node's update is the numpy version's ``totals + (new - old)`` done element by element,
+        #: the same IEEE operations in the same order, without a numpy call per step.
+        self.terms: list[Terms] = [ZERO_TERMS] * state.n
+        self.totals: Terms = ZERO_TERMS
         self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
         self.dirty: set[int] = set()
         self.generation = -1
         self.rows = StepSeries(SAMPLE_WIDTH)
         #: A node's terms depend only on its GPU slots' capacity and use, its eligibility per shape and
         #: whether its free CPU covers each shape: few distinct states recur on many nodes, so the terms
-        #: of a touched node are looked up by that state (cleared with the eligibility).
-        self._memo: dict[bytes, NDArray[np.float64]] = {}
+        #: of a touched node are looked up by that state (cleared with the eligibility). The state is
+        #: keyed as (static class, CPU rank, used milli row): the class numbers the distinct (capacity
+        #: row, eligibility row) pairs, fixed until the topology changes; the rank is how many of the
+        #: shapes' distinct CPU requests the free CPU covers, which fixes every ``cpu_free >= cpu``.
+        self._memo: dict[tuple[int, bytes], Terms] = {}
+        self._static_class: list[int] = [0] * state.n
+        self._cpu_steps: list[int] = sorted(set(self.cpu.tolist()))
+        #: Python-int views of the cluster's free resources and readiness (the arrays are never replaced).
+        self._free = state.free.data
+        self._ready = state.ready.data
 
     def touch(self, node: int) -> None:
         """The node's GPU usage changed."""
@@ -118,34 +150,25 @@ class FragmentationMeter:
         )
         self.unit = np.where(uses_devices, 0, self.unit)
         self._memo.clear()
+        devices = self.sim.state.devices
+        assert devices is not None
+        static = np.concatenate((devices.milli_cap, self.eligible.astype(np.int64)), axis=1)
+        _, static_class = np.unique(static, axis=0, return_inverse=True)
+        self._static_class = np.asarray(static_class).reshape(-1).tolist()
 
-    def _touched_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
-        """``_node_totals`` of a few touched nodes, through the per-state memo."""
-        state = self.sim.state
-        cpu_free = state.free[rows, state.cpu_col]
-        out = np.empty((len(rows), 6), dtype=np.float64)
-        for k, node in enumerate(rows.tolist()):
-            out[k] = self._terms_of(node, cpu_free[k])
-        return out
-
-    def _terms_of(self, node: int, cpu_free: np.int64) -> NDArray[np.float64]:
+    def _terms_of(self, node: int) -> Terms:
         """One touched node's terms, looked up by its state in the memo (computed on a miss)."""
         devices = self.sim.state.devices
         assert devices is not None
+        steps = self._cpu_steps
+        cpu_rank = bisect_right(steps, self._free[node, self.sim.state.cpu_col])
+        key = (self._static_class[node] * (len(steps) + 1) + cpu_rank, devices.milli_used[node].tobytes())
         memo = self._memo
-        if len(memo) > MEMO_LIMIT:
-            memo.clear()
-        key = b"".join(
-            (
-                devices.milli_cap[node].tobytes(),
-                devices.milli_used[node].tobytes(),
-                self.eligible[node].tobytes(),
-                (cpu_free >= self.cpu).tobytes(),
-            )
-        )
         terms = memo.get(key)
         if terms is None:
-            terms = memo[key] = self._node_totals(np.asarray([node], dtype=np.int64))[0]
+            if len(memo) >= MEMO_LIMIT:
+                memo.clear()
+            terms = memo[key] = as_terms(self._node_totals(np.asarray([node], dtype=np.int64)))[0]
         return terms
 
     def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -184,32 +207,50 @@ class FragmentationMeter:
         out[:, 5] = np.where(usable, 0, free).sum(axis=1)
         return out
 
+    def _rebuild(self) -> None:
+        """Every node anew (readiness, cordons or membership changed): one array pass."""
+        state = self.sim.state
+        self.generation = state.topology_generation
+        self._refresh_eligibility()
+        terms = self._node_totals(np.arange(state.n, dtype=np.int64))
+        self.totals = as_terms(terms[state.ready].sum(axis=0)[None, :])[0]
+        self.terms = as_terms(terms)
+        self.dirty.clear()
+
     def sample(self, now: int) -> bool:
         """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
         since the last sample (the totals are unchanged)."""
-        state = self.sim.state
-        if state.topology_generation != self.generation:
-            self.generation = state.topology_generation
-            self._refresh_eligibility()
-            every = np.arange(state.n, dtype=np.int64)
-            self.terms = self._node_totals(every)
-            self.totals = self.terms[state.ready].sum(axis=0)
-            self.dirty.clear()
-        elif len(self.dirty) == 1:  # the common step: one bind or release, no array bookkeeping
+        if self.sim.state.topology_generation != self.generation:
+            self._rebuild()
+        elif len(self.dirty) == 1:  # the common step: one bind or release
             node = self.dirty.pop()
-            new_terms = self._terms_of(node, state.free[node, state.cpu_col])
-            if state.ready[node]:
-                self.totals = self.totals + (new_terms - self.terms[node])
-            self.terms[node] = new_terms
+            new = self._terms_of(node)
+            old = self.terms[node]
+            self.terms[node] = new
+            if self._ready[node]:
+                t = self.totals
+                self.totals = (
+                    t[0] + (new[0] - old[0]),
+                    t[1] + (new[1] - old[1]),
+                    t[2] + (new[2] - old[2]),
+                    t[3] + (new[3] - old[3]),
+                    t[4] + (new[4] - old[4]),
+                    t[5] + (new[5] - old[5]),
+                )
         elif self.dirty:
-            rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
+            # As numpy's ``(new - old)[ready].sum(axis=0)`` over the sorted rows: a left fold, row by row.
+            change: Terms | None = None
+            for node in sorted(self.dirty):
+                new = self._terms_of(node)
+                old = self.terms[node]
+                self.terms[node] = new
+                if self._ready[node]:
+                    delta = difference(new, old)
+                    change = delta if change is None else plus(change, delta)
             self.dirty.clear()
-            new = self._touched_totals(rows)
-            ready = state.ready[rows]
-            self.totals = self.totals + (new[ready] - self.terms[rows][ready]).sum(axis=0)
-            self.terms[rows] = new
+            self.totals = plus(self.totals, change or ZERO_TERMS)
         elif self.rows:
             return False
-        idle, stranded, partial, frag, used, _ = self.totals.tolist()
-        self.rows.record(now, (round(idle), round(stranded), round(partial), round(frag), round(used)))
+        idle, stranded, partial, frag, used, _ = self.totals
+        self.rows.record(now, (idle, stranded, partial, round(frag), used))
         return True

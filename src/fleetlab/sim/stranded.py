@@ -71,4 +71,4 @@ class StrandedMeter:
 
     def sample(self, now: int) -> None:
         """Record the meter's stranded total if it changed (call after ``FragmentationMeter.sample``)."""
-        self.rows.record(now, (round(float(self.meter.totals[5])),))
+        self.rows.record(now, (self.meter.totals[5],))
