@@ -49,10 +49,15 @@ class UsageMeter:
         self.busy_milli = 0.0
         self.weight: dict[int, float] = {}
         self.slowdown: dict[int, float] = {}
-        #: The last sample and the busy total it was taken at: a step that touched no node and changed no
+        #: The last sample and the busy total it was taken at: a step that changed no node's block and no
         #: pod's speed gets it back without recounting.
         self._last: tuple[int, ...] = ()
         self._last_busy = 0.0
+        #: Per node whether it has GPUs at all, and Python-int views of free resources and readiness (the
+        #: arrays are never replaced): ``_refresh`` reads single cells, where numpy scalars cost most.
+        self._has_gpus: list[bool] = (self.capacity > 0).tolist()
+        self._free = state.free.data
+        self._ready = state.ready.data
 
     # -- utilisation ---------------------------------------------------------------------------------
     def _full_speed_milli(self, pod: int) -> float:
@@ -100,14 +105,15 @@ class UsageMeter:
         """The node's free GPUs may have changed."""
         self.dirty.add(node)
 
-    def _refresh(self, node: int) -> None:
-        state = self.sim.state
+    def _refresh(self, node: int) -> bool:
+        """Re-read one node's free whole GPUs; False when its block did not change."""
         old = self.block[node]
         new = NOT_COUNTED
-        if self.capacity[node] > 0 and state.ready[node]:
-            new = max(0, int(state.free[node, state.gpu_col]))
+        if self._has_gpus[node] and self._ready[node]:
+            free = self._free[node, self.sim.state.gpu_col]
+            new = free if free > 0 else 0
         if new == old:
-            return
+            return False
         histogram, at_least = self.histogram, self.at_least
         if old != NOT_COUNTED:
             histogram[old] -= 1
@@ -115,9 +121,15 @@ class UsageMeter:
             if new >= len(histogram):
                 histogram.extend([0] * (new + 1 - len(histogram)))
             histogram[new] += 1
+        # Only the block sizes between the old and the new count change their count of nodes.
+        low, high, step = (old, new, 1) if old < new else (new, old, -1)
         for i, k in enumerate(BLOCK_SIZES):
-            at_least[i] += (new >= k) - (old >= k)
+            if k > high:
+                break
+            if k > low:
+                at_least[i] += step
         self.block[node] = new
+        return True
 
     def _rebuild(self) -> None:
         """Every node anew (readiness changed): one array pass."""
@@ -133,15 +145,17 @@ class UsageMeter:
     def sample(self) -> tuple[int, ...]:
         """The meter's timeline values now, in COLUMNS order."""
         state = self.sim.state
+        changed = False
         if state.topology_generation != self.generation:
             self.generation = state.topology_generation
             self.dirty.clear()
             self._rebuild()
+            changed = True
         elif self.dirty:
             for node in self.dirty:
-                self._refresh(node)
+                changed = self._refresh(node) or changed
             self.dirty.clear()
-        elif self._last and self.busy_milli == self._last_busy:
+        if not changed and self._last and self.busy_milli == self._last_busy:
             return self._last
         histogram = self.histogram
         largest = len(histogram) - 1
