@@ -111,7 +111,7 @@ class FragmentationMeter:
         #: Per spec: GPUs needed and the per-GPU share (0 = uses no plain GPU).
         self.count = np.where(share > 0, 1, whole).astype(np.int64)
         self.unit = np.where(share > 0, share, np.where(whole > 0, MILLI_PER_GPU, 0)).astype(np.int64)
-        #: Per node the six terms (see _node_totals) as Python floats, and their sums over ready nodes:
+        #: Per node the six terms (see _node_totals, as Terms), and their sums over ready nodes:
         #: a touched node's update is the numpy version's ``totals + (new - old)`` done element by element,
         #: the same IEEE operations in the same order, without a numpy call per step.
         self.terms: list[Terms] = [ZERO_TERMS] * state.n
@@ -129,9 +129,15 @@ class FragmentationMeter:
         self._memo: dict[tuple[int, bytes], Terms] = {}
         self._static_class: list[int] = [0] * state.n
         self._cpu_steps: list[int] = sorted(set(self.cpu.tolist()))
-        #: Python-int views of the cluster's free resources and readiness (the arrays are never replaced).
+        self._cpu_ranks = len(self._cpu_steps) + 1
+        #: The cluster state, Python-int views of its free resources and readiness, and the GPUs' used
+        #: milli, read once per touched node (the arrays are never replaced).
+        self._state = state
         self._free = state.free.data
         self._ready = state.ready.data
+        self._cpu_col = state.cpu_col
+        assert state.devices is not None
+        self._used = state.devices.milli_used
 
     def touch(self, node: int) -> None:
         """The node's GPU usage changed."""
@@ -158,17 +164,13 @@ class FragmentationMeter:
 
     def _terms_of(self, node: int) -> Terms:
         """One touched node's terms, looked up by its state in the memo (computed on a miss)."""
-        devices = self.sim.state.devices
-        assert devices is not None
-        steps = self._cpu_steps
-        cpu_rank = bisect_right(steps, self._free[node, self.sim.state.cpu_col])
-        key = (self._static_class[node] * (len(steps) + 1) + cpu_rank, devices.milli_used[node].tobytes())
-        memo = self._memo
-        terms = memo.get(key)
+        cpu_rank = bisect_right(self._cpu_steps, self._free[node, self._cpu_col])
+        key = (self._static_class[node] * self._cpu_ranks + cpu_rank, self._used[node].tobytes())
+        terms = self._memo.get(key)
         if terms is None:
-            if len(memo) >= MEMO_LIMIT:
-                memo.clear()
-            terms = memo[key] = as_terms(self._node_totals(np.asarray([node], dtype=np.int64)))[0]
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            terms = self._memo[key] = as_terms(self._node_totals(np.asarray([node], dtype=np.int64)))[0]
         return terms
 
     def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -220,7 +222,7 @@ class FragmentationMeter:
     def sample(self, now: int) -> bool:
         """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
         since the last sample (the totals are unchanged)."""
-        if self.sim.state.topology_generation != self.generation:
+        if self._state.topology_generation != self.generation:
             self._rebuild()
         elif len(self.dirty) == 1:  # the common step: one bind or release
             node = self.dirty.pop()

@@ -14,6 +14,7 @@ the cluster's largest block. Only nodes a bind or release touched are re-read (a
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +24,7 @@ from fleetlab.model.gpu_share import MILLI_PER_GPU
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
 
-#: Block sizes (free whole GPUs on one node) counted in the timeline.
+#: Block sizes (free whole GPUs on one node) counted in the timeline, ascending.
 BLOCK_SIZES = (1, 2, 4, 8)
 
 #: The timeline columns this meter adds, in row order after the allocation columns.
@@ -58,6 +59,7 @@ class UsageMeter:
         self._has_gpus: list[bool] = (self.capacity > 0).tolist()
         self._free = state.free.data
         self._ready = state.ready.data
+        self._gpu_col = state.gpu_col
 
     # -- utilisation ---------------------------------------------------------------------------------
     def _full_speed_milli(self, pod: int) -> float:
@@ -110,7 +112,7 @@ class UsageMeter:
         old = self.block[node]
         new = NOT_COUNTED
         if self._has_gpus[node] and self._ready[node]:
-            free = self._free[node, self.sim.state.gpu_col]
+            free = self._free[node, self._gpu_col]
             new = free if free > 0 else 0
         if new == old:
             return False
@@ -121,13 +123,14 @@ class UsageMeter:
             if new >= len(histogram):
                 histogram.extend([0] * (new + 1 - len(histogram)))
             histogram[new] += 1
-        # Only the block sizes between the old and the new count change their count of nodes.
-        low, high, step = (old, new, 1) if old < new else (new, old, -1)
-        for i, k in enumerate(BLOCK_SIZES):
-            if k > high:
-                break
-            if k > low:
-                at_least[i] += step
+        # Only the block sizes above the lower count and up to the higher one change their count of
+        # nodes: sizes with index bisect_right(BLOCK_SIZES, lower) up to bisect_right(BLOCK_SIZES, higher).
+        if old < new:
+            for i in range(bisect_right(BLOCK_SIZES, old), bisect_right(BLOCK_SIZES, new)):
+                at_least[i] += 1
+        else:
+            for i in range(bisect_right(BLOCK_SIZES, new), bisect_right(BLOCK_SIZES, old)):
+                at_least[i] -= 1
         self.block[node] = new
         return True
 
