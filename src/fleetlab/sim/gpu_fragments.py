@@ -114,7 +114,10 @@ class FragmentationMeter:
         #: Per node the six terms (see _node_totals, as Terms), and their sums over ready nodes:
         #: a touched node's update is the numpy version's ``totals + (new - old)`` done element by element,
         #: the same IEEE operations in the same order, without a numpy call per step.
-        self.terms: list[Terms] = [ZERO_TERMS] * state.n
+        #: None for a node not touched since the last full pass: its terms are then that pass's row in
+        #: ``_full_pass`` (converted on first touch, so a topology change costs no tuple per node).
+        self.terms: list[Terms | None] = [ZERO_TERMS] * state.n
+        self._full_pass: NDArray[np.float64] = np.zeros((state.n, 6), dtype=np.float64)
         self.totals: Terms = ZERO_TERMS
         self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
         self.dirty: set[int] = set()
@@ -128,6 +131,10 @@ class FragmentationMeter:
         #: shapes' distinct CPU requests the free CPU covers, which fixes every ``cpu_free >= cpu``.
         self._memo: dict[tuple[int, bytes], Terms] = {}
         self._static_class: list[int] = [0] * state.n
+        assert state.devices is not None
+        _, cap_class = np.unique(state.devices.milli_cap, axis=0, return_inverse=True)
+        #: Per node the class of its GPU slots' capacity row (fixed for the run).
+        self._cap_class = np.asarray(cap_class, dtype=np.int64).reshape(-1)
         self._cpu_steps: list[int] = sorted(set(self.cpu.tolist()))
         self._cpu_ranks = len(self._cpu_steps) + 1
         #: The cluster state, Python-int views of its free resources and readiness, and the GPUs' used
@@ -156,11 +163,21 @@ class FragmentationMeter:
         )
         self.unit = np.where(uses_devices, 0, self.unit)
         self._memo.clear()
-        devices = self.sim.state.devices
-        assert devices is not None
-        static = np.concatenate((devices.milli_cap, self.eligible.astype(np.int64)), axis=1)
-        _, static_class = np.unique(static, axis=0, return_inverse=True)
-        self._static_class = np.asarray(static_class).reshape(-1).tolist()
+        self._static_class = self._static_classes()
+
+    def _static_classes(self) -> list[int]:
+        """Per node a number that differs exactly when its (capacity row, eligibility row) differ: the
+        capacity row's class (fixed for the run) then the eligibility bits, so a topology change costs
+        a matrix-vector product, not a sort of rows (which only very many shapes fall back to)."""
+        shapes = len(self.specs)
+        cap_classes = int(self._cap_class.max(initial=0)) + 1
+        if shapes + cap_classes.bit_length() > 62:
+            static = np.concatenate((self._cap_class[:, None], self.eligible.astype(np.int64)), axis=1)
+            _, inverse = np.unique(static, axis=0, return_inverse=True)
+            return np.asarray(inverse).reshape(-1).tolist()
+        bits = self.eligible.astype(np.int64) @ (np.int64(1) << np.arange(shapes, dtype=np.int64))
+        classes: list[int] = ((self._cap_class << shapes) | bits).tolist()
+        return classes
 
     def _terms_of(self, node: int) -> Terms:
         """One touched node's terms, looked up by its state in the memo (computed on a miss)."""
@@ -216,8 +233,14 @@ class FragmentationMeter:
         self._refresh_eligibility()
         terms = self._node_totals(np.arange(state.n, dtype=np.int64))
         self.totals = as_terms(terms[state.ready].sum(axis=0)[None, :])[0]
-        self.terms = as_terms(terms)
+        self._full_pass = terms
+        self.terms = [None] * state.n
         self.dirty.clear()
+
+    def node_terms(self, node: int) -> Terms:
+        """The node's current terms."""
+        terms = self.terms[node]
+        return terms if terms is not None else as_terms(self._full_pass[node : node + 1])[0]
 
     def sample(self, now: int) -> bool:
         """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
@@ -228,6 +251,8 @@ class FragmentationMeter:
             node = self.dirty.pop()
             new = self._terms_of(node)
             old = self.terms[node]
+            if old is None:
+                old = self.node_terms(node)
             self.terms[node] = new
             if self._ready[node]:
                 t = self.totals
@@ -244,7 +269,7 @@ class FragmentationMeter:
             change: Terms | None = None
             for node in sorted(self.dirty):
                 new = self._terms_of(node)
-                old = self.terms[node]
+                old = self.node_terms(node)
                 self.terms[node] = new
                 if self._ready[node]:
                     delta = difference(new, old)
