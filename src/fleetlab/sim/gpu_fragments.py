@@ -49,10 +49,10 @@ Terms = tuple[int, int, int, float, int, int]
 ZERO_TERMS: Terms = (0, 0, 0, 0.0, 0, 0)
 
 
-def as_terms(rows: NDArray[np.float64]) -> list[Terms]:
-    """``_node_totals`` rows as Terms tuples (F_n(M) as the same float, every other column as its int)."""
-    whole = rows.astype(np.int64).T.tolist()
-    return list(zip(whole[0], whole[1], whole[2], rows[:, 3].tolist(), whole[4], whole[5], strict=True))
+def as_terms(row: NDArray[np.float64]) -> Terms:
+    """One ``_node_totals`` row as Terms (F_n(M) as the same float, every other column as its int)."""
+    idle, stranded_partial, partial, frag, used, stranded = row.tolist()
+    return (int(idle), int(stranded_partial), int(partial), frag, int(used), int(stranded))
 
 
 def difference(a: Terms, b: Terms) -> Terms:
@@ -187,7 +187,7 @@ class FragmentationMeter:
         if terms is None:
             if len(self._memo) >= MEMO_LIMIT:
                 self._memo.clear()
-            terms = self._memo[key] = as_terms(self._node_totals(np.asarray([node], dtype=np.int64)))[0]
+            terms = self._memo[key] = as_terms(self._node_totals(np.asarray([node], dtype=np.int64))[0])
         return terms
 
     def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -232,7 +232,7 @@ class FragmentationMeter:
         self.generation = state.topology_generation
         self._refresh_eligibility()
         terms = self._node_totals(np.arange(state.n, dtype=np.int64))
-        self.totals = as_terms(terms[state.ready].sum(axis=0)[None, :])[0]
+        self.totals = as_terms(terms[state.ready].sum(axis=0))
         self._full_pass = terms
         self.terms = [None] * state.n
         self.dirty.clear()
@@ -240,7 +240,7 @@ class FragmentationMeter:
     def node_terms(self, node: int) -> Terms:
         """The node's current terms."""
         terms = self.terms[node]
-        return terms if terms is not None else as_terms(self._full_pass[node : node + 1])[0]
+        return terms if terms is not None else as_terms(self._full_pass[node])
 
     def sample(self, now: int) -> bool:
         """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
