@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from fleetlab.model.kube import Taint
 from fleetlab.model.resources import BASE_RESOURCES, CPU, GPU, MEMORY, PODS
 from fleetlab.placement.devices import GpuDevices
+from fleetlab.placement.element_views import int_elements
 from fleetlab.placement.pod_labels import PodLabelCounts
 
 if TYPE_CHECKING:
@@ -143,7 +144,10 @@ class ClusterState:
         _, alloc_class = np.unique(self.allocatable, axis=0, return_inverse=True)
         #: Nodes with identical allocatable share a class id (memo keys for per-node scores).
         self.alloc_class: list[int] = [int(c) for c in np.asarray(alloc_class).reshape(-1)]
+        self.width = width
         self.requested = np.zeros((n, width), dtype=np.int64)
+        #: ``requested`` element by element (``node * width + column``), for one-number reads on hot paths.
+        self.requested_at = int_elements(self.requested)
         self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
         self.free = self.allocatable.copy()
         self.ready = np.zeros(n, dtype=bool)

@@ -45,7 +45,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
     hooks = not (isinstance(lifecycle, NoLifecycle) and isinstance(services, NoServices))
     #: A plain heap (no spot interruptions): peek and pop it directly; its events are never spot events.
     heap = events.heap if type(events) is EventQueue else None
-    attempt_of = book.attempt
+    attempt_of = book.attempt_at
     enqueue, record = sim.enqueue, sim._record
     heappop = heapq.heappop
     while True:
@@ -143,7 +143,7 @@ def _other_event(sim: Simulator, kind: int, index: int, attempt: int, t: int) ->
         assert sim.kueue is not None
         sim.kueue.timer(kind, index, attempt, t)
         return 0
-    if attempt != sim.book.attempt[index]:
+    if attempt != sim.book.attempt_at[index]:
         return 0  # the pod was evicted since this event was scheduled
     if kind == PREP_DONE:
         sim.prepared(index)
