@@ -144,6 +144,8 @@ class ClusterState:
         _, alloc_class = np.unique(self.allocatable, axis=0, return_inverse=True)
         #: Nodes with identical allocatable share a class id (memo keys for per-node scores).
         self.alloc_class: list[int] = [int(c) for c in np.asarray(alloc_class).reshape(-1)]
+        #: Each node's class id as the last 8 bytes of its UsageKey (made once: nodes keep their class).
+        self._alloc_class_key = [c.to_bytes(8, "little", signed=True) for c in self.alloc_class]
         self.width = width
         self.requested = np.zeros((n, width), dtype=np.int64)
         #: ``requested`` element by element (``node * width + column``), for one-number reads on hot paths.
@@ -162,6 +164,7 @@ class ClusterState:
         #: Per image, the size each node reports for it (bytes; 0 where absent).
         self.image_sizes: dict[str, IntArray] = {}
         self.pod_count = np.zeros(n, dtype=np.int64)
+        self._pod_count_at = int_elements(self.pod_count)
         #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
         self.changes: list[int] = []
         #: Per node, its UsageKey (None until asked for since its usage last changed).
@@ -212,7 +215,7 @@ class ClusterState:
         requested += request
         free -= request
         counted += nonzero
-        self.pod_count[node] += 1
+        self._pod_count_at[node] += 1
         self.changes.append(node)
         self.usage_key[node] = None
 
@@ -224,7 +227,7 @@ class ClusterState:
         requested -= request
         free += request
         counted -= nonzero
-        self.pod_count[node] -= 1
+        self._pod_count_at[node] -= 1
         self.release_generation += 1
         self.changes.append(node)
         self.usage_key[node] = None
@@ -236,7 +239,7 @@ class ClusterState:
         key: bytes = (
             self.requested[node].tobytes()
             + self.nonzero_requested[node].tobytes()
-            + self.alloc_class[node].to_bytes(8, "little", signed=True)
+            + self._alloc_class_key[node]
         )
         self.usage_key[node] = key
         return key

@@ -131,9 +131,13 @@ class GpuTenancy:
         self.meter.touch(node)
         if self.share_view is not None:
             self.share_view.released(pod, node)
-        self._stop_run(pod)
+        if self.runs:  # pods computing on time-sliced GPUs
+            self._stop_run(pod)
+        holdings = self.holdings.pop(pod, None)
+        if holdings is None:
+            return
         state = self.sim.state
-        for holding in self.holdings.pop(pod, []):
+        for holding in holdings:
             if self.devices.release(node, holding):
                 col = state.gpu_col
                 state.requested[node, col] -= 1

@@ -48,12 +48,13 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
     attempt_of = book.attempt_at
     enqueue, record = sim.enqueue, sim._record
     heappop = heapq.heappop
+    pod_events = (PREP_DONE, POD_FINISH)  # a local tuple: not rebuilt from globals at every test
     while True:
         if heap is not None:
             while heap:  # drop stale pod events (see Simulator._drop_stale_events)
                 head = heap[0]
                 kind = head[2]
-                if kind in (PREP_DONE, POD_FINISH):
+                if kind in pod_events:
                     if head[4] == attempt_of[head[3]]:
                         break
                 elif (
@@ -99,7 +100,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         if heap is not None:
             while heap and heap[0][0] == t:
                 _, _, kind, index, attempt = heappop(heap)
-                if kind in (PREP_DONE, POD_FINISH):
+                if kind in pod_events:
                     if attempt != attempt_of[index]:
                         continue  # the pod was evicted since this event was scheduled
                     if kind == PREP_DONE:

@@ -413,7 +413,8 @@ class Simulator:
         self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
         self.usage.started(pod)
         self.tenancy.started(pod, wall)
-        self.interference.started(pod, wall)
+        if self.interference.on:
+            self.interference.started(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
@@ -424,7 +425,8 @@ class Simulator:
         compiled = self.compiled[sid]
         state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         self.tenancy.release(pod, node)
-        self.interference.stopped(pod)
+        if self.interference.on:
+            self.interference.stopped(pod)
         self.usage.stopped(pod)
         self.usage.touch(node)
         g = self._spec_gpus[sid]
