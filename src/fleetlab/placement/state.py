@@ -163,6 +163,9 @@ class ClusterState:
         self.image_nodes: dict[str, int] = {}
         #: Per image, the size each node reports for it (bytes; 0 where absent).
         self.image_sizes: dict[str, IntArray] = {}
+        #: Per node, its rows of ``requested``, ``free`` and ``nonzero_requested`` as views made once (a
+        #: bind or release updates them in place without indexing three arrays first).
+        self._usage_rows = [(self.requested[i], self.free[i], self.nonzero_requested[i]) for i in range(n)]
         self.pod_count = np.zeros(n, dtype=np.int64)
         self._pod_count_at = int_elements(self.pod_count)
         #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
@@ -211,7 +214,7 @@ class ClusterState:
             if self.binds_can_help:
                 self.release_generation += 1
         # In-place on row views: ``a[node] += x`` would also write the row back onto itself.
-        requested, free, counted = self.requested[node], self.free[node], self.nonzero_requested[node]
+        requested, free, counted = self._usage_rows[node]
         requested += request
         free -= request
         counted += nonzero
@@ -223,7 +226,7 @@ class ClusterState:
         """Remove a finished pod's requests from a node."""
         if label_set >= 0:
             self.pod_labels.add(node, label_set, -1)
-        requested, free, counted = self.requested[node], self.free[node], self.nonzero_requested[node]
+        requested, free, counted = self._usage_rows[node]
         requested -= request
         free += request
         counted -= nonzero
