@@ -52,6 +52,8 @@ class GpuTenancy:
         state = sim.state
         self.devices = build_devices(sim.pools, state.pool)
         state.devices = self.devices
+        #: Whether any node time-slices its GPUs (node kinds are fixed); without one ``started`` does nothing.
+        self.time_sliced = bool((self.devices.kind == TIME_SLICED).any())
         self.alpha = [p.time_slicing.slowdown_per_extra_pod if p.time_slicing else 0.0 for p in sim.pools]
         n_pods = sim.book.n_pods
         self.holdings: dict[int, list[Holding]] = {}

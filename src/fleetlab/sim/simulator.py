@@ -412,7 +412,8 @@ class Simulator:
         wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
         self.usage.started(pod)
-        self.tenancy.started(pod, wall)
+        if self.tenancy.time_sliced:
+            self.tenancy.started(pod, wall)
         if self.interference.on:
             self.interference.started(pod, wall)
 
