@@ -24,6 +24,14 @@ class EventKind(IntEnum):
     SPOT_RECLAIM = 6  # index: node; attempt: the node slot's generation
 
 
+#: The kinds the event loop and the pod lifecycle test and push most, as plain ints.
+NODE_READY = int(EventKind.NODE_READY)
+PREP_DONE = int(EventKind.PREP_DONE)
+POD_FINISH = int(EventKind.POD_FINISH)
+PODS_READY_TIMEOUT = int(EventKind.PODS_READY_TIMEOUT)
+REQUEUE = int(EventKind.REQUEUE)
+
+
 class EventQueue:
     """A min-heap of (time_ms, seq, kind, index, attempt); equal times pop in insertion order."""
 

@@ -12,7 +12,14 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fleetlab.sim.events import EventKind, EventQueue
+from fleetlab.sim.events import (
+    NODE_READY,
+    POD_FINISH,
+    PODS_READY_TIMEOUT,
+    PREP_DONE,
+    REQUEUE,
+    EventQueue,
+)
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.node_lifecycle import NoLifecycle
 from fleetlab.sim.services import NoServices
@@ -21,12 +28,6 @@ if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
 
 ProgressCallback = Callable[[int, int], None]
-
-NODE_READY = int(EventKind.NODE_READY)
-PREP_DONE = int(EventKind.PREP_DONE)
-POD_FINISH = int(EventKind.POD_FINISH)
-PODS_READY_TIMEOUT = int(EventKind.PODS_READY_TIMEOUT)
-REQUEUE = int(EventKind.REQUEUE)
 
 
 def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:

@@ -24,7 +24,7 @@ from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, IntArray
 from fleetlab.sim.book import PodBook
-from fleetlab.sim.events import EventKind, to_ms, transfer_ms
+from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import interruption_events
@@ -48,8 +48,6 @@ from fleetlab.sim.tables import build_result, new_timeline
 from fleetlab.sim.usage_meter import UsageMeter
 
 NO_TOPOLOGY = TopologyRequest()
-PREP_DONE = int(EventKind.PREP_DONE)
-POD_FINISH = int(EventKind.POD_FINISH)
 
 #: Runtimes remembered per (job, GPU model) before the memo starts again (a gang's pods ask at once).
 RUNTIME_MEMO_LIMIT = 4096
@@ -618,8 +616,7 @@ class Simulator:
         book = self.book
         if self._pods_done_at[job_index] == 0:  # only ``finish`` sets a pod's end, and it counts the pod here
             return list(book.pods_of(job_index))
-        end_ms_at = book.end_ms_at
-        return [p for p in book.pods_of(job_index) if end_ms_at[p] < 0]
+        return [p for p in book.pods_of(job_index) if book.end_ms_at[p] < 0]
 
     def _record(self) -> None:
         """Sample the cluster after a step (a row is kept only when the figures changed)."""
