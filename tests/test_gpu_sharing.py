@@ -237,7 +237,15 @@ class CheckedSimulator(Simulator):
         # the last bits of F_n(M)'s dot product, which BLAS may sum in another order for one row).
         meter = self.tenancy.meter
         fresh = meter._node_totals(np.arange(self.state.n, dtype=np.int64))
-        assert np.allclose(meter.terms, fresh, rtol=1e-12, atol=1e-9)
+        terms = [meter.node_terms(node) for node in range(self.state.n)]
+        assert np.allclose(terms, fresh, rtol=1e-12, atol=1e-9)
+        # The incremental totals equal the per-node terms summed over ready nodes: exactly for the whole
+        # milli-GPU and GPU counts (kept as ints), up to float rounding for F_n(M).
+        ready = [t for t, up in zip(terms, self.state.ready.tolist(), strict=True) if up]
+        whole = [0, 1, 2, 4, 5]
+        assert [meter.totals[k] for k in whole] == [sum(t[k] for t in ready) for k in whole]
+        assert all(isinstance(meter.totals[k], int) for k in whole)
+        assert meter.totals[3] == pytest.approx(sum(t[3] for t in ready), abs=1e-6)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -115,3 +115,40 @@ def test_one_node_scorers_equal_vectorised(rows: list[tuple[int, int, int]]) -> 
     assert scoring_scalar.balanced_allocation_v136_one(req, half, cap) == int(
         scoring.balanced_allocation_v136(R, H, C)[0]
     )
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    gpus=st.lists(st.sampled_from([0, 4, 8]), min_size=2, max_size=30),
+    policy=st.sampled_from(["default", "most-allocated", "bin-packing"]),
+    tie_break=st.sampled_from(["random", "first"]),
+    ops=st.lists(st.tuples(st.integers(0, 2), st.booleans()), min_size=1, max_size=60),
+)
+def test_select_by_best_equals_general_path(
+    gpus: list[int], policy: str, tie_break: str, ops: list[tuple[int, bool]]
+) -> None:
+    """``select``'s by-best shortcut picks the node (and makes the random draws) the general path does."""
+    state = ClusterState(_nodes([(32000, 512 * GI, g) for g in gpus]))
+    for i in range(state.n):
+        state.set_ready(i)
+    profile = resolve_profile(SchedulerConfig(policy=policy, tie_break=tie_break))
+    fast, general = Scheduler(state, profile, seed=3), Scheduler(state, profile, seed=3)
+    specs = [
+        PodSpec(requests=(("cpu", 2000), ("memory", 8 * GI), ("nvidia.com/gpu", 1))),
+        PodSpec(requests=(("cpu", 6000), ("memory", 32 * GI), ("nvidia.com/gpu", 4))),
+        PodSpec(requests=(("cpu", 1000), ("memory", GI))),
+    ]
+    everywhere = np.ones(state.n, dtype=bool)  # an ``allowed`` mask takes the general path
+    placed: list[tuple[int, int]] = []
+    for which, release in ops:
+        if release and placed:
+            node, k = placed.pop(0)
+            pod = fast.compile(specs[k])
+            state.release(node, pod.request, pod.nonzero)
+            continue
+        pod = fast.compile(specs[which])
+        node = fast.select(pod)
+        assert node == general.select(general.compile(specs[which]), everywhere)
+        if node >= 0:
+            state.bind(node, pod.request, pod.nonzero)
+            placed.append((node, which))

@@ -29,6 +29,7 @@ from fleetlab.model.cluster import NodePool
 from fleetlab.model.gpu_share import MILLI_PER_GPU
 from fleetlab.model.mig import place_layout
 from fleetlab.model.resources import GPU
+from fleetlab.placement.element_views import int_elements
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
@@ -108,6 +109,16 @@ class GpuDevices:
         #: Per node, its plain GPUs' (free milli, memory cap, free memory) as Python ints and the largest
         #: free milli; built on first use and dropped when the node's usage changes.
         self._rows: dict[int, tuple[list[tuple[int, int, int]], int]] = {}
+        #: Flat (row-major) views of the arrays a whole-GPU bind or release touches: element ``node * width
+        #: + gpu`` reads as a Python int and writes through, cheaper than numpy scalars or row slices for
+        #: the few GPUs of one node (the arrays above are never replaced, so the views stay valid).
+        self._milli_cap_at = int_elements(self.milli_cap)
+        self._mem_cap_at = int_elements(self.mem_cap)
+        self._milli_used_at = int_elements(self.milli_used)
+        self._mem_used_at = int_elements(self.mem_used)
+        self._pods_at = int_elements(self.pods)
+        #: The Holding of each tuple of whole GPUs taken (immutable, so one is shared by every bind).
+        self._whole: dict[tuple[int, ...], Holding] = {}
 
     def plain(self, node: int) -> bool:
         """The node's GPUs are all plain (its kind is fixed once the devices are built)."""
@@ -203,10 +214,11 @@ class GpuDevices:
         """The ``count`` lowest-index idle plain GPUs."""
         if count <= 0:
             return Holding(PLAIN, (), MILLI_PER_GPU, 0)
-        cap, pods = self.milli_cap[node].tolist(), self.pods[node].tolist()  # one short row: plain lists
+        cap, pods = self._milli_cap_at, self._pods_at
+        base = node * self.width
         gpus: list[int] = []
-        for g, c in enumerate(cap):
-            if c > 0 and pods[g] == 0:
+        for g in range(self.width):
+            if cap[base + g] > 0 and pods[base + g] == 0:
                 gpus.append(g)
                 if len(gpus) == count:
                     break
@@ -214,30 +226,30 @@ class GpuDevices:
             raise RuntimeError(f"internal error: node {node} has {len(gpus)} idle GPUs, {count} wanted")
         self._rows.pop(node, None)
         self._set_whole(node, gpus, taken=True)
-        return Holding(PLAIN, tuple(gpus), MILLI_PER_GPU, 0)
+        taken = tuple(gpus)
+        holding = self._whole.get(taken)
+        if holding is None:
+            holding = self._whole[taken] = Holding(PLAIN, taken, MILLI_PER_GPU, 0)
+        return holding
 
     def _set_whole(self, node: int, gpus: Sequence[int], taken: bool) -> None:
-        """Mark whole plain GPUs of one node used (``taken``) or idle: one slice per array when they are
-        adjacent (the usual case), else one element at a time (cheaper than fancy indexing for a few)."""
-        if not gpus:
-            return
-        milli_used, mem_used, pods = self.milli_used[node], self.mem_used[node], self.pods[node]
-        first, last = gpus[0], gpus[-1] + 1
-        step = 1 if taken else -1
-        if last - first == len(gpus):
-            if taken:
-                milli_used[first:last] = self.milli_cap[node, first:last]
-                mem_used[first:last] = self.mem_cap[node, first:last]
-            else:
-                milli_used[first:last] = 0
-                mem_used[first:last] = 0
-            pods[first:last] += step
-            return
-        milli_cap, mem_cap = self.milli_cap[node], self.mem_cap[node]
-        for g in gpus:
-            milli_used[g] = milli_cap[g] if taken else 0
-            mem_used[g] = mem_cap[g] if taken else 0
-            pods[g] += step
+        """Mark whole plain GPUs of one node used (``taken``) or idle, one element at a time through the
+        flat views (a node has a few GPUs: cheaper than numpy slices)."""
+        milli_used, mem_used, pods = self._milli_used_at, self._mem_used_at, self._pods_at
+        base = node * self.width
+        if taken:
+            milli_cap, mem_cap = self._milli_cap_at, self._mem_cap_at
+            for g in gpus:
+                k = base + g
+                milli_used[k] = milli_cap[k]
+                mem_used[k] = mem_cap[k]
+                pods[k] += 1
+        else:
+            for g in gpus:
+                k = base + g
+                milli_used[k] = 0
+                mem_used[k] = 0
+                pods[k] -= 1
 
     def take_replicas(self, node: int, count: int) -> Holding:
         """``count`` replicas, each from the GPU with the fewest handed out (lowest index on ties)."""
@@ -267,7 +279,7 @@ class GpuDevices:
 
     def release(self, node: int, holding: Holding) -> bool:
         """Give back what ``holding`` took; returns whether a shared GPU became idle."""
-        gpus = list(holding.gpus)
+        gpus = holding.gpus
         if holding.kind == TIME_SLICED:
             for gpu in gpus:
                 self.replica_used[node, gpu] -= 1

@@ -77,6 +77,13 @@ class _Incremental:
     wanted: list[tuple[int, int]]
     share: tuple[int, int] | None
     memo: dict[UsageKey, tuple[bool, int]]
+    #: ``best.data`` and ``fits.data``, for the catch-up's one-node writes (a memoryview item write
+    #: costs about half of numpy's; both arrays live as long as this object).
+    best_view: memoryview
+    fits_view: memoryview
+    #: Whether ``best`` alone decides ``select`` (no global scorer applies and the pod depends on no other
+    #: pods); None until the first ``select``, which decides it from the pod's cached global scorers.
+    by_best: bool | None = None
 
 
 class Scheduler:
@@ -129,6 +136,8 @@ class Scheduler:
         self._cached: OrderedDict[int, CompiledPod] = OrderedDict()
         self._max_cached = max(8, CACHE_BUDGET_BYTES // max(1, state.n * 10))
         self._epoch = 0
+        #: ``tie_break: first``: the first of the tied nodes, with no random draw.
+        self._first_of_ties = profile.tie_break == "first"
 
     # -- compile -------------------------------------------------------------------------------------
     def compile(self, spec: PodSpec) -> CompiledPod:
@@ -227,6 +236,7 @@ class Scheduler:
                 scores = plugin.score(state, pod, nodes)
                 if scores is not None:
                     local[nodes] += weight * scores
+        best = np.where(fits, local, UNFIT)
         return _Incremental(
             self._epoch,
             len(state.changes),
@@ -236,10 +246,12 @@ class Scheduler:
             static.tolist(),
             fits.tolist(),
             int(np.count_nonzero(fits)),
-            np.where(fits, local, UNFIT),
+            best,
             [(int(c), int(pod.request[c])) for c in pod.request_cols],
             pod.spec.gpu_share if any(pod.spec.gpu_share) else None,
             pod.cache.setdefault("memo", {}),
+            best.data,
+            fits.data,
         )
 
     def _incremental(self, pod: CompiledPod) -> _Incremental:
@@ -260,9 +272,9 @@ class Scheduler:
                 inc = self._rebuild(pod)
                 rebuilt = True
             else:
-                static, fits, fits_list = inc.static_list, inc.fits, inc.fits_list
-                best = inc.best
-                wanted, share, memo = inc.wanted, inc.share, inc.memo
+                static, fits_list, fits_view = inc.static_list, inc.fits_list, inc.fits_view
+                best_view, memo, share = inc.best_view, inc.memo, inc.share
+                devices = state.devices
                 usage_key, node_usage_key, memo_get = state.usage_key, state.node_usage_key, memo.get
                 n_fit = inc.n_fit
                 for node in changed:
@@ -271,16 +283,16 @@ class Scheduler:
                     memo_key = usage_key[node] or node_usage_key(node)
                     hit = memo_get(memo_key)
                     if hit is None:
-                        hit = self._score_node(pod, node, wanted)
+                        hit = self._score_node(pod, node, inc.wanted)
                         if len(memo) >= MEMO_ENTRIES:
                             memo.clear()
                         memo[memo_key] = hit
                     ok, score = hit
-                    if share is not None and ok and state.devices is not None:
-                        ok = state.devices.share_fits_one(node, *share)
-                    best[node] = score if ok else UNFIT
+                    if share is not None and ok and devices is not None:
+                        ok = devices.share_fits_one(node, *share)
+                    best_view[node] = score if ok else UNFIT
                     if ok != fits_list[node]:
-                        fits[node] = fits_list[node] = ok
+                        fits_view[node] = fits_list[node] = ok
                         n_fit += 1 if ok else -1
                 inc.n_fit = n_fit
                 inc.log_pos = len(log)
@@ -342,27 +354,39 @@ class Scheduler:
         inc = self._incremental(pod)
         if not inc.n_fit:
             return -1  # pod filters and ``allowed`` only ever take nodes away
-        scorers: list[tuple[ScorePlugin, int]] | None = pod.cache.get("global_scorers")
-        if scorers is None:  # a plugin that skips this pod or scores all nodes alike cannot change a choice
-            scorers = [(p, w) for p, w in self.global_scorers if not p.uniform_for(self.state, pod)]
-            pod.cache["global_scorers"] = scorers
-        if scorers or allowed is not None or pod.spec.pod_dependent:
+        by_best = inc.by_best
+        if by_best is None:
+            by_best = inc.by_best = not (self._global_scorers(pod) or pod.spec.pod_dependent)
+        if by_best and allowed is None:
+            # The fitting nodes with the highest per-node score, in node order (argmax: the first of them).
+            best = inc.best
+            first = best.argmax()
+            if self._first_of_ties:
+                return int(first)
+            tied = (best == best[first]).nonzero()[0]
+        else:
             fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
             nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
             if len(nodes) <= 1:
                 return int(nodes[0]) if len(nodes) else -1
             total = inc.best[nodes]  # every node in ``nodes`` fits: its per-node score
-            for plugin, weight in scorers:
+            for plugin, weight in self._global_scorers(pod):
                 scores = plugin.score(self.state, pod, nodes)
                 if scores is not None and not isinstance(scores, int):  # uniform: cannot change the choice
                     total = total + weight * scores
             tied = nodes[total == total.max()]
-        else:  # the fitting nodes with the highest per-node score, in node order, as above
-            best = inc.best
-            tied = np.flatnonzero(best == best.max())
-        if len(tied) == 1 or self.profile.tie_break == "first":
+        if len(tied) == 1 or self._first_of_ties:
             return int(tied[0])
         return int(tied[self.rng.integers(len(tied))])
+
+    def _global_scorers(self, pod: CompiledPod) -> list[tuple[ScorePlugin, int]]:
+        """The global scorers that can change the pod's choice, decided once per pod spec: a plugin that
+        skips this pod or scores all nodes alike cannot."""
+        scorers: list[tuple[ScorePlugin, int]] | None = pod.cache.get("global_scorers")
+        if scorers is None:
+            scorers = [(p, w) for p, w in self.global_scorers if not p.uniform_for(self.state, pod)]
+            pod.cache["global_scorers"] = scorers
+        return scorers
 
     # -- explain -------------------------------------------------------------------------------------
     def explain(self, pod: CompiledPod) -> FitError:

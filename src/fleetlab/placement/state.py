@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from fleetlab.model.kube import Taint
 from fleetlab.model.resources import BASE_RESOURCES, CPU, GPU, MEMORY, PODS
 from fleetlab.placement.devices import GpuDevices
+from fleetlab.placement.element_views import int_elements
 from fleetlab.placement.pod_labels import PodLabelCounts
 
 if TYPE_CHECKING:
@@ -143,7 +144,12 @@ class ClusterState:
         _, alloc_class = np.unique(self.allocatable, axis=0, return_inverse=True)
         #: Nodes with identical allocatable share a class id (memo keys for per-node scores).
         self.alloc_class: list[int] = [int(c) for c in np.asarray(alloc_class).reshape(-1)]
+        #: Each node's class id as the last 8 bytes of its UsageKey (made once: nodes keep their class).
+        self._alloc_class_key = [c.to_bytes(8, "little", signed=True) for c in self.alloc_class]
+        self.width = width
         self.requested = np.zeros((n, width), dtype=np.int64)
+        #: ``requested`` element by element (``node * width + column``), for one-number reads on hot paths.
+        self.requested_at = int_elements(self.requested)
         self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
         self.free = self.allocatable.copy()
         self.ready = np.zeros(n, dtype=bool)
@@ -157,7 +163,11 @@ class ClusterState:
         self.image_nodes: dict[str, int] = {}
         #: Per image, the size each node reports for it (bytes; 0 where absent).
         self.image_sizes: dict[str, IntArray] = {}
+        #: Per node, its rows of ``requested``, ``free`` and ``nonzero_requested`` as views made once (a
+        #: bind or release updates them in place without indexing three arrays first).
+        self._usage_rows = [(self.requested[i], self.free[i], self.nonzero_requested[i]) for i in range(n)]
         self.pod_count = np.zeros(n, dtype=np.int64)
+        self._pod_count_at = int_elements(self.pod_count)
         #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
         self.changes: list[int] = []
         #: Per node, its UsageKey (None until asked for since its usage last changed).
@@ -204,11 +214,11 @@ class ClusterState:
             if self.binds_can_help:
                 self.release_generation += 1
         # In-place on row views: ``a[node] += x`` would also write the row back onto itself.
-        requested, free, counted = self.requested[node], self.free[node], self.nonzero_requested[node]
+        requested, free, counted = self._usage_rows[node]
         requested += request
         free -= request
         counted += nonzero
-        self.pod_count[node] += 1
+        self._pod_count_at[node] += 1
         self.changes.append(node)
         self.usage_key[node] = None
 
@@ -216,11 +226,11 @@ class ClusterState:
         """Remove a finished pod's requests from a node."""
         if label_set >= 0:
             self.pod_labels.add(node, label_set, -1)
-        requested, free, counted = self.requested[node], self.free[node], self.nonzero_requested[node]
+        requested, free, counted = self._usage_rows[node]
         requested -= request
         free += request
         counted -= nonzero
-        self.pod_count[node] -= 1
+        self._pod_count_at[node] -= 1
         self.release_generation += 1
         self.changes.append(node)
         self.usage_key[node] = None
@@ -232,7 +242,7 @@ class ClusterState:
         key: bytes = (
             self.requested[node].tobytes()
             + self.nonzero_requested[node].tobytes()
-            + self.alloc_class[node].to_bytes(8, "little", signed=True)
+            + self._alloc_class_key[node]
         )
         self.usage_key[node] = key
         return key

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from fleetlab.placement.element_views import float_elements, int_elements
 from fleetlab.sim.result import NEVER
 
 IntArray = NDArray[np.int64]
@@ -52,11 +53,25 @@ class SegmentLog:
     def __init__(self) -> None:
         self.columns: tuple[array[int], ...] = tuple(array("q") for _ in SEGMENT_COLUMNS)
         self.evicted = bytearray()
+        #: Each column's bound ``append``, in SEGMENT_COLUMNS order (one stay is logged per release).
+        self._appends = tuple(column.append for column in self.columns)
 
     def append(self, values: tuple[int, int, int, int, int, int, int], evicted: bool) -> None:
         """Log one stay: ``values`` in SEGMENT_COLUMNS order."""
-        for column, value in zip(self.columns, values, strict=True):
-            column.append(value)
+        self.add(*values, evicted)
+
+    def add(
+        self, pod: int, node: int, bound: int, ready: int, start: int, end: int, lost: int, evicted: bool
+    ) -> None:
+        """Log one stay from its fields (``append`` without building a tuple)."""
+        add_pod, add_node, add_bound, add_ready, add_start, add_end, add_lost = self._appends
+        add_pod(pod)
+        add_node(node)
+        add_bound(bound)
+        add_ready(ready)
+        add_start(start)
+        add_end(end)
+        add_lost(lost)
         self.evicted.append(1 if evicted else 0)
 
     def __len__(self) -> int:
@@ -106,6 +121,22 @@ class PodBook:
     #: and since when the pod has been pending now (NEVER while bound, done, failed or deleted).
     waited_ms: IntArray = field(init=False)
     pending_since_ms: IntArray = field(init=False)
+    #: Element views of the per-pod columns above (fleetlab.placement.element_views) for the event loop's
+    #: one-pod reads and writes; the arrays stay the storage vector code reads, and are never replaced.
+    first_pod_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    node_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    bound_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    ready_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    start_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    end_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    image_wait_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    data_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    attempt_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    done_fraction_at: memoryview[float] = field(init=False, repr=False, compare=False)
+    run_total_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    job_ready_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    waited_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    pending_since_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = self.n_pods
@@ -121,38 +152,51 @@ class PodBook:
         self.job_ready = np.zeros(self.n_jobs, dtype=np.int64)
         self.waited_ms = np.zeros(n, dtype=np.int64)
         self.pending_since_ms = np.full(n, NEVER, dtype=np.int64)
+        self.first_pod_at = int_elements(self.first_pod)
+        self.node_at = int_elements(self.node)
+        self.bound_ms_at = int_elements(self.bound_ms)
+        self.ready_ms_at = int_elements(self.ready_ms)
+        self.start_ms_at = int_elements(self.start_ms)
+        self.end_ms_at = int_elements(self.end_ms)
+        self.image_wait_ms_at = int_elements(self.image_wait_ms)
+        self.data_ms_at = int_elements(self.data_ms)
+        self.attempt_at = int_elements(self.attempt)
+        self.done_fraction_at = float_elements(self.done_fraction)
+        self.run_total_ms_at = int_elements(self.run_total_ms)
+        self.job_ready_at = int_elements(self.job_ready)
+        self.waited_ms_at = int_elements(self.waited_ms)
+        self.pending_since_ms_at = int_elements(self.pending_since_ms)
 
     def pods_of(self, job: int) -> range:
         """The pod indices of a job."""
-        return range(int(self.first_pod[job]), int(self.first_pod[job + 1]))
+        first_pod_at = self.first_pod_at
+        return range(first_pod_at[job], first_pod_at[job + 1])
 
     def log_release(self, pod: int, now: int, lost_ms: int, evicted: bool) -> None:
         """Record the end of a pod's stay on its node."""
-        ready, start = int(self.ready_ms[pod]), int(self.start_ms[pod])
-        self.segments.append(
-            (
-                pod,
-                int(self.node[pod]),
-                int(self.bound_ms[pod]),
-                ready if ready >= 0 else now,
-                start if start >= 0 else now,
-                now,
-                lost_ms,
-            ),
+        ready, start = self.ready_ms_at[pod], self.start_ms_at[pod]
+        self.segments.add(
+            pod,
+            self.node_at[pod],
+            self.bound_ms_at[pod],
+            ready if ready >= 0 else now,
+            start if start >= 0 else now,
+            now,
+            lost_ms,
             evicted,
         )
 
     def start_pending(self, pod: int, now: int) -> None:
         """The pod waits for a node from ``now`` (submitted, evicted, or a replica slot re-activated)."""
-        if self.pending_since_ms[pod] < 0:
-            self.pending_since_ms[pod] = now
+        if self.pending_since_ms_at[pod] < 0:
+            self.pending_since_ms_at[pod] = now
 
     def stop_pending(self, pod: int, now: int) -> None:
         """The pod stops waiting (bound, failed or deleted): its open pending interval joins its wait."""
-        since = int(self.pending_since_ms[pod])
+        since = self.pending_since_ms_at[pod]
         if since >= 0:
-            self.waited_ms[pod] += now - since
-            self.pending_since_ms[pod] = NEVER
+            self.waited_ms_at[pod] += now - since
+            self.pending_since_ms_at[pod] = NEVER
 
     def waited_until(self, now: int) -> IntArray:
         """Per pod, queue wait up to ``now``: closed pending intervals plus the one still open."""
@@ -163,8 +207,7 @@ class PodBook:
         """Forget the pod's node and times of the run that was evicted (its saved progress stays); it is
         pending again from ``now`` (the time it ran is lost work, not queue wait)."""
         self.start_pending(pod, now)
-        self.node[pod] = -1
-        for arr in (self.bound_ms, self.ready_ms, self.start_ms):
-            arr[pod] = NEVER
-        self.attempt[pod] += 1
+        self.node_at[pod] = -1
+        self.bound_ms_at[pod] = self.ready_ms_at[pod] = self.start_ms_at[pod] = NEVER
+        self.attempt_at[pod] += 1
         self.evictions[pod] += 1

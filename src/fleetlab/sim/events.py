@@ -5,8 +5,8 @@ Like SimPy's core, the heap knows nothing of what events mean; the simulator dis
 
 from __future__ import annotations
 
-import heapq
 from enum import IntEnum
+from heapq import heappop, heappush
 
 #: Engine milliseconds in one hour (GPU-hours, per-hour rates and prices).
 MS_PER_HOUR = 3_600_000
@@ -24,6 +24,14 @@ class EventKind(IntEnum):
     SPOT_RECLAIM = 6  # index: node; attempt: the node slot's generation
 
 
+#: The kinds the event loop and the pod lifecycle test and push most, as plain ints.
+NODE_READY = int(EventKind.NODE_READY)
+PREP_DONE = int(EventKind.PREP_DONE)
+POD_FINISH = int(EventKind.POD_FINISH)
+PODS_READY_TIMEOUT = int(EventKind.PODS_READY_TIMEOUT)
+REQUEUE = int(EventKind.REQUEUE)
+
+
 class EventQueue:
     """A min-heap of (time_ms, seq, kind, index, attempt); equal times pop in insertion order."""
 
@@ -33,12 +41,12 @@ class EventQueue:
 
     def push(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
         """Schedule an event; ``attempt`` lets the receiver drop events of a pod run that was evicted."""
-        heapq.heappush(self._heap, (time_ms, self._seq, int(kind), index, attempt))
+        heappush(self._heap, (time_ms, self._seq, int(kind), index, attempt))
         self._seq += 1
 
     def pop(self) -> tuple[int, int, int, int]:
         """Remove and return the earliest (time_ms, kind, index, attempt)."""
-        time_ms, _, kind, index, attempt = heapq.heappop(self._heap)
+        time_ms, _, kind, index, attempt = heappop(self._heap)
         return time_ms, kind, index, attempt
 
     def peek(self) -> tuple[int, int, int, int] | None:

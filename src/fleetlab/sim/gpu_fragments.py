@@ -19,6 +19,7 @@ cordons change), as one array expression over those nodes × M × GPUs.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +42,27 @@ SAMPLE_WIDTH = 6
 
 #: Distinct node states remembered before the memo starts again (bounds its memory).
 MEMO_LIMIT = 65_536
+
+#: One node's (or the cluster's) six terms in ``_node_totals`` column order; all but F_n(M) are whole
+#: milli-GPU or GPU counts, exact in float64, so they are kept as ints (their sums are exact either way).
+Terms = tuple[int, int, int, float, int, int]
+ZERO_TERMS: Terms = (0, 0, 0, 0.0, 0, 0)
+
+
+def as_terms(row: NDArray[np.float64]) -> Terms:
+    """One ``_node_totals`` row as Terms (F_n(M) as the same float, every other column as its int)."""
+    idle, stranded_partial, partial, frag, used, stranded = row.tolist()
+    return (int(idle), int(stranded_partial), int(partial), frag, int(used), int(stranded))
+
+
+def difference(a: Terms, b: Terms) -> Terms:
+    """``a - b`` element by element."""
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4], a[5] - b[5])
+
+
+def plus(a: Terms, b: Terms) -> Terms:
+    """``a + b`` element by element."""
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5])
 
 
 def pods_per_spec(sim: Simulator) -> dict[PodSpec, int]:
@@ -89,17 +111,40 @@ class FragmentationMeter:
         #: Per spec: GPUs needed and the per-GPU share (0 = uses no plain GPU).
         self.count = np.where(share > 0, 1, whole).astype(np.int64)
         self.unit = np.where(share > 0, share, np.where(whole > 0, MILLI_PER_GPU, 0)).astype(np.int64)
-        #: Per node the six terms (see _node_totals) and their sums over ready nodes.
-        self.terms = np.zeros((state.n, 6), dtype=np.float64)
-        self.totals = np.zeros(6, dtype=np.float64)
+        #: Per node the six terms (see _node_totals, as Terms), and their sums over ready nodes:
+        #: a touched node's update is the numpy version's ``totals + (new - old)`` done element by element,
+        #: the same IEEE operations in the same order, without a numpy call per step.
+        #: None for a node not touched since the last full pass: its terms are then that pass's row in
+        #: ``_full_pass`` (converted on first touch, so a topology change costs no tuple per node).
+        self.terms: list[Terms | None] = [ZERO_TERMS] * state.n
+        self._full_pass: NDArray[np.float64] = np.zeros((state.n, 6), dtype=np.float64)
+        self.totals: Terms = ZERO_TERMS
         self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
         self.dirty: set[int] = set()
         self.generation = -1
         self.rows = StepSeries(SAMPLE_WIDTH)
         #: A node's terms depend only on its GPU slots' capacity and use, its eligibility per shape and
         #: whether its free CPU covers each shape: few distinct states recur on many nodes, so the terms
-        #: of a touched node are looked up by that state (cleared with the eligibility).
-        self._memo: dict[bytes, NDArray[np.float64]] = {}
+        #: of a touched node are looked up by that state (cleared with the eligibility). The state is
+        #: keyed as (static class, CPU rank, used milli row): the class numbers the distinct (capacity
+        #: row, eligibility row) pairs, fixed until the topology changes; the rank is how many of the
+        #: shapes' distinct CPU requests the free CPU covers, which fixes every ``cpu_free >= cpu``.
+        self._memo: dict[tuple[int, bytes], Terms] = {}
+        self._static_class: list[int] = [0] * state.n
+        assert state.devices is not None
+        _, cap_class = np.unique(state.devices.milli_cap, axis=0, return_inverse=True)
+        #: Per node the class of its GPU slots' capacity row (fixed for the run).
+        self._cap_class = np.asarray(cap_class, dtype=np.int64).reshape(-1)
+        self._cpu_steps: list[int] = sorted(set(self.cpu.tolist()))
+        self._cpu_ranks = len(self._cpu_steps) + 1
+        #: The cluster state, Python-int views of its free resources and readiness, and the GPUs' used
+        #: milli, read once per touched node (the arrays are never replaced).
+        self._state = state
+        self._free = state.free.data
+        self._ready = state.ready.data
+        self._cpu_col = state.cpu_col
+        assert state.devices is not None
+        self._used = state.devices.milli_used
 
     def touch(self, node: int) -> None:
         """The node's GPU usage changed."""
@@ -118,34 +163,31 @@ class FragmentationMeter:
         )
         self.unit = np.where(uses_devices, 0, self.unit)
         self._memo.clear()
+        self._static_class = self._static_classes()
 
-    def _touched_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
-        """``_node_totals`` of a few touched nodes, through the per-state memo."""
-        state = self.sim.state
-        cpu_free = state.free[rows, state.cpu_col]
-        out = np.empty((len(rows), 6), dtype=np.float64)
-        for k, node in enumerate(rows.tolist()):
-            out[k] = self._terms_of(node, cpu_free[k])
-        return out
+    def _static_classes(self) -> list[int]:
+        """Per node a number that differs exactly when its (capacity row, eligibility row) differ: the
+        capacity row's class (fixed for the run) then the eligibility bits, so a topology change costs
+        a matrix-vector product, not a sort of rows (which only very many shapes fall back to)."""
+        shapes = len(self.specs)
+        cap_classes = int(self._cap_class.max(initial=0)) + 1
+        if shapes + cap_classes.bit_length() > 62:
+            static = np.concatenate((self._cap_class[:, None], self.eligible.astype(np.int64)), axis=1)
+            _, inverse = np.unique(static, axis=0, return_inverse=True)
+            return np.asarray(inverse).reshape(-1).tolist()
+        bits = self.eligible.astype(np.int64) @ (np.int64(1) << np.arange(shapes, dtype=np.int64))
+        classes: list[int] = ((self._cap_class << shapes) | bits).tolist()
+        return classes
 
-    def _terms_of(self, node: int, cpu_free: np.int64) -> NDArray[np.float64]:
+    def _terms_of(self, node: int) -> Terms:
         """One touched node's terms, looked up by its state in the memo (computed on a miss)."""
-        devices = self.sim.state.devices
-        assert devices is not None
-        memo = self._memo
-        if len(memo) > MEMO_LIMIT:
-            memo.clear()
-        key = b"".join(
-            (
-                devices.milli_cap[node].tobytes(),
-                devices.milli_used[node].tobytes(),
-                self.eligible[node].tobytes(),
-                (cpu_free >= self.cpu).tobytes(),
-            )
-        )
-        terms = memo.get(key)
+        cpu_rank = bisect_right(self._cpu_steps, self._free[node, self._cpu_col])
+        key = (self._static_class[node] * self._cpu_ranks + cpu_rank, self._used[node].tobytes())
+        terms = self._memo.get(key)
         if terms is None:
-            terms = memo[key] = self._node_totals(np.asarray([node], dtype=np.int64))[0]
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            terms = self._memo[key] = as_terms(self._node_totals(np.asarray([node], dtype=np.int64))[0])
         return terms
 
     def _node_totals(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -184,32 +226,58 @@ class FragmentationMeter:
         out[:, 5] = np.where(usable, 0, free).sum(axis=1)
         return out
 
+    def _rebuild(self) -> None:
+        """Every node anew (readiness, cordons or membership changed): one array pass."""
+        state = self.sim.state
+        self.generation = state.topology_generation
+        self._refresh_eligibility()
+        terms = self._node_totals(np.arange(state.n, dtype=np.int64))
+        self.totals = as_terms(terms[state.ready].sum(axis=0))
+        self._full_pass = terms
+        self.terms = [None] * state.n
+        self.dirty.clear()
+
+    def node_terms(self, node: int) -> Terms:
+        """The node's current terms."""
+        terms = self.terms[node]
+        return terms if terms is not None else as_terms(self._full_pass[node])
+
     def sample(self, now: int) -> bool:
         """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
         since the last sample (the totals are unchanged)."""
-        state = self.sim.state
-        if state.topology_generation != self.generation:
-            self.generation = state.topology_generation
-            self._refresh_eligibility()
-            every = np.arange(state.n, dtype=np.int64)
-            self.terms = self._node_totals(every)
-            self.totals = self.terms[state.ready].sum(axis=0)
-            self.dirty.clear()
-        elif len(self.dirty) == 1:  # the common step: one bind or release, no array bookkeeping
+        if self._state.topology_generation != self.generation:
+            self._rebuild()
+        elif len(self.dirty) == 1:  # the common step: one bind or release
             node = self.dirty.pop()
-            new_terms = self._terms_of(node, state.free[node, state.cpu_col])
-            if state.ready[node]:
-                self.totals = self.totals + (new_terms - self.terms[node])
-            self.terms[node] = new_terms
+            new = self._terms_of(node)
+            old = self.terms[node]
+            if old is None:
+                old = self.node_terms(node)
+            self.terms[node] = new
+            if self._ready[node]:
+                t = self.totals
+                self.totals = (
+                    t[0] + (new[0] - old[0]),
+                    t[1] + (new[1] - old[1]),
+                    t[2] + (new[2] - old[2]),
+                    t[3] + (new[3] - old[3]),
+                    t[4] + (new[4] - old[4]),
+                    t[5] + (new[5] - old[5]),
+                )
         elif self.dirty:
-            rows = np.fromiter(sorted(self.dirty), dtype=np.int64, count=len(self.dirty))
+            # As numpy's ``(new - old)[ready].sum(axis=0)`` over the sorted rows: a left fold, row by row.
+            change: Terms | None = None
+            for node in sorted(self.dirty):
+                new = self._terms_of(node)
+                old = self.node_terms(node)
+                self.terms[node] = new
+                if self._ready[node]:
+                    delta = difference(new, old)
+                    change = delta if change is None else plus(change, delta)
             self.dirty.clear()
-            new = self._touched_totals(rows)
-            ready = state.ready[rows]
-            self.totals = self.totals + (new[ready] - self.terms[rows][ready]).sum(axis=0)
-            self.terms[rows] = new
+            self.totals = plus(self.totals, change or ZERO_TERMS)
         elif self.rows:
             return False
-        idle, stranded, partial, frag, used, _ = self.totals.tolist()
-        self.rows.record(now, (round(idle), round(stranded), round(partial), round(frag), round(used)))
+        idle, stranded, partial, frag, used, _ = self.totals
+        self.rows.record(now, (idle, stranded, partial, round(frag), used))
         return True

@@ -52,6 +52,8 @@ class GpuTenancy:
         state = sim.state
         self.devices = build_devices(sim.pools, state.pool)
         state.devices = self.devices
+        #: Whether any node time-slices its GPUs (node kinds are fixed); without one ``started`` does nothing.
+        self.time_sliced = bool((self.devices.kind == TIME_SLICED).any())
         self.alpha = [p.time_slicing.slowdown_per_extra_pod if p.time_slicing else 0.0 for p in sim.pools]
         n_pods = sim.book.n_pods
         self.holdings: dict[int, list[Holding]] = {}
@@ -131,9 +133,13 @@ class GpuTenancy:
         self.meter.touch(node)
         if self.share_view is not None:
             self.share_view.released(pod, node)
-        self._stop_run(pod)
+        if self.runs:  # pods computing on time-sliced GPUs
+            self._stop_run(pod)
+        holdings = self.holdings.pop(pod, None)
+        if holdings is None:
+            return
         state = self.sim.state
-        for holding in self.holdings.pop(pod, []):
+        for holding in holdings:
             if self.devices.release(node, holding):
                 col = state.gpu_col
                 state.requested[node, col] -= 1

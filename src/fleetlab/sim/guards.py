@@ -29,7 +29,12 @@ class ProgressGuard:
         """Called before each step at time ``t`` (``now`` is the previous step's time); ``submitting`` says a
         job arrives at ``t``. A completion or an arrival is progress: a quiet gap before a late submission
         is not a stall."""
-        self.last_progress_ms = max(self.last_progress_ms, last_completion_ms, t if submitting else 0)
+        progress = self.last_progress_ms  # the latest completion or arrival (plain comparisons: every step)
+        if last_completion_ms > progress:
+            progress = last_completion_ms
+        if submitting and t > progress:
+            progress = t
+        self.last_progress_ms = progress
         if not self.has_horizon and t - self.last_progress_ms > self.stall_ms:
             return (
                 f"stopped at {t / 3.6e6:.1f} h: no job completed for {self.stall_ms / 3.6e6:.0f} h (and none "

@@ -12,7 +12,14 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fleetlab.sim.events import EventKind, EventQueue
+from fleetlab.sim.events import (
+    NODE_READY,
+    POD_FINISH,
+    PODS_READY_TIMEOUT,
+    PREP_DONE,
+    REQUEUE,
+    EventQueue,
+)
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.node_lifecycle import NoLifecycle
 from fleetlab.sim.services import NoServices
@@ -21,12 +28,6 @@ if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
 
 ProgressCallback = Callable[[int, int], None]
-
-NODE_READY = int(EventKind.NODE_READY)
-PREP_DONE = int(EventKind.PREP_DONE)
-POD_FINISH = int(EventKind.POD_FINISH)
-PODS_READY_TIMEOUT = int(EventKind.PODS_READY_TIMEOUT)
-REQUEUE = int(EventKind.REQUEUE)
 
 
 def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
@@ -45,15 +46,16 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
     hooks = not (isinstance(lifecycle, NoLifecycle) and isinstance(services, NoServices))
     #: A plain heap (no spot interruptions): peek and pop it directly; its events are never spot events.
     heap = events.heap if type(events) is EventQueue else None
-    attempt_of = book.attempt
+    attempt_of = book.attempt_at
     enqueue, record = sim.enqueue, sim._record
     heappop = heapq.heappop
+    pod_events = (PREP_DONE, POD_FINISH)  # a local tuple: not rebuilt from globals at every test
     while True:
         if heap is not None:
             while heap:  # drop stale pod events (see Simulator._drop_stale_events)
                 head = heap[0]
                 kind = head[2]
-                if kind in (PREP_DONE, POD_FINISH):
+                if kind in pod_events:
                     if head[4] == attempt_of[head[3]]:
                         break
                 elif (
@@ -99,7 +101,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         if heap is not None:
             while heap and heap[0][0] == t:
                 _, _, kind, index, attempt = heappop(heap)
-                if kind in (PREP_DONE, POD_FINISH):
+                if kind in pod_events:
                     if attempt != attempt_of[index]:
                         continue  # the pod was evicted since this event was scheduled
                     if kind == PREP_DONE:
@@ -143,7 +145,7 @@ def _other_event(sim: Simulator, kind: int, index: int, attempt: int, t: int) ->
         assert sim.kueue is not None
         sim.kueue.timer(kind, index, attempt, t)
         return 0
-    if attempt != sim.book.attempt[index]:
+    if attempt != sim.book.attempt_at[index]:
         return 0  # the pod was evicted since this event was scheduled
     if kind == PREP_DONE:
         sim.prepared(index)

@@ -17,13 +17,14 @@ import numpy as np
 
 from fleetlab.admission.manager import Admission
 from fleetlab.model.scenario import ResolvedScenario
+from fleetlab.placement.element_views import int_elements
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.gang import GangPlacer, TopologyRequest
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, IntArray
 from fleetlab.sim.book import PodBook
-from fleetlab.sim.events import EventKind, to_ms, transfer_ms
+from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import interruption_events
@@ -152,6 +153,7 @@ class Simulator:
         self.compiled: list[CompiledPod] = []
         self.spec_profile: list[str] = []
         self.job_spec = np.full(n_jobs, -1, dtype=np.int64)
+        self._job_spec_at = int_elements(self.job_spec)
         self.group_ids: dict[Group, int] = {}
         self.groups: list[Group] = []
         self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
@@ -160,12 +162,14 @@ class Simulator:
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
         self._runtime: dict[tuple[int, str | None], int] = {}
-        self._runtime_columns: dict[str | None, IntArray] = {}
+        #: Per GPU model, element views of ``_runtime_column``'s array (the arrays are kept by the views).
+        self._runtime_columns: dict[str | None, memoryview[int]] = {}
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: Kueue: time spent waiting for admission, summed over admissions, and since when it waits now.
         self.quota_waited_ms = np.zeros(n_jobs, dtype=np.int64)
         self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.pods_done = np.zeros(n_jobs, dtype=np.int64)
+        self._pods_done_at = int_elements(self.pods_done)
         self.spec_override: dict[int, PodSpec] = {}
         #: (spec key, admitted flavors) -> the pod spec Kueue's flavors turn the job's spec into.
         self._admitted_spec: dict[tuple[int, tuple[str, ...]], PodSpec] = {}
@@ -217,7 +221,7 @@ class Simulator:
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
         """Intern the job's pod spec; built and compiled once per spec key (see sim/job_arrays.py)."""
-        sid = int(self.job_spec[job])
+        sid = self._job_spec_at[job]
         if sid >= 0:
             return sid
         profile_key = self._profile_key[job]
@@ -231,7 +235,7 @@ class Simulator:
             sid = found
         else:
             sid = self._intern(override, profile_key)
-        self.job_spec[job] = sid
+        self._job_spec_at[job] = sid
         return sid
 
     def _intern(self, spec: PodSpec, profile_key: str) -> int:
@@ -260,7 +264,7 @@ class Simulator:
             if gid is None:
                 gid = self._plain_group[sid] = self._group_id(Group(sid))
             return gid
-        left = self._pods[job] - int(self.pods_done[job])  # a resumed gang places only its unfinished pods
+        left = self._pods[job] - self._pods_done_at[job]  # a resumed gang places only its unfinished pods
         cols = self.job_columns
         topology = TopologyRequest(cols.topology_required[job], cols.topology_preferred[job])
         return self._group_id(Group(sid, left, topology))
@@ -309,13 +313,14 @@ class Simulator:
     def bind(self, pod: int, node: int) -> None:
         """Bind a pod: take its resources, start its image pull (unless cached) and data download."""
         state, book, c = self.state, self.book, self.counters
-        if book.node[pod] >= 0 and book.end_ms[pod] < 0:
-            raise RuntimeError(f"internal error: pod {pod} is bound twice (node {book.node[pod]} and {node})")
+        node_at = book.node_at
+        if node_at[pod] >= 0 and book.end_ms_at[pod] < 0:
+            raise RuntimeError(f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})")
         job_index = self._pod_job[pod]
         sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         g = self._spec_gpus[sid]
-        gpus_before = int(state.requested[node, state.gpu_col]) if g else 0
+        gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
         state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         self.tenancy.bind(pod, node, compiled)
         self.usage.touch(node)
@@ -326,8 +331,8 @@ class Simulator:
         self.bound_pods += 1
         self.bound_by_priority[self._priority[job_index]].add(pod)  # no new set per bind
         now = self.now
-        book.node[pod] = node
-        book.bound_ms[pod] = now
+        node_at[pod] = node
+        book.bound_ms_at[pod] = now
         book.stop_pending(pod, now)
         pool = self._node_pool[node]
         wait = 0
@@ -339,37 +344,38 @@ class Simulator:
                 self.image_ready[node][image] = have
             wait = max(0, have - self.now)
         data = transfer_ms(self._data_size[job_index], pool.data_bandwidth)
-        book.image_wait_ms[pod] = wait
-        book.data_ms[pod] = data
-        self.events.push(self.now + wait + data, EventKind.PREP_DONE, pod, int(book.attempt[pod]))
+        book.image_wait_ms_at[pod] = wait
+        book.data_ms_at[pod] = data
+        self.events.push(now + wait + data, PREP_DONE, pod, book.attempt_at[pod])
 
     def prepared(self, pod: int) -> None:
         """Image and data are there; start computing, or wait for the rest of a gang."""
         book = self.book
-        book.ready_ms[pod] = self.now
+        node_at = book.node_at
+        book.ready_ms_at[pod] = self.now
         job_index = self._pod_job[pod]
         image = self._image_name[job_index]
         if image is not None:
-            self.state.add_image(int(book.node[pod]), image, self._image_size[job_index])
+            self.state.add_image(node_at[pod], image, self._image_size[job_index])
         if self._multi_gang[job_index]:
-            book.job_ready[job_index] += 1
-            if book.job_ready[job_index] == self._pods[job_index] - self.pods_done[job_index]:
+            book.job_ready_at[job_index] += 1
+            if book.job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
                 pods = self.unfinished_pods(job_index)
-                total = self.work.gang_ms(job_index, [int(book.node[p]) for p in pods]) or max(
-                    self.runtime_ms(job_index, int(book.node[p])) for p in pods
+                total = self.work.gang_ms(job_index, [node_at[p] for p in pods]) or max(
+                    self.runtime_ms(job_index, node_at[p]) for p in pods
                 )
                 for p in pods:
                     self.start(p, total)
             return
-        self.start(pod, self.runtime_ms(job_index, int(book.node[pod])))
+        self.start(pod, self.runtime_ms(job_index, node_at[pod]))
 
     def runtime_ms(self, job: int, node: int) -> int:
         """The job's full runtime on this node's GPU model."""
         model = self.state.gpu_model[node]
         column = self._runtime_columns.get(model)
         if column is None:
-            column = self._runtime_columns[model] = self._runtime_column(model)
-        fixed = int(column[job])
+            column = self._runtime_columns[model] = int_elements(self._runtime_column(model))
+        fixed = column[job]
         if fixed > 0:
             return fixed
         key = (job, model)
@@ -396,58 +402,62 @@ class Simulator:
 
     def start(self, pod: int, total_ms: int) -> None:
         """Compute what is left of the pod's work (after saved progress), checkpointing as configured."""
-        book = self.book
-        book.start_ms[pod] = self.now
-        book.run_total_ms[pod] = total_ms
-        remaining = math.ceil(total_ms * (1.0 - float(book.done_fraction[pod])))
+        book, now = self.book, self.now
+        book.start_ms_at[pod] = now
+        book.run_total_ms_at[pod] = total_ms
+        remaining = math.ceil(total_ms * (1.0 - book.done_fraction_at[pod]))
         interval, write = self._checkpointing(self._pod_job[pod])
         wall = max(1, wall_needed(remaining, interval, write))
-        self.events.push(self.now + wall, EventKind.POD_FINISH, pod, int(book.attempt[pod]))
+        self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
         self.usage.started(pod)
-        self.tenancy.started(pod, wall)
-        self.interference.started(pod, wall)
+        if self.tenancy.time_sliced:
+            self.tenancy.started(pod, wall)
+        if self.interference.on:
+            self.interference.started(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
         state, book, c = self.state, self.book, self.counters
-        node = int(book.node[pod])
+        node = book.node_at[pod]
         job_index = self._pod_job[pod]
         sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         self.tenancy.release(pod, node)
-        self.interference.stopped(pod)
+        if self.interference.on:
+            self.interference.stopped(pod)
         self.usage.stopped(pod)
         self.usage.touch(node)
         g = self._spec_gpus[sid]
         if g:
-            c.gpus_returned(g, state.requested[node, state.gpu_col] == 0)
+            c.gpus_returned(g, state.requested_at[node * state.width + state.gpu_col] == 0)
         self.node_pods[node].discard(pod)
         self.bound_pods -= 1
         self.bound_by_priority[self._priority[job_index]].discard(pod)
         lost = 0
-        if evicted and book.start_ms[pod] >= 0:
+        if evicted and book.start_ms_at[pod] >= 0:
             interval, write = self._checkpointing(job_index)
-            elapsed = self.pace.work_ms(pod, self.now - int(book.start_ms[pod]))
+            elapsed = self.pace.work_ms(pod, self.now - book.start_ms_at[pod])
             saved, lost = progress_at(elapsed, interval, write)
-            total = int(book.run_total_ms[pod])
+            total = book.run_total_ms_at[pod]
             if total > 0:
-                book.done_fraction[pod] = min(1.0, float(book.done_fraction[pod]) + saved / total)
+                book.done_fraction_at[pod] = min(1.0, book.done_fraction_at[pod] + saved / total)
         book.log_release(pod, self.now, lost, evicted)
         return lost
 
     def finish(self, pod: int) -> None:
         """The pod succeeded; the last pod of a Kueue job releases its quota."""
         self.release(pod, evicted=False)
-        self.book.end_ms[pod] = self.now
-        self.book.done_fraction[pod] = 1.0
-        self.last_completion_ms = self.now
+        book, now = self.book, self.now
+        book.end_ms_at[pod] = now
+        book.done_fraction_at[pod] = 1.0
+        self.last_completion_ms = now
         job_index = self._pod_job[pod]
-        self.pods_done[job_index] += 1
+        self._pods_done_at[job_index] += 1
         if (
             self.kueue is not None
             and self._kueue_managed[job_index]
-            and self.pods_done[job_index] == self._pods[job_index]
+            and self._pods_done_at[job_index] == self._pods[job_index]
         ):
             self.kueue.finished_at(job_index, self.now)
 
@@ -586,7 +596,7 @@ class Simulator:
         while (head := events.peek()) is not None:
             _, kind, index, attempt = head
             if kind in (EventKind.PREP_DONE, EventKind.POD_FINISH):
-                stale = attempt != book.attempt[index]
+                stale = attempt != book.attempt_at[index]
             elif kind == EventKind.PODS_READY_TIMEOUT and self.kueue is not None:
                 stale = self.kueue.timeout_is_stale(index, attempt)
             else:
@@ -604,9 +614,9 @@ class Simulator:
     def unfinished_pods(self, job_index: int) -> list[int]:
         """A job's pods that have not succeeded (an evicted gang keeps its succeeded pods, as a Job does)."""
         book = self.book
-        if self.pods_done[job_index] == 0:  # only ``finish`` sets a pod's end, and it counts the pod here
+        if self._pods_done_at[job_index] == 0:  # only ``finish`` sets a pod's end, and it counts the pod here
             return list(book.pods_of(job_index))
-        return [p for p in book.pods_of(job_index) if book.end_ms[p] < 0]
+        return [p for p in book.pods_of(job_index) if book.end_ms_at[p] < 0]
 
     def _record(self) -> None:
         """Sample the cluster after a step (a row is kept only when the figures changed)."""

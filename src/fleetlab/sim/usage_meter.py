@@ -14,6 +14,7 @@ the cluster's largest block. Only nodes a bind or release touched are re-read (a
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +24,7 @@ from fleetlab.model.gpu_share import MILLI_PER_GPU
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
 
-#: Block sizes (free whole GPUs on one node) counted in the timeline.
+#: Block sizes (free whole GPUs on one node) counted in the timeline, ascending.
 BLOCK_SIZES = (1, 2, 4, 8)
 
 #: The timeline columns this meter adds, in row order after the allocation columns.
@@ -49,10 +50,16 @@ class UsageMeter:
         self.busy_milli = 0.0
         self.weight: dict[int, float] = {}
         self.slowdown: dict[int, float] = {}
-        #: The last sample and the busy total it was taken at: a step that touched no node and changed no
+        #: The last sample and the busy total it was taken at: a step that changed no node's block and no
         #: pod's speed gets it back without recounting.
         self._last: tuple[int, ...] = ()
         self._last_busy = 0.0
+        #: Per node whether it has GPUs at all, and Python-int views of free resources and readiness (the
+        #: arrays are never replaced): ``_refresh`` reads single cells, where numpy scalars cost most.
+        self._has_gpus: list[bool] = (self.capacity > 0).tolist()
+        self._free = state.free.data
+        self._ready = state.ready.data
+        self._gpu_col = state.gpu_col
 
     # -- utilisation ---------------------------------------------------------------------------------
     def _full_speed_milli(self, pod: int) -> float:
@@ -100,14 +107,15 @@ class UsageMeter:
         """The node's free GPUs may have changed."""
         self.dirty.add(node)
 
-    def _refresh(self, node: int) -> None:
-        state = self.sim.state
+    def _refresh(self, node: int) -> bool:
+        """Re-read one node's free whole GPUs; False when its block did not change."""
         old = self.block[node]
         new = NOT_COUNTED
-        if self.capacity[node] > 0 and state.ready[node]:
-            new = max(0, int(state.free[node, state.gpu_col]))
+        if self._has_gpus[node] and self._ready[node]:
+            free = self._free[node, self._gpu_col]
+            new = free if free > 0 else 0
         if new == old:
-            return
+            return False
         histogram, at_least = self.histogram, self.at_least
         if old != NOT_COUNTED:
             histogram[old] -= 1
@@ -115,9 +123,16 @@ class UsageMeter:
             if new >= len(histogram):
                 histogram.extend([0] * (new + 1 - len(histogram)))
             histogram[new] += 1
-        for i, k in enumerate(BLOCK_SIZES):
-            at_least[i] += (new >= k) - (old >= k)
+        # Only the block sizes above the lower count and up to the higher one change their count of
+        # nodes: sizes with index bisect_right(BLOCK_SIZES, lower) up to bisect_right(BLOCK_SIZES, higher).
+        if old < new:
+            for i in range(bisect_right(BLOCK_SIZES, old), bisect_right(BLOCK_SIZES, new)):
+                at_least[i] += 1
+        else:
+            for i in range(bisect_right(BLOCK_SIZES, new), bisect_right(BLOCK_SIZES, old)):
+                at_least[i] -= 1
         self.block[node] = new
+        return True
 
     def _rebuild(self) -> None:
         """Every node anew (readiness changed): one array pass."""
@@ -133,15 +148,17 @@ class UsageMeter:
     def sample(self) -> tuple[int, ...]:
         """The meter's timeline values now, in COLUMNS order."""
         state = self.sim.state
+        changed = False
         if state.topology_generation != self.generation:
             self.generation = state.topology_generation
             self.dirty.clear()
             self._rebuild()
+            changed = True
         elif self.dirty:
             for node in self.dirty:
-                self._refresh(node)
+                changed = self._refresh(node) or changed
             self.dirty.clear()
-        elif self._last and self.busy_milli == self._last_busy:
+        if not changed and self._last and self.busy_milli == self._last_busy:
             return self._last
         histogram = self.histogram
         largest = len(histogram) - 1
