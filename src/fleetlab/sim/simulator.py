@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, IntArray
 from fleetlab.sim.book import PodBook
+from fleetlab.sim.counters import Counters, Group
 from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.interference import Interference
@@ -47,48 +47,8 @@ from fleetlab.sim.specs import build_nodes, pod_spec
 from fleetlab.sim.tables import build_result, new_timeline
 from fleetlab.sim.usage_meter import UsageMeter
 
-NO_TOPOLOGY = TopologyRequest()
-
 #: Runtimes remembered per (job, GPU model) before the memo starts again (a gang's pods ask at once).
 RUNTIME_MEMO_LIMIT = 4096
-
-
-@dataclass(frozen=True)
-class Group:
-    """A scheduling-queue group: pods of one spec, or one gang (all pods of a job placed at once)."""
-
-    spec_id: int
-    gang_size: int = 0
-    topology: TopologyRequest = NO_TOPOLOGY
-
-
-@dataclass
-class Counters:
-    """Cluster totals kept incrementally for the timeline."""
-
-    allocated_gpus: int = 0
-    total_gpus: int = 0
-    whole_free: int = 0
-    gpu_nodes: int = 0
-
-    def gpus_taken(self, gpus: int, node_had_none: bool) -> None:
-        """``gpus`` GPUs of a ready node were allocated; a node that had none is no longer whole free."""
-        self.allocated_gpus += gpus
-        if node_had_none:
-            self.whole_free -= 1
-
-    def gpus_returned(self, gpus: int, node_has_none: bool) -> None:
-        """``gpus`` GPUs of a ready node were freed; a node left with none allocated is whole free again."""
-        self.allocated_gpus -= gpus
-        if node_has_none:
-            self.whole_free += 1
-
-    def node_counted(self, gpus: int, idle: bool, sign: int) -> None:
-        """A GPU node joins (``sign`` 1) or leaves (-1) the ready totals; ``idle``: no GPU allocated."""
-        self.total_gpus += sign * gpus
-        self.gpu_nodes += sign
-        if idle:
-            self.whole_free += sign
 
 
 class Simulator:
