@@ -187,14 +187,11 @@ class GpuTenancy:
             sim.pace.set_factors(pod, slicing=1.0 + alpha * (k - 1))
 
     # -- per step ------------------------------------------------------------------------------------
-    def step(self) -> None:
-        """After each simulator step: carry out this step's OOM kills, then sample fragmentation."""
-        if self.to_kill:
-            kills, self.to_kill = self.to_kill, []
-            for pod in kills:
-                self._fail(pod)
-        if self.meter.sample(self.sim.now):  # unchanged totals: the stranded total is unchanged too
-            self.stranded.sample(self.sim.now)
+    def kill_pending(self) -> None:
+        """After a simulator step: carry out this step's OOM kills (before the step's samples)."""
+        kills, self.to_kill = self.to_kill, []
+        for pod in kills:
+            self._fail(pod)
 
     def _fail(self, pod: int) -> None:
         """The OOM-killed pod fails (no retry), with every pod of a gang; Kueue sees the job finish."""

@@ -579,8 +579,13 @@ class Simulator:
         return [p for p in book.pods_of(job_index) if book.end_ms_at[p] < 0]
 
     def _record(self) -> None:
-        """Sample the cluster after a step (a row is kept only when the figures changed)."""
-        self.tenancy.step()
-        c = self.counters
+        """Sample the cluster after a step (a row is kept only when the figures changed): this step's OOM
+        kills first, then the fragmentation, stranded and timeline samples (called here, not through
+        GpuTenancy, as this runs once per step)."""
+        tenancy, now, c = self.tenancy, self.now, self.counters
+        if tenancy.to_kill:
+            tenancy.kill_pending()
+        if tenancy.meter.sample(now):  # unchanged totals: the stranded total is unchanged too
+            tenancy.stranded.sample(now)
         sample = (c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
-        self.timeline.record(self.now, sample)
+        self.timeline.record(now, sample)

@@ -57,6 +57,7 @@ class UsageMeter:
         #: Per node whether it has GPUs at all, and Python-int views of free resources and readiness (the
         #: arrays are never replaced): ``_refresh`` reads single cells, where numpy scalars cost most.
         self._has_gpus: list[bool] = (self.capacity > 0).tolist()
+        self._state = state
         self._free = state.free.data
         self._ready = state.ready.data
         self._gpu_col = state.gpu_col
@@ -147,17 +148,20 @@ class UsageMeter:
 
     def sample(self) -> tuple[int, ...]:
         """The meter's timeline values now, in COLUMNS order."""
-        state = self.sim.state
+        generation = self._state.topology_generation
+        dirty = self.dirty
         changed = False
-        if state.topology_generation != self.generation:
-            self.generation = state.topology_generation
-            self.dirty.clear()
+        if generation != self.generation:
+            self.generation = generation
+            dirty.clear()
             self._rebuild()
             changed = True
-        elif self.dirty:
-            for node in self.dirty:
+        elif len(dirty) == 1:  # the common step: one bind or release
+            changed = self._refresh(dirty.pop())
+        elif dirty:
+            for node in dirty:
                 changed = self._refresh(node) or changed
-            self.dirty.clear()
+            dirty.clear()
         if not changed and self._last and self.busy_milli == self._last_busy:
             return self._last
         histogram = self.histogram
