@@ -44,6 +44,10 @@ class UsageMeter:
         #: count, and how many have at least each of BLOCK_SIZES (plain lists: a few touched per step).
         self.block: list[int] = [NOT_COUNTED] * state.n
         self.histogram: list[int] = [0] * (int(self.capacity.max(initial=0)) + 1)
+        #: ``sizes_upto[count + 1]``: how many BLOCK_SIZES are at most ``count``, for every count the
+        #: histogram holds and NOT_COUNTED (a list lookup per refresh instead of two bisects).
+        self.sizes_upto: list[int] = []
+        self._extend_sizes_upto()
         self.at_least: list[int] = [0] * len(BLOCK_SIZES)
         self.dirty: set[int] = set()
         self.generation = -1
@@ -54,6 +58,8 @@ class UsageMeter:
         #: pod's speed gets it back without recounting.
         self._last: tuple[int, ...] = ()
         self._last_busy = 0.0
+        #: The largest free block at the last sample: recounted only when a node's block changed.
+        self._largest = 0
         #: Per node whether it has GPUs at all, and Python-int views of free resources and readiness (the
         #: arrays are never replaced): ``_refresh`` reads single cells, where numpy scalars cost most.
         self._has_gpus: list[bool] = (self.capacity > 0).tolist()
@@ -123,17 +129,24 @@ class UsageMeter:
         if new != NOT_COUNTED:
             if new >= len(histogram):
                 histogram.extend([0] * (new + 1 - len(histogram)))
+                self._extend_sizes_upto()
             histogram[new] += 1
         # Only the block sizes above the lower count and up to the higher one change their count of
         # nodes: sizes with index bisect_right(BLOCK_SIZES, lower) up to bisect_right(BLOCK_SIZES, higher).
+        sizes_upto = self.sizes_upto
         if old < new:
-            for i in range(bisect_right(BLOCK_SIZES, old), bisect_right(BLOCK_SIZES, new)):
+            for i in range(sizes_upto[old + 1], sizes_upto[new + 1]):
                 at_least[i] += 1
         else:
-            for i in range(bisect_right(BLOCK_SIZES, new), bisect_right(BLOCK_SIZES, old)):
+            for i in range(sizes_upto[new + 1], sizes_upto[old + 1]):
                 at_least[i] -= 1
         self.block[node] = new
         return True
+
+    def _extend_sizes_upto(self) -> None:
+        """Cover every count of the (grown) histogram in ``sizes_upto``."""
+        first = len(self.sizes_upto) + NOT_COUNTED
+        self.sizes_upto.extend(bisect_right(BLOCK_SIZES, k) for k in range(first, len(self.histogram)))
 
     def _rebuild(self) -> None:
         """Every node anew (readiness changed): one array pass."""
@@ -143,6 +156,7 @@ class UsageMeter:
         block = np.where(counted, free, NOT_COUNTED).astype(np.int64)
         size = max(len(self.histogram), int(free[counted].max(initial=0)) + 1)
         self.histogram = np.bincount(block[counted], minlength=size).astype(np.int64).tolist()
+        self._extend_sizes_upto()
         self.block = block.tolist()
         self.at_least = [int((block >= k).sum()) for k in BLOCK_SIZES]
 
@@ -162,12 +176,16 @@ class UsageMeter:
             for node in dirty:
                 changed = self._refresh(node) or changed
             dirty.clear()
-        if not changed and self._last and self.busy_milli == self._last_busy:
+        busy = self.busy_milli
+        if changed or not self._last:
+            histogram = self.histogram
+            largest = len(histogram) - 1
+            while largest > 0 and histogram[largest] == 0:
+                largest -= 1
+            self._largest = largest
+        elif busy == self._last_busy:
             return self._last
-        histogram = self.histogram
-        largest = len(histogram) - 1
-        while largest > 0 and histogram[largest] == 0:
-            largest -= 1
-        self._last_busy = self.busy_milli
-        self._last = (max(0, round(self.busy_milli)), *self.at_least, largest)
+        self._last_busy = busy
+        busy_milli = round(busy)
+        self._last = (busy_milli if busy_milli > 0 else 0, *self.at_least, self._largest)
         return self._last
