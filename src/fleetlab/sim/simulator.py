@@ -587,5 +587,6 @@ class Simulator:
             tenancy.kill_pending()
         if tenancy.meter.sample(now):  # unchanged totals: the stranded total is unchanged too
             tenancy.stranded.sample(now)
-        sample = (c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes, *self.usage.sample())
+        # A tuple sum, once per step: ``(*a, *b)`` would build a list first and convert it.
+        sample = (c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes) + self.usage.sample()  # noqa: RUF005
         self.timeline.record(now, sample)
