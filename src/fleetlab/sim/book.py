@@ -123,6 +123,7 @@ class PodBook:
     pending_since_ms: IntArray = field(init=False)
     #: Element views of the per-pod columns above (fleetlab.placement.element_views) for the event loop's
     #: one-pod reads and writes; the arrays stay the storage vector code reads, and are never replaced.
+    job_at: memoryview[int] = field(init=False, repr=False, compare=False)
     first_pod_at: memoryview[int] = field(init=False, repr=False, compare=False)
     node_at: memoryview[int] = field(init=False, repr=False, compare=False)
     bound_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
@@ -152,6 +153,7 @@ class PodBook:
         self.job_ready = np.zeros(self.n_jobs, dtype=np.int64)
         self.waited_ms = np.zeros(n, dtype=np.int64)
         self.pending_since_ms = np.full(n, NEVER, dtype=np.int64)
+        self.job_at = int_elements(self.job)
         self.first_pod_at = int_elements(self.first_pod)
         self.node_at = int_elements(self.node)
         self.bound_ms_at = int_elements(self.bound_ms)
