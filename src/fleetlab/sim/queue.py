@@ -36,15 +36,14 @@ class SchedulingQueue:
 
     def cycle(self, generation: int, try_place: Callable[[int, int], bool]) -> int:
         """Offer pods in queue order until every group has bound or failed; returns pods bound."""
-        if len(self._groups) == 1:
-            ((group, heap),) = self._groups.items()
-            if heap and self._failed_at.get(group) != generation:
-                return self._cycle_one(group, heap[0], generation, try_place)
-            return 0
         heads: list[tuple[QueueKey, int, int]] = []
+        failed_at = self._failed_at
         for order, (group, heap) in enumerate(self._groups.items()):
-            if heap and self._failed_at.get(group) != generation:
+            if heap and failed_at.get(group) != generation:
                 heads.append((heap[0], order, group))
+        if len(heads) == 1:  # the usual cycle: one group to offer (the others, if any, failed already)
+            key, _, group = heads[0]
+            return self._cycle_one(group, key, generation, try_place)
         heapq.heapify(heads)
         bound = 0
         while heads:
@@ -78,8 +77,8 @@ class SchedulingQueue:
     def _cycle_one(
         self, group: int, key: QueueKey, generation: int, try_place: Callable[[int, int], bool]
     ) -> int:
-        """``cycle`` when one group waits: the same offers in the same order, without the heap of group
-        heads (groups that placing creates wait for the next cycle, as there)."""
+        """``cycle`` when one group is to be offered: the same offers in the same order, without the heap
+        of group heads (groups that placing creates or requeues into wait for the next cycle, as there)."""
         groups = self._groups
         bound = 0
         while try_place(group, key[2]):

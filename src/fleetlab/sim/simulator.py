@@ -306,10 +306,11 @@ class Simulator:
         if image is not None and image_size > 0:
             have = self.image_ready[node].get(image)
             if have is None:
-                have = self.now + transfer_ms(image_size, pool.image_pull_bandwidth)
+                have = now + transfer_ms(image_size, pool.image_pull_bandwidth)
                 self.image_ready[node][image] = have
-            wait = max(0, have - self.now)
-        data = transfer_ms(self._data_size[job_index], pool.data_bandwidth)
+            wait = max(0, have - now)
+        data_size = self._data_size[job_index]  # most jobs download nothing: no call for them
+        data = transfer_ms(data_size, pool.data_bandwidth) if data_size > 0 else 0
         book.image_wait_ms_at[pod] = wait
         book.data_ms_at[pod] = data
         self.events.push(now + wait + data, PREP_DONE, pod, book.attempt_at[pod])
