@@ -215,41 +215,28 @@ class GpuDevices:
         if count <= 0:
             return Holding(PLAIN, (), MILLI_PER_GPU, 0)
         cap, pods = self._milli_cap_at, self._pods_at
+        milli_used, mem_used, mem_cap = self._milli_used_at, self._mem_used_at, self._mem_cap_at
         base = node * self.width
         gpus: list[int] = []
         for g in range(self.width):
-            if cap[base + g] > 0 and pods[base + g] == 0:
+            k = base + g
+            if cap[k] > 0 and pods[k] == 0:
                 gpus.append(g)
                 if len(gpus) == count:
                     break
         else:
             raise RuntimeError(f"internal error: node {node} has {len(gpus)} idle GPUs, {count} wanted")
         self._rows.pop(node, None)
-        self._set_whole(node, gpus, taken=True)
+        for g in gpus:  # taken whole: used as much as it has, one pod
+            k = base + g
+            milli_used[k] = cap[k]
+            mem_used[k] = mem_cap[k]
+            pods[k] = 1
         taken = tuple(gpus)
         holding = self._whole.get(taken)
         if holding is None:
             holding = self._whole[taken] = Holding(PLAIN, taken, MILLI_PER_GPU, 0)
         return holding
-
-    def _set_whole(self, node: int, gpus: Sequence[int], taken: bool) -> None:
-        """Mark whole plain GPUs of one node used (``taken``) or idle, one element at a time through the
-        flat views (a node has a few GPUs: cheaper than numpy slices)."""
-        milli_used, mem_used, pods = self._milli_used_at, self._mem_used_at, self._pods_at
-        base = node * self.width
-        if taken:
-            milli_cap, mem_cap = self._milli_cap_at, self._mem_cap_at
-            for g in gpus:
-                k = base + g
-                milli_used[k] = milli_cap[k]
-                mem_used[k] = mem_cap[k]
-                pods[k] += 1
-        else:
-            for g in gpus:
-                k = base + g
-                milli_used[k] = 0
-                mem_used[k] = 0
-                pods[k] -= 1
 
     def take_replicas(self, node: int, count: int) -> Holding:
         """``count`` replicas, each from the GPU with the fewest handed out (lowest index on ties)."""
@@ -279,27 +266,33 @@ class GpuDevices:
 
     def release(self, node: int, holding: Holding) -> bool:
         """Give back what ``holding`` took; returns whether a shared GPU became idle."""
-        gpus = holding.gpus
-        if holding.kind == TIME_SLICED:
+        gpus, kind = holding.gpus, holding.kind
+        if kind == PLAIN and holding.milli >= MILLI_PER_GPU:  # whole GPUs, the usual release
+            self._rows.pop(node, None)
+            milli_used, mem_used, pods = self._milli_used_at, self._mem_used_at, self._pods_at
+            base = node * self.width
+            for g in gpus:  # one element at a time through the flat views: cheaper than numpy slices
+                k = base + g
+                milli_used[k] = 0
+                mem_used[k] = 0
+                pods[k] -= 1
+            return False
+        if kind == TIME_SLICED:
             for gpu in gpus:
                 self.replica_used[node, gpu] -= 1
             self.pods[node, sorted(set(gpus))] -= 1
             return False
-        if holding.kind == MIG:
+        if kind == MIG:
             for gpu in gpus:
                 self.mig_slots[holding.resource][node, gpu] += 1
             self.pods[node, sorted(set(gpus))] -= 1
             return False
-        if holding.shared:
-            gpu = gpus[0]
-            self._rows.pop(node, None)
-            self.milli_used[node, gpu] -= holding.milli
-            self.mem_used[node, gpu] -= holding.memory
-            self.pods[node, gpu] -= 1
-            return bool(self.pods[node, gpu] == 0)
+        gpu = gpus[0]  # a share of one plain GPU (``holding.shared``)
         self._rows.pop(node, None)
-        self._set_whole(node, gpus, taken=False)
-        return False
+        self.milli_used[node, gpu] -= holding.milli
+        self.mem_used[node, gpu] -= holding.memory
+        self.pods[node, gpu] -= 1
+        return bool(self.pods[node, gpu] == 0)
 
     # -- summaries -----------------------------------------------------------------------------------
     def free_milli(self) -> IntArray:

@@ -239,11 +239,8 @@ class ClusterState:
         """The node's UsageKey, computed once per change of its usage and shared by every pod spec. Code
         that adjusts ``requested`` outside ``bind``/``release`` does it right after one of them, before any
         scheduler reads the key."""
-        key: bytes = (
-            self.requested[node].tobytes()
-            + self.nonzero_requested[node].tobytes()
-            + self._alloc_class_key[node]
-        )
+        requested, _, counted = self._usage_rows[node]
+        key: bytes = requested.tobytes() + counted.tobytes() + self._alloc_class_key[node]
         self.usage_key[node] = key
         return key
 

@@ -53,26 +53,9 @@ class SegmentLog:
     def __init__(self) -> None:
         self.columns: tuple[array[int], ...] = tuple(array("q") for _ in SEGMENT_COLUMNS)
         self.evicted = bytearray()
-        #: Each column's bound ``append``, in SEGMENT_COLUMNS order (one stay is logged per release).
-        self._appends = tuple(column.append for column in self.columns)
-
-    def append(self, values: tuple[int, int, int, int, int, int, int], evicted: bool) -> None:
-        """Log one stay: ``values`` in SEGMENT_COLUMNS order."""
-        self.add(*values, evicted)
-
-    def add(
-        self, pod: int, node: int, bound: int, ready: int, start: int, end: int, lost: int, evicted: bool
-    ) -> None:
-        """Log one stay from its fields (``append`` without building a tuple)."""
-        add_pod, add_node, add_bound, add_ready, add_start, add_end, add_lost = self._appends
-        add_pod(pod)
-        add_node(node)
-        add_bound(bound)
-        add_ready(ready)
-        add_start(start)
-        add_end(end)
-        add_lost(lost)
-        self.evicted.append(1 if evicted else 0)
+        #: Each column's bound ``append``, in SEGMENT_COLUMNS order: ``PodBook.log_release``, the one
+        #: writer, logs a stay with seven calls and the flag byte.
+        self.appends = tuple(column.append for column in self.columns)
 
     def __len__(self) -> int:
         return len(self.evicted)
@@ -123,6 +106,7 @@ class PodBook:
     pending_since_ms: IntArray = field(init=False)
     #: Element views of the per-pod columns above (fleetlab.placement.element_views) for the event loop's
     #: one-pod reads and writes; the arrays stay the storage vector code reads, and are never replaced.
+    job_at: memoryview[int] = field(init=False, repr=False, compare=False)
     first_pod_at: memoryview[int] = field(init=False, repr=False, compare=False)
     node_at: memoryview[int] = field(init=False, repr=False, compare=False)
     bound_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
@@ -152,6 +136,7 @@ class PodBook:
         self.job_ready = np.zeros(self.n_jobs, dtype=np.int64)
         self.waited_ms = np.zeros(n, dtype=np.int64)
         self.pending_since_ms = np.full(n, NEVER, dtype=np.int64)
+        self.job_at = int_elements(self.job)
         self.first_pod_at = int_elements(self.first_pod)
         self.node_at = int_elements(self.node)
         self.bound_ms_at = int_elements(self.bound_ms)
@@ -175,16 +160,16 @@ class PodBook:
     def log_release(self, pod: int, now: int, lost_ms: int, evicted: bool) -> None:
         """Record the end of a pod's stay on its node."""
         ready, start = self.ready_ms_at[pod], self.start_ms_at[pod]
-        self.segments.add(
-            pod,
-            self.node_at[pod],
-            self.bound_ms_at[pod],
-            ready if ready >= 0 else now,
-            start if start >= 0 else now,
-            now,
-            lost_ms,
-            evicted,
-        )
+        segments = self.segments
+        add_pod, add_node, add_bound, add_ready, add_start, add_end, add_lost = segments.appends
+        add_pod(pod)
+        add_node(self.node_at[pod])
+        add_bound(self.bound_ms_at[pod])
+        add_ready(ready if ready >= 0 else now)
+        add_start(start if start >= 0 else now)
+        add_end(now)
+        add_lost(lost_ms)
+        segments.evicted.append(1 if evicted else 0)
 
     def start_pending(self, pod: int, now: int) -> None:
         """The pod waits for a node from ``now`` (submitted, evicted, or a replica slot re-activated)."""

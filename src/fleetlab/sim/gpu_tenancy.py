@@ -72,21 +72,22 @@ class GpuTenancy:
         self.share_view = attach_share_view(sim)
 
     # -- bind / release ------------------------------------------------------------------------------
-    def bind(self, pod: int, node: int, compiled: CompiledPod) -> None:
-        """Take GPUs for a pod the simulator just bound to ``node``."""
-        devices, state = self.devices, self.sim.state
-        holdings: list[Holding] = []
+    def bind(self, pod: int, node: int, compiled: CompiledPod, whole_gpus: int) -> None:
+        """Take GPUs for a pod the simulator just bound to ``node`` (``whole_gpus``: its request's
+        nvidia.com/gpu, which the simulator keeps per spec)."""
+        devices = self.devices
         milli, memory = compiled.spec.gpu_share
-        request = compiled.request
         view = self.share_view
         if view is None and not (milli or memory) and devices.plain(node):
-            whole = int(request[state.gpu_col])  # whole GPUs of a plain node: the usual bind
-            if whole:
-                holding = devices.take_whole(node, whole)
+            if whole_gpus:  # whole GPUs of a plain node: the usual bind
+                holding = devices.take_whole(node, whole_gpus)
                 self.holdings[pod] = [holding]
                 self.gpu_index[pod] = self._gpu_code(holding.gpus)
             self.meter.touch(node)
             return
+        state = self.sim.state
+        holdings: list[Holding] = []
+        request = compiled.request
         if view is not None:
             view.binding = view.request_of(compiled)
             view.policy = policy_of(self.sim, pod)
@@ -103,11 +104,10 @@ class GpuTenancy:
             if sliced is not None and request[sliced] > 0:
                 holdings.append(devices.take_replicas(node, int(request[sliced])))
         else:
-            whole = int(request[state.gpu_col])
-            if whole and devices.single_mig[node]:
-                holdings.append(devices.take_mig(node, GPU, whole))
-            elif whole:
-                holdings.append(devices.take_whole(node, whole))
+            if whole_gpus and devices.single_mig[node]:
+                holdings.append(devices.take_mig(node, GPU, whole_gpus))
+            elif whole_gpus:
+                holdings.append(devices.take_whole(node, whole_gpus))
         if devices.kind[node] == MIG:
             for resource in devices.mig_slots:
                 mig_col = state.column.get(resource)

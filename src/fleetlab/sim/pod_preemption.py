@@ -32,13 +32,16 @@ def victims_on(sim: Simulator, node: int, below: int) -> list[Victim]:
 def preempt_for(sim: Simulator, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
     """Evict the chosen victims now and return the nominated node (or -1)."""
     book, state = sim.book, sim.state
-    job_index = int(book.job[pod])
-    if sim.job_columns.preempt_never[job_index]:
-        return -1
+    job_index = book.job_at[pod]
     priority = sim.job_priority(job_index)
-    lower = [p for prio, pods in sim.bound_by_priority.items() if prio < priority for p in pods]
+    lower: list[int] = []
+    for prio, pods in sim.bound_by_priority.items():
+        if prio < priority:
+            lower.extend(pods)
     if not lower:
         return -1  # nothing of lower priority runs anywhere: preemption cannot help
+    if sim.job_columns.preempt_never[job_index]:
+        return -1
     reclaimable = np.zeros_like(state.allocatable)
     nodes = np.asarray([int(book.node[p]) for p in lower], dtype=np.int64)
     requests = np.stack([sim.compiled[sim.spec_of(int(book.job[p]))].request for p in lower])

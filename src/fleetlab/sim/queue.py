@@ -37,9 +37,13 @@ class SchedulingQueue:
     def cycle(self, generation: int, try_place: Callable[[int, int], bool]) -> int:
         """Offer pods in queue order until every group has bound or failed; returns pods bound."""
         heads: list[tuple[QueueKey, int, int]] = []
+        failed_at = self._failed_at
         for order, (group, heap) in enumerate(self._groups.items()):
-            if heap and self._failed_at.get(group) != generation:
+            if heap and failed_at.get(group) != generation:
                 heads.append((heap[0], order, group))
+        if len(heads) == 1:  # the usual cycle: one group to offer (the others, if any, failed already)
+            key, _, group = heads[0]
+            return self._cycle_one(group, key, generation, try_place)
         heapq.heapify(heads)
         bound = 0
         while heads:
@@ -68,6 +72,31 @@ class SchedulingQueue:
                     del self._groups[group]
             else:
                 self._failed_at[group] = generation
+        return bound
+
+    def _cycle_one(
+        self, group: int, key: QueueKey, generation: int, try_place: Callable[[int, int], bool]
+    ) -> int:
+        """``cycle`` when one group is to be offered: the same offers in the same order, without the heap
+        of group heads (groups that placing creates or requeues into wait for the next cycle, as there)."""
+        groups = self._groups
+        bound = 0
+        while try_place(group, key[2]):
+            entries = groups.get(group)
+            bound += 1
+            if entries and entries[0] == key:
+                heapq.heappop(entries)
+            elif entries and key in entries:  # pods were requeued ahead of this one while placing it
+                entries.remove(key)
+                heapq.heapify(entries)
+            else:
+                return bound  # the placement itself took the entry out (its job was evicted meanwhile)
+            self._size -= 1
+            if not entries:
+                del groups[group]
+                return bound
+            key = entries[0]
+        self._failed_at[group] = generation
         return bound
 
     def remove(self, group: int, pods: set[int]) -> None:

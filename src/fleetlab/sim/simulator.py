@@ -175,8 +175,9 @@ class Simulator:
         #: (spec key, profile) -> spec id, and spec id -> its queue group for pods placed one by one.
         self._key_spec: dict[tuple[int, str], int] = {}
         self._plain_group: dict[int, int] = {}
-        #: Per queue group, what placing it needs: its compiled pod, scheduler and gang placer.
-        self._group_plan: list[tuple[CompiledPod, Scheduler, GangPlacer]] = []
+        #: Per queue group, what placing it needs: its compiled pod, scheduler, gang placer, gang size
+        #: (0: pods placed one by one) and topology, and whether preemption may make room for a pod.
+        self._group_plan: list[tuple[CompiledPod, Scheduler, GangPlacer, int, TopologyRequest, bool]] = []
 
     # -- identities ----------------------------------------------------------------------------------
     def spec_of(self, job: int) -> int:
@@ -218,7 +219,9 @@ class Simulator:
 
     def group_of(self, job: int) -> int:
         """The queue group of a job's pods."""
-        sid = self.spec_of(job)
+        sid = self._job_spec_at[job]
+        if sid < 0:
+            sid = self.spec_of(job)
         if not self._placed_as_gang[job]:
             gid = self._plain_group.get(sid)
             if gid is None:
@@ -234,9 +237,10 @@ class Simulator:
         if gid == len(self.groups):
             self.groups.append(group)
             profile_key = self.spec_profile[group.spec_id]
-            self._group_plan.append(
-                (self.compiled[group.spec_id], self.schedulers[profile_key], self.placers[profile_key])
-            )
+            compiled = self.compiled[group.spec_id]
+            preempts = self.config.preemption and not any(compiled.spec.gpu_share)
+            scheduler, placer = self.schedulers[profile_key], self.placers[profile_key]
+            self._group_plan.append((compiled, scheduler, placer, group.gang_size, group.topology, preempts))
         return gid
 
     def enqueue(self, job: int, pods: list[int] | None = None) -> None:
@@ -277,12 +281,14 @@ class Simulator:
         if node_at[pod] >= 0 and book.end_ms_at[pod] < 0:
             raise RuntimeError(f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})")
         job_index = self._pod_job[pod]
-        sid = self.spec_of(job_index)
+        sid = self._job_spec_at[job_index]  # ``spec_of``, without the call once the job has its spec
+        if sid < 0:
+            sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         g = self._spec_gpus[sid]
         gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
         state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
-        self.tenancy.bind(pod, node, compiled)
+        self.tenancy.bind(pod, node, compiled, g)
         self.usage.touch(node)
         self.placements += 1
         if g:
@@ -300,10 +306,11 @@ class Simulator:
         if image is not None and image_size > 0:
             have = self.image_ready[node].get(image)
             if have is None:
-                have = self.now + transfer_ms(image_size, pool.image_pull_bandwidth)
+                have = now + transfer_ms(image_size, pool.image_pull_bandwidth)
                 self.image_ready[node][image] = have
-            wait = max(0, have - self.now)
-        data = transfer_ms(self._data_size[job_index], pool.data_bandwidth)
+            wait = max(0, have - now)
+        data_size = self._data_size[job_index]  # most jobs download nothing: no call for them
+        data = transfer_ms(data_size, pool.data_bandwidth) if data_size > 0 else 0
         book.image_wait_ms_at[pod] = wait
         book.data_ms_at[pod] = data
         self.events.push(now + wait + data, PREP_DONE, pod, book.attempt_at[pod])
@@ -366,8 +373,10 @@ class Simulator:
         book.start_ms_at[pod] = now
         book.run_total_ms_at[pod] = total_ms
         remaining = math.ceil(total_ms * (1.0 - book.done_fraction_at[pod]))
-        interval, write = self._checkpointing(self._pod_job[pod])
-        wall = max(1, wall_needed(remaining, interval, write))
+        job_index = self._pod_job[pod]
+        interval = self._checkpoint_interval[job_index]  # ``_checkpointing`` without the call and tuple
+        write = self._checkpoint_write[job_index]
+        wall = max(1, wall_needed(remaining, None if interval == NO_CHECKPOINT else interval, write))
         self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
         self.usage.started(pod)
         if self.tenancy.time_sliced:
@@ -380,7 +389,9 @@ class Simulator:
         state, book, c = self.state, self.book, self.counters
         node = book.node_at[pod]
         job_index = self._pod_job[pod]
-        sid = self.spec_of(job_index)
+        sid = self._job_spec_at[job_index]
+        if sid < 0:
+            sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         self.tenancy.release(pod, node)
@@ -407,7 +418,7 @@ class Simulator:
 
     def finish(self, pod: int) -> None:
         """The pod succeeded; the last pod of a Kueue job releases its quota."""
-        self.release(pod, evicted=False)
+        self.release(pod, False)
         book, now = self.book, self.now
         book.end_ms_at[pod] = now
         book.done_fraction_at[pod] = 1.0
@@ -511,10 +522,9 @@ class Simulator:
     # -- scheduling ----------------------------------------------------------------------------------
     def try_place(self, group_id: int, pod: int) -> bool:
         """One scheduling attempt for a queue entry: a pod, or a whole gang."""
-        compiled, scheduler, placer = self._group_plan[group_id]
-        group = self.groups[group_id]
-        if group.gang_size:
-            plan = placer.plan(compiled, group.gang_size, group.topology)
+        compiled, scheduler, placer, gang_size, topology, preempts = self._group_plan[group_id]
+        if gang_size:
+            plan = placer.plan(compiled, gang_size, topology)
             if plan is None:
                 return False
             for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
@@ -522,7 +532,7 @@ class Simulator:
             return True
         node = scheduler.select(compiled)
         if node < 0:
-            if self.config.preemption and not any(compiled.spec.gpu_share):
+            if preempts:
                 node = preempt_for(self, pod, compiled, scheduler)
             if node < 0 and self.config.consolidation:
                 node = self.tenancy.consolidator.make_room(pod, compiled, scheduler)
