@@ -329,6 +329,11 @@ def test_endless_retrying_without_completions_stops_with_a_warning(monkeypatch: 
     [warning] = result.warnings
     assert warning.startswith("stopped at 20.") and "no job completed for 20 h" in warning
     assert not result.jobs.completed.any()
+    # The warning names what it cut off: every job here, none left unsubmitted, the first few by id.
+    n = len(result.jobs.ids)
+    assert f"Cut off: {n} unfinished job(s), 0 of them never submitted" in warning
+    named = warning.split("never submitted (")[1].split(")")[0].split(" and ")[0].split(", ")
+    assert len(named) == min(5, n) and set(named) <= set(result.jobs.ids)
     # Without a download, every retry happens at the same instant.
     result = run_one(_loop_world("Any"), "default").result
     [warning] = result.warnings

@@ -172,6 +172,26 @@ def timeline(sim: Simulator) -> Timeline:
     )
 
 
+#: Job ids a stall warning names before it only counts the rest.
+STALL_NAMED_JOBS = 5
+
+
+def stall_warning(sim: Simulator) -> str:
+    """The stall warning with the jobs it cut off: how many, how many of those were never submitted, and
+    the first few ids in submit order (the pending table explains each job still waiting)."""
+    unfinished = np.flatnonzero(sim.pods_done < sim.job_table.column("pods"))
+    if not len(unfinished):
+        return sim.stall_warning
+    never_submitted = int(np.count_nonzero(unfinished >= len(sim.job_table) - sim.submissions_left))
+    ids = sim.job_table.ids
+    named = ", ".join(str(ids[int(i)].as_py()) for i in unfinished[:STALL_NAMED_JOBS])
+    more = f" and {len(unfinished) - STALL_NAMED_JOBS} more" if len(unfinished) > STALL_NAMED_JOBS else ""
+    return (
+        f"{sim.stall_warning}. Cut off: {len(unfinished)} unfinished job(s), {never_submitted} of them never "
+        f"submitted ({named}{more}); the pending table explains those still waiting"
+    )
+
+
 def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s: float) -> SimulationResult:
     """Assemble the SimulationResult of a finished run."""
     book = sim.book
@@ -202,7 +222,7 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         timeline=timeline(sim),
         segments=segments,
         pending=pending,
-        warnings=[*sim.resolved.warnings, *([sim.stall_warning] if sim.stall_warning else [])],
+        warnings=[*sim.resolved.warnings, *([stall_warning(sim)] if sim.stall_warning else [])],
         placements=sim.placements,
         wall_s=wall_s,
         queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
