@@ -341,3 +341,32 @@ def test_patch_paths_address_kueue_objects_and_pools_by_name(tmp_path: Path) -> 
     quota = experiment.variant("no-quota-a").scenario_data["kueue"][2]["spec"]["resourceGroups"][0]
     assert quota["flavors"][0]["resources"][2] == {"name": "nvidia.com/gpu", "nominalQuota": 8}
     assert experiment.variant("more-h100").scenario_data["cluster"]["pools"][0]["count"] == 9
+
+
+def test_ray_engine_refuses_a_second_cluster_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray keeps one connection per process: an engine for another address says so instead of silently
+    running on the cluster already connected; the same address reuses the connection."""
+    import types
+
+    from fleetlab.experiment import engines
+
+    calls: list[str | None] = []
+    state = {"up": False}
+
+    def init(address: str | None = None, **_: object) -> None:
+        calls.append(address)
+        state["up"] = True
+
+    fake_ray = types.SimpleNamespace(is_initialized=lambda: state["up"], init=init)
+    monkeypatch.setitem(sys.modules, "ray", fake_ray)
+    monkeypatch.setattr(engines, "_connected", {})
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    make_engine("ray", None, "ray://10.0.0.1:10001")
+    make_engine("ray", None, "ray://10.0.0.1:10001")  # the same cluster: reused, not initialised again
+    assert calls == ["ray://10.0.0.1:10001"]
+    with pytest.raises(
+        EngineError, match=r"already connected to the Ray cluster at ray://10\.0\.0\.1:10001, "
+    ):
+        make_engine("ray", None, "ray://10.0.0.2:10001")
+    with pytest.raises(EngineError, match="not to a Ray started in this process"):
+        make_engine("ray")

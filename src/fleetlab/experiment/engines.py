@@ -122,6 +122,16 @@ def ray_runtime_env(address: str | None) -> dict[str, Any] | None:
     return {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
 
 
+#: The address ``RayEngine`` records when it starts a Ray of its own (no address, no ``RAY_ADDRESS``).
+LOCAL_RAY = ""
+#: The cluster this process's Ray connection was made to by a RayEngine (Ray allows one per process).
+_connected: dict[str, str] = {}
+
+
+def _ray_at(address: str) -> str:
+    return f"the Ray cluster at {address}" if address else "a Ray started in this process"
+
+
 class RayEngine:
     """Ray tasks: a Ray started here, or the cluster at ``address`` (``ray://host:10001`` through Ray
     Client, ``host:6379`` from a cluster node, or the ``RAY_ADDRESS`` environment variable).
@@ -141,7 +151,15 @@ class RayEngine:
             raise EngineError(f"--engine ray needs Ray, which is not installed: {RAY_HINT}") from None
         self._ray: Any = ray
         self.jobs = jobs
-        if not ray.is_initialized():
+        wanted = address or os.environ.get("RAY_ADDRESS") or LOCAL_RAY
+        if ray.is_initialized():
+            if _connected.get("address", wanted) != wanted:
+                raise EngineError(
+                    f"this process is already connected to {_ray_at(_connected['address'])}, not to "
+                    f"{_ray_at(wanted)}: Ray allows one cluster per process (run the other sweep in a new "
+                    "fleetlab process)"
+                )
+        else:
             try:
                 ray.init(
                     address=address,
@@ -152,6 +170,7 @@ class RayEngine:
             except Exception as exc:  # ray raises ConnectionError, RuntimeError, ...
                 where = f"at {address}" if address else "locally"
                 raise EngineError(f"cannot start or reach Ray {where}: {exc}") from None
+            _connected["address"] = wanted
         log.info("ray engine connected (address %s, at most %s runs in flight)", address, jobs or "any")
 
     def map_unordered(
