@@ -193,8 +193,19 @@ def find_candidates(
     node = tree.cluster_queue(cluster_queue)
     root = _root(node)
     requested: Collection[str] = manager.requested_victims()
+    # Only the queues the policies let the preemptor take from are read (not every admitted workload):
+    # its own unless withinClusterQueue is Never, and the rest of its cohort tree unless it has no cohort
+    # or reclaimWithinCohort is Never. The checks below are still made for each workload.
+    queues: list[str] = [cluster_queue] if policy.within_cluster_queue != "Never" else []
+    if node.parent is not None and policy.reclaim_within_cohort != "Never":
+        in_tree = (name for name, other in tree.cluster_queues.items() if _root(other) is root)
+        queues += [name for name in in_tree if name != cluster_queue]
+    admitted = sorted(
+        ((aw.workload.id, aw) for name in queues for aw in manager.admitted_in(name)),
+        key=lambda item: item[0],
+    )
     out: list[Candidate] = []
-    for wid, aw in sorted(manager.admitted_workloads().items()):
+    for wid, aw in admitted:
         if not any(aw.usage.get(fr, 0) > 0 for fr in frs):
             continue
         prio = aw.workload.priority
