@@ -56,20 +56,10 @@ class SchedulingQueue:
                 heapq.heappush(heads, (current[0], order, group))
                 continue
             if try_place(group, key[2]):
-                entries = self._groups.get(group)
                 bound += 1
-                if entries and entries[0] == key:
-                    heapq.heappop(entries)
-                elif entries and key in entries:  # pods were requeued ahead of this one while placing it
-                    entries.remove(key)
-                    heapq.heapify(entries)
-                else:
-                    continue  # the placement itself took the entry out (its job was evicted meanwhile)
-                self._size -= 1
-                if entries:
-                    heapq.heappush(heads, (entries[0], order, group))
-                else:
-                    del self._groups[group]
+                head = self._take_placed(group, key)
+                if head is not None:
+                    heapq.heappush(heads, (head, order, group))
             else:
                 self._failed_at[group] = generation
         return bound
@@ -79,25 +69,32 @@ class SchedulingQueue:
     ) -> int:
         """``cycle`` when one group is to be offered: the same offers in the same order, without the heap
         of group heads (groups that placing creates or requeues into wait for the next cycle, as there)."""
-        groups = self._groups
         bound = 0
         while try_place(group, key[2]):
-            entries = groups.get(group)
             bound += 1
-            if entries and entries[0] == key:
-                heapq.heappop(entries)
-            elif entries and key in entries:  # pods were requeued ahead of this one while placing it
-                entries.remove(key)
-                heapq.heapify(entries)
-            else:
-                return bound  # the placement itself took the entry out (its job was evicted meanwhile)
-            self._size -= 1
-            if not entries:
-                del groups[group]
+            head = self._take_placed(group, key)
+            if head is None:
                 return bound
-            key = entries[0]
+            key = head
         self._failed_at[group] = generation
         return bound
+
+    def _take_placed(self, group: int, key: QueueKey) -> QueueKey | None:
+        """Take a just-bound entry out of its group; the group's new head, or None when the group is now
+        empty (and dropped) or the placement itself took the entry out (its job was evicted meanwhile)."""
+        entries = self._groups.get(group)
+        if entries and entries[0] == key:
+            heapq.heappop(entries)
+        elif entries and key in entries:  # pods were requeued ahead of this one while placing it
+            entries.remove(key)
+            heapq.heapify(entries)
+        else:
+            return None
+        self._size -= 1
+        if entries:
+            return entries[0]
+        del self._groups[group]
+        return None
 
     def remove(self, group: int, pods: set[int]) -> None:
         """Take pods out of the queue (their job was evicted from its quota and waits again)."""
