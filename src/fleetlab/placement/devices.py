@@ -267,7 +267,7 @@ class GpuDevices:
     def release(self, node: int, holding: Holding) -> bool:
         """Give back what ``holding`` took; returns whether a shared GPU became idle."""
         gpus, kind = holding.gpus, holding.kind
-        if kind == PLAIN and holding.milli >= MILLI_PER_GPU:  # whole GPUs, the usual release
+        if kind == PLAIN and not holding.shared:  # whole GPUs, the usual release
             self._rows.pop(node, None)
             milli_used, mem_used, pods = self._milli_used_at, self._mem_used_at, self._pods_at
             base = node * self.width

@@ -143,7 +143,6 @@ class FragmentationMeter:
         self._free = state.free.data
         self._ready = state.ready.data
         self._cpu_col = state.cpu_col
-        assert state.devices is not None
         self._used = state.devices.milli_used
 
     def touch(self, node: int) -> None:
@@ -247,35 +246,21 @@ class FragmentationMeter:
         since the last sample (the totals are unchanged)."""
         if self._state.topology_generation != self.generation:
             self._rebuild()
-        elif len(self.dirty) == 1:  # the common step: one bind or release
-            node = self.dirty.pop()
-            new = self._terms_of(node)
-            old = self.terms[node]
-            if old is None:
-                old = self.node_terms(node)
-            self.terms[node] = new
-            if self._ready[node]:
-                t = self.totals
-                self.totals = (
-                    t[0] + (new[0] - old[0]),
-                    t[1] + (new[1] - old[1]),
-                    t[2] + (new[2] - old[2]),
-                    t[3] + (new[3] - old[3]),
-                    t[4] + (new[4] - old[4]),
-                    t[5] + (new[5] - old[5]),
-                )
         elif self.dirty:
-            # As numpy's ``(new - old)[ready].sum(axis=0)`` over the sorted rows: a left fold, row by row.
+            # As numpy's ``(new - old)[ready].sum(axis=0)`` over the sorted rows: a left fold, row by row
+            # (one node, the common step: one bind or release, needs no sort).
+            dirty = self.dirty
             change: Terms | None = None
-            for node in sorted(self.dirty):
+            for node in sorted(dirty) if len(dirty) > 1 else dirty:
                 new = self._terms_of(node)
                 old = self.node_terms(node)
                 self.terms[node] = new
                 if self._ready[node]:
                     delta = difference(new, old)
                     change = delta if change is None else plus(change, delta)
-            self.dirty.clear()
-            self.totals = plus(self.totals, change or ZERO_TERMS)
+            dirty.clear()
+            if change is not None:
+                self.totals = plus(self.totals, change)
         elif self.rows:
             return False
         idle, stranded, partial, frag, used, _ = self.totals

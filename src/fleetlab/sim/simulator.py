@@ -219,9 +219,7 @@ class Simulator:
 
     def group_of(self, job: int) -> int:
         """The queue group of a job's pods."""
-        sid = self._job_spec_at[job]
-        if sid < 0:
-            sid = self.spec_of(job)
+        sid = self.spec_of(job)
         if not self._placed_as_gang[job]:
             gid = self._plain_group.get(sid)
             if gid is None:
@@ -281,9 +279,7 @@ class Simulator:
         if node_at[pod] >= 0 and book.end_ms_at[pod] < 0:
             raise RuntimeError(f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})")
         job_index = self._pod_job[pod]
-        sid = self._job_spec_at[job_index]  # ``spec_of``, without the call once the job has its spec
-        if sid < 0:
-            sid = self.spec_of(job_index)
+        sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         g = self._spec_gpus[sid]
         gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
@@ -373,10 +369,8 @@ class Simulator:
         book.start_ms_at[pod] = now
         book.run_total_ms_at[pod] = total_ms
         remaining = math.ceil(total_ms * (1.0 - book.done_fraction_at[pod]))
-        job_index = self._pod_job[pod]
-        interval = self._checkpoint_interval[job_index]  # ``_checkpointing`` without the call and tuple
-        write = self._checkpoint_write[job_index]
-        wall = max(1, wall_needed(remaining, None if interval == NO_CHECKPOINT else interval, write))
+        interval, write = self._checkpointing(self._pod_job[pod])
+        wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
         self.usage.started(pod)
         if self.tenancy.time_sliced:
@@ -389,9 +383,7 @@ class Simulator:
         state, book, c = self.state, self.book, self.counters
         node = book.node_at[pod]
         job_index = self._pod_job[pod]
-        sid = self._job_spec_at[job_index]
-        if sid < 0:
-            sid = self.spec_of(job_index)
+        sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         self.tenancy.release(pod, node)

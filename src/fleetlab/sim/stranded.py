@@ -68,13 +68,7 @@ class StrandedMeter:
         self.meter = meter
         #: (t_ms, stranded milli-GPU) whenever the total changes.
         self.rows = StepSeries(2)
-        #: The total last handed to ``rows``: most steps leave it unchanged, and then the series is not
-        #: called at all (it would drop the repeated value itself).
-        self._last: int | None = None
 
     def sample(self, now: int) -> None:
         """Record the meter's stranded total if it changed (call after ``FragmentationMeter.sample``)."""
-        stranded = self.meter.totals[5]
-        if stranded != self._last:
-            self._last = stranded
-            self.rows.record(now, (stranded,))
+        self.rows.record(now, (self.meter.totals[5],))  # the series keeps a row only when it changed
