@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fleetlab.cli import app
-from fleetlab.cli_baseline import load_history_checked
+from fleetlab.cli.baseline import load_history_checked
 from fleetlab.metrics.baseline import compute_baseline
 from fleetlab.report.baseline_files import write_baseline_files
 from fleetlab.spec.errors import SpecError

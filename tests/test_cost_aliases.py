@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fleetlab import cli
-from fleetlab.cli_cost import cost_app
-from fleetlab.cli_cost_plan import plan_app
+from fleetlab.cli.cost import cost_app
+from fleetlab.cli.cost_plan import plan_app
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plan"
 runner = CliRunner()

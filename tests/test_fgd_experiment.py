@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fleetlab import cli
-from fleetlab.cli_fgd import parse_seeds
+from fleetlab.cli.fgd import parse_seeds
 from fleetlab.experiment.fgd import (
     INFLATION,
     Trajectory,

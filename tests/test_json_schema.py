@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fleetlab.cli import app
-from fleetlab.cli_schema import schema_of
+from fleetlab.cli.schema import schema_of
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import load
 

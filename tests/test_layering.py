@@ -15,6 +15,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "fleetlab"
 
+TOP = 8  # the cli package, api.py, __main__.py: nothing imports them but each other
+
 #: Each package's rank; a module imports only from lower ranks (and its own package).
 RANK: dict[str, int] = {
     "model": 0,
@@ -33,8 +35,8 @@ RANK: dict[str, int] = {
     "export": 5,
     "experiment": 6,
     "report": 7,
+    "cli": TOP,
 }
-TOP = 8  # cli*.py, api.py, __main__.py, __init__.py: nothing imports them but each other
 
 
 def _package(path: Path) -> str:
@@ -96,3 +98,35 @@ def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
     found = _imported_packages(bad)
     assert found == [(1, "sim"), (2, "model")]
     assert _rank("sim") >= _rank("model")
+
+
+def _imports_of_cli_package(path: Path) -> list[int]:
+    """Lines importing the ``fleetlab.cli`` package itself (its ``__init__``), not one of its modules."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            lines += [node.lineno for alias in node.names if alias.name == "fleetlab.cli"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            whole = node.module == "fleetlab.cli"
+            by_name = node.module == "fleetlab" and any(alias.name == "cli" for alias in node.names)
+            if whole or by_name:
+                lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_nothing_imports_the_cli_assembly(path: Path) -> None:
+    """``fleetlab.cli`` only assembles the app: command modules share ``fleetlab.cli.common`` instead, so the
+    CLI has no import circle; only the ``python -m`` entry points import it."""
+    if path.name == "__main__.py":
+        return
+    lines = _imports_of_cli_package(path)
+    assert not lines, f"{path.relative_to(SRC)} imports fleetlab.cli (its __init__) on line(s) {lines}"
+
+
+def test_the_cli_rule_catches_an_import_of_the_assembly(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from fleetlab.cli import app\nfrom fleetlab.cli.common import fail\nfrom fleetlab import cli\n"
+    )
+    assert _imports_of_cli_package(bad) == [1, 3]

@@ -23,6 +23,7 @@ from fleetlab.cost.billing import BUCKETS, MICRO, MS_PER_HOUR, extra_lines, node
 from fleetlab.cost.ledger import CATEGORIES, ledger_columns
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
+from fleetlab.spec.loader import load
 
 runner = CliRunner()
 
@@ -128,7 +129,7 @@ def test_simulate_out_writes_the_ledger_and_reconcile_reads_it(tmp_path: Path) -
     made = runner.invoke(cli.app, ["simulate", str(examples / "gcp-cluster.yaml"), "--out", str(out)])
     assert made.exit_code == 0, made.output
     table = pq.read_table(out / "ledger.parquet").to_pydict()
-    summary = summarize(run_one(cli.load(str(examples / "gcp-cluster.yaml"))).result)
+    summary = summarize(run_one(load(str(examples / "gcp-cluster.yaml"))).result)
     assert math.fsum(table["cost_usd"]) == pytest.approx(summary.cost_total, rel=1e-12)
     assert {"region", "gpu_model", "node_gpus", "instance_type", "billing_mode", "currency"} <= set(table)
     assert {"tax_included", "project", "team", "job_id", "category", "seconds", "cost_usd"} <= set(table)

@@ -74,7 +74,7 @@ def test_negative_seed_option_is_refused(files: dict[str, Path]) -> None:  # noq
 
 
 def test_fgd_seed_range_of_a_billion_is_refused_before_allocating() -> None:
-    from fleetlab.cli_fgd import parse_seeds
+    from fleetlab.cli.fgd import parse_seeds
 
     with pytest.raises(ValueError, match="number at most 1,000"):
         parse_seeds("0-1000000000")

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from fleetlab.cli.common import fail, out_console
 from fleetlab.model.scenario import ResolvedScenario
 
 FromSnapshotOpt = Annotated[
@@ -70,14 +71,13 @@ def snapshot_cmd(
 ) -> None:
     """Capture nodes, pods, PersistentVolumes, PersistentVolumeClaims, StorageClasses and Kueue objects (when
     its CRDs exist) from the cluster, read-only."""
-    from fleetlab.cli import _fail, out_console
     from fleetlab.kube.capture import CaptureError, capture, write_list
 
     try:
         items = capture(context)
         write_list(items, out)
     except CaptureError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     kinds: dict[str, int] = {}
     for item in items:
         kinds[str(item.get("kind"))] = kinds.get(str(item.get("kind")), 0) + 1

@@ -9,18 +9,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fleetlab.cli.common import make_console
 from fleetlab.lint.check import LintReport, lint_paths
 from fleetlab.report.strict_json import strict_dumps
 from fleetlab.spec.errors import SpecError
-
-
-def _console(stderr: bool = False) -> Console:
-    probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=200)
 
 
 def _table(report: LintReport) -> Table:
@@ -54,7 +49,7 @@ def lint_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
 ) -> None:
     """Check workload manifests for GPU request mistakes (rules: GPU000-GPU012)."""
-    out, err = _console(), _console(stderr=True)
+    out, err = make_console(), make_console(stderr=True)
     try:
         resolved = None
         if scenario is not None:

@@ -12,11 +12,7 @@ from typing import Annotated
 import typer
 import yaml
 
-
-def _fail(message: str) -> typer.Exit:
-    from fleetlab import cli
-
-    return cli._fail(message)  # cli._fail escapes rich markup itself
+from fleetlab.cli.common import fail, out_console
 
 
 def write_profile_file(data: dict[str, object], out: Path) -> None:
@@ -58,28 +54,27 @@ def profile_cmd(
     """Time forward+backward+optimizer steps of a small model on this machine; write samples/s per batch."""
     from rich.table import Table
 
-    from fleetlab.cli import out_console
     from fleetlab.cost.recorder import BenchConfig, TorchMissingError, record_profile
     from fleetlab.model.gpu_specs import gpu_specs
 
     if device not in ("auto", "cpu", "cuda"):
-        raise _fail(f"--device {device}: allowed: auto, cpu, cuda")
+        raise fail(f"--device {device}: allowed: auto, cpu, cuda")
     if gpu_model is not None and gpu_model not in gpu_specs():
-        raise _fail(f"--gpu-model {gpu_model}: unknown; models with a profile: {', '.join(gpu_specs())}")
+        raise fail(f"--gpu-model {gpu_model}: unknown; models with a profile: {', '.join(gpu_specs())}")
     if out.exists() and out.is_dir():
-        raise _fail(f"--out {out}: is a directory; give a file path such as profile.json")
+        raise fail(f"--out {out}: is a directory; give a file path such as profile.json")
     sizes = tuple(dict.fromkeys(batch_size or [32, 128]))
     config = BenchConfig(model, width, layers, sequence, sizes, warmup, steps, device)
     try:
         profile = record_profile(config, gpu_model)
     except TorchMissingError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     try:
         write_profile_file(profile.model_dump(mode="json"), out)
     except OSError as exc:
-        raise _fail(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        raise fail(f"--out {out}: cannot write: {exc.strerror or exc}") from None
     table = Table(
         title=f"{profile.workload.get('kind')} ({profile.workload.get('parameters'):,} parameters) on "
         f"{profile.device} {profile.device_name} ({profile.threads} threads)",

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from fleetlab.cli_options import finite_float
+from fleetlab.cli.common import err_console, fail, finite_float, out_console
+from fleetlab.cli.experiment import runs_progress
 from fleetlab.model.limits import MAX_SEED
 
 POLICY_HELP = "Policy to run (repeatable): random, dotprod, clustering, packing, bestfit, fgd, fgd-exact."
@@ -40,12 +41,6 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def _fail(message: str) -> typer.Exit:
-    from fleetlab import cli
-
-    return cli._fail(message)  # cli._fail escapes rich markup itself
-
-
 def fgd_experiment(
     out: Annotated[Path, typer.Option("--out", help="Folder for the table, curves and plot (atomic).")],
     variant: Annotated[
@@ -75,8 +70,6 @@ def fgd_experiment(
 ) -> None:
     """Replay openb pod lists, inflated to 130 % of GPU capacity, under each policy and seed; report the
     unallocated GPUs (% of cluster) against arrived workload, as in Fig. 9 of the FGD paper."""
-    from fleetlab.cli import err_console, out_console
-    from fleetlab.cli_experiment import runs_progress
     from fleetlab.experiment.fgd import run_grid
     from fleetlab.experiment.fgd_report import markdown_table, summary_cells, write_report
     from fleetlab.placement.share_policies import POLICIES, known_policies
@@ -91,11 +84,11 @@ def fgd_experiment(
     )
 
     if out.exists() and not out.is_dir():
-        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
+        raise fail(f"--out {out}: exists and is not a directory; give a folder path")
     policies = list(dict.fromkeys(policy or POLICIES))
     unknown = [p for p in policies if p not in known_policies()]
     if unknown:
-        raise _fail(f"--policy {', '.join(unknown)}: unknown; choose from {', '.join(known_policies())}")
+        raise fail(f"--policy {', '.join(unknown)}: unknown; choose from {', '.join(known_policies())}")
     try:
         seed_list = parse_seeds(seeds)
         variants = resolve_variants(variant or ["default"])
@@ -107,7 +100,7 @@ def fgd_experiment(
             pods = load_share_pods(pod_list_path(folder, name), nodes.models)
             small, workloads[name] = subsample(nodes, pods, sample)
     except (SpecError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     progress = runs_progress(err_console)
     with progress:
         bar = progress.add_task("", total=len(variants) * len(policies) * len(seed_list))
@@ -124,9 +117,9 @@ def fgd_experiment(
     try:
         warnings = write_report(runs, out, png=png)
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except OSError as exc:
-        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+        raise fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
     out_console.print(markdown_table(summary_cells(runs)), highlight=False, markup=False)
     for name in policies:
         walls = [r.wall_s for r in runs if r.policy == name]

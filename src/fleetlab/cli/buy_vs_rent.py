@@ -1,7 +1,7 @@
 """``fleetlab plan buy-vs-rent``: owning GPU servers against renting them, from a run or a utilisation.
 
 A thin wrapper: parses the flags, calls ``fleetlab.cost.tco`` and renders; registered on ``plan_app`` by
-``fleetlab.cli_cost_plan``.
+``fleetlab.cli.cost_plan``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli_options import finite_float
-from fleetlab.cli_plan_support import consoles as _consoles
-from fleetlab.cli_plan_support import fail as _fail
+from fleetlab.cli.common import fail, finite_float, out_console
 from fleetlab.report.strict_json import strict_dumps
 
 
@@ -203,7 +201,6 @@ def buy_vs_rent_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.run_dir import read_demand_curve, read_run_summary, summary_number
 
-    out, _ = _consoles()
     rates = default_rates()
     overrides = dict(
         server_price_usd=server_price, gpus_per_server=gpus_per_server, life_years=life_years,
@@ -224,7 +221,7 @@ def buy_vs_rent_cmd(
     try:
         if cloud_price is None:
             if rented["capacity_type"] not in ("on-demand", "spot"):
-                raise _fail(f"--capacity {rented['capacity_type']}: allowed: on-demand, spot")
+                raise fail(f"--capacity {rented['capacity_type']}: allowed: on-demand, spot")
             try:
                 price = cloud_gpu_hour_price(
                     builtin_catalog(rented["cloud"]),
@@ -233,12 +230,12 @@ def buy_vs_rent_cmd(
                     rented["capacity_type"],
                 )
             except ValueError as exc:
-                raise _fail(f"--instance/--region: {exc}") from None
+                raise fail(f"--instance/--region: {exc}") from None
         else:
             price = cloud_price
             rented = {"cloud": "given", "instance_type": "--cloud-price", "region": "", "capacity_type": ""}
         if price <= 0:
-            raise _fail("--cloud-price: must be > 0 USD per GPU-hour")
+            raise fail("--cloud-price: must be > 0 USD per GPU-hour")
         modes = (
             {"given": price}
             if cloud_price is not None
@@ -255,11 +252,11 @@ def buy_vs_rent_cmd(
             end = max(summary_number(summary, "makespan_s", source), float(t[-1]))
             curve = DemandCurve(t_s=t, gpus=gpus, end_s=end)
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     used_source = "given"
     if utilisation is None:
         if "gpu_allocation_ratio" not in measured:
-            raise _fail("give --from-run DIR (a `fleetlab simulate --out` folder) or --utilisation 0..1")
+            raise fail("give --from-run DIR (a `fleetlab simulate --out` folder) or --utilisation 0..1")
         utilisation = measured["gpu_allocation_ratio"]
         used_source = f"GPU allocation ratio of {from_run}"
     egress_rate = egress if egress is not None else float(rates["egress_usd_per_gb"]["value"])
@@ -284,9 +281,9 @@ def buy_vs_rent_cmd(
         "transfer_gb_per_gpu_hour": per_hour,
     }
     if json_out:
-        out.print_json(strict_dumps(result))
+        out_console.print_json(strict_dumps(result))
     else:
-        print_buy_vs_rent(out, result, hybrid)
+        print_buy_vs_rent(out_console, result, hybrid)
 
 
 def _rental_modes(catalog: Any, instance: str, region: str) -> dict[str, float]:

@@ -10,18 +10,12 @@ from typing import Annotated
 
 import typer
 
-from fleetlab.cli_options import finite_float
+from fleetlab.cli.common import fail, finite_float, out_console
 
 cost_app = typer.Typer(
     help="Cost: checkpoint intervals under spot, cost per job across GPUs, buy vs rent, ledger, bill checks.",
     no_args_is_help=True,
 )
-
-
-def _fail(message: str) -> typer.Exit:
-    from fleetlab import cli
-
-    return cli._fail(message)  # cli._fail escapes rich markup itself
 
 
 #: Daly's model grows as exp(restart / MTBI); past this ratio the job never ends (and floats overflow).
@@ -35,13 +29,13 @@ def _duration(option: str, text: str | None, allow_zero: bool = False) -> float 
     if text is None:
         return None
     if text.strip().startswith("-"):
-        raise _fail(f"{option} {text!r}: must not be negative; give a duration such as 5m, 90s or 1h30m")
+        raise fail(f"{option} {text!r}: must not be negative; give a duration such as 5m, 90s or 1h30m")
     try:
         seconds = parse_duration(text)
     except ValueError as exc:
-        raise _fail(f"{option} {text!r}: {exc}") from None
+        raise fail(f"{option} {text!r}: {exc}") from None
     if seconds <= 0 and not allow_zero:
-        raise _fail(f"{option} {text!r}: must be a duration > 0, e.g. 5m or 90s")
+        raise fail(f"{option} {text!r}: must be a duration > 0, e.g. 5m or 90s")
     return seconds
 
 
@@ -83,21 +77,20 @@ def checkpoint_cmd(
     """Young's and Daly's checkpoint intervals, their expected overhead, and a few intervals around them."""
     from rich.table import Table
 
-    from fleetlab.cli import out_console
     from fleetlab.cost.checkpoint import daly_interval, interval_table, young_interval
 
     write_s = _duration("--write-time", write_time)
     restart_s = _duration("--restart-time", restart_time, allow_zero=True)
     if (mtbi is None) == (rate is None):
-        raise _fail("give exactly one of --mtbi (a duration, e.g. 6h) or --rate-per-hour (a number > 0)")
+        raise fail("give exactly one of --mtbi (a duration, e.g. 6h) or --rate-per-hour (a number > 0)")
     if rate is not None and not (rate > 0 and rate < float("inf")):
-        raise _fail(f"--rate-per-hour {rate}: must be a finite number > 0")
+        raise fail(f"--rate-per-hour {rate}: must be a finite number > 0")
     if price is not None and not (price >= 0 and price < float("inf")):
-        raise _fail(f"--price-per-hour {price}: must be a finite number >= 0")
+        raise fail(f"--price-per-hour {price}: must be a finite number >= 0")
     mtbi_s = _duration("--mtbi", mtbi) if mtbi is not None else 3600.0 / float(rate or 1.0)
     assert write_s is not None and restart_s is not None and mtbi_s is not None
     if mtbi_s <= write_s or restart_s >= MAX_MTBI_RATIO * mtbi_s:
-        raise _fail(
+        raise fail(
             f"mean time between interruptions {_fmt(mtbi_s)} is not longer than one checkpoint write "
             f"({_fmt(write_s)}) or is far shorter than a restart ({_fmt(restart_s)}): the job would never "
             "make progress, so no checkpoint interval helps; give a longer --mtbi or a lower --rate-per-hour"

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from fleetlab.cli.common import check_out, err_console, fail, out_console
 from fleetlab.report.strict_json import strict_dumps
 
 MAX_TOKEN_BYTES = 64 * 1024
@@ -105,13 +106,12 @@ def import_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Import a cluster's history (jobs, nodes, bill lines) into --out for `baseline` and `calibrate`."""
-    from fleetlab.cli import _check_out, _fail, err_console, out_console
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.history.sources import PrometheusSource, import_sources
     from fleetlab.spec.history.store import history_meta, write_history
 
-    _check_out(out)
+    check_out(out)
     try:
         end_at = parse_instant("--end", end) if end else None
         source = None
@@ -135,13 +135,13 @@ def import_cmd(
         with DelayedProgress(err_console) as progress:
             history = import_sources(list(sources or []), source, end_at, swf_processors, progress)
     except (SpecError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     try:
         write_history(history, out)
     except SpecError as exc:  # --out is a non-empty folder fleetlab did not write, or locked
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except OSError as exc:
-        raise _fail(f"--out {out}: cannot write the history: {exc.strerror or exc}") from None
+        raise fail(f"--out {out}: cannot write the history: {exc.strerror or exc}") from None
     meta = history_meta(history)
     if json_out:
         out_console.print_json(strict_dumps(meta))

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from fleetlab.cli.common import err_console, fail, out_console
+from fleetlab.cli.experiment import runs_progress
 from fleetlab.experiment.plan import Experiment
 
 SourceArg = Annotated[
@@ -49,7 +51,6 @@ def report_cmd(
 ) -> None:
     """Write the decision report: verdict, measurements with intervals, charts, job classes, the chosen
     variant's placement conditions and its cost sheet (HTML page plus CSV/JSON/YAML files)."""
-    from fleetlab.cli import _fail, out_console
     from fleetlab.experiment.engines import EngineError
     from fleetlab.experiment.results import MANIFEST, load_results
     from fleetlab.experiment.seeded import SeedsError
@@ -59,7 +60,7 @@ def report_cmd(
     from fleetlab.spec.errors import SpecError
 
     if out.exists() and not out.is_dir():
-        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
+        raise fail(f"--out {out}: exists and is not a directory; give a folder path")
     try:
         given = read_baseline(baseline) if baseline is not None else None
         if source is not None and (Path(source) / MANIFEST).is_file():
@@ -73,9 +74,9 @@ def report_cmd(
         data = decision_data(sweep, results, experiment, choose, given)
         written = write_decision_report(sweep, out / "report", data)
     except (SpecError, SeedsError, RunFailed, EngineError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except OSError as exc:
-        raise _fail(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+        raise fail(f"--out {out}: cannot write: {exc.strerror or exc}") from None
     out_console.print(
         f"decision report: {out / 'report' / 'index.html'} (chosen: {data.recommendation.variant}); "
         f"{len(written)} files in {out / 'report'}",
@@ -148,8 +149,6 @@ def _experiment_of(
 
 
 def _run(experiment: Experiment, sweep: Path, jobs: int | None) -> None:
-    from fleetlab.cli import err_console
-    from fleetlab.cli_experiment import runs_progress
     from fleetlab.experiment.engines import make_engine
     from fleetlab.experiment.sweep import check_workloads, plan_tasks, run_sweep
 

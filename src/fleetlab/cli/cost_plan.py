@@ -12,10 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli_buy_vs_rent import buy_vs_rent_cmd
-from fleetlab.cli_options import finite_float
-from fleetlab.cli_plan_support import consoles as _consoles
-from fleetlab.cli_plan_support import fail as _fail
+from fleetlab.cli.buy_vs_rent import buy_vs_rent_cmd
+from fleetlab.cli.common import err_console, fail, finite_float, out_console, write_runs
 from fleetlab.report.strict_json import strict_dumps
 
 plan_app = typer.Typer(
@@ -30,7 +28,7 @@ def _job_from_flags(values: dict[str, Any]) -> Any:
     needed = ("reference_gpu", "throughput", "steps", "samples_per_step")
     missing = ["--" + k.replace("_", "-") for k in needed if values[k] is None]
     if missing:
-        raise _fail(f"give a JOB.yaml file, or the flags {', '.join(missing)} (missing)")
+        raise fail(f"give a JOB.yaml file, or the flags {', '.join(missing)} (missing)")
     data = {
         "name": "job",
         "kind": "training",
@@ -54,7 +52,7 @@ def _catalogs(clouds: list[str] | None, catalog: Path | None) -> list[tuple[str,
     chosen = clouds or list(CLOUDS)
     bad = [c for c in chosen if c not in CLOUDS]
     if bad:
-        raise _fail(f"--cloud {bad[0]}: unknown cloud; allowed: {', '.join(CLOUDS)}")
+        raise fail(f"--cloud {bad[0]}: unknown cloud; allowed: {', '.join(CLOUDS)}")
     return [(c, builtin_catalog(c)) for c in chosen]
 
 
@@ -65,7 +63,7 @@ def _filter_offers(
 
     for gpu in gpus or []:
         if gpu not in gpu_specs():
-            raise _fail(
+            raise fail(
                 f"--gpu {gpu}: unknown GPU model; models with a profile: {', '.join(sorted(gpu_specs()))}"
             )
     for name, values, have in (
@@ -74,7 +72,7 @@ def _filter_offers(
     ):
         for value in values or []:
             if value not in have:
-                raise _fail(f"{name} {value}: not in the catalog; available: {', '.join(sorted(have))}")
+                raise fail(f"{name} {value}: not in the catalog; available: {', '.join(sorted(have))}")
     return [
         o
         for o in offers
@@ -138,24 +136,23 @@ def gpus_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.plan_job import load_plan_job
 
-    out, err = _consoles()
     for value in capacity or []:
         if value not in CAPACITY_TYPES:
-            raise _fail(f"--capacity {value}: allowed: {', '.join(CAPACITY_TYPES)}")
+            raise fail(f"--capacity {value}: allowed: {', '.join(CAPACITY_TYPES)}")
     try:
         job = load_plan_job(job_file) if job_file is not None else _job_from_flags(locals())
         if gpus is not None and job.training is not None:
             job = job.model_copy(update={"training": job.training.model_copy(update={"gpus": gpus})})
         offers = priced_offers(_catalogs(cloud, catalog), capacity or CAPACITY_TYPES)
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     offers = _filter_offers(offers, gpu, region, instance)
     base = base_gpu or job.profile.reference_gpu
     if base_gpu is not None:
         _filter_offers([], [base_gpu], None, None)
     plan = plan_job(job, offers, network_gbps)
     if not plan.rows:
-        raise _fail(
+        raise fail(
             "no catalog offer can run this job: " + "; ".join(plan.excluded[:5] or ["no offers matched"])
         )
     scaling = scaling_options(job, offers, base, network_gbps=network_gbps)
@@ -170,14 +167,14 @@ def gpus_cmd(
             "excluded": plan.excluded,
             "warnings": plan.warnings,
         }
-        out.print_json(strict_dumps(payload))
+        out_console.print_json(strict_dumps(payload))
     else:
-        print_plan(out, job, plan, top)
-        print_scaling(out, scaling)
+        print_plan(out_console, job, plan, top)
+        print_scaling(out_console, scaling)
         for note in plan.warnings:
-            err.print(f"warning: {note}", highlight=False, markup=False)
+            err_console.print(f"warning: {note}", highlight=False, markup=False)
         if plan.excluded:
-            err.print(
+            err_console.print(
                 f"{len(plan.excluded)} offer(s) left out, e.g. {plan.excluded[0]}",
                 highlight=False,
                 markup=False,
@@ -186,7 +183,7 @@ def gpus_cmd(
         try:
             write_plan_html(job, plan.rows, html_out)
         except OSError as exc:
-            raise _fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
+            raise fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
 
 
 plan_app.command("buy-vs-rent")(buy_vs_rent_cmd)
@@ -205,7 +202,6 @@ def ledger_cmd(
     ] = False,
 ) -> None:
     """Simulate and write the run files (as simulate --out), with ledger.parquet: every cost record."""
-    from fleetlab.experiment.output import write_results
     from fleetlab.experiment.run import run_one
     from fleetlab.placement.profiles import UnknownPolicyError
     from fleetlab.spec.errors import SpecError
@@ -213,21 +209,15 @@ def ledger_cmd(
     from fleetlab.spec.out_folder import check_replaceable
     from fleetlab.spec.run_dir import read_ledger
 
-    console, _ = _consoles()
     try:
         check_replaceable(out.absolute(), force=force)
         resolved = load(scenario, seed)
         run = run_one(resolved, policy, None)
     except (SpecError, UnknownPolicyError) as exc:
-        raise _fail(str(exc)) from None
-    try:
-        write_results([run], out, single=True, force=force)
-    except SpecError as exc:
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+        raise fail(str(exc)) from None
+    write_runs([run], out, single=True, force=force)
     ledger = read_ledger(out)
-    console.print(
+    out_console.print(
         f"{len(ledger['cost_usd'])} ledger rows, ${math.fsum(ledger['cost_usd']):,.2f} in all, "
         f"written to {out}/ledger.parquet",
         highlight=False,
@@ -259,28 +249,27 @@ def reconcile_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.run_dir import read_ledger
 
-    out, _ = _consoles()
     if period not in PERIODS:
-        raise _fail(f"--period {period}: allowed: {', '.join(PERIODS)}")
+        raise fail(f"--period {period}: allowed: {', '.join(PERIODS)}")
     try:
         export = read_billing_export(bill)
         ledger = read_ledger(run)
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if not export.rows:
-        raise _fail(f"{bill}: no rows after the header")
+        raise fail(f"{bill}: no rows after the header")
     if start is not None:
         try:
             origin = parse_time(start)
         except ValueError:
-            raise _fail(f"--start {start!r}: not a timestamp; e.g. 2026-11-02T00:00:00Z") from None
+            raise fail(f"--start {start!r}: not a timestamp; e.g. 2026-11-02T00:00:00Z") from None
     else:
         origin = period_start(min(r.start for r in export.rows), "hour")
     result = reconcile(export.rows, ledger, origin, period, group_label)
     if json_out:
-        out.print_json(strict_dumps(result.as_dict()))
+        out_console.print_json(strict_dumps(result.as_dict()))
     else:
-        print_reconciliation(out, result)
+        print_reconciliation(out_console, result)
 
 
 @plan_app.command("mix")
@@ -298,22 +287,21 @@ def mix_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load
 
-    out, _ = _consoles()
     models = gpu or ["A100-80GB", "H100"]
     for name in models:
         if name not in GPU_MODELS:
-            raise _fail(f"--gpu {name}: unknown GPU model; known: {', '.join(sorted(GPU_MODELS))}")
+            raise fail(f"--gpu {name}: unknown GPU model; known: {', '.join(sorted(GPU_MODELS))}")
     try:
         resolved = load(scenario)
         offers = priced_offers(_catalogs(None, None), ("on-demand",))
         costs = [mix_cost(resolved, name, offers) for name in models]
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if json_out:
         rows = [{**c.__dict__, "usd_per_job": c.usd_per_job} for c in costs]
-        out.print_json(strict_dumps({"scenario": resolved.scenario.name, "rows": rows}))
+        out_console.print_json(strict_dumps({"scenario": resolved.scenario.name, "rows": rows}))
         return
     table = Table(title=f"{resolved.scenario.name}: {costs[0].jobs} GPU jobs, each GPU model alone")
     for name in ("GPU", "$/GPU-h", "price from", "GPU-hours", "total $", "$ per job"):
@@ -321,7 +309,7 @@ def mix_cmd(
     for c in costs:
         table.add_row(c.gpu, f"{c.usd_per_gpu_hour:.4f}", c.price_source, f"{c.gpu_hours:,.1f}",
                       f"{c.total_usd:,.2f}", f"{c.usd_per_job:,.2f}")  # fmt: skip
-    out.print(table)
+    out_console.print(table)
 
 
 COST_ALIASES: dict[str, Callable[..., None]] = {

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from fleetlab.cli.common import err_console, fail, out_console
 from fleetlab.report.strict_json import strict_dumps
 
 
@@ -70,7 +71,6 @@ def diagnose_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the diagnosis as JSON.")] = False,
 ) -> None:
     """Why pods are pending: GPUs advertised, per-node scheduler reasons and the real block, stuck starts."""
-    from fleetlab.cli import _fail, err_console, out_console
     from fleetlab.kube.cluster import build_live_cluster
     from fleetlab.kube.diagnose import diagnose
     from fleetlab.report.diagnosis import print_diagnosis
@@ -79,14 +79,14 @@ def diagnose_cmd(
 
     files = [*(snapshot or []), *(nodes or []), *(pods or [])]
     if not files:
-        raise _fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
+        raise fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
     try:
         at = _parse_now(now)
         snap = load_snapshot(files, kueue or [], events or [], priorityclasses or [], storage or [])
         live = build_live_cluster(snap)
         result = diagnose(live, at or snap.newest)
     except (SpecError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if json_out:
         typer.echo(strict_dumps(result.as_dict(), indent=2, sort_keys=True))
     else:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from fleetlab.cli.common import check_out, err_console, fail, out_console
 from fleetlab.model.history import History
 from fleetlab.spec.errors import SpecError
 
@@ -51,16 +52,15 @@ def load_history_checked(folder: Path) -> History:
 
 def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
     """Stage ``fill``'s files and rename them into ``out``; an OS error is one clear line, exit 2."""
-    from fleetlab.cli import _fail
     from fleetlab.report.baseline_files import write_staged
     from fleetlab.spec.errors import SpecError
 
     try:
         write_staged(out, fill)
     except SpecError as exc:  # a folder fleetlab did not write, or another run writing it now
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except OSError as exc:
-        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+        raise fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
 
 def _title(history: History, label: str) -> str:
@@ -78,16 +78,15 @@ def baseline_cmd(
     alibaba_nodes: AlibabaNodesOpt = None,
 ) -> None:
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
-    from fleetlab.cli import _check_out, _fail
     from fleetlab.metrics.baseline import compute_baseline
     from fleetlab.report.baseline_files import baseline_payload, write_baseline_files
     from fleetlab.report.baseline_report import baseline_table, cluster_lines
 
-    _check_out(out)
+    check_out(out)
     try:
         loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     result = compute_baseline(loaded)
     title = _title(loaded, "measured baseline")
     payload = baseline_payload(result)
@@ -111,7 +110,6 @@ def _publish(
 ) -> None:
     """Write the files (when --out), then print either the JSON payload or the table, its notes and where
     the files went: the one ending of ``baseline`` and ``calibrate``."""
-    from fleetlab.cli import out_console
     from fleetlab.report.baseline_files import dumps
 
     if out is not None:
@@ -159,7 +157,6 @@ def calibrate_cmd(
     no_fit: Annotated[bool, typer.Option("--no-fit", help="Replay once with no fitted knob.")] = False,
 ) -> None:
     """Replay the history on its own nodes and compare measured with simulated, metric by metric."""
-    from fleetlab.cli import _check_out, _fail, err_console
     from fleetlab.experiment.calibration import calibrate
     from fleetlab.report.baseline_files import (
         calibration_payload,
@@ -168,7 +165,7 @@ def calibrate_cmd(
     from fleetlab.report.baseline_report import calibration_table
     from fleetlab.report.progress import DelayedProgress
 
-    _check_out(out)
+    check_out(out)
     try:
         tolerances = _tolerances(tolerance)
         loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
@@ -177,7 +174,7 @@ def calibrate_cmd(
                 loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t)
             )
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     title = _title(loaded, "calibration")
     payload = calibration_payload(result)
     _publish(

@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from fleetlab.cli.common import err_console, fail, out_console
+
 experiment_app = typer.Typer(
     help="Experiments: variants that each make one change, run over several seeds, compared with "
     "confidence intervals.",
@@ -49,14 +51,13 @@ def run_cmd(
 ) -> None:
     """Run every variant x seed not yet finished in --out, then print the comparison."""
 
-    from fleetlab.cli import err_console
     from fleetlab.experiment.engines import EngineError, make_engine
     from fleetlab.experiment.plan import load_experiment
     from fleetlab.experiment.sweep import RunFailed, check_workloads, plan_tasks, run_sweep
     from fleetlab.spec.errors import SpecError
 
     if out.exists() and not out.is_dir():
-        raise _fail(f"--out {out}: exists and is not a directory; give a folder path")
+        raise fail(f"--out {out}: exists and is not a directory; give a folder path")
     try:
         experiment = load_experiment(file)
         check_workloads(experiment)
@@ -71,9 +72,9 @@ def run_cmd(
 
             outcome = run_sweep(experiment, out, runner, advance, force=force)
     except (SpecError, EngineError, RunFailed) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except OSError as exc:
-        raise _fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
+        raise fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
     err_console.print(
         f"{len(outcome.executed)} run(s) executed, {len(outcome.kept)} already finished"
         + (
@@ -109,50 +110,40 @@ def report_cmd(
     if png is not None:
         _write_pngs(folder, png)
     if html is not None:
-        from fleetlab.cli import out_console
         from fleetlab.report.experiment_html import write_html_report
 
         try:
             write_html_report(folder, html)
         except SpecError as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
         except OSError as exc:
-            raise _fail(f"--html {html}: cannot write: {exc.strerror or exc}") from None
+            raise fail(f"--html {html}: cannot write: {exc.strerror or exc}") from None
         out_console.print(f"HTML report written to {html}", highlight=False, markup=False)
 
 
 def _write_pngs(folder: Path, target: Path) -> None:
-    from fleetlab.cli import err_console, out_console
     from fleetlab.experiment.png_export import PngUnavailable
     from fleetlab.report.experiment_png import write_png_report
     from fleetlab.spec.errors import SpecError
 
     if target.exists() and not target.is_dir():
-        raise _fail(f"--png {target}: exists and is not a directory; give a folder path")
+        raise fail(f"--png {target}: exists and is not a directory; give a folder path")
     try:
         files, skipped = write_png_report(folder, target)
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except PngUnavailable as exc:
-        raise _fail(f"--png: {exc}") from None
+        raise fail(f"--png: {exc}") from None
     except OSError as exc:
-        raise _fail(f"--png {target}: cannot write: {exc.strerror or exc}") from None
+        raise fail(f"--png {target}: cannot write: {exc.strerror or exc}") from None
     for note in skipped:
         err_console.print(f"no chart: {note}", highlight=False, markup=False)
     out_console.print(f"{len(files)} PNG chart(s) written to {target}", highlight=False, markup=False)
 
 
-def _fail(message: str) -> typer.Exit:
-    """The CLI's error paragraph and exit 2 (the message is shown verbatim)."""
-    from fleetlab import cli
-
-    return cli._fail(message)
-
-
 def _print_report(folder: Path, json_out: bool = False) -> None:
     import json
 
-    from fleetlab.cli import err_console, out_console
     from fleetlab.experiment.results import load_results
     from fleetlab.report.compare_seeds import comparison_payload, print_verdicts
     from fleetlab.report.experiment_table import print_experiment
@@ -161,7 +152,7 @@ def _print_report(folder: Path, json_out: bool = False) -> None:
     try:
         results = load_results(folder)
     except SpecError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     title = f"{results.name}: {results.finished}/{results.planned} runs, baseline {results.baseline}"
     if results.finished < results.planned:
         err_console.print(

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from fleetlab.cli.common import fail
+
 KINDS = ("scenario", "experiment")
 
 
@@ -25,8 +27,7 @@ def schema_cmd(
     kind: Annotated[str, typer.Argument(help="scenario or experiment.")],
 ) -> None:
     """Print the JSON Schema of scenario or experiment YAML files (save it and point your editor at it)."""
-    from fleetlab.cli import _fail
 
     if kind not in KINDS:
-        raise _fail(f"unknown file kind {kind!r}; choose one of: {', '.join(KINDS)}")
+        raise fail(f"unknown file kind {kind!r}; choose one of: {', '.join(KINDS)}")
     typer.echo(json.dumps(schema_of(kind), indent=2, sort_keys=True))
