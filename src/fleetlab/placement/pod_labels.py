@@ -13,15 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.model.pod_constraints import LabelSelector, PodAffinityTerm, PodAntiAffinityTerm
-
-if TYPE_CHECKING:
-    from fleetlab.placement.state import LabelIndex
+from fleetlab.placement.label_index import LabelIndex
 
 IntArray = NDArray[np.int64]
 #: The label the API server sets on every Namespace (1.21+): a namespaceSelector can always name one by it.

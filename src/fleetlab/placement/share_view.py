@@ -105,12 +105,8 @@ class ShareView:
 
     # -- pods ----------------------------------------------------------------------------------------
     def request_of(self, pod: CompiledPod) -> PodRequest:
-        """The pod as the policies see it (:func:`pod_request`), cached on the compiled pod."""
-        found = pod.cache.get("share_request")
-        if isinstance(found, PodRequest):
-            return found
-        request = pod.cache["share_request"] = pod_request(self.state, pod)
-        return request
+        """The pod as the policies see it (:func:`share_request`)."""
+        return share_request(self.state, pod)
 
     def choose_gpu(
         self, devices: GpuDevices, node: int, milli: list[int], memory: list[int], fits: list[bool]
@@ -149,3 +145,12 @@ def pod_request(state: ClusterState, pod: CompiledPod) -> PodRequest:
         return PodRequest(cpu, 0, 1, min(milli, MILLI_PER_GPU), 0)
     whole = int(pod.request[state.gpu_col])
     return PodRequest(cpu, 0, whole, MILLI_PER_GPU if whole else 0, 0)
+
+
+def share_request(state: ClusterState, pod: CompiledPod) -> PodRequest:
+    """:func:`pod_request`, cached on the compiled pod (its requests never change)."""
+    found = pod.cache.get("share_request")
+    if isinstance(found, PodRequest):
+        return found
+    request = pod.cache["share_request"] = pod_request(state, pod)
+    return request
