@@ -37,7 +37,7 @@ def peak_rss_mib() -> float:
 
 
 def bench_openb(folder: Path) -> None:
-    from fleetlab.spec.alibaba import openb_scenario
+    from fleetlab.spec.loader import openb_scenario
 
     nodes = folder / "openb_node_list_all_node.csv"
     pods = folder / "openb_pod_list_default.csv"

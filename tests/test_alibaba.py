@@ -13,9 +13,11 @@ import pytest
 
 from fleetlab.model.job import JobClass
 from fleetlab.model.workload import TraceSource
-from fleetlab.spec.alibaba import GPU_MODEL_LABEL, load_openb_nodes, load_openb_pods, openb_scenario
+from fleetlab.spec.alibaba import GPU_MODEL_LABEL, load_openb_nodes, load_openb_pods
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.native_trace import load_native_trace, write_native_trace
+from fleetlab.spec.loader import openb_scenario
+from fleetlab.spec.native_trace import load_native_trace
+from fleetlab.spec.native_trace_writer import write_native_trace
 from fleetlab.spec.traces import load_trace
 from shared_data import shared_path
 

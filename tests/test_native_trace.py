@@ -15,7 +15,8 @@ from fleetlab.model.job import Job, JobClass
 from fleetlab.model.workload import TraceSource
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import load
-from fleetlab.spec.native_trace import MAX_PROBLEMS, load_native_trace, write_native_trace
+from fleetlab.spec.native_trace import MAX_PROBLEMS, load_native_trace
+from fleetlab.spec.native_trace_writer import write_native_trace
 from fleetlab.spec.traces import load_trace
 
 GPU_AFFINITY = {

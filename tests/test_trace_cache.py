@@ -10,7 +10,7 @@ import pytest
 from fleetlab.model.job import Job
 from fleetlab.model.workload import TraceSource
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.native_trace import write_native_trace
+from fleetlab.spec.native_trace_writer import write_native_trace
 from fleetlab.spec.traces import clear_trace_cache, load_trace
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.spec.bounded import read_parquet
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import read_parquet, read_text_file
+from fleetlab.spec.errors import SpecError
 
 MS_PER_HOUR = 3_600_000
 #: Service replica slots are not jobs (metrics/services.py): left out of every job figure.

@@ -34,8 +34,6 @@ from fleetlab.model.gpus import GPU_MODELS, known_gpu_models
 from fleetlab.model.job import Job, JobClass
 from fleetlab.model.kube import Affinity
 from fleetlab.model.resources import CPU, GPU, MEMORY
-from fleetlab.model.scenario import ResolvedScenario, Scenario
-from fleetlab.model.workload import TraceSource, Workload
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.table_cells import (
     CellProblems,
@@ -45,7 +43,7 @@ from fleetlab.spec.table_cells import (
     require_columns,
 )
 
-__all__ = ["GPU_MODEL_LABEL", "load_openb_nodes", "load_openb_pods", "openb_scenario"]
+__all__ = ["GPU_MODEL_LABEL", "load_openb_nodes", "load_openb_pods"]
 
 #: Node label holding the GPU model; openb ``gpu_spec`` constraints select on it.
 GPU_MODEL_LABEL = "fleetlab.io/gpu-model"
@@ -464,16 +462,3 @@ def load_openb_nodes(path: Path) -> Cluster:
         except ValidationError as exc:
             raise SpecError(source, problems_from_validation(exc, f"pool {name}")) from None
     return Cluster(pools=tuple(pools))
-
-
-def openb_scenario(node_csv: Path, pod_csv: Path, limit: int | None = None) -> ResolvedScenario:
-    """A ready-to-run scenario: openb nodes as the cluster, openb pods (the first ``limit``) as the jobs."""
-    from fleetlab.spec.loader import resolve
-
-    scenario = Scenario(
-        name="alibaba-openb",
-        description=f"Alibaba GPU trace 2023 (openb): nodes from {node_csv.name}, pods from {pod_csv.name}",
-        cluster=load_openb_nodes(node_csv),
-        workload=Workload(trace=TraceSource(path=str(pod_csv), format="alibaba-openb", limit=limit)),
-    )
-    return resolve(scenario, label=str(pod_csv))

@@ -7,7 +7,6 @@ ever reaches the user as a traceback.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from fleetlab.model.validation_problems import DEFAULT_DOCS, location, problems_from_validation
 
@@ -32,11 +31,4 @@ class SpecError(Exception):
         return " ".join(text.split()) if "\n" in text or "\r" in text else text
 
 
-def read_text_file(path: Path, missing: str) -> str:
-    """A UTF-8 input file's text, or a SpecError; kept here for callers, bounded in ``spec.bounded``."""
-    from fleetlab.spec.bounded import read_text_file as bounded_read
-
-    return bounded_read(path, missing)
-
-
-__all__ = ["DEFAULT_DOCS", "SpecError", "location", "problems_from_validation", "read_text_file"]
+__all__ = ["DEFAULT_DOCS", "SpecError", "location", "problems_from_validation"]

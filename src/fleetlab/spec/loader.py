@@ -17,6 +17,7 @@ from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
 from fleetlab.model.limits import MAX_SEED, MAX_TOTAL_PODS
 from fleetlab.model.scenario import ResolvedScenario, Scenario
+from fleetlab.model.workload import TraceSource, Workload
 from fleetlab.spec.bounded import load_yaml, read_text_file
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.interruption_trace import resolve_interruption_traces
@@ -174,3 +175,16 @@ def load(path: str | None = None, seed: int | None = None) -> ResolvedScenario:
             raise SpecError("--seed", [f"{seed} is outside 0..{MAX_SEED:,} (2**63 - 1)"])
         scenario = scenario.model_copy(update={"seed": seed})
     return resolve(scenario, label, base)
+
+
+def openb_scenario(node_csv: Path, pod_csv: Path, limit: int | None = None) -> ResolvedScenario:
+    """A ready-to-run scenario: openb nodes as the cluster, openb pods (the first ``limit``) as the jobs."""
+    from fleetlab.spec.alibaba import load_openb_nodes  # with pyarrow: only openb scenarios need it
+
+    scenario = Scenario(
+        name="alibaba-openb",
+        description=f"Alibaba GPU trace 2023 (openb): nodes from {node_csv.name}, pods from {pod_csv.name}",
+        cluster=load_openb_nodes(node_csv),
+        workload=Workload(trace=TraceSource(path=str(pod_csv), format="alibaba-openb", limit=limit)),
+    )
+    return resolve(scenario, label=str(pod_csv))

@@ -83,7 +83,6 @@ __all__ = [
     "parse_cells",
     "parse_int",
     "read_string_columns",
-    "write_native_trace",
 ]
 
 #: Known columns in the order the writer emits them (per-GPU runtimes follow ``runtime_s``).
@@ -469,6 +468,3 @@ def _raise(problems: CellProblems, ids: pa.Array) -> None:
     """Raise the problems so far, naming each row's id."""
     if problems:
         problems.raise_if_any([v or None for v in ids.to_pylist()])
-
-
-from fleetlab.spec.native_trace_writer import write_native_trace  # noqa: E402  (re-export)

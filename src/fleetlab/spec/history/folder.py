@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCHEMA, History
-from fleetlab.spec.bounded import load_json, read_parquet
-from fleetlab.spec.errors import SpecError, read_text_file
+from fleetlab.spec.bounded import load_json, read_parquet, read_text_file
+from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.checks import check_history
 
 __all__ = ["HISTORY_FILES", "read_history_folder", "write_history_folder"]
