@@ -18,7 +18,7 @@ from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.metrics.censoring import Censored, censor, mean, percentile
 from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.metrics.services import service_totals, workload_jobs
-from fleetlab.metrics.usage_columns import usage_summary
+from fleetlab.metrics.usage_columns import time_weighted_mean, usage_summary
 from fleetlab.sim.result import SimulationResult, Timeline
 
 
@@ -146,15 +146,6 @@ class Summary:
         for key, value in asdict(self).items():
             out[key] = None if isinstance(value, float) and value != value else value
         return out
-
-
-def time_weighted_mean(t_ms: NDArray[np.int64], values: NDArray[np.float64], end_ms: int) -> float:
-    """Mean of a step function over [0, end_ms] (value 0 before the first step)."""
-    if end_ms <= 0 or len(t_ms) == 0:
-        return float(values[-1]) if len(values) else 0.0
-    t = np.clip(t_ms, 0, end_ms)
-    widths = np.diff(np.append(t, end_ms))
-    return float(np.dot(widths, values) / end_ms)
 
 
 def allocation_ratio(timeline: Timeline, end_ms: int) -> float:

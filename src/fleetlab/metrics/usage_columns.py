@@ -1,11 +1,12 @@
 """Utilisation and free-block figures of a run (definitions in fleetlab.sim.usage_meter): the timeline
-columns and the summary numbers."""
+columns and the summary numbers, and the time-weighted mean of a step series that every summary mean uses."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR
 from fleetlab.model.gpu_share import MILLI_PER_GPU
@@ -13,6 +14,15 @@ from fleetlab.model.gpu_share import MILLI_PER_GPU
 if TYPE_CHECKING:
     from fleetlab.metrics.sharing_columns import Columns
     from fleetlab.sim.result import SimulationResult, Timeline
+
+
+def time_weighted_mean(t_ms: NDArray[np.int64], values: NDArray[np.float64], end_ms: int) -> float:
+    """Mean of a step function over [0, end_ms] (value 0 before the first step)."""
+    if end_ms <= 0 or len(t_ms) == 0:
+        return float(values[-1]) if len(values) else 0.0
+    t = np.clip(t_ms, 0, end_ms)
+    widths = np.diff(np.append(t, end_ms))
+    return float(np.dot(widths, values) / end_ms)
 
 
 def usage_timeline_columns(timeline: Timeline) -> Columns:
@@ -27,8 +37,6 @@ def usage_timeline_columns(timeline: Timeline) -> Columns:
 
 def utilization_ratio(timeline: Timeline, end_ms: int) -> float:
     """Time-weighted busy GPU equivalents over time-weighted allocatable GPUs of ready nodes."""
-    from fleetlab.metrics.summary import time_weighted_mean
-
     busy = timeline.usage.get("busy_gpu_milli")
     if busy is None or len(timeline.t_ms) == 0:
         return 0.0
@@ -39,8 +47,6 @@ def utilization_ratio(timeline: Timeline, end_ms: int) -> float:
 
 def usage_summary(result: SimulationResult) -> dict[str, Any]:
     """Summary fields: mean GPU utilisation ratio and the time-weighted mean largest free block."""
-    from fleetlab.metrics.summary import time_weighted_mean
-
     tl = result.timeline
     largest = tl.usage.get("largest_free_block")
     interference = result.interference
