@@ -1,4 +1,5 @@
-"""Per-pod facts from a ``kubectl get pods -A -o json`` item, and the per-job accumulator pods fold into.
+"""Per-pod facts from a ``kubectl get pods -A -o json`` item, the per-job accumulator pods fold into, and
+the jobs of one import keyed by owner (:class:`KubeJobs`, which Workloads and events add to).
 
 A job is the pods of one controlling owner (a Job, JobSet, PyTorchJob, LeaderWorkerSet, ReplicaSet, a Kueue
 pod group, or the bare pod). Times: ``creationTimestamp`` (submit), the ``PodScheduled`` condition's
@@ -365,3 +366,35 @@ def _default_class(job: JobAcc) -> str:
     if job.kind in SERVING_KINDS:
         return "inference"
     return "training" if job.gpus > 0 or job.gpu_milli else "batch"
+
+
+class KubeJobs:
+    """The jobs of one kubectl import so far, keyed ``namespace/kind/name``: pods and Workloads point at
+    them, and a child job folded into its owner (a JobSet's Jobs) points at the owner's key."""
+
+    def __init__(self, data: SourceData) -> None:
+        self.data = data
+        self.jobs: dict[str, JobAcc] = {}
+        self.pod_job: dict[str, str] = {}  # namespace/pod -> job key
+        self.pod_evicted: dict[str, int] = {}  # namespace/pod -> 1 when its status says it was disrupted
+        self.workload_job: dict[str, str] = {}  # namespace/workload -> job key
+        self.folded: dict[str, str] = {}  # a child job's key -> the key of the job it was folded into
+
+    def resolve(self, key: str | None) -> str | None:
+        """The key a job was folded into (itself when it was not)."""
+        while key is not None and key in self.folded:
+            key = self.folded[key]
+        return key
+
+    def job_of_pod(self, pod: str) -> JobAcc | None:
+        """The (folded) job a pod ``namespace/name`` belongs to."""
+        key = self.resolve(self.pod_job.get(pod))
+        return None if key is None else self.jobs.get(key)
+
+    def acc(self, namespace: str, kind: str, name: str) -> JobAcc:
+        """The job ``namespace/kind/name``, created empty on first sight."""
+        key = f"{namespace}/{kind}/{name}"
+        found = self.jobs.get(key)
+        if found is None:
+            found = self.jobs[key] = JobAcc(key=key, kind=kind, namespace=namespace, name=name)
+        return found

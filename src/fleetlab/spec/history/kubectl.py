@@ -17,7 +17,7 @@ from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import SourceData, parse_rfc3339
 from fleetlab.spec.history.json_stream import stream_objects
 from fleetlab.spec.history.kube_nodes import node_record
-from fleetlab.spec.history.kube_pods import JobAcc, job_record, owner_of, pod_problem, pod_times
+from fleetlab.spec.history.kube_pods import KubeJobs, job_record, owner_of, pod_problem, pod_times
 from fleetlab.spec.history.kueue_history import (
     EventTally,
     WorkloadFacts,
@@ -33,36 +33,13 @@ OWNER_KINDS = frozenset({"Job", "JobSet", "PyTorchJob", "TFJob", "MPIJob", "Lead
 IGNORED_KINDS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "Service", "ConfigMap", "DaemonSet"})
 
 
-class KubeHistory:
+class KubeHistory(KubeJobs):
     """The running state of one kubectl import, over any number of files."""
 
     def __init__(self, label: str) -> None:
-        self.data = SourceData(label=label, kind="kubectl")
-        self.jobs: dict[str, JobAcc] = {}
-        self.pod_job: dict[str, str] = {}  # namespace/pod -> job key
-        self.pod_evicted: dict[str, int] = {}  # namespace/pod -> 1 when its status says it was disrupted
+        super().__init__(SourceData(label=label, kind="kubectl"))
         self.events = EventTally()
         self.workloads: list[WorkloadFacts] = []
-        self.workload_job: dict[str, str] = {}  # namespace/workload -> job key
-        self.folded: dict[str, str] = {}  # a child job's key -> the key of the job it was folded into
-
-    def resolve(self, key: str | None) -> str | None:
-        """The key a job was folded into (itself when it was not)."""
-        while key is not None and key in self.folded:
-            key = self.folded[key]
-        return key
-
-    def job_of_pod(self, pod: str) -> JobAcc | None:
-        """The (folded) job a pod ``namespace/name`` belongs to."""
-        key = self.resolve(self.pod_job.get(pod))
-        return None if key is None else self.jobs.get(key)
-
-    def acc(self, namespace: str, kind: str, name: str) -> JobAcc:
-        key = f"{namespace}/{kind}/{name}"
-        found = self.jobs.get(key)
-        if found is None:
-            found = self.jobs[key] = JobAcc(key=key, kind=kind, namespace=namespace, name=name)
-        return found
 
     def read(self, path: Path, progress: Callable[[int], None] | None = None) -> None:
         """Stream one file's objects into the history."""

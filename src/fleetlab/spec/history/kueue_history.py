@@ -13,15 +13,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fleetlab.spec.history.common import SourceData, go_duration_s, parse_rfc3339
-from fleetlab.spec.history.kube_pods import CLASS_LABEL, TEAM_LABELS, JobAcc, owner_of
+from fleetlab.spec.history.kube_pods import CLASS_LABEL, TEAM_LABELS, JobAcc, KubeJobs, owner_of
 from fleetlab.spec.kube_objects import object_name
 from fleetlab.spec.kube_snapshot import QUEUE_LABEL
-
-if TYPE_CHECKING:
-    from fleetlab.spec.history.kubectl import KubeHistory
 
 #: kubelet's Pulled message: `Successfully pulled image "x" in 2.345s (2.345s including waiting)...`.
 _PULLED = re.compile(r'Successfully pulled image ".*" in ([0-9.a-zµ]+)')
@@ -37,7 +34,7 @@ class EventTally:
     pod_pull_s: dict[str, float] = field(default_factory=dict)
     workload_evictions: Counter[str] = field(default_factory=Counter)
 
-    def apply(self, history: KubeHistory) -> None:
+    def apply(self, history: KubeJobs) -> None:
         """Add evictions and pull times to the jobs the pods and Workloads belong to."""
         per_job: Counter[str] = Counter()
         for pod in sorted(set(self.pod_evictions) | set(history.pod_evicted)):
@@ -181,7 +178,7 @@ def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> Workloa
     )
 
 
-def apply_workload(history: KubeHistory, wl: WorkloadFacts) -> None:
+def apply_workload(history: KubeJobs, wl: WorkloadFacts) -> None:
     """Add one Workload's admission, evictions, requeues and outcome to its job."""
     key = history.resolve(f"{wl.namespace}/{wl.owner[0]}/{wl.owner[1]}")  # a Job of a JobSet: the JobSet
     job = history.jobs.get(key) if key is not None else None
