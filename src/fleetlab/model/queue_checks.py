@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fleetlab.model.queues import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, ResourceGroup
+    from fleetlab.model.queue_objects import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, ResourceGroup
 
 
 def _obj(kind: str, name: str) -> str:
