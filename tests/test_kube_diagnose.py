@@ -81,8 +81,16 @@ def test_eight_gpu_pod_is_fragmentation_with_kube_scheduler_message() -> None:
         "5 Insufficient cpu, 5 Insufficient memory, 5 node(s) didn't match Pod's node affinity/selector, "
         "7 Insufficient nvidia.com/gpu."
     )
-    assert p.blocked_by == "fragmentation"
-    assert p.detail == "14 nvidia.com/gpu free across 6 node(s), at most 4 on one node; the pod needs 8"
+    # The constraint whose removal opens room: c-1 is cordoned with all 8 of its H100s free (its
+    # node.kubernetes.io/unschedulable taint is the same cordon), and the time-sliced L4 node has 40 free
+    # replicas behind the pod's H100 selector. Lifting the cordon alone opens room; the pod's own selector is
+    # named last. On the nodes the pod may use, the GPUs are fragmented.
+    assert p.blocked_by == "cordoned"
+    assert p.detail == (
+        "all 2 node(s) with room for the pod now are ruled out: 1 cordoned, 1 selector/affinity; lifting the "
+        "cordoned rule alone opens 1 node(s); on the nodes it may use: fragmentation, 14 nvidia.com/gpu free "
+        "across 6 node(s), at most 4 on one node; the pod needs 8"
+    )
     per_node = {name: g for g in p.nodes for name in g.nodes}
     assert per_node["gpu-h100-c-1"].reasons == ["node(s) were unschedulable"]
     assert per_node["gpu-h100-c-0"].plugin == "TaintToleration"

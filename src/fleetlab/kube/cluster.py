@@ -45,6 +45,7 @@ def pod_spec(pod: KubePod) -> PodSpec:
         affinity=pod.affinity,
         containers=max(1, pod.containers),
         explicit_keys=pod.explicit_keys,
+        scoring_requests=pod.scoring_requests,
         labels=tuple(sorted(pod.labels.items())) if constrained else (),
         namespace=pod.namespace,
         topology_spread=pod.topology_spread,

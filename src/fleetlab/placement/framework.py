@@ -43,6 +43,9 @@ class PodSpec:
     images: tuple[str, ...] = ()
     #: Requests with no cpu/memory key get the scorers' non-zero defaults only when the key is absent.
     explicit_keys: frozenset[str] = frozenset()
+    #: (milli-cpu, memory) the scorers count when the pod's containers are known (a snapshot pod): the
+    #: non-zero defaults added per container that lacks the key; None derives them from ``containers``.
+    scoring_requests: tuple[int, int] | None = None
     #: A share of one GPU: (thousandths, bytes of its memory); (0, 0) for pods without one.
     gpu_share: tuple[int, int] = (0, 0)
     #: Pod labels and namespace; set only for pods with spread / anti-affinity (others share one spec).

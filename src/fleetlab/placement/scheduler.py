@@ -157,15 +157,18 @@ class Scheduler:
             label_set = state.pod_labels.intern(
                 dict(spec.labels), spec.namespace, spec.anti_affinity, spec.pod_affinity
             )
-        explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
-        per = spec.containers
-        nonzero = np.asarray(
-            [
-                request[state.cpu_col] if CPU in explicit else DEFAULT_MILLI_CPU_REQUEST * per,
-                request[state.mem_col] if MEMORY in explicit else DEFAULT_MEMORY_REQUEST * per,
-            ],
-            dtype=np.int64,
-        )
+        if spec.scoring_requests is not None:
+            nonzero = np.asarray(spec.scoring_requests, dtype=np.int64)
+        else:
+            explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
+            per = spec.containers
+            nonzero = np.asarray(
+                [
+                    request[state.cpu_col] if CPU in explicit else DEFAULT_MILLI_CPU_REQUEST * per,
+                    request[state.mem_col] if MEMORY in explicit else DEFAULT_MEMORY_REQUEST * per,
+                ],
+                dtype=np.int64,
+            )
         tolerations = spec.tolerations
         if self.extended_resource_toleration:
             added = tuple(

@@ -27,7 +27,7 @@ from fleetlab.spec.kube_objects import (
     object_name,
     read_objects,
 )
-from fleetlab.spec.kube_requests import pod_requests, resource_list
+from fleetlab.spec.kube_requests import pod_requests, resource_list, scoring_requests
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -117,6 +117,8 @@ class KubePod:
     #: metadata.deletionTimestamp is set: the pod is terminating (it keeps its node's resources until it
     #: is gone, but PodTopologySpread no longer counts it).
     deleting: bool = False
+    #: (milli-cpu, memory) the resource scorers count: per-container non-zero defaults included.
+    scoring_requests: tuple[int, int] | None = None
 
     @property
     def key(self) -> str:
@@ -227,6 +229,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
     status = obj.get("status") or {}
     where = f"Pod {object_name(obj)}"
     requests, explicit = pod_requests(spec, f"{where}.spec", source)
+    scoring = scoring_requests(spec, f"{where}.spec", source)
     tolerations = tuple(
         _model(Toleration, t, f"{where}.spec.tolerations[{i}]", source)
         for i, t in enumerate(spec.get("tolerations") or [])
@@ -257,6 +260,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         requests=requests,
         containers=len(spec.get("containers") or []),
         explicit_keys=explicit,
+        scoring_requests=scoring,
         tolerations=tolerations,
         node_selector=tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items())),
         affinity=affinity,
