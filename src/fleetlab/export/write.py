@@ -11,6 +11,7 @@ import yaml
 from fleetlab.export.flavor_labels import PoolSelector, pool_selectors, real_node_labels
 from fleetlab.export.kueue_objects import API_VERSION, kueue_objects
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
+from fleetlab.export.placement_rules import PLACEMENT_FILE, placement_rules
 from fleetlab.export.scheduler_config import (
     class_profiles,
     class_scheduler_name,
@@ -170,6 +171,7 @@ def render_with_notes(
     mig = mig_parted_configmap(scenario.cluster)
     if mig is not None:
         files[MIG_PARTED_FILE] = _yaml([mig])
+    files[PLACEMENT_FILE] = placement_rules(scenario)
     notes = _notes(scenario) + label_notes
     lines = [f"# Configuration exported from fleetlab scenario {scenario.name}", ""]
     lines += [f"- `{name}`" for name in files]

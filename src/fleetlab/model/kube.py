@@ -97,6 +97,22 @@ def compare_numeric(toleration_value: str, taint_value: str, operator: str) -> b
     return False
 
 
+def describe_taint(taint: Taint) -> str:
+    """``key=value:Effect`` (``key:Effect`` without a value), as ``kubectl taint`` takes it."""
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+
+
+def describe_toleration(toleration: Toleration) -> str:
+    """One toleration in a line: ``key=value:Effect`` (Equal), ``key:Effect`` (Exists), ``*`` (every taint),
+    ``key>value`` / ``key<value`` (Gt / Lt); the effect is left out when empty."""
+    if toleration.operator == "Exists":
+        body = toleration.key or "*"
+    else:
+        sign = {"Equal": "=", "Gt": ">", "Lt": "<"}[toleration.operator]
+        body = f"{toleration.key}{sign}{toleration.value}"
+    return f"{body}:{toleration.effect}" if toleration.effect else body
+
+
 def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
     """The first NoSchedule/NoExecute taint no toleration covers (what Filter reports)."""
     for taint in taints:
