@@ -242,7 +242,7 @@ class _Evaluator:
         elif isinstance(rng, list):
             items = rng
         else:
-            return CelError(f"expression of type '{cel_type_name(rng)}' cannot be range of a comprehension")
+            return CelError(f"got '{cel_type_name(rng)}', expected iterable type")
         if macro in ("all", "exists"):
             decisive = macro == "exists"
             error: CelError | None = None
