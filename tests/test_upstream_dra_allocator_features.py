@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from dra_builders import (
     ALL_NODES,
     PER_DEVICE,
@@ -27,9 +28,8 @@ from dra_builders import (
     slice_,
     sub,
 )
-from test_upstream_dra_allocator import _norm, local, one, r
-
 from fleetlab.placement.dra.allocator import AllocationError, Features
+from test_upstream_dra_allocator import _norm, local, one, r
 
 A, B = "driver-a", "driver-b"
 N1 = node("node-1", "region-1")
