@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.kube.cluster import LiveCluster, pod_spec
+from fleetlab.kube.dra_verdict import dra_block
 from fleetlab.kube.events import PodEvent, pod_events
 from fleetlab.kube.gpu_nodes import (
     GFD_LABELS,
@@ -241,6 +242,10 @@ def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
             nowhere = _selector_detail(live, pod)
             if nowhere:  # a selector no node satisfies must change whatever else does
                 blocked_by, detail = "selector/affinity", f"{nowhere}; {detail}"
+    first = [scheduler.filters[i].name if i >= 0 else None for i in verdicts.first_failing.tolist()]
+    claimed = dra_block(scheduler, compiled, first)
+    if claimed is not None:
+        blocked_by, detail = claimed
     missing = _not_advertised(live, pod)
     if missing is not None:
         blocked_by, detail = missing
@@ -337,7 +342,7 @@ def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
         notes.append(
             f"{pod.key}: the cluster last reported {entry.reported!r}; the snapshot gives "
             f"{entry.message!r} (the cluster changed since, or a filter fleetlab does not model "
-            "blocks it: volumes, host ports, topology spread, inter-pod affinity, DRA)"
+            "blocks it: volumes, host ports)"
         )
     return notes
 

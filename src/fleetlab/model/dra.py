@@ -10,6 +10,7 @@ CEL expressions are kept as text here: ``spec.dra_objects`` compiles them, ``pla
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -23,7 +24,10 @@ __all__ = [
     "DeviceClaim",
     "DeviceClass",
     "DeviceRequest",
+    "DraObjects",
     "ExactDeviceRequest",
+    "PodClaimRef",
+    "PodClaims",
     "ResourceClaim",
     "ResourceClaimTemplate",
     "ResourceSlice",
@@ -424,3 +428,36 @@ class ResourceSlice(KubeModel):
     def name(self) -> str:
         """``metadata.name``."""
         return self.metadata.name
+
+
+@dataclass(frozen=True)
+class PodClaimRef:
+    """One ``spec.resourceClaims`` entry of a pod: the claim it names, or the template it names and the
+    claim generated for it (``status.resourceClaimStatuses``; None until the controller created it)."""
+
+    name: str
+    claim_name: str | None = None
+    template_name: str | None = None
+
+
+@dataclass(frozen=True)
+class PodClaims:
+    """A pod's claims and identity (claims are reserved for a pod by uid)."""
+
+    namespace: str
+    pod: str
+    uid: str
+    refs: tuple[PodClaimRef, ...]
+
+
+@dataclass(frozen=True)
+class DraObjects:
+    """The resource.k8s.io/v1 objects of one cluster or scenario."""
+
+    classes: tuple[DeviceClass, ...] = ()
+    claims: tuple[ResourceClaim, ...] = ()
+    templates: tuple[ResourceClaimTemplate, ...] = ()
+    slices: tuple[ResourceSlice, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.classes or self.claims or self.templates or self.slices)

@@ -16,10 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fleetlab.model.dra import DraObjects, PodClaims
 from fleetlab.model.kube import Affinity, Taint, Toleration
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import ResourceList
 from fleetlab.spec.bounded import parse_timestamp
+from fleetlab.spec.dra_objects import DRA_KINDS, pod_claims, read_dra_objects
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_objects import (
     KubeObject,
@@ -119,6 +121,8 @@ class KubePod:
     deleting: bool = False
     #: (milli-cpu, memory) the resource scorers count: per-container non-zero defaults included.
     scoring_requests: tuple[int, int] | None = None
+    #: spec.resourceClaims (DRA) with the claims generated for template entries.
+    resource_claims: PodClaims | None = None
 
     @property
     def key(self) -> str:
@@ -147,6 +151,8 @@ class Snapshot:
     storage_objects: list[KubeObject] = field(default_factory=list)
     #: Namespace name -> its labels, from Namespace objects (podAffinity namespaceSelector reads them).
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices (resource.k8s.io/v1).
+    dra: DraObjects = field(default_factory=DraObjects)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -261,6 +267,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         containers=len(spec.get("containers") or []),
         explicit_keys=explicit,
         scoring_requests=scoring,
+        resource_claims=pod_claims(meta, spec, status),
         tolerations=tolerations,
         node_selector=tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items())),
         affinity=affinity,
@@ -451,6 +458,8 @@ def _read_into(
             out["classes"].append(obj)
         elif kind in STORAGE_KINDS:
             out["storage"].append(obj)
+        elif kind in DRA_KINDS:
+            out["dra"].append(obj)
         elif kind == "Namespace":
             out["namespaces"].append(_namespace_labels(obj, source))
         else:
@@ -478,14 +487,15 @@ def load_snapshot(
         "classes": [],
         "storage": [],
         "namespaces": [],
+        "dra": [],
     }
     stamps: list[datetime] = []
     main = frozenset({"Node", "Pod", "Namespace"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
-    main |= STORAGE_KINDS
+    main |= STORAGE_KINDS | frozenset(DRA_KINDS)
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
-        "plus Namespaces, Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims "
-        "and StorageClasses"
+        "plus Namespaces, Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims, "
+        "StorageClasses and DRA objects (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice)"
     )
     for path in paths:
         _read_into(path, main, what, out, stamps)
@@ -532,6 +542,7 @@ def load_snapshot(
         out["events"],
         out["storage"],
         dict(out["namespaces"]),
+        read_dra_objects(out["dra"], ", ".join(sources), lenient=True),
     )
 
 

@@ -170,22 +170,31 @@ class Allocator:
             self._compiled[expression] = found
         return found
 
-    def selectors_match(self, selectors: Sequence[DeviceSelector], cand: _Candidate, where: str) -> bool:
+    def selectors_match(
+        self, selectors: Sequence[DeviceSelector], device_id: DeviceID, device: Device, where: str
+    ) -> bool:
+        """Whether the device passes every selector; a CEL error stops allocation (AllocationError)."""
         for i, selector in enumerate(selectors):
             compiled = self._selector(selector.cel.expression)
             if isinstance(compiled, CelSyntaxError):
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {compiled}")
             try:
-                view = self._inputs.get(cand.id)
+                view = self._inputs.get(device_id)
                 if view is None:
-                    view = self._inputs[cand.id] = device_input(cand.id.driver, cand.device)
+                    view = self._inputs[device_id] = device_input(device_id.driver, device)
                 if not compiled.matches(view):
                     return False
             except CelError as exc:
                 raise AllocationError(
-                    f"{where}: selector #{i} on device {cand.id}: CEL runtime error: {exc}"
+                    f"{where}: selector #{i} on device {device_id}: CEL runtime error: {exc}"
                 ) from None
         return True
+
+    def device_matches(
+        self, device_id: DeviceID, device: Device, selectors: Sequence[DeviceSelector]
+    ) -> bool:
+        """Whether one device passes ``selectors`` (CEL errors raise AllocationError)."""
+        return self.selectors_match(selectors, device_id, device, f"device {device_id}")
 
     # -- entry point ----------------------------------------------------------------------------------
     def allocate(self, node: NodeView, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
@@ -354,8 +363,10 @@ class _Run:
         if found is not None:
             return found
         claim = self.claims[request.claim]
-        ok = self.owner.selectors_match(request.cls.spec.selectors, cand, f"class {request.cls.name}")
-        ok = ok and self.owner.selectors_match(request.selectors, cand, f"claim {claim.kobj}")
+        ok = self.owner.selectors_match(
+            request.cls.spec.selectors, cand.id, cand.device, f"class {request.cls.name}"
+        )
+        ok = ok and self.owner.selectors_match(request.selectors, cand.id, cand.device, f"claim {claim.kobj}")
         if ok and cand.slice.spec.per_device_node_selection:
             ok = node_matches(
                 self.node, cand.device.node_name, cand.device.all_nodes, cand.device.node_selector
