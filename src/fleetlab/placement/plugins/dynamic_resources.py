@@ -72,6 +72,14 @@ class DynamicResources(FilterPlugin):
         if isinstance(found, str):
             return found
         for claim in found:
+            if not self.dra.features.prioritized_list and any(
+                r.first_available for r in claim.spec.devices.requests
+            ):
+                first = next(r for r in claim.spec.devices.requests if r.first_available)
+                return (
+                    f"claim {claim.kobj}, request {first.name}: has subrequests, but the DRAPrioritizedList "
+                    "feature is disabled"
+                )
             if claim.status.allocation is not None:
                 if not self.dra.can_reserve(claim) and not self.dra.reserved_for(claim, claims.uid):
                     return IN_USE
@@ -120,7 +128,7 @@ class DynamicResources(FilterPlugin):
                 reasons[i], unresolvable[i] = NOT_ON_NODE, True
                 continue
             if not pending:
-                passes[i] = True
+                passes[i], allocations[i] = True, []
                 continue
             try:
                 result = allocator.allocate(node, pending) if fatal is None else None
@@ -131,11 +139,15 @@ class DynamicResources(FilterPlugin):
                 fatal = str(exc)
                 result = None
             if result is None:
-                reasons[i] = fatal or CANNOT_ALLOCATE
-                unresolvable[i] = fatal is not None
+                reasons[i], unresolvable[i] = fatal or CANNOT_ALLOCATE, True
                 continue
             passes[i] = True
             allocations[i] = result
+        if fatal is not None:  # broken input keeps the pod pending everywhere (upstream returns an error)
+            passes[:] = False
+            reasons = [r if r else fatal for r in reasons]
+            unresolvable = [True] * n
+            allocations = {}
         verdict = _Verdict(self.dra.generation, None, passes, reasons, unresolvable, allocations, resolved)
         self._verdicts[claims] = verdict
         return verdict
