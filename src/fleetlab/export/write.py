@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from fleetlab.export.dra_objects import DRA_FILE, dra_documents, dra_notes
 from fleetlab.export.flavor_labels import PoolSelector, pool_selectors, real_node_labels
 from fleetlab.export.kueue_objects import API_VERSION, kueue_objects
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
@@ -171,8 +172,11 @@ def render_with_notes(
     mig = mig_parted_configmap(scenario.cluster)
     if mig is not None:
         files[MIG_PARTED_FILE] = _yaml([mig])
+    dra = dra_documents(scenario)
+    if dra:
+        files[DRA_FILE] = _yaml(dra)
     files[PLACEMENT_FILE] = placement_rules(scenario)
-    notes = _notes(scenario) + label_notes
+    notes = _notes(scenario) + label_notes + dra_notes(scenario)
     lines = [f"# Configuration exported from fleetlab scenario {scenario.name}", ""]
     lines += [f"- `{name}`" for name in files]
     lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]

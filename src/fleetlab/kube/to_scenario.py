@@ -282,6 +282,20 @@ def add_nodes(pools: list[dict[str, Any]], extra: Sequence[str]) -> None:
         by_name[name]["count"] += int(count)
 
 
+def dra_as_applied(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The snapshot's DRA objects without status (claims start unallocated in a replay) and without
+    server-set metadata."""
+    d = snapshot.dra
+    out = []
+    for model in (*d.classes, *d.templates, *d.claims, *d.slices):
+        body = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+        body.pop("status", None)
+        meta = body["metadata"]
+        body["metadata"] = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)}
+        out.append(body)
+    return out
+
+
 def snapshot_scenario(
     snapshot: Snapshot,
     extra_nodes: Sequence[str] = (),
@@ -299,6 +313,8 @@ def snapshot_scenario(
         "cluster": {"pools": built.pools},
         "workload": {"jobs": jobs},
     }
+    if snapshot.dra:
+        data["dra"] = {"objects": dra_as_applied(snapshot)}
     label = ", ".join(snapshot.sources)
     try:
         scenario = Scenario.model_validate(data)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, overload
 from pydantic import BeforeValidator, ConfigDict, field_validator, model_validator
 
 from fleetlab.model.cluster import Cluster, SpecModel
+from fleetlab.model.dra_config import DraConfig
 from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
@@ -42,6 +43,8 @@ class Scenario(SpecModel):
     interference: InterferenceModel | None = None
     #: Online inference services (model/service.py): long-running replicas with a latency SLO.
     services: tuple[Service, ...] = ()
+    #: Dynamic Resource Allocation objects and NVIDIA DRA driver pools (model/dra_config.py).
+    dra: DraConfig | None = None
 
     @field_validator("kueue", mode="before")
     @classmethod
@@ -57,6 +60,15 @@ class Scenario(SpecModel):
     def _interference_pools_known(self) -> Scenario:
         if self.interference is not None:
             self.interference.check_pools([p.name for p in self.cluster.pools])
+        return self
+
+    @model_validator(mode="after")
+    def _dra_pools_known(self) -> Scenario:
+        if self.dra is not None:
+            gpu_pools = {p.name for p in self.cluster.pools if p.gpu_model is not None and p.gpus_per_node}
+            unknown = [p.pool for p in self.dra.nvidia_driver if p.pool not in gpu_pools]
+            if unknown:
+                raise ValueError(f"dra.nvidiaDriver names {', '.join(unknown)}, which are not GPU pools")
         return self
 
     @model_validator(mode="after")

@@ -27,7 +27,7 @@ from fleetlab.model.dra import (
 from fleetlab.spec.cel_parse import CelSyntaxError, parse_cel
 from fleetlab.spec.errors import SpecError, problems_from_validation
 
-__all__ = ["DRA_KINDS", "pod_claims", "read_dra_objects"]
+__all__ = ["DRA_KINDS", "check_dra_selectors", "pod_claims", "read_dra_objects"]
 
 DRA_KINDS: dict[str, type[BaseModel]] = {
     "DeviceClass": DeviceClass,
@@ -87,15 +87,37 @@ def read_dra_object(obj: Mapping[str, Any], source: str, lenient: bool = False) 
         model = DRA_KINDS[kind].model_validate(data)
     except ValidationError as exc:
         raise SpecError(source, problems_from_validation(exc, where)) from None
+    problems = _selector_problems(model, where)
+    if problems:
+        raise SpecError(source, problems)
+    return model
+
+
+def _selector_problems(model: BaseModel, where: str) -> list[str]:
     problems = []
     for path, selector in _selectors(model):
         try:
             parse_cel(selector.cel.expression)
         except CelSyntaxError as exc:
             problems.append(f"{where}: {path}.cel.expression: compilation failed: {exc}")
+    return problems
+
+
+def check_dra_selectors(objects: DraObjects, source: str) -> None:
+    """Every CEL selector of a scenario's DRA objects parses (the API server compiles them on create)."""
+    problems: list[str] = []
+    models: list[DeviceClass | ResourceClaim | ResourceClaimTemplate] = [
+        *objects.classes,
+        *objects.claims,
+        *objects.templates,
+    ]
+    for model in models:
+        kind = type(model).__name__
+        meta = model.metadata
+        name = f"{meta.namespace}/{meta.name}" if getattr(meta, "namespace", None) else meta.name
+        problems += _selector_problems(model, f"dra: {kind} {name}")
     if problems:
         raise SpecError(source, problems)
-    return model
 
 
 def read_dra_objects(objs: Sequence[Mapping[str, Any]], source: str, lenient: bool = False) -> DraObjects:

@@ -18,6 +18,7 @@ from fleetlab.model.job_table import JobTable
 from fleetlab.model.limits import MAX_SEED, MAX_TOTAL_PODS
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.bounded import load_yaml, read_text_file
+from fleetlab.spec.dra_objects import check_dra_selectors
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.interruption_trace import resolve_interruption_traces
 from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
@@ -163,6 +164,9 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     if scenario.kueue is not None:
         warnings.extend(scenario.kueue.notes)
     warnings.extend(scenario.kueue_configuration.notes)
+    if scenario.dra is not None:
+        check_dra_selectors(scenario.dra.dra_objects(), source)
+        warnings.extend(scenario.dra.notes)
     return ResolvedScenario(scenario=scenario, jobs=jobs, source=source, warnings=tuple(warnings))
 
 
