@@ -106,7 +106,9 @@ def test_other_kueue_kinds_are_accepted_with_one_warning_each() -> None:
     )
     notes = config.notes
     assert len(notes) == 4
-    assert notes[0].startswith('kueue: Topology "default" accepted; topology-aware admission is not modelled')
+    assert notes[0].startswith(
+        'kueue: Topology "default" accepted; topology-aware admission is not simulated'
+    )
     assert notes[2] == (
         'kueue: MultiKueueCluster "w1", "w2" accepted but not modelled: '
         "workloads run in this cluster, not dispatched to workers"

@@ -19,6 +19,7 @@ from fleetlab.export.scheduler_config import (
     kube_scheduler_configuration,
 )
 from fleetlab.export.second_scheduler import SECOND_SCHEDULER, second_scheduler_objects
+from fleetlab.export.workload_api import WORKLOAD_API_FILE, workload_api_documents, workload_api_notes
 from fleetlab.model.scenario import Scenario
 from fleetlab.placement.profiles import SHARE_POLICY_PLUGINS, resolve_profile
 from fleetlab.spec.kube_snapshot import Snapshot
@@ -175,8 +176,11 @@ def render_with_notes(
     dra = dra_documents(scenario)
     if dra:
         files[DRA_FILE] = _yaml(dra)
+    gangs = workload_api_documents(scenario)
+    if gangs:
+        files[WORKLOAD_API_FILE] = _yaml(gangs)
     files[PLACEMENT_FILE] = placement_rules(scenario)
-    notes = _notes(scenario) + label_notes + dra_notes(scenario)
+    notes = _notes(scenario) + label_notes + dra_notes(scenario) + workload_api_notes(scenario)
     lines = [f"# Configuration exported from fleetlab scenario {scenario.name}", ""]
     lines += [f"- `{name}`" for name in files]
     lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]

@@ -222,6 +222,11 @@ def _job(
     }
     if pod.affinity is not None:
         job["affinity"] = pod.affinity.model_dump(by_alias=True, exclude_none=True)
+    if pods > 1 and pod.topology is not None:  # Kueue TAS annotations or a PodGroup topology constraint
+        if pod.topology.required is not None:
+            job["topology_required"] = pod.topology.required
+        elif pod.topology.preferred is not None:
+            job["topology_preferred"] = pod.topology.preferred
     if bound is not None:
         job["bound_node"] = bound
     if with_labels and pod.labels:

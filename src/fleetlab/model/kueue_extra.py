@@ -3,8 +3,9 @@ dump loads unchanged (``kueue.x-k8s.io`` v1beta2, v1beta1 and v1alpha1).
 
 * ``WorkloadPriorityClass`` is modelled: a job whose ``priorityClassName`` names one (and no PriorityClass
   of that name exists) gets its ``value`` as priority.
-* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``) but topology-aware admission is not
-  modelled: gang topology is decided at placement (``topology_required`` / ``topology_preferred``).
+* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``); Kueue's topology assignment is modelled
+  (``placement/tas``) but ``simulate`` does not admit through it yet: gang topology is decided at
+  placement (``topology_required`` / ``topology_preferred``).
 * ``AdmissionCheck``, ``ProvisioningRequestConfig``, ``MultiKueueConfig`` and ``MultiKueueCluster`` are
   accepted and ignored: workloads are admitted as if every check were Ready.
 
@@ -116,7 +117,7 @@ def unmodelled_notes(
     if topologies:
         names = ", ".join(f'Topology "{t.metadata.name}"' for t in topologies)
         notes.append(
-            f"kueue: {names} accepted; topology-aware admission is not modelled (a job's "
+            f"kueue: {names} accepted; topology-aware admission is not simulated (a job's "
             "topology_required / topology_preferred decides gang topology at placement)"
         )
     for kind in sorted({o.kind for o in ignored}):

@@ -20,6 +20,8 @@ from fleetlab.model.dra import DraObjects, PodClaims
 from fleetlab.model.kube import Affinity, Taint, Toleration
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import ResourceList
+from fleetlab.model.tas_request import TopologyRequest, TopologyRequestError, topology_request
+from fleetlab.model.workload_api import PodGroup
 from fleetlab.spec.bounded import parse_timestamp
 from fleetlab.spec.dra_objects import DRA_KINDS, pod_claims, read_dra_objects
 from fleetlab.spec.errors import SpecError, problems_from_validation
@@ -30,6 +32,7 @@ from fleetlab.spec.kube_objects import (
     read_objects,
 )
 from fleetlab.spec.kube_requests import pod_requests, resource_list, scoring_requests
+from fleetlab.spec.workload_api import WORKLOAD_API_KINDS, pod_group_name, read_workload_api
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -123,6 +126,8 @@ class KubePod:
     scoring_requests: tuple[int, int] | None = None
     #: spec.resourceClaims (DRA) with the claims generated for template entries.
     resource_claims: PodClaims | None = None
+    #: Kueue TAS annotations of the pod's template, or its PodGroup's topology constraint.
+    topology: TopologyRequest | None = None
 
     @property
     def key(self) -> str:
@@ -153,6 +158,8 @@ class Snapshot:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     #: DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices (resource.k8s.io/v1).
     dra: DraObjects = field(default_factory=DraObjects)
+    #: Workload API PodGroups (scheduling.k8s.io/v1alpha2) by (namespace, name).
+    pod_groups: dict[tuple[str, str], PodGroup] = field(default_factory=dict)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -249,6 +256,11 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
     owners = meta.get("ownerReferences") or []
     controller = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     group, group_size = _group(meta)
+    group = pod_group_name(spec) or group
+    try:
+        topology = topology_request(meta.get("annotations") or {})
+    except TopologyRequestError:
+        topology = None  # Kueue's webhook refuses such a PodSet; the pod itself is read as unconstrained
     conditions = {
         str(c.get("type")): (
             str(c.get("status", "")),
@@ -291,6 +303,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         group=group,
         group_size=group_size,
+        topology=topology,
         claims=tuple(
             str(v["persistentVolumeClaim"].get("claimName", ""))
             for v in spec.get("volumes") or []
@@ -450,7 +463,11 @@ def _read_into(
         if kind not in allowed:
             others[kind] = others.get(kind, 0) + 1
             continue
-        if kind in KUEUE_KINDS:
+        if kind == "PodGroup" or (
+            kind == "Workload" and str(obj.get("apiVersion", "")).startswith("scheduling.")
+        ):
+            out["workload_api"].append(obj)  # not Kueue's Workload (kueue.x-k8s.io), same kind name
+        elif kind in KUEUE_KINDS:
             out["queue"].append(obj)
         elif kind in EVENT_KINDS:
             out["events"].append(obj)
@@ -488,14 +505,16 @@ def load_snapshot(
         "storage": [],
         "namespaces": [],
         "dra": [],
+        "workload_api": [],
     }
     stamps: list[datetime] = []
     main = frozenset({"Node", "Pod", "Namespace"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
-    main |= STORAGE_KINDS | frozenset(DRA_KINDS)
+    main |= STORAGE_KINDS | frozenset(DRA_KINDS) | WORKLOAD_API_KINDS
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
         "plus Namespaces, Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims, "
-        "StorageClasses and DRA objects (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice)"
+        "StorageClasses, DRA objects (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice) and "
+        "Workload API objects (Workload, PodGroup)"
     )
     for path in paths:
         _read_into(path, main, what, out, stamps)
@@ -533,6 +552,8 @@ def load_snapshot(
         if out["classes"]
         else out["pods"]
     )
+    groups = read_workload_api(out["workload_api"], ", ".join(sources)).pod_groups
+    pods = [_with_group(p, groups) for p in pods] if groups else pods
     return Snapshot(
         nodes,
         pods,
@@ -543,6 +564,21 @@ def load_snapshot(
         out["storage"],
         dict(out["namespaces"]),
         read_dra_objects(out["dra"], ", ".join(sources), lenient=True),
+        dict(groups),
+    )
+
+
+def _with_group(pod: KubePod, groups: Mapping[tuple[str, str], PodGroup]) -> KubePod:
+    """A pod in a Workload API PodGroup gets the gang's minCount as its group size and the group's
+    topology constraint as its topology request."""
+    group = groups.get((pod.namespace, pod.group)) if pod.group else None
+    if group is None:
+        return pod
+    key = group.topology_key
+    return replace(
+        pod,
+        group_size=group.min_count or pod.group_size,
+        topology=TopologyRequest(required=key) if key is not None else pod.topology,
     )
 
 
