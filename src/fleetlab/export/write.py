@@ -11,6 +11,7 @@ import yaml
 from fleetlab.export.dra_objects import DRA_FILE, dra_documents, dra_notes
 from fleetlab.export.flavor_labels import PoolSelector, pool_selectors, real_node_labels
 from fleetlab.export.kueue_objects import API_VERSION, kueue_objects
+from fleetlab.export.namespace_policies import NAMESPACE_POLICIES_FILE, namespace_policy_documents
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
 from fleetlab.export.placement_rules import PLACEMENT_FILE, placement_rules
 from fleetlab.export.scheduler_config import (
@@ -176,6 +177,9 @@ def render_with_notes(
     dra = dra_documents(scenario)
     if dra:
         files[DRA_FILE] = _yaml(dra)
+    policies = namespace_policy_documents(scenario)
+    if policies:
+        files[NAMESPACE_POLICIES_FILE] = _yaml(policies)
     gangs = workload_api_documents(scenario)
     if gangs:
         files[WORKLOAD_API_FILE] = _yaml(gangs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, overload
 
-from pydantic import BeforeValidator, ConfigDict, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.dra_config import DraConfig
@@ -16,6 +16,7 @@ from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
+from fleetlab.model.resource_quota import LimitRange, ResourceQuota
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.service import Service, check_services
 from fleetlab.model.units import Seconds
@@ -45,6 +46,8 @@ class Scenario(SpecModel):
     services: tuple[Service, ...] = ()
     #: Dynamic Resource Allocation objects and NVIDIA DRA driver pools (model/dra_config.py).
     dra: DraConfig | None = None
+    #: Namespace ResourceQuota and LimitRange objects as applied (model/resource_quota.py).
+    namespace_policies: tuple[Annotated[ResourceQuota | LimitRange, Field(discriminator="kind")], ...] = ()
 
     @field_validator("kueue", mode="before")
     @classmethod

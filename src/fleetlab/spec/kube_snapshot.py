@@ -28,10 +28,12 @@ from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_objects import (
     KubeObject,
     ShapeError,
+    namespace_labels,
     object_name,
     read_objects,
 )
 from fleetlab.spec.kube_requests import pod_requests, resource_list, scoring_requests
+from fleetlab.spec.namespace_policies import NAMESPACE_POLICY_KINDS, NamespacePolicy, read_namespace_policies
 from fleetlab.spec.workload_api import WORKLOAD_API_KINDS, pod_group_name, read_workload_api
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
@@ -160,6 +162,8 @@ class Snapshot:
     dra: DraObjects = field(default_factory=DraObjects)
     #: Workload API PodGroups (scheduling.k8s.io/v1alpha2) by (namespace, name).
     pod_groups: dict[tuple[str, str], PodGroup] = field(default_factory=dict)
+    #: ResourceQuota and LimitRange objects (core/v1).
+    namespace_policies: tuple[NamespacePolicy, ...] = ()
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -397,7 +401,10 @@ def _timestamps(obj: Any) -> list[datetime]:
 
 SUPPORTED_KINDS = ("Node", "Pod")
 #: Kueue kinds kept as plain objects for the queue diagnosis (a ``fleetlab snapshot`` file holds them).
-KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"})
+KUEUE_KINDS = frozenset(
+    {"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"}
+    | {"AdmissionCheck", "ProvisioningRequestConfig"}
+)
 
 
 EVENT_KINDS = frozenset({"Event"})
@@ -467,6 +474,8 @@ def _read_into(
             kind == "Workload" and str(obj.get("apiVersion", "")).startswith("scheduling.")
         ):
             out["workload_api"].append(obj)  # not Kueue's Workload (kueue.x-k8s.io), same kind name
+        elif kind in NAMESPACE_POLICY_KINDS:
+            out["workload_api"].append(obj)
         elif kind in KUEUE_KINDS:
             out["queue"].append(obj)
         elif kind in EVENT_KINDS:
@@ -478,7 +487,7 @@ def _read_into(
         elif kind in DRA_KINDS:
             out["dra"].append(obj)
         elif kind == "Namespace":
-            out["namespaces"].append(_namespace_labels(obj, source))
+            out["namespaces"].append(namespace_labels(obj, source))
         else:
             out["nodes" if kind == "Node" else "pods"].append(_parse(kind, obj, source))
         stamps.extend(_timestamps(obj))
@@ -509,12 +518,12 @@ def load_snapshot(
     }
     stamps: list[datetime] = []
     main = frozenset({"Node", "Pod", "Namespace"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
-    main |= STORAGE_KINDS | frozenset(DRA_KINDS) | WORKLOAD_API_KINDS
+    main |= STORAGE_KINDS | frozenset(DRA_KINDS) | WORKLOAD_API_KINDS | NAMESPACE_POLICY_KINDS
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
         "plus Namespaces, Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims, "
         "StorageClasses, DRA objects (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice) and "
-        "Workload API objects (Workload, PodGroup)"
+        "Workload API objects (Workload, PodGroup), ResourceQuotas and LimitRanges"
     )
     for path in paths:
         _read_into(path, main, what, out, stamps)
@@ -552,7 +561,10 @@ def load_snapshot(
         if out["classes"]
         else out["pods"]
     )
-    groups = read_workload_api(out["workload_api"], ", ".join(sources)).pod_groups
+    extras: list[KubeObject] = out["workload_api"]
+    policy_objs = [o for o in extras if o.get("kind") in NAMESPACE_POLICY_KINDS]
+    api_objs = [o for o in extras if o.get("kind") not in NAMESPACE_POLICY_KINDS]
+    groups = read_workload_api(api_objs, ", ".join(sources)).pod_groups
     pods = [_with_group(p, groups) for p in pods] if groups else pods
     return Snapshot(
         nodes,
@@ -565,6 +577,7 @@ def load_snapshot(
         dict(out["namespaces"]),
         read_dra_objects(out["dra"], ", ".join(sources), lenient=True),
         dict(groups),
+        read_namespace_policies(policy_objs, ", ".join(sources)),
     )
 
 
@@ -580,13 +593,3 @@ def _with_group(pod: KubePod, groups: Mapping[tuple[str, str], PodGroup]) -> Kub
         group_size=group.min_count or pod.group_size,
         topology=TopologyRequest(required=key) if key is not None else pod.topology,
     )
-
-
-def _namespace_labels(obj: Mapping[str, Any], source: str) -> tuple[str, dict[str, str]]:
-    """(name, labels) of a Namespace object."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    labels = meta.get("labels") or {}
-    if not isinstance(name, str) or not name or not isinstance(labels, dict):
-        raise SpecError(source, [f"Namespace {name!r}: metadata.name must be a string and labels a mapping"])
-    return name, {str(k): str(v) for k, v in labels.items()}
