@@ -155,14 +155,15 @@ def gpus_cmd(
         raise fail(
             "no catalog offer can run this job: " + "; ".join(plan.excluded[:5] or ["no offers matched"])
         )
-    scaling = scaling_options(job, offers, base, network_gbps=network_gbps)
+    scaling = scaling_options(job, offers, base, network_gbps=network_gbps, only_models=gpu or ())
     if json_out:
         payload = {
             "job": job.name,
             "kind": job.kind,
             "rows": [r.as_dict() for r in plan.rows],
             "more_vs_faster": [
-                {"option": s.label, **(s.row.as_dict() if s.row else {"offer": None})} for s in scaling
+                {"option": s.label, **(s.row.as_dict() if s.row else {"offer": None, "missing": s.missing})}
+                for s in scaling
             ],
             "excluded": plan.excluded,
             "warnings": plan.warnings,

@@ -21,6 +21,7 @@ from fleetlab.experiment.output import safe_name
 from fleetlab.experiment.plan import Experiment
 from fleetlab.experiment.results import ExperimentResults
 from fleetlab.experiment.verdict import CandidateVerdict, verdicts
+from fleetlab.export.placement_rules import affinity_text, selector_text, tolerations_text
 from fleetlab.model.cluster import NodePool
 from fleetlab.model.job import Job
 from fleetlab.model.resources import GPU
@@ -93,7 +94,17 @@ def job_classes(jobs: Sequence[Job]) -> list[dict[str, Any]]:
             f"{job.topology_preferred} (preferred)" if job.topology_preferred else ""
         )
         queue = f"{job.namespace}/{job.queue}" if job.queue else ""
-        key = (job.job_class.value, job.team, queue, job.priority, job.preemptible, job.gang, topology)
+        rules = (tolerations_text(job), selector_text(job.node_selector), affinity_text(job.affinity))
+        key = (
+            job.job_class.value,
+            job.team,
+            queue,
+            job.priority,
+            job.preemptible,
+            job.gang,
+            topology,
+            *rules,
+        )
         groups.setdefault(key, []).append(job)
     rows: list[dict[str, Any]] = []
     for key in sorted(groups, key=lambda k: (-len(groups[k]), [str(x) for x in k])):
@@ -103,7 +114,7 @@ def job_classes(jobs: Sequence[Job]) -> list[dict[str, Any]]:
         if len(shapes) > MAX_SHAPES:
             shown += f", and {len(shapes) - MAX_SHAPES} more shape(s)"
         runtimes = np.array([j.runtime.default for j in members], dtype=np.float64)
-        job_class, team, queue, priority, preemptible, gang, topology = key
+        job_class, team, queue, priority, preemptible, gang, topology, tolerations, selector, affinity = key
         rows.append(
             {
                 "class": job_class,
@@ -119,6 +130,9 @@ def job_classes(jobs: Sequence[Job]) -> list[dict[str, Any]]:
                 "preemptible": preemptible,
                 "gang": gang,
                 "topology": topology,
+                "tolerations": tolerations,
+                "node_selector": selector,
+                "node_affinity": affinity,
             }
         )
     return rows

@@ -87,7 +87,7 @@ def print_scaling(console: Console, options: Sequence[ScalingOption]) -> None:
     for option in options:
         row = option.row
         if row is None:
-            table.add_row(option.label, "no offer in the catalog", "", "", "", "")
+            table.add_row(option.label, option.missing, "", "", "", "")
             continue
         speed = f"{base.hours / row.hours:.2f}x" if base else ""
         ratio = f"{row.cost_usd / base.cost_usd:.2f}x" if base else ""

@@ -166,3 +166,13 @@ def check_container_lists(spec: Mapping[str, Any], where: str, source: str) -> N
         for i, container in enumerate(containers):
             if not isinstance(container, Mapping):
                 raise SpecError(source, [f"{where}.{key}[{i}]: expected a container (a mapping)"])
+
+
+def namespace_labels(obj: Mapping[str, Any], source: str) -> tuple[str, dict[str, str]]:
+    """(name, labels) of a Namespace object."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    labels = meta.get("labels") or {}
+    if not isinstance(name, str) or not name or not isinstance(labels, dict):
+        raise SpecError(source, [f"Namespace {name!r}: metadata.name must be a string and labels a mapping"])
+    return name, {str(k): str(v) for k, v in labels.items()}
