@@ -9,6 +9,7 @@ rate, throughput or size given on a command line is anywhere near 10**12; past i
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import typer
 
@@ -24,3 +25,26 @@ def finite_float(param: typer.CallbackParam, value: float | None) -> float | Non
         name = param.opts[0] if param.opts else param.name
         raise typer.BadParameter(f"{value:g} is beyond ±{MAX_OPTION_FLOAT:g}", param_hint=f"'{name}'")
     return value
+
+
+#: Options of the commands that give a verdict (compare, report, experiment report).
+MinEffectOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--min-effect",
+        help="METRIC=VALUE: the smallest change a verdict calls better or worse (2m, 0.5, 5%; 0: any); "
+        "repeat it. Defaults per metric: docs/decision.md.",
+    ),
+]
+PriceOpt = Annotated[
+    list[str] | None,
+    typer.Option("--price", help="POOL=USD/h: price a pool per node-hour (an assumption); repeat it."),
+]
+ResampleOpt = Annotated[
+    str,
+    typer.Option(
+        "--resample",
+        help="auto: each seed resamples a trace or job list (bootstrap by class and hour, runtimes per "
+        "class, arrival jitter); off: replay it as given.",
+    ),
+]

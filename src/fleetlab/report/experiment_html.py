@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fleetlab.experiment.decision_context import DecisionContext, results_context
 from fleetlab.experiment.results import ExperimentResults, load_results
 from fleetlab.experiment.stats import MetricComparison, better_direction, verdict
-from fleetlab.experiment.verdict import CandidateVerdict, verdicts
-from fleetlab.report.compare_seeds import verdict_heading, verdict_lines, verdict_summary
+from fleetlab.experiment.verdict import CandidateVerdict
+from fleetlab.report.assumptions import banner_html, prices_table
 from fleetlab.report.experiment_charts import ChartSection, build_charts
 from fleetlab.report.experiment_table import format_metric, metric_title
 from fleetlab.report.metric_names import format_change, scaled
+from fleetlab.report.verdict_text import min_effects_line, verdict_heading, verdict_lines, verdict_summary
 
 DECISION_METRICS = ("completion_mean_s", "cost_per_completed_job")
 _CSS = """
@@ -29,7 +31,9 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 td:first-child,th:first-child,td.l{text-align:left}.better{color:#0a0;font-weight:bold}
 .worse{color:#c00;font-weight:bold}.ns{color:#888}caption{text-align:left;font-weight:bold}
 .note{color:#555;max-width:60em}.chart{min-height:450px}
-.verdict li{margin:.3em 0}.verdict .head{font-weight:bold}
+.verdict li{margin:.3em 0}.verdict .head{font-weight:bold}.warning{color:#a50;font-weight:bold}
+.banner{padding:.6em 1em;margin:1em 0;border-left:6px solid}.banner.fail{background:#fde8e8;border-color:#c00}
+.banner.ok{background:#eef7ee;border-color:#0a0}tr.unpriced td{color:#c00;font-weight:bold}
 """
 
 
@@ -141,17 +145,27 @@ def html_page(title: str, body: str, css: str = "") -> str:
     )
 
 
-def verdict_html(results: ExperimentResults, found: Sequence[CandidateVerdict]) -> str:
-    """The verdict as a list: each variant's word against the baseline, then its changes, one per item."""
+def verdict_html(
+    results: ExperimentResults, found: Sequence[CandidateVerdict], context: DecisionContext
+) -> str:
+    """The verdict as a list: each variant's word against the baseline, then one item per decision metric
+    with its interval, then the warnings."""
     n_seeds = len(results.samples.get(results.baseline, {}))
     items = []
     for v in found:
-        lines = verdict_lines(v)
+        lines = verdict_lines(v, context)
         css = {"better": "better", "worse": "worse"}.get(verdict_summary(v), "")
         rest = "".join(f"<li>{_e(line)}</li>" for line in lines[1:])
         items.append(f"<li><span class='head {css}'>{_e(lines[0])}</span><ul>{rest}</ul></li>")
-    heading = verdict_heading(results.baseline, n_seeds, results.confidence)
-    return f"<p>{_e(heading)}</p><ul class='verdict'>{''.join(items)}</ul>"
+    family = found[0].family if found else 0
+    heading = "".join(
+        f"<p{' class=note' if i else ''}>{_e(line)}</p>"
+        for i, line in enumerate(verdict_heading(results.baseline, n_seeds, context, family))
+    )
+    metrics = tuple(f.metric for f in found[0].findings) if found else ()
+    effects = f"<p class='note'>{_e(min_effects_line(metrics, context))}</p>" if metrics else ""
+    warnings = "".join(f"<p class='warning'>warning: {_e(w)}</p>" for w in context.warnings)
+    return f"{heading}<ul class='verdict'>{''.join(items)}</ul>{effects}{warnings}"
 
 
 def render_html(folder: Path) -> str:
@@ -160,8 +174,12 @@ def render_html(folder: Path) -> str:
     charts = build_charts(folder, results)
     title = f"{results.name}: {results.finished}/{results.planned} runs"
     sections = "".join(_section(s) for s in charts.sections)
-    found = verdicts(results.samples, results.baseline, results.confidence)
-    verdict = f"<section id='verdict'><h2>Verdict</h2>{verdict_html(results, found)}</section>"
+    context = results_context(results)
+    found = context.verdicts(results.samples, results.baseline)
+    verdict = (
+        f"{banner_html(context)}<section id='verdict'><h2>Verdict</h2>{verdict_html(results, found, context)}"
+        f"{prices_table(context.prices) if context.prices else ''}</section>"
+    )
     states = states_table(charts.states, list(results.samples))
     return html_page(
         title, f"{verdict}{decision_table(results)}{states}{sections}{_slowest_table(charts.slowest)}"
