@@ -276,3 +276,16 @@ def test_an_improvement_reads_with_a_minus_sign_throughout() -> None:
     # floor max(60 s, 70 s) = 70 s: t = (300 − 70)/5.774 = 39.8, p = 1 − 39.8/√(39.8² + 2) = 0.0006
     assert verdict_summary(v) == "better"
     assert finding_text(v.findings[0]) == "queue wait mean −5.0m (−43%, interval −5.4m .. −4.6m)"
+
+
+def test_level_intervals_are_clipped_to_what_the_figure_can_be() -> None:
+    """Free GPUs no job can use: mean 6.40, half-width 17.77 over 5 seeds -> [−11.37, 24.17]; a count is
+    never negative, so the level reads [0.00, 24.17]. An allocation ratio's interval stops at 100 %."""
+    from fleetlab.experiment.stats import Interval
+    from fleetlab.report.compare_seeds import level_text
+
+    assert (
+        level_text("stranded_gpus_end", Interval(6.40, 6.40 - 17.77, 6.40 + 17.77, 5)) == "6.40 [0.00, 24.17]"
+    )
+    assert level_text("gpu_allocation_ratio", Interval(0.95, 0.85, 1.05, 5)) == "95.0% [85.0%, 100.0%]"
+    assert level_text("queue_wait_mean_s", Interval(546.0, -54.0, 1146.0, 5)) == "9.1m [0s, 19.1m]"

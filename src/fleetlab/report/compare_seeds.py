@@ -24,6 +24,7 @@ from fleetlab.report.metric_names import (
     BY_KEY,
     ROWS,
     WINDOW_ROWS,
+    clipped,
     format_change,
     format_value,
     metric_label,
@@ -74,23 +75,11 @@ def shown_metrics(samples: Samples) -> tuple[list[str], list[str]]:
     return shown, folded
 
 
-def _clipped(metric: str, interval: Interval) -> tuple[float, float]:
-    """The level's interval within what the metric can be: no summary figure is negative, ratios stay
-    at most 1 and percentages at most 100 (a count of free GPUs is never "−11")."""
-    high = interval.high
-    kind = BY_KEY[metric].kind if metric in BY_KEY else ""
-    if kind == "ratio":
-        high = min(high, 1.0)
-    elif kind == "percent":
-        high = min(high, 100.0)
-    return max(interval.low, 0.0), high
-
-
 def level_text(metric: str, interval: Interval) -> str:
     """``mean [low, high]`` in the metric's unit, clipped (the mean alone with one seed)."""
     text = format_value(metric, scaled(metric, interval.mean))
     if not math.isnan(interval.low):
-        low, high = _clipped(metric, interval)
+        low, high = clipped(metric, interval.low, interval.high)
         text += (
             f" [{format_value(metric, scaled(metric, low))}, {format_value(metric, scaled(metric, high))}]"
         )
@@ -241,6 +230,6 @@ def comparison_payload(samples: Samples, baseline: str, context: DecisionContext
 def _level_json(interval: Interval, metric: str) -> dict[str, Any]:
     out = interval_json(interval, metric)
     if not math.isnan(interval.low):
-        low, high = _clipped(metric, interval)
+        low, high = clipped(metric, interval.low, interval.high)
         out["low"], out["high"] = scaled(metric, low), scaled(metric, high)
     return out

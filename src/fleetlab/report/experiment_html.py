@@ -21,7 +21,7 @@ from fleetlab.experiment.verdict import CandidateVerdict
 from fleetlab.report.assumptions import banner_html, prices_table
 from fleetlab.report.experiment_charts import ChartSection, build_charts
 from fleetlab.report.experiment_table import format_metric, metric_title
-from fleetlab.report.metric_names import format_change, scaled
+from fleetlab.report.metric_names import clipped, format_change, scaled
 from fleetlab.report.verdict_text import min_effects_line, verdict_heading, verdict_lines, verdict_summary
 
 DECISION_METRICS = ("completion_mean_s", "cost_per_completed_job")
@@ -41,9 +41,18 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def winner(comparisons: Sequence[MetricComparison], baseline: str) -> str:
-    """The variant significantly better than the baseline with the best mean, else the baseline."""
-    better = [c for c in comparisons if verdict(c) == "better"]
+def winner(
+    comparisons: Sequence[MetricComparison], baseline: str, words: dict[tuple[str, str], str] | None = None
+) -> str:
+    """The variant better than the baseline with the best mean, else the baseline: on a decision metric
+    better as the verdict says (beyond its floor, after Holm: ``words``), on another significantly."""
+    words = words or {}
+    decided = {metric for metric, _ in words}
+
+    def is_better(c: MetricComparison) -> bool:
+        return (words.get((c.metric, c.variant)) if c.metric in decided else verdict(c)) == "better"
+
+    better = [c for c in comparisons if is_better(c)]
     if not better:
         return baseline
     direction = better_direction(better[0].metric)
@@ -58,7 +67,8 @@ def winner(comparisons: Sequence[MetricComparison], baseline: str) -> str:
 def _cell(c: MetricComparison) -> str:
     value = ("≥ " if c.lower_bound else "") + _e(format_metric(c.metric, c.value.mean))
     if not math.isnan(c.value.low):
-        low, high = format_metric(c.metric, c.value.low), format_metric(c.metric, c.value.high)
+        lo, hi = clipped(c.metric, c.value.low, c.value.high)
+        low, high = format_metric(c.metric, lo), format_metric(c.metric, hi)
         value += f"<br><small>[{_e(low)}, {_e(high)}]</small>"
     if c.difference is not None:
         word = verdict(c)
@@ -68,8 +78,10 @@ def _cell(c: MetricComparison) -> str:
     return value
 
 
-def decision_table(results: ExperimentResults) -> str:
-    """Metrics as rows, variants as columns, and the winner per metric."""
+def decision_table(results: ExperimentResults, found: Sequence[CandidateVerdict] = ()) -> str:
+    """Metrics as rows, variants as columns, and the winner per metric (by the verdict on decision
+    metrics)."""
+    words = {(f.metric, v.candidate): f.word for v in found for f in v.findings}
     metrics = tuple(dict.fromkeys((*DECISION_METRICS, *results.metrics)))
     comparisons = results.comparisons(metrics)
     variants = list(results.samples)
@@ -79,8 +91,8 @@ def decision_table(results: ExperimentResults) -> str:
     for metric in metrics:
         mine = {c.variant: c for c in comparisons if c.metric == metric}
         cells = "".join(f"<td>{_cell(mine[v])}</td>" for v in variants if v in mine)
-        best = winner(list(mine.values()), results.baseline)
-        best += " (baseline: no variant significantly better)" if best == results.baseline else ""
+        best = winner(list(mine.values()), results.baseline, words)
+        best += " (baseline: no variant better)" if best == results.baseline else ""
         rows.append(f"<tr><td>{_e(metric_title(metric))}</td>{cells}<td class='l'>{_e(best)}</td></tr>")
     return (
         f"<table><caption>Decision table: mean [{pct} CI over seeds]; Δ = paired difference to the baseline "
@@ -182,7 +194,7 @@ def render_html(folder: Path) -> str:
     )
     states = states_table(charts.states, list(results.samples))
     return html_page(
-        title, f"{verdict}{decision_table(results)}{states}{sections}{_slowest_table(charts.slowest)}"
+        title, f"{verdict}{decision_table(results, found)}{states}{sections}{_slowest_table(charts.slowest)}"
     )
 
 

@@ -164,6 +164,17 @@ def format_change(key: str, delta: float) -> str:
     return sign + text
 
 
+def clipped(key: str, low: float, high: float) -> tuple[float, float]:
+    """A level's interval within what the figure can be: no summary figure is negative, ratios stay at
+    most 1 and percentages at most 100 (a count of free GPUs is never "−11")."""
+    kind = _row(key).kind
+    if kind == "ratio":
+        high = min(high, 1.0)
+    elif kind == "percent":
+        high = min(high, 100.0)
+    return max(low, 0.0), high
+
+
 def scaled(key: str, value: float) -> float:
     """A summary value in display units (e.g. milli-GPUs as GPUs)."""
     return value * _row(key).scale
