@@ -289,3 +289,31 @@ def test_seeds_auto_on_the_command_line_says_how_the_seeds_grew(tmp_path: Path) 
     assert "--seeds auto: 5 → " in result.stdout and "(at most 9)" in result.stdout
     grown = int(result.stdout.split("--seeds auto: 5 → ")[1].split()[0])
     assert 5 <= grown <= 9 and not math.isnan(grown)
+
+
+def test_report_with_seeds_auto_grows_its_own_experiment_file(tmp_path: Path) -> None:
+    from test_cli import SMALL
+
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    args = [
+        "report",
+        str(path),
+        "--out",
+        str(tmp_path / "out"),
+        "--policy",
+        "default",
+        "--policy",
+        "bin-packing",
+    ]
+    result = runner.invoke(cli.app, [*args, "--seeds", "auto:7", "--jobs", "1", "--date", "2026-01-01"])
+    assert result.exit_code == 0, result.output
+    assert "--seeds auto: 5 → " in result.stdout and "Recommended: " in result.stdout
+    grown = json.loads((tmp_path / "out" / "sweep" / "experiment.json").read_text())["seeds"]
+    assert grown[:5] == [1, 2, 3, 4, 5] and 5 <= len(grown) <= 7
+    manifest = json.loads((tmp_path / "out" / "sweep" / "manifest.json").read_text())
+    assert manifest["finished"] == 2 * len(grown) and all("accounting" in r for r in manifest["runs"])
+    page = (tmp_path / "out" / "report" / "index.html").read_text()
+    assert "Report date 2026-01-01 (--date)" in page and "Placement policies on small" in page
+    bad = runner.invoke(cli.app, ["report", str(path), "--out", str(tmp_path / "x"), "--resample", "maybe"])
+    assert bad.exit_code == 2 and "--resample" in bad.output and "Traceback" not in bad.output

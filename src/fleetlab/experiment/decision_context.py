@@ -191,7 +191,7 @@ def compare_context(
             )
     base_file = cmp.files.get(first)
     path = Path(base_file) if base_file is not None and Path(base_file).is_file() else None
-    calibration = read_calibration(path) if path is not None else None
+    calibration = read_calibration(path, raws.get(base_file) or _raw(base_file)) if path is not None else None
     if calibration is not None:
         warnings += knob_warnings({k: list(v) for k, v in changes.items()}, calibration)
     priced = tuple(pool_prices(cmp.scenarios[first].scenario, prices))

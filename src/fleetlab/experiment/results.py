@@ -45,8 +45,13 @@ class ExperimentResults:
         return sum(len(by_seed) for by_seed in self.samples.values())
 
     def comparisons(self, metrics: tuple[str, ...] | None = None) -> list[MetricComparison]:
-        """Interval and paired difference of every variant x metric."""
-        return compare_variants(self.samples, self.baseline, metrics or self.metrics, self.confidence)
+        """Interval and paired difference of every variant x metric (by default the experiment's metrics,
+        with the common-window cost per job after the run's own when the runs have one)."""
+        if metrics is None:
+            window = "cost_per_completed_job_window"
+            has = any(window in f for runs in self.samples.values() for f in runs.values())
+            metrics = self.metrics + ((window,) if has and window not in self.metrics else ())
+        return compare_variants(self.samples, self.baseline, metrics, self.confidence)
 
 
 def _number(value: Any) -> float:

@@ -208,6 +208,7 @@ def comparison_payload(samples: Samples, baseline: str, context: DecisionContext
         "seeds": sorted(samples.get(baseline, {})),
         "confidence": rules.confidence,
         "replicates": {"vary": context.varied, "deterministic": rules.deterministic},
+        "seeds_note": context.seeds_note or None,
         "min_effects": {
             m: {"absolute": e.absolute, "relative": e.relative, "source": e.source}
             for m, e in rules.min_effects.items()

@@ -190,7 +190,10 @@ def _classes_section(classes: Sequence[dict[str, Any]], variant: str) -> str:
         ]
         for r in classes
     ]  # fmt: skip
-    caption = f"Job classes of {variant} (first seed's workload)"
+    caption = (
+        f"Job classes of {variant} (the workload as the scenario gives it for the first seed; replicates "
+        "of a recorded one resample it)"
+    )
     return (
         f"<section id='classes'><h2>Job classification</h2>{_table(caption, head, rows, 'classes')}</section>"
     )
