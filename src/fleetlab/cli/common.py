@@ -48,6 +48,27 @@ ForceOpt = Annotated[
     bool,
     typer.Option("--force", help="Replace --out even if it is a non-empty folder fleetlab did not write."),
 ]
+#: Options of the commands that give a verdict (compare, report, experiment report).
+MinEffectOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--min-effect",
+        help="METRIC=VALUE: the smallest change a verdict calls better or worse (2m, 0.5, 5%; 0: any); "
+        "repeat it. Defaults per metric: docs/decision.md.",
+    ),
+]
+PriceOpt = Annotated[
+    list[str] | None,
+    typer.Option("--price", help="POOL=USD/h: price a pool per node-hour (an assumption); repeat it."),
+]
+ResampleOpt = Annotated[
+    str,
+    typer.Option(
+        "--resample",
+        help="auto: each seed resamples a trace or job list (bootstrap by class and hour, runtimes per "
+        "class, arrival jitter); off: replay it as given.",
+    ),
+]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from fleetlab.cli.common import err_console, fail, out_console
+from fleetlab.cli.common import MinEffectOpt, err_console, fail, out_console
 
 experiment_app = typer.Typer(
     help="Experiments: variants that each make one change, run over several seeds, compared with "
@@ -101,12 +101,13 @@ def report_cmd(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
     ] = False,
+    min_effect: MinEffectOpt = None,
 ) -> None:
     """The verdict on each variant against the baseline, then each metric per variant: interval over
     seeds and paired difference to the baseline."""
     from fleetlab.spec.errors import SpecError
 
-    _print_report(folder, json_out)
+    _print_report(folder, json_out, min_effect)
     if png is not None:
         _write_pngs(folder, png)
     if html is not None:
@@ -141,16 +142,20 @@ def _write_pngs(folder: Path, target: Path) -> None:
     out_console.print(f"{len(files)} PNG chart(s) written to {target}", highlight=False, markup=False)
 
 
-def _print_report(folder: Path, json_out: bool = False) -> None:
+def _print_report(folder: Path, json_out: bool = False, min_effect: list[str] | None = None) -> None:
     import json
 
+    from fleetlab.experiment.decision_context import results_context
+    from fleetlab.experiment.effects import parse_min_effects
     from fleetlab.experiment.results import load_results
-    from fleetlab.report.compare_seeds import comparison_payload, print_verdicts
+    from fleetlab.report.compare_seeds import comparison_payload
     from fleetlab.report.experiment_table import print_experiment
+    from fleetlab.report.verdict_text import print_verdicts
     from fleetlab.spec.errors import SpecError
 
     try:
         results = load_results(folder)
+        context = results_context(results, parse_min_effects(min_effect))
     except SpecError as exc:
         raise fail(str(exc)) from None
     title = f"{results.name}: {results.finished}/{results.planned} runs, baseline {results.baseline}"
@@ -167,11 +172,11 @@ def _print_report(folder: Path, json_out: bool = False) -> None:
             "changes": results.changes,
             "runs_finished": results.finished,
             "runs_planned": results.planned,
-            **comparison_payload(results.samples, results.baseline, results.confidence),
+            **comparison_payload(results.samples, results.baseline, context),
         }
         out_console.print_json(json.dumps(payload, allow_nan=False))
         return
-    print_verdicts(out_console, results.samples, results.baseline, results.confidence)
+    print_verdicts(out_console, results.samples, results.baseline, context)
     print_experiment(out_console, results.comparisons(), results.changes, title, results.confidence)
 
 

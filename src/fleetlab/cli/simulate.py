@@ -9,7 +9,10 @@ import typer
 
 from fleetlab.cli.common import (
     ForceOpt,
+    MinEffectOpt,
     OutOpt,
+    PriceOpt,
+    ResampleOpt,
     ScenarioArg,
     SeedOpt,
     check_out,
@@ -73,8 +76,9 @@ SeedsOpt = Annotated[
     str | None,
     typer.Option(
         "--seeds",
-        help="How many seeds (from --seed or the scenario's seed up), or a list such as 7,8,9. Every "
-        "column runs on the same seeds (paired). Default: 5.",
+        help="How many seeds (from --seed or the scenario's seed up), a list such as 7,8,9, or auto "
+        "(auto:N): add seeds until every decision metric is decided or N (40). Every column runs on "
+        "the same seeds (paired). Default: 5.",
     ),
 ]
 
@@ -103,10 +107,14 @@ def compare_cmd(
         bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
     ] = False,
     force: ForceOpt = False,
+    min_effect: MinEffectOpt = None,
+    price: PriceOpt = None,
+    resample: ResampleOpt = "auto",
 ) -> None:
     """Run the same workload under several policies (or scenario variants) on several seeds: a verdict
     on what each changes against the first column, then every metric with its interval."""
-    from fleetlab.experiment.seeded import SeedsError, compare_seeds, parse_seeds
+    from fleetlab.experiment.comparison import run_compare
+    from fleetlab.experiment.seeded import SeedsError
     from fleetlab.report.compare_seeds import compare_payload, print_seeded
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes
@@ -115,20 +123,19 @@ def compare_cmd(
     check_out(out, force)
     try:
         first = seed if seed is not None else load(files[0]).scenario.seed
-        seed_list = parse_seeds(seeds, first)
         with DelayedProgress(err_console) as progress:
-            result = compare_seeds(files, policy, seed_list, progress)
+            result, context = run_compare(files, policy, seeds, first, min_effect, price, resample, progress)
     except SeedsError as exc:
         raise fail(str(exc)) from None
     except (SpecError, UnknownPolicyError) as exc:
         raise fail(str(exc)) from None
     runs = list(result.first_runs)
-    payload = compare_payload(result)
+    payload = compare_payload(result, context)
     if json_out:
         out_console.print_json(strict_dumps(payload))
         print_notes(err_console, runs)
     else:
-        print_seeded(out_console, result)
+        print_seeded(out_console, result, context)
         print_notes(out_console, runs)
     if out is not None:
         write_runs(runs, out, single=False, extra={"comparison.json": payload}, force=force)
