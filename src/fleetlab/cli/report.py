@@ -116,9 +116,12 @@ def _experiment_of(
     from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY
     from fleetlab.experiment.seeded import parse_seeds
     from fleetlab.experiment.store import write_json_atomic
+    from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load_scenario, parse_yaml
     from fleetlab.spec.out_folder import check_replaceable, mark
 
+    if source is not None and Path(source).is_dir():
+        raise SpecError(source, [_folder_hint(Path(source))])
     if source is not None and Path(source).is_file():
         raw = parse_yaml(source, Path(source).read_text(encoding="utf-8"))
         if isinstance(raw, dict) and "variants" in raw:
@@ -159,3 +162,23 @@ def _run(experiment: Experiment, sweep: Path, jobs: int | None) -> None:
     with progress:
         bar = progress.add_task("", total=len(plan_tasks(experiment, sweep)))
         run_sweep(experiment, sweep, make_engine("local", jobs, None), lambda key, _: progress.advance(bar))
+
+
+def _folder_hint(folder: Path) -> str:
+    """What ``report`` takes, said for a folder that is not a sweep (most often a baseline or history)."""
+    takes = (
+        "`report` takes a scenario file or built-in name, an experiment file, or the output folder of "
+        "`fleetlab experiment run` (it holds manifest.json)"
+    )
+    if (folder / "baseline.json").is_file():
+        return (
+            f"is a measured baseline folder (baseline.json); {takes}. A baseline goes beside the runs with "
+            f"--baseline: e.g. `fleetlab report calibration/scenario.yaml --out decision --baseline {folder}`"
+        )
+    if (folder / "history.json").is_file():
+        return (
+            f"is a history folder (history.json); {takes}. Measure it with `fleetlab baseline {folder} --out "
+            f"baseline/`, replay it with `fleetlab calibrate {folder} --out calibration/`, then report on "
+            "calibration/scenario.yaml with --baseline baseline/"
+        )
+    return f"is a folder without manifest.json; {takes}"

@@ -52,6 +52,20 @@ def split_source(text: str) -> tuple[str | None, Path]:
     return None, Path(text)
 
 
+def refuse_empty(path: Path) -> None:
+    """An empty (or whitespace-only) input is said to be empty, with the usual reason it is."""
+    if head_bytes(path, HEAD_BYTES).strip():
+        return
+    raise SpecError(
+        str(path),
+        [
+            "is empty: there is nothing to import from it. `kubectl get ... -o json > FILE` leaves the file "
+            "empty when the command fails, e.g. `kubectl get workloads` on a cluster without Kueue (no "
+            "such resource type); leave the file out, or capture it again"
+        ],
+    )
+
+
 def detect_format(path: Path) -> str:
     """The reader for a file from its suffix and first bytes, or a SpecError saying how to name it."""
     head = head_bytes(path, HEAD_BYTES).decode("utf-8", errors="replace")
@@ -133,6 +147,7 @@ def import_sources(
     others: list[tuple[str, Path]] = []
     for source in sources:
         fmt, path = split_source(str(source))
+        refuse_empty(path)
         fmt = fmt or detect_format(path)
         if fmt == "kubectl":
             kube_files.append(path)
