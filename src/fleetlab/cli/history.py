@@ -1,5 +1,6 @@
 """``fleetlab import``: read a real cluster's records (kubectl JSON, Kueue Workloads, events, Prometheus,
-Slurm, FOCUS bills, Philly, SWF) into one history folder that ``baseline`` and ``calibrate`` read.
+Slurm, FOCUS bills, OpenCost allocations, Philly, SWF) into one history folder that ``baseline`` and
+``calibrate`` read.
 
 Prints jobs by state and rows skipped by reason (or ``--json``); exit 2 with one paragraph for bad input.
 """
@@ -79,8 +80,9 @@ def import_cmd(
         list[str] | None,
         typer.Argument(
             help="Files to import, each as [FORMAT:]PATH with FORMAT one of kubectl, slurm, focus, "
-            "gcp-billing, philly, swf (detected from the file when left out). kubectl files may hold "
-            "pods, Jobs, JobSets, Kueue Workloads, events and nodes.",
+            "gcp-billing, opencost, philly, swf (detected from the file when left out). kubectl files may "
+            "hold pods, Jobs, JobSets, Kueue Workloads, events and nodes; opencost is an /allocation API "
+            "response (JSON) or OpenCost's CSV export.",
         ),
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="History folder to write (atomically).")] = Path(

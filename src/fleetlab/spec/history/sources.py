@@ -17,12 +17,13 @@ from fleetlab.spec.history.checks import check_history
 from fleetlab.spec.history.common import SourceData, assemble, head_bytes
 from fleetlab.spec.history.focus import read_focus, read_gcp_export
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
+from fleetlab.spec.history.opencost import read_opencost
 from fleetlab.spec.history.philly import read_philly
 from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
 from fleetlab.spec.history.slurm import read_slurm
 from fleetlab.spec.history.swf import read_swf
 
-FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "philly", "swf")
+FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "opencost", "philly", "swf")
 HEAD_BYTES = 64 * 1024
 #: (label, done, total) — the CLI's progress bar.
 Progress = Callable[[str, int, int], None]
@@ -74,6 +75,8 @@ def detect_format(path: Path) -> str:
     if path.suffix.lower() == ".swf" or stripped.startswith(";"):
         return "swf"
     if stripped.startswith(("{", "[")):
+        if '"totalCost"' in head:
+            return "opencost"
         if '"kind"' in head:
             return "kubectl"
         if '"submitted_time"' in head or '"attempts"' in head:
@@ -84,6 +87,8 @@ def detect_format(path: Path) -> str:
         return "slurm"
     elif "BilledCost" in first_line:
         return "focus"
+    elif "TotalCost" in first_line and "Namespace" in first_line:
+        return "opencost"
     elif "usage_start_time" in first_line:
         return "gcp-billing"
     elif "num_gpus" in first_line and "timestamp" in first_line:
@@ -122,6 +127,8 @@ def read_source(
         return read_focus(path, tick)
     if fmt == "gcp-billing":
         return read_gcp_export(path)
+    if fmt == "opencost":
+        return read_opencost(path, tick)
     if fmt == "philly":
         return read_philly(path, tick)
     if fmt == "swf":
