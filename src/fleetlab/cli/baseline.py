@@ -21,6 +21,7 @@ from fleetlab.cli.common import (
     print_table,
 )
 from fleetlab.model.history import History
+from fleetlab.report.baseline_report import history_title
 from fleetlab.spec.errors import SpecError
 
 HistoryArg = Annotated[
@@ -73,13 +74,6 @@ def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
         raise fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
 
-def _title(history: History, label: str) -> str:
-    return (
-        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
-        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
-    )
-
-
 def baseline_cmd(
     history: HistoryArg = None,
     out: OutOpt = None,
@@ -100,7 +94,7 @@ def baseline_cmd(
     except SpecError as exc:
         raise fail(str(exc)) from None
     result = compute_baseline(loaded)
-    title = _title(loaded, "measured baseline")
+    title = history_title(loaded, "measured baseline")
     payload = baseline_payload(result)
     _publish(
         out,
@@ -198,7 +192,7 @@ def calibrate_cmd(
             )
     except SpecError as exc:
         raise fail(str(exc)) from None
-    title = _title(loaded, "calibration")
+    title = history_title(loaded, "calibration")
     payload = calibration_payload(result)
     _publish(
         out,

@@ -112,13 +112,12 @@ def _experiment_of(
 ) -> Experiment:
     """An experiment file as written, or a scenario turned into one variant per policy on paired seeds
     (written as ``sweep/experiment.json``, so the sweep can be reported on again later)."""
-    from fleetlab.experiment.plan import experiment_from_data, load_experiment
+    from fleetlab.experiment.plan import load_experiment
     from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY
     from fleetlab.experiment.seeded import parse_seeds
-    from fleetlab.experiment.store import write_json_atomic
+    from fleetlab.experiment.sweep import keep_experiment
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load_scenario, parse_yaml
-    from fleetlab.spec.out_folder import check_replaceable, mark
 
     if source is not None and Path(source).is_dir():
         raise SpecError(source, [_folder_hint(Path(source))])
@@ -142,13 +141,7 @@ def _experiment_of(
         "variants": variants,
         "seeds": list(parse_seeds(seeds, scenario.seed)),
     }
-    experiment_from_data(raw, Path(label))  # check before writing anything
-    check_replaceable(sweep.absolute(), option="--out DIR/sweep")
-    sweep.mkdir(parents=True, exist_ok=True)
-    mark(sweep)  # fleetlab's own folder: a rerun may replace it
-    file = sweep / "experiment.json"
-    write_json_atomic(file, raw)  # JSON is YAML: the file reads back with the experiment loader
-    return load_experiment(file)
+    return keep_experiment(raw, sweep, Path(label), option="--out DIR/sweep")
 
 
 def _run(experiment: Experiment, sweep: Path, jobs: int | None) -> None:

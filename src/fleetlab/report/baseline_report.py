@@ -102,6 +102,14 @@ def baseline_tables(rows: Sequence[dict[str, Any]], title: str) -> list[Table]:
     ]
 
 
+def history_title(history: Any, label: str) -> str:
+    """The heading of a baseline or calibration: jobs, nodes, days and where the history came from."""
+    return (
+        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
+        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
+    )
+
+
 def cluster_lines(cluster: dict[str, Any]) -> list[str]:
     """The cluster-wide figures as short lines."""
 

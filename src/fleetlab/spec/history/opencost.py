@@ -147,7 +147,7 @@ def read_opencost_json(path: Path) -> SourceData:
             where = f"data[{index}].{str(name)[:80]}"
             if not isinstance(alloc, dict):
                 raise SpecError(source, [f"{where}: expected an allocation object, got {short(alloc)}"])
-            window = alloc.get("window") if isinstance(alloc.get("window"), dict) else {}
+            window: dict[str, Any] = alloc["window"] if isinstance(alloc.get("window"), dict) else {}
             start = parse_rfc3339(alloc.get("start") or window.get("start"), source, f"{where}.start")
             end = parse_rfc3339(alloc.get("end") or window.get("end"), source, f"{where}.end")
             if start is None or end is None:
@@ -155,7 +155,7 @@ def read_opencost_json(path: Path) -> SourceData:
             if end < start:
                 data.skip("allocation whose end is before its start")
                 continue
-            props = alloc.get("properties") if isinstance(alloc.get("properties"), dict) else {}
+            props: dict[str, Any] = alloc["properties"] if isinstance(alloc.get("properties"), dict) else {}
             tags = _tags(props, props.get("labels"))
             parts = [(sku, math.fsum(_number(alloc.get(f), source, f"{where}.{f}") for f in fields))
                      for sku, fields, _ in COMPONENTS]  # fmt: skip
