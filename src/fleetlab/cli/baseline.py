@@ -8,8 +8,20 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli.common import check_out, err_console, fail, out_console
+from fleetlab.cli.common import (
+    JsonOpt,
+    Output,
+    OutputOpt,
+    check_out,
+    emit,
+    err_console,
+    fail,
+    out_console,
+    output_format,
+    print_table,
+)
 from fleetlab.model.history import History
+from fleetlab.report.baseline_report import history_title
 from fleetlab.spec.errors import SpecError
 
 HistoryArg = Annotated[
@@ -25,7 +37,6 @@ AlibabaNodesOpt = Annotated[
     typer.Option("--alibaba-nodes", help="The openb node list that goes with --alibaba-pods."),
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the results here (atomically).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def load_history_input(history: Path | None, pods: Path | None, nodes: Path | None) -> History:
@@ -63,38 +74,38 @@ def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
         raise fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
 
-def _title(history: History, label: str) -> str:
-    return (
-        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
-        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
-    )
-
-
 def baseline_cmd(
     history: HistoryArg = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
+    output: OutputOpt = None,
     alibaba_pods: AlibabaPodsOpt = None,
     alibaba_nodes: AlibabaNodesOpt = None,
 ) -> None:
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
     from fleetlab.metrics.baseline import compute_baseline
     from fleetlab.report.baseline_files import baseline_payload, write_baseline_files
-    from fleetlab.report.baseline_report import baseline_table, cluster_lines
+    from fleetlab.report.baseline_report import baseline_table, baseline_tables, cluster_lines
 
+    fmt = output_format(json_out, output)
     check_out(out)
     try:
         loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
     except SpecError as exc:
         raise fail(str(exc)) from None
     result = compute_baseline(loaded)
-    title = _title(loaded, "measured baseline")
+    title = history_title(loaded, "measured baseline")
     payload = baseline_payload(result)
     _publish(
         out,
         lambda folder: write_baseline_files(result, folder, title),
-        payload if json_out else None,
-        lambda: baseline_table(payload["rows"], title),
+        fmt,
+        payload,
+        lambda: (
+            [baseline_table(payload["rows"], title)]
+            if fmt is Output.WIDE
+            else baseline_tables(payload["rows"], title)
+        ),
         [*cluster_lines(result.cluster), *result.notes],
         f"baseline written to {out}",
     )
@@ -103,21 +114,25 @@ def baseline_cmd(
 def _publish(
     out: Path | None,
     fill: Callable[[Path], None],
-    json_payload: dict[str, Any] | None,
-    table: Callable[[], Any],
+    fmt: Output,
+    payload: dict[str, Any],
+    tables: Callable[[], list[Any]],
     lines: list[str],
     written: str,
 ) -> None:
-    """Write the files (when --out), then print either the JSON payload or the table, its notes and where
-    the files went: the one ending of ``baseline`` and ``calibrate``."""
+    """Write the files (when --out), then print the payload (JSON or YAML) or the tables, their notes and
+    where the files went: the one ending of ``baseline`` and ``calibrate``."""
     from fleetlab.report.baseline_files import dumps
 
     if out is not None:
         _write_out(out, fill)
-    if json_payload is not None:
-        out_console.print(dumps(json_payload), highlight=False, markup=False, end="", soft_wrap=True)
+    json_print = lambda: out_console.print(  # noqa: E731
+        dumps(payload), highlight=False, markup=False, end="", soft_wrap=True
+    )
+    if emit(fmt, payload, json_print):
         return
-    out_console.print(table())
+    for table in tables():
+        print_table(table, fmt)
     for line in lines:
         out_console.print(line, highlight=False, markup=False)
     if out is not None:
@@ -148,6 +163,7 @@ def calibrate_cmd(
     history: HistoryArg = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
+    output: OutputOpt = None,
     alibaba_pods: AlibabaPodsOpt = None,
     alibaba_nodes: AlibabaNodesOpt = None,
     tolerance: Annotated[
@@ -165,6 +181,7 @@ def calibrate_cmd(
     from fleetlab.report.baseline_report import calibration_table
     from fleetlab.report.progress import DelayedProgress
 
+    fmt = output_format(json_out, output)
     check_out(out)
     try:
         tolerances = _tolerances(tolerance)
@@ -175,13 +192,14 @@ def calibrate_cmd(
             )
     except SpecError as exc:
         raise fail(str(exc)) from None
-    title = _title(loaded, "calibration")
+    title = history_title(loaded, "calibration")
     payload = calibration_payload(result)
     _publish(
         out,
         lambda folder: write_calibration_files(result, folder, title),
-        payload if json_out else None,
-        lambda: calibration_table(payload, title),
+        fmt,
+        payload,
+        lambda: [calibration_table(payload, title)],
         list(result.notes),
         f"calibration written to {out} (scenario.yaml: the calibrated scenario)",
     )

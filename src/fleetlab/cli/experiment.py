@@ -9,7 +9,17 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from fleetlab.cli.common import MinEffectOpt, err_console, fail, out_console
+from fleetlab.cli.common import (
+    JsonOpt,
+    MinEffectOpt,
+    Output,
+    OutputOpt,
+    emit,
+    err_console,
+    fail,
+    out_console,
+    output_format,
+)
 
 experiment_app = typer.Typer(
     help="Experiments: variants that each make one change, run over several seeds, compared with "
@@ -98,16 +108,15 @@ def report_cmd(
         Path | None,
         typer.Option("--png", help="Also write every chart as a PNG into this folder (needs fleetlab[png])."),
     ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
-    ] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
     min_effect: MinEffectOpt = None,
 ) -> None:
     """The verdict on each variant against the baseline, then each metric per variant: interval over
     seeds and paired difference to the baseline."""
     from fleetlab.spec.errors import SpecError
 
-    _print_report(folder, json_out, min_effect)
+    _print_report(folder, output_format(json_out, output), min_effect)
     if png is not None:
         _write_pngs(folder, png)
     if html is not None:
@@ -142,7 +151,7 @@ def _write_pngs(folder: Path, target: Path) -> None:
     out_console.print(f"{len(files)} PNG chart(s) written to {target}", highlight=False, markup=False)
 
 
-def _print_report(folder: Path, json_out: bool = False, min_effect: list[str] | None = None) -> None:
+def _print_report(folder: Path, fmt: Output = Output.TABLE, min_effect: list[str] | None = None) -> None:
     import json
 
     from fleetlab.experiment.decision_context import results_context
@@ -165,7 +174,7 @@ def _print_report(folder: Path, json_out: bool = False, min_effect: list[str] | 
             "rerun `fleetlab experiment run` with the same --out to complete the sweep",
             highlight=False,
         )
-    if json_out:
+    if fmt in (Output.JSON, Output.YAML):
         payload = {
             "title": title,
             "experiment": results.name,
@@ -174,7 +183,7 @@ def _print_report(folder: Path, json_out: bool = False, min_effect: list[str] | 
             "runs_planned": results.planned,
             **comparison_payload(results.samples, results.baseline, context),
         }
-        out_console.print_json(json.dumps(payload, allow_nan=False))
+        emit(fmt, payload, lambda: out_console.print_json(json.dumps(payload, allow_nan=False)))
         return
     print_verdicts(out_console, results.samples, results.baseline, context)
     print_experiment(out_console, results.comparisons(), results.changes, title, results.confidence)

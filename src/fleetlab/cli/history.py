@@ -1,5 +1,6 @@
 """``fleetlab import``: read a real cluster's records (kubectl JSON, Kueue Workloads, events, Prometheus,
-Slurm, FOCUS bills, Philly, SWF) into one history folder that ``baseline`` and ``calibrate`` read.
+Slurm, FOCUS bills, OpenCost allocations, Philly, SWF) into one history folder that ``baseline`` and
+``calibrate`` read.
 
 Prints jobs by state and rows skipped by reason (or ``--json``); exit 2 with one paragraph for bad input.
 """
@@ -16,8 +17,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from fleetlab.cli.common import check_out, err_console, fail, out_console
-from fleetlab.report.strict_json import strict_dumps
+from fleetlab.cli.common import (
+    JsonOpt,
+    OutputOpt,
+    check_out,
+    emit,
+    err_console,
+    fail,
+    out_console,
+    output_format,
+)
 
 MAX_TOKEN_BYTES = 64 * 1024
 
@@ -71,8 +80,9 @@ def import_cmd(
         list[str] | None,
         typer.Argument(
             help="Files to import, each as [FORMAT:]PATH with FORMAT one of kubectl, slurm, focus, "
-            "gcp-billing, philly, swf (detected from the file when left out). kubectl files may hold "
-            "pods, Jobs, JobSets, Kueue Workloads, events and nodes.",
+            "gcp-billing, opencost, philly, swf (detected from the file when left out). kubectl files may "
+            "hold pods, Jobs, JobSets, Kueue Workloads, events and nodes; opencost is an /allocation API "
+            "response (JSON) or OpenCost's CSV export.",
         ),
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="History folder to write (atomically).")] = Path(
@@ -103,7 +113,8 @@ def import_cmd(
     swf_processors: Annotated[
         str, typer.Option("--swf-processors", help="SWF processors are 'cpus' (default) or 'gpus'.")
     ] = "cpus",
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Import a cluster's history (jobs, nodes, bill lines) into --out for `baseline` and `calibrate`."""
     from fleetlab.report.progress import DelayedProgress
@@ -111,6 +122,7 @@ def import_cmd(
     from fleetlab.spec.history.sources import PrometheusSource, import_sources
     from fleetlab.spec.history.store import history_meta, write_history
 
+    fmt = output_format(json_out, output)
     check_out(out)
     try:
         end_at = parse_instant("--end", end) if end else None
@@ -143,19 +155,21 @@ def import_cmd(
     except OSError as exc:
         raise fail(f"--out {out}: cannot write the history: {exc.strerror or exc}") from None
     meta = history_meta(history)
-    if json_out:
-        out_console.print_json(strict_dumps(meta))
+    inputs = len(sources or []) + (prometheus is not None)
+    if emit(fmt, meta):
         return
-    _print_summary(out_console, meta, out)
+    _print_summary(out_console, meta, out, inputs)
 
 
-def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
-    """Jobs by state beside the total, nodes, bill lines, then what was left out and why."""
+def _print_summary(console: Console, meta: dict[str, Any], out: Path, inputs: int) -> None:
+    """Jobs by state beside the total, nodes, bill lines, then what was left out and why. ``inputs`` counts
+    what the user named (files and a Prometheus server): kubectl files are read as one source but counted
+    one by one."""
     from rich.table import Table
 
     hours = float(meta["end_s"]) / 3600
     console.print(
-        f"history from {meta['epoch']}, {hours:.1f} h, from {len(meta['sources'])} source(s)",
+        f"history from {meta['epoch']}, {hours:.1f} h, from {inputs} source(s)",
         highlight=False,
         markup=False,
     )

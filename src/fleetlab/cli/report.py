@@ -137,16 +137,16 @@ def _experiment_of(
     """An experiment file as written, or a scenario turned into one variant per policy on paired seeds
     (written as ``sweep/experiment.json``, so the sweep can be reported on again later); with the
     ``--seeds auto`` cap (None otherwise)."""
-    from fleetlab.experiment.plan import experiment_from_data
     from fleetlab.experiment.pricing import parse_prices
     from fleetlab.experiment.replicates import Resampling
     from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY
     from fleetlab.experiment.seeded import parse_seed_plan
-    from fleetlab.experiment.store import write_json_atomic
+    from fleetlab.experiment.sweep import keep_experiment
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load_scenario, parse_yaml
-    from fleetlab.spec.out_folder import check_replaceable, mark
 
+    if source is not None and Path(source).is_dir():
+        raise SpecError(source, [_folder_hint(Path(source))])
     if source is not None and Path(source).is_file():
         raw = parse_yaml(source, Path(source).read_text(encoding="utf-8"))
         if isinstance(raw, dict) and "variants" in raw:
@@ -176,13 +176,8 @@ def _experiment_of(
         "replicates": {"resample": resample},
         "prices": parse_prices(prices),
     }
-    experiment_from_data(raw, Path(label))  # check before writing anything
-    check_replaceable(sweep.absolute(), option="--out DIR/sweep")
-    sweep.mkdir(parents=True, exist_ok=True)
-    mark(sweep)  # fleetlab's own folder: a rerun may replace it
-    file = sweep / "experiment.json"
-    write_json_atomic(file, raw)  # JSON is YAML: the file reads back with the experiment loader
-    return file, plan.cap
+    keep_experiment(raw, sweep, Path(label), option="--out DIR/sweep")
+    return sweep / "experiment.json", plan.cap
 
 
 def _run(experiment: Experiment, sweep: Path, jobs: int | None) -> None:
@@ -196,3 +191,23 @@ def _run(experiment: Experiment, sweep: Path, jobs: int | None) -> None:
     with progress:
         bar = progress.add_task("", total=len(plan_tasks(experiment, sweep)))
         run_sweep(experiment, sweep, make_engine("local", jobs, None), lambda key, _: progress.advance(bar))
+
+
+def _folder_hint(folder: Path) -> str:
+    """What ``report`` takes, said for a folder that is not a sweep (most often a baseline or history)."""
+    takes = (
+        "`report` takes a scenario file or built-in name, an experiment file, or the output folder of "
+        "`fleetlab experiment run` (it holds manifest.json)"
+    )
+    if (folder / "baseline.json").is_file():
+        return (
+            f"is a measured baseline folder (baseline.json); {takes}. A baseline goes beside the runs with "
+            f"--baseline: e.g. `fleetlab report calibration/scenario.yaml --out decision --baseline {folder}`"
+        )
+    if (folder / "history.json").is_file():
+        return (
+            f"is a history folder (history.json); {takes}. Measure it with `fleetlab baseline {folder} --out "
+            f"baseline/`, replay it with `fleetlab calibrate {folder} --out calibration/`, then report on "
+            "calibration/scenario.yaml with --baseline baseline/"
+        )
+    return f"is a folder without manifest.json; {takes}"

@@ -9,23 +9,26 @@ import typer
 
 from fleetlab.cli.common import (
     ForceOpt,
+    JsonOpt,
     MinEffectOpt,
     OutOpt,
+    OutputOpt,
     PriceOpt,
     ResampleOpt,
     ScenarioArg,
     SeedOpt,
     check_out,
+    emit,
     err_console,
     fail,
     out_console,
+    output_format,
     write_runs,
 )
 from fleetlab.cli.snapshot import AddNodesOpt, FromSnapshotOpt, SnapshotRuntimeOpt, load_or_snapshot
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
-from fleetlab.report.strict_json import strict_dumps
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import builtin_scenarios, load
 
@@ -42,9 +45,8 @@ def simulate(
     seed: SeedOpt = None,
     out: OutOpt = None,
     force: ForceOpt = False,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
-    ] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
     from_snapshot: FromSnapshotOpt = None,
     add_nodes: AddNodesOpt = None,
     snapshot_runtime: SnapshotRuntimeOpt = "1h",
@@ -54,6 +56,7 @@ def simulate(
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes, print_runs
 
+    fmt = output_format(json_out, output)
     check_out(out, force)
     try:
         resolved = load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
@@ -63,8 +66,7 @@ def simulate(
         raise fail(str(exc)) from None
     if out is not None:
         write_runs([run], out, single=True, force=force)
-    if json_out:
-        out_console.print_json(strict_dumps(summarize(run.result).as_dict()))
+    if emit(fmt, summarize(run.result).as_dict()):
         print_notes(err_console, [run])
     else:
         print_runs(out_console, [run], _title(resolved, run))
@@ -103,9 +105,8 @@ def compare_cmd(
     seed: Annotated[int | None, typer.Option("--seed", help="First seed (default: the scenario's).")] = None,
     seeds: SeedsOpt = None,
     out: OutOpt = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
-    ] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
     force: ForceOpt = False,
     min_effect: MinEffectOpt = None,
     price: PriceOpt = None,
@@ -119,6 +120,7 @@ def compare_cmd(
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes
 
+    fmt = output_format(json_out, output)
     files = list(scenarios or [None])  # type: ignore[list-item]
     check_out(out, force)
     try:
@@ -131,15 +133,15 @@ def compare_cmd(
         raise fail(str(exc)) from None
     runs = list(result.first_runs)
     payload = compare_payload(result, context)
-    if json_out:
-        out_console.print_json(strict_dumps(payload))
+    structured = emit(fmt, payload)
+    if structured:
         print_notes(err_console, runs)
     else:
         print_seeded(out_console, result, context)
         print_notes(out_console, runs)
     if out is not None:
         write_runs(runs, out, single=False, extra={"comparison.json": payload}, force=force)
-        (err_console if json_out else out_console).print(
+        (err_console if structured else out_console).print(
             f"results written to {out}", highlight=False, markup=False
         )
 

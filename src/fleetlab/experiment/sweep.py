@@ -23,7 +23,7 @@ from fleetlab import __version__
 from fleetlab.experiment.accounting import accounting_of
 from fleetlab.experiment.decision_context import experiment_notes
 from fleetlab.experiment.engines import Engine, LocalEngine
-from fleetlab.experiment.plan import Experiment, Variant
+from fleetlab.experiment.plan import Experiment, Variant, experiment_from_data, load_experiment
 from fleetlab.experiment.replicates import Resampling, replicate
 from fleetlab.experiment.results import MANIFEST
 from fleetlab.experiment.run import run_one
@@ -288,3 +288,16 @@ def _run_sweep_locked(
         experiment.baseline,
     )
     return outcome
+
+
+def keep_experiment(raw: dict[str, Any], sweep: Path, label: Path, option: str = "--out") -> Experiment:
+    """An experiment given as data (not a file): checked, then kept as ``sweep/experiment.json`` (JSON is
+    YAML, so it reads back with the experiment loader) in a folder marked as fleetlab's own, so the sweep
+    can be resumed and reported on later. ``label`` names it in errors and anchors relative base paths."""
+    experiment_from_data(raw, label)  # check before writing anything
+    check_replaceable(sweep.absolute(), option=option)
+    sweep.mkdir(parents=True, exist_ok=True)
+    mark(sweep)
+    file = sweep / "experiment.json"
+    write_json_atomic(file, raw)
+    return load_experiment(file)

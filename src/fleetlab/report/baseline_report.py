@@ -66,14 +66,48 @@ COLUMNS: tuple[tuple[str, Cell], ...] = (
 )
 
 
-def baseline_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
-    """One line per group (all, each class, team, queue)."""
+#: The table split so each part fits 100 columns: jobs by state, then waits and times, then GPU-hours and
+#: cost (the group column repeated in each); ``wide`` prints the whole table in one.
+PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("jobs", "done / failed / cancelled", "running / pending", "censored", "restarts / evictions")),
+    ("waits and times by group", ("wait mean", "wait p50", "wait p95", "wait p99", "quota / node wait",
+                                  "prep mean", "compute mean")),
+    ("GPU-hours and cost by group", ("GPU-h alloc", "GPU-h lost", "GPU util (measured)", "cost / done job")),
+)  # fmt: skip
+
+
+def baseline_table(
+    rows: Sequence[dict[str, Any]], title: str, columns: Sequence[tuple[str, Cell]] = COLUMNS
+) -> Table:
+    """One line per group (all, each class, team, queue); headers wrap rather than being cut short."""
     table = Table(title=Text(title), title_justify="left")
-    for name, _ in COLUMNS:
-        table.add_column(name, justify="left" if name == "group" else "right", no_wrap=name == "group")
+    for name, _ in columns:
+        table.add_column(
+            name,
+            justify="left" if name == "group" else "right",
+            no_wrap=name == "group",
+            overflow="fold",
+        )
     for row in rows:
-        table.add_row(*(Text(cell(row)) for _, cell in COLUMNS))  # names from input stay text
+        table.add_row(*(Text(cell(row)) for _, cell in columns))  # names from input stay text
     return table
+
+
+def baseline_tables(rows: Sequence[dict[str, Any]], title: str) -> list[Table]:
+    """The per-group table as the three ``PARTS``, each within 100 columns."""
+    by_name = dict(COLUMNS)
+    return [
+        baseline_table(rows, heading or title, [COLUMNS[0], *((name, by_name[name]) for name in names)])
+        for heading, names in PARTS
+    ]
+
+
+def history_title(history: Any, label: str) -> str:
+    """The heading of a baseline or calibration: jobs, nodes, days and where the history came from."""
+    return (
+        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
+        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
+    )
 
 
 def cluster_lines(cluster: dict[str, Any]) -> list[str]:

@@ -17,12 +17,13 @@ from fleetlab.spec.history.checks import check_history
 from fleetlab.spec.history.common import SourceData, assemble, head_bytes
 from fleetlab.spec.history.focus import read_focus, read_gcp_export
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
+from fleetlab.spec.history.opencost import read_opencost
 from fleetlab.spec.history.philly import read_philly
 from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
 from fleetlab.spec.history.slurm import read_slurm
 from fleetlab.spec.history.swf import read_swf
 
-FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "philly", "swf")
+FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "opencost", "philly", "swf")
 HEAD_BYTES = 64 * 1024
 #: (label, done, total) — the CLI's progress bar.
 Progress = Callable[[str, int, int], None]
@@ -52,6 +53,20 @@ def split_source(text: str) -> tuple[str | None, Path]:
     return None, Path(text)
 
 
+def refuse_empty(path: Path) -> None:
+    """An empty (or whitespace-only) input is said to be empty, with the usual reason it is."""
+    if head_bytes(path, HEAD_BYTES).strip():
+        return
+    raise SpecError(
+        str(path),
+        [
+            "is empty: there is nothing to import from it. `kubectl get ... -o json > FILE` leaves the file "
+            "empty when the command fails, e.g. `kubectl get workloads` on a cluster without Kueue (no "
+            "such resource type); leave the file out, or capture it again"
+        ],
+    )
+
+
 def detect_format(path: Path) -> str:
     """The reader for a file from its suffix and first bytes, or a SpecError saying how to name it."""
     head = head_bytes(path, HEAD_BYTES).decode("utf-8", errors="replace")
@@ -60,6 +75,8 @@ def detect_format(path: Path) -> str:
     if path.suffix.lower() == ".swf" or stripped.startswith(";"):
         return "swf"
     if stripped.startswith(("{", "[")):
+        if '"totalCost"' in head:
+            return "opencost"
         if '"kind"' in head:
             return "kubectl"
         if '"submitted_time"' in head or '"attempts"' in head:
@@ -70,6 +87,8 @@ def detect_format(path: Path) -> str:
         return "slurm"
     elif "BilledCost" in first_line:
         return "focus"
+    elif "TotalCost" in first_line and "Namespace" in first_line:
+        return "opencost"
     elif "usage_start_time" in first_line:
         return "gcp-billing"
     elif "num_gpus" in first_line and "timestamp" in first_line:
@@ -108,6 +127,8 @@ def read_source(
         return read_focus(path, tick)
     if fmt == "gcp-billing":
         return read_gcp_export(path)
+    if fmt == "opencost":
+        return read_opencost(path, tick)
     if fmt == "philly":
         return read_philly(path, tick)
     if fmt == "swf":
@@ -133,6 +154,7 @@ def import_sources(
     others: list[tuple[str, Path]] = []
     for source in sources:
         fmt, path = split_source(str(source))
+        refuse_empty(path)
         fmt = fmt or detect_format(path)
         if fmt == "kubectl":
             kube_files.append(path)
