@@ -102,6 +102,14 @@ def import_cmd(
     swf_processors: Annotated[
         str, typer.Option("--swf-processors", help="SWF processors are 'cpus' (default) or 'gpus'.")
     ] = "cpus",
+    swf_nodes: Annotated[
+        str | None,
+        typer.Option(
+            "--swf-nodes",
+            help="The machine an SWF log ran on, COUNTxPROCS[xMEMORY] (e.g. 120x2x1Gi); default: the "
+            "header's MaxNodes x MaxProcs/MaxNodes.",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Import a cluster's history (jobs, nodes, bill lines) into --out for `baseline` and `calibrate`."""
@@ -110,6 +118,7 @@ def import_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.history.sources import PrometheusSource, import_sources
     from fleetlab.spec.history.store import history_meta, write_history
+    from fleetlab.spec.history.swf import parse_swf_nodes
 
     _check_out(out)
     try:
@@ -132,8 +141,9 @@ def import_cmd(
             raise ValueError(f"--timeout {timeout:g}: allowed 0 < seconds <= 3600")
         if swf_processors not in ("cpus", "gpus"):
             raise ValueError(f"--swf-processors {swf_processors!r}: allowed are cpus, gpus")
+        machine = parse_swf_nodes(swf_nodes) if swf_nodes is not None else None
         with DelayedProgress(err_console) as progress:
-            history = import_sources(list(sources or []), source, end_at, swf_processors, progress)
+            history = import_sources(list(sources or []), source, end_at, swf_processors, progress, machine)
     except (SpecError, ValueError) as exc:
         raise _fail(str(exc)) from None
     try:
@@ -167,6 +177,12 @@ def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
     table.add_row("total jobs", str(meta["jobs"]), style="bold")
     table.add_row("nodes", str(meta["nodes"]))
     table.add_row("bill lines", str(meta["bill_lines"]))
+    if meta["jobs_wait_unmeasured"]:
+        table.add_row("jobs with no measured wait", str(meta["jobs_wait_unmeasured"]))
+    if meta["node_down_windows"]:
+        table.add_row("node down/drain windows", str(meta["node_down_windows"]))
+    for kind, count in meta["policy"].items():
+        table.add_row(f"policy: {escape(kind)}", str(count))
     console.print(table)
     if meta["skipped"]:
         skips = Table(title="left out, by reason")
@@ -175,4 +191,6 @@ def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
         for reason, count in meta["skipped"].items():
             skips.add_row(escape(reason), str(count))
         console.print(skips)
+    for note in meta["notes"]:
+        console.print(f"note: {note}", highlight=False, markup=False)
     console.print(f"history written to {out}", highlight=False, markup=False)
