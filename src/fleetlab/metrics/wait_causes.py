@@ -79,6 +79,10 @@ class WaitCauses:
     wait_unmeasured: int
     #: The fewest users (teams) that together carry 95 % of the waiting time, and how many waited.
     concentration: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: The most the listed jobs held at once of the nodes' GPUs (CPUs when no job used a GPU), as a share
+    #: of what the nodes offer; None without a node list.
+    peak_use_share: float | None = None
+    peak_use_resource: str = "gpu"
 
     def row(self, group_by: str = "all", group: str = "all") -> CauseRow | None:
         """The row of one group."""
@@ -91,6 +95,8 @@ class WaitCauses:
             "wider_than_any_node": self.wider_than_any_node,
             "wait_unmeasured": self.wait_unmeasured,
             "concentration": {k: {"carry_95": v[0], "waited": v[1]} for k, v in self.concentration.items()},
+            "peak_use_share": self.peak_use_share,
+            "peak_use_resource": self.peak_use_resource,
             "rows": [r.as_dict() for r in self.rows],
         }
 
@@ -228,7 +234,7 @@ def _capacity_blocked(
     return blocked, downed
 
 
-def _while_any(
+def time_while_running(
     labels: NDArray[np.object_], held: tuple[FloatArray, FloatArray], a: FloatArray, b: FloatArray
 ) -> tuple[FloatArray, bool]:
     """Per job, the time of its window during which a job with the same label was running; False when
@@ -279,8 +285,8 @@ def diagnose_waits(history: History) -> WaitCauses:
         _capacity_blocked(history, cols, (a, b), held, need) if capacity_known else (np.zeros(len(a)),) * 2
     )
     users = _labels(history, "user")
-    same_user, users_known = _while_any(users, held, a, b)
-    same_team, teams_known = _while_any(cols.team, held, a, b)
+    same_user, users_known = time_while_running(users, held, a, b)
+    same_team, teams_known = time_while_running(cols.team, held, a, b)
     everyone = steps(held[0], held[1])
     origin = min(float(a.min()) if n else 0.0, float(everyone.times[0]) if len(everyone.times) else 0.0) - 1
     idle = np.concatenate(([origin], everyone.times)), np.concatenate(([0.0], everyone.levels)) <= 0
@@ -314,8 +320,12 @@ def diagnose_waits(history: History) -> WaitCauses:
                          waited=int(np.count_nonzero(waited[mask] > 0)), wait_hours=total / 3600,
                          cancelled_pending_jobs=int((mask & cancelled).sum()), **shares)
             )  # fmt: skip
+    resource = 1 if np.any(need[:, 1] > 0) else 0
+    peak = _peak_share(history, held, need[:, resource], resource) if capacity_known else None
     return WaitCauses(
         rows=rows,
+        peak_use_share=peak,
+        peak_use_resource=RESOURCES[resource],
         capacity_known=capacity_known,
         wider_than_any_node=_wider_than_any_node(history),
         wait_unmeasured=int(np.count_nonzero(~known)),
@@ -377,3 +387,17 @@ def _wider_than_any_node(history: History) -> int:
     for cap in np.unique(node_caps, axis=0):
         fits |= np.all(per_pod <= cap + 1e-9, axis=1)
     return int(np.count_nonzero(~fits))
+
+
+def _peak_share(
+    history: History, held: tuple[FloatArray, FloatArray], amount: FloatArray, resource: int
+) -> float | None:
+    """The most of one resource the jobs held at once over what the nodes offer (their total)."""
+    column = ("cpu", "gpus")[resource]
+    total = float(
+        np.asarray(history.nodes.column(column).to_numpy(zero_copy_only=False), dtype=np.float64).sum()
+    )
+    level = steps(held[0], held[1], amount)
+    if total <= 0:
+        return None
+    return float(level.levels.max()) / total if len(level.times) else 0.0

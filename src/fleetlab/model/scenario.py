@@ -7,6 +7,7 @@ from typing import Annotated, Any, overload
 
 from pydantic import BeforeValidator, ConfigDict, field_validator, model_validator
 
+from fleetlab.model.calibration_record import CalibrationRecord, RecordedBehaviour
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
@@ -42,6 +43,10 @@ class Scenario(SpecModel):
     interference: InterferenceModel | None = None
     #: Online inference services (model/service.py): long-running replicas with a latency SLO.
     services: tuple[Service, ...] = ()
+    #: Written by ``fleetlab calibrate``: verdicts and per-metric errors of the replay against its history.
+    calibration: CalibrationRecord | None = None
+    #: Written by ``fleetlab calibrate``: history facts the replay does not model yet (wall times, ...).
+    recorded: RecordedBehaviour | None = None
 
     @field_validator("kueue", mode="before")
     @classmethod
