@@ -70,8 +70,9 @@ def import_cmd(
         list[str] | None,
         typer.Argument(
             help="Files to import, each as [FORMAT:]PATH with FORMAT one of kubectl, slurm, focus, "
-            "gcp-billing, philly, swf (detected from the file when left out). kubectl files may hold "
-            "pods, Jobs, JobSets, Kueue Workloads, events and nodes.",
+            "gcp-billing, philly, swf, alibaba, sacctmgr, sshare, scontrol (detected from the file when "
+            "left out). kubectl files may hold pods, Jobs, JobSets, Kueue Workloads and queues, "
+            "ResourceQuotas, PriorityClasses, events and nodes.",
         ),
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="History folder to write (atomically).")] = Path(

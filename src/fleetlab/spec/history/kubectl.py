@@ -18,6 +18,7 @@ from fleetlab.spec.history.common import SourceData, parse_rfc3339
 from fleetlab.spec.history.json_stream import stream_objects
 from fleetlab.spec.history.kube_nodes import node_record
 from fleetlab.spec.history.kube_pods import JobAcc, job_record, owner_of, pod_problem, pod_times
+from fleetlab.spec.history.kube_policy import POLICY_KINDS, KubePolicy
 from fleetlab.spec.history.kueue_history import (
     EventTally,
     WorkloadFacts,
@@ -45,6 +46,7 @@ class KubeHistory:
         self.workloads: list[WorkloadFacts] = []
         self.workload_job: dict[str, str] = {}  # namespace/workload -> job key
         self.folded: dict[str, str] = {}  # a child job's key -> the key of the job it was folded into
+        self.policy = KubePolicy()  # queues, quotas, priority classes, node outages
 
     def resolve(self, key: str | None) -> str | None:
         """The key a job was folded into (itself when it was not)."""
@@ -76,9 +78,12 @@ class KubeHistory:
             elif kind == "Workload":
                 self.workloads.append(read_workload(obj, source, self.data))
             elif kind == "Event":
-                tally_event(self.events, obj, source, self.data)
+                tally_event(self.events, obj, source, self.data, self.policy)
             elif kind == "Node":
                 self.data.nodes.append(node_record(obj, source))
+                self.policy.node_status(obj, source)
+            elif kind in POLICY_KINDS:
+                self.policy.take(obj, source)
             elif kind in IGNORED_KINDS:
                 self.data.skip(f"{kind} objects are not read")
             else:
@@ -189,6 +194,7 @@ class KubeHistory:
             record = job_record(self.jobs[key], models, self.data)
             if record is not None:
                 self.data.jobs.append(record)
+        self.policy.finish(self.data)
         return self.data
 
 

@@ -22,7 +22,18 @@ from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, r
 from fleetlab.spec.history.slurm import read_slurm
 from fleetlab.spec.history.swf import SwfNodes, read_swf
 
-FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "philly", "swf", "alibaba")
+FORMATS = (
+    "kubectl",
+    "slurm",
+    "focus",
+    "gcp-billing",
+    "philly",
+    "swf",
+    "alibaba",
+    "sacctmgr",
+    "sshare",
+    "scontrol",
+)
 HEAD_BYTES = 64 * 1024
 #: (label, done, total) — the CLI's progress bar.
 Progress = Callable[[str, int, int], None]
@@ -68,6 +79,14 @@ def detect_format(path: Path) -> str:
             return "slurm"
     elif "|" in first_line and "JobID" in first_line:
         return "slurm"
+    elif "|" in first_line and ("RawShares" in first_line or "NormShares" in first_line):
+        return "sshare"
+    elif "|" in first_line and (
+        "GrpTRES" in first_line or "MaxTRESPU" in first_line or "NodeName|TimeStart" in first_line
+    ):
+        return "sacctmgr"
+    elif stripped.startswith("Configuration data as of") or "\nPriorityType" in head:
+        return "scontrol"
     elif "BilledCost" in first_line:
         return "focus"
     elif "usage_start_time" in first_line:
@@ -122,6 +141,12 @@ def read_source(
         from fleetlab.spec.history.alibaba import read_alibaba
 
         return read_alibaba(path)
+    if fmt in ("sacctmgr", "sshare", "scontrol"):
+        from fleetlab.spec.history import slurm_policy
+
+        reader = {"sacctmgr": slurm_policy.read_sacctmgr, "sshare": slurm_policy.read_sshare,
+                  "scontrol": slurm_policy.read_scontrol_config}[fmt]  # fmt: skip
+        return reader(path)
     raise SpecError(str(path), [f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}"])
 
 
