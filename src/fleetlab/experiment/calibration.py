@@ -76,6 +76,9 @@ PULL_GRID_QUANTILES = (0.25, 0.5, 0.75, 1.0)
 #: Candidate levels of inferred per-group limits (None: no limit; 1: the most a group ever held).
 LIMIT_GRID: tuple[float | None, ...] = (None, 1.0, 0.9, 0.75, 0.5)
 DISAGREEMENTS = 10
+#: A later candidate replaces the best so far only when it lowers the score by more than this share of it
+#: (the grids start at the simplest value: no limit, no latency), so noise does not pick a knob.
+MIN_GAIN = 0.02
 
 
 @dataclass
@@ -223,7 +226,8 @@ def _fit(
     tol: dict[str, float],
     progress: Callable[[int, int], None] | None,
 ) -> tuple[Knobs, list[dict[str, Any]], list[str]]:
-    """Each knob in turn on its grid, by the lowest score on the fit part (ties: the earlier value)."""
+    """Each knob in turn on its grid, by the lowest score on the fit part: a candidate replaces the best
+    so far only when it scores more than MIN_GAIN lower (ties and noise keep the earlier, simpler value)."""
     grids = _grids(fit_history, setup)
     measured = Measured.of(fit_history)
     total = sum(len(g) for _, g, _ in grids) or 1
@@ -241,7 +245,7 @@ def _fit(
             if metric == "image_pull_ks":
                 score = row["image_pull_ks"] = _pull_ks(fit_history, measured, run, candidate)
             tried.append(row)
-            if best is None or score < best[0] - 1e-12:
+            if best is None or score < best[0] * (1 - MIN_GAIN) - 1e-12:
                 best = (score, value)
             done += 1
             if progress is not None:
