@@ -14,6 +14,7 @@ from fleetlab.experiment.history_policy import recorded_policy
 from fleetlab.model.history_policy import SlurmLimits
 from fleetlab.model.queues import queue_config_from_objects
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.slurm import parse_wall
 from fleetlab.spec.history.sources import detect_format, import_sources
 from fleetlab.spec.history.store import history_meta, load_history, write_history
 from kube_history_builders import event, kube_list, node, pod, ts, write_json
@@ -221,3 +222,23 @@ def test_slurm_account_limits_become_cluster_queues_weighted_by_shares(tmp_path:
     assert (resources["cpu"]["nominalQuota"], resources["cpu"]["borrowingLimit"]) == ("96000m", "0")
     assert physics["fairSharing"] == {"weight": "750m"}
     assert any("job-count limits (MaxJobs, MaxSubmit)" in n for n in replay.notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("2-00:00:00", 172800.0), ("04:00:00", 14400.0), ("30", 1800.0), ("30:15", 1815.0), ("1-12", 129600.0),
+     ("1-02:30", 95400.0), ("UNLIMITED", None), ("", None)],
+)  # fmt: skip
+def test_slurm_times(text: str, seconds: float | None) -> None:
+    # Slurm's forms: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes, ...
+    assert parse_wall(text, "t", "x") == seconds
+
+
+def test_sacct_user_and_time_limit_become_user_and_walltime(tmp_path: Path) -> None:
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|User|Account|State|Submit|Start|End|Timelimit|AllocTRES\n"
+        "7|alice|physics|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:30:00|01:00:00|cpu=4,node=1\n"
+    )
+    (job,) = import_sources([str(sacct)]).jobs.to_pylist()
+    assert (job["user"], job["team"], job["walltime_s"]) == ("alice", "physics", 3600.0)

@@ -5,9 +5,9 @@ msr-fiddle/philly-traces and the per-job summary CSV derived from it
 cluster_job_log: a JSON array of jobs ``{"jobid", "user", "vc", "status": Pass|Killed|Failed,
 "submitted_time", "attempts": [{"start_time", "end_time", "detail": [{"ip", "gpus": [...]}]}]}``; times are
 ``YYYY-MM-DD HH:MM:SS`` (read as UTC) or ``None``. A job's nodes are the machines of all its attempts; its
-pods and GPUs those of its widest attempt (the one holding the most GPUs). The summary CSV has no start instant, only a measured
-duration: its jobs start at submit (wait 0, an assumption counted under the skip reasons so every report
-shows it) and end ``duration`` later.
+pods and GPUs those of its widest attempt (the one holding the most GPUs). The summary CSV has no start
+instant, only a measured duration: its jobs start at submit (wait 0, an assumption counted under the skip
+reasons so every report shows it) and end ``duration`` later.
 """
 
 from __future__ import annotations

@@ -36,14 +36,13 @@ from fleetlab.spec.history.common import (
     parse_naive_utc,
     short,
 )
-from fleetlab.spec.history.slurm import expand_hostlist
+from fleetlab.spec.history.slurm import expand_hostlist, parse_wall
 
 MAX_LINE_CHARS = 1 << 16
 MAX_ROWS = 1_000_000
 TIME_HINT = "YYYY-MM-DDTHH:MM:SS (run `TZ=UTC sacctmgr ...`)"
 _MEM = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
 _MEM_UNITS = {"": 1 << 20, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-_WALL = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 DOWN_STATES = ("DOWN", "FAIL", "FAILING", "NOT_RESPONDING")
 DRAIN_STATES = ("DRAIN", "DRAINING", "DRAINED")
 
@@ -115,21 +114,6 @@ def parse_tres_limits(text: str, source: str, where: str) -> dict[str, int]:
     if typed and "gres/gpu" not in out:
         out["gres/gpu"] = typed
     return out
-
-
-def parse_wall(text: str, source: str, where: str) -> float | None:
-    """Slurm's ``[days-]hours:minutes:seconds`` (or minutes alone); ``UNLIMITED``/empty: None."""
-    if text in ("", "UNLIMITED", "INFINITE", "Partition_Limit"):
-        return None
-    match = _WALL.match(text)
-    if match is None:
-        raise SpecError(source, [f"{where}: {short(text)} is not a Slurm time such as 2-00:00:00"])
-    days, first, second, third = (int(g) if g else 0 for g in match.groups())
-    if match.group(3) is None:  # minutes alone
-        return 60.0 * first + 86400 * days
-    if match.group(4) is None:  # minutes:seconds
-        return 86400 * days + 60.0 * first + second
-    return 86400 * days + 3600.0 * first + 60 * second + third
 
 
 def _limits(row: dict[str, str], source: str, where: str) -> SlurmLimits:
