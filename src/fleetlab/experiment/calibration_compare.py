@@ -124,13 +124,7 @@ class Measured:
 
     def side(self, mask: BoolArray) -> Side:
         """The measured side of the jobs in ``mask`` (hours over jobs whose held time is known)."""
-        hours = mask & self.held_known
-        ends = self.stop[mask]
-        makespan = float(np.nanmax(ends) - self.submit[mask].min()) if np.any(~np.isnan(ends)) else None
-        return Side(
-            self.waits[mask], self.started[mask], float(self.gpu_held[hours].sum()) / 3600, makespan,
-            self.known[mask], float(self.cpu_held[hours].sum()) / 3600,
-        )  # fmt: skip
+        return _side(self, mask, self)
 
 
 @dataclass(frozen=True)
@@ -161,13 +155,19 @@ class Simulated:
 
     def side(self, mask: BoolArray, measured: Measured) -> Side:
         """The replay's side of the jobs in ``mask`` (hours over the jobs the measured side counts)."""
-        hours = mask & measured.held_known
-        ends = self.stop[mask]
-        makespan = float(np.nanmax(ends) - self.submit[mask].min()) if np.any(~np.isnan(ends)) else None
-        return Side(
-            self.waits[mask], self.started[mask], float(self.gpu_held[hours].sum()) / 3600, makespan,
-            measured.known[mask], float(self.cpu_held[hours].sum()) / 3600,
-        )  # fmt: skip
+        return _side(self, mask, measured)
+
+
+def _side(values: Measured | Simulated, mask: BoolArray, measured: Measured) -> Side:
+    """One side of the jobs in ``mask``: waits and starts, hours over the jobs whose measured held time is
+    known, makespan from the first submit to the last known stop (None when no stop is known)."""
+    hours = mask & measured.held_known
+    ends = values.stop[mask]
+    makespan = float(np.nanmax(ends) - values.submit[mask].min()) if np.any(~np.isnan(ends)) else None
+    return Side(
+        values.waits[mask], values.started[mask], float(values.gpu_held[hours].sum()) / 3600, makespan,
+        measured.known[mask], float(values.cpu_held[hours].sum()) / 3600,
+    )  # fmt: skip
 
 
 def rel_error(measured: float, simulated: float) -> float:

@@ -74,11 +74,18 @@ class KubePolicy:
                                     global_default=obj.get("globalDefault") is True, preemption_policy=policy)
             )  # fmt: skip
 
-    def node_event(self, node: str, reason: str, at: float | None) -> bool:
-        """Note a node event used for windows; False when the reason is not one of NODE_EVENTS."""
-        if reason not in NODE_EVENTS or at is None:
+    def event(self, obj: dict[str, Any], source: str, data: SourceData) -> bool:
+        """Keep a node readiness or cordon event (NODE_EVENTS) for the windows; False for any other event,
+        which the job events' reader takes."""
+        target = obj.get("involvedObject") or obj.get("regarding") or {}
+        reason = str(obj.get("reason") or "")
+        if target.get("kind") != "Node" or reason not in NODE_EVENTS:
             return False
-        self.node_events.setdefault(node, []).append((at, reason))
+        last = obj.get("lastTimestamp") or obj.get("eventTime") or obj.get("deprecatedLastTimestamp")
+        at = parse_rfc3339(last, source, f"Event {object_name(obj)}.lastTimestamp")
+        data.saw(at)
+        if at is not None:
+            self.node_events.setdefault(str(target.get("name")), []).append((at, reason))
         return True
 
     def node_status(self, obj: dict[str, Any], source: str) -> None:

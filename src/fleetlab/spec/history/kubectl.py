@@ -78,7 +78,8 @@ class KubeHistory:
             elif kind == "Workload":
                 self.workloads.append(read_workload(obj, source, self.data))
             elif kind == "Event":
-                tally_event(self.events, obj, source, self.data, self.policy)
+                if not self.policy.event(obj, source, self.data):
+                    tally_event(self.events, obj, source, self.data)
             elif kind == "Node":
                 self.data.nodes.append(node_record(obj, source))
                 self.policy.node_status(obj, source)

@@ -21,7 +21,6 @@ from fleetlab.spec.kube_objects import object_name
 from fleetlab.spec.kube_snapshot import QUEUE_LABEL
 
 if TYPE_CHECKING:
-    from fleetlab.spec.history.kube_policy import KubePolicy
     from fleetlab.spec.history.kubectl import KubeHistory
 
 #: kubelet's Pulled message: `Successfully pulled image "x" in 2.345s (2.345s including waiting)...`.
@@ -71,19 +70,15 @@ def _event_count(obj: dict[str, Any]) -> int:
     return 1
 
 
-def tally_event(
-    tally: EventTally, obj: dict[str, Any], source: str, data: SourceData, policy: KubePolicy | None = None
-) -> None:
-    """Record one Event if it is one the history uses (node readiness and cordon events go to
-    ``policy``); others are counted as skipped by reason."""
+def tally_event(tally: EventTally, obj: dict[str, Any], source: str, data: SourceData) -> None:
+    """Record one Event if it is one the history uses; others are counted as skipped by reason."""
     target = obj.get("involvedObject") or obj.get("regarding") or {}
     reason = str(obj.get("reason") or "")
     kind = target.get("kind")
     key = f"{target.get('namespace') or 'default'}/{target.get('name')}"
     where = f"Event {object_name(obj)}"
     last = obj.get("lastTimestamp") or obj.get("eventTime") or obj.get("deprecatedLastTimestamp")
-    at = parse_rfc3339(last, source, f"{where}.lastTimestamp")
-    data.saw(at)
+    data.saw(parse_rfc3339(last, source, f"{where}.lastTimestamp"))
     message = str(obj.get("message") or obj.get("note") or "")
     if kind == "Pod" and reason in ("Preempted", "Evicted"):
         tally.pod_evictions[key] += _event_count(obj)
@@ -96,8 +91,6 @@ def tally_event(
         tally.pod_pull_s[key] = tally.pod_pull_s.get(key, 0.0) + seconds
     elif kind == "Workload" and (reason == "Preempted" or reason.startswith("Evicted")):
         tally.workload_evictions[key] += _event_count(obj)
-    elif kind == "Node" and policy is not None and policy.node_event(str(target.get("name")), reason, at):
-        return
     elif reason in ("FailedScheduling", "Pulling", "Scheduled", "Started", "Created", "Killing"):
         return  # expected and not needed: the pod's own conditions and statuses carry these times
     else:

@@ -70,28 +70,28 @@ def _rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     return [h.strip() for h in header], rows
 
 
-def _int(text: str, source: str, where: str) -> int | None:
+def _number(text: str, source: str, where: str, whole: bool) -> float | None:
+    """A cell as a number >= 0 (whole when ``whole``, at most 2^62); empty: None; else a SpecError."""
     if text == "":
         return None
     try:
-        value = int(text)
+        value = float(int(text)) if whole else float(text)
     except ValueError:
-        raise SpecError(source, [f"{where}: {short(text)} is not a whole number"]) from None
-    if not 0 <= value <= 2**62:
+        raise SpecError(
+            source, [f"{where}: {short(text)} is not a {'whole ' if whole else ''}number"]
+        ) from None
+    if not math.isfinite(value) or not 0 <= value <= 2**62:
         raise SpecError(source, [f"{where}: {short(text)} is outside 0..2^62"])
     return value
 
 
+def _int(text: str, source: str, where: str) -> int | None:
+    value = _number(text, source, where, whole=True)
+    return None if value is None else int(text)
+
+
 def _float(text: str, source: str, where: str) -> float | None:
-    if text == "":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise SpecError(source, [f"{where}: {short(text)} is not a number"]) from None
-    if not math.isfinite(value) or value < 0:
-        raise SpecError(source, [f"{where}: {short(text)} is not a finite number >= 0"])
-    return value
+    return _number(text, source, where, whole=False)
 
 
 def parse_tres_limits(text: str, source: str, where: str) -> dict[str, int]:
