@@ -37,6 +37,7 @@ from fleetlab.metrics.policy_evidence import (
     ceilings_at,
     group_labels,
     level_while_waiting,
+    order_between,
     overtakes,
 )
 from fleetlab.metrics.wait_causes import time_while_running
@@ -68,6 +69,8 @@ class ReplayPolicy:
     grouping: str | None = None
     evidence: list[Ceiling] = field(default_factory=list)
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Between groups: how often a job of one started before an earlier waiting job of another.
+    order: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> dict[str, Any]:
@@ -80,6 +83,7 @@ class ReplayPolicy:
             "fair_sharing": self.fair_sharing,
             "limits": [c.as_dict() for c in self.evidence],
             "queueing": self.strategies,
+            "order": self.order,
             "notes": list(self.notes),
         }
 
@@ -345,4 +349,5 @@ def inferred_policy(
         "inferred", objects, assignment, grouping=grouping,
         evidence=ceilings_at(source, grouping, levels, spans),
         strategies={g: {"strategy": strategies[g], **o.as_dict()} for g, o in rates.items()},
+        order=order_between(labels, spans),
     )  # fmt: skip
