@@ -54,8 +54,13 @@ def failure_events(
     return tuple(events), used
 
 
-def recorded_behaviour(history: History, replayed_windows: set[int]) -> RecordedBehaviour | None:
-    """The history facts a replay does not model yet (see the module docstring); None when there are none."""
+def recorded_behaviour(
+    history: History, replayed_windows: set[int], replay_names: dict[str, str] | None = None
+) -> RecordedBehaviour | None:
+    """The history facts a replay does not model yet (see the module docstring); None when there are none.
+    A window names its node as the replay does (``replay_names``: history name -> ``POOL-INDEX``), else by
+    its history name."""
+    names = replay_names or {}
     jobs = history.jobs
     ids = jobs.column("job_id").to_pylist()
     walltime = jobs.column("walltime_s").to_pylist()
@@ -72,7 +77,12 @@ def recorded_behaviour(history: History, replayed_windows: set[int]) -> Recorded
     }
     windows = tuple(
         RecordedWindow.model_validate(
-            {"node": node, "start_s": start, "end_s": None if stop >= history.end_s else stop, "state": kind}
+            {
+                "node": names.get(node, node) if node is not None else None,
+                "start_s": start,
+                "end_s": None if stop >= history.end_s else stop,
+                "state": kind,
+            }
         )
         for k, (node, start, stop, kind) in enumerate(down_windows(history))
         if k not in replayed_windows

@@ -193,7 +193,9 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
     return cluster_and_downtime(history, knobs)[0]
 
 
-def cluster_and_downtime(history: History, knobs: Knobs | None = None) -> tuple[Cluster, set[int]]:
+def cluster_and_downtime(
+    history: History, knobs: Knobs | None = None
+) -> tuple[Cluster, set[int], dict[str, str]]:
     """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels, capacity type).
 
     A pool whose nodes all exist from the start is fixed. One that gained nodes during the history becomes
@@ -201,7 +203,8 @@ def cluster_and_downtime(history: History, knobs: Knobs | None = None) -> tuple[
     the most nodes it ever had at once, and new nodes take ``knobs.node_boot_time_s`` to boot (a Node
     object is created when the machine registers, so histories do not show how long booting took).
     Recorded ``down`` windows of a fixed pool's nodes become its failure trace (``history_downtime``);
-    the indexes of the windows so replayed come back with the cluster."""
+    the indexes of the windows so replayed come back with the cluster, and the replay's name
+    (``POOL-INDEX``) of every node of a fixed pool by its history name."""
     nodes, _ = complete_nodes(history)
     end = float(history.end_s)
     offers = offers_by_type()
@@ -219,6 +222,7 @@ def cluster_and_downtime(history: History, knobs: Knobs | None = None) -> tuple[
     pools: list[NodePool] = []
     used: set[str] = set()
     replayed: set[int] = set()
+    replay_names: dict[str, str] = {}
     for index, (key, spans) in enumerate(groups.items()):
         name = _pool_name(key[0], index)
         if name in used:
@@ -227,8 +231,10 @@ def cluster_and_downtime(history: History, knobs: Knobs | None = None) -> tuple[
         fixed = all(created <= 0 for created, _ in spans)
         failures, windows = failure_events(history, names[key], name) if fixed else ((), set())
         replayed |= windows
+        if fixed:
+            replay_names.update({node: f"{name}-{i}" for i, node in enumerate(names[key])})
         pools.append(_node_pool(name, key, spans, knobs or Knobs(), failures))
-    return Cluster(pools=tuple(pools)), replayed
+    return Cluster(pools=tuple(pools)), replayed, replay_names
 
 
 def removal_notes(history: History) -> list[str]:
@@ -384,7 +390,7 @@ def history_scenario(
     given, are ``history_jobs(history, ...)`` built once for several replays; ``kueue``: the Kueue objects
     the jobs' queues name (``history_policy``), with fair sharing on when ``fair_sharing``."""
     built = jobs if jobs is not None else tuple(history_jobs(history))
-    cluster, replayed = cluster_and_downtime(history, knobs)
+    cluster, replayed, replay_names = cluster_and_downtime(history, knobs)
     data: dict[str, Any] = {}
     if kueue:
         data["kueue"] = kueue
@@ -397,7 +403,7 @@ def history_scenario(
             "cluster": cluster,
             "workload": Workload(jobs=with_image_pulls(history, built, knobs.image_pull_s)),
             "scheduler": SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
-            "recorded": recorded_behaviour(history, replayed),
+            "recorded": recorded_behaviour(history, replayed, replay_names),
             **data,
         }
     )

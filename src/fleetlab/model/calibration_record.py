@@ -91,7 +91,8 @@ class CalibrationRecord(SpecModel):
 
 
 class RecordedWindow(SpecModel):
-    """A window a node (or every node, ``node`` None) took no new work, in replay seconds."""
+    """A window a node (or every node, ``node`` None) took no new work, in replay seconds; ``node`` is the
+    replay's name of it (``POOL-INDEX``) where the replay has it, else the history's."""
 
     node: str | None = None
     start_s: float = Field(ge=0)
