@@ -54,6 +54,12 @@ PLACEHOLDERS = {
     "nodes.json": "examples/history/nodes.json",
     "bill.csv": "examples/plan/aws-focus-bill.csv",
     "sacct.txt": "tests/data/history/sacct.txt",
+    "seth.swf": "tests/data/history/tiny.swf",
+    "assoc.txt": "tests/data/history/policy/assoc.txt",
+    "qos.txt": "tests/data/history/policy/qos.txt",
+    "events.txt": "tests/data/history/policy/events.txt",
+    "sshare.txt": "tests/data/history/policy/sshare.txt",
+    "config.txt": "tests/data/history/policy/config.txt",
     "my.yaml": "examples/two-teams/baseline.yaml",
     "snapshot.json": "tests/fixtures/kube/snapshot.json",
     "s.json": "tests/fixtures/kube/snapshot.json",
@@ -76,6 +82,12 @@ NOT_RUN = {
     "pip ": "installs packages",
     ".venv/bin/python -m pytest": "the test suite itself",
     ".venv/bin/python bench/": "a benchmark (minutes of CPU); bench/ has its own tests",
+    "fleetlab calibrate seth/": "calibrates the HPC2N log of shared/traces (not shipped); "
+    "tests/test_calibration_real_logs.py runs it where shared/ has it",
+    "fleetlab calibrate openb/": "calibrates the Alibaba openb trace (not shipped: research-use terms); "
+    "tests/test_calibration_real_logs.py runs it where shared/ has it",
+    "fleetlab import openb_pod_list": "reads the Alibaba openb trace (not shipped: research-use terms)",
+    "fleetlab import NASA-": "reads a Parallel Workloads Archive log of shared/traces (not shipped)",
     "fleetlab snapshot": "reads a live cluster through the Kubernetes API (pip install 'fleetlab[kube]')",
     "fleetlab import --prometheus": "asks a Prometheus server; tests/test_history_prometheus.py runs a real one",
     "fleetlab cost profile": "times PyTorch training steps (pip install 'fleetlab[profile]'); "

@@ -171,8 +171,21 @@ def calibrate_cmd(
         typer.Option("--tolerance", help="Override a tolerance, KEY=VALUE (e.g. wait_ks=0.2); repeat it."),
     ] = None,
     no_fit: Annotated[bool, typer.Option("--no-fit", help="Replay once with no fitted knob.")] = False,
+    fit_until: Annotated[
+        str | None,
+        typer.Option(
+            "--fit-until",
+            help="Fit on jobs submitted before this: a share of the submissions (default 0.667), seconds "
+            "from the history's start, or an RFC 3339 time; the later jobs validate what was fitted.",
+        ),
+    ] = None,
+    max_latency: Annotated[
+        float | None,
+        typer.Option("--max-latency", help="Flag a fitted scheduling latency longer than this (seconds)."),
+    ] = None,
 ) -> None:
-    """Replay the history on its own nodes and compare measured with simulated, metric by metric."""
+    """Say why jobs waited, replay the history on its own nodes with its policy, fit on the earlier part
+    and validate on the later part, metric by metric."""
     from fleetlab.experiment.calibration import calibrate
     from fleetlab.report.baseline_files import (
         calibration_payload,
@@ -188,12 +201,16 @@ def calibrate_cmd(
         loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
         with DelayedProgress(err_console) as progress:
             result = calibrate(
-                loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t)
-            )
+                loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t),
+                fit_until=fit_until, max_latency_s=max_latency,
+            )  # fmt: skip
     except SpecError as exc:
         raise fail(str(exc)) from None
     title = history_title(loaded, "calibration")
     payload = calibration_payload(result)
+    if not json_out:
+        for line in [*payload["why"], *(f"flag: {f}" for f in payload["flags"])]:
+            out_console.print(line, highlight=False, markup=False)
     _publish(
         out,
         lambda folder: write_calibration_files(result, folder, title),

@@ -80,9 +80,10 @@ def import_cmd(
         list[str] | None,
         typer.Argument(
             help="Files to import, each as [FORMAT:]PATH with FORMAT one of kubectl, slurm, focus, "
-            "gcp-billing, opencost, philly, swf (detected from the file when left out). kubectl files may "
-            "hold pods, Jobs, JobSets, Kueue Workloads, events and nodes; opencost is an /allocation API "
-            "response (JSON) or OpenCost's CSV export.",
+            "gcp-billing, opencost, philly, swf, alibaba, sacctmgr, sshare, scontrol (detected from the file "
+            "when left out). kubectl files may hold pods, Jobs, JobSets, Kueue Workloads and queues, "
+            "ResourceQuotas, PriorityClasses, events and nodes; opencost is an /allocation API response "
+            "(JSON) or OpenCost's CSV export.",
         ),
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="History folder to write (atomically).")] = Path(
@@ -113,6 +114,14 @@ def import_cmd(
     swf_processors: Annotated[
         str, typer.Option("--swf-processors", help="SWF processors are 'cpus' (default) or 'gpus'.")
     ] = "cpus",
+    swf_nodes: Annotated[
+        str | None,
+        typer.Option(
+            "--swf-nodes",
+            help="The machine an SWF log ran on, COUNTxPROCS[xMEMORY] (e.g. 120x2x1Gi); default: the "
+            "header's MaxNodes x MaxProcs/MaxNodes.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     output: OutputOpt = None,
 ) -> None:
@@ -121,6 +130,7 @@ def import_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.history.sources import PrometheusSource, import_sources
     from fleetlab.spec.history.store import history_meta, write_history
+    from fleetlab.spec.history.swf import parse_swf_nodes
 
     fmt = output_format(json_out, output)
     check_out(out)
@@ -144,8 +154,9 @@ def import_cmd(
             raise ValueError(f"--timeout {timeout:g}: allowed 0 < seconds <= 3600")
         if swf_processors not in ("cpus", "gpus"):
             raise ValueError(f"--swf-processors {swf_processors!r}: allowed are cpus, gpus")
+        machine = parse_swf_nodes(swf_nodes) if swf_nodes is not None else None
         with DelayedProgress(err_console) as progress:
-            history = import_sources(list(sources or []), source, end_at, swf_processors, progress)
+            history = import_sources(list(sources or []), source, end_at, swf_processors, progress, machine)
     except (SpecError, ValueError) as exc:
         raise fail(str(exc)) from None
     try:
@@ -181,6 +192,12 @@ def _print_summary(console: Console, meta: dict[str, Any], out: Path, inputs: in
     table.add_row("total jobs", str(meta["jobs"]), style="bold")
     table.add_row("nodes", str(meta["nodes"]))
     table.add_row("bill lines", str(meta["bill_lines"]))
+    if meta["jobs_wait_unmeasured"]:
+        table.add_row("jobs with no measured wait", str(meta["jobs_wait_unmeasured"]))
+    if meta["node_down_windows"]:
+        table.add_row("node down/drain windows", str(meta["node_down_windows"]))
+    for kind, count in meta["policy"].items():
+        table.add_row(f"policy: {escape(kind)}", str(count))
     console.print(table)
     if meta["skipped"]:
         skips = Table(title="left out, by reason")
@@ -189,4 +206,6 @@ def _print_summary(console: Console, meta: dict[str, Any], out: Path, inputs: in
         for reason, count in meta["skipped"].items():
             skips.add_row(escape(reason), str(count))
         console.print(skips)
+    for note in meta["notes"]:
+        console.print(f"note: {note}", highlight=False, markup=False)
     console.print(f"history written to {out}", highlight=False, markup=False)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, overload
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from fleetlab.model.calibration_record import CalibrationRecord, RecordedBehaviour
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.dra_config import DraConfig
 from fleetlab.model.interference import InterferenceModel
@@ -48,6 +49,10 @@ class Scenario(SpecModel):
     dra: DraConfig | None = None
     #: Namespace ResourceQuota and LimitRange objects as applied (model/resource_quota.py).
     namespace_policies: tuple[Annotated[ResourceQuota | LimitRange, Field(discriminator="kind")], ...] = ()
+    #: Written by ``fleetlab calibrate``: verdicts and per-metric errors of the replay against its history.
+    calibration: CalibrationRecord | None = None
+    #: Written by ``fleetlab calibrate``: history facts the replay does not model yet (wall times, ...).
+    recorded: RecordedBehaviour | None = None
 
     @field_validator("kueue", mode="before")
     @classmethod

@@ -50,7 +50,13 @@ def history_problems(history: History) -> list[str]:
     report((state == "pending") & started, "are pending yet have a scheduled_s", times["scheduled_s"])
     run = _floats(jobs, "run_s")
     ended = np.isin(state, ["completed", "failed"])
-    report(ended & np.isnan(times["end_s"]) & np.isnan(run), "have ended without an end_s or a run_s", state)
+    # A job that started and ended with no recorded end keeps its measured wait (its compute is unknown);
+    # one with neither a start, an end nor a run time has nothing measured at all.
+    report(
+        ended & np.isnan(times["end_s"]) & np.isnan(run) & ~started,
+        "have ended without an end_s or a run_s",
+        state,
+    )
     report(~np.isnan(run) & ((run < 0) | ~np.isfinite(run)), "have a run_s that is not a number >= 0", run)
     report(
         np.isin(state, ["running", "pending"]) & ~np.isnan(times["end_s"]),
@@ -73,6 +79,13 @@ def history_problems(history: History) -> list[str]:
             values = _floats(nodes, name)
             if np.any(~np.isfinite(values) | (values < 0)):
                 out.append(f"node column {name}: every value must be a number >= 0")
+    down = history.node_down
+    if down.num_rows:
+        start, stop = _floats(down, "start_s"), _floats(down, "end_s")
+        if np.any(~np.isfinite(start) | (start < 0) | (start > history.end_s + 1e-6)):
+            out.append("node_down start_s: every value must be a finite number within 0..end_s")
+        if np.any(~np.isnan(stop) & (~np.isfinite(stop) | (stop < start) | (stop > history.end_s + 1e-6))):
+            out.append("node_down end_s: every value must lie within start_s..end_s (null: to the end)")
     bill = history.bill
     for name in ("billed_cost", "effective_cost", "charge_start_s", "charge_end_s"):
         values = _floats(bill, name)

@@ -59,6 +59,8 @@ class Attempt:
     priority: int | None
     nodes: str | None
     restarts: int = 0
+    user: str | None = None
+    timelimit_s: float | None = None
 
 
 def parse_tres(text: str) -> dict[str, str]:
@@ -153,6 +155,8 @@ def _fold(attempts: list[Attempt], source: str, data: SourceData) -> JobRecord |
         queue=last.partition,
         job_class="training" if gpus > 0 else "batch",
         priority=last.priority,
+        user=last.user,
+        walltime_s=last.timelimit_s,
         pods=nodes,
         gpus_per_pod=gpus / nodes,
         cpu_per_pod=cpus / nodes,
@@ -221,6 +225,8 @@ def _parsable_rows(path: Path) -> Iterator[Attempt]:
                 partition=row.get("Partition") or None,
                 account=row.get("Account") or None,
                 priority=int(priority) if priority.isdigit() else None,
+                user=(row.get("User") or "").strip() or None,
+                timelimit_s=parse_wall(row.get("Timelimit") or "", source, f"{where} Timelimit"),
                 nodes=(row.get("NodeList") or "").strip() or None,
             )
 
@@ -234,6 +240,32 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def _limit_minutes(value: Any) -> float | None:
+    """``time.limit`` of ``sacct --json``: minutes, as a plain number or ``{set, infinite, number}``."""
+    minutes = _number(value)
+    return None if minutes is None or minutes <= 0 else 60.0 * minutes
+
+
+_WALL = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_wall(text: str, source: str, where: str) -> float | None:
+    """Slurm's ``[days-]hours:minutes:seconds``, ``minutes:seconds`` or minutes alone, in seconds;
+    ``UNLIMITED``/``Partition_Limit``/empty: None."""
+    text = text.strip()
+    if text in ("", "UNLIMITED", "INFINITE", "Partition_Limit"):
+        return None
+    match = _WALL.match(text)
+    if match is None:
+        raise SpecError(source, [f"{where}: {short(text)} is not a Slurm time such as 2-00:00:00"])
+    days, first, second, third = (int(g) if g else 0 for g in match.groups())
+    if match.group(3) is None:  # minutes alone (days-hours with a dash)
+        return 86400.0 * days + (3600.0 * first if match.group(1) else 60.0 * first)
+    if match.group(4) is None:
+        return 86400.0 * days + (3600.0 * first + 60 * second if match.group(1) else 60.0 * first + second)
+    return 86400.0 * days + 3600.0 * first + 60 * second + third
 
 
 def _json_time(value: Any, source: str, where: str) -> float | None:
@@ -292,6 +324,8 @@ def _json_rows(path: Path, progress: Callable[[int], None] | None) -> Iterator[A
             priority=int(priority) if priority is not None and 0 <= priority < 2**62 else None,
             nodes=str(job.get("nodes") or "").strip() or None,
             restarts=int(_number(job.get("restart_cnt")) or 0),
+            user=str(job.get("user") or "") or None,
+            timelimit_s=_limit_minutes(times.get("limit")),
         )
 
 

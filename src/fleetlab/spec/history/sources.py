@@ -21,9 +21,21 @@ from fleetlab.spec.history.opencost import read_opencost
 from fleetlab.spec.history.philly import read_philly
 from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
 from fleetlab.spec.history.slurm import read_slurm
-from fleetlab.spec.history.swf import read_swf
+from fleetlab.spec.history.swf import SwfNodes, read_swf
 
-FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "opencost", "philly", "swf")
+FORMATS = (
+    "kubectl",
+    "slurm",
+    "focus",
+    "gcp-billing",
+    "opencost",
+    "philly",
+    "swf",
+    "alibaba",
+    "sacctmgr",
+    "sshare",
+    "scontrol",
+)
 HEAD_BYTES = 64 * 1024
 #: (label, done, total) — the CLI's progress bar.
 Progress = Callable[[str, int, int], None]
@@ -85,6 +97,14 @@ def detect_format(path: Path) -> str:
             return "slurm"
     elif "|" in first_line and "JobID" in first_line:
         return "slurm"
+    elif "|" in first_line and ("RawShares" in first_line or "NormShares" in first_line):
+        return "sshare"
+    elif "|" in first_line and (
+        "GrpTRES" in first_line or "MaxTRESPU" in first_line or "NodeName|TimeStart" in first_line
+    ):
+        return "sacctmgr"
+    elif stripped.startswith("Configuration data as of") or "\nPriorityType" in head:
+        return "scontrol"
     elif "BilledCost" in first_line:
         return "focus"
     elif "TotalCost" in first_line and "Namespace" in first_line:
@@ -93,6 +113,8 @@ def detect_format(path: Path) -> str:
         return "gcp-billing"
     elif "num_gpus" in first_line and "timestamp" in first_line:
         return "philly"
+    elif first_line.startswith(("name,cpu_milli,", "sn,cpu_milli,")):
+        return "alibaba"
     elif stripped.startswith(("apiVersion", "kind", "items", "---")):
         return "kubectl"
     raise SpecError(
@@ -115,7 +137,11 @@ def _file_progress(progress: Progress | None, path: Path) -> Callable[[int], Non
 
 
 def read_source(
-    fmt: str, path: Path, progress: Progress | None = None, swf_processors: str = "cpus"
+    fmt: str,
+    path: Path,
+    progress: Progress | None = None,
+    swf_processors: str = "cpus",
+    swf_nodes: SwfNodes | None = None,
 ) -> SourceData:
     """One file through its reader (kubectl files are better read together, see :func:`import_sources`)."""
     tick = _file_progress(progress, path)
@@ -132,7 +158,17 @@ def read_source(
     if fmt == "philly":
         return read_philly(path, tick)
     if fmt == "swf":
-        return read_swf(path, swf_processors, tick)
+        return read_swf(path, swf_processors, tick, swf_nodes)
+    if fmt == "alibaba":
+        from fleetlab.spec.history.alibaba import read_alibaba
+
+        return read_alibaba(path)
+    if fmt in ("sacctmgr", "sshare", "scontrol"):
+        from fleetlab.spec.history import slurm_policy
+
+        reader = {"sacctmgr": slurm_policy.read_sacctmgr, "sshare": slurm_policy.read_sshare,
+                  "scontrol": slurm_policy.read_scontrol_config}[fmt]  # fmt: skip
+        return reader(path)
     raise SpecError(str(path), [f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}"])
 
 
@@ -142,6 +178,7 @@ def import_sources(
     end: float | None = None,
     swf_processors: str = "cpus",
     progress: Progress | None = None,
+    swf_nodes: SwfNodes | None = None,
 ) -> History:
     """One History from files (``[FORMAT:]PATH``) and, optionally, a Prometheus server.
 
@@ -179,7 +216,7 @@ def import_sources(
             )
         )  # fmt: skip
     for fmt, path in others:
-        parts.append(read_source(fmt, path, progress, swf_processors))
+        parts.append(read_source(fmt, path, progress, swf_processors, swf_nodes))
     label = ", ".join(str(s) for s in sources) or (prometheus.url if prometheus else "import")
     return check_history(assemble(parts, end), label)
 
