@@ -177,6 +177,35 @@ def test_an_effect_smaller_than_the_model_error_is_within_model_error() -> None:
     assert "calibration's error is ±2.27h" in finding_line(f)
 
 
+def test_an_interval_inside_the_model_error_but_not_the_practical_minimum_is_within_model_error() -> None:
+    """Mean wait 500 s; minimum effect 60 s; calibration's error 600 s. Paired differences −120, +100, −50,
+    +20, 0 s: mean −10 s, sd √(26800 / 4) = 81.85 s, t(4, 0.975) = 2.776, half width 2.776 × 81.85 / √5
+    = 101.6 s, so −111.6 .. +91.6 s. That is inside ±600 s but not inside ±60 s: a practical effect is possible and the
+    model cannot tell it, so "within model error", not "no practical difference". Differences −5, +5, 0,
+    +3, −3 s (sd √(68 / 4) = 4.12 s, half width 5.1 s: −5.1 .. +5.1 s) are inside ±60 s: "no practical difference"."""
+    base = {s: {"queue_wait_mean_s": 500.0} for s in range(1, 6)}
+    error = {"queue_wait_mean_s": ModelError("queue_wait_mean_s", absolute=600.0, source="calibration")}
+    rules = DecisionRules(min_effects={"queue_wait_mean_s": MinEffect(60.0)}, model_errors=error)
+    for diffs, word in (
+        ((-120, 100, -50, 20, 0), "within model error"),
+        ((-5, 5, 0, 3, -3), "no practical difference"),
+    ):
+        cand = {s: {"queue_wait_mean_s": 500.0 + d} for s, d in zip(range(1, 6), diffs, strict=True)}
+        [v] = verdicts({"A": base, "B": cand}, "A", rules=rules)
+        [f] = v.findings
+        assert f.word == word, (diffs, f)
+        if word == "within model error":
+            assert (f.difference.low, f.difference.high) == (
+                pytest.approx(-111.6, abs=0.1),
+                pytest.approx(91.6, abs=0.1),
+            )
+    assert (f.difference.low, f.difference.high) == (
+        pytest.approx(-5.1, abs=0.05),
+        pytest.approx(5.1, abs=0.05),
+    )
+    assert "the minimum effect is ±60s" in finding_line(f)
+
+
 def test_percentage_points_and_units() -> None:
     assert format_value("gpu_allocation_ratio", 0.567) == "56.7%"
     assert format_change("gpu_allocation_ratio", 0.042) == "+4.2 pp"  # 56.7% -> 60.9%

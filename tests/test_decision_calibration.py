@@ -201,3 +201,48 @@ def test_the_measured_column_warns_when_it_is_another_cluster() -> None:
                             "cluster": {**baseline["cluster"], "nodes": 24}}, (24, 24), 922, 3600.0)  # fmt: skip
     assert same is not None and len(same.warnings) == 1 and "covers 0–2.00 h" in same.warnings[0]
     assert measured_column({"summary": {}}, (1, 1), 1, None) is None
+
+
+def test_out_of_sample_validation_rows_of_calibrate_are_the_model_error() -> None:
+    """calibration.json as `calibrate --fit-until` writes it: the fit passed (wait p95 off by 100 s), the
+    later part failed (wait p95 off by 30,738 s, p50 by 6,271 s). The model error is the validation's
+    (out of sample), not the fit's, and a failed validation fails the calibration as a whole."""
+    payload = {
+        "verdict": "pass",
+        "fitted": {"scheduling_latency_s": 401.0},
+        "rows": [{"job_class": "all", "metric": "wait_p95_s", "error": 100.0, "within": True}],
+        "validation": {
+            "verdict": "fail",
+            "jobs": 1056,
+            "rows": [
+                {"job_class": "all", "metric": "wait_p50_s", "error": 6271.0, "within": False},
+                {"job_class": "all", "metric": "wait_p95_s", "error": 30738.0, "within": False},
+                {"job_class": "batch", "metric": "wait_p95_s", "error": 1.0, "within": True},
+            ],
+        },
+    }
+    found = calibration_from(payload, "cal/calibration.json")
+    assert found is not None and found.verdict == "fail" and found.error_source == "validation"
+    assert found.failing == ("wait_p50_s", "wait_p95_s")
+    assert found.model_errors["queue_wait_p95_s"].absolute == 30738.0
+    assert found.model_errors["queue_wait_mean_s"].absolute == 30738.0  # max(6271, 30738)
+    assert "CALIBRATION FAILED" in found.banner()
+
+
+def test_the_calibrated_scenarios_own_record_gives_the_validation_error(tmp_path: Path) -> None:
+    """A calibrated scenario copied away from its calibration.json still carries its record: errors of
+    source ``validation`` win over those of source ``fit``."""
+    record = {
+        "verdict": "pass",
+        "validation_verdict": "pass",
+        "errors": [
+            {"metric": "wait_p95_s", "job_class": "all", "source": "fit", "kind": "absolute",
+             "error": 50.0, "tolerance": 60.0, "within": True},
+            {"metric": "wait_p95_s", "job_class": "all", "source": "validation", "kind": "absolute",
+             "error": 55.0, "tolerance": 60.0, "within": True},
+        ],
+    }  # fmt: skip
+    found = read_calibration(tmp_path / "scenario.yaml", {"calibration": record})
+    assert found is not None and found.verdict == "pass" and found.error_source == "validation"
+    assert found.model_errors["queue_wait_p95_s"].absolute == 55.0
+    assert found.model_errors["completion_p95_s"].absolute == 55.0

@@ -7,10 +7,11 @@ plausible, and must not call a what-if better when its effect is smaller than th
 The model error is read as a small structure (``ModelError`` per decision metric: an absolute or a
 relative error and its source), from the first of:
 
-1. ``validation`` in calibration.json (or a ``calibration`` mapping in the scenario file): per metric
-   ``{"absolute": x}`` or ``{"relative": y}`` with an optional ``source`` — out-of-sample errors, when a
-   calibration measured them (``{"metrics": {...}}`` is read the same way);
-2. calibration.json's ``rows`` (the in-sample replay against the history, class ``all``): the wait p95
+1. the out-of-sample validation: calibration.json's ``validation`` rows (``fleetlab calibrate
+   --fit-until``), a calibrated scenario's ``calibration`` record (its ``errors`` of source
+   ``validation``), or a mapping per metric ``{"absolute": x}`` / ``{"relative": y}`` with an optional
+   ``source`` (``{"metrics": {...}}`` is read the same way);
+2. the fit rows (the in-sample replay against the history, class ``all``): the wait p95
    error for queue wait p95 and completion time p95, the larger of the p50 and p95 wait errors for the
    mean wait (calibration compares quantiles, not means), the relative cost error for cost per job.
 """
@@ -34,7 +35,10 @@ PLAUSIBLE: dict[str, tuple[float, float, str]] = {
     "scheduling_latency_s": (0.0, 60.0, "scheduler, controllers and admission webhooks take seconds"),
     "node_boot_time_s": (30.0, 1200.0, "a cloud GPU node joins in about 1 to 20 minutes"),
     "image_pull_s": (0.0, 1800.0, "a first pull of a large image takes minutes, not hours"),
+    "limit_quantile": (0.0, 1.0, "the quantile of each group's recorded concurrency taken as its limit"),
 }
+#: Fitted knobs that are not durations (shown without a unit).
+UNITLESS = frozenset({"limit_quantile"})
 #: What a change to each fitted knob names in scenario data (a variant that changes one undoes the fit).
 KNOB_PATHS = {
     "scheduling_latency_s": "scheduling_latency_s",
@@ -55,7 +59,8 @@ class FittedValue:
     def text(self) -> str:
         """``scheduling_latency_s = 2880 s (implausible: ...)``."""
         word = "plausible" if self.plausible else "implausible"
-        return f"{self.knob} = {self.value:g} s ({word}: {self.why})"
+        unit = "" if self.knob in UNITLESS else " s"
+        return f"{self.knob} = {self.value:g}{unit} ({word}: {self.why})"
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,9 @@ def fitted_values(fitted: Any) -> tuple[FittedValue, ...]:
         if value is None:
             continue
         low, high, why = PLAUSIBLE.get(str(knob), (-math.inf, math.inf, "no known range"))
-        out.append(
-            FittedValue(str(knob)[:80], value, low <= value <= high, f"{why}; expected {low:g}..{high:g} s")
-        )
+        unit = "" if knob in UNITLESS else " s"
+        expected = f"; expected {low:g}..{high:g}{unit}" if math.isfinite(high - low) else ""
+        out.append(FittedValue(str(knob)[:80], value, low <= value <= high, f"{why}{expected}"))
     return tuple(out)
 
 
@@ -162,24 +167,50 @@ def _row_errors(rows: Any, source: str) -> dict[str, ModelError]:
     return out
 
 
+def _all_class(rows: Any) -> list[Mapping[str, Any]]:
+    return [r for r in rows if isinstance(r, Mapping) and r.get("job_class") == "all"] if isinstance(
+        rows, list) else []  # fmt: skip
+
+
+def _parts(payload: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], Any, Any]:
+    """The fit rows, the validation (rows or a metric mapping) and the validation verdict, from either
+    calibration.json (``rows``, ``validation: {verdict, rows}``) or a calibrated scenario's ``calibration``
+    record (``errors`` with ``source`` fit / validation, ``validation_verdict``)."""
+    errors = payload.get("errors")
+    if isinstance(errors, list):
+        fit = [e for e in _all_class(errors) if e.get("source") == "fit"]
+        later = [e for e in _all_class(errors) if e.get("source") == "validation"]
+        return fit, later or None, payload.get("validation_verdict")
+    validation = payload.get("validation")
+    if isinstance(validation, Mapping):
+        if isinstance(validation.get("rows"), list):
+            return _all_class(payload.get("rows")), _all_class(validation["rows"]), validation.get("verdict")
+        metrics = validation.get("metrics", validation)
+        return _all_class(payload.get("rows")), metrics, validation.get("verdict")
+    return _all_class(payload.get("rows")), None, None
+
+
 def calibration_from(payload: Mapping[str, Any], source: str) -> CalibrationContext | None:
-    """The context of a calibration.json-shaped mapping (None when it has no verdict)."""
+    """The context of a calibration.json-shaped mapping or a scenario's calibration record (None when it
+    has no verdict). A failed out-of-sample validation fails the calibration as a whole."""
     verdict = payload.get("verdict")
     if verdict not in ("pass", "fail"):
         return None
-    rows = payload.get("rows")
-    failing = tuple(
-        sorted({str(r.get("metric")) for r in rows if isinstance(r, Mapping) and r.get("job_class") == "all"
-                and r.get("within") is False})
-    ) if isinstance(rows, list) else ()  # fmt: skip
-    validation = payload.get("validation")
-    if isinstance(validation, Mapping) and isinstance(validation.get("metrics"), Mapping):
-        validation = validation["metrics"]
-    errors = model_errors_from(validation, f"{source} validation (out of sample)") if isinstance(
-        validation, Mapping) else {}  # fmt: skip
+    fit, validation, validation_verdict = _parts(payload)
+    failing_rows = fit + (validation if isinstance(validation, list) else [])
+    failing = tuple(sorted({str(r.get("metric")) for r in failing_rows if r.get("within") is False}))
+    if validation_verdict == "fail":
+        verdict = "fail"
+    later = f"{source} validation (out of sample)"
+    if isinstance(validation, list):
+        errors = _row_errors(validation, later)
+    elif isinstance(validation, Mapping):
+        errors = model_errors_from(validation, later)
+    else:
+        errors = {}
     kind = "validation" if errors else "rows"
     if not errors:
-        errors = _row_errors(rows, f"{source} rows (in-sample replay)")
+        errors = _row_errors(fit, f"{source} rows (in-sample replay)")
     return CalibrationContext(
         source, str(verdict), fitted_values(payload.get("fitted")), failing, errors, kind
     )
@@ -188,26 +219,28 @@ def calibration_from(payload: Mapping[str, Any], source: str) -> CalibrationCont
 def read_calibration(
     scenario_file: Path | None, raw: Mapping[str, Any] | None = None
 ) -> CalibrationContext | None:
-    """The calibration of a scenario: its own ``calibration`` mapping, else calibration.json beside the file
-    (at most 10 MiB; an unreadable one is reported as such, never ignored silently)."""
+    """The calibration of a scenario: calibration.json beside the file (at most 10 MiB; it also holds the
+    fitted values; an unreadable one is reported as such, never ignored silently), else the scenario's own
+    ``calibration`` record."""
+    own = None
     if raw is not None and isinstance(raw.get("calibration"), Mapping):
-        found = calibration_from(raw["calibration"], str(scenario_file or "the scenario"))
-        if found is not None:
-            return found
-    if scenario_file is None:
-        return None
-    path = scenario_file.parent / CALIBRATION_FILE
-    if not path.is_file():
-        return None
+        own = calibration_from(raw["calibration"], str(scenario_file or "the scenario"))
+    path = None if scenario_file is None else scenario_file.parent / CALIBRATION_FILE
+    if path is None or not path.is_file():
+        return own
     try:
         if path.stat().st_size > MAX_CALIBRATION_BYTES:
-            return CalibrationContext(str(path), "unreadable (over 10 MiB)")
+            return own or CalibrationContext(str(path), "unreadable (over 10 MiB)")
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return CalibrationContext(str(path), f"unreadable ({type(exc).__name__})")
+        return own or CalibrationContext(str(path), f"unreadable ({type(exc).__name__})")
     if not isinstance(payload, Mapping):
-        return CalibrationContext(str(path), "unreadable (not a JSON object)")
-    return calibration_from(payload, str(path)) or CalibrationContext(str(path), "unreadable (no verdict)")
+        return own or CalibrationContext(str(path), "unreadable (not a JSON object)")
+    return (
+        calibration_from(payload, str(path))
+        or own
+        or CalibrationContext(str(path), "unreadable (no verdict)")
+    )
 
 
 def context_from_dict(data: Any) -> CalibrationContext | None:

@@ -250,6 +250,9 @@ def _settle(pending: _Pending, p_holm: float, rules: DecisionRules, family: int)
     if pending.practical_beyond and f.model_error > f.min_effect:
         return replace(f, word=MODEL_ERROR)
     if floor > 0 and -floor < d.low and d.high < floor:
+        practical = f.min_effect
+        if f.model_error > practical and not (-practical < d.low and d.high < practical):
+            return replace(f, word=MODEL_ERROR)  # a practical effect is possible, but not beyond the error
         return replace(f, word=NO_PRACTICAL)
     alpha = rules.alpha / max(family, 1)  # Bonferroni: a bound on what Holm needs
     needed = pairs_needed(d.mean, pending.sd, floor, alpha, MAX_PAIRS)

@@ -75,7 +75,7 @@ def finding_line(f: Finding) -> str:
             more = "" if f.note else "; its mean sits on its minimum effect: more seeds will not settle it"
         return f"inconclusive ({span}): {label}{more}{extra}"
     if f.word == NO_PRACTICAL:
-        floor = _plus_minus(f.metric, f.floor)
+        floor = _plus_minus(f.metric, f.min_effect)
         return f"no practical difference ({span}; the minimum effect is {floor}): {label}"
     if f.word == MODEL_ERROR:
         err = _plus_minus(f.metric, f.model_error)
