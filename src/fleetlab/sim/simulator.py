@@ -17,13 +17,13 @@ import numpy as np
 from fleetlab.admission.manager import Admission
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.element_views import int_elements
-from fleetlab.placement.framework import CompiledPod, PodSpec
-from fleetlab.placement.gang import GangPlacer, TopologyRequest
+from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
-from fleetlab.placement.state import ClusterState, IntArray
+from fleetlab.placement.state import ClusterState
 from fleetlab.sim.book import PodBook
-from fleetlab.sim.counters import Counters, Group
+from fleetlab.sim.counters import Counters
 from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventKind, to_ms, transfer_ms
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.interference import Interference
@@ -43,12 +43,10 @@ from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.services import services_for
-from fleetlab.sim.specs import build_nodes, pod_spec
+from fleetlab.sim.spec_table import SpecTable
+from fleetlab.sim.specs import build_nodes
 from fleetlab.sim.tables import build_result, new_timeline
 from fleetlab.sim.usage_meter import UsageMeter
-
-#: Runtimes remembered per (job, GPU model) before the memo starts again (a gang's pods ask at once).
-RUNTIME_MEMO_LIMIT = 4096
 
 
 class Simulator:
@@ -109,28 +107,37 @@ class Simulator:
         self.now = 0
         self.placements = 0
         self.evictions = 0
-        self.spec_ids: dict[tuple[PodSpec, str], int] = {}
-        self.compiled: list[CompiledPod] = []
-        self.spec_profile: list[str] = []
-        self.job_spec = np.full(n_jobs, -1, dtype=np.int64)
-        self._job_spec_at = int_elements(self.job_spec)
-        self.group_ids: dict[Group, int] = {}
-        self.groups: list[Group] = []
+        self.pods_done = np.zeros(n_jobs, dtype=np.int64)
+        self._pods_done_at = int_elements(self.pods_done)
+        #: Per job its interned pod spec, per queue entry its group (sim/spec_table.py); the engine reads
+        #: the table's lists and methods directly.
+        self.specs = SpecTable(
+            self.jobs,
+            self.job_columns,
+            self.schedulers,
+            self.placers,
+            self.config,
+            self.label_everyone,
+            self._pods,
+            self._pods_done_at,
+        )
+        specs = self.specs
+        self.spec_of = specs.spec_of
+        self.group_of = specs.group_of
+        self.spec_ids, self.compiled, self.spec_profile = specs.spec_ids, specs.compiled, specs.spec_profile
+        self.job_spec, self.groups = specs.job_spec, specs.groups
+        self._spec_gpus, self._group_plan = specs.gpus, specs.plans
+        self._multi_gang, self._placed_as_gang = specs.multi_gang, specs.placed_as_gang
         self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
         self.work = WorkRuntimes(self)
         self.bound_by_priority: defaultdict[int, set[int]] = defaultdict(set)
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
-        self._runtime: dict[tuple[int, str | None], int] = {}
-        #: Per GPU model, element views of ``_runtime_column``'s array (the arrays are kept by the views).
-        self._runtime_columns: dict[str | None, memoryview[int]] = {}
+        self.runtime_ms = self.work.runtime_ms
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: Kueue: time spent waiting for admission, summed over admissions, and since when it waits now.
         self.quota_waited_ms = np.zeros(n_jobs, dtype=np.int64)
         self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
-        self.pods_done = np.zeros(n_jobs, dtype=np.int64)
-        self._pods_done_at = int_elements(self.pods_done)
-        self.spec_override: dict[int, PodSpec] = {}
         #: (spec key, admitted flavors) -> the pod spec Kueue's flavors turn the job's spec into.
         self._admitted_spec: dict[tuple[int, tuple[str, ...]], PodSpec] = {}
         self._dirty = False
@@ -147,16 +154,12 @@ class Simulator:
         self.tenancy = GpuTenancy(self)
         self.services = services_for(self)
 
-    # -- identities ----------------------------------------------------------------------------------
+    # -- columns -------------------------------------------------------------------------------------
     def _hot_columns(self, columns: JobArrays) -> None:
         """Plain-list views of the per-job columns the loop reads one element at a time (a list index is
         several times cheaper than a numpy scalar)."""
-        gangs = self.config.gang_scheduling
         self._pods: list[int] = columns.pods.tolist()
         self._priority: list[int] = columns.priority.tolist()
-        #: Multi-pod gang jobs (their pods start together) and those placed all-or-nothing (``is_gang``).
-        self._multi_gang: list[bool] = (columns.gang & (columns.pods > 1)).tolist()
-        self._placed_as_gang: list[bool] = [g and gangs for g in self._multi_gang]
         self._kueue_managed: list[bool] = columns.kueue_managed.tolist()
         self._image_name: list[str | None] = columns.image_name.tolist()
         self._image_size: list[int] = columns.image_size.tolist()
@@ -168,47 +171,9 @@ class Simulator:
         self._pod_job: list[int] = self.book.job.tolist()
         self._label_set: list[int] = self.label_sets.tolist()
         self._node_pool = [self.pools[p] for p in self.state.pool.tolist()]
-        #: Per spec id, whole GPUs per pod (its request's nvidia.com/gpu).
-        self._spec_gpus: list[int] = []
         self._prebound: list[bool] = columns.prebound.tolist()
-        self._profile_key: list[str] = [c if c in self.schedulers else "" for c in columns.job_class.tolist()]
-        #: (spec key, profile) -> spec id, and spec id -> its queue group for pods placed one by one.
-        self._key_spec: dict[tuple[int, str], int] = {}
-        self._plain_group: dict[int, int] = {}
-        #: Per queue group, what placing it needs: its compiled pod, scheduler, gang placer, gang size
-        #: (0: pods placed one by one) and topology, and whether preemption may make room for a pod.
-        self._group_plan: list[tuple[CompiledPod, Scheduler, GangPlacer, int, TopologyRequest, bool]] = []
 
     # -- identities ----------------------------------------------------------------------------------
-    def spec_of(self, job: int) -> int:
-        """Intern the job's pod spec; built and compiled once per spec key (see sim/job_arrays.py)."""
-        sid = self._job_spec_at[job]
-        if sid >= 0:
-            return sid
-        profile_key = self._profile_key[job]
-        override = self.spec_override.pop(job, None)
-        if override is None:
-            cache_key = (self._spec_key[job], profile_key)
-            found = self._key_spec.get(cache_key)
-            if found is None:
-                found = self._intern(pod_spec(self.jobs[job], self.label_everyone), profile_key)
-                self._key_spec[cache_key] = found
-            sid = found
-        else:
-            sid = self._intern(override, profile_key)
-        self._job_spec_at[job] = sid
-        return sid
-
-    def _intern(self, spec: PodSpec, profile_key: str) -> int:
-        """The spec id of ``spec`` under a profile, compiling it the first time it is seen."""
-        sid = self.spec_ids.setdefault((spec, profile_key), len(self.spec_ids))
-        if sid == len(self.compiled):
-            compiled = self.schedulers[profile_key].compile(spec)
-            self.compiled.append(compiled)
-            self.spec_profile.append(profile_key)
-            self._spec_gpus.append(int(compiled.request[self.state.gpu_col]))
-        return sid
-
     def job_priority(self, job: int) -> int:
         """The job's pod priority."""
         return self._priority[job]
@@ -216,30 +181,6 @@ class Simulator:
     def is_gang(self, job: int) -> bool:
         """Placed all-or-nothing: a multi-pod gang job while the scheduler does gang scheduling."""
         return self._placed_as_gang[job]
-
-    def group_of(self, job: int) -> int:
-        """The queue group of a job's pods."""
-        sid = self.spec_of(job)
-        if not self._placed_as_gang[job]:
-            gid = self._plain_group.get(sid)
-            if gid is None:
-                gid = self._plain_group[sid] = self._group_id(Group(sid))
-            return gid
-        left = self._pods[job] - self._pods_done_at[job]  # a resumed gang places only its unfinished pods
-        cols = self.job_columns
-        topology = TopologyRequest(cols.topology_required[job], cols.topology_preferred[job])
-        return self._group_id(Group(sid, left, topology))
-
-    def _group_id(self, group: Group) -> int:
-        gid = self.group_ids.setdefault(group, len(self.group_ids))
-        if gid == len(self.groups):
-            self.groups.append(group)
-            profile_key = self.spec_profile[group.spec_id]
-            compiled = self.compiled[group.spec_id]
-            preempts = self.config.preemption and not any(compiled.spec.gpu_share)
-            scheduler, placer = self.schedulers[profile_key], self.placers[profile_key]
-            self._group_plan.append((compiled, scheduler, placer, group.gang_size, group.topology, preempts))
-        return gid
 
     def enqueue(self, job: int, pods: list[int] | None = None) -> None:
         """Put a job's unfinished pods in the scheduling queue; a gang is one entry. Pods that already
@@ -332,33 +273,6 @@ class Simulator:
             return
         self.start(pod, self.runtime_ms(job_index, node_at[pod]))
 
-    def runtime_ms(self, job: int, node: int) -> int:
-        """The job's full runtime on this node's GPU model."""
-        model = self.state.gpu_model[node]
-        column = self._runtime_columns.get(model)
-        if column is None:
-            column = self._runtime_columns[model] = int_elements(self._runtime_column(model))
-        fixed = column[job]
-        if fixed > 0:
-            return fixed
-        key = (job, model)
-        value = self._runtime.get(key)
-        if value is None:
-            if len(self._runtime) >= RUNTIME_MEMO_LIMIT:
-                self._runtime.clear()  # a pure function of (job, model): the memo only saves recomputing it
-            value = max(1, to_ms(self.work.pod_seconds(job, model)))
-            self._runtime[key] = value
-        return value
-
-    def _runtime_column(self, model: str | None) -> IntArray:
-        """Per job, its runtime in ms on ``model`` read from the job table's columns (``Runtime.on``, then
-        ``max(1, to_ms(s))``), or -1 where a work profile decides it (sim/runtime_model.py)."""
-        seconds = self.jobs.runtime_on(model)
-        column = np.maximum(1, np.floor(seconds * 1000 + 0.5)).astype(np.int64)
-        if model in self.work.specs:
-            column[self.jobs.per_template(lambda t: t.work is not None, dtype=bool)] = -1
-        return column
-
     def _checkpointing(self, job: int) -> tuple[int | None, int]:
         interval = self._checkpoint_interval[job]
         return (None if interval == NO_CHECKPOINT else interval), self._checkpoint_write[job]
@@ -432,10 +346,9 @@ class Simulator:
         key = (self._spec_key[job_index], flavors)
         spec = self._admitted_spec.get(key)
         if spec is None:  # same spec key and same flavors give the same pod spec: build it once
-            spec = self.kueue.spec_for(pod_spec(self.jobs[job_index], self.label_everyone), flavors)
+            spec = self.kueue.spec_for(self.specs.base_spec(job_index), flavors)
             self._admitted_spec[key] = spec
-        self.spec_override[job_index] = spec
-        self.job_spec[job_index] = -1
+        self.specs.respec(job_index, spec)
         self.admitted_ms[job_index] = self.now
         if self.quota_since_ms[job_index] >= 0:
             self.quota_waited_ms[job_index] += self.now - self.quota_since_ms[job_index]
