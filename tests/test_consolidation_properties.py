@@ -70,4 +70,4 @@ def test_consolidation_never_loses_a_pod(seed: int, cooldown_s: int) -> None:
 def test_the_property_workload_does_consolidate() -> None:
     """The workload above really exercises consolidation (seed 1 moves pods five times)."""
     sim, _ = _run(1, 0)
-    assert sim.tenancy.consolidator.evictions > 0
+    assert sim.features.consolidation.evictions > 0

@@ -25,8 +25,16 @@ from fleetlab.placement.state import ClusterState
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.counters import Counters
 from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventKind, to_ms, transfer_ms
-from fleetlab.sim.gpu_tenancy import GpuTenancy
-from fleetlab.sim.interference import Interference
+from fleetlab.sim.features import build_features
+from fleetlab.sim.handle import (
+    BindHook,
+    MakeRoom,
+    PodHook,
+    PodNodeHook,
+    ResultParts,
+    Subscriptions,
+    TimeHook,
+)
 from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.job_arrays import NO_CHECKPOINT, JobArrays, job_arrays
 from fleetlab.sim.kueue_bridge import KueueBridge
@@ -34,19 +42,17 @@ from fleetlab.sim.loop import ProgressCallback, run_events
 from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
-from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.pod_preemption import preempt_for
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
-from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.result import NEVER, SimulationResult
 from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.services import services_for
 from fleetlab.sim.spec_table import SpecTable
 from fleetlab.sim.specs import build_nodes
-from fleetlab.sim.tables import build_result, new_timeline
-from fleetlab.sim.usage_meter import UsageMeter
+from fleetlab.sim.tables import build_result
 
 
 class Simulator:
@@ -78,7 +84,18 @@ class Simulator:
         self.scheduler = self.schedulers[""]
         self.pools = scenario.cluster.pools
         self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
-        self.timeline = new_timeline()
+        #: Where features subscribe to lifecycle events; ``_freeze`` copies the lists when the run starts.
+        self.on = Subscriptions()
+        self._on_bind: tuple[BindHook, ...] = ()
+        self._on_start: tuple[PodNodeHook, ...] = ()
+        self._on_stop: tuple[PodHook, ...] = ()
+        self._on_release: tuple[PodNodeHook, ...] = ()
+        self._on_job_failed: tuple[PodHook, ...] = ()
+        self._make_room: tuple[MakeRoom, ...] = ()
+        self._after_step: tuple[TimeHook, ...] = ()
+        #: Nodes a bind or release touched in this step, and pods that fail at its end.
+        self.touched: set[int] = set()
+        self.failing: list[int] = []
         # Submit order (ties by scenario position) from the columns; to_ms is floor(s * 1000 + 0.5).
         submit_ms = np.floor(resolved.jobs.column("submit_s") * 1000 + 0.5).astype(np.int64)
         order = np.argsort(submit_ms, kind="stable")
@@ -124,6 +141,8 @@ class Simulator:
         specs = self.specs
         self.spec_of = specs.spec_of
         self.group_of = specs.group_of
+        self.base_spec = specs.base_spec
+        self.respec = specs.respec
         self.spec_ids, self.compiled, self.spec_profile = specs.spec_ids, specs.compiled, specs.spec_profile
         self.job_spec, self.groups = specs.job_spec, specs.groups
         self._spec_gpus, self._group_plan = specs.gpus, specs.plans
@@ -133,6 +152,15 @@ class Simulator:
         self.bound_by_priority: defaultdict[int, set[int]] = defaultdict(set)
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
+        #: A pool's first ``count`` node slots exist when the run starts (the rest only when autoscaled).
+        first_slot: dict[int, int] = {}
+        self.initially_present = np.asarray(
+            [
+                node - first_slot.setdefault(info.pool, node) < self.pools[info.pool].count
+                for node, info in enumerate(self.node_infos)
+            ],
+            dtype=bool,
+        ).reshape(-1)
         self.runtime_ms = self.work.runtime_ms
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: Kueue: time spent waiting for admission, summed over admissions, and since when it waits now.
@@ -148,11 +176,10 @@ class Simulator:
         self.submissions_left = n_jobs
         self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
         self.lifecycle = lifecycle_for(self)
-        self.usage = UsageMeter(self)
-        self.pace = PodPace(self)
-        self.interference = Interference(self)
-        self.tenancy = GpuTenancy(self)
+        self.features = build_features(self)
         self.services = services_for(self)
+        if self.kueue is not None:
+            self.on.job_failed.append(self._kueue_job_failed)
 
     # -- columns -------------------------------------------------------------------------------------
     def _hot_columns(self, columns: JobArrays) -> None:
@@ -212,6 +239,27 @@ class Simulator:
         if g > 0:
             c.node_counted(g, state.requested[node, state.gpu_col] == 0, 1)
 
+    def node_down(self, node: int) -> None:
+        """An empty node leaves the scheduler and the cluster totals (failed, removed)."""
+        state = self.state
+        g = int(state.allocatable[node, state.gpu_col])
+        if g > 0:
+            self.counters.node_counted(g, state.requested[node, state.gpu_col] == 0, -1)
+        state.set_ready(node, False)
+
+    def forget_images(self, node: int) -> None:
+        """A new or rebuilt node starts with an empty image cache (pulls are paid again)."""
+        state = self.state
+        for image, present in state.images.items():
+            if present[node]:
+                present[node] = False
+                state.image_nodes[image] -= 1
+        self.image_ready[node].clear()
+
+    def cordon(self, node: int, unschedulable: bool) -> None:
+        """Mark the node unschedulable (no new pods) or schedulable again."""
+        self.state.set_unschedulable(node, unschedulable)
+
     # -- pod lifecycle -------------------------------------------------------------------------------
     def bind(self, pod: int, node: int) -> None:
         """Bind a pod: take its resources, start its image pull (unless cached) and data download."""
@@ -225,8 +273,9 @@ class Simulator:
         g = self._spec_gpus[sid]
         gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
         state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
-        self.tenancy.bind(pod, node, compiled, g)
-        self.usage.touch(node)
+        for hook in self._on_bind:
+            hook(pod, node, compiled, g)
+        self.touched.add(node)
         self.placements += 1
         if g:
             c.gpus_taken(g, gpus_before == 0)
@@ -286,11 +335,8 @@ class Simulator:
         interval, write = self._checkpointing(self._pod_job[pod])
         wall = max(1, wall_needed(remaining, interval, write))
         self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
-        self.usage.started(pod)
-        if self.tenancy.time_sliced:
-            self.tenancy.started(pod, wall)
-        if self.interference.on:
-            self.interference.started(pod, wall)
+        for hook in self._on_start:
+            hook(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
@@ -300,11 +346,11 @@ class Simulator:
         sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
-        self.tenancy.release(pod, node)
-        if self.interference.on:
-            self.interference.stopped(pod)
-        self.usage.stopped(pod)
-        self.usage.touch(node)
+        for stop in self._on_stop:
+            stop(pod)
+        for hook in self._on_release:
+            hook(pod, node)
+        self.touched.add(node)
         g = self._spec_gpus[sid]
         if g:
             c.gpus_returned(g, state.requested_at[node * state.width + state.gpu_col] == 0)
@@ -314,7 +360,11 @@ class Simulator:
         lost = 0
         if evicted and book.start_ms_at[pod] >= 0:
             interval, write = self._checkpointing(job_index)
-            elapsed = self.pace.work_ms(pod, self.now - book.start_ms_at[pod])
+            elapsed = book.work_done_ms_at[pod]  # a paced pod's work at full speed (sim/pod_pace.py)
+            if elapsed < 0:
+                elapsed = self.now - book.start_ms_at[pod]
+            else:
+                book.work_done_ms_at[pod] = -1
             saved, lost = progress_at(elapsed, interval, write)
             total = book.run_total_ms_at[pod]
             if total > 0:
@@ -359,6 +409,11 @@ class Simulator:
             token = self.kueue.admissions[job_index]
             self.events.push(self.now + timeout, EventKind.PODS_READY_TIMEOUT, job_index, token)
 
+    def _kueue_job_failed(self, job_index: int) -> None:
+        assert self.kueue is not None
+        if self._kueue_managed[job_index]:
+            self.kueue.finished_at(job_index, self.now)
+
     def quiescent(self) -> bool:
         """Nothing will change any more except Kueue's own retries: no pod preparing or running (pods
         waiting forever for gang peers do not count), no node booting, no job left to arrive — a retry then
@@ -375,8 +430,9 @@ class Simulator:
             self.book.ready_ms[p] >= 0 or self.book.end_ms[p] >= 0 for p in self.book.pods_of(job_index)
         )
 
-    def evict_job(self, job_index: int, by_kueue: bool) -> None:
+    def evict_job(self, job: int, by_kueue: bool = True) -> None:
         """Take every unfinished pod of a Kueue job off its node or out of the scheduling queue."""
+        job_index = job
         book = self.book
         if self.job_spec[job_index] >= 0:
             group = self.group_of(job_index)
@@ -439,10 +495,13 @@ class Simulator:
         if node < 0:
             if preempts:
                 node = preempt_for(self, pod, compiled, scheduler)
-            if node < 0 and self.config.consolidation:
-                node = self.tenancy.consolidator.make_room(pod, compiled, scheduler)
             if node < 0:
-                return False
+                for make_room in self._make_room:
+                    node = make_room(pod, compiled, scheduler)
+                    if node >= 0:
+                        break
+                else:
+                    return False
         self.bind(pod, node)
         return True
 
@@ -450,6 +509,7 @@ class Simulator:
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
         """Run to completion (or the horizon) and return what happened."""
         started = time.perf_counter()
+        self._freeze()
         for node, info in self.lifecycle.initial(self.node_infos):
             pool = self.pools[info.pool]
             if pool.initially_ready:
@@ -459,9 +519,11 @@ class Simulator:
                 self.booting += 1
         run_events(self, progress)
         horizon = self.horizon_ms
-        end_ms = self.now if horizon is None else horizon
+        parts = ResultParts(int(self.now if horizon is None else horizon))
+        for finish in reversed(self.on.run_end):
+            finish(parts)
         pending = pending_at_end(self)
-        return build_result(self, int(end_ms), pending, time.perf_counter() - started)
+        return build_result(self, parts, pending, time.perf_counter() - started)
 
     def _drop_stale_events(self) -> None:
         """Pop events that can no longer do anything (a re-timed or evicted pod's old finish or prep, the
@@ -494,14 +556,70 @@ class Simulator:
         return [p for p in book.pods_of(job_index) if book.end_ms_at[p] < 0]
 
     def _record(self) -> None:
-        """Sample the cluster after a step (a row is kept only when the figures changed): this step's OOM
-        kills first, then the fragmentation, stranded and timeline samples (called here, not through
-        GpuTenancy, as this runs once per step)."""
-        tenancy, now, c = self.tenancy, self.now, self.counters
-        if tenancy.to_kill:
-            tenancy.kill_pending()
-        if tenancy.meter.sample(now):  # unchanged totals: the stranded total is unchanged too
-            tenancy.stranded.sample(now)
-        # A tuple sum, once per step: ``(*a, *b)`` would build a list first and convert it.
-        sample = (c.allocated_gpus, c.total_gpus, c.whole_free, c.gpu_nodes) + self.usage.sample()  # noqa: RUF005
-        self.timeline.record(now, sample)
+        """End a step: this step's failures first (OOM kills), then the meters' and recorders' samples."""
+        if self.failing:
+            self._fail_now()
+        now = self.now
+        for sample in self._after_step:
+            sample(now)
+        self.touched.clear()
+
+    # -- failures, deletions, re-timing ----------------------------------------------------------------
+    def fail(self, pod: int) -> None:
+        """The pod fails at the end of this step (its allocation failed: an OOM kill), with its gang."""
+        self.failing.append(pod)
+
+    def _fail_now(self) -> None:
+        """Fail this step's pods: a failed pod is not retried (a Job with ``backoffLimit: 0``); every pod
+        of a gang job fails with it."""
+        failing, self.failing = self.failing, []
+        book = self.book
+        for pod in failing:
+            job_index = book.job_at[pod]
+            members = list(book.pods_of(job_index)) if self._multi_gang[job_index] else [pod]
+            for p in members:
+                if book.end_ms[p] >= 0 or book.failed[p]:
+                    continue
+                if book.node[p] >= 0:
+                    self.release(p, evicted=True)
+                    book.node[p] = -1
+                    book.attempt[p] += 1
+                book.stop_pending(p, self.now)  # a failed pod waits for nothing any more
+                book.failed[p] = True
+            for hook in self._on_job_failed:
+                hook(job_index)
+
+    def delete_pod(self, pod: int) -> None:
+        """Take a pod off its node (not an eviction: nothing is requeued) or out of the queue."""
+        book = self.book
+        if book.node[pod] >= 0:
+            self.release(pod, evicted=False)
+            book.node[pod] = -1
+            for column in (book.bound_ms, book.ready_ms, book.start_ms):
+                column[pod] = NEVER
+        else:
+            self.queue.remove(self.group_of(book.job_at[pod]), {pod})
+        book.stop_pending(pod, self.now)  # a deleted pod waits for nothing
+        book.attempt[pod] += 1  # drops the pod's pending prep-done / finish events
+
+    def schedule(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
+        """An event of a feature's kind at ``time_ms``."""
+        self.events.push(time_ms, kind, index, attempt)
+
+    def halt(self, reason: str) -> None:
+        """Stop the run after this step, with ``reason`` as its warning (the first reason stands)."""
+        self.stall_warning = self.stall_warning or reason
+
+    def retime_finish(self, pod: int, finish_ms: int) -> None:
+        """The computing pod now finishes at ``finish_ms``: its earlier finish event is dropped."""
+        book = self.book
+        book.attempt[pod] += 1
+        self.events.push(finish_ms, POD_FINISH, pod, int(book.attempt[pod]))
+
+    def _freeze(self) -> None:
+        """Turn the subscriptions into the tuples the lifecycle methods loop over (at the run's start)."""
+        on = self.on
+        self._on_bind, self._on_start = tuple(on.bind), tuple(on.start)
+        self._on_stop, self._on_release = tuple(on.stop), tuple(on.release)
+        self._on_job_failed, self._make_room = tuple(on.job_failed), tuple(on.make_room)
+        self._after_step = tuple(on.after_step)

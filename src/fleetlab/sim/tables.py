@@ -9,6 +9,7 @@ from numpy.typing import NDArray
 
 from fleetlab.sim.billing_inputs import billing_inputs, node_prices
 from fleetlab.sim.book import scenario_positions
+from fleetlab.sim.handle import ResultParts
 from fleetlab.sim.lifecycle_result import LifecycleRecord
 from fleetlab.sim.node_lifecycle import NodeLifecycle, billed_columns
 from fleetlab.sim.result import (
@@ -18,11 +19,9 @@ from fleetlab.sim.result import (
     PendingJob,
     PodTable,
     SegmentTable,
+    SharingTable,
     SimulationResult,
-    Timeline,
 )
-from fleetlab.sim.step_series import StepSeries
-from fleetlab.sim.usage_meter import COLUMNS as USAGE_COLUMNS
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
@@ -49,7 +48,7 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
         evictions = np.add.reduceat(book.evictions, starts).astype(np.int64)
         waited = _per_job(book.waited_until(end_ms), starts, np.maximum)
         waiting = np.logical_or.reduceat(book.pending_since_ms >= 0, starts)
-        failed = np.logical_or.reduceat(sim.tenancy.failed, starts) & ~completed
+        failed = np.logical_or.reduceat(book.failed, starts) & ~completed
     else:
         last_bound = last_start = last_end = evictions = waited = np.zeros(0, dtype=np.int64)
         all_bound = all_started = completed = waiting = failed = np.zeros(0, dtype=bool)
@@ -143,32 +142,37 @@ def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = Non
     )
 
 
-#: The simulator's timeline row: the time, the allocation counters, then the usage meter's columns.
-TIMELINE_COLUMNS = (
-    "t_ms",
-    "allocated_gpus",
-    "total_gpus",
-    "whole_free_gpu_nodes",
-    "gpu_nodes",
-    *USAGE_COLUMNS,
-)
+def sharing_table(sim: Simulator, parts: ResultParts) -> SharingTable:
+    """Per job (scenario order) and per pod what GPU sharing did, and the fragmentation and stranded
+    samples (sim/gpu_tenancy.py, sim/pod_pace.py, sim/gpu_fragments.py, sim/stranded.py)."""
+    book = sim.book
+    n = len(sim.jobs)
+    starts = book.first_pod[:-1]
+    inverse = scenario_positions(sim.order)
 
+    def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
+        return reduce.reduceat(values, starts)[inverse] if n else values[:0]
 
-def new_timeline() -> StepSeries:
-    """An empty timeline of TIMELINE_COLUMNS rows."""
-    return StepSeries(len(TIMELINE_COLUMNS))
-
-
-def timeline(sim: Simulator) -> Timeline:
-    """The cluster's GPU totals after each step that changed them."""
-    cols = sim.timeline.columns()
-    return Timeline(
-        t_ms=cols[0],
-        allocated_gpus=cols[1],
-        total_gpus=cols[2],
-        whole_free_gpu_nodes=cols[3],
-        gpu_nodes=cols[4],
-        usage={name: cols[5 + k] for k, name in enumerate(USAGE_COLUMNS)},
+    table = sim.resolved.jobs  # scenario order; the GPU fields are a template's
+    milli = table.per_template(
+        lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, dtype=np.int64
+    )
+    unpaced = np.zeros(book.n_pods, dtype=np.float64)  # no pod ran on time-sliced GPUs
+    sliced = unpaced if parts.sliced_ms is None else parts.sliced_ms
+    extra = unpaced if parts.sliced_extra_ms is None else parts.sliced_extra_ms
+    assert parts.oom_kills is not None and parts.pod_gpus is not None
+    assert parts.fragmentation is not None and parts.stranded is not None
+    return SharingTable(
+        job_oom_kills=per_job(parts.oom_kills, np.add).astype(np.int64),
+        job_failed=per_job(book.failed, np.logical_or).astype(bool),
+        job_extra_ms=per_job(extra, np.add).astype(np.float64),
+        job_sliced_ms=per_job(sliced, np.add).astype(np.float64),
+        job_gpu_milli=milli,
+        pod_gpus=parts.pod_gpus,
+        fragmentation=parts.fragmentation,
+        consolidation_evictions=parts.consolidation_evictions,
+        stranded_gpu_milli_end=parts.stranded_end,
+        stranded=parts.stranded,
     )
 
 
@@ -192,8 +196,12 @@ def stall_warning(sim: Simulator) -> str:
     )
 
 
-def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s: float) -> SimulationResult:
+def build_result(
+    sim: Simulator, parts: ResultParts, pending: list[PendingJob], wall_s: float
+) -> SimulationResult:
     """Assemble the SimulationResult of a finished run."""
+    end_ms = parts.end_ms
+    assert parts.timeline is not None
     book = sim.book
     order = np.asarray(sim.order, dtype=np.int64)
     segments = segment_table(sim, end_ms)
@@ -219,7 +227,7 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
             evictions=book.evictions.copy(),
         ),
         nodes=node_table(sim, end_ms, record),
-        timeline=timeline(sim),
+        timeline=parts.timeline,
         segments=segments,
         pending=pending,
         warnings=[*sim.resolved.warnings, *([stall_warning(sim)] if sim.stall_warning else [])],
@@ -229,8 +237,8 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
         interruptions=sim.spot.log(),
         billing=billing_inputs(sim, segments, end_ms),
         lifecycle=record,
-        sharing=sim.tenancy.table(),
-        interference=sim.interference.table(),
+        sharing=sharing_table(sim, parts),
+        interference=parts.interference,
         services=sim.services.record(),
         horizon_ms=sim.horizon_ms,
     )
