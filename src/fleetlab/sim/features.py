@@ -16,6 +16,7 @@ from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.interference import Interference
+from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.stranded import StrandedMeter
 from fleetlab.sim.timeline import TimelineRecorder
@@ -34,6 +35,7 @@ class Features:
     stranded: StrandedMeter
     consolidation: Consolidator | None
     timeline: TimelineRecorder
+    kueue: KueueBridge | None
 
 
 def build_features(sim: EngineHandle) -> Features:
@@ -52,6 +54,7 @@ def build_features(sim: EngineHandle) -> Features:
     stranded = StrandedMeter(sim, fragmentation)
     consolidation = Consolidator(sim) if sim.config.consolidation else None
     timeline = TimelineRecorder(sim, usage)
+    kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
     return Features(
         usage=usage,
         pace=pace,
@@ -61,4 +64,5 @@ def build_features(sim: EngineHandle) -> Features:
         stranded=stranded,
         consolidation=consolidation,
         timeline=timeline,
+        kueue=kueue,
     )

@@ -12,14 +12,7 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fleetlab.sim.events import (
-    NODE_READY,
-    POD_FINISH,
-    PODS_READY_TIMEOUT,
-    PREP_DONE,
-    REQUEUE,
-    EventQueue,
-)
+from fleetlab.sim.events import NODE_READY, POD_FINISH, PREP_DONE, EventQueue
 from fleetlab.sim.guards import ProgressGuard
 from fleetlab.sim.node_lifecycle import NoLifecycle
 from fleetlab.sim.services import NoServices
@@ -42,7 +35,8 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
     total_work = n_jobs + book.n_pods
     finished = 0
     horizon = sim.horizon_ms
-    kueue, spot, lifecycle, services = sim.kueue, sim.spot, sim.lifecycle, sim.services
+    spot, lifecycle, services = sim.spot, sim.lifecycle, sim.services
+    arrive, ticks, stale_of = sim._on_arrive, sim._ticks, sim._stale
     hooks = not (isinstance(lifecycle, NoLifecycle) and isinstance(services, NoServices))
     #: A plain heap (no spot interruptions): peek and pop it directly; its events are never spot events.
     heap = events.heap if type(events) is EventQueue else None
@@ -58,11 +52,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
                 if kind in pod_events:
                     if head[4] == attempt_of[head[3]]:
                         break
-                elif (
-                    kind != PODS_READY_TIMEOUT
-                    or kueue is None
-                    or not kueue.timeout_is_stale(head[3], head[4])
-                ):
+                elif (stale := stale_of[kind]) is None or not stale(head[3], head[4]):
                     break
                 heappop(heap)
             t_event = heap[0][0] if heap else None
@@ -90,9 +80,9 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         sim.now = t
         submitted = False
         while next_job < n_jobs and arrivals[next_job] == t:
-            if kueue is not None and sim._kueue_managed[next_job]:
-                sim.quota_since_ms[next_job] = sim.submit_ms[next_job]  # waiting since its submit
-                kueue.submit(next_job, t)
+            for hold in arrive:
+                if hold(next_job, t):
+                    break  # held by a feature (Kueue, until it admits the job)
             else:
                 enqueue(next_job)
             next_job += 1
@@ -120,8 +110,8 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         if hooks:
             lifecycle.step(t)
             services.step(t)
-        if kueue is not None:
-            kueue.step(t)
+        for tick in ticks:
+            tick(t)
         submitted = submitted or sim._dirty
         sim._dirty = False
         if len(queue) and (submitted or state.release_generation != last_generation):
@@ -141,9 +131,10 @@ def _other_event(sim: Simulator, kind: int, index: int, attempt: int, t: int) ->
         sim.booting -= 1
         sim.node_ready(index)
         return 0
-    if kind in (PODS_READY_TIMEOUT, REQUEUE):
-        assert sim.kueue is not None
-        sim.kueue.timer(kind, index, attempt, t)
+    if kind > POD_FINISH:  # a feature's own kind
+        handler = sim._handlers[kind]
+        assert handler is not None
+        handler(index, attempt)
         return 0
     if attempt != sim.book.attempt_at[index]:
         return 0  # the pod was evicted since this event was scheduled

@@ -16,6 +16,7 @@ from fleetlab.model.resources import format_amount
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray
+from fleetlab.sim.handle import ResultParts
 from fleetlab.sim.result import PendingJob
 from fleetlab.sim.share_pending import classify_share, other_mig_note, whole_gpu_verdict
 
@@ -164,7 +165,7 @@ def explain_pending(
     return out
 
 
-def pending_at_end(sim: Simulator) -> list[PendingJob]:
+def pending_at_end(sim: Simulator, parts: ResultParts) -> list[PendingJob]:
     """Every job still waiting when the run ends, explained by the profile that schedules it (and by
     Kueue for workloads it has not admitted), in job-id order."""
     by_id = {sid: key for key, sid in sim.spec_ids.items()}
@@ -181,8 +182,7 @@ def pending_at_end(sim: Simulator) -> list[PendingJob]:
                 sim.schedulers[profile_key], groups, sim.jobs, book.job, gangs=sim.config.gang_scheduling
             )
         )
-    if sim.kueue is not None:
-        pending.extend(sim.kueue.pending_jobs(sim))
+    pending.extend(parts.pending)  # what features know is waiting (Kueue's unadmitted workloads)
     pending.sort(key=lambda p: p.job_id)
     return _with_gpu_memory_notes(sim, pending) if pending else pending
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 
-from fleetlab.admission.manager import Admission
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.element_views import int_elements
-from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
@@ -28,16 +27,18 @@ from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventKind, to_ms, transfe
 from fleetlab.sim.features import build_features
 from fleetlab.sim.handle import (
     BindHook,
+    EventHandler,
     MakeRoom,
     PodHook,
     PodNodeHook,
     ResultParts,
+    StaleTest,
     Subscriptions,
+    TakeHook,
     TimeHook,
 )
 from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.job_arrays import NO_CHECKPOINT, JobArrays, job_arrays
-from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.loop import ProgressCallback, run_events
 from fleetlab.sim.node_lifecycle import lifecycle_for
 from fleetlab.sim.pending import pending_at_end
@@ -91,6 +92,12 @@ class Simulator:
         self._on_stop: tuple[PodHook, ...] = ()
         self._on_release: tuple[PodNodeHook, ...] = ()
         self._on_job_failed: tuple[PodHook, ...] = ()
+        self._on_job_done: tuple[PodHook, ...] = ()
+        self._on_evict: tuple[TakeHook, ...] = ()
+        self._on_arrive: tuple[Callable[[int, int], bool], ...] = ()
+        self._ticks: tuple[TimeHook, ...] = ()
+        self._handlers: list[EventHandler | None] = list(self.on.handlers)
+        self._stale: list[StaleTest | None] = list(self.on.stale)
         self._make_room: tuple[MakeRoom, ...] = ()
         self._after_step: tuple[TimeHook, ...] = ()
         #: Nodes a bind or release touched in this step, and pods that fail at its end.
@@ -162,24 +169,15 @@ class Simulator:
             dtype=bool,
         ).reshape(-1)
         self.runtime_ms = self.work.runtime_ms
-        self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
-        #: Kueue: time spent waiting for admission, summed over admissions, and since when it waits now.
-        self.quota_waited_ms = np.zeros(n_jobs, dtype=np.int64)
-        self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
-        #: (spec key, admitted flavors) -> the pod spec Kueue's flavors turn the job's spec into.
-        self._admitted_spec: dict[tuple[int, tuple[str, ...]], PodSpec] = {}
         self._dirty = False
         self.bound_pods = 0
         self.last_completion_ms = 0
         self.stall_warning = ""
         self.booting = 0
         self.submissions_left = n_jobs
-        self.kueue = KueueBridge(scenario.kueue, self) if scenario.kueue is not None else None
         self.lifecycle = lifecycle_for(self)
         self.features = build_features(self)
         self.services = services_for(self)
-        if self.kueue is not None:
-            self.on.job_failed.append(self._kueue_job_failed)
 
     # -- columns -------------------------------------------------------------------------------------
     def _hot_columns(self, columns: JobArrays) -> None:
@@ -187,7 +185,6 @@ class Simulator:
         several times cheaper than a numpy scalar)."""
         self._pods: list[int] = columns.pods.tolist()
         self._priority: list[int] = columns.priority.tolist()
-        self._kueue_managed: list[bool] = columns.kueue_managed.tolist()
         self._image_name: list[str | None] = columns.image_name.tolist()
         self._image_size: list[int] = columns.image_size.tolist()
         self._data_size: list[int] = columns.data_size.tolist()
@@ -380,58 +377,15 @@ class Simulator:
         book.done_fraction_at[pod] = 1.0
         self.last_completion_ms = now
         job_index = self._pod_job[pod]
-        self._pods_done_at[job_index] += 1
-        if (
-            self.kueue is not None
-            and self._kueue_managed[job_index]
-            and self._pods_done_at[job_index] == self._pods[job_index]
-        ):
-            self.kueue.finished_at(job_index, self.now)
+        done = self._pods_done_at[job_index] + 1
+        self._pods_done_at[job_index] = done
+        if done == self._pods[job_index]:
+            for hook in self._on_job_done:
+                hook(job_index)
 
-    # -- Kueue ---------------------------------------------------------------------------------------
-    def admitted(self, job_index: int, admission: Admission) -> None:
-        """Kueue admitted the job: inject its flavors and send its pods to kube-scheduler."""
-        assert self.kueue is not None
-        flavors = self.kueue.flavor_names(admission)
-        key = (self._spec_key[job_index], flavors)
-        spec = self._admitted_spec.get(key)
-        if spec is None:  # same spec key and same flavors give the same pod spec: build it once
-            spec = self.kueue.spec_for(self.specs.base_spec(job_index), flavors)
-            self._admitted_spec[key] = spec
-        self.specs.respec(job_index, spec)
-        self.admitted_ms[job_index] = self.now
-        if self.quota_since_ms[job_index] >= 0:
-            self.quota_waited_ms[job_index] += self.now - self.quota_since_ms[job_index]
-            self.quota_since_ms[job_index] = -1
-        self.enqueue(job_index)
-        timeout = self.kueue.pods_ready_timeout_ms
-        if timeout is not None:
-            token = self.kueue.admissions[job_index]
-            self.events.push(self.now + timeout, EventKind.PODS_READY_TIMEOUT, job_index, token)
-
-    def _kueue_job_failed(self, job_index: int) -> None:
-        assert self.kueue is not None
-        if self._kueue_managed[job_index]:
-            self.kueue.finished_at(job_index, self.now)
-
-    def quiescent(self) -> bool:
-        """Nothing will change any more except Kueue's own retries: no pod preparing or running (pods
-        waiting forever for gang peers do not count), no node booting, no job left to arrive — a retry then
-        meets exactly the cluster the last one met."""
-        if self.booting or self.submissions_left:
-            return False
-        book = self.book
-        busy = (book.node >= 0) & (book.end_ms < 0) & ((book.ready_ms < 0) | (book.start_ms >= 0))
-        return not bool(busy.any())
-
-    def pods_ready(self, job_index: int) -> bool:
-        """Kueue's PodsReady: every pod of the job is bound and past its image pull and data download."""
-        return all(
-            self.book.ready_ms[p] >= 0 or self.book.end_ms[p] >= 0 for p in self.book.pods_of(job_index)
-        )
-
-    def evict_job(self, job: int, by_kueue: bool = True) -> None:
-        """Take every unfinished pod of a Kueue job off its node or out of the scheduling queue."""
+    def evict_job(self, job: int) -> None:
+        """Take every unfinished pod of a job off its node or out of the scheduling queue; they are not
+        requeued (Kueue requeues the workload in its ClusterQueue)."""
         job_index = job
         book = self.book
         if self.job_spec[job_index] >= 0:
@@ -447,18 +401,14 @@ class Simulator:
             else:
                 book.attempt[p] += 1
         book.job_ready[job_index] = 0
-        if self.quota_since_ms[job_index] < 0:
-            self.quota_since_ms[job_index] = self.now  # back to waiting for quota
-        if not by_kueue and self.kueue is not None:
-            self.kueue.evicted(job_index, self.now)
 
     def evict_job_pods(self, pod: int) -> None:
         """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
+        for take in self._on_evict:
+            if take(pod):
+                return  # evicted its own way (Kueue evicts the whole workload)
         book = self.book
         job_index = int(book.job[pod])
-        if self.kueue is not None and self._kueue_managed[job_index]:
-            self.evict_job(job_index, by_kueue=False)
-            return
         multi_gang = self._multi_gang[job_index]
         members = list(book.pods_of(job_index)) if multi_gang else [pod]
         requeue: list[int] = []
@@ -522,22 +472,21 @@ class Simulator:
         parts = ResultParts(int(self.now if horizon is None else horizon))
         for finish in reversed(self.on.run_end):
             finish(parts)
-        pending = pending_at_end(self)
+        pending = pending_at_end(self, parts)
         return build_result(self, parts, pending, time.perf_counter() - started)
 
     def _drop_stale_events(self) -> None:
         """Pop events that can no longer do anything (a re-timed or evicted pod's old finish or prep, the
         timeout of an admission that was replaced or of a job that finished), so the clock, and with it the
         run's end and every node bill, moves only for live events."""
-        events, book = self.events, self.book
+        events, book, stale_of = self.events, self.book, self._stale
         while (head := events.peek()) is not None:
             _, kind, index, attempt = head
-            if kind in (EventKind.PREP_DONE, EventKind.POD_FINISH):
+            if kind in (PREP_DONE, POD_FINISH):
                 stale = attempt != book.attempt_at[index]
-            elif kind == EventKind.PODS_READY_TIMEOUT and self.kueue is not None:
-                stale = self.kueue.timeout_is_stale(index, attempt)
             else:
-                stale = False
+                test = stale_of[kind] if kind < len(stale_of) else None
+                stale = test is not None and test(index, attempt)
             if not stale:
                 return
             events.pop()
@@ -623,3 +572,6 @@ class Simulator:
         self._on_stop, self._on_release = tuple(on.stop), tuple(on.release)
         self._on_job_failed, self._make_room = tuple(on.job_failed), tuple(on.make_room)
         self._after_step = tuple(on.after_step)
+        self._on_job_done, self._on_evict = tuple(on.job_done), tuple(on.evict)
+        self._on_arrive, self._ticks = tuple(on.arrive), tuple(on.tick)
+        self._handlers, self._stale = list(on.handlers), list(on.stale)

@@ -33,9 +33,9 @@ def _per_job(values: IntArray, starts: IntArray, reduce: np.ufunc) -> IntArray:
     return np.asarray(reduce.reduceat(values, starts), dtype=np.int64) if len(values) else values
 
 
-def job_table(sim: Simulator, end_ms: int) -> JobTable:
+def job_table(sim: Simulator, parts: ResultParts) -> JobTable:
     """Per-job times: last pod bound, all pods computing, last pod done (NEVER where not reached)."""
-    book = sim.book
+    book, end_ms = sim.book, parts.end_ms
     n = len(sim.jobs)
     starts = book.first_pod[:-1]
     if n:
@@ -56,7 +56,9 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
     last_bound = np.where(completed | all_bound, last_bound, NEVER)
     inverse = scenario_positions(sim.order)
     table = sim.resolved.jobs  # the workload in scenario order: columns plus one template per job shape
-    kueue = sim.kueue
+    queues = parts.cluster_queue_of
+    admitted = sim.submit_ms if parts.admitted_ms is None else parts.admitted_ms  # Kueue's admissions
+    quota_wait = np.zeros(n, dtype=np.int64) if parts.quota_wait_ms is None else parts.quota_wait_ms
     return JobTable(
         ids=table.ids.to_pylist(),
         job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
@@ -71,15 +73,12 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
         end_ms=np.where(completed, last_end, NEVER)[inverse],
         completed=completed[inverse],
         evictions=evictions[inverse],
-        admitted_ms=np.where(sim.admitted_ms >= 0, sim.admitted_ms, sim.submit_ms)[inverse],
-        cluster_queue=[kueue.cluster_queue_of.get(i, "") for i in inverse.tolist()] if kueue else [""] * n,
+        admitted_ms=np.where(admitted >= 0, admitted, sim.submit_ms)[inverse],
+        cluster_queue=[queues.get(i, "") for i in inverse.tolist()] if queues is not None else [""] * n,
         queue_wait_ms=waited[inverse],
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
-        quota_wait_ms=(
-            sim.quota_waited_ms
-            + np.where(sim.quota_since_ms >= 0, np.maximum(end_ms - sim.quota_since_ms, 0), 0)
-        )[inverse],
+        quota_wait_ms=quota_wait[inverse],
     )
 
 
@@ -215,7 +214,7 @@ def build_result(
         policy_description=sim.profile.description,
         seed=sim.seed,
         end_ms=end_ms,
-        jobs=job_table(sim, end_ms),
+        jobs=job_table(sim, parts),
         pods=PodTable(
             job=order[book.job] if len(order) else book.job,
             node=book.node.copy(),
@@ -233,7 +232,7 @@ def build_result(
         warnings=[*sim.resolved.warnings, *([stall_warning(sim)] if sim.stall_warning else [])],
         placements=sim.placements,
         wall_s=wall_s,
-        queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
+        queue_samples=parts.queue_samples,
         interruptions=sim.spot.log(),
         billing=billing_inputs(sim, segments, end_ms),
         lifecycle=record,
