@@ -9,7 +9,6 @@ storing it from submission to completion (or the end of the run).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,10 +16,8 @@ from numpy.typing import NDArray
 from fleetlab.model.billing_rules import BYTES_PER_GB, HOURS_PER_MONTH
 from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.events import MS_PER_HOUR
+from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.result import SegmentTable
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
@@ -38,7 +35,7 @@ class BillingInputs:
     job_storage_usd: FloatArray
 
 
-def node_prices(sim: Simulator) -> FloatArray:
+def node_prices(sim: EngineHandle) -> FloatArray:
     """Each node's hourly price: a committed node pays the committed rate."""
     out = []
     for info, name in zip(sim.node_infos, sim.state.node_names, strict=True):
@@ -52,7 +49,7 @@ def node_prices(sim: Simulator) -> FloatArray:
     return np.asarray(out, dtype=np.float64)
 
 
-def billing_inputs(sim: Simulator, segments: SegmentTable, end_ms: int) -> BillingInputs | None:
+def billing_inputs(sim: EngineHandle, segments: SegmentTable, end_ms: int) -> BillingInputs | None:
     """The run's billing inputs; None when no pool has a billing section."""
     pools = sim.pools
     if all(pool.billing is None for pool in pools):

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.consolidation import Consolidator
+from fleetlab.sim.failures import FailureModel
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.interference import Interference
+from fleetlab.sim.interruptions import Interruptions
 from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
+from fleetlab.sim.services import ServiceController
 from fleetlab.sim.stranded import StrandedMeter
 from fleetlab.sim.timeline import TimelineRecorder
 from fleetlab.sim.usage_meter import UsageMeter
@@ -35,6 +40,11 @@ class Features:
     stranded: StrandedMeter
     consolidation: Consolidator | None
     timeline: TimelineRecorder
+    lifecycle: NodeLifecycle | None
+    autoscaler: Autoscaler | None
+    failures: FailureModel | None
+    spot: Interruptions | None
+    services: ServiceController | None
     kueue: KueueBridge | None
 
 
@@ -54,6 +64,15 @@ def build_features(sim: EngineHandle) -> Features:
     stranded = StrandedMeter(sim, fragmentation)
     consolidation = Consolidator(sim) if sim.config.consolidation else None
     timeline = TimelineRecorder(sim, usage)
+    pools = sim.pools
+    dynamic = any(p.autoscaling or p.failures or p.interruptions for p in pools)
+    lifecycle = NodeLifecycle(sim) if dynamic else None  # only such pools pay for node timers
+    autoscaler = failures = spot = None
+    if lifecycle is not None:
+        autoscaler = Autoscaler(sim, lifecycle) if any(p.autoscaling for p in pools) else None
+        failures = FailureModel(sim, lifecycle) if any(p.failures for p in pools) else None
+        spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
+    services = ServiceController(sim) if scenario.services else None
     kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
     return Features(
         usage=usage,
@@ -64,5 +83,10 @@ def build_features(sim: EngineHandle) -> Features:
         stranded=stranded,
         consolidation=consolidation,
         timeline=timeline,
+        lifecycle=lifecycle,
+        autoscaler=autoscaler,
+        failures=failures,
+        spot=spot,
+        services=services,
         kueue=kueue,
     )

@@ -149,6 +149,10 @@ class EngineHandle(Protocol):
         """One entry per node slot."""
 
     @property
+    def horizon_ms(self) -> int | None:
+        """The scenario's horizon in ms (None: the run ends at its last live event)."""
+
+    @property
     def on(self) -> Subscriptions:
         """Where a feature subscribes to lifecycle events (while it is built)."""
 

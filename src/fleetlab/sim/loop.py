@@ -1,9 +1,9 @@
 """The simulator's event loop, kept apart from the lifecycle methods it calls.
 
-One step per distinct time: jobs arriving now are submitted, events due now are handled in heap order,
-node lifecycle, services and Kueue act, a scheduling cycle runs when something could now fit, and the
-step is recorded. Scenarios without node lifecycle, services or spot interruptions (the common case)
-take the same path without the hooks that would do nothing, reading the event heap directly.
+One step per distinct time: jobs arriving now are submitted (or held by a feature), events due now are
+handled in heap order, the features' ticks run (node lifecycle, autoscaler, services, Kueue), a
+scheduling cycle runs when something could now fit, and the step is recorded. Unless a feature registered
+optional event kinds (spot interruptions), the loop reads the event heap directly.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING
 
 from fleetlab.sim.events import NODE_READY, POD_FINISH, PREP_DONE, EventQueue
 from fleetlab.sim.guards import ProgressGuard
-from fleetlab.sim.node_lifecycle import NoLifecycle
-from fleetlab.sim.services import NoServices
 
 if TYPE_CHECKING:
     from fleetlab.sim.simulator import Simulator
@@ -35,10 +33,8 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
     total_work = n_jobs + book.n_pods
     finished = 0
     horizon = sim.horizon_ms
-    spot, lifecycle, services = sim.spot, sim.lifecycle, sim.services
-    arrive, ticks, stale_of = sim._on_arrive, sim._ticks, sim._stale
-    hooks = not (isinstance(lifecycle, NoLifecycle) and isinstance(services, NoServices))
-    #: A plain heap (no spot interruptions): peek and pop it directly; its events are never spot events.
+    arrive, ticks, stale_of, merges = sim._on_arrive, sim._ticks, sim._stale, sim._next_time
+    #: A plain heap (no optional event kinds): peek and pop it directly.
     heap = events.heap if type(events) is EventQueue else None
     attempt_of = book.attempt_at
     enqueue, record = sim.enqueue, sim._record
@@ -60,8 +56,8 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
             sim._drop_stale_events()
             t_event = events.peek_time()
         t_job = arrivals[next_job] if next_job < n_jobs else None
-        if hooks:
-            t_event = services.next_time(lifecycle.next_time(t_event, t_job))
+        for merge in merges:  # the features' own timers (node lifecycle, services)
+            t_event = merge(t_event, t_job)
         if t_event is None:
             if t_job is None:
                 break
@@ -104,12 +100,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         else:
             while events.peek_time() == t:
                 _, kind, index, attempt = events.pop()
-                if spot.handle(kind, index, attempt):
-                    continue  # a spot interruption's notice or reclaim (sim/interruptions.py)
                 finished += _other_event(sim, kind, index, attempt, t)
-        if hooks:
-            lifecycle.step(t)
-            services.step(t)
         for tick in ticks:
             tick(t)
         submitted = submitted or sim._dirty
@@ -126,7 +117,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
 
 
 def _other_event(sim: Simulator, kind: int, index: int, attempt: int, t: int) -> int:
-    """Handle an event that is not a spot interruption; returns 1 when a pod finished."""
+    """Handle one event; returns 1 when a pod finished."""
     if kind == NODE_READY:
         sim.booting -= 1
         sim.node_ready(index)

@@ -23,12 +23,21 @@ from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.counters import Counters
-from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventKind, to_ms, transfer_ms
+from fleetlab.sim.events import (
+    NODE_READY,
+    POD_FINISH,
+    PREP_DONE,
+    EventQueue,
+    GatedEventQueue,
+    to_ms,
+    transfer_ms,
+)
 from fleetlab.sim.features import build_features
 from fleetlab.sim.handle import (
     BindHook,
     EventHandler,
     MakeRoom,
+    NextTime,
     PodHook,
     PodNodeHook,
     ResultParts,
@@ -37,11 +46,8 @@ from fleetlab.sim.handle import (
     TakeHook,
     TimeHook,
 )
-from fleetlab.sim.interruptions import interruption_events
 from fleetlab.sim.job_arrays import NO_CHECKPOINT, JobArrays, job_arrays
 from fleetlab.sim.loop import ProgressCallback, run_events
-from fleetlab.sim.node_lifecycle import lifecycle_for
-from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
 from fleetlab.sim.pod_preemption import preempt_for
 from fleetlab.sim.prebound import bind_prebound
@@ -50,7 +56,6 @@ from fleetlab.sim.queue import SchedulingQueue
 from fleetlab.sim.result import NEVER, SimulationResult
 from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
-from fleetlab.sim.services import services_for
 from fleetlab.sim.spec_table import SpecTable
 from fleetlab.sim.specs import build_nodes
 from fleetlab.sim.tables import build_result
@@ -96,6 +101,7 @@ class Simulator:
         self._on_evict: tuple[TakeHook, ...] = ()
         self._on_arrive: tuple[Callable[[int, int], bool], ...] = ()
         self._ticks: tuple[TimeHook, ...] = ()
+        self._next_time: tuple[NextTime, ...] = ()
         self._handlers: list[EventHandler | None] = list(self.on.handlers)
         self._stale: list[StaleTest | None] = list(self.on.stale)
         self._make_room: tuple[MakeRoom, ...] = ()
@@ -125,7 +131,7 @@ class Simulator:
         self.submit_ms = submit_ms[order]
         self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit
         self.arrival_ms = self.submit_ms + to_ms(resolved.scenario.scheduler.scheduling_latency_s)
-        self.events, self.spot = interruption_events(self)
+        self.events = EventQueue()
         self.queue = SchedulingQueue()
         self.counters = Counters()
         self.now = 0
@@ -175,9 +181,7 @@ class Simulator:
         self.stall_warning = ""
         self.booting = 0
         self.submissions_left = n_jobs
-        self.lifecycle = lifecycle_for(self)
         self.features = build_features(self)
-        self.services = services_for(self)
 
     # -- columns -------------------------------------------------------------------------------------
     def _hot_columns(self, columns: JobArrays) -> None:
@@ -460,20 +464,21 @@ class Simulator:
         """Run to completion (or the horizon) and return what happened."""
         started = time.perf_counter()
         self._freeze()
-        for node, info in self.lifecycle.initial(self.node_infos):
-            pool = self.pools[info.pool]
+        for begin in self.on.run_start:
+            begin()
+        for node in np.flatnonzero(self.initially_present).tolist():
+            pool = self.pools[self.node_infos[node].pool]
             if pool.initially_ready:
                 self.node_ready(node)
             else:
-                self.events.push(to_ms(pool.boot_time_s), EventKind.NODE_READY, node, 0)
+                self.events.push(to_ms(pool.boot_time_s), NODE_READY, node, 0)
                 self.booting += 1
         run_events(self, progress)
         horizon = self.horizon_ms
         parts = ResultParts(int(self.now if horizon is None else horizon))
         for finish in reversed(self.on.run_end):
             finish(parts)
-        pending = pending_at_end(self, parts)
-        return build_result(self, parts, pending, time.perf_counter() - started)
+        return build_result(self, parts, time.perf_counter() - started)
 
     def _drop_stale_events(self) -> None:
         """Pop events that can no longer do anything (a re-timed or evicted pod's old finish or prep, the
@@ -485,7 +490,7 @@ class Simulator:
             if kind in (PREP_DONE, POD_FINISH):
                 stale = attempt != book.attempt_at[index]
             else:
-                test = stale_of[kind] if kind < len(stale_of) else None
+                test = stale_of[kind]
                 stale = test is not None and test(index, attempt)
             if not stale:
                 return
@@ -575,3 +580,7 @@ class Simulator:
         self._on_job_done, self._on_evict = tuple(on.job_done), tuple(on.evict)
         self._on_arrive, self._ticks = tuple(on.arrive), tuple(on.tick)
         self._handlers, self._stale = list(on.handlers), list(on.stale)
+        self._next_time = tuple(on.next_time)
+        if on.optional_kinds:  # events that alone must not keep the run going (spot interruptions)
+            assert not len(self.events), "features schedule their first events at run_start"
+            self.events = GatedEventQueue(on.optional_kinds, on.quiet)

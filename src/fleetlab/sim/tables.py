@@ -1,30 +1,29 @@
-"""Turn a finished run's bookkeeping into the result tables (in the scenario's original job order)."""
+"""Turn a finished run's record into the result tables (in the scenario's original job order).
+
+The pod book and the cluster state are the engine's own record of the pod lifecycle; everything else comes
+from what the features recorded (``ResultParts``, filled by their ``run_end`` subscriptions).
+"""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.sim.billing_inputs import billing_inputs, node_prices
 from fleetlab.sim.book import scenario_positions
-from fleetlab.sim.handle import ResultParts
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.lifecycle_result import LifecycleRecord
-from fleetlab.sim.node_lifecycle import NodeLifecycle, billed_columns
+from fleetlab.sim.node_lifecycle import billed_columns
+from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.result import (
     NEVER,
     JobTable,
     NodeTable,
-    PendingJob,
     PodTable,
     SegmentTable,
     SharingTable,
     SimulationResult,
 )
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
 
 IntArray = NDArray[np.int64]
 
@@ -33,7 +32,7 @@ def _per_job(values: IntArray, starts: IntArray, reduce: np.ufunc) -> IntArray:
     return np.asarray(reduce.reduceat(values, starts), dtype=np.int64) if len(values) else values
 
 
-def job_table(sim: Simulator, parts: ResultParts) -> JobTable:
+def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
     """Per-job times: last pod bound, all pods computing, last pod done (NEVER where not reached)."""
     book, end_ms = sim.book, parts.end_ms
     n = len(sim.jobs)
@@ -82,7 +81,7 @@ def job_table(sim: Simulator, parts: ResultParts) -> JobTable:
     )
 
 
-def segment_table(sim: Simulator, end_ms: int) -> SegmentTable:
+def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
     """Closed stays plus the stays still open at the end of the run (closed there)."""
     book = sim.book
     closed, closed_evicted = book.segments.arrays()
@@ -112,7 +111,9 @@ def segment_table(sim: Simulator, end_ms: int) -> SegmentTable:
     )
 
 
-def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = None) -> NodeTable:
+def node_table(
+    sim: EngineHandle, end_ms: int, record: LifecycleRecord | None, first_ready: dict[int, int]
+) -> NodeTable:
     """Fixed nodes are billed from the start of the run (boot included) to its end; nodes of autoscaled
     pools from their request to their removal (see sim/node_lifecycle.py)."""
     state, pools, infos = sim.state, sim.pools, sim.node_infos
@@ -134,14 +135,14 @@ def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = Non
         price_per_hour=node_prices(sim),
         billed_start_ms=start,
         billed_end_ms=last,
-        ready_ms=sim.spot.first_ready_ms(sim.ready_ms),
+        ready_ms=_first_ready(sim.ready_ms, first_ready),
         billed_ms=billed,
         boot_ms=boot,
         down_ms=down,
     )
 
 
-def sharing_table(sim: Simulator, parts: ResultParts) -> SharingTable:
+def sharing_table(sim: EngineHandle, parts: ResultParts) -> SharingTable:
     """Per job (scenario order) and per pod what GPU sharing did, and the fragmentation and stranded
     samples (sim/gpu_tenancy.py, sim/pod_pace.py, sim/gpu_fragments.py, sim/stranded.py)."""
     book = sim.book
@@ -179,7 +180,7 @@ def sharing_table(sim: Simulator, parts: ResultParts) -> SharingTable:
 STALL_NAMED_JOBS = 5
 
 
-def stall_warning(sim: Simulator) -> str:
+def stall_warning(sim: EngineHandle) -> str:
     """The stall warning with the jobs it cut off: how many, how many of those were never submitted, and
     the first few ids in submit order (the pending table explains each job still waiting)."""
     unfinished = np.flatnonzero(sim.pods_done < sim.job_table.column("pods"))
@@ -195,19 +196,22 @@ def stall_warning(sim: Simulator) -> str:
     )
 
 
-def build_result(
-    sim: Simulator, parts: ResultParts, pending: list[PendingJob], wall_s: float
-) -> SimulationResult:
-    """Assemble the SimulationResult of a finished run."""
+def _first_ready(ready_ms: IntArray, first_ready: dict[int, int]) -> IntArray:
+    """When each node slot first became ready (a replaced node's first readiness from the spot log)."""
+    out = ready_ms.copy()
+    for node, first in first_ready.items():
+        out[node] = first
+    return out
+
+
+def build_result(sim: EngineHandle, parts: ResultParts, wall_s: float) -> SimulationResult:
+    """Assemble the SimulationResult of a finished run from the pod book and the features' parts."""
     end_ms = parts.end_ms
     assert parts.timeline is not None
+    pending = pending_at_end(sim, parts)
     book = sim.book
     order = np.asarray(sim.order, dtype=np.int64)
     segments = segment_table(sim, end_ms)
-    record = None
-    if isinstance(sim.lifecycle, NodeLifecycle):
-        record = sim.lifecycle.finish(end_ms)
-        pending = sim.lifecycle.annotate(pending)
     return SimulationResult(
         scenario=sim.resolved.scenario.name,
         policy=sim.profile.name,
@@ -225,7 +229,7 @@ def build_result(
             data_ms=book.data_ms.copy(),
             evictions=book.evictions.copy(),
         ),
-        nodes=node_table(sim, end_ms, record),
+        nodes=node_table(sim, end_ms, parts.lifecycle, parts.first_ready_ms),
         timeline=parts.timeline,
         segments=segments,
         pending=pending,
@@ -233,11 +237,11 @@ def build_result(
         placements=sim.placements,
         wall_s=wall_s,
         queue_samples=parts.queue_samples,
-        interruptions=sim.spot.log(),
+        interruptions=parts.interruptions,
         billing=billing_inputs(sim, segments, end_ms),
-        lifecycle=record,
+        lifecycle=parts.lifecycle,
         sharing=sharing_table(sim, parts),
         interference=parts.interference,
-        services=sim.services.record(),
+        services=parts.services,
         horizon_ms=sim.horizon_ms,
     )
