@@ -19,8 +19,8 @@ from fleetlab.sim.simulator import Simulator
 class CheckedSimulator(Simulator):
     """After every step: every pod of an unfinished job is bound or queued, never both, never neither."""
 
-    def _record(self) -> None:
-        super()._record()
+    def end_step(self) -> None:
+        super().end_step()
         book = self.book
         queued = {
             p

@@ -211,8 +211,8 @@ def test_runs_without_sharing_report_whole_gpu_fragmentation() -> None:
 class CheckedSimulator(Simulator):
     """Checks the per-GPU invariants after every step of the event loop."""
 
-    def _record(self) -> None:
-        super()._record()
+    def end_step(self) -> None:
+        super().end_step()
         devices = self.state.devices
         assert devices is not None
         assert (devices.milli_used <= devices.milli_cap).all() and (devices.milli_used >= 0).all()

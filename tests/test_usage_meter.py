@@ -84,8 +84,8 @@ def test_gpu_utilization_must_be_a_share() -> None:
 class CheckedSimulator(Simulator):
     """After every step, compares the incremental figures with a from-scratch count over pods and nodes."""
 
-    def _record(self) -> None:
-        super()._record()
+    def end_step(self) -> None:
+        super().end_step()
         book, state = self.book, self.state
         busy = 0.0
         # A gang placed again after an eviction places only its unfinished pods: a pod that succeeded

@@ -8,8 +8,6 @@ storing it from submission to completion (or the end of the run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -17,22 +15,10 @@ from fleetlab.model.billing_rules import BYTES_PER_GB, HOURS_PER_MONTH
 from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.events import MS_PER_HOUR
 from fleetlab.sim.handle import EngineHandle
-from fleetlab.sim.result import SegmentTable
+from fleetlab.sim.result import BillingInputs, SegmentTable
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
-
-
-@dataclass
-class BillingInputs:
-    """Per node: minimum billed ms per VM start; per pool: unused committed nodes and their rate; per job
-    (scenario order): data transfer and storage dollars."""
-
-    node_minimum_ms: IntArray
-    unused_committed_nodes: IntArray
-    committed_rate: FloatArray
-    job_transfer_usd: FloatArray
-    job_storage_usd: FloatArray
 
 
 def node_prices(sim: EngineHandle) -> FloatArray:

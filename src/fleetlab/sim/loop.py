@@ -1,4 +1,4 @@
-"""The simulator's event loop, kept apart from the lifecycle methods it calls.
+"""The engine's event loop, kept apart from the lifecycle methods it calls.
 
 One step per distinct time: jobs arriving now are submitted (or held by a feature), events due now are
 handled in heap order, the features' ticks run (node lifecycle, autoscaler, services, Kueue), a
@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING
 
 from fleetlab.sim.events import NODE_READY, POD_FINISH, PREP_DONE, EventQueue
 from fleetlab.sim.guards import ProgressGuard
+from fleetlab.sim.handle import EventHandler, StaleTest
 
 if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+    from fleetlab.sim.engine import Engine
 
 ProgressCallback = Callable[[int, int], None]
 
 
-def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
-    """Step the simulator until nothing is left to happen, the horizon passes or the run stalls."""
+def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
+    """Step the engine until nothing is left to happen, the horizon passes or the run stalls."""
     book, events, queue, state = sim.book, sim.events, sim.queue, sim.state
     arrivals: list[int] = sim.arrival_ms.tolist()
     n_jobs = len(arrivals)
@@ -33,16 +34,18 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
     total_work = n_jobs + book.n_pods
     finished = 0
     horizon = sim.horizon_ms
-    arrive, ticks, stale_of, merges = sim._on_arrive, sim._ticks, sim._stale, sim._next_time
+    on = sim.on
+    arrive, ticks, merges = tuple(on.arrive), tuple(on.tick), tuple(on.next_time)
+    handlers, stale_of = list(on.handlers), list(on.stale)
     #: A plain heap (no optional event kinds): peek and pop it directly.
     heap = events.heap if type(events) is EventQueue else None
     attempt_of = book.attempt_at
-    enqueue, record = sim.enqueue, sim._record
+    enqueue, record = sim.enqueue, sim.end_step
     heappop = heapq.heappop
     pod_events = (PREP_DONE, POD_FINISH)  # a local tuple: not rebuilt from globals at every test
     while True:
         if heap is not None:
-            while heap:  # drop stale pod events (see Simulator._drop_stale_events)
+            while heap:  # drop stale events (see drop_stale_events)
                 head = heap[0]
                 kind = head[2]
                 if kind in pod_events:
@@ -53,7 +56,7 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
                 heappop(heap)
             t_event = heap[0][0] if heap else None
         else:
-            sim._drop_stale_events()
+            drop_stale_events(sim, stale_of)
             t_event = events.peek_time()
         t_job = arrivals[next_job] if next_job < n_jobs else None
         for merge in merges:  # the features' own timers (node lifecycle, services)
@@ -96,15 +99,15 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
                         sim.finish(index)
                         finished += 1
                 else:
-                    finished += _other_event(sim, kind, index, attempt, t)
+                    finished += _other_event(sim, handlers, kind, index, attempt)
         else:
             while events.peek_time() == t:
                 _, kind, index, attempt = events.pop()
-                finished += _other_event(sim, kind, index, attempt, t)
+                finished += _other_event(sim, handlers, kind, index, attempt)
         for tick in ticks:
             tick(t)
-        submitted = submitted or sim._dirty
-        sim._dirty = False
+        submitted = submitted or sim.queue_changed
+        sim.queue_changed = False
         if len(queue) and (submitted or state.release_generation != last_generation):
             last_generation = state.release_generation
             queue.cycle(last_generation, sim.try_place)
@@ -116,14 +119,33 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         progress(total_work, total_work)
 
 
-def _other_event(sim: Simulator, kind: int, index: int, attempt: int, t: int) -> int:
+def drop_stale_events(sim: Engine, stale_of: list[StaleTest | None]) -> None:
+    """Pop events that can no longer do anything (a re-timed or evicted pod's old finish or prep, a
+    feature's event its stale test rejects: the timeout of an admission that was replaced), so the clock,
+    and with it the run's end and every node bill, moves only for live events."""
+    events, book = sim.events, sim.book
+    while (head := events.peek()) is not None:
+        _, kind, index, attempt = head
+        if kind in (PREP_DONE, POD_FINISH):
+            stale = attempt != book.attempt_at[index]
+        else:
+            test = stale_of[kind]
+            stale = test is not None and test(index, attempt)
+        if not stale:
+            return
+        events.pop()
+
+
+def _other_event(
+    sim: Engine, handlers: list[EventHandler | None], kind: int, index: int, attempt: int
+) -> int:
     """Handle one event; returns 1 when a pod finished."""
     if kind == NODE_READY:
         sim.booting -= 1
         sim.node_ready(index)
         return 0
     if kind > POD_FINISH:  # a feature's own kind
-        handler = sim._handlers[kind]
+        handler = handlers[kind]
         assert handler is not None
         handler(index, attempt)
         return 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,9 +23,7 @@ from fleetlab.model.plan_job import JobWork
 from fleetlab.placement.element_views import int_elements
 from fleetlab.placement.state import IntArray
 from fleetlab.sim.events import to_ms, transfer_ms
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle
 
 
 def work_seconds(
@@ -46,7 +43,7 @@ RUNTIME_MEMO_LIMIT = 4096
 class WorkRuntimes:
     """Runtime lookups for the simulator; reads its live node list (autoscaled nodes included)."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle) -> None:
         self.sim = sim
         self.specs = gpu_specs()
         self._gpu_model = sim.state.gpu_model
