@@ -14,9 +14,8 @@ Follows the upstream FAQ ("How does scale-up work?", "How does scale-down work?"
   another node passes the filters with room), is drained and deleted, never below ``min``, not within
   ``scale_down_delay_after_add`` of a scale-up. Empty nodes go in bulk, non-empty ones one per scan.
 
-Built on the node lifecycle when a pool autoscales. Subscribes to ``tick`` (a scan when one is due, after
-the lifecycle's timers) and ``run_end`` (capacity waits closed, reasons for pending jobs); asks the
-lifecycle to request and remove nodes (a removal evicts through the engine).
+Subscribes to ``tick`` (after the node lifecycle's timers) and ``run_end`` (capacity waits, pending reasons).
+May change: nothing itself; asks the node lifecycle to request and remove nodes.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ without GPU shares; the pending pod must not want a share either. Enabled by
 ``scheduler.consolidation_cooldown_s`` (10 min by default). The candidate search is one array pass over the
 running movable pods (grouped by node, cumulative freed capacity), not a loop over nodes.
 
-Built only when the scenario enables it. Subscribes to ``make_room`` (a pod that fits nowhere, preemption
-having found nothing) and ``run_end`` (its eviction count); asks the engine to evict the pods it moves.
+Subscribes to ``make_room`` and ``run_end``; built only when ``scheduler.consolidation`` is on.
+May change: nothing itself; asks to evict the pods it moves (``evict_job_pods``).
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ Each node draws from its own seeded stream (scenario seed, a failure stream id, 
 node fails at the same times whatever the placement policy did with its pods: pack and spread meet the
 same failures and differ only in what each failure hits (its blast radius).
 
-Built on the node lifecycle when a pool has failures; subscribes to no engine event itself: the lifecycle
-tells it when a node comes up (its clock starts) and when a failure timer fires. Asks the lifecycle to fail
-a node (its pods are evicted through the engine).
+Subscribes to no engine event: the node lifecycle calls it when a node comes up and a failure timer fires.
+May change: nothing itself; asks the node lifecycle to fail a node (its pods are evicted).
 """
 
 from __future__ import annotations

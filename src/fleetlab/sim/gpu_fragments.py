@@ -16,8 +16,8 @@ milli-GPU of GPU g on node n:
 Node terms are recomputed only for nodes that a bind or release touched (all nodes when readiness or
 cordons change), as one array expression over those nodes × M × GPUs.
 
-Subscribes to ``after_step`` (a sample, and the stranded series of sim/stranded.py from the same pass);
-changes nothing.
+Subscribes to ``after_step`` (one sample, the stranded series from the same pass) and ``run_end``.
+May change: nothing.
 """
 
 from __future__ import annotations

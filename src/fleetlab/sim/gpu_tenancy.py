@@ -13,10 +13,8 @@ time-sliced nodes two more things happen, because the device plugin isolates not
   settled at the old speed and their finish events are rescheduled at the new one (sim/pod_pace.py,
   shared with the node-level interference model).
 
-Subscribes to ``bind`` and ``release`` (GPUs taken and given back), and on time-sliced clusters to ``start``
-and ``stop``; ``run_end`` records the OOM kills and GPU indices. May change the GPU devices, the
-``nvidia.com/gpu`` column of the cluster state and the GPU counters (a shared GPU is no longer idle), and
-asks the engine to fail an OOM-killed pod.
+Subscribes to ``bind``, ``release`` and ``run_end``; on time-sliced clusters also ``start`` and ``stop``.
+May change: GPU devices, the nvidia.com/gpu column and GPU counters; asks to ``fail`` OOM-killed pods.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ demand of the pods computing there, and their slowdown, re-timed whenever one st
 Re-timing goes through sim/pod_pace.py, the same mechanism time-slicing uses, so a pod both time-sliced
 and contended runs at 1 / (slicing × interference). Work per start or stop is O(pods on that node).
 
-Built only when the scenario has an interference model. Subscribes to ``start`` and ``stop`` (a pod's
-demand joins and leaves its node) and ``run_end`` (the interference table); changes the pace of the pods
-on a contended node.
+Subscribes to ``start``, ``stop`` and ``run_end``; built only for a scenario with an interference model.
+May change: the pace of the pods on a contended node (through pod pace).
 """
 
 from __future__ import annotations

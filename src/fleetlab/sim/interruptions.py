@@ -14,10 +14,8 @@ as given; a row naming no node picks one of the pool's running, not yet noticed 
 While only interruption events are left and no pod is bound, still to arrive or on a node under notice,
 they are hidden from the loop: they could change nothing and would only stretch the run.
 
-Built on the node lifecycle when a pool has interruptions. Subscribes to ``run_start`` (the first notices
-are scheduled), its own notice and reclaim events (optional: they alone never keep an idle run going) and
-``run_end`` (the interruption log). May cordon a node under notice; asks the lifecycle to evict, remove and
-replace a reclaimed node.
+Subscribes to ``run_start``, its notice and reclaim events (optional kinds) and ``run_end``.
+May change: cordons a noticed node; asks the node lifecycle to evict, remove and replace it.
 """
 
 from __future__ import annotations

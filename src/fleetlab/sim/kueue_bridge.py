@@ -6,10 +6,8 @@ finishes releases its quota; a job evicted (Kueue preemption, or its pods preemp
 gives its quota back and waits in its ClusterQueue again. Usage per ClusterQueue is sampled whenever it
 changes, for the time-weighted quota report.
 
-Built only when the scenario has a ``kueue`` section. Subscribes to ``arrive`` (it holds the jobs with a
-queue), ``evict`` (a workload is evicted whole), ``job_done`` and ``job_failed`` (quota released),
-``tick`` (admission cycles), its own events (waitForPodsReady timeouts and requeues) and ``run_end``. May
-change a job's pod spec (the admitted flavors), queue its pods, evict its pods, and stop a preemption loop.
+Subscribes to ``arrive``, ``evict``, ``job_done``, ``job_failed``, ``tick``, two event kinds, ``run_end``.
+May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``halt`` on a preemption loop.
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ loop about it only while something else can still happen, so failure clocks neve
 alive. Pods on a node that goes away leave through the engine's ``evict_job_pods``, the same eviction path
 as preemption (work since the last checkpoint lost, requeued, prep paid again).
 
-Built when a pool autoscales, fails or is interrupted; the autoscaler, the failure model and spot
-interruptions are built on it. Subscribes to ``next_time`` and ``tick`` (its timers) and ``run_end`` (the
-billed windows). May make nodes ready and take them down, forget their image caches, and evict their pods.
+Subscribes to ``next_time`` and ``tick`` (its timers) and ``run_end`` (the billed windows).
+May change: node readiness, image caches and the booting count; evicts the pods of a node that goes away.
 """
 
 from __future__ import annotations

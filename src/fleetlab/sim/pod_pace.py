@@ -6,9 +6,8 @@ speed and its finish event is rescheduled at the new one (the old event is dropp
 attempt). The extra wall time is split between the two causes: time-slicing's share is spent − spent /
 slicing, interference's is the rest, so the two add up to spent − work done.
 
-Used by GPU tenancy and interference (it subscribes to nothing itself); ``run_end`` records the
-time-slicing columns. Asks the engine to move a paced pod's finish, tells the usage meter its new speed, and
-writes the pod book's ``work_done_ms`` (the work an evicted paced pod really did).
+Subscribes to ``run_end`` only (GPU tenancy and interference drive it).
+May change: a paced pod's finish (``retime_finish``) and the pod book's ``work_done_ms``.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ scheduling queue, or off their node, as a ReplicaSet deletes pods when it is sca
 first, then pods not yet running, then the newest running ones. The latency of each sample is computed
 afterwards from the recorded (rps, servers, rate) columns (metrics/services.py), all at once.
 
-Built only when the scenario has services. Subscribes to ``next_time`` and ``tick`` (its evaluation ticks)
-and ``run_end`` (the samples); queues replica pods and asks the engine to delete those scaled away.
+Subscribes to ``next_time`` and ``tick`` (evaluation ticks) and ``run_end``; built only with services.
+May change: queues replica pods (``enqueue``) and deletes those scaled away (``delete_pod``).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ shape's CPU, memory and other requests free, and either the shape is a share tha
 and memory), or it asks for whole GPUs, the GPU is idle and the node has enough idle GPUs. Everything else
 is stranded: it is free, paid for, and nothing in sight can run on it. One array pass per distinct shape.
 
-The series over the run comes from the fragmentation meter's pass (its last per-node term). Subscribes to
-``run_end`` (the series and the figure at the end); changes nothing.
+Subscribes to ``run_end`` (the series the fragmentation meter sampled, the figure at the end).
+May change: nothing.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The cluster timeline: after every step the allocation counters and the usage meter's columns, a row kept
 whenever they changed (sim/step_series.py).
 
-Subscribes to ``after_step`` (one sample) and ``run_end`` (the Timeline table); changes nothing.
+Subscribes to ``after_step`` (one sample) and ``run_end`` (the Timeline table).
+May change: nothing.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ in the timeline); the sum is updated when a pod starts, stops or changes speed, 
 allocated). Per sample: how many ready GPU nodes have a block of at least k GPUs for k in BLOCK_SIZES, and
 the cluster's largest block. Only nodes a bind or release touched are re-read (all when readiness changes).
 
-Subscribes to ``start`` and ``release`` (a pod's busy share comes and goes) and is sampled by the timeline
-recorder after each step; changes nothing (pod pace tells it a pod's new slowdown).
+Subscribes to ``start`` and ``release``; the timeline recorder samples it after each step.
+May change: nothing (pod pace tells it a pod's new speed).
 """
 
 from __future__ import annotations
