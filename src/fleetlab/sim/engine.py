@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -381,21 +382,11 @@ class Engine:
     def evict_job(self, job: int) -> None:
         """Take every unfinished pod of a job off its node or out of the scheduling queue; they are not
         requeued (Kueue requeues the workload in its ClusterQueue)."""
-        job_index = job
         book = self.book
-        if self.job_spec[job_index] >= 0:
-            group = self.group_of(job_index)
-            self.queue.remove(group, set(book.pods_of(job_index)))
-        for p in book.pods_of(job_index):
-            if book.end_ms[p] >= 0:
-                continue
-            if book.node[p] >= 0:
-                self.release(p, evicted=True)
-                book.reset_for_requeue(p, self.now)
-                self.evictions += 1
-            else:
-                book.attempt[p] += 1
-        book.job_ready[job_index] = 0
+        if self.job_spec[job] >= 0:
+            self.queue.remove(self.group_of(job), set(book.pods_of(job)))
+        self._evict(book.pods_of(job), drop_unbound=True)
+        book.job_ready[job] = 0
 
     def evict_job_pods(self, pod: int) -> None:
         """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
@@ -406,17 +397,7 @@ class Engine:
         job_index = int(book.job[pod])
         multi_gang = self._multi_gang[job_index]
         members = list(book.pods_of(job_index)) if multi_gang else [pod]
-        requeue: list[int] = []
-        for p in members:
-            if book.end_ms[p] >= 0:
-                continue
-            if book.node[p] >= 0:
-                self.release(p, evicted=True)
-                book.reset_for_requeue(p, self.now)
-                self.evictions += 1
-                requeue.append(p)
-            elif multi_gang:
-                book.attempt[p] += 1
+        requeue = self._evict(members, drop_unbound=multi_gang)
         if multi_gang:
             book.job_ready[job_index] = 0
             if self.is_gang(job_index):
@@ -424,6 +405,22 @@ class Engine:
                 return
         if requeue:
             self.enqueue(job_index, requeue)
+
+    def _evict(self, pods: Iterable[int], drop_unbound: bool) -> list[int]:
+        """Take the unfinished ones of ``pods`` off their nodes (work since the last checkpoint lost; each
+        pending again from now) and return them; ``drop_unbound``: the others' pending events go too."""
+        book, evicted = self.book, []
+        for p in pods:
+            if book.end_ms[p] >= 0:
+                continue
+            if book.node[p] >= 0:
+                self.release(p, evicted=True)
+                book.reset_for_requeue(p, self.now)
+                self.evictions += 1
+                evicted.append(p)
+            elif drop_unbound:
+                book.attempt[p] += 1
+        return evicted
 
     # -- scheduling ----------------------------------------------------------------------------------
     def try_place(self, group_id: int, pod: int) -> bool:
