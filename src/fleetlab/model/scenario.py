@@ -14,6 +14,7 @@ from fleetlab.model.job_table import JobTable
 from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
+from fleetlab.model.maintenance import MaintenanceWindow, check_maintenance
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.service import Service, check_services
@@ -42,6 +43,8 @@ class Scenario(SpecModel):
     interference: InterferenceModel | None = None
     #: Online inference services (model/service.py): long-running replicas with a latency SLO.
     services: tuple[Service, ...] = ()
+    #: Node drain windows (model/maintenance.py): cordon, evict after a grace period, uncordon.
+    maintenance: tuple[MaintenanceWindow, ...] = ()
 
     @field_validator("kueue", mode="before")
     @classmethod
@@ -57,6 +60,11 @@ class Scenario(SpecModel):
     def _interference_pools_known(self) -> Scenario:
         if self.interference is not None:
             self.interference.check_pools([p.name for p in self.cluster.pools])
+        return self
+
+    @model_validator(mode="after")
+    def _maintenance_nodes_known(self) -> Scenario:
+        check_maintenance(self.maintenance, self.cluster.pools)
         return self
 
     @model_validator(mode="after")

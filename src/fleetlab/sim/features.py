@@ -20,6 +20,7 @@ from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import Interruptions
 from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.maintenance import Maintenance
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.services import ServiceController
@@ -44,6 +45,7 @@ class Features:
     autoscaler: Autoscaler | None
     failures: FailureModel | None
     spot: Interruptions | None
+    maintenance: Maintenance | None
     services: ServiceController | None
     kueue: KueueBridge | None
 
@@ -72,6 +74,7 @@ def build_features(sim: EngineHandle) -> Features:
         autoscaler = Autoscaler(sim, lifecycle) if any(p.autoscaling for p in pools) else None
         failures = FailureModel(sim, lifecycle) if any(p.failures for p in pools) else None
         spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
+    maintenance = Maintenance(sim) if scenario.maintenance else None
     services = ServiceController(sim) if scenario.services else None
     kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
     return Features(
@@ -87,6 +90,7 @@ def build_features(sim: EngineHandle) -> Features:
         autoscaler=autoscaler,
         failures=failures,
         spot=spot,
+        maintenance=maintenance,
         services=services,
         kueue=kueue,
     )
