@@ -184,7 +184,6 @@ class Engine:
         self._image_name: list[str | None] = columns.image_name.tolist()
         self._image_size: list[int] = columns.image_size.tolist()
         self._data_size: list[int] = columns.data_size.tolist()
-        self._spec_key: list[int] = columns.spec_key.tolist()
         self._checkpoint_interval: list[int] = columns.checkpoint_interval_ms.tolist()
         self._checkpoint_write: list[int] = columns.checkpoint_write_ms.tolist()
         #: Per pod its job, per job its pods' label set, per node its pool (fixed for the run).
