@@ -124,10 +124,10 @@ def main() -> None:
     t0 = time.perf_counter()
     result = sim.run()
     wall = time.perf_counter() - t0
-    assert sim.kueue is not None
+    assert sim.features.kueue is not None
     print(
         f"simulated {len(resolved.jobs)} jobs on {args.nodes} nodes in {wall:.1f}s: "
-        f"{result.placements / wall:,.0f} placements/s, {sim.kueue.manager.cycles} admission cycles, "
+        f"{result.placements / wall:,.0f} placements/s, {sim.features.kueue.manager.cycles} admission cycles, "
         f"{int(result.jobs.completed.sum())} completed, {len(result.pending)} pending"
     )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
