@@ -94,11 +94,16 @@ class GangPlacer:
         all_codes = state.labels.codes(key)
         return [feasible & (all_codes == d) for d in domains]
 
-    def plan(self, pod: CompiledPod, count: int, topology: TopologyRequest) -> list[int] | None:
-        """Node per pod (not yet bound), or None when the gang cannot be placed now."""
+    def plan(
+        self, pod: CompiledPod, count: int, topology: TopologyRequest, allowed: BoolArray | None = None
+    ) -> list[int] | None:
+        """Node per pod (not yet bound; only ``allowed`` nodes when given), or None when the gang cannot be
+        placed now."""
         if topology.required is None and topology.preferred is None:
-            return self._plan_by_score(pod, count, None)  # no domain to choose: no feasibility mask needed
+            return self._plan_by_score(pod, count, allowed)  # no domain to choose: no feasibility mask
         feasible = self.scheduler.fits_now(pod).copy()
+        if allowed is not None:
+            feasible &= allowed
         if topology.required is not None:
             for mask in self._domain_masks(topology.required, feasible, pod, count):
                 plan = self._plan_in(pod, count, mask)
@@ -112,7 +117,7 @@ class GangPlacer:
                     plan = self._plan_in(pod, count, mask)
                     if plan is not None:
                         return plan
-        return self._plan_by_score(pod, count, None)
+        return self._plan_by_score(pod, count, allowed)
 
     def _plan_in(self, pod: CompiledPod, count: int, mask: BoolArray) -> list[int] | None:
         if pod.spec.pod_dependent:  # spread / anti-affinity between members: place them one by one

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from fleetlab.placement.element_views import int_elements
 from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
-from fleetlab.placement.state import ClusterState
+from fleetlab.placement.state import BoolArray, ClusterState
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.counters import Counters
 from fleetlab.sim.events import (
@@ -98,6 +98,10 @@ class Engine:
         self._on_evict: tuple[TakeHook, ...] = ()
         self._make_room: tuple[MakeRoom, ...] = ()
         self._after_step: tuple[TimeHook, ...] = ()
+        self._on_arrive: tuple[Callable[[int, int], bool], ...] = ()
+        self._on_withdraw: tuple[PodHook, ...] = ()
+        #: Per job withdrawn before it started, when (``withdraw_job``).
+        self.withdrawn: dict[int, int] = {}
         #: Nodes a bind or release touched in this step, and pods that fail at its end.
         self.touched: set[int] = set()
         self.failing: list[int] = []
@@ -426,12 +430,7 @@ class Engine:
         """One scheduling attempt for a queue entry: a pod, or a whole gang."""
         compiled, scheduler, placer, gang_size, topology, preempts = self._group_plan[group_id]
         if gang_size:
-            plan = placer.plan(compiled, gang_size, topology)
-            if plan is None:
-                return False
-            for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
-                self.bind(member, node)
-            return True
+            return self._bind_gang(pod, placer.plan(compiled, gang_size, topology))
         node = scheduler.select(compiled)
         if node < 0:
             if preempts:
@@ -445,6 +444,51 @@ class Engine:
                     return False
         self.bind(pod, node)
         return True
+
+    def try_place_on(self, group_id: int, pod: int, allowed: BoolArray) -> bool:
+        """``try_place`` on the ``allowed`` nodes only, without preemption (a backfill that must leave a
+        reservation's nodes alone)."""
+        compiled, scheduler, placer, gang_size, topology, _ = self._group_plan[group_id]
+        if gang_size:
+            return self._bind_gang(pod, placer.plan(compiled, gang_size, topology, allowed))
+        node = scheduler.select(compiled, allowed)
+        if node < 0:
+            return False
+        self.bind(pod, node)
+        return True
+
+    def _bind_gang(self, pod: int, plan: list[int] | None) -> bool:
+        """Bind the unfinished pods of ``pod``'s job to the nodes of ``plan`` (None: it found none)."""
+        if plan is None:
+            return False
+        for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
+            self.bind(member, node)
+        return True
+
+    # -- arrivals held and withdrawn -----------------------------------------------------------------
+    def hand_on(self, job: int, holder: Callable[[int, int], bool]) -> None:
+        """A job the ``arrive`` subscriber ``holder`` held goes on: to the subscribers after it (Kueue),
+        else to the scheduling queue."""
+        chain = self._on_arrive
+        for hold in chain[chain.index(holder) + 1 :]:
+            if hold(job, self.now):
+                return
+        self.enqueue(job)
+
+    def withdraw_job(self, job: int) -> None:
+        """The job leaves before any pod of it was bound (its user deleted it while pending, or it was
+        refused at submit): its pods leave the scheduling queue and stop waiting, never started and not
+        requeued; ``withdraw`` subscribers hear it (Kueue drops the workload)."""
+        book, now = self.book, self.now
+        pods = book.pods_of(job)
+        if self.job_spec[job] >= 0:
+            self.queue.remove(self.group_of(job), set(pods))
+        for p in pods:
+            book.stop_pending(p, now)
+            book.attempt_at[p] += 1
+        self.withdrawn[job] = now
+        for hook in self._on_withdraw:
+            hook(job)
 
     # -- the run -------------------------------------------------------------------------------------
     def start_run(self) -> None:
@@ -543,6 +587,7 @@ class Engine:
         self._on_job_failed, self._make_room = tuple(on.job_failed), tuple(on.make_room)
         self._after_step = tuple(on.after_step)
         self._on_job_done, self._on_evict = tuple(on.job_done), tuple(on.evict)
+        self._on_arrive, self._on_withdraw = tuple(on.arrive), tuple(on.withdraw)
         if on.optional_kinds:  # events that alone must not keep the run going (spot interruptions)
             assert not len(self.events), "features schedule their first events at run_start"
             self.events = GatedEventQueue(on.optional_kinds, on.quiet)

@@ -6,7 +6,8 @@ finishes releases its quota; a job evicted (Kueue preemption, or its pods preemp
 gives its quota back and waits in its ClusterQueue again. Usage per ClusterQueue is sampled whenever it
 changes, for the time-weighted quota report.
 
-Subscribes to ``arrive``, ``evict``, ``job_done``, ``job_failed``, ``tick``, two event kinds, ``run_end``.
+Subscribes to ``arrive``, ``evict``, ``job_done``, ``job_failed``, ``withdraw``, ``tick``, two event kinds,
+``run_end``.
 May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``halt`` on a preemption loop.
 """
 
@@ -114,6 +115,7 @@ class KueueBridge:
         on.evict.append(self.evicting)
         on.job_done.append(self.released)
         on.job_failed.append(self.released)
+        on.withdraw.append(self.withdrawn)
         on.tick.append(self.step)
         on.run_end.append(self.finish)
 
@@ -140,6 +142,19 @@ class KueueBridge:
         """A Kueue job finished (its last pod succeeded, or its pods failed): its quota is released."""
         if self._managed[job_index]:
             self.finished_at(job_index, self.sim.now)
+
+    def withdrawn(self, job_index: int) -> None:
+        """A Kueue job withdrawn before it started leaves its ClusterQueue, or gives back the quota it was
+        admitted with while its pods waited for nodes; its quota wait ends now."""
+        workload = self.workload_id.get(job_index)
+        if not self._managed[job_index] or workload is None or not self.manager.tracks(workload):
+            return  # not submitted to Kueue yet (or between a waitForPodsReady requeue's tries)
+        now = self.sim.now
+        self.manager.finish(workload)
+        if self.quota_since_ms[job_index] >= 0:
+            self.quota_waited_ms[job_index] += now - self.quota_since_ms[job_index]
+            self.quota_since_ms[job_index] = -1
+        self.sample(now)
 
     def _evict(self, job_index: int) -> None:
         """Take the workload's pods off their nodes; it waits for quota again from now."""

@@ -58,6 +58,9 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
     queues = parts.cluster_queue_of
     admitted = sim.submit_ms if parts.admitted_ms is None else parts.admitted_ms  # Kueue's admissions
     quota_wait = np.zeros(n, dtype=np.int64) if parts.quota_wait_ms is None else parts.quota_wait_ms
+    withdrawn = np.full(n, NEVER, dtype=np.int64)
+    for job, at in sim.withdrawn.items():
+        withdrawn[job] = at
     return JobTable(
         ids=table.ids.to_pylist(),
         job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
@@ -78,6 +81,7 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
         quota_wait_ms=quota_wait[inverse],
+        withdrawn_ms=withdrawn[inverse],
     )
 
 
