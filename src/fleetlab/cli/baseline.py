@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli.common import check_out, err_console, fail, out_console
+from fleetlab.cli.common import check_out, err_console, fail, out_console, out_path
 from fleetlab.model.history import History
 from fleetlab.spec.errors import SpecError
 
@@ -24,7 +24,9 @@ AlibabaNodesOpt = Annotated[
     Path | None,
     typer.Option("--alibaba-nodes", help="The openb node list that goes with --alibaba-pods."),
 ]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the results here (atomically).")]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", parser=out_path, help="Write the results here (atomically).")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from fleetlab.cli.buy_vs_rent import buy_vs_rent_cmd
-from fleetlab.cli.common import err_console, fail, finite_float, out_console, write_runs
+from fleetlab.cli.common import err_console, fail, finite_float, out_console, out_path, write_runs
 from fleetlab.report.strict_json import strict_dumps
 
 plan_app = typer.Typer(
@@ -193,7 +193,8 @@ plan_app.command("buy-vs-rent")(buy_vs_rent_cmd)
 def ledger_cmd(
     scenario: Annotated[str | None, typer.Argument(help="Scenario YAML or built-in name.")] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Run folder to write (as simulate --out, + ledger).")
+        Path,
+        typer.Option("--out", parser=out_path, help="Run folder to write (as simulate --out, + ledger)."),
     ] = Path("ledger-run"),
     policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,

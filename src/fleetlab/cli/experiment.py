@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from fleetlab.cli.common import err_console, fail, out_console
+from fleetlab.cli.common import err_console, fail, out_console, out_path
 
 experiment_app = typer.Typer(
     help="Experiments: variants that each make one change, run over several seeds, compared with "
@@ -21,7 +21,10 @@ experiment_app = typer.Typer(
 @experiment_app.command("run")
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="Experiment YAML file (see examples/experiments/).")],
-    out: Annotated[Path, typer.Option("--out", help="Output folder; rerun with the same folder to resume.")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", parser=out_path, help="Output folder; rerun with the same folder to resume."),
+    ],
     jobs: Annotated[
         int | None,
         typer.Option(

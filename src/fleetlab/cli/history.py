@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from fleetlab.cli.common import check_out, err_console, fail, out_console
+from fleetlab.cli.common import check_out, err_console, fail, out_console, out_path
 from fleetlab.report.strict_json import strict_dumps
 
 MAX_TOKEN_BYTES = 64 * 1024
@@ -75,9 +75,9 @@ def import_cmd(
             "pods, Jobs, JobSets, Kueue Workloads, events and nodes.",
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="History folder to write (atomically).")] = Path(
-        "history"
-    ),
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="History folder to write (atomically).")
+    ] = Path("history"),
     prometheus: Annotated[
         str | None, typer.Option("--prometheus", help="Prometheus base URL (kube-state-metrics + DCGM).")
     ] = None,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli.common import err_console, fail, out_console
+from fleetlab.cli.common import err_console, fail, out_console, out_path
 from fleetlab.cli.experiment import runs_progress
 from fleetlab.experiment.plan import Experiment
 
@@ -24,7 +24,8 @@ SourceArg = Annotated[
 def report_cmd(
     source: SourceArg = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Folder for report/ (and sweep/ when runs are needed).")
+        Path,
+        typer.Option("--out", parser=out_path, help="Folder for report/ (and sweep/ when runs are needed)."),
     ] = Path("fleetlab-report"),
     policy: Annotated[
         list[str] | None,
@@ -140,11 +141,11 @@ def _experiment_of(
         "seeds": list(parse_seeds(seeds, scenario.seed)),
     }
     experiment_from_data(raw, Path(label))  # check before writing anything
-    check_replaceable(sweep.absolute(), option="--out DIR/sweep")
+    check_replaceable(sweep.absolute(), option="--out DIR/sweep", in_place=True)
     sweep.mkdir(parents=True, exist_ok=True)
-    mark(sweep)  # fleetlab's own folder: a rerun may replace it
     file = sweep / "experiment.json"
     write_json_atomic(file, raw)  # JSON is YAML: the file reads back with the experiment loader
+    mark(sweep)  # fleetlab's own folder (experiment.json included): a rerun may replace it
     return load_experiment(file)
 
 

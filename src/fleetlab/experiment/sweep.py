@@ -38,8 +38,16 @@ from fleetlab.experiment.store import (
 from fleetlab.model.job_table import JobTable
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import refuse_overlap
 from fleetlab.spec.loader import resolve
-from fleetlab.spec.out_folder import check_replaceable, empty_folder, folder_lock, is_marked, mark
+from fleetlab.spec.out_folder import (
+    check_replaceable,
+    empty_folder,
+    folder_lock,
+    is_marked,
+    mark,
+    refuse_links,
+)
 
 #: Lock file inside a sweep's folder while a sweep writes it (DuckDB allows one writer).
 SWEEP_LOCK = ".fleetlab.lock"
@@ -212,15 +220,20 @@ def run_sweep(
     The folder must be new, empty or a sweep's own (``force`` empties any other folder first, as
     ``simulate --force`` replaces it); it is locked so a second sweep on it stops at once.
     """
+    refuse_overlap(out)  # the experiment file, its scenarios and traces stay apart from --out
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out / SWEEP_LOCK, out):
         if not is_marked(out) and not (out / MANIFEST).is_file():
             if force:
                 empty_folder(out, keep=frozenset({SWEEP_LOCK}))
             # refuses a non-empty folder that is not a sweep's output (our own lock file aside)
-            check_replaceable(out, ignore=frozenset({SWEEP_LOCK}))
+            check_replaceable(out, ignore=frozenset({SWEEP_LOCK}), in_place=True)
+        refuse_links(out)  # a linked runs/ (or anything else linked) would be written through
         mark(out)
-        return _run_sweep_locked(experiment, out, engine, on_run, limit)
+        try:
+            return _run_sweep_locked(experiment, out, engine, on_run, limit)
+        finally:
+            mark(out)  # sealed: everything the sweep wrote is older than the marker
 
 
 def _run_sweep_locked(

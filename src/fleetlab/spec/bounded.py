@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import yaml
 
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import note_input
 
 #: Largest input file read into memory (bytes). Real kubectl dumps of 10,000 pods are ~100 MiB.
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -58,7 +59,9 @@ def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) ->
 
 
 def _check_regular_file(path: Path, missing: str, max_bytes: int) -> None:
-    """Refuse, before opening, what is absent, a directory, not a regular file or over ``max_bytes``."""
+    """Refuse, before opening, what is absent, a directory, not a regular file or over ``max_bytes``; note
+    the file as an input of the command (no output may replace it, ``spec.inputs_read``)."""
+    note_input(path)
     try:
         info = os.stat(path)
     except FileNotFoundError:

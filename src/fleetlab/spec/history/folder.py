@@ -19,6 +19,7 @@ from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCH
 from fleetlab.spec.bounded import load_json, read_parquet, read_text_file
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.checks import check_history
+from fleetlab.spec.inputs_read import note_input
 
 __all__ = ["HISTORY_FILES", "read_history_folder", "write_history_folder"]
 
@@ -66,6 +67,7 @@ def read_history_folder(folder: Path) -> History:
     """Load a history folder, or raise SpecError naming the file and what is wrong."""
     if not folder.is_dir():
         raise SpecError(str(folder), ["not a folder; give a history folder (jobs.parquet, history.json)"])
+    note_input(folder)
     meta_file = folder / "history.json"
     text = read_text_file(meta_file, "no history.json in this folder")
     if len(text) > MAX_META_BYTES:
