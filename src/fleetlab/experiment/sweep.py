@@ -47,6 +47,7 @@ from fleetlab.spec.out_folder import (
     is_marked,
     mark,
     refuse_links,
+    written_by_fleetlab,
 )
 
 #: Lock file inside a sweep's folder while a sweep writes it (DuckDB allows one writer).
@@ -220,7 +221,9 @@ def run_sweep(
     The folder must be new, empty or a sweep's own (``force`` empties any other folder first, as
     ``simulate --force`` replaces it); it is locked so a second sweep on it stops at once.
     """
-    refuse_overlap(out)  # the experiment file, its scenarios and traces stay apart from --out
+    # The experiment file, its scenarios and traces stay apart from --out (a report's own experiment.json
+    # inside its sweep folder aside).
+    refuse_overlap(out, own=lambda path: written_by_fleetlab(out, path))
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out / SWEEP_LOCK, out):
         if not is_marked(out) and not (out / MANIFEST).is_file():

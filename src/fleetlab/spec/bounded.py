@@ -44,7 +44,7 @@ def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) ->
     ``missing`` says what to give when the file is absent. Devices, FIFOs and sockets are refused before
     they are opened (``/dev/zero`` would be read until memory runs out, a FIFO would block forever).
     """
-    _check_regular_file(path, missing, max_bytes)
+    check_file(path, missing, max_bytes)
     try:
         with open(path, "rb") as handle:
             raw = handle.read(max_bytes + 1)
@@ -58,22 +58,23 @@ def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) ->
         raise SpecError(str(path), [f"is not UTF-8 text (byte {exc.start}: {exc.reason})"]) from None
 
 
-def _check_regular_file(path: Path, missing: str, max_bytes: int) -> None:
+def check_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES, label: str | None = None) -> None:
     """Refuse, before opening, what is absent, a directory, not a regular file or over ``max_bytes``; note
     the file as an input of the command (no output may replace it, ``spec.inputs_read``)."""
+    name = label or str(path)
     note_input(path)
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise SpecError(str(path), [missing]) from None
+        raise SpecError(name, [missing]) from None
     except OSError as exc:
-        raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
+        raise SpecError(name, [f"cannot be read: {exc.strerror or exc}"]) from None
     if stat.S_ISDIR(info.st_mode):
-        raise SpecError(str(path), ["is a directory, not a file"])
+        raise SpecError(name, ["is a directory, not a file"])
     if not stat.S_ISREG(info.st_mode):
-        raise SpecError(str(path), ["is not a regular file (a device, pipe or socket); give a saved file"])
+        raise SpecError(name, ["is not a regular file (a device, pipe or socket); give a saved file"])
     if info.st_size > max_bytes:
-        raise SpecError(str(path), [f"is {info.st_size:,} bytes; the most fleetlab reads is {max_bytes:,}"])
+        raise SpecError(name, [f"is {info.st_size:,} bytes; the most fleetlab reads is {max_bytes:,}"])
 
 
 def read_parquet(
@@ -87,7 +88,7 @@ def read_parquet(
     is opened when absent, not a regular file or over ``max_bytes``; ``what`` names what it should be."""
     import pyarrow.parquet as pq
 
-    _check_regular_file(path, missing, max_bytes)
+    check_file(path, missing, max_bytes)
     try:
         return pq.read_table(path, columns=columns)
     except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
@@ -132,7 +133,7 @@ def open_stream(
 ) -> TextIO:
     """A regular file opened as text to be read a piece at a time (newlines untranslated, for CSV), at most
     ``max_bytes`` long, or a SpecError. For inputs too large to hold whole; checked as ``read_text_file``."""
-    _check_regular_file(path, missing, max_bytes)
+    check_file(path, missing, max_bytes)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed with the wrapper the caller closes
     except OSError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from fleetlab.spec.errors import SpecError
@@ -45,15 +45,23 @@ def _inside(path: str, folder: str) -> bool:
     return path != folder and path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def refuse_overlap(out: Path, option: str = "--out", inputs: Iterable[Path | str] = ()) -> None:
+def refuse_overlap(
+    out: Path,
+    option: str = "--out",
+    inputs: Iterable[Path | str] = (),
+    own: Callable[[str], bool] | None = None,
+) -> None:
     """A SpecError when ``out`` equals, holds or sits inside an input this command read (or ``inputs``).
 
-    Paths are compared after resolving links, so a link to an input counts as the input."""
+    Paths are compared after resolving links, so a link to an input counts as the input. ``own`` tells
+    an input fleetlab itself wrote inside a folder it writes in place (a report's experiment.json)."""
     target = os.path.realpath(out)
     for given in sorted({*inputs_read(), *(os.path.realpath(p) for p in inputs)}):
         if target == given:
             problem = f"is {given}, an input of this command"
         elif _inside(given, target):
+            if own is not None and own(given):
+                continue
             problem = f"holds {given}, an input of this command (replacing the folder would delete it)"
         elif _inside(target, given):
             problem = f"is inside {given}, an input of this command (writing there would change it)"

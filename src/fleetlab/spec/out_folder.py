@@ -131,6 +131,18 @@ def foreign_entries(folder: Path, limit: int = 5) -> list[str]:
     return sorted(found)[:limit]
 
 
+def written_by_fleetlab(folder: Path, path: str) -> bool:
+    """Whether ``path`` (inside ``folder``) is a plain file fleetlab wrote there: the folder is marked and
+    the file is no newer than the marker."""
+    try:
+        return is_marked(folder) and (
+            stat.S_ISREG((info := os.lstat(path)).st_mode)
+            and info.st_ctime_ns <= os.lstat(folder / MARKER).st_ctime_ns
+        )
+    except OSError:
+        return False
+
+
 def check_out_path(out: Path, option: str = "--out", in_place: bool = False) -> None:
     """Refuse an ``--out`` that cannot be a results folder: the root, a name too long to stage beside, a
     path longer than the file system allows, or (unless written ``in_place``) a link."""
