@@ -128,18 +128,24 @@ class _CappedRaw(io.RawIOBase):
         super().close()
 
 
-def open_stream(
-    path: Path, missing: str = "file not found", encoding: str = "utf-8", max_bytes: int = MAX_STREAM_BYTES
-) -> TextIO:
-    """A regular file opened as text to be read a piece at a time (newlines untranslated, for CSV), at most
-    ``max_bytes`` long, or a SpecError. For inputs too large to hold whole; checked as ``read_text_file``."""
+def open_binary_stream(
+    path: Path, missing: str = "file not found", max_bytes: int = MAX_STREAM_BYTES
+) -> io.BufferedReader:
+    """A regular file opened to be read a piece at a time, at most ``max_bytes`` long, or a SpecError.
+    For inputs too large to hold whole; checked as ``read_text_file``."""
     check_file(path, missing, max_bytes)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed with the wrapper the caller closes
     except OSError as exc:
         raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
-    raw = io.BufferedReader(_CappedRaw(handle, str(path), max_bytes))
-    return io.TextIOWrapper(raw, encoding=encoding, newline="")
+    return io.BufferedReader(_CappedRaw(handle, str(path), max_bytes))
+
+
+def open_stream(
+    path: Path, missing: str = "file not found", encoding: str = "utf-8", max_bytes: int = MAX_STREAM_BYTES
+) -> TextIO:
+    """``open_binary_stream`` as text (newlines untranslated, for CSV)."""
+    return io.TextIOWrapper(open_binary_stream(path, missing, max_bytes), encoding=encoding, newline="")
 
 
 # --- YAML -----------------------------------------------------------------------------------------

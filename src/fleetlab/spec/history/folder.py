@@ -28,6 +28,8 @@ HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA}
 MAX_META_BYTES = 1 << 20
 #: A month of a 2,000-GPU cluster (~500k jobs) is tens of MB of Parquet; far larger is not a history.
 MAX_TABLE_BYTES = 4 << 30
+#: Rows per Parquet row group: the writer holds one group's encoded columns, not a million rows'.
+ROW_GROUP = 1 << 16
 
 
 def _read_table(file: Path, schema: pa.Schema, required: bool) -> pa.Table:
@@ -106,7 +108,7 @@ def write_history_folder(history: History, folder: Path) -> None:
     """Write the four files into ``folder`` (which the caller stages and renames into place)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, table in (("jobs", history.jobs), ("nodes", history.nodes), ("bill", history.bill)):
-        pq.write_table(table, folder / f"{name}.parquet", compression="zstd")
+        pq.write_table(table, folder / f"{name}.parquet", compression="zstd", row_group_size=ROW_GROUP)
     meta = {
         "epoch": history.epoch,
         "end_s": history.end_s,

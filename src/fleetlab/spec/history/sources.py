@@ -16,6 +16,7 @@ from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.checks import check_history
 from fleetlab.spec.history.common import SourceData, assemble, head_bytes
 from fleetlab.spec.history.focus import read_focus, read_gcp_export
+from fleetlab.spec.history.job_columns import returned_memory
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
 from fleetlab.spec.history.philly import read_philly
 from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
@@ -122,6 +123,18 @@ def import_sources(
     swf_processors: str = "cpus",
     progress: Progress | None = None,
 ) -> History:
+    """:func:`_import_sources` with freed memory returned at once (``job_columns.returned_memory``)."""
+    with returned_memory():
+        return _import_sources(sources, prometheus, end, swf_processors, progress)
+
+
+def _import_sources(
+    sources: Sequence[str | Path],
+    prometheus: PrometheusSource | None = None,
+    end: float | None = None,
+    swf_processors: str = "cpus",
+    progress: Progress | None = None,
+) -> History:
     """One History from files (``[FORMAT:]PATH``) and, optionally, a Prometheus server.
 
     ``end`` (Unix seconds) is when the record ends; by default the latest instant any source mentions
@@ -159,7 +172,9 @@ def import_sources(
     for fmt, path in others:
         parts.append(read_source(fmt, path, progress, swf_processors))
     label = ", ".join(str(s) for s in sources) or (prometheus.url if prometheus else "import")
-    return check_history(assemble(parts, end), label)
+    history = assemble(parts, end)
+    parts.clear()  # the sources' own tables (absolute times) are not needed past this point
+    return check_history(history, label)
 
 
 def _read_kube(paths: list[Path], tick: Callable[[int], None], offsets: list[int]) -> SourceData:
