@@ -27,10 +27,15 @@ MAX_YAML_BYTES = 256 * 1024 * 1024
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-class _Reader:
-    """A growing text window over the file: ``pos`` is the next unread character."""
+class StreamReader:
+    """A growing text window over a stream: ``pos`` is the next unread character. Errors name the line of
+    a file (``source`` is its path) or, for other streams (``lines=False``: an HTTP answer), the
+    character."""
 
-    def __init__(self, fh: TextIO, source: str, progress: Callable[[int], None] | None) -> None:
+    def __init__(
+        self, fh: TextIO, source: str, progress: Callable[[int], None] | None, lines: bool = True
+    ) -> None:
+        self.lines = lines
         self.fh = fh
         self.source = source
         self.buf = ""
@@ -100,7 +105,10 @@ class _Reader:
             return value
 
     def error(self, problem: str, at: int | None = None, truncated: bool = True) -> SpecError:
-        line = _line_of(self.source, self.offset + (self.pos if at is None else at))
+        offset = self.offset + (self.pos if at is None else at)
+        if not self.lines:
+            return SpecError(self.source, [f"character {offset + 1}: {problem}"])
+        line = _line_of(self.source, offset)
         hint = (
             " (is the file truncated? re-save it with `kubectl get ... -o json > FILE`)" if truncated else ""
         )
@@ -153,7 +161,7 @@ def stream_list(
     With ``many``, documents written one after another (``kubectl ... >> FILE``) follow in turn."""
     source = str(path)
     with open_text(path) as fh:
-        reader = _Reader(fh, source, progress)
+        reader = StreamReader(fh, source, progress)
         try:
             if reader.peek() == "":
                 raise SpecError(source, ["the file is empty; expected JSON"])
@@ -166,9 +174,9 @@ def stream_list(
             raise SpecError(source, [f"is not UTF-8 text ({exc.reason}); expected JSON"]) from None
 
 
-def _document(reader: _Reader, key: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _document(reader: StreamReader, key: str) -> Iterator[tuple[Any, dict[str, Any]]]:
     if reader.peek() == "[":
-        for item in _array(reader):
+        for item in array_items(reader):
             yield item, {}
         yield STREAM_END, {}
         return
@@ -182,7 +190,7 @@ def _document(reader: _Reader, key: str) -> Iterator[tuple[Any, dict[str, Any]]]
             raise reader.error("expected a field name")
         reader.expect(":", "':'")
         if name == key and reader.peek() == "[":
-            for item in _array(reader):
+            for item in array_items(reader):
                 yield item, top
             top[name] = STREAM_END
         else:
@@ -198,7 +206,7 @@ STREAM_END: Any = object()
 def _first_char(path: Path) -> str:
     with open_text(path) as fh:
         try:
-            return _Reader(fh, str(path), None).peek()
+            return StreamReader(fh, str(path), None).peek()
         except UnicodeDecodeError as exc:
             raise SpecError(str(path), [f"is not UTF-8 text ({exc.reason}); expected JSON"]) from None
 
@@ -244,7 +252,7 @@ def stream_objects(
             yield out
 
 
-def _array(reader: _Reader) -> Iterator[Any]:
+def array_items(reader: StreamReader) -> Iterator[Any]:
     reader.expect("[", "'['")
     first = True
     while reader.peek() != "]":
@@ -255,7 +263,7 @@ def _array(reader: _Reader) -> Iterator[Any]:
     reader.expect("]", "']'")
 
 
-def _end(reader: _Reader) -> None:
+def _end(reader: StreamReader) -> None:
     if reader.peek() != "":
         raise reader.error("unexpected text after the end of the JSON document")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleetlab.model.history import History
+from fleetlab.spec.credentials import public_url
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.checks import check_history
 from fleetlab.spec.history.common import SourceData, assemble, head_bytes
@@ -20,6 +21,7 @@ from fleetlab.spec.history.job_columns import returned_memory
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
 from fleetlab.spec.history.philly import read_philly
 from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
+from fleetlab.spec.history.prometheus_api import DEFAULT_IMPORT_DEADLINE_S
 from fleetlab.spec.history.slurm import read_slurm
 from fleetlab.spec.history.swf import read_swf
 
@@ -40,9 +42,10 @@ class PrometheusSource:
     step_s: float = DEFAULT_STEP_S
     timeout_s: float = 30.0
     window_s: float = DEFAULT_WINDOW_S
+    deadline_s: float = DEFAULT_IMPORT_DEADLINE_S
 
-    def __repr__(self) -> str:  # keep the token out of any log or traceback
-        return f"PrometheusSource(url={self.url!r}, start={self.start}, end={self.end})"
+    def __repr__(self) -> str:  # keep the token (and any credentials in the URL) out of logs and tracebacks
+        return f"PrometheusSource(url={public_url(self.url)!r}, start={self.start}, end={self.end})"
 
 
 def split_source(text: str) -> tuple[str | None, Path]:
@@ -166,12 +169,12 @@ def _import_sources(
             read_prometheus(
                 prometheus.url, prometheus.start, prometheus.end, prometheus.token, prometheus.step_s,
                 prometheus.timeout_s, (lambda done: progress("prometheus", done, 6)) if progress else None,
-                prometheus.window_s,
+                prometheus.window_s, prometheus.deadline_s,
             )
         )  # fmt: skip
     for fmt, path in others:
         parts.append(read_source(fmt, path, progress, swf_processors))
-    label = ", ".join(str(s) for s in sources) or (prometheus.url if prometheus else "import")
+    label = ", ".join(str(s) for s in sources) or (public_url(prometheus.url) if prometheus else "import")
     history = assemble(parts, end)
     parts.clear()  # the sources' own tables (absolute times) are not needed past this point
     return check_history(history, label)
