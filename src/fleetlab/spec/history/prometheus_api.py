@@ -288,10 +288,12 @@ def _series(series: Any, where: str) -> dict[str, Any]:
     """One series, checked: a ``metric`` object of text labels and a ``values`` list."""
     if not isinstance(series, dict):
         raise SpecError(where, [f"a series is a {type(series).__name__}; expected an object"])
-    metric = series.get("metric") or {}
+    metric = series.get("metric")
+    metric = {} if metric is None else metric
     if not isinstance(metric, dict) or not all(isinstance(v, str) for v in metric.values()):
         raise SpecError(where, ["a series' 'metric' is not an object of label names to text values"])
-    values = series.get("values") or []
+    values = series.get("values")
+    values = [] if values is None else values
     if not isinstance(values, list):
         raise SpecError(where, [f"a series' 'values' is a {type(values).__name__}; expected a list"])
     return {"metric": metric, "values": values}

@@ -177,6 +177,13 @@ def _import_sources(
     label = ", ".join(str(s) for s in sources) or (public_url(prometheus.url) if prometheus else "import")
     history = assemble(parts, end)
     parts.clear()  # the sources' own tables (absolute times) are not needed past this point
+    if not (history.jobs.num_rows or history.nodes.num_rows or history.bill.num_rows):
+        left_out = "; ".join(f"{reason}: {count}" for reason, count in list(history.skipped.items())[:4])
+        raise SpecError(
+            label,
+            ["holds no job, node or bill line to import" + (f" (left out: {left_out})" if left_out else "")
+             + "; check the files (or the range and queries of --prometheus)"],
+        )  # fmt: skip
     return check_history(history, label)
 
 
