@@ -186,9 +186,9 @@ def test_a_flood_is_refused_at_the_cap_while_streamed(
 
 def test_a_declared_length_past_the_cap_is_refused_before_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prometheus_api, "MAX_RESPONSE_BYTES", 1000)
-    with hostile_server(json_answer(_matrix([{"metric": {}, "values": [[1, "1"]] * 200}]))) as server:
-        with pytest.raises(SpecError, match="at most 1,000 are read"):
-            list(PrometheusClient(server.url, None, 10).query_range("up", 1714557600, 1714561200, 60))
+    answer = json_answer(_matrix([{"metric": {}, "values": [[1, "1"]] * 200}]))
+    with hostile_server(answer) as server, pytest.raises(SpecError, match="at most 1,000 are read"):
+        list(PrometheusClient(server.url, None, 10).query_range("up", 1714557600, 1714561200, 60))
 
 
 def test_a_truncated_chunked_body_is_a_clear_error(tmp_path: Path) -> None:

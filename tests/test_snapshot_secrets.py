@@ -106,8 +106,11 @@ PV: dict[str, Any] = {
 STORAGE_CLASS: dict[str, Any] = {
     "metadata": {"name": "fast"},
     "provisioner": "x.csi",
-    "parameters": {"csi.storage.k8s.io/provisioner-secret-name": "db-password-secret", "type": "ssd",
-                   "password": "storage-class-password"},
+    "parameters": {
+        "csi.storage.k8s.io/provisioner-secret-name": "db-password-secret",
+        "type": "ssd",
+        "password": "storage-class-password",
+    },
 }
 
 
