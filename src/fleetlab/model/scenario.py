@@ -11,7 +11,7 @@ from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
-from fleetlab.model.kube import PriorityClass
+from fleetlab.model.kube import PriorityClass, check_one_global_default
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
@@ -42,6 +42,12 @@ class Scenario(SpecModel):
     interference: InterferenceModel | None = None
     #: Online inference services (model/service.py): long-running replicas with a latency SLO.
     services: tuple[Service, ...] = ()
+
+    @field_validator("priority_classes")
+    @classmethod
+    def _one_global_default(cls, value: tuple[PriorityClass, ...]) -> tuple[PriorityClass, ...]:
+        check_one_global_default([c.name for c in value if c.global_default])
+        return value
 
     @field_validator("kueue", mode="before")
     @classmethod

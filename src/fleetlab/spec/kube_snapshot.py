@@ -382,11 +382,22 @@ STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "Storage
 PRIORITY_KINDS = frozenset({"PriorityClass"})
 
 
+def _global_default(classes: list[KubeObject]) -> KubeObject | None:
+    """The cluster-default PriorityClass. A live cluster can hold several marked globalDefault (the check
+    that refuses a second one races); then the one with the smallest value applies, as the API documents
+    (k8s.io/api scheduling/v1 PriorityClass.globalDefault) and the Priority admission plugin does."""
+    defaults = [c for c in classes if c.get("globalDefault") is True]
+    valued = [c for c in defaults if isinstance(c.get("value"), int) and not isinstance(c.get("value"), bool)]
+    if valued:
+        return min(valued, key=lambda c: (c["value"], object_name(c)))
+    return defaults[0] if defaults else None
+
+
 def apply_priority_classes(pods: list[KubePod], classes: list[KubeObject], source: str) -> list[KubePod]:
     """Fill the priority of pods that carry no spec.priority from their PriorityClass (or the
     globalDefault one), as the Priority admission plugin does; pods with spec.priority keep it."""
     by_name: dict[str, KubeObject] = {object_name(c): c for c in classes}
-    default = next((c for c in classes if c.get("globalDefault") is True), None)
+    default = _global_default(classes)
     out: list[KubePod] = []
     for pod in pods:
         cls = by_name.get(pod.priority_class) if pod.priority_class else default
