@@ -45,6 +45,12 @@ MAX_PROFILE_STEPS = 10_000_000
 MAX_ARRIVALS_PER_HOUR = 3_600_000.0
 #: An hourly price in dollars: the dearest instance is under $200/h; a catalog typo is not a price.
 MAX_PRICE_PER_HOUR = 1_000_000.0
+#: A bill line's amount (cost, credit) in its currency: a trillion; a larger figure is a corrupt line.
+MAX_BILL_AMOUNT = 1e12
+#: Currency units per USD a bill may convert with (Kuwaiti dinar ~0.3 .. Iranian rial ~10^5).
+MIN_CONVERSION_RATE, MAX_CONVERSION_RATE = 1e-4, 1e7
+#: Cost types of a bill line that may be negative (refunds, corrections); usage itself never costs < 0.
+NEGATIVE_COST_TYPES = frozenset({"adjustment", "rounding_error", "credit", "refund"})
 
 
 def _not_bool(value: Any) -> Any:
