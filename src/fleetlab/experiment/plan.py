@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fleetlab import __version__
 from fleetlab.experiment.patch import PatchError, apply_patch
 from fleetlab.metrics.summary import Summary
+from fleetlab.model.limits import MAX_SEED, Int, Seed
 from fleetlab.model.scenario import Scenario
 from fleetlab.spec.bounded import read_text_file
 from fleetlab.spec.errors import SpecError, problems_from_validation
@@ -44,8 +45,14 @@ class _Strict(BaseModel):
 class SeedRange(_Strict):
     """``{start: 1, count: 10}``: seeds start .. start+count-1."""
 
-    start: int = 0
-    count: int = Field(gt=0, le=10_000)
+    start: Seed = 0
+    count: Int = Field(gt=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _last_fits(self) -> SeedRange:
+        if self.start + self.count - 1 > MAX_SEED:
+            raise ValueError(f"the last seed {self.start + self.count - 1} is past {MAX_SEED:,} (2**63 - 1)")
+        return self
 
 
 class VariantSpec(_Strict):
@@ -102,7 +109,7 @@ class ExperimentSpec(_Strict):
     base: str = "default"
     baseline: str | None = None
     variants: list[VariantSpec] = Field(min_length=1)
-    seeds: list[int] | SeedRange = Field(default_factory=lambda: [1, 2, 3])
+    seeds: list[Seed] | SeedRange = Field(default_factory=lambda: [1, 2, 3])
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
 
@@ -118,7 +125,7 @@ class ExperimentSpec(_Strict):
 
     @field_validator("seeds")
     @classmethod
-    def _distinct_seeds(cls, value: list[int] | SeedRange) -> list[int] | SeedRange:
+    def _distinct_seeds(cls, value: list[Seed] | SeedRange) -> list[Seed] | SeedRange:
         if isinstance(value, list):
             if not value:
                 raise ValueError("give at least one seed")
