@@ -81,7 +81,7 @@ def _flatten(doc: Any, source: str, where: str) -> Iterable[KubeObject]:
         return
     if not isinstance(kind, str):
         raise SpecError(source, [f"{where}: object has no `kind`; expected kubectl JSON output"])
-    _check_envelope(doc, source, where, kind)
+    check_envelope(doc, source, where, kind)
     yield doc
 
 
@@ -89,7 +89,7 @@ def _at(where: str) -> str:
     return f"{where.rstrip(': ')}: " if where else ""
 
 
-def _check_envelope(doc: KubeObject, source: str, where: str, kind: str) -> None:
+def check_envelope(doc: KubeObject, source: str, where: str, kind: str) -> None:
     """metadata, spec and status are mappings in every Kubernetes object; metadata's maps are string maps."""
     for field in ("metadata", "spec", "status"):
         value = doc.get(field)

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from fleetlab.model.history import History
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.job_columns import has_repeats
 
 #: Problems listed before the check gives up.
 MAX_LISTED = 8
@@ -50,6 +51,11 @@ def history_problems(history: History) -> list[str]:
             value = float("nan") if value is None and pa.types.is_floating(values.type) else value
             out.append(f"{count} job(s) {what}, e.g. job {ids[i].as_py()!r} (value {value!r})")
 
+    if has_repeats(ids):
+        counts = pc.value_counts(ids).to_pylist()
+        repeated = next(item["values"] for item in counts if item["counts"] > 1)
+        out.append(f"job {repeated!r} appears more than once; every job is one row (counted twice, it would "
+                   "count its GPU-hours twice)")  # fmt: skip
     times = {name: jobs.column(name).cast(pa.float64()) for name in ORDER}
     end = _number(history.end_s + 1e-6)
     for name, values in times.items():

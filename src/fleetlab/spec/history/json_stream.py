@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from fleetlab.spec.bounded import MAX_DEPTH, STRICT_DECODER, check_depth
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import open_text
-from fleetlab.spec.kube_objects import SECRET_KINDS, read_objects
+from fleetlab.spec.kube_objects import SECRET_KINDS, check_envelope, read_objects
 
 CHUNK_CHARS = 8 * 1024 * 1024
 #: One object (a pod, a Workload) larger than this is not from kubectl.
@@ -144,6 +144,7 @@ def _checked(obj: Any, source: str, where: str, default_kind: str | None) -> dic
         return None
     if obj.get("kind") != kind:
         obj["kind"] = kind
+    check_envelope(obj, source, where, kind)  # metadata, spec and status are mappings, labels text maps
     return obj
 
 

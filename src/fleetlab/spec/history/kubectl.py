@@ -40,11 +40,14 @@ class KubeHistory(KubeJobs):
         super().__init__(SourceData(label=label, kind="kubectl"))
         self.events = EventTally()
         self.workloads: list[WorkloadFacts] = []
+        self.objects = 0  # objects read, all files together (the source's row count)
 
     def read(self, path: Path, progress: Callable[[int], None] | None = None) -> None:
         """Stream one file's objects into the history."""
         source = str(path)
         for obj in stream_objects(path, progress, lambda: self.data.skip("object without kind")):
+            self.objects += 1
+            self.data.count_rows(self.objects)
             kind = obj["kind"]
             if kind == "Pod":
                 self._pod(obj, source)

@@ -62,6 +62,7 @@ def _read_summary(path: Path) -> SourceData:
             )  # fmt: skip
         try:
             for number, row in enumerate(reader, start=2):
+                data.count_rows(number)
                 where = f"line {number}"
                 if any(row.get(c) is None for c in SUMMARY_COLUMNS):
                     raise SpecError(source, [f"{where}: fewer fields than the header (truncated?)"])
@@ -99,6 +100,7 @@ def _read_log(path: Path, progress: Callable[[int], None] | None) -> SourceData:
     for index, (job, _) in enumerate(stream_list(path, "jobs", progress)):
         if job is STREAM_END:
             break
+        data.count_rows(index + 1)
         record = _log_job(job, source, f"[{index}]", data)
         if record is not None:
             data.jobs.append(record)
@@ -137,8 +139,11 @@ def _log_job(job: Any, source: str, where: str, data: SourceData) -> JobRecord |
         ends += [end] if end is not None else []
         detail = attempt.get("detail") or []
         if i == 0 and isinstance(detail, list):
-            machines = [str(d.get("ip")) for d in detail if isinstance(d, dict) and d.get("ip")]
-            gpus = sum(len(d.get("gpus") or []) for d in detail if isinstance(d, dict))
+            hosts = [d for d in detail if isinstance(d, dict)]
+            if any(not isinstance(d.get("gpus") or [], list) for d in hosts):
+                raise SpecError(source, [f"{here}.detail[].gpus: expected a list of GPU names"])
+            machines = [str(d.get("ip")) for d in hosts if d.get("ip")]
+            gpus = sum(len(d.get("gpus") or []) for d in hosts)
     state, reason = STATUS[status]
     end_at = max(ends) if ends and state != "running" else None
     if state in ("completed", "failed") and end_at is None:

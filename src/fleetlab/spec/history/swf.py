@@ -53,6 +53,7 @@ def read_swf(
                         [f"line {number}: a job line before the '; UnixStartTime: N' header line; SWF times "
                          "are seconds from it"],
                     )  # fmt: skip
+                data.count_rows(number)
                 record = _job(text, number, start, path, processors_as, data, partials)
                 if record is not None:
                     data.jobs.append(record)
