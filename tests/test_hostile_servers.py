@@ -31,6 +31,7 @@ from hostile_http import (
     send,
     truncated_chunked,
 )
+from prometheus_server import needs_prometheus, prometheus_server
 from test_cli import invoke
 
 #: A token no message, file or URL of fleetlab may ever show.
@@ -291,3 +292,81 @@ def test_fuzz_prometheus_answers(answer: str) -> None:
         except SpecError as exc:
             assert "\n" not in str(exc) and TOKEN not in str(exc)
         assert time.monotonic() - started < 5
+
+
+# --- the planted token: in no message and no file, on every path --------------------------------------
+
+_FAILING: dict[str, Behaviour] = {
+    "redirect elsewhere": redirect_to("http://127.0.0.1:1/api/v1/query_range"),
+    "401 echoing the header": lambda h: send(
+        h, 401, f'{{"error": "bad {h.headers.get("Authorization")}"}}'.encode()
+    ),
+    "500 echoing every header": echo_headers_error,
+    "bad_data error echoing the query": json_answer(
+        '{"status": "error", "errorType": "bad_data", "error": "Authorization: Bearer ' + TOKEN + '"}', 400
+    ),
+    "not JSON, token in the body": json_answer(f"<html>{TOKEN}</html>"),
+    "truncated chunked body": truncated_chunked,
+    "drip": drip,
+}
+
+
+@pytest.mark.parametrize("behaviour", sorted(_FAILING))
+def test_planted_token_in_no_message_and_no_file_on_failing_paths(tmp_path: Path, behaviour: str) -> None:
+    with hostile_server(_FAILING[behaviour]) as server:
+        result = _import(server.url, tmp_path / "h", timeout="1")
+    _clean_failure(result)
+    _no_token_anywhere(result, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("url", "token"),
+    [
+        (f"http://127.0.0.1:1/?access_token={TOKEN}", "ok-token"),
+        (f"htps://user:{TOKEN}@127.0.0.1:1", "ok-token"),
+        ("http://127.0.0.1:1", f"{TOKEN}\n"),
+        ("http://127.0.0.1:1", f"Bearer {TOKEN}"),
+    ],
+)
+def test_planted_token_in_no_message_when_refused_before_sending(
+    tmp_path: Path, url: str, token: str
+) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PROM_TOKEN", token)
+        result = invoke("import", "--prometheus", url, "--start", START, "--end", END, "--token-env",
+                        "PROM_TOKEN", "--out", str(tmp_path / "h"))  # fmt: skip
+    _clean_failure(result)
+    _no_token_anywhere(result, tmp_path)
+
+
+def test_planted_token_in_no_output_of_a_subprocess(tmp_path: Path) -> None:
+    """The whole command in its own process: stdout, stderr (a thread's output included) and files."""
+    import subprocess
+    import sys
+
+    with hostile_server(echo_headers_error) as server:
+        env = {**os.environ, "PROM_TOKEN": TOKEN}
+        done = subprocess.run(
+            [sys.executable, "-m", "fleetlab", "import", "--prometheus", server.url, "--start", START, "--end",
+             END, "--token-env", "PROM_TOKEN", "--out", str(tmp_path / "h")],
+            capture_output=True, text=True, env=env, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert TOKEN not in done.stdout + done.stderr
+    for path in tmp_path.rglob("*"):
+        assert not path.is_file() or TOKEN.encode() not in path.read_bytes()
+
+
+@needs_prometheus
+def test_planted_token_in_no_file_of_a_successful_import(tmp_path: Path) -> None:
+    from test_history_prometheus import END as PROM_END
+    from test_history_prometheus import T0, _world
+
+    (tmp_path / "prom").mkdir()
+    with prometheus_server(tmp_path / "prom", _world()) as url, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PROM_TOKEN", TOKEN)
+        result = invoke("import", "--prometheus", url, "--start", str(T0 - 600), "--end", str(PROM_END),
+                        "--token-env", "PROM_TOKEN", "--out", str(tmp_path / "h"), "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["sources"] == [f"prometheus:{url}"]
+    _no_token_anywhere(result, tmp_path)

@@ -67,18 +67,18 @@ Int = Annotated[int, NotBool]
 Float = Annotated[float, NotBool]
 
 #: A PriorityClass-style value (int32, as the Kubernetes API holds it).
-Priority = Annotated[int, NotBool, Field(ge=INT32_MIN, le=INT32_MAX)]
+Priority = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX), NotBool]
 #: A random seed.
-Seed = Annotated[int, NotBool, Field(ge=0, le=MAX_SEED)]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED), NotBool]
 #: A node count (pool size, autoscaling bound, ``--add-nodes``).
-NodeCount = Annotated[int, NotBool, Field(ge=0, le=MAX_NODES)]
+NodeCount = Annotated[int, Field(ge=0, le=MAX_NODES), NotBool]
 #: A count that may be negative but must fit int64 (quotas, weights).
 Int64 = Annotated[int, NotBool, Field(ge=-(2**63), le=2**63 - 1)]
 #: A non-negative count that must fit int64.
-Count = Annotated[int, NotBool, Field(ge=0, le=MAX_QUANTITY)]
+Count = Annotated[int, Field(ge=0, le=MAX_QUANTITY), NotBool]
 #: A score plugin's weight (0 disables it).
-PluginWeight = Annotated[int, NotBool, Field(ge=0, le=MAX_PLUGIN_WEIGHT)]
+PluginWeight = Annotated[int, Field(ge=0, le=MAX_PLUGIN_WEIGHT), NotBool]
 #: A Kueue quota quantity (``nominalQuota``, ``borrowingLimit``, ``lendingLimit``) in fleetlab's units.
-QuotaQuantity = Annotated[int, NotBool, Field(ge=0, le=MAX_QUANTITY)]
+QuotaQuantity = Annotated[int, Field(ge=0, le=MAX_QUANTITY), NotBool]
 #: Dollars per hour.
-PricePerHour = Annotated[float, NotBool, Field(ge=0, le=MAX_PRICE_PER_HOUR)]
+PricePerHour = Annotated[float, Field(ge=0, le=MAX_PRICE_PER_HOUR), NotBool]

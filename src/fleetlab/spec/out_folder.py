@@ -156,6 +156,17 @@ def check_out_path(out: Path, option: str = "--out", in_place: bool = False) -> 
         )  # fmt: skip
     if len(str(out).encode("utf-8", "surrogateescape")) > MAX_OUT_PATH:
         raise SpecError(f"{option} {str(out)[:80]}...", [f"the path is longer than {MAX_OUT_PATH} bytes"])
+    here = os.path.realpath(os.getcwd()) if os.path.exists(".") else ""
+    if (
+        not in_place
+        and here
+        and (here == os.path.realpath(out) or here.startswith(os.path.realpath(out) + os.sep))
+    ):
+        raise SpecError(
+            f"{option} {out}",
+            ["is the folder this command runs in (or holds it); fleetlab replaces --out as a whole, which "
+             "would leave your shell in a deleted folder: give a sub-folder such as --out results"],
+        )  # fmt: skip
     if out.is_symlink() and not in_place:
         raise SpecError(
             f"{option} {out}",
