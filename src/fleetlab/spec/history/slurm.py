@@ -57,6 +57,8 @@ TIME_HINT = "YYYY-MM-DDTHH:MM:SS (run `TZ=UTC sacct --parsable2 ...`)"
 MAX_LINE_CHARS = 1 << 20
 #: Rows read at a time (Arrow's block size in bytes): memory holds one block's text.
 BLOCK_BYTES = 1 << 19
+#: Jobs of ``sacct --json`` converted to columns at a time.
+JSON_BLOCK = 1 << 15
 _NO_TIME = pa.array(["", "Unknown", "None", "N/A", "NULL", "null"])
 T = TypeVar("T")
 
@@ -319,9 +321,22 @@ def _json_job(job: Any, index: int, source: str) -> tuple[Any, ...]:
     )
 
 
+def _json_block(rows: list[tuple[Any, ...]], source: str) -> pa.Table:
+    """The job rows of a block of ``sacct --json`` attempts (cells as :func:`_json_job` gives them)."""
+    columns: list[Any] = list(zip(*rows, strict=True)) if rows else [() for _ in ATTEMPT_SCHEMA]
+    table = pa.table(
+        {f.name: pa.array(list(column), f.type) for f, column in zip(ATTEMPT_SCHEMA, columns, strict=True)},
+        schema=ATTEMPT_SCHEMA,
+    )
+    return job_rows(table, source)
+
+
 def _json_attempts(path: Path, progress: Callable[[int], None] | None, data: SourceData) -> pa.Table:
+    """Job rows of every ``jobs[]`` object, converted a block at a time (memory holds one block of Python
+    objects, not a million)."""
     source = str(path)
     rows: list[tuple[Any, ...]] = []
+    parts: list[pa.Table] = []
     for index, (job, top) in enumerate(stream_list(path, "jobs", progress)):
         if job is STREAM_END:
             if "jobs" not in top:
@@ -331,14 +346,12 @@ def _json_attempts(path: Path, progress: Callable[[int], None] | None, data: Sou
                 raise SpecError(source, [f"'jobs' is a {kind}; `sacct --json` output holds a list of jobs"])
             break
         rows.append(_json_job(job, index, source))
-        if len(rows) > MAX_SOURCE_ROWS:
-            data.count_rows(len(rows))
-    columns: list[Any] = list(zip(*rows, strict=True)) if rows else [() for _ in ATTEMPT_SCHEMA]
-    table = pa.table(
-        {f.name: pa.array(list(column), f.type) for f, column in zip(ATTEMPT_SCHEMA, columns, strict=True)},
-        schema=ATTEMPT_SCHEMA,
-    )
-    return job_rows(table, source)
+        if len(rows) == JSON_BLOCK:
+            parts.append(_json_block(rows, source))
+            rows = []
+            data.count_rows(index + 1)
+    parts.append(_json_block(rows, source))
+    return pa.concat_tables(parts)
 
 
 def read_slurm(path: Path, progress: Callable[[int], None] | None = None) -> SourceData:
