@@ -97,10 +97,11 @@ class StreamReader:
                 raise self.error(f"invalid JSON: {exc}", truncated=False) from None
             if end == len(self.buf) and self.fill():
                 continue  # a number could go on in the next chunk
-            try:
-                check_depth(self.source, value)
-            except SpecError:
-                raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False) from None
+            if _may_nest_deeply(self.buf, self.pos, end):
+                try:
+                    check_depth(self.source, value)
+                except SpecError:
+                    raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False) from None
             self.pos = end
             return value
 
@@ -113,6 +114,13 @@ class StreamReader:
             " (is the file truncated? re-save it with `kubectl get ... -o json > FILE`)" if truncated else ""
         )
         return SpecError(self.source, [f"line {line}: {problem}{hint}"])
+
+
+def _may_nest_deeply(text: str, start: int, end: int) -> bool:
+    """Whether the value in ``text[start:end]`` could nest deeper than MAX_DEPTH: not when it opens fewer
+    brackets than that in all (counted in C, so most objects skip the walk of ``check_depth``)."""
+    span = text[start:end]
+    return span.count("[") + span.count("{") > MAX_DEPTH
 
 
 def _line_of(source: str, offset: int) -> int:
