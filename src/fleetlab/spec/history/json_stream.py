@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from fleetlab.spec.bounded import MAX_DEPTH, STRICT_DECODER, check_depth
+from fleetlab.spec.bounded import (
+    FAST_STRICT_DECODER,
+    MAX_DEPTH,
+    STRICT_DECODER,
+    long_digits,
+    nested_deeper,
+)
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import open_text
 from fleetlab.spec.kube_objects import SECRET_KINDS, check_envelope, read_objects
@@ -33,9 +39,18 @@ class StreamReader:
     character."""
 
     def __init__(
-        self, fh: TextIO, source: str, progress: Callable[[int], None] | None, lines: bool = True
+        self,
+        fh: TextIO,
+        source: str,
+        progress: Callable[[int], None] | None,
+        lines: bool = True,
+        shallow: bool = True,
     ) -> None:
         self.lines = lines
+        #: Refuse values nested deeper than MAX_DEPTH or holding integers of more than MAX_INT_DIGITS
+        #: digits, for consumers that recurse or keep integers; a reader that turns each value into floats
+        #: without recursion (Prometheus samples) may skip both (the C decoder still stops at its own limit).
+        self.shallow = shallow
         self.fh = fh
         self.source = source
         self.buf = ""
@@ -81,7 +96,13 @@ class StreamReader:
         self.peek()
         while True:
             try:
-                value, end = STRICT_DECODER.raw_decode(self.buf, self.pos)
+                try:
+                    value, end = FAST_STRICT_DECODER.raw_decode(self.buf, self.pos)
+                    huge = self.shallow and long_digits(self.buf, self.pos, end)
+                except ValueError:  # past Python's own digit limit, or a real error: the strict decoder says
+                    huge = True
+                if huge:  # maybe an integer longer than allowed: decode with its check
+                    value, end = STRICT_DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
                 # Input cut off by the window fails at its end (or inside a string running past it);
                 # an error well before the end is in the file itself.
@@ -97,11 +118,8 @@ class StreamReader:
                 raise self.error(f"invalid JSON: {exc}", truncated=False) from None
             if end == len(self.buf) and self.fill():
                 continue  # a number could go on in the next chunk
-            if _may_nest_deeply(self.buf, self.pos, end):
-                try:
-                    check_depth(self.source, value)
-                except SpecError:
-                    raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False) from None
+            if self.shallow and nested_deeper(self.buf, self.pos, end):
+                raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False)
             self.pos = end
             return value
 
@@ -114,13 +132,6 @@ class StreamReader:
             " (is the file truncated? re-save it with `kubectl get ... -o json > FILE`)" if truncated else ""
         )
         return SpecError(self.source, [f"line {line}: {problem}{hint}"])
-
-
-def _may_nest_deeply(text: str, start: int, end: int) -> bool:
-    """Whether the value in ``text[start:end]`` could nest deeper than MAX_DEPTH: not when it opens fewer
-    brackets than that in all (counted in C, so most objects skip the walk of ``check_depth``)."""
-    span = text[start:end]
-    return span.count("[") + span.count("{") > MAX_DEPTH
 
 
 def _line_of(source: str, offset: int) -> int:

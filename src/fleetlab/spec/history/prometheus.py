@@ -22,6 +22,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import (
     NodeRecord,
@@ -37,6 +40,7 @@ from fleetlab.spec.history.prometheus_api import (
     PrometheusClient,
 )
 
+FloatArray = NDArray[np.float64]
 #: Steps one import may span (a year at the default 60 s step).
 MAX_RANGE_POINTS = 600_000
 #: Prometheus refuses more than 11,000 points per series; stay under it.
@@ -85,9 +89,20 @@ def _pair(pair: Any, where: str) -> tuple[float, float]:
     return t, v
 
 
-def _samples(values: list[Any], where: str) -> list[tuple[float, float]]:
-    """Every sample with a finite value (Prometheus writes stale markers and gaps as NaN)."""
-    return [(t, v) for t, v in (_pair(p, where) for p in values) if math.isfinite(v)]
+def _samples(values: list[Any], where: str) -> FloatArray:
+    """The finite values of every sample (Prometheus writes stale markers and gaps as NaN), converted by
+    numpy in one call; a sample that is not ``[time, value]`` goes through :func:`_pair` for the error."""
+    try:
+        pairs = np.array(values, dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        pairs = np.empty((0, 0))
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.isfinite(pairs[:, 0]).all():
+        if values:
+            pairs = np.array([_pair(p, where) for p in values], dtype=np.float64)
+        else:
+            return np.empty(0)
+    kept: FloatArray = pairs[:, 1][np.isfinite(pairs[:, 1])]
+    return kept
 
 
 def _last(values: list[Any], where: str) -> tuple[float, float] | None:
@@ -216,15 +231,15 @@ class PromHistory:
                 continue
             pod = self.pods[key]
             samples = _samples(values, where)
-            pod.util_sum += sum(v for _, v in samples)
+            pod.util_sum += float(samples.sum())
             pod.util_n += len(samples)
         for labels, values, where in self.each("DCGM_FI_DEV_FB_USED"):
             key = _pod_key(labels)
-            samples = _samples(values, where) if key in self.pods else []
-            if key is None or not samples:
+            samples = _samples(values, where) if key in self.pods else np.empty(0)
+            if key is None or not len(samples):
                 continue
             pod = self.pods[key]
-            top = max(v for _, v in samples) * 2**20
+            top = float(samples.max()) * 2**20
             pod.fb_max = top if pod.fb_max is None else max(pod.fb_max, top)
 
     def _nodes(self) -> None:

@@ -146,7 +146,9 @@ class PrometheusClient:
                 io.BufferedReader(_Body(response, self, deadline, where)), encoding="utf-8"
             )
             try:
-                yield from _matrix(StreamReader(text, where, None, lines=False), where, self)
+                # Samples become floats one series at a time (no recursion, any integer size is safe).
+                reader = StreamReader(text, where, None, lines=False, shallow=False)
+                yield from _matrix(reader, where, self)
             except UnicodeDecodeError:
                 raise SpecError(
                     where, ["the answer is not UTF-8 JSON; is --prometheus the server's URL?"]

@@ -27,7 +27,6 @@ from fleetlab.spec.bounded import open_binary_stream
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import (
     MAX_COUNT,
-    MAX_SOURCE_ROWS,
     MAX_UNIX_S,
     MIN_UNIX_S,
     SourceData,
