@@ -272,6 +272,61 @@ def test_tracebacks_kubectl_fields_of_the_wrong_json_type(
     _failure(invoke("import", f"kubectl:{path}", "--out", str(tmp_path / "h")), needle)
 
 
+def _set(doc: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    parent: Any = doc
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        parent = parent[int(key)] if key.isdigit() else parent[key]
+    parent[int(keys[-1]) if keys[-1].isdigit() else keys[-1]] = value
+    return doc
+
+
+#: A field deep in a real object given a value of another JSON type: (object, field, value, what is named).
+DEEP_KUBE_SHAPES = [
+    ("pod", "metadata.ownerReferences", 5, "`metadata.ownerReferences` is a int; it must be a list"),
+    ("pod", "status.conditions", "x", "`status.conditions` is a str; it must be a list"),
+    ("pod", "status.containerStatuses", {}, "`status.containerStatuses` is a dict; it must be a list"),
+    ("pod", "status.containerStatuses.0.state", 5, "`status.containerStatuses[0].state` is a int"),
+    ("pod", "spec.containers.0.resources.requests.cpu", 1e308, "outside 0..9,007,199,254,740,992"),
+    ("job", "spec.template", 5, "`spec.template` is a int; it must be a mapping"),
+    ("job", "spec.template.spec", [], "`spec.template.spec` is a list; it must be a mapping"),
+    ("job", "status.conditions", 5, "`status.conditions` is a int"),
+]
+
+
+@pytest.mark.parametrize(("kind", "field", "value", "needle"), DEEP_KUBE_SHAPES)
+def test_tracebacks_kubectl_deep_fields_of_the_wrong_json_type(
+    tmp_path: Path, kind: str, field: str, value: Any, needle: str
+) -> None:
+    from kube_history_builders import job, pod
+
+    obj = (
+        pod("ns", "p-0", "10:00:00", scheduled="10:00:01", started="10:00:02", finished="10:30:00",
+            phase="Succeeded", gpus=1)
+        if kind == "pod" else job("ns", "j", "10:00:00", parallelism=1, succeeded=1)
+    )  # fmt: skip
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"kind": "List", "items": [_set(obj, field, value)]}))
+    _failure(invoke("import", f"kubectl:{path}", "--out", str(tmp_path / "h")), needle)
+
+
+@pytest.mark.parametrize("field", ["spec.priority", "spec.completions", "spec.parallelism"])
+def test_nonsense_true_is_no_count_in_a_kubectl_object(tmp_path: Path, field: str) -> None:
+    from kube_history_builders import job, owner, pod
+
+    items = [
+        pod("ns", "j-0", "10:00:00", owner_ref=owner("Job", "j"), scheduled="10:00:01", started="10:00:02",
+            finished="10:30:00", phase="Succeeded", gpus=1),
+        _set(job("ns", "j", "10:00:00", parallelism=1, succeeded=1), field, True),
+    ]  # fmt: skip
+    if field == "spec.priority":
+        items[0]["spec"]["priority"] = True
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"kind": "List", "items": items}))
+    result = invoke("import", f"kubectl:{path}", "--out", str(tmp_path / "h"), "--json")
+    assert result.exit_code == 0, result.output  # true is read as "not given", not as 1
+
+
 SACCT_JSON_SHAPES = [
     ({"jobs": {"a": 1}}, "'jobs' is a dict"),
     ({"jobs": [{"job_id": 1, "time": 5}]}, "jobs[0].time: expected an object"),

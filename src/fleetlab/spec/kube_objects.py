@@ -156,6 +156,24 @@ def object_name(obj: KubeObject) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+def field_map(value: Any, what: str) -> dict[str, Any]:
+    """A field that must be a mapping (None reads as empty), else a ShapeError naming it, never its value."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ShapeError(f"`{what}` is a {type(value).__name__}; it must be a mapping")
+    return value
+
+
+def field_list(value: Any, what: str) -> list[Any]:
+    """A field that must be a list (None reads as empty), else a ShapeError naming it, never its value."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ShapeError(f"`{what}` is a {type(value).__name__}; it must be a list")
+    return value
+
+
 def check_container_lists(spec: Mapping[str, Any], where: str, source: str) -> None:
     """Refuse ``containers`` / ``initContainers`` that are not lists of mappings (a mapping would be
     iterated by key, a number would fail deep inside the requests arithmetic)."""

@@ -24,6 +24,7 @@ from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_objects import (
     KubeObject,
     ShapeError,
+    mapping_list,
     object_name,
     read_objects,
 )
@@ -180,10 +181,10 @@ def parse_node(obj: KubeObject, source: str) -> KubeNode:
             f"{where}.spec.taints[{i}]",
             source,
         )
-        for i, t in enumerate(spec.get("taints") or [])
+        for i, t in enumerate(mapping_list(obj, "spec.taints", spec.get("taints")))
     )
     ready = "Unknown"
-    for cond in status.get("conditions") or []:
+    for cond in mapping_list(obj, "status.conditions", status.get("conditions")):
         if cond.get("type") == "Ready":
             ready = str(cond.get("status", "Unknown"))
     return KubeNode(

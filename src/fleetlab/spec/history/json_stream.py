@@ -153,7 +153,7 @@ def _checked(obj: Any, source: str, where: str, default_kind: str | None) -> dic
             source, [f"{where}: expected a Kubernetes object (a mapping), got {type(obj).__name__}"]
         )
     kind = obj.get("kind") or default_kind
-    if kind in SECRET_KINDS:
+    if isinstance(kind, str) and kind in SECRET_KINDS:
         raise SpecError(
             source,
             [f"{where}: this file holds a Secret; nothing of its content was read or printed. Give pods, "
