@@ -57,7 +57,7 @@ MAX_LINE_CHARS = 1 << 20
 #: Rows read at a time (Arrow's block size in bytes): memory holds one block's text.
 BLOCK_BYTES = 1 << 19
 #: Jobs of ``sacct --json`` converted to columns at a time.
-JSON_BLOCK = 1 << 15
+JSON_BLOCK = 1 << 14
 _NO_TIME = pa.array(["", "Unknown", "None", "N/A", "NULL", "null"])
 T = TypeVar("T")
 
