@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Any
 
+from doc_tables import render, write_table
 from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
 from fleetlab.sim.simulator import Simulator
@@ -132,23 +133,43 @@ def main() -> None:
     parser.add_argument("--policy", nargs="+", default=["default", "most-allocated"])
     parser.add_argument("--profile", help="write a cProfile of the simulation to this file (one size)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--write-docs",
+        metavar="PAGE",
+        help="also write the measured table into PAGE between its 'bench_scale' markers (docs/scale.md)",
+    )
     args = parser.parse_args()
     if args.child:
         print(json.dumps(one(args.jobs[0], args.gpus, args.policy[0], args.profile)))
         return
     header = f"{'jobs':>8} {'GPUs':>6} {'policy':<15} {'gen s':>6} {'sim s':>7} {'wall s':>7} {'jobs/s':>8} {'bare/s':>9} {'ratio %':>7} {'RSS MiB':>7}"
     print(header)
+    rows = []
     for jobs in args.jobs:
         for policy in args.policy:
             argv = [sys.executable, __file__, "--child", "--jobs", str(jobs), "--gpus", str(args.gpus)]
             argv += ["--policy", policy] + (["--profile", args.profile] if args.profile else [])
             row = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+            rows.append(row)
             print(
                 f"{row['jobs']:>8} {row['gpus']:>6} {row['policy']:<15} {row['generate_s']:>6} "
                 f"{row['simulate_s']:>7} {row['wall_s']:>7} {row['jobs_per_s']:>8} {row['bare_jobs_per_s']:>9} "
                 f"{row['ratio_pct']:>7} {row['peak_rss_mib']:>7}",
                 flush=True,
             )
+    if args.write_docs:
+        write_table(args.write_docs, "bench_scale", docs_table(rows))
+
+
+def docs_table(rows: list[dict[str, Any]]) -> str:
+    """The measured rows as the Markdown table docs/scale.md shows between its bench_scale markers."""
+    header = ("jobs", "policy", "sim CPU s", "jobs/s", "bare loop jobs/s", "ratio", "peak RSS")
+    cells = [
+        (f"{r['jobs']:,}", r["policy"], f"{r['simulate_s']:.2f}", f"{r['jobs_per_s']:,}",
+         f"{r['bare_jobs_per_s']:,}", f"{r['ratio_pct']:.2f} %", f"{r['peak_rss_mib']:,} MiB")
+        for r in rows
+    ]  # fmt: skip
+    return render(header, cells, (True, False, True, True, True, True, True))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ JOB_DEFAULTS: dict[str, Any] = {
     "gpu_mem_used_max": None,
     "image_pull_s": None,
     "run_s": None,
+    "user": None,
+    "walltime_s": None,
 }
 NODE_DEFAULTS: dict[str, Any] = {
     "pool": None,

@@ -63,4 +63,9 @@ def test_baseline_and_calibration_pages_render_as_text_in_chromium(tmp_path: Pat
         base["rows"] == 8 and base["scripts"] == 0 and base["imgs"] == 0
     )  # all, 2 classes, 3 teams, 2 queues
     assert f"team={HOSTILE}" in str(base["text"])
-    assert cal["scripts"] == 0 and "Verdict:" in str(cal["text"]) and "wait_ks" in str(cal["text"])
+    assert (
+        cal["scripts"] == 0
+        and "Verdict on the fit part:" in str(cal["text"])
+        and "Why jobs waited" in str(cal["text"])
+        and "wait_ks" in str(cal["text"])
+    )

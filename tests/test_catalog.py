@@ -133,6 +133,8 @@ def test_shared_extracts_read_and_snapshot_agrees_with_them() -> None:
         snapshot = builtin_catalog(cloud)
         assert snapshot.offers
         for o in snapshot.offers:
+            if cloud == "aws" and o.instance_type in AWS_G_FAMILY:
+                continue  # not in the shared extract; checked against upstream in the test below
             assert index[(o.instance_type, o.region, o.zone)] == (o.price, o.spot_price, o.gpus)
     gcp = read_catalog(files["gcp"])
     # pricing.md §1.5: H200 spot above on-demand in asia-south1, europe-west1, europe-west4, us-south1.
@@ -146,6 +148,64 @@ def test_shared_extracts_read_and_snapshot_agrees_with_them() -> None:
     by = {(o.instance_type, o.region): o.price for o in gcp.offers}
     assert by[("a3-megagpu-8g", "us-central1")] == pytest.approx(92.21427)
     assert by[("a3-ultragpu-8g", "us-central1")] == pytest.approx(86.75992)
+
+
+#: The AWS g-family rows appended to the snapshot: (instance type, region) -> (GPU model, GPUs, on-demand,
+#: spot), as skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv @00148f2a has them (first AZ row per region).
+AWS_G_FAMILY = {
+    "g4dn.xlarge",
+    "g5.4xlarge",
+    "g5.12xlarge",
+    "g6.2xlarge",
+    "g6.24xlarge",
+    "g6e.xlarge",
+    "g6e.24xlarge",
+}
+AWS_G_ROWS = {
+    ("g4dn.xlarge", "us-east-1"): ("T4", 1, 0.526, 0.2158),
+    ("g4dn.xlarge", "us-west-2"): ("T4", 1, 0.526, 0.2464),
+    ("g5.4xlarge", "us-east-1"): ("A10G", 1, 1.624, 0.6603),
+    ("g5.4xlarge", "us-west-2"): ("A10G", 1, 1.624, 0.5516),
+    ("g5.12xlarge", "us-east-1"): ("A10G", 4, 5.672, 2.7804),
+    ("g5.12xlarge", "us-west-2"): ("A10G", 4, 5.672, 3.3699),
+    ("g6.2xlarge", "us-east-1"): ("L4", 1, 0.9776, 0.5772),
+    ("g6.24xlarge", "us-east-1"): ("L4", 4, 6.6752, 2.5043),
+    ("g6.24xlarge", "us-west-2"): ("L4", 4, 6.6752, 3.3145),
+    ("g6e.xlarge", "us-east-1"): ("L40S", 1, 1.861, 1.1975),
+    ("g6e.xlarge", "us-west-2"): ("L40S", 1, 1.861, 0.9228),
+    ("g6e.24xlarge", "us-east-1"): ("L40S", 4, 15.06559, 5.3367),
+    ("g6e.24xlarge", "us-west-2"): ("L40S", 4, 15.06559, 5.3328),
+}
+
+
+def test_a10g_l4_l40s_rows_price_whole_instances() -> None:
+    """AWS g4dn/g5/g6/g6e rows as upstream has them; GCP g2 = host + L4 rows; Azure NVads A10 v5 (1 or 2 A10)."""
+    aws = {
+        (o.instance_type, o.region): o
+        for o in builtin_catalog("aws").offers
+        if o.instance_type in AWS_G_FAMILY
+    }
+    assert {k: (o.accelerator, o.gpus, o.price, o.spot_price) for k, o in aws.items()} == AWS_G_ROWS
+    assert not builtin_catalog("aws").all_warnings()
+    # g2-standard-16 us-central1-a: host 0.58717 + 1x L4 0.56004 = 1.14721; spot 0.23494 + 0.2231 = 0.45804.
+    g2 = [
+        o
+        for o in builtin_catalog("gcp").offers
+        if o.instance_type == "g2-standard-16" and o.zone == "us-central1-a"
+    ]
+    assert [(o.accelerator, o.gpus) for o in g2] == [("L4", 1)]
+    assert g2[0].price == pytest.approx(1.14721) and g2[0].spot_price == pytest.approx(0.45804)
+    nv = {(o.instance_type, o.region): (o.gpus, o.price) for o in builtin_catalog("azure").offers}
+    assert nv[("Standard_NV72ads_A10_v5", "eastus")] == (2, 6.52)
+    assert nv[("Standard_NV36adms_A10_v5", "westus")] == (1, 5.876)
+
+
+def test_a10g_pool_is_priced_from_the_catalog(tmp_path: Path) -> None:
+    path = scenario_file(
+        tmp_path, "{name: a10g, count: 2, cloud: aws, region: us-east-1, instance_type: g5.12xlarge}"
+    )
+    pool = load(str(path)).scenario.cluster.pools[0]
+    assert (pool.gpu_model, pool.gpus_per_node, pool.price_per_hour) == ("A10G", 4, 5.672)
 
 
 POOLS = """\

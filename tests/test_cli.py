@@ -146,12 +146,16 @@ def test_compare_without_arguments_prints_the_default_table(default_compare: Res
     out = default_compare.stdout
     header = next(line for line in out.splitlines() if "metric" in line)
     columns = [cell.strip() for cell in header.strip("┃│ ").split("┃")]
-    assert columns == ["metric", *DEFAULT_COMPARE]
+    # each candidate's level, then its paired difference to the first column, in a column of its own
+    deltas = [[x, "Δ"] for x in DEFAULT_COMPARE[1:]]
+    assert columns == ["metric", "default", *(c for pair in deltas for c in pair)]
     assert list(DEFAULT_COMPARE) == ["default", "least-allocated", "most-allocated", "bin-packing"]
     for row in ("queue wait p99", "idle GPU-hours", "cost per completed job", "whole free GPU nodes (mean)"):
         assert row in out
-    # The verdict comes first, against the first column, over five paired seeds from the scenario's 7.
-    assert out.startswith("Verdict against default (5 paired seeds, 95% intervals")
+    # The assumptions come first, then the verdict against the first column, over five paired seeds from
+    # the scenario's 7.
+    assert out.startswith("Prices assumed (per node-hour")
+    assert "\nVerdict against default (5 paired seeds, 95% intervals" in out
     title = next(line for line in out.splitlines() if line.startswith("default: "))
     assert "922 jobs on 24 nodes, seeds 7–11 (5, paired)" in title
     for candidate in DEFAULT_COMPARE[1:]:
@@ -179,7 +183,7 @@ def test_compare_with_two_policies_shows_just_those(files: dict[str, Path]) -> N
     assert result.exit_code == 0, result.output
     header = next(line for line in result.stdout.splitlines() if "metric" in line)
     columns = [cell.strip() for cell in header.strip("┃│ ").split("┃")]
-    assert columns == ["metric", "most-allocated", "least-allocated"]
+    assert columns == ["metric", "most-allocated", "least-allocated", "Δ"]
     assert "bin-packing" not in result.stdout
     assert "default" not in result.stdout
 

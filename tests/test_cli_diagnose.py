@@ -25,7 +25,7 @@ def test_table_output_and_exit_1_when_pending() -> None:
     result = invoke("--snapshot", str(SNAPSHOT))
     assert result.exit_code == 1, result.output
     out = result.output
-    assert "fragmentation: 14 nvidia.com/gpu free across 6 node(s), at most 4 on one node" in out
+    assert "cordoned: all 2 node(s) with room for the pod now are ruled out" in out
     assert "0/14 nodes are available:" in out
     assert "gpu-h100-c-2" in out and "pulling image" in out and "initialising" in out
     assert ENV_SECRET not in out
@@ -40,8 +40,10 @@ def test_json_output_is_the_same_with_separate_files() -> None:
     assert {p["pod"]: p["blocked_by"] for p in a["pending"]} == {
         "analytics/notebook-gpu-0": "taint",
         "ml-research/b200-bench-8xkqz": "selector/affinity",
-        "ml-research/pretrain-70b-worker-0-fz2lm": "fragmentation",
+        "ml-research/pretrain-70b-worker-0-fz2lm": "cordoned",
     }
+    pretrain = next(p for p in a["pending"] if p["pod"] == "ml-research/pretrain-70b-worker-0-fz2lm")
+    assert pretrain["capacity_verdict"] == "fragmentation"
     assert a["now"] == "2026-11-30T09:58:40Z"
     assert ENV_SECRET not in one.stdout
 

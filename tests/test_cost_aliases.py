@@ -1,5 +1,6 @@
-"""``fleetlab cost gpus|buy-vs-rent|ledger|reconcile`` are the ``plan`` commands under the name users are
-told to expect: the same callables, the same output for the same arguments."""
+"""One command group for cost and planning: ``fleetlab plan …`` holds every command, and ``fleetlab cost …``
+is the same group under a hidden alias (the name earlier releases used): the same callables, the same
+output for the same arguments, and nothing of ``cost`` in the top-level help."""
 
 from __future__ import annotations
 
@@ -9,22 +10,21 @@ import pytest
 from typer.testing import CliRunner
 
 from fleetlab import cli
-from fleetlab.cli.cost import cost_app
 from fleetlab.cli.cost_plan import plan_app
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plan"
 runner = CliRunner()
 
 
-def _callbacks(app: object) -> dict[str, object]:
-    return {c.name: c.callback for c in app.registered_commands}  # type: ignore[attr-defined]
-
-
-def test_cost_commands_are_the_plan_callables() -> None:
-    cost, plan = _callbacks(cost_app), _callbacks(plan_app)
-    for name in ("gpus", "buy-vs-rent", "ledger", "reconcile"):
-        assert cost[name] is plan[name], name
-    assert "checkpoint" in cost
+def test_plan_holds_every_cost_command_and_cost_is_a_hidden_alias() -> None:
+    names = {c.name for c in plan_app.registered_commands}
+    assert {"gpus", "mix", "buy-vs-rent", "ledger", "reconcile", "checkpoint", "profile"} <= names
+    groups = {g.name: g for g in cli.app.registered_groups}
+    assert groups["plan"].typer_instance is plan_app and not groups["plan"].hidden
+    assert groups["cost"].typer_instance is plan_app and groups["cost"].hidden
+    listed = [line.split()[1] for line in runner.invoke(cli.app, ["--help"]).output.splitlines()
+              if line.startswith("│ ") and len(line.split()) > 2]  # fmt: skip
+    assert "plan" in listed and "cost" not in listed
 
 
 @pytest.mark.parametrize(
@@ -33,6 +33,7 @@ def test_cost_commands_are_the_plan_callables() -> None:
         ["gpus", str(EXAMPLES / "llm-finetune.yaml"), "--json", "--cloud", "aws"],
         ["buy-vs-rent", "--utilisation", "0.6", "--json"],
         ["gpus", "--gpu", "B999"],
+        ["checkpoint", "--write-time", "5m", "--mtbi", "6h"],
     ],
 )
 def test_cost_and_plan_give_the_same_output(args: list[str]) -> None:

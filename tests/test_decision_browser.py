@@ -1,6 +1,7 @@
 """The decision report in a real browser (headless Chromium via playwright): every chart drawn, every
 table filled, legends clear of the axis titles, no script error, no network request, hostile names kept
-as text. Skips without Chromium or playwright."""
+as text; at 1400 and 1920 px the page never scrolls sideways (wide tables scroll inside their box), the
+placement YAML is collapsed, the title says what was compared. Skips without Chromium or playwright."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from fleetlab import cli
 from report_sweeps import HOSTILE_VARIANT, kueue_sweep
 from test_experiment_browser import CHROMIUM_ARGS, _chromium, offline_page
 
-TABLES = ("measurements", "baseline", "classes", "costs")
+TABLES = ("measurements", "baseline", "classes", "costs", "prices")
+#: Page width, visible width, and the measurements table's box: its width and the width of what it holds.
+WIDTHS = """() => { const box = document.querySelector("table[data-table=measurements]").closest(".scroll");
+    return {page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth,
+            box: box ? box.clientWidth : null, table: box ? box.scrollWidth : null}; }"""
 
 
 def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
@@ -51,6 +56,7 @@ def test_decision_report_renders_every_chart_and_table_in_chromium(tmp_path: Pat
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = offline_page(browser, blocked, problems)
+            page.set_viewport_size({"width": 1400, "height": 900})
             page.goto(page_file.as_uri(), wait_until="load")
             charts = page.evaluate("document.querySelectorAll('.chart').length")
             try:
@@ -74,9 +80,17 @@ def test_decision_report_renders_every_chart_and_table_in_chromium(tmp_path: Pat
             )
             recommend = page.inner_text(".recommend")
             verdict = page.inner_text("#decision")
-            placement = page.inner_text("#placement")
+            placement = page.text_content("#placement") or ""
+            collapsed = page.evaluate(
+                "Array.from(document.querySelectorAll('#placement details')).map(d => d.open)"
+            )
             baseline = page.inner_text("#baseline")
+            measurements = page.inner_text("#measurements")
+            title, meta = page.title(), page.inner_text(".meta")
+            widths = {1400: page.evaluate(WIDTHS)}
             page.screenshot(path=str(tmp_path / "decision.png"), full_page=True)
+            page.set_viewport_size({"width": 1920, "height": 1080})
+            widths[1920] = page.evaluate(WIDTHS)
         finally:
             browser.close()
     assert blocked == [] and problems == []
@@ -95,6 +109,16 @@ def test_decision_report_renders_every_chart_and_table_in_chromium(tmp_path: Pat
     assert recommend.startswith("Recommended: ")
     assert HOSTILE_VARIANT in verdict  # the variant name is shown as text, never run as markup
     assert "ClusterQueue" in placement and "KubeSchedulerConfiguration" in placement
+    assert collapsed and not any(collapsed)  # the YAML is there, folded away until opened
+    # The page itself never scrolls sideways; the measurements table scrolls inside its own box.
+    for width, w in widths.items():
+        assert w["page"] <= w["view"], (width, w)
+        assert w["box"] is not None and w["box"] <= w["view"], (width, w)
+    assert title.startswith("<b>queues</b>: base vs ") and "(2 paired seeds)" in title  # what was compared
+    assert "Report date " in meta and "fleetlab " in meta
+    # The measured baseline is a column beside the variants, with a warning: it is another cluster.
+    assert "measured (history)" in measurements
+    assert "the measured baseline is another cluster or workload" in verdict
     # The measured baseline's section: one row per group, counts by state beside the averages, and the
     # censored waits marked as lower bounds, as on the standalone baseline.html.
     assert rows["baseline"] == len(groups)  # body rows (the header row is not counted)

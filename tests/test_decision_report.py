@@ -61,7 +61,8 @@ def _verdict(name: str, better: int, worse: int) -> CandidateVerdict:
 def test_recommendation_needs_an_improvement_and_no_regression() -> None:
     assert recommend([_verdict("a", 0, 0), _verdict("b", 2, 1)], "base").variant == "base"
     chosen = recommend([_verdict("a", 1, 0), _verdict("b", 2, 0), _verdict("c", 2, 0)], "base")
-    assert chosen.variant == "b" and chosen.reason == "significantly better on m0, m1, worse on none"
+    assert chosen.variant == "b"
+    assert chosen.reason == "better on m0, m1 by more than the minimum effect, worse on none"
 
 
 def test_baseline_folder_is_read_bounded_and_checked(tmp_path: Path) -> None:
@@ -130,7 +131,8 @@ def test_cost_sheet_adds_up_to_the_mean_total_cost(report: Path) -> None:
     chosen = measurements["chosen"]["variant"]
     rows = list(csv.DictReader((report / "report" / "cost-sheet.csv").open()))
     assert {r["currency"] for r in rows} == {"USD"} and {r["billing_mode"] for r in rows} == {"on-demand"}
-    assert {r["price_source"] for r in rows} == {"scenario file (price_per_hour)"}
+    assert {r["price_source"] for r in rows} == {"scenario price_per_hour (as written)"}
+    assert {r["price_date"] for r in rows} == {"not dated (the scenario's own figure)"}
     total = math.fsum(float(r["cost_per_run"]) for r in rows)
     cost = next(m for m in measurements["metrics"] if m["metric"] == "cost_total")
     assert total == pytest.approx(cost["values"][chosen]["mean"], rel=1e-6)

@@ -295,7 +295,8 @@ def test_cli_run_then_report(tmp_path: Path) -> None:
         "completion_mean_s",
     ):
         assert text in report.output
-    assert report.output.startswith("Verdict against base (2 paired seeds")
+    assert report.output.startswith("Prices assumed")  # the assumptions come first, then the verdict
+    assert "\nVerdict against base (2 paired seeds" in report.output
     as_json = runner.invoke(cli.app, ["experiment", "report", str(out), "--json"])
     assert as_json.exit_code == 0, as_json.output
     payload = json.loads(as_json.stdout)

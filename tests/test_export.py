@@ -90,6 +90,7 @@ def test_every_file_is_written_and_an_old_folder_is_replaced_whole(
         "kueue.yaml",
         "nvidia-device-plugin-config.yaml",
         "nvidia-mig-parted-config.yaml",
+        "placement-rules.md",
         "README.md",
     }
     assert [p.name for p in tmp_path.iterdir()] == ["config"]  # no staging or old folder left behind

@@ -31,7 +31,9 @@ def test_import_writes_a_folder_load_history_reads_back(tmp_path: Path) -> None:
         "bill.parquet",
         "history.json",
         "jobs.parquet",
+        "node_down.parquet",
         "nodes.parquet",
+        "policy.json",
     ]
     assert "completed" in result.output and "left out, by reason" in result.output
     meta = json.loads((out / "history.json").read_text())

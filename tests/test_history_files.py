@@ -183,11 +183,12 @@ def test_philly_job_log() -> None:
     history, jobs = _jobs(str(DATA / "philly_log.json"))
     assert history.epoch == "2017-10-03T08:00:00Z"
     j = jobs["application_1506638472019_10238"]
-    # Two attempts: first start 08:10 (600 s), last end 09:30 (5400 s); 2 machines x 2 GPUs.
+    # Two attempts: first start 08:10 (600 s), last end 09:30 (5400 s); 2 machines x 2 GPUs each time, on
+    # m1, m2 and then m3, m4: the job's nodes are all four.
     assert (j["submit_s"], j["scheduled_s"], j["end_s"], j["restarts"], j["pods"], j["gpus_per_pod"]) == (
         0.0, 600.0, 5400.0, 1, 2, 2.0
     )  # fmt: skip
-    assert (j["state"], j["team"], j["nodes"]) == ("completed", "6214e9", "m1,m2")
+    assert (j["state"], j["team"], j["nodes"], j["user"]) == ("completed", "6214e9", "m1,m2,m3,m4", "u1")
     killed = jobs["application_1506638472019_10239"]
     assert (killed["state"], killed["submit_s"], killed["end_s"]) == ("cancelled", 300.0, None)
     failed = jobs["application_1506638472019_10240"]

@@ -30,12 +30,17 @@ def test_history_epoch_end_and_skips(tmp_path: Path) -> None:
     # The latest instant any record mentions: Workload train-1 Finished at 11:00:30 = 3630 s.
     assert history.end_s == 3630.0
     assert history.skipped == {
-        "kubectl: event with a reason the history does not use": 1,  # NodeNotReady
         "kubectl: pod Running without spec.nodeName": 1,  # ghost
         "kubectl: pod finished before it started (clocks went backwards)": 1,  # backwards
     }
     states = sorted(history.jobs.column("state").to_pylist())
     assert states == ["completed", "failed", "failed", "pending", "running"]
+    # gpu-node-1's NodeNotReady event at 10:31:00 (1860 s) with no NodeReady after it: a down window
+    # from 1860 s to the end of the record (a null end_s).
+    assert history.node_down.to_pylist() == [
+        {"node": "gpu-node-1", "start_s": 1860.0, "end_s": None, "state": "down",
+         "reason": "still so at the dump", "source": "kubectl"}
+    ]  # fmt: skip
 
 
 def test_job_with_kueue_workload_and_two_pods(jobs: dict[str, dict[str, Any]]) -> None:

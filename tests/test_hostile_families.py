@@ -497,10 +497,10 @@ def test_nonsense_scan_interval_and_two_global_defaults(tmp_path: Path) -> None:
 
 
 def test_nonsense_snapshot_with_two_global_defaults_uses_the_smaller() -> None:
-    from fleetlab.spec.kube_snapshot import _global_default
+    from fleetlab.spec.kube_objects import global_default
 
     classes = [{"metadata": {"name": n}, "value": v, "globalDefault": True} for n, v in (("b", 9), ("a", 1))]
-    assert _global_default(classes) is classes[1]
+    assert global_default(classes) is classes[1]
 
 
 @pytest.mark.parametrize(

@@ -81,8 +81,16 @@ def test_eight_gpu_pod_is_fragmentation_with_kube_scheduler_message() -> None:
         "5 Insufficient cpu, 5 Insufficient memory, 5 node(s) didn't match Pod's node affinity/selector, "
         "7 Insufficient nvidia.com/gpu."
     )
-    assert p.blocked_by == "fragmentation"
-    assert p.detail == "14 nvidia.com/gpu free across 6 node(s), at most 4 on one node; the pod needs 8"
+    # The constraint whose removal opens room: c-1 is cordoned with all 8 of its H100s free (its
+    # node.kubernetes.io/unschedulable taint is the same cordon), and the time-sliced L4 node has 40 free
+    # replicas behind the pod's H100 selector. Lifting the cordon alone opens room; the pod's own selector is
+    # named last. On the nodes the pod may use, the GPUs are fragmented.
+    assert p.blocked_by == "cordoned"
+    assert p.detail == (
+        "all 2 node(s) with room for the pod now are ruled out: 1 cordoned, 1 selector/affinity; lifting the "
+        "cordoned rule alone opens 1 node(s); on the nodes it may use: fragmentation, 14 nvidia.com/gpu free "
+        "across 6 node(s), at most 4 on one node; the pod needs 8"
+    )
     per_node = {name: g for g in p.nodes for name in g.nodes}
     assert per_node["gpu-h100-c-1"].reasons == ["node(s) were unschedulable"]
     assert per_node["gpu-h100-c-0"].plugin == "TaintToleration"
@@ -409,3 +417,42 @@ def test_bound_to_not_ready_node_and_nominated_pod(tmp_path: Path) -> None:
     assert s.stage == "node NotReady" and "Ready=Unknown" in s.reason
     (p,) = d.pending
     assert p.preemption.startswith("nominated to node up")
+
+
+def test_stuck_since_without_first_timestamp_uses_series_start_or_pod_creation(tmp_path: Path) -> None:
+    """An events.k8s.io FailedMount series says when it began in ``eventTime`` and when it was last seen in
+    ``series.lastObservedTime``; with neither a firstTimestamp nor an eventTime the start is unknown and the
+    pod's own creation stands in. Hand check (snapshot newest 09:30:00, pods created 09:00:00): the series
+    begun at 09:04:00 gives 26 min; the event with only a last time (09:30:00) gives 30 min since
+    creation, where the old reading said 0 s."""
+    vol = gpu_pod("vol", 1, "a", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "ds"}}])
+    bare = gpu_pod("bare", 1, "a", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "ds2"}}])
+
+    def mount_event(pod: str, **times: object) -> dict[str, object]:
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "reason": "FailedMount",
+            "type": "Warning",
+            "regarding": {"kind": "Pod", "namespace": "default", "name": pod},
+            "note": "MountVolume.SetUp failed: timed out",
+            **times,
+        }
+
+    events = [
+        mount_event(
+            "vol",
+            eventTime="2026-11-30T09:04:00Z",
+            series={"count": 5, "lastObservedTime": "2026-11-30T09:30:00Z"},
+        ),
+        mount_event("bare", series={"count": 3, "lastObservedTime": "2026-11-30T09:30:00Z"}),
+    ]
+    snap = load_snapshot(
+        [write_list(tmp_path / "snap.json", [node("a"), vol, bare])],
+        event_paths=[write_list(tmp_path / "events.json", events)],
+    )
+    d = diagnose(build_live_cluster(snap), snap.newest)
+    by_pod = {s.pod: s for s in d.starting}
+    assert by_pod["default/vol"].waiting_s == 26 * 60
+    assert by_pod["default/bare"].stage == "waiting for volume"
+    assert by_pod["default/bare"].waiting_s == 30 * 60

@@ -36,6 +36,7 @@ RANK: dict[str, int] = {
     "experiment": 6,
     "report": 7,
     "cli": TOP,
+    "api": TOP,
 }
 
 

@@ -96,7 +96,7 @@ def test_cpu_recording_needs_measured_gpu(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "measured profile not found; record one with `fleetlab cost profile --out FILE`"),
+        (None, "measured profile not found; record one with `fleetlab plan profile --out FILE`"),
         ("[1, 2]", "the top level must be a mapping"),
         ('{"device": "cpu", "measurements": []}', "measurements"),
         (json.dumps({**_profile("H100", {8: 1.0}), "format": "other"}), "format"),

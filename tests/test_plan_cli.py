@@ -120,3 +120,16 @@ def test_mix_prices_each_gpu_job_on_one_model(tmp_path: Path) -> None:
     assert rows["H100"]["usd_per_gpu_hour"] > 0 and "scenario pool" not in rows["H100"]["price_source"]
     bad = runner.invoke(cli.app, ["plan", "mix", str(scenario), "--gpu", "Z9"])
     assert bad.exit_code == 2 and "unknown GPU model" in bad.output
+
+
+def test_gpu_filter_is_named_not_called_missing_offers() -> None:
+    """``--gpu B200`` keeps only B200 offers; the more-vs-faster rows for the reference model and the next
+    one up say they were left out by the filter, not that the catalog has no offer (the catalog does)."""
+    args = ["plan", "gpus", str(EXAMPLES / "llm-finetune.yaml"), "--gpu", "B200", "--json"]
+    result = runner.invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["more_vs_faster"]
+    assert {r["gpu"] for r in json.loads(result.stdout)["rows"]} == {"B200"}
+    assert [r["missing"] for r in rows] == ["left out by --gpu B200"] * 4
+    table = runner.invoke(cli.app, args[:-1])
+    assert "left out by --gpu B200" in table.stdout and "no offer in the catalog" not in table.stdout

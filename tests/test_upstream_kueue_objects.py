@@ -91,9 +91,20 @@ def test_other_kueue_kinds_are_accepted_with_one_warning_each() -> None:
                 "apiVersion": "kueue.x-k8s.io/v1beta2",
                 "kind": "AdmissionCheck",
                 "metadata": {"name": "prov"},
-                "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"},
+                "spec": {
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": "p",
+                    },
+                },
             },
-            {"kind": "ProvisioningRequestConfig", "metadata": {"name": "p"}, "spec": {}},
+            {
+                "kind": "ProvisioningRequestConfig",
+                "metadata": {"name": "p"},
+                "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io"},
+            },
             {"kind": "MultiKueueCluster", "metadata": {"name": "w1"}, "spec": {}},
             {"kind": "MultiKueueCluster", "metadata": {"name": "w2"}, "spec": {}},
             {
@@ -106,7 +117,9 @@ def test_other_kueue_kinds_are_accepted_with_one_warning_each() -> None:
     )
     notes = config.notes
     assert len(notes) == 4
-    assert notes[0].startswith('kueue: Topology "default" accepted; topology-aware admission is not modelled')
+    assert notes[0].startswith(
+        'kueue: Topology "default" accepted; topology-aware admission is not simulated'
+    )
     assert notes[2] == (
         'kueue: MultiKueueCluster "w1", "w2" accepted but not modelled: '
         "workloads run in this cluster, not dispatched to workers"
@@ -119,6 +132,23 @@ def test_other_kueue_kinds_are_accepted_with_one_warning_each() -> None:
         ({"kind": "Topology", "metadata": {"name": "t"}, "spec": {"levels": []}}, "levels"),
         ({"kind": "WorkloadPriorityClass", "metadata": {"name": "w"}, "value": 2**31}, "value"),
         ({"kind": "Workload", "metadata": {"name": "w"}}, "kind 'Workload' is not one of"),
+        # the v1beta2 CRD requires provisioningClassName and bounds the retry strategy
+        (
+            {"kind": "ProvisioningRequestConfig", "metadata": {"name": "p"}, "spec": {}},
+            "provisioningClassName",
+        ),
+        (
+            {
+                "kind": "ProvisioningRequestConfig",
+                "metadata": {"name": "p"},
+                "spec": {"provisioningClassName": "x", "retryStrategy": {"backoffLimitCount": -1}},
+            },
+            "backoffLimitCount",
+        ),
+        (
+            {"kind": "AdmissionCheck", "metadata": {"name": "a"}, "spec": {"controllerName": ""}},
+            "controllerName",
+        ),
     ],
 )
 def test_what_kueue_rejects_stays_rejected(extra: dict[str, Any], message: str) -> None:

@@ -13,16 +13,14 @@ import typer
 from fleetlab import __version__
 from fleetlab.cli.baseline import baseline_cmd, calibrate_cmd
 from fleetlab.cli.check import check_cmd
-from fleetlab.cli.common import err_console, out_console
-from fleetlab.cli.cost import cost_app
-from fleetlab.cli.cost_plan import plan_app, register_cost_aliases
+from fleetlab.cli.common import CONTEXT_SETTINGS, err_console, out_console
+from fleetlab.cli.cost_plan import plan_app
 from fleetlab.cli.diagnose import diagnose_cmd
 from fleetlab.cli.experiment import experiment_app
 from fleetlab.cli.export import export_cmd
 from fleetlab.cli.fgd import fgd_experiment
 from fleetlab.cli.history import import_cmd
 from fleetlab.cli.lint import lint_cmd
-from fleetlab.cli.profile import register_profile
 from fleetlab.cli.report import report_cmd
 from fleetlab.cli.schema import schema_cmd
 from fleetlab.cli.simulate import compare_cmd, policies, simulate, validate
@@ -33,7 +31,8 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     help="fleetlab: replay GPU workloads on a model of your Kubernetes cluster, one policy change at a time.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    context_settings=CONTEXT_SETTINGS,
     pretty_exceptions_enable=False,
 )
 app.add_typer(experiment_app, name="experiment")
@@ -48,10 +47,8 @@ app.command(name="report")(report_cmd)
 app.command(name="schema")(schema_cmd)
 app.command(name="baseline")(baseline_cmd)
 app.command(name="calibrate")(calibrate_cmd)
-app.add_typer(cost_app, name="cost")
 app.add_typer(plan_app, name="plan")
-register_cost_aliases(cost_app)
-register_profile(cost_app, plan_app)
+app.add_typer(plan_app, name="cost", hidden=True)  # the same commands under the name older docs used
 
 
 @app.callback(invoke_without_command=True)

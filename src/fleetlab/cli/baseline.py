@@ -8,8 +8,21 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli.common import check_out, err_console, fail, out_console, out_path
+from fleetlab.cli.common import (
+    JsonOpt,
+    Output,
+    OutputOpt,
+    check_out,
+    emit,
+    err_console,
+    fail,
+    out_console,
+    out_path,
+    output_format,
+    print_table,
+)
 from fleetlab.model.history import History
+from fleetlab.report.baseline_report import history_title
 from fleetlab.spec.errors import SpecError
 
 HistoryArg = Annotated[
@@ -27,7 +40,6 @@ AlibabaNodesOpt = Annotated[
 OutOpt = Annotated[
     Path | None, typer.Option("--out", parser=out_path, help="Write the results here (atomically).")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def load_history_input(history: Path | None, pods: Path | None, nodes: Path | None) -> History:
@@ -65,38 +77,38 @@ def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
         raise fail(f"--out {out}: cannot write results: {exc.strerror or exc}") from None
 
 
-def _title(history: History, label: str) -> str:
-    return (
-        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
-        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
-    )
-
-
 def baseline_cmd(
     history: HistoryArg = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
+    output: OutputOpt = None,
     alibaba_pods: AlibabaPodsOpt = None,
     alibaba_nodes: AlibabaNodesOpt = None,
 ) -> None:
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
     from fleetlab.metrics.baseline import compute_baseline
     from fleetlab.report.baseline_files import baseline_payload, write_baseline_files
-    from fleetlab.report.baseline_report import baseline_table, cluster_lines
+    from fleetlab.report.baseline_report import baseline_table, baseline_tables, cluster_lines
 
+    fmt = output_format(json_out, output)
     check_out(out)
     try:
         loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
     except SpecError as exc:
         raise fail(str(exc)) from None
     result = compute_baseline(loaded)
-    title = _title(loaded, "measured baseline")
+    title = history_title(loaded, "measured baseline")
     payload = baseline_payload(result)
     _publish(
         out,
         lambda folder: write_baseline_files(result, folder, title),
-        payload if json_out else None,
-        lambda: baseline_table(payload["rows"], title),
+        fmt,
+        payload,
+        lambda: (
+            [baseline_table(payload["rows"], title)]
+            if fmt is Output.WIDE
+            else baseline_tables(payload["rows"], title)
+        ),
         [*cluster_lines(result.cluster), *result.notes],
         f"baseline written to {out}",
     )
@@ -105,21 +117,25 @@ def baseline_cmd(
 def _publish(
     out: Path | None,
     fill: Callable[[Path], None],
-    json_payload: dict[str, Any] | None,
-    table: Callable[[], Any],
+    fmt: Output,
+    payload: dict[str, Any],
+    tables: Callable[[], list[Any]],
     lines: list[str],
     written: str,
 ) -> None:
-    """Write the files (when --out), then print either the JSON payload or the table, its notes and where
-    the files went: the one ending of ``baseline`` and ``calibrate``."""
+    """Write the files (when --out), then print the payload (JSON or YAML) or the tables, their notes and
+    where the files went: the one ending of ``baseline`` and ``calibrate``."""
     from fleetlab.report.baseline_files import dumps
 
     if out is not None:
         _write_out(out, fill)
-    if json_payload is not None:
-        out_console.print(dumps(json_payload), highlight=False, markup=False, end="", soft_wrap=True)
+    json_print = lambda: out_console.print(  # noqa: E731
+        dumps(payload), highlight=False, markup=False, end="", soft_wrap=True
+    )
+    if emit(fmt, payload, json_print):
         return
-    out_console.print(table())
+    for table in tables():
+        print_table(table, fmt)
     for line in lines:
         out_console.print(line, highlight=False, markup=False)
     if out is not None:
@@ -150,6 +166,7 @@ def calibrate_cmd(
     history: HistoryArg = None,
     out: OutOpt = None,
     json_out: JsonOpt = False,
+    output: OutputOpt = None,
     alibaba_pods: AlibabaPodsOpt = None,
     alibaba_nodes: AlibabaNodesOpt = None,
     tolerance: Annotated[
@@ -157,8 +174,21 @@ def calibrate_cmd(
         typer.Option("--tolerance", help="Override a tolerance, KEY=VALUE (e.g. wait_ks=0.2); repeat it."),
     ] = None,
     no_fit: Annotated[bool, typer.Option("--no-fit", help="Replay once with no fitted knob.")] = False,
+    fit_until: Annotated[
+        str | None,
+        typer.Option(
+            "--fit-until",
+            help="Fit on jobs submitted before this: a share of the submissions (default 0.667), seconds "
+            "from the history's start, or an RFC 3339 time; the later jobs validate what was fitted.",
+        ),
+    ] = None,
+    max_latency: Annotated[
+        float | None,
+        typer.Option("--max-latency", help="Flag a fitted scheduling latency longer than this (seconds)."),
+    ] = None,
 ) -> None:
-    """Replay the history on its own nodes and compare measured with simulated, metric by metric."""
+    """Say why jobs waited, replay the history on its own nodes with its policy, fit on the earlier part
+    and validate on the later part, metric by metric."""
     from fleetlab.experiment.calibration import calibrate
     from fleetlab.report.baseline_files import (
         calibration_payload,
@@ -167,23 +197,29 @@ def calibrate_cmd(
     from fleetlab.report.baseline_report import calibration_table
     from fleetlab.report.progress import DelayedProgress
 
+    fmt = output_format(json_out, output)
     check_out(out)
     try:
         tolerances = _tolerances(tolerance)
         loaded = load_history_input(history, alibaba_pods, alibaba_nodes)
         with DelayedProgress(err_console) as progress:
             result = calibrate(
-                loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t)
-            )
+                loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t),
+                fit_until=fit_until, max_latency_s=max_latency,
+            )  # fmt: skip
     except SpecError as exc:
         raise fail(str(exc)) from None
-    title = _title(loaded, "calibration")
+    title = history_title(loaded, "calibration")
     payload = calibration_payload(result)
+    if not json_out:
+        for line in [*payload["why"], *(f"flag: {f}" for f in payload["flags"])]:
+            out_console.print(line, highlight=False, markup=False)
     _publish(
         out,
         lambda folder: write_calibration_files(result, folder, title),
-        payload if json_out else None,
-        lambda: calibration_table(payload, title),
+        fmt,
+        payload,
+        lambda: [calibration_table(payload, title)],
         list(result.notes),
         f"calibration written to {out} (scenario.yaml: the calibrated scenario)",
     )

@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli.common import fail, finite_float, out_console
-from fleetlab.report.strict_json import strict_dumps
+from fleetlab.cli.common import JsonOpt, OutputOpt, emit, fail, finite_float, out_console, output_format
 
 
 def _default_help(rate: str, label: str) -> str:
@@ -183,7 +182,8 @@ def buy_vs_rent_cmd(
             help=_default_help("transfer_gb_per_gpu_hour", "GB moved per rented GPU-h"),
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """On-prem TCO vs renting at a measured utilisation: break-even utilisation and a hybrid plan."""
     from fleetlab.cost.tco import (
@@ -280,9 +280,7 @@ def buy_vs_rent_cmd(
         "egress_usd_per_gb": egress_rate,
         "transfer_gb_per_gpu_hour": per_hour,
     }
-    if json_out:
-        out_console.print_json(strict_dumps(result))
-    else:
+    if not emit(output_format(json_out, output), result):
         print_buy_vs_rent(out_console, result, hybrid)
 
 

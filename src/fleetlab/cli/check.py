@@ -14,26 +14,27 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from fleetlab.cli.common import JsonOpt, OutputOpt, emit, output_format
 from fleetlab.metrics.check import check_run
 from fleetlab.spec.errors import SpecError
 
 
 def check_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run folder written by `fleetlab simulate --out`.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Recompute bills, the cost split, waits, counts by state and makespan from the Parquet files alone and
     compare them with summary.json (docs/metrics.md)."""
     out, err = Console(), Console(stderr=True)
+    fmt = output_format(json_out, output)
     try:
         report = check_run(run_dir)
     except SpecError as exc:
         err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    if json_out:
-        payload = {"folder": report.folder, "checked": report.checked, "mismatches": report.mismatches}
-        out.print_json(json.dumps(payload))
-    else:
+    payload = {"folder": report.folder, "checked": report.checked, "mismatches": report.mismatches}
+    if not emit(fmt, payload, lambda: out.print_json(json.dumps(payload)), console=out):
         for line in report.mismatches:
             out.print(f"[red]mismatch[/red] {escape(line)}", highlight=False, soft_wrap=True)
         verdict = "all agree" if report.ok else f"{len(report.mismatches)} mismatch(es)"

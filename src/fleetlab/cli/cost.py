@@ -1,8 +1,5 @@
-"""``fleetlab cost ...``: cost calculators that need no simulation (checkpoint intervals first).
-
-``cost_app`` is a plain ``typer.Typer()``; further ``cost`` subcommands are added with
-``@cost_app.command()`` in their own modules, imported at the end of this file.
-"""
+"""``fleetlab plan checkpoint``: Young's and Daly's checkpoint intervals under spot interruptions (a cost
+calculator that needs no simulation; registered on the ``plan`` group in ``cost_plan``)."""
 
 from __future__ import annotations
 
@@ -10,13 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fleetlab.cli.common import fail, finite_float, out_console
-
-cost_app = typer.Typer(
-    help="Cost: checkpoint intervals under spot, cost per job across GPUs, buy vs rent, ledger, bill checks.",
-    no_args_is_help=True,
-)
-
+from fleetlab.cli.common import JsonOpt, OutputOpt, emit, fail, finite_float, out_console, output_format
 
 #: Daly's model grows as exp(restart / MTBI); past this ratio the job never ends (and floats overflow).
 MAX_MTBI_RATIO = 50.0
@@ -47,7 +38,6 @@ def _fmt(seconds: float) -> str:
     return f"{seconds / 3600:.2f}h"
 
 
-@cost_app.command("checkpoint")
 def checkpoint_cmd(
     write_time: Annotated[
         str, typer.Option("--write-time", help="Wall time one checkpoint write takes, e.g. 5m.")
@@ -72,7 +62,8 @@ def checkpoint_cmd(
             help="Price of the job's nodes per hour, for the cost column.",
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the intervals as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Young's and Daly's checkpoint intervals, their expected overhead, and a few intervals around them."""
     from rich.table import Table
@@ -98,22 +89,21 @@ def checkpoint_cmd(
             f"({_fmt(write_s)}) or is far shorter than a restart ({_fmt(restart_s)}): the job would never "
             "make progress, so no checkpoint interval helps; give a longer --mtbi or a lower --rate-per-hour"
         )
+    fmt = output_format(json_out, output)
     young, daly = young_interval(write_s, mtbi_s), daly_interval(write_s, mtbi_s)
     rows = interval_table(write_s, mtbi_s, restart_s, price)
-    if json_out:
-        import json
-        from dataclasses import asdict
+    from dataclasses import asdict
 
-        payload = {
-            "write_s": write_s,
-            "restart_s": restart_s,
-            "mtbi_s": mtbi_s,
-            "price_per_hour": price,
-            "young_s": young,
-            "daly_s": daly,
-            "intervals": [asdict(row) for row in rows],
-        }
-        out_console.print_json(json.dumps(payload, allow_nan=False))
+    payload = {
+        "write_s": write_s,
+        "restart_s": restart_s,
+        "mtbi_s": mtbi_s,
+        "price_per_hour": price,
+        "young_s": young,
+        "daly_s": daly,
+        "intervals": [asdict(row) for row in rows],
+    }
+    if emit(fmt, payload):
         return
     out_console.print(
         f"write {_fmt(write_s)}, restart {_fmt(restart_s)}, mean time between interruptions {_fmt(mtbi_s)}: "

@@ -1,4 +1,6 @@
-"""``fleetlab plan …``: price a job on every GPU offer, buy vs rent, the cost ledger and bill reconciliation.
+"""``fleetlab plan …``: every cost and planning command in one group — price a job on every GPU offer,
+the job mix, buy vs rent, checkpoint intervals, the cost ledger, bill reconciliation and measured profiles.
+``fleetlab cost …`` is the same group under a hidden alias (the name earlier releases used).
 
 Thin wrappers: each command parses its flags, calls one function of ``fleetlab.cost`` and renders.
 """
@@ -6,18 +8,31 @@ Thin wrappers: each command parses its flags, calls one function of ``fleetlab.c
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from fleetlab.cli.buy_vs_rent import buy_vs_rent_cmd
-from fleetlab.cli.common import err_console, fail, finite_float, out_console, out_path, write_runs
-from fleetlab.report.strict_json import strict_dumps
+from fleetlab.cli.common import (
+    JsonOpt,
+    OutputOpt,
+    emit,
+    err_console,
+    fail,
+    finite_float,
+    out_console,
+    out_path,
+    output_format,
+    write_runs,
+)
+from fleetlab.cli.cost import checkpoint_cmd
+from fleetlab.cli.profile import profile_cmd
+from fleetlab.cli.reconcile import reconcile_cmd
 
 plan_app = typer.Typer(
-    help="Planning: cost per job across GPU models and clouds, buy vs rent, cost ledger, bill checks.",
+    help="Cost and planning: cost per job across GPU models and clouds, the job mix, buy vs rent, "
+    "checkpoint intervals under spot, the cost ledger, bill reconciliation, measured profiles.",
     no_args_is_help=True,
 )
 
@@ -104,7 +119,8 @@ def gpus_cmd(
         str | None, typer.Option("--base-gpu", help="Model for 'more vs faster GPUs' (default: reference).")
     ] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="Rows shown in the table.")] = 25,
-    json_out: Annotated[bool, typer.Option("--json", help="Print every row as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
     html_out: Annotated[Path | None, typer.Option("--html", help="Write a plotly scatter page here.")] = None,
     reference_gpu: Annotated[
         str | None, typer.Option("--reference-gpu", help="Without JOB: profile GPU.")
@@ -136,6 +152,7 @@ def gpus_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.plan_job import load_plan_job
 
+    fmt = output_format(json_out, output)
     for value in capacity or []:
         if value not in CAPACITY_TYPES:
             raise fail(f"--capacity {value}: allowed: {', '.join(CAPACITY_TYPES)}")
@@ -155,20 +172,19 @@ def gpus_cmd(
         raise fail(
             "no catalog offer can run this job: " + "; ".join(plan.excluded[:5] or ["no offers matched"])
         )
-    scaling = scaling_options(job, offers, base, network_gbps=network_gbps)
-    if json_out:
-        payload = {
-            "job": job.name,
-            "kind": job.kind,
-            "rows": [r.as_dict() for r in plan.rows],
-            "more_vs_faster": [
-                {"option": s.label, **(s.row.as_dict() if s.row else {"offer": None})} for s in scaling
-            ],
-            "excluded": plan.excluded,
-            "warnings": plan.warnings,
-        }
-        out_console.print_json(strict_dumps(payload))
-    else:
+    scaling = scaling_options(job, offers, base, network_gbps=network_gbps, only_models=gpu or ())
+    payload = {
+        "job": job.name,
+        "kind": job.kind,
+        "rows": [r.as_dict() for r in plan.rows],
+        "more_vs_faster": [
+            {"option": s.label, **(s.row.as_dict() if s.row else {"offer": None, "missing": s.missing})}
+            for s in scaling
+        ],
+        "excluded": plan.excluded,
+        "warnings": plan.warnings,
+    }
+    if not emit(fmt, payload):
         print_plan(out_console, job, plan, top)
         print_scaling(out_console, scaling)
         for note in plan.warnings:
@@ -225,59 +241,12 @@ def ledger_cmd(
     )
 
 
-@plan_app.command("reconcile")
-def reconcile_cmd(
-    bill: Annotated[
-        Path, typer.Option("--bill", "--billing", help="GCP billing export (standard usage cost) as CSV.")
-    ],
-    run: Annotated[
-        Path, typer.Option("--run", help="Run folder with ledger.parquet (`simulate --out`, `cost ledger`).")
-    ],
-    start: Annotated[
-        str | None,
-        typer.Option("--start", help="UTC time of the run's t=0 (default: the bill's first hour)."),
-    ] = None,
-    period: Annotated[str, typer.Option("--period", help="hour, day or month.")] = "day",
-    group_label: Annotated[
-        str, typer.Option("--group-label", help="Bill label naming the project/team.")
-    ] = "k8s-label/team",
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-) -> None:
-    """The gap between a cloud bill and the run's cost ledger, by category and by project x period."""
-    from fleetlab.cost.reconcile import PERIODS, period_start, reconcile
-    from fleetlab.report.plan_report import print_reconciliation
-    from fleetlab.spec.billing_export import parse_time, read_billing_export
-    from fleetlab.spec.errors import SpecError
-    from fleetlab.spec.run_dir import read_ledger
-
-    if period not in PERIODS:
-        raise fail(f"--period {period}: allowed: {', '.join(PERIODS)}")
-    try:
-        export = read_billing_export(bill)
-        ledger = read_ledger(run)
-    except SpecError as exc:
-        raise fail(str(exc)) from None
-    if not export.rows:
-        raise fail(f"{bill}: no rows after the header")
-    if start is not None:
-        try:
-            origin = parse_time(start)
-        except ValueError:
-            raise fail(f"--start {start!r}: not a timestamp; e.g. 2026-11-02T00:00:00Z") from None
-    else:
-        origin = period_start(min(r.start for r in export.rows), "hour")
-    result = reconcile(export.rows, ledger, origin, period, group_label)
-    if json_out:
-        out_console.print_json(strict_dumps(result.as_dict()))
-    else:
-        print_reconciliation(out_console, result)
-
-
 @plan_app.command("mix")
 def mix_cmd(
     scenario: Annotated[str | None, typer.Argument(help="Scenario YAML or built-in name.")] = None,
     gpu: Annotated[list[str] | None, typer.Option("--gpu", help="GPU model to compare; repeat it.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Cost per completed job of the scenario's GPU job mix on each GPU model (work only, no queueing)."""
     from rich.table import Table
@@ -288,6 +257,7 @@ def mix_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load
 
+    fmt = output_format(json_out, output)
     models = gpu or ["A100-80GB", "H100"]
     for name in models:
         if name not in GPU_MODELS:
@@ -300,9 +270,8 @@ def mix_cmd(
         raise fail(str(exc)) from None
     except ValueError as exc:
         raise fail(str(exc)) from None
-    if json_out:
-        rows = [{**c.__dict__, "usd_per_job": c.usd_per_job} for c in costs]
-        out_console.print_json(strict_dumps({"scenario": resolved.scenario.name, "rows": rows}))
+    rows = [{**c.__dict__, "usd_per_job": c.usd_per_job} for c in costs]
+    if emit(fmt, {"scenario": resolved.scenario.name, "rows": rows}):
         return
     table = Table(title=f"{resolved.scenario.name}: {costs[0].jobs} GPU jobs, each GPU model alone")
     for name in ("GPU", "$/GPU-h", "price from", "GPU-hours", "total $", "$ per job"):
@@ -313,15 +282,7 @@ def mix_cmd(
     out_console.print(table)
 
 
-COST_ALIASES: dict[str, Callable[..., None]] = {
-    "gpus": gpus_cmd,
-    "buy-vs-rent": buy_vs_rent_cmd,
-    "ledger": ledger_cmd,
-    "reconcile": reconcile_cmd,
-}
-
-
-def register_cost_aliases(app: typer.Typer) -> None:
-    """Offer the planning commands users look for under ``fleetlab cost`` too (the same callables)."""
-    for name, command in COST_ALIASES.items():
-        app.command(name)(command)
+plan_app.command("reconcile")(reconcile_cmd)
+plan_app.command("checkpoint")(checkpoint_cmd)
+plan_app.command("profile")(profile_cmd)
+plan_app.command("record-profile", hidden=True)(profile_cmd)  # the earlier name of `plan profile`

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from fleetlab.cli.common import err_console, fail, out_console
+from fleetlab.cli.common import JsonOpt, OutputOpt, emit, err_console, fail, out_console, output_format
 from fleetlab.report.strict_json import strict_dumps
 
 
@@ -68,7 +68,8 @@ def diagnose_cmd(
             "--now", help="Measure waits against this time (default: newest timestamp in the files)."
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the diagnosis as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Why pods are pending: GPUs advertised, per-node scheduler reasons and the real block, stuck starts."""
     from fleetlab.kube.cluster import build_live_cluster
@@ -77,6 +78,7 @@ def diagnose_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.kube_snapshot import load_snapshot
 
+    fmt = output_format(json_out, output)
     files = [*(snapshot or []), *(nodes or []), *(pods or [])]
     if not files:
         raise fail("give --snapshot FILE, or --nodes FILE and --pods FILE (kubectl get ... -o json output)")
@@ -87,9 +89,8 @@ def diagnose_cmd(
         result = diagnose(live, at or snap.newest)
     except (SpecError, ValueError) as exc:
         raise fail(str(exc)) from None
-    if json_out:
-        typer.echo(strict_dumps(result.as_dict(), indent=2, sort_keys=True))
-    else:
+    payload = result.as_dict()
+    if not emit(fmt, payload, lambda: typer.echo(strict_dumps(payload, indent=2, sort_keys=True))):
         print_diagnosis(out_console, result)
     if not snap.pods:
         err_console.print("warning: no Pod objects given; pass --pods to see pending pods", highlight=False)

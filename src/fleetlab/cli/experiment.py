@@ -9,7 +9,18 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from fleetlab.cli.common import err_console, fail, out_console, out_path
+from fleetlab.cli.common import (
+    JsonOpt,
+    MinEffectOpt,
+    Output,
+    OutputOpt,
+    emit,
+    err_console,
+    fail,
+    out_console,
+    out_path,
+    output_format,
+)
 
 experiment_app = typer.Typer(
     help="Experiments: variants that each make one change, run over several seeds, compared with "
@@ -101,15 +112,15 @@ def report_cmd(
         Path | None,
         typer.Option("--png", help="Also write every chart as a PNG into this folder (needs fleetlab[png])."),
     ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
-    ] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    min_effect: MinEffectOpt = None,
 ) -> None:
     """The verdict on each variant against the baseline, then each metric per variant: interval over
     seeds and paired difference to the baseline."""
     from fleetlab.spec.errors import SpecError
 
-    _print_report(folder, json_out)
+    _print_report(folder, output_format(json_out, output), min_effect)
     if png is not None:
         _write_pngs(folder, png)
     if html is not None:
@@ -144,16 +155,20 @@ def _write_pngs(folder: Path, target: Path) -> None:
     out_console.print(f"{len(files)} PNG chart(s) written to {target}", highlight=False, markup=False)
 
 
-def _print_report(folder: Path, json_out: bool = False) -> None:
+def _print_report(folder: Path, fmt: Output = Output.TABLE, min_effect: list[str] | None = None) -> None:
     import json
 
+    from fleetlab.experiment.decision_context import results_context
+    from fleetlab.experiment.effects import parse_min_effects
     from fleetlab.experiment.results import load_results
-    from fleetlab.report.compare_seeds import comparison_payload, print_verdicts
+    from fleetlab.report.compare_seeds import comparison_payload
     from fleetlab.report.experiment_table import print_experiment
+    from fleetlab.report.verdict_text import print_verdicts
     from fleetlab.spec.errors import SpecError
 
     try:
         results = load_results(folder)
+        context = results_context(results, parse_min_effects(min_effect))
     except SpecError as exc:
         raise fail(str(exc)) from None
     title = f"{results.name}: {results.finished}/{results.planned} runs, baseline {results.baseline}"
@@ -163,18 +178,18 @@ def _print_report(folder: Path, json_out: bool = False) -> None:
             "rerun `fleetlab experiment run` with the same --out to complete the sweep",
             highlight=False,
         )
-    if json_out:
+    if fmt in (Output.JSON, Output.YAML):
         payload = {
             "title": title,
             "experiment": results.name,
             "changes": results.changes,
             "runs_finished": results.finished,
             "runs_planned": results.planned,
-            **comparison_payload(results.samples, results.baseline, results.confidence),
+            **comparison_payload(results.samples, results.baseline, context),
         }
-        out_console.print_json(json.dumps(payload, allow_nan=False))
+        emit(fmt, payload, lambda: out_console.print_json(json.dumps(payload, allow_nan=False)))
         return
-    print_verdicts(out_console, results.samples, results.baseline, results.confidence)
+    print_verdicts(out_console, results.samples, results.baseline, context)
     print_experiment(out_console, results.comparisons(), results.changes, title, results.confidence)
 
 

@@ -1,5 +1,6 @@
 """``fleetlab import``: read a real cluster's records (kubectl JSON, Kueue Workloads, events, Prometheus,
-Slurm, FOCUS bills, Philly, SWF) into one history folder that ``baseline`` and ``calibrate`` read.
+Slurm, FOCUS bills, OpenCost allocations, Philly, SWF) into one history folder that ``baseline`` and
+``calibrate`` read.
 
 Prints jobs by state and rows skipped by reason (or ``--json``); exit 2 with one paragraph for bad input.
 """
@@ -16,8 +17,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from fleetlab.cli.common import check_out, err_console, fail, out_console, out_path
-from fleetlab.report.strict_json import strict_dumps
+from fleetlab.cli.common import (
+    JsonOpt,
+    OutputOpt,
+    check_out,
+    emit,
+    err_console,
+    fail,
+    out_console,
+    out_path,
+    output_format,
+)
 
 MAX_TOKEN_BYTES = 64 * 1024
 
@@ -80,8 +90,10 @@ def import_cmd(
         list[str] | None,
         typer.Argument(
             help="Files to import, each as [FORMAT:]PATH with FORMAT one of kubectl, slurm, focus, "
-            "gcp-billing, philly, swf (detected from the file when left out). kubectl files may hold "
-            "pods, Jobs, JobSets, Kueue Workloads, events and nodes.",
+            "gcp-billing, opencost, philly, swf, alibaba, sacctmgr, sshare, scontrol (detected from the file "
+            "when left out). kubectl files may hold pods, Jobs, JobSets, Kueue Workloads and queues, "
+            "ResourceQuotas, PriorityClasses, events and nodes; opencost is an /allocation API response "
+            "(JSON) or OpenCost's CSV export.",
         ),
     ] = None,
     out: Annotated[
@@ -115,7 +127,16 @@ def import_cmd(
     swf_processors: Annotated[
         str, typer.Option("--swf-processors", help="SWF processors are 'cpus' (default) or 'gpus'.")
     ] = "cpus",
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    swf_nodes: Annotated[
+        str | None,
+        typer.Option(
+            "--swf-nodes",
+            help="The machine an SWF log ran on, COUNTxPROCS[xMEMORY] (e.g. 120x2x1Gi); default: the "
+            "header's MaxNodes x MaxProcs/MaxNodes.",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Import a cluster's history (jobs, nodes, bill lines) into --out for `baseline` and `calibrate`."""
     from fleetlab.report.progress import DelayedProgress
@@ -123,7 +144,9 @@ def import_cmd(
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.history.sources import PrometheusSource, import_sources
     from fleetlab.spec.history.store import history_meta, write_history
+    from fleetlab.spec.history.swf import parse_swf_nodes
 
+    fmt = output_format(json_out, output)
     check_out(out)
     token = None
     try:
@@ -149,8 +172,9 @@ def import_cmd(
                              "and 0 < seconds <= 86400")  # fmt: skip
         if swf_processors not in ("cpus", "gpus"):
             raise ValueError(f"--swf-processors {swf_processors!r}: allowed are cpus, gpus")
+        machine = parse_swf_nodes(swf_nodes) if swf_nodes is not None else None
         with DelayedProgress(err_console) as progress:
-            history = import_sources(list(sources or []), source, end_at, swf_processors, progress)
+            history = import_sources(list(sources or []), source, end_at, swf_processors, progress, machine)
     except (SpecError, ValueError) as exc:
         raise fail(scrub(str(exc), [token] if token else [])) from None
     try:
@@ -160,19 +184,21 @@ def import_cmd(
     except OSError as exc:
         raise fail(f"--out {out}: cannot write the history: {exc.strerror or exc}") from None
     meta = history_meta(history)
-    if json_out:
-        out_console.print_json(strict_dumps(meta))
+    inputs = len(sources or []) + (prometheus is not None)
+    if emit(fmt, meta):
         return
-    _print_summary(out_console, meta, out)
+    _print_summary(out_console, meta, out, inputs)
 
 
-def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
-    """Jobs by state beside the total, nodes, bill lines, then what was left out and why."""
+def _print_summary(console: Console, meta: dict[str, Any], out: Path, inputs: int) -> None:
+    """Jobs by state beside the total, nodes, bill lines, then what was left out and why. ``inputs`` counts
+    what the user named (files and a Prometheus server): kubectl files are read as one source but counted
+    one by one."""
     from rich.table import Table
 
     hours = float(meta["end_s"]) / 3600
     console.print(
-        f"history from {meta['epoch']}, {hours:.1f} h, from {len(meta['sources'])} source(s)",
+        f"history from {meta['epoch']}, {hours:.1f} h, from {inputs} source(s)",
         highlight=False,
         markup=False,
     )
@@ -184,6 +210,12 @@ def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
     table.add_row("total jobs", str(meta["jobs"]), style="bold")
     table.add_row("nodes", str(meta["nodes"]))
     table.add_row("bill lines", str(meta["bill_lines"]))
+    if meta["jobs_wait_unmeasured"]:
+        table.add_row("jobs with no measured wait", str(meta["jobs_wait_unmeasured"]))
+    if meta["node_down_windows"]:
+        table.add_row("node down/drain windows", str(meta["node_down_windows"]))
+    for kind, count in meta["policy"].items():
+        table.add_row(f"policy: {escape(kind)}", str(count))
     console.print(table)
     if meta["skipped"]:
         skips = Table(title="left out, by reason")
@@ -192,4 +224,6 @@ def _print_summary(console: Console, meta: dict[str, Any], out: Path) -> None:
         for reason, count in meta["skipped"].items():
             skips.add_row(escape(reason), str(count))
         console.print(skips)
+    for note in meta["notes"]:
+        console.print(f"note: {note}", highlight=False, markup=False)
     console.print(f"history written to {out}", highlight=False, markup=False)

@@ -12,9 +12,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from fleetlab.cli.common import make_console
+from fleetlab.cli.common import JsonOpt, OutputOpt, emit, make_console, output_format
 from fleetlab.lint.check import LintReport, lint_paths
-from fleetlab.report.strict_json import strict_dumps
 from fleetlab.spec.errors import SpecError
 
 
@@ -46,10 +45,12 @@ def lint_cmd(
             "topology against its node pools.",
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
 ) -> None:
     """Check workload manifests for GPU request mistakes (rules: GPU000-GPU012)."""
     out, err = make_console(), make_console(stderr=True)
+    fmt = output_format(json_out, output)
     try:
         resolved = None
         if scenario is not None:
@@ -60,17 +61,15 @@ def lint_cmd(
     except SpecError as exc:
         err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    if json_out:
-        payload = {
-            "findings": [f.as_dict() for f in report.findings],
-            "errors": report.errors,
-            "warnings": report.warnings,
-            "objects": report.objects,
-            "pod_templates": report.pod_templates,
-            "scenario": report.scenario,
-        }
-        out.print_json(strict_dumps(payload))
-    else:
+    payload = {
+        "findings": [f.as_dict() for f in report.findings],
+        "errors": report.errors,
+        "warnings": report.warnings,
+        "objects": report.objects,
+        "pod_templates": report.pod_templates,
+        "scenario": report.scenario,
+    }
+    if not emit(fmt, payload, console=out):
         if report.findings:
             out.print(_table(report))
         checked = f"{report.objects} object(s), {report.pod_templates} pod template(s)"

@@ -1,5 +1,5 @@
-"""``fleetlab cost profile`` (alias ``fleetlab plan record-profile``): time real PyTorch training steps
-and write a measured throughput profile that work profiles can name as ``measured_file``."""
+"""``fleetlab plan profile`` (also ``plan record-profile``): time real PyTorch training steps and write a
+measured throughput profile that work profiles can name as ``measured_file``."""
 
 from __future__ import annotations
 
@@ -93,9 +93,3 @@ def profile_cmd(
     out_console.print(table)
     standing = profile.gpu_model or "no GPU model (set --gpu-model, or measured_gpu where it is used)"
     out_console.print(f"profile for {standing} written to {out}", highlight=False, markup=False)
-
-
-def register_profile(cost_app: typer.Typer, plan_app: typer.Typer) -> None:
-    """``cost profile`` and its alias ``plan record-profile``: one callable."""
-    cost_app.command("profile")(profile_cmd)
-    plan_app.command("record-profile")(profile_cmd)

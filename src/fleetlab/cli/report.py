@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli.common import err_console, fail, out_console, out_path
+from fleetlab.cli.common import MinEffectOpt, PriceOpt, ResampleOpt, err_console, fail, out_console, out_path
 from fleetlab.cli.experiment import runs_progress
 from fleetlab.experiment.plan import Experiment
 
@@ -32,7 +32,8 @@ def report_cmd(
         typer.Option("--policy", help="For a scenario: one variant per policy (default: compare's four)."),
     ] = None,
     seeds: Annotated[
-        str | None, typer.Option("--seeds", help="For a scenario: a seed count or list (default: 5).")
+        str | None,
+        typer.Option("--seeds", help="For a scenario: a seed count or list, or auto[:N] (default: 5)."),
     ] = None,
     choose: Annotated[
         str | None,
@@ -49,15 +50,27 @@ def report_cmd(
     jobs: Annotated[
         int | None, typer.Option("--jobs", min=1, help="Worker processes (default: all cores).")
     ] = None,
+    min_effect: MinEffectOpt = None,
+    price: PriceOpt = None,
+    resample: ResampleOpt = "auto",
+    date: Annotated[
+        str | None,
+        typer.Option(
+            "--date",
+            help="The page's date, YYYY-MM-DD (default: SOURCE_DATE_EPOCH, else the newest input file's).",
+        ),
+    ] = None,
 ) -> None:
     """Write the decision report: verdict, measurements with intervals, charts, job classes, the chosen
     variant's placement conditions and its cost sheet (HTML page plus CSV/JSON/YAML files)."""
+    from fleetlab.experiment.comparison import run_report_sweep
     from fleetlab.experiment.engines import EngineError
-    from fleetlab.experiment.results import MANIFEST, load_results
+    from fleetlab.experiment.results import MANIFEST
     from fleetlab.experiment.seeded import SeedsError
     from fleetlab.experiment.sweep import RunFailed
-    from fleetlab.report.decision import decision_data, read_baseline
+    from fleetlab.report.decision import decision_data, read_baseline, report_date
     from fleetlab.report.decision_files import write_decision_report
+    from fleetlab.report.verdict_text import print_verdicts
     from fleetlab.spec.errors import SpecError
 
     if out.exists() and not out.is_dir():
@@ -66,31 +79,37 @@ def report_cmd(
         given = read_baseline(baseline) if baseline is not None else None
         if source is not None and (Path(source) / MANIFEST).is_file():
             sweep = Path(source)
-            experiment = _experiment_of_sweep(sweep)
+            file, cap = _experiment_file_of_sweep(sweep), None
+            experiment, results, context = run_report_sweep(file, sweep, lambda _: None, min_effect)
         else:
             sweep = out / "sweep"
-            experiment = _experiment_of(source, policy, seeds, sweep)
-            _run(experiment, sweep, jobs)
-        results = load_results(sweep)
-        data = decision_data(sweep, results, experiment, choose, given)
+            file, cap = _experiment_of(source, policy, seeds, sweep, price, resample)
+            experiment, results, context = run_report_sweep(
+                file, sweep, lambda e: _run(e, sweep, jobs), min_effect, cap
+            )
+        inputs = [sweep / MANIFEST, Path(experiment.source)]
+        inputs += [baseline / "baseline.json"] if baseline is not None else []
+        data = decision_data(sweep, results, experiment, choose, given, context, report_date(date, inputs))
         written = write_decision_report(sweep, out / "report", data)
     except (SpecError, SeedsError, RunFailed, EngineError) as exc:
         raise fail(str(exc)) from None
     except OSError as exc:
         raise fail(f"--out {out}: cannot write: {exc.strerror or exc}") from None
+    print_verdicts(out_console, results.samples, results.baseline, data.context)
+    rec = data.recommendation
+    out_console.print(f"Recommended: {rec.variant} — {rec.reason}.", highlight=False, markup=False)
     out_console.print(
-        f"decision report: {out / 'report' / 'index.html'} (chosen: {data.recommendation.variant}); "
+        f"decision report: {out / 'report' / 'index.html'} (chosen: {rec.variant}); "
         f"{len(written)} files in {out / 'report'}",
         highlight=False,
         markup=False,
     )
 
 
-def _experiment_of_sweep(sweep: Path) -> Experiment:
-    """The experiment a sweep folder was run from (its file must still be where the manifest says)."""
+def _experiment_file_of_sweep(sweep: Path) -> Path:
+    """The experiment file a sweep folder was run from (it must still be where the manifest says)."""
     import json
 
-    from fleetlab.experiment.plan import load_experiment
     from fleetlab.experiment.results import MANIFEST
     from fleetlab.spec.errors import SpecError
 
@@ -105,25 +124,39 @@ def _experiment_of_sweep(sweep: Path) -> Experiment:
             str(sweep),
             [f"the experiment file {source!r} it was run from is gone; give that file instead of the folder"],
         )
-    return load_experiment(source)
+    return Path(source)
 
 
 def _experiment_of(
-    source: str | None, policies: list[str] | None, seeds: str | None, sweep: Path
-) -> Experiment:
+    source: str | None,
+    policies: list[str] | None,
+    seeds: str | None,
+    sweep: Path,
+    prices: list[str] | None = None,
+    resample: str = "auto",
+) -> tuple[Path, int | None]:
     """An experiment file as written, or a scenario turned into one variant per policy on paired seeds
-    (written as ``sweep/experiment.json``, so the sweep can be reported on again later)."""
-    from fleetlab.experiment.plan import experiment_from_data, load_experiment
+    (written as ``sweep/experiment.json``, so the sweep can be reported on again later); with the
+    ``--seeds auto`` cap (None otherwise)."""
+    from fleetlab.experiment.pricing import parse_prices
+    from fleetlab.experiment.replicates import Resampling
     from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY
-    from fleetlab.experiment.seeded import parse_seeds
-    from fleetlab.experiment.store import write_json_atomic
+    from fleetlab.experiment.seeded import parse_seed_plan
+    from fleetlab.experiment.sweep import keep_experiment
+    from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load_scenario, parse_yaml
-    from fleetlab.spec.out_folder import check_replaceable, mark
 
+    if source is not None and Path(source).is_dir():
+        raise SpecError(source, [_folder_hint(Path(source))])
     if source is not None and Path(source).is_file():
         raw = parse_yaml(source, Path(source).read_text(encoding="utf-8"))
         if isinstance(raw, dict) and "variants" in raw:
-            return load_experiment(source)
+            if seeds is not None or prices or resample != "auto":
+                raise SpecError(
+                    source, ["--seeds, --price and --resample apply to a scenario; an experiment file states "
+                             "its seeds, prices and replicates itself"],
+                )  # fmt: skip
+            return Path(source), None
     scenario, label, _ = load_scenario(source)
     base = (
         str(Path(source).resolve())
@@ -134,19 +167,18 @@ def _experiment_of(
         {"name": p} if p == SCENARIO_POLICY else {"name": p, "policy": p}
         for p in dict.fromkeys(policies or DEFAULT_COMPARE)
     ]
+    plan = parse_seed_plan(seeds, scenario.seed)
+    Resampling(resample)  # a bad --resample is refused before anything is written
     raw = {
-        "name": f"{scenario.name}: placement policies",
+        "name": f"Placement policies on {scenario.name}",
         "base": base,
         "variants": variants,
-        "seeds": list(parse_seeds(seeds, scenario.seed)),
+        "seeds": list(plan.seeds),
+        "replicates": {"resample": resample},
+        "prices": parse_prices(prices),
     }
-    experiment_from_data(raw, Path(label))  # check before writing anything
-    check_replaceable(sweep.absolute(), option="--out DIR/sweep", in_place=True)
-    sweep.mkdir(parents=True, exist_ok=True)
-    file = sweep / "experiment.json"
-    write_json_atomic(file, raw)  # JSON is YAML: the file reads back with the experiment loader
-    mark(sweep)  # fleetlab's own folder (experiment.json included): a rerun may replace it
-    return load_experiment(file)
+    keep_experiment(raw, sweep, Path(label), option="--out DIR/sweep")
+    return sweep / "experiment.json", plan.cap
 
 
 def _run(experiment: Experiment, sweep: Path, jobs: int | None) -> None:
@@ -160,3 +192,23 @@ def _run(experiment: Experiment, sweep: Path, jobs: int | None) -> None:
     with progress:
         bar = progress.add_task("", total=len(plan_tasks(experiment, sweep)))
         run_sweep(experiment, sweep, make_engine("local", jobs, None), lambda key, _: progress.advance(bar))
+
+
+def _folder_hint(folder: Path) -> str:
+    """What ``report`` takes, said for a folder that is not a sweep (most often a baseline or history)."""
+    takes = (
+        "`report` takes a scenario file or built-in name, an experiment file, or the output folder of "
+        "`fleetlab experiment run` (it holds manifest.json)"
+    )
+    if (folder / "baseline.json").is_file():
+        return (
+            f"is a measured baseline folder (baseline.json); {takes}. A baseline goes beside the runs with "
+            f"--baseline: e.g. `fleetlab report calibration/scenario.yaml --out decision --baseline {folder}`"
+        )
+    if (folder / "history.json").is_file():
+        return (
+            f"is a history folder (history.json); {takes}. Measure it with `fleetlab baseline {folder} --out "
+            f"baseline/`, replay it with `fleetlab calibrate {folder} --out calibration/`, then report on "
+            "calibration/scenario.yaml with --baseline baseline/"
+        )
+    return f"is a folder without manifest.json; {takes}"

@@ -9,20 +9,26 @@ import typer
 
 from fleetlab.cli.common import (
     ForceOpt,
+    JsonOpt,
+    MinEffectOpt,
     OutOpt,
+    OutputOpt,
+    PriceOpt,
+    ResampleOpt,
     ScenarioArg,
     SeedOpt,
     check_out,
+    emit,
     err_console,
     fail,
     out_console,
+    output_format,
     write_runs,
 )
 from fleetlab.cli.snapshot import AddNodesOpt, FromSnapshotOpt, SnapshotRuntimeOpt, load_or_snapshot
 from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, run_one
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
-from fleetlab.report.strict_json import strict_dumps
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.loader import builtin_scenarios, load
 
@@ -39,9 +45,8 @@ def simulate(
     seed: SeedOpt = None,
     out: OutOpt = None,
     force: ForceOpt = False,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")
-    ] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
     from_snapshot: FromSnapshotOpt = None,
     add_nodes: AddNodesOpt = None,
     snapshot_runtime: SnapshotRuntimeOpt = "1h",
@@ -51,6 +56,7 @@ def simulate(
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes, print_runs
 
+    fmt = output_format(json_out, output)
     check_out(out, force)
     try:
         resolved = load_or_snapshot(scenario, seed, from_snapshot, add_nodes, snapshot_runtime)
@@ -60,8 +66,7 @@ def simulate(
         raise fail(str(exc)) from None
     if out is not None:
         write_runs([run], out, single=True, force=force)
-    if json_out:
-        out_console.print_json(strict_dumps(summarize(run.result).as_dict()))
+    if emit(fmt, summarize(run.result).as_dict()):
         print_notes(err_console, [run])
     else:
         print_runs(out_console, [run], _title(resolved, run))
@@ -73,8 +78,9 @@ SeedsOpt = Annotated[
     str | None,
     typer.Option(
         "--seeds",
-        help="How many seeds (from --seed or the scenario's seed up), or a list such as 7,8,9. Every "
-        "column runs on the same seeds (paired). Default: 5.",
+        help="How many seeds (from --seed or the scenario's seed up), a list such as 7,8,9, or auto "
+        "(auto:N): add seeds until every decision metric is decided or N (40). Every column runs on "
+        "the same seeds (paired). Default: 5.",
     ),
 ]
 
@@ -99,40 +105,43 @@ def compare_cmd(
     seed: Annotated[int | None, typer.Option("--seed", help="First seed (default: the scenario's).")] = None,
     seeds: SeedsOpt = None,
     out: OutOpt = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the verdict and every metric's intervals as JSON.")
-    ] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
     force: ForceOpt = False,
+    min_effect: MinEffectOpt = None,
+    price: PriceOpt = None,
+    resample: ResampleOpt = "auto",
 ) -> None:
     """Run the same workload under several policies (or scenario variants) on several seeds: a verdict
     on what each changes against the first column, then every metric with its interval."""
-    from fleetlab.experiment.seeded import SeedsError, compare_seeds, parse_seeds
+    from fleetlab.experiment.comparison import run_compare
+    from fleetlab.experiment.seeded import SeedsError
     from fleetlab.report.compare_seeds import compare_payload, print_seeded
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes
 
+    fmt = output_format(json_out, output)
     files = list(scenarios or [None])  # type: ignore[list-item]
     check_out(out, force)
     try:
         first = seed if seed is not None else load(files[0]).scenario.seed
-        seed_list = parse_seeds(seeds, first)
         with DelayedProgress(err_console) as progress:
-            result = compare_seeds(files, policy, seed_list, progress)
+            result, context = run_compare(files, policy, seeds, first, min_effect, price, resample, progress)
     except SeedsError as exc:
         raise fail(str(exc)) from None
     except (SpecError, UnknownPolicyError) as exc:
         raise fail(str(exc)) from None
     runs = list(result.first_runs)
-    payload = compare_payload(result)
-    if json_out:
-        out_console.print_json(strict_dumps(payload))
+    payload = compare_payload(result, context)
+    structured = emit(fmt, payload)
+    if structured:
         print_notes(err_console, runs)
     else:
-        print_seeded(out_console, result)
+        print_seeded(out_console, result, context)
         print_notes(out_console, runs)
     if out is not None:
         write_runs(runs, out, single=False, extra={"comparison.json": payload}, force=force)
-        (err_console if json_out else out_console).print(
+        (err_console if structured else out_console).print(
             f"results written to {out}", highlight=False, markup=False
         )
 

@@ -224,6 +224,8 @@ class ScalingOption:
 
     label: str
     row: PlanRow | None
+    #: Why there is no row: the catalog has no offer, or the model was left out by a GPU filter.
+    missing: str = "no offer in the catalog"
 
 
 def scaling_options(
@@ -232,8 +234,10 @@ def scaling_options(
     base_gpu: str,
     multiples: Sequence[int] = (1, 2, 4),
     network_gbps: float | None = None,
+    only_models: Sequence[str] = (),
 ) -> list[ScalingOption]:
-    """The base model at 1x, 2x, 4x the job's GPUs beside the next faster model at 1x (training only)."""
+    """The base model at 1x, 2x, 4x the job's GPUs beside the next faster model at 1x (training only);
+    with ``only_models`` (``--gpu``) the other models are said to be left out, not missing."""
     goal = job.training
     if goal is None:
         return []
@@ -244,7 +248,11 @@ def scaling_options(
         candidates.append((up[0], 1))
     for gpu, multiple in candidates:
         scaled = job.model_copy(update={"training": goal.model_copy(update={"gpus": goal.gpus * multiple})})
-        plan = plan_job(scaled, [o for o in offers if o.gpu == gpu], network_gbps)
         tag = " (next model up)" if gpu != base_gpu else ""
-        out.append(ScalingOption(f"{gpu} x {goal.gpus * multiple}{tag}", plan.rows[0] if plan.rows else None))
+        label = f"{gpu} x {goal.gpus * multiple}{tag}"
+        if only_models and gpu not in only_models:
+            out.append(ScalingOption(label, None, f"left out by --gpu {', '.join(only_models)}"))
+            continue
+        plan = plan_job(scaled, [o for o in offers if o.gpu == gpu], network_gbps)
+        out.append(ScalingOption(label, plan.rows[0] if plan.rows else None))
     return out

@@ -1,12 +1,13 @@
 """Reconcile a run's cost ledger with a cloud bill: the gap by category and by project x period.
 
-Bill lines are put in a category from their SKU and cost type — GPU ("... GPU running in ..."), compute
-(instance cores and RAM), storage (persistent disk, Cloud Storage, snapshots), egress (network egress and
-inter-zone/region transfer), tax, other — and credits are kept apart. The ledger's estimate is split into
-compute (host part) and GPU with the catalog's two price rows; its data rows count as storage and egress.
-Categories the estimate does not price (tax, other; storage and egress without data charges) are reported
-as missing in the estimate; the estimate's idle share is shown beside, since a bill has no idle line.
-Amounts that span several periods are spread over them by time.
+Bill lines are put in a category by ``cost.bill_lines`` — GPU, compute (instance cores and RAM, or a whole
+non-GPU instance), storage, egress, license, tax, other — and credits are kept apart. The ledger's estimate is
+split into compute (host part) and GPU with the catalog's two price rows; its data rows count as storage and
+egress. What the ledger does not price can be estimated with stated inputs: disks, OS images and egress
+from the attached-price catalog (``cost.attached``, each price with its source) and tax at a stated rate,
+source and date. Categories still unpriced are reported as missing in the estimate; the estimate's idle
+share is shown beside, since a bill has no idle line. Amounts that span several periods are spread over
+them by time.
 """
 
 from __future__ import annotations
@@ -17,34 +18,44 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from fleetlab.cost.attached import AttachedLine
+from fleetlab.cost.bill_lines import category, gpu_hours
 from fleetlab.cost.ledger import UNALLOCATED
 from fleetlab.spec.billing_export import BillRow
 
-CATEGORIES = ("compute", "gpu", "storage", "egress", "tax", "other")
+__all__ = [
+    "CATEGORIES",
+    "PERIODS",
+    "Rate",
+    "Reconciliation",
+    "category",
+    "period_start",
+    "reconcile",
+    "spread",
+]
+
+CATEGORIES = ("compute", "gpu", "storage", "egress", "license", "tax", "other")
 ESTIMATED = ("compute", "gpu")
 PERIODS = ("hour", "day", "month")
 #: Ledger rows priced outside the instance bill, and the bill category they are compared with.
 LEDGER_EXTRA = {"storage": "storage", "data_transfer": "egress"}
 
-_STORAGE = ("pd capacity", "storage pd", "hyperdisk", "snapshot", "standard storage", "nearline", "coldline",
-            "local ssd", "filestore", "image storage", "archive storage")  # fmt: skip
-_EGRESS = ("egress", "inter zone", "inter region", "data transfer", "download", "internet")
 
+@dataclass(frozen=True)
+class Rate:
+    """A rate the user states, never one fleetlab guesses: an exchange rate (currency units per USD) or a
+    tax rate (a fraction of the estimate), with the source it comes from and the date it holds for."""
 
-def category(row: BillRow) -> str:
-    """The category of one bill line."""
-    if row.cost_type == "tax":
-        return "tax"
-    sku = row.sku.lower()
-    if " gpu" in sku or sku.startswith("gpu") or "nvidia" in sku:
-        return "gpu"
-    if any(word in sku for word in _STORAGE):
-        return "storage"
-    if any(word in sku for word in _EGRESS):
-        return "egress"
-    if row.service == "Compute Engine" and ("core" in sku or "ram" in sku or "instance" in sku):
-        return "compute"
-    return "other"
+    kind: str  # exchange | tax
+    name: str  # the currency code, or "tax"
+    value: float
+    source: str
+    date: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"kind": self.kind, "name": self.name, "value": self.value, "source": self.source,
+                "date": self.date}  # fmt: skip
 
 
 def period_start(moment: datetime, period: str) -> datetime:
@@ -93,9 +104,6 @@ class CategoryGap:
     def gap_usd(self) -> float:
         """What the bill has beyond the estimate (negative: the estimate is higher)."""
         return self.bill_usd - self.estimate_usd
-
-
-_SECONDS = {"seconds": 1.0, "second": 1.0, "s": 1.0, "hour": 3600.0, "hours": 3600.0, "h": 3600.0}
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,9 @@ class Reconciliation:
     period: str
     #: The GPU gap split into price and quantity (GPU-hours), when the bill lines state their usage.
     gpu_split: PriceQuantity | None = None
+    #: The stated rates used (exchange rates, tax) and the attached charges estimated, with their sources.
+    rates: tuple[Rate, ...] = ()
+    attached: tuple[AttachedLine, ...] = ()
 
     @property
     def bill_total_usd(self) -> float:
@@ -203,6 +214,19 @@ class Reconciliation:
             "group_label": self.group_label,
             "period": self.period,
             "price_quantity": [self.gpu_split.as_dict()] if self.gpu_split is not None else [],
+            "rates": [r.as_dict() for r in self.rates],
+            "attached": [
+                {
+                    "category": a.category,
+                    "item": f"{a.price.kind} {a.price.name}",
+                    "quantity": a.quantity,
+                    "unit": a.unit,
+                    "usd": a.usd,
+                    "price_usd": a.price.price_usd,
+                    "source": a.price.source,
+                }
+                for a in self.attached
+            ],
         }
 
 
@@ -212,20 +236,27 @@ def reconcile(
     start: datetime,
     period: str = "day",
     group_label: str = "k8s-label/team",
+    *,
+    attached: Sequence[AttachedLine] = (),
+    tax: Rate | None = None,
+    rates: Sequence[Rate] = (),
 ) -> Reconciliation:
-    """Compare ``bill`` with the ledger columns of a run whose time 0 is ``start``."""
+    """Compare ``bill`` with the ledger columns of a run whose time 0 is ``start``; ``attached`` charges and
+    ``tax`` (a fraction of everything else estimated) are added to the estimate as unallocated amounts over
+    the windows they cover; ``rates`` are the exchange rates the bill was converted with, for the record."""
     bill_by: dict[str, float] = defaultdict(float)
     groups: dict[tuple[str, datetime], list[float]] = defaultdict(lambda: [0.0, 0.0])
     credits = 0.0
     bill_gpu_hours, usage_known = 0.0, True
     for row in bill:
-        bill_by[category(row)] += row.cost_usd
-        if category(row) == "gpu":
-            scale = _SECONDS.get(row.usage_unit.lower())
-            if row.usage_amount is None or scale is None:
+        kind = category(row)
+        bill_by[kind] += row.cost_usd
+        if kind == "gpu":
+            hours = gpu_hours(row)
+            if hours is None:
                 usage_known = False
             else:
-                bill_gpu_hours += row.usage_amount * scale / 3600.0
+                bill_gpu_hours += hours
         credits += row.credits_usd
         who = row.labels.get(group_label) or UNALLOCATED
         for when, amount in spread(row.start, row.end, row.cost_usd + row.credits_usd, period):
@@ -252,6 +283,16 @@ def reconcile(
         who = ledger["project"][i] or UNALLOCATED
         for when, amount in spread(begin, finish, ledger["cost_usd"][i], period):
             groups[(who, when)][1] += amount
+    for line in attached:
+        estimate_by[line.category] += line.usd
+        begin, finish = start + timedelta(seconds=line.start_s), start + timedelta(seconds=line.end_s)
+        for when, amount in spread(begin, finish, line.usd, period):
+            groups[(UNALLOCATED, when)][1] += amount
+    if tax is not None:
+        taxed = tax.value * sum(estimate_by.values())
+        estimate_by["tax"] += taxed
+        for when, amount in spread(first or start, last or start, taxed, period):
+            groups[(UNALLOCATED, when)][1] += amount
     cats = [CategoryGap(c, bill_by.get(c, 0.0), estimate_by.get(c, 0.0)) for c in CATEGORIES]
     missing = sum(c.bill_usd for c in cats if c.category not in ESTIMATED and c.estimate_usd == 0)
     bill_window = (min((r.start for r in bill), default=start), max((r.end for r in bill), default=start))
@@ -275,4 +316,6 @@ def reconcile(
         )
         if usage_known and bill_gpu_hours > 0 and estimate_gpu_hours > 0
         else None,
+        rates=(*rates, *([tax] if tax is not None else [])),
+        attached=tuple(attached),
     )

@@ -15,26 +15,34 @@ run times on the imported nodes, under the default kube-scheduler profile (docs/
   catalogs' hourly price of their instance type; unpriced nodes cost 0); pools that gained nodes during
   the history are autoscaled (``history_cluster``);
 * a job's ``gpu_model`` (models joined by ``|``) becomes a required node affinity on
-  ``fleetlab.io/gpu-model`` when the nodes carry that label.
+  ``fleetlab.io/gpu-model`` when the nodes carry that label;
+* a job whose pod asks for more than any node offers becomes a gang of node-sized pods, and a batch
+  scheduler's multi-node job a gang (``history_gangs``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import yaml
 from pydantic import ValidationError
 
+from fleetlab.experiment.history_downtime import failure_events, recorded_behaviour
+from fleetlab.experiment.history_gangs import Shape, node_sized
+from fleetlab.export.kueue_objects import kueue_objects
 from fleetlab.metrics.baseline import job_columns, job_times
 from fleetlab.metrics.baseline_cost import catalog_price, offers_by_type
 from fleetlab.model.cluster import Cluster, NodePool
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.history import History
-from fleetlab.model.job import Image, Job
+from fleetlab.model.job import Image, Job, Runtime
+from fleetlab.model.lifecycle import FailureEvent
+from fleetlab.model.limits import MAX_PODS_PER_JOB
 from fleetlab.model.scenario import Scenario
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.workload import Workload
@@ -60,6 +68,9 @@ class Knobs:
     #: First pull of the history's image on a node (cached on that node afterwards); 0: pulls are not
     #: modelled and each job's measured preparation is replayed whole as its data download.
     image_pull_s: float = 0.0
+    #: Level of inferred per-group limits (``history_policy``): the quantile of what each group held while
+    #: it had work waiting (1: the most it ever held); None: no inferred limit.
+    limit_quantile: float | None = None
 
 
 def _pool_name(raw: str | None, index: int) -> str:
@@ -90,7 +101,13 @@ def pool_labels(labels_json: str | None) -> str:
     return json.dumps(kept, sort_keys=True)
 
 
-def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]], knobs: Knobs) -> NodePool:
+def _node_pool(
+    name: str,
+    key: tuple[Any, ...],
+    spans: list[tuple[float, float]],
+    knobs: Knobs,
+    failures: tuple[FailureEvent, ...] = (),
+) -> NodePool:
     pool, model, gpus, cpu, memory, labels, capacity, price = key
     if gpus and model not in GPU_MODELS:
         raise SpecError(
@@ -116,6 +133,8 @@ def _node_pool(name: str, key: tuple[Any, ...], spans: list[tuple[float, float]]
     if autoscaled:
         data["boot_time_s"] = knobs.node_boot_time_s
         data["autoscaling"] = {"min": initial, "max": max(_max_alive(spans), initial, 1)}
+    elif failures:
+        data["failures"] = {"trace": [f.model_dump() for f in failures]}
     try:
         return NodePool.model_validate(data)
     except ValidationError as exc:
@@ -170,16 +189,27 @@ def complete_nodes(history: History) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
+    """The imported nodes as pools (see :func:`cluster_and_downtime`)."""
+    return cluster_and_downtime(history, knobs)[0]
+
+
+def cluster_and_downtime(
+    history: History, knobs: Knobs | None = None
+) -> tuple[Cluster, set[int], dict[str, str]]:
     """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels, capacity type).
 
     A pool whose nodes all exist from the start is fixed. One that gained nodes during the history becomes
     a Cluster Autoscaler node group: it starts with the nodes present at time 0 (its minimum), may grow to
     the most nodes it ever had at once, and new nodes take ``knobs.node_boot_time_s`` to boot (a Node
-    object is created when the machine registers, so histories do not show how long booting took)."""
+    object is created when the machine registers, so histories do not show how long booting took).
+    Recorded ``down`` windows of a fixed pool's nodes become its failure trace (``history_downtime``);
+    the indexes of the windows so replayed come back with the cluster, and the replay's name
+    (``POOL-INDEX``) of every node of a fixed pool by its history name."""
     nodes, _ = complete_nodes(history)
     end = float(history.end_s)
     offers = offers_by_type()
     groups: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+    names: dict[tuple[Any, ...], list[str]] = {}
     for n in nodes:
         kind = n["instance_type"]
         price = catalog_price(offers.get(kind, []), n["zone"], n["capacity_type"]) if kind else None
@@ -188,15 +218,23 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
         created = 0.0 if n["created_s"] is None else max(float(n["created_s"]), 0.0)
         deleted = end if n["deleted_s"] is None else float(n["deleted_s"])
         groups.setdefault(key, []).append((created, deleted))
+        names.setdefault(key, []).append(str(n["node"]))
     pools: list[NodePool] = []
     used: set[str] = set()
+    replayed: set[int] = set()
+    replay_names: dict[str, str] = {}
     for index, (key, spans) in enumerate(groups.items()):
         name = _pool_name(key[0], index)
         if name in used:
             name = f"{name}-{index}"
         used.add(name)
-        pools.append(_node_pool(name, key, spans, knobs or Knobs()))
-    return Cluster(pools=tuple(pools))
+        fixed = all(created <= 0 for created, _ in spans)
+        failures, windows = failure_events(history, names[key], name) if fixed else ((), set())
+        replayed |= windows
+        if fixed:
+            replay_names.update({node: f"{name}-{i}" for i, node in enumerate(names[key])})
+        pools.append(_node_pool(name, key, spans, knobs or Knobs(), failures))
+    return Cluster(pools=tuple(pools)), replayed, replay_names
 
 
 def removal_notes(history: History) -> list[str]:
@@ -235,8 +273,9 @@ def _affinity(models: str) -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
-def history_jobs(history: History) -> list[Job]:
-    """One replayable job per history job (see the module docstring for the runtime rules)."""
+def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None = None) -> list[Job]:
+    """One replayable job per history job (see the module docstring for the runtime rules); ``queues``:
+    job id -> (namespace, LocalQueue) for the jobs a replayed Kueue admits."""
     cols = job_columns(history)
     end_s = float(history.end_s)
     t = history.jobs
@@ -251,46 +290,74 @@ def history_jobs(history: History) -> list[Job]:
     measured_prep = ~np.isnan(cols.running) & ~np.isnan(cols.scheduled)
     prep = np.where(measured_prep, np.maximum(cols.running - cols.scheduled, 0.0), 0.0)
     labelled = any(GPU_MODEL_LABEL in (n or "") for n in history.nodes.column("labels_json").to_pylist())
+    shapes = node_shapes(history)
     wanted = ["job_id", "job_class", "team", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod"]
-    rows = t.select([*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model"]).to_pylist()
+    rows = t.select([*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model", "owner_kind"]).to_pylist()
     jobs: list[Job] = []
+    templates: dict[str, Job] = {}
     for i, row in enumerate(rows):
         runtime = compute[i] if ran[i] else medians[classes[i]]
-        requests: dict[str, Any] = {
-            "cpu": f"{round(row['cpu_per_pod'] * 1000)}m",
-            "memory": row["memory_per_pod"],
-        }
+        gpus = row["gpus_per_pod"] if row["gpu_milli_per_pod"] is None else 0.0
+        if not math.isclose(gpus, round(gpus)):
+            raise SpecError("<history jobs>", [f"job {row['job_id']!r}: {gpus} GPUs per pod is not whole"])
+        plan = node_sized(
+            row["pods"], row["cpu_per_pod"], round(gpus), row["memory_per_pod"], shapes, row["owner_kind"]
+        )
+        requests: dict[str, Any] = {"cpu": f"{round(plan.cpu * 1000)}m", "memory": plan.memory}
         data: dict[str, Any] = {
             "id": row["job_id"],
             "submit_s": float(cols.submit[i]),
             "class": row["job_class"],
             "team": row["team"] or "default",
             "priority": row["priority"] or 0,
-            "pods": row["pods"],
+            "pods": plan.pods,
             "runtime": max(float(runtime), MIN_RUNTIME_S),
             "data_size": round(prep[i] * PREP_BANDWIDTH),
         }
+        if plan.gang:
+            data["gang"] = True
+        if queues is not None and row["job_id"] in queues:
+            data["namespace"], data["queue"] = queues[row["job_id"]]
         if row["gpu_milli_per_pod"] is not None:
             data["gpu_milli"] = row["gpu_milli_per_pod"]
-        elif row["gpus_per_pod"]:
-            gpus = row["gpus_per_pod"]
-            if not math.isclose(gpus, round(gpus)):
-                raise SpecError(
-                    "<history jobs>", [f"job {row['job_id']!r}: {gpus} GPUs per pod is not whole"]
-                )
-            requests["nvidia.com/gpu"] = round(gpus)
+        elif plan.gpus:
+            requests["nvidia.com/gpu"] = plan.gpus
         data["requests"] = requests
         if not np.isnan(cols.util[i]):
             data["gpu_utilization"] = min(max(float(cols.util[i]), 0.0), 1.0)
         if row["gpu_model"] and labelled:
             data["affinity"] = _affinity(row["gpu_model"])
-        try:
-            jobs.append(Job.model_validate(data))
-        except ValidationError as exc:
-            raise SpecError(
-                "<history jobs>", problems_from_validation(exc, f"job {row['job_id']!r}")
-            ) from None
+        jobs.append(_job(data, templates))
     return jobs
+
+
+#: Per-job fields; a history's jobs share everything else with many others (``_job``).
+_PER_JOB = ("id", "submit_s", "runtime", "pods")
+_RUNTIME = Runtime(default=MIN_RUNTIME_S)
+
+
+def _job(data: dict[str, Any], templates: dict[str, Job]) -> Job:
+    """The job ``data`` describes, validated once per shape: a job whose other fields equal an earlier
+    one's is that job's copy with its own id, submit time, runtime and pod count (checked here), which
+    keeps a long history's jobs small and quick to build."""
+    key = repr(sorted((k, v) for k, v in data.items() if k not in _PER_JOB))
+    template = templates.get(key)
+    if template is not None and data["id"] and 1 <= data["pods"] <= MAX_PODS_PER_JOB:
+        runtime = _RUNTIME.model_copy(update={"default": float(data["runtime"])})
+        update = {"id": data["id"], "submit_s": data["submit_s"], "runtime": runtime, "pods": data["pods"]}
+        return template.model_copy(update=update)
+    try:
+        job = Job.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError("<history jobs>", problems_from_validation(exc, f"job {data['id']!r}")) from None
+    templates.setdefault(key, job)
+    return job
+
+
+def node_shapes(history: History) -> list[Shape]:
+    """The distinct (CPU cores, GPUs, memory) of the history's nodes as replayed (missing fields filled)."""
+    nodes, _ = complete_nodes(history) if history.nodes.num_rows else ([], [])
+    return sorted({(float(n["cpu"]), int(n["gpus"]), int(n["memory"])) for n in nodes})
 
 
 def with_image_pulls(history: History, jobs: Sequence[Job], pull_s: float) -> tuple[Job, ...]:
@@ -312,28 +379,88 @@ def with_image_pulls(history: History, jobs: Sequence[Job], pull_s: float) -> tu
 
 
 def history_scenario(
-    history: History, knobs: Knobs, name: str = "calibrated", jobs: tuple[Job, ...] | None = None
+    history: History,
+    knobs: Knobs,
+    name: str = "calibrated",
+    jobs: tuple[Job, ...] | None = None,
+    kueue: list[dict[str, Any]] | None = None,
+    fair_sharing: bool = False,
 ) -> Scenario:
     """The replay scenario with the given knobs (everything else at fleetlab's defaults); ``jobs``, when
-    given, are ``history_jobs(history)`` built once for several replays."""
+    given, are ``history_jobs(history, ...)`` built once for several replays; ``kueue``: the Kueue objects
+    the jobs' queues name (``history_policy``), with fair sharing on when ``fair_sharing``."""
     built = jobs if jobs is not None else tuple(history_jobs(history))
-    return Scenario(
-        name=name,
-        description=f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
-        cluster=history_cluster(history, knobs),
-        workload=Workload(jobs=with_image_pulls(history, built, knobs.image_pull_s)),
-        scheduler=SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
+    cluster, replayed, replay_names = cluster_and_downtime(history, knobs)
+    data: dict[str, Any] = {}
+    if kueue:
+        data["kueue"] = kueue
+        if fair_sharing:
+            data["kueue_configuration"] = {"fairSharing": {"enable": True}}
+    return Scenario.model_validate(
+        {
+            "name": name,
+            "description": f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
+            "cluster": cluster,
+            "workload": Workload(jobs=with_image_pulls(history, built, knobs.image_pull_s)),
+            "scheduler": SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
+            "recorded": recorded_behaviour(history, replayed, replay_names),
+            **data,
+        }
     )
+
+
+def _job_document(job: Job) -> dict[str, Any]:
+    doc: dict[str, Any] = job.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    if "cpu" in doc.get("requests", {}):
+        doc["requests"]["cpu"] = f"{doc['requests']['cpu']}m"
+    return doc
+
+
+def _document_without_jobs(scenario: Scenario) -> dict[str, Any]:
+    doc: dict[str, Any] = scenario.model_dump(
+        mode="json", by_alias=True, exclude_defaults=True, exclude={"workload": {"jobs"}}
+    )
+    for pool in doc["cluster"]["pools"]:
+        if "cpu" in pool:
+            pool["cpu"] = f"{pool['cpu']}m"
+    if scenario.kueue is not None:  # as the Kueue objects a person applies, quotas as quantities
+        doc["kueue"] = kueue_objects(scenario.kueue, scenario.cluster) + [
+            c.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+            for c in scenario.kueue.workload_priority_classes
+        ]
+    return doc
 
 
 def scenario_document(scenario: Scenario) -> dict[str, Any]:
     """The scenario as a YAML-ready mapping that loads back equal: CPU amounts, which the model holds in
     milli-cores, are written as ``<n>m`` quantities (a bare number would read as cores)."""
-    doc: dict[str, Any] = scenario.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    for pool in doc["cluster"]["pools"]:
-        if "cpu" in pool:
-            pool["cpu"] = f"{pool['cpu']}m"
-    for job in doc["workload"].get("jobs") or []:
-        if "cpu" in job.get("requests", {}):
-            job["requests"]["cpu"] = f"{job['requests']['cpu']}m"
+    doc = _document_without_jobs(scenario)
+    if scenario.workload.jobs is not None:
+        doc.setdefault("workload", {})["jobs"] = [_job_document(j) for j in scenario.workload.jobs]
     return doc
+
+
+#: Jobs turned into YAML at once by ``scenario_yaml`` (bounds memory on long histories).
+YAML_CHUNK = 2000
+
+
+def scenario_yaml(scenario: Scenario) -> Iterator[str]:
+    """:func:`scenario_document` as YAML text, a piece at a time: everything but the jobs, then the jobs
+    in chunks (a 190,000-job history never sits in memory as one document)."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where installed
+
+    def dump(data: Any) -> str:
+        return str(yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=120))
+
+    doc = _document_without_jobs(scenario)
+    jobs = scenario.workload.jobs
+    if jobs is None:
+        yield dump(doc)
+        return
+    workload = doc.pop("workload", {})
+    yield dump(doc)
+    yield dump({"workload": workload}) if workload else ""
+    yield "workload:\n  jobs:\n" if not workload else "  jobs:\n"
+    for start in range(0, len(jobs), YAML_CHUNK):
+        text = dump([_job_document(j) for j in jobs[start : start + YAML_CHUNK]])
+        yield "".join("  " + line for line in text.splitlines(keepends=True))

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fleetlab import __version__
 from fleetlab.experiment.patch import PatchError, apply_patch
+from fleetlab.experiment.pricing import MAX_PRICE
+from fleetlab.experiment.replicates import Resampling
+from fleetlab.experiment.scenario_diff import differences, differences_text, set_changes
 from fleetlab.metrics.summary import Summary
 from fleetlab.model.limits import MAX_SEED, Int, Seed
 from fleetlab.model.scenario import Scenario
+from fleetlab.model.units import Seconds
 from fleetlab.spec.bounded import read_text_file
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.loader import parse_yaml, read_scenario_text
@@ -66,6 +70,8 @@ class VariantSpec(_Strict):
     scheduler: dict[str, Any] | None = None
     #: Dotted-path overrides, e.g. ``{cluster.pools[h100].count: 8}``.
     set: dict[str, Any] | None = None
+    #: The variant makes several changes on purpose; it is then called a bundle wherever it appears.
+    bundle: bool = False
 
     @field_validator("name")
     @classmethod
@@ -86,6 +92,15 @@ class VariantSpec(_Strict):
             raise ValueError("set: give at least one dotted path, e.g. {cluster.pools[h100].count: 8}")
         return self
 
+    def change_count(self) -> int:
+        """How many changes the variant states: a policy is one, each scheduler field one, each ``set``
+        path one (the same value at the same place in several entries of one list counting once)."""
+        if self.scheduler is not None:
+            return len(self.scheduler)
+        if self.set is not None:
+            return set_changes(self.set)
+        return 1 if self.policy is not None else 0
+
     def change(self) -> str:
         """The change in words, e.g. ``policy=most-allocated``."""
         if self.policy is not None:
@@ -101,6 +116,25 @@ def _compact(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":")) if not isinstance(value, str) else value
 
 
+class ReplicatesSpec(_Strict):
+    """How seeds vary a recorded workload (experiment/replicates.py): ``auto`` resamples a trace or job
+    list (a bootstrap by class and ``window`` of submit times, runtimes drawn per class, arrivals moved by up
+    to ±``jitter``) and jitters node failure traces; ``off`` keeps them as given."""
+
+    resample: Literal["auto", "off"] = "auto"
+    window: Seconds = 3600.0
+    jitter: Seconds = 300.0
+
+    @field_validator("resample", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
+
+    def resampling(self) -> Resampling:
+        """As the replicate transformation takes it."""
+        return Resampling(self.resample, self.window, self.jitter)
+
+
 class ExperimentSpec(_Strict):
     """What an experiment file declares."""
 
@@ -112,6 +146,17 @@ class ExperimentSpec(_Strict):
     seeds: list[Seed] | SeedRange = Field(default_factory=lambda: [1, 2, 3])
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    replicates: ReplicatesSpec = ReplicatesSpec()
+    #: Pool -> dollars per node-hour, an assumption applied to every variant (``--price`` of ``report``).
+    prices: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = [k for k, v in value.items() if not 0 <= v <= MAX_PRICE]
+        if bad:
+            raise ValueError(f"price of {', '.join(bad)} must be 0..{MAX_PRICE:g} dollars per node-hour")
+        return value
 
     @field_validator("metrics")
     @classmethod
@@ -162,10 +207,16 @@ class Variant:
     description: str
     scenario_data: dict[str, Any]
     base_dir: str | None
+    #: How its replicates vary a recorded workload.
+    resampling: Resampling = field(default_factory=Resampling)
+    #: The changes it makes against the base scenario (scenario_diff), in words.
+    differences: tuple[str, ...] = ()
+    bundle: bool = False
 
     def fingerprint(self, seed: int) -> str:
         """Identifies a run's inputs: a finished run with another fingerprint is stale and is rerun."""
-        text = json.dumps([self.scenario_data, seed, __version__], sort_keys=True, default=str)
+        parts = [self.scenario_data, seed, __version__, self.resampling.as_dict()]
+        text = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -182,6 +233,10 @@ class Experiment:
     seeds: tuple[int, ...]
     metrics: tuple[str, ...]
     confidence: float
+    #: The price assumptions given with ``prices`` (pool -> USD per node-hour).
+    prices: dict[str, float] = field(default_factory=dict)
+    #: The base scenario's file (None for a built-in scenario), where its calibration is looked for.
+    base_file: str | None = None
 
     def variant(self, name: str) -> Variant:
         """The variant called ``name``."""
@@ -205,7 +260,11 @@ def variant_data(base: dict[str, Any], spec: VariantSpec) -> dict[str, Any]:
     return data
 
 
-def _validate_variant(label: str, base: dict[str, Any], spec: VariantSpec, i: int) -> dict[str, Any]:
+def _validate_variant(
+    label: str, base: dict[str, Any], spec: VariantSpec, i: int
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The variant's scenario data and its changes in words; more than one change is refused unless the
+    variant is marked ``bundle: true`` (one change at a time is what makes a verdict attributable)."""
     where = f"variants[{i}] ({spec.name!r})"
     try:
         data = variant_data(base, spec)
@@ -217,7 +276,18 @@ def _validate_variant(label: str, base: dict[str, Any], spec: VariantSpec, i: in
     except ValidationError as exc:
         prefix = f"{where}: {spec.change()} makes the scenario invalid: "
         raise SpecError(label, [prefix + p for p in problems_from_validation(exc)]) from None
-    return data
+    found = differences(base, data)
+    count = spec.change_count()
+    if count > 1 and not spec.bundle:
+        raise SpecError(
+            label,
+            [
+                f"{where}: makes {count} changes ({differences_text(found)}); a variant makes one change, "
+                "so that its effect can be told apart — split it into several variants, or mark it "
+                "`bundle: true` if the changes only make sense together (it is then called a bundle)"
+            ],
+        )
+    return data, tuple(d.text() for d in found)
 
 
 def load_experiment(path: str | Path) -> Experiment:
@@ -239,16 +309,27 @@ def experiment_from_data(raw: Any, file: Path) -> Experiment:
         base_path = str(file.parent / base_path)
     base_label, base_text, base_dir = read_scenario_text(base_path)
     base = parse_yaml(base_label, base_text)
-    variants = tuple(
-        Variant(
-            name=v.name,
-            change=v.change(),
-            description=v.description,
-            scenario_data=_validate_variant(str(file), base, v, i),
-            base_dir=str(base_dir) if base_dir is not None else None,
+    for pool, price in spec.prices.items():
+        try:
+            base = apply_patch(base, f"cluster.pools[{pool}].price_per_hour", price)
+        except PatchError as exc:
+            raise SpecError(str(file), [f"prices.{pool}: {exc}"]) from None
+    resampling = spec.replicates.resampling()
+    variants = []
+    for i, v in enumerate(spec.variants):
+        data, changes = _validate_variant(str(file), base, v, i)
+        variants.append(
+            Variant(
+                name=v.name,
+                change=f"bundle of {v.change_count()}: {v.change()}" if v.bundle else v.change(),
+                description=v.description,
+                scenario_data=data,
+                base_dir=str(base_dir) if base_dir is not None else None,
+                resampling=resampling,
+                differences=changes,
+                bundle=v.bundle,
+            )
         )
-        for i, v in enumerate(spec.variants)
-    )
     baseline = spec.baseline or spec.variants[0].name
     ordered = tuple(sorted(variants, key=lambda v: v.name != baseline))
     return Experiment(
@@ -261,6 +342,8 @@ def experiment_from_data(raw: Any, file: Path) -> Experiment:
         seeds=tuple(spec.seed_list()),
         metrics=tuple(spec.metrics),
         confidence=spec.confidence,
+        prices=dict(spec.prices),
+        base_file=str(Path(base_label).resolve()) if base_dir is not None else None,
     )
 
 

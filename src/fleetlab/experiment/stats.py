@@ -101,6 +101,77 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     return Interval(mean, mean - half, mean + half, n)
 
 
+def sample_sd(values: Sequence[float]) -> float:
+    """The sample standard deviation (n − 1 in the denominator); NaN with fewer than two values."""
+    xs = [float(v) for v in values if not math.isnan(float(v))]
+    if len(xs) < 2:
+        return math.nan
+    mean = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def beyond_margin_p(mean: float, sd: float, n: int, margin: float = 0.0) -> float:
+    """Two-sided p-value of a paired t test that the true difference lies beyond ``±margin`` on the side of
+    ``mean``: t = (|mean| − margin) / (sd/√n), p = 2·P(T > t) = I_{df/(df+t²)}(df/2, 1/2), 1 when t ≤ 0.
+
+    With ``margin`` 0 this is the ordinary paired t test; p < α exactly when the (1 − α) interval lies
+    beyond the margin. NaN with fewer than two pairs; with no spread (sd 0) the difference is exact: 0
+    when it is beyond the margin, else 1."""
+    if n < 2 or math.isnan(mean) or math.isnan(sd):
+        return math.nan
+    if sd == 0.0:
+        return 0.0 if abs(mean) > margin else 1.0
+    t = (abs(mean) - margin) / (sd / math.sqrt(n))
+    if t <= 0.0:
+        return 1.0
+    df = n - 1.0
+    return min(1.0, regularized_beta(df / 2.0, 0.5, df / (df + t * t)))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (NaN entries are not tests: they stay NaN and do not count).
+
+    Sorted ascending, p_(i) (i = 1..m) becomes max over j ≤ i of min(1, (m − j + 1)·p_(j)); a test is
+    rejected at level α when its adjusted p is below α. This controls the chance of any false "better" or
+    "worse" across the whole family at α, whatever the dependence between the tests."""
+    tests = [i for i, p in enumerate(p_values) if not math.isnan(p)]
+    order = sorted(tests, key=lambda i: p_values[i])
+    out = [math.nan] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p_values[i]))
+        out[i] = running
+    return out
+
+
+def pairs_needed(mean: float, sd: float, margin: float, alpha: float, cap: int = 10_000) -> int | None:
+    """How many pairs a paired t interval at level ``1 − alpha`` needs, if the mean and spread stay as
+    they are, to lie wholly beyond ``±margin`` (when |mean| > margin) or wholly within it (when |mean| <
+    margin): the smallest n with t(1 − α/2, n − 1)·sd/√n < gap, gap = ||mean| − margin|. None when the
+    mean sits on the margin or more than ``cap`` pairs would be needed."""
+    if math.isnan(mean) or math.isnan(sd):
+        return None
+    gap = abs(abs(mean) - margin)
+    if gap == 0.0:
+        return None
+    if sd == 0.0:
+        return 2
+
+    def enough(n: int) -> bool:
+        return t_quantile(1.0 - alpha / 2.0, n - 1) * sd / math.sqrt(n) < gap
+
+    if not enough(cap):
+        return None
+    lo, hi = 2, cap
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def paired_difference(
     variant: Mapping[int, float], baseline: Mapping[int, float], confidence: float = 0.95
 ) -> Interval:

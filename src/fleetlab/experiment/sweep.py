@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from fleetlab import __version__
+from fleetlab.experiment.accounting import accounting_of
+from fleetlab.experiment.decision_context import experiment_notes
 from fleetlab.experiment.engines import Engine, LocalEngine
-from fleetlab.experiment.plan import Experiment, Variant
+from fleetlab.experiment.plan import Experiment, Variant, experiment_from_data, load_experiment
+from fleetlab.experiment.replicates import Resampling, replicate
 from fleetlab.experiment.results import MANIFEST
 from fleetlab.experiment.run import run_one
 from fleetlab.experiment.store import (
@@ -73,6 +76,8 @@ class RunTask:
     #: Where the driver materialised the workload (engines that ship it): its source and warnings.
     source: str | None = None
     warnings: tuple[str, ...] = ()
+    #: How the seed varies a recorded workload (experiment/replicates.py).
+    resampling: Resampling = field(default_factory=Resampling)
 
     @property
     def key(self) -> str:
@@ -101,7 +106,7 @@ def execute_run(task: RunTask, jobs: JobTable | None = None) -> RunFiles:
             scenario = Scenario.model_validate({**task.scenario_data, "seed": task.seed})
             source = task.source if task.source is not None else task.base_label
             resolved = ResolvedScenario(scenario=scenario, jobs=jobs, source=source, warnings=task.warnings)
-        run = run_one(resolved)
+        run = run_one(replicate(resolved, task.seed, task.resampling))
     except SpecError as exc:
         raise RunFailed(f"variant {task.variant!r}, seed {task.seed}: {exc}") from None
     record = {
@@ -112,6 +117,7 @@ def execute_run(task: RunTask, jobs: JobTable | None = None) -> RunFiles:
         "fleetlab_version": __version__,
         "policy": run.profile.name,
         "wall_s": round(time.perf_counter() - started, 3),
+        "accounting": accounting_of(run.result).as_dict(),
     }
     return run_files(run.result, record, run.pools)
 
@@ -174,19 +180,26 @@ def plan_tasks(experiment: Experiment, out: Path) -> list[RunTask]:
             base_label=experiment.base_label,
             base_dir=v.base_dir,
             folder=str(run_folder(out, v.name, seed)),
+            resampling=v.resampling,
         )
         for v in experiment.variants
         for seed in experiment.seeds
     ]
 
 
-def _manifest(experiment: Experiment, records: dict[str, dict[str, Any]], tasks: list[RunTask]) -> Any:
+def _manifest(
+    experiment: Experiment, records: dict[str, dict[str, Any]], tasks: list[RunTask], notes: dict[str, Any]
+) -> Any:
     return {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "experiment": experiment.name,
         "source": experiment.source,
         "baseline": experiment.baseline,
-        "variants": [{"name": v.name, "change": v.change} for v in experiment.variants],
+        "variants": [
+            {"name": v.name, "change": v.change, "bundle": v.bundle, "differences": list(v.differences)}
+            for v in experiment.variants
+        ],
+        **notes,
         "seeds": list(experiment.seeds),
         "metrics": list(experiment.metrics),
         "confidence": experiment.confidence,
@@ -194,7 +207,11 @@ def _manifest(experiment: Experiment, records: dict[str, dict[str, Any]], tasks:
         "finished": len(records),
         "runs": [
             {"key": t.key, "folder": str(Path(t.folder).relative_to(Path(t.folder).parents[2]))}
-            | {k: records[t.key][k] for k in ("variant", "seed", "fingerprint", "summary")}
+            | {
+                k: records[t.key][k]
+                for k in ("variant", "seed", "fingerprint", "summary", "accounting")
+                if k in records[t.key]
+            }
             for t in tasks
             if t.key in records
         ],
@@ -261,7 +278,8 @@ def _run_sweep_locked(
             todo.append(task)
     if limit is not None:
         todo = todo[: max(0, limit)]
-    write_json_atomic(out / MANIFEST, _manifest(experiment, records, tasks))
+    notes = experiment_notes(experiment)
+    write_json_atomic(out / MANIFEST, _manifest(experiment, records, tasks, notes))
     engine = engine or LocalEngine()
     shared: list[Any] | None = None
     if engine.ships_workloads and todo:
@@ -272,7 +290,7 @@ def _run_sweep_locked(
         record = write_run_files(folders[key], files)
         records[key] = record
         outcome.executed.append(key)
-        write_json_atomic(out / MANIFEST, _manifest(experiment, records, tasks))
+        write_json_atomic(out / MANIFEST, _manifest(experiment, records, tasks, notes))
         if on_run is not None:
             on_run(key, True)
     finished = [t for t in tasks if t.key in records]
@@ -286,3 +304,16 @@ def _run_sweep_locked(
         experiment.baseline,
     )
     return outcome
+
+
+def keep_experiment(raw: dict[str, Any], sweep: Path, label: Path, option: str = "--out") -> Experiment:
+    """An experiment given as data (not a file): checked, then kept as ``sweep/experiment.json`` (JSON is
+    YAML, so it reads back with the experiment loader) in a folder marked as fleetlab's own, so the sweep
+    can be resumed and reported on later. ``label`` names it in errors and anchors relative base paths."""
+    experiment_from_data(raw, label)  # check before writing anything
+    check_replaceable(sweep.absolute(), option=option, in_place=True)  # resumed in place, never replaced
+    sweep.mkdir(parents=True, exist_ok=True)
+    file = sweep / "experiment.json"
+    write_json_atomic(file, raw)
+    mark(sweep)  # after experiment.json: the file is fleetlab's own, older than the seal
+    return load_experiment(file)

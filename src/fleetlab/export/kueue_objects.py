@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fleetlab.export.applied import as_applied
 from fleetlab.model.cluster import Cluster
 from fleetlab.model.kube import Taint, Toleration
 from fleetlab.model.queues import (
@@ -163,6 +164,18 @@ def topologies(config: QueueConfig, cluster: Cluster) -> list[dict[str, Any]]:
     ]
 
 
+CHECK_KINDS = ("AdmissionCheck", "ProvisioningRequestConfig")
+
+
+def _check_object(obj: Any) -> dict[str, Any]:
+    """An AdmissionCheck or ProvisioningRequestConfig as applied (v1beta2, no status)."""
+    body = as_applied(obj)
+    body["apiVersion"] = API_VERSION
+    body["spec"].pop("retryDelayMinutes", None)  # v1beta1 only (deprecated since Kueue v0.8)
+    body["metadata"] = {"name": obj.name}
+    return body
+
+
 def kueue_objects(
     config: QueueConfig,
     cluster: Cluster,
@@ -178,6 +191,7 @@ def kueue_objects(
         *(cohort(c) for c in config.cohorts),
         *(cluster_queue(c) for c in config.cluster_queues),
         *(local_queue(q) for q in config.local_queues),
+        *(_check_object(o) for o in config.ignored if o.kind in CHECK_KINDS),
     ]
     if api_version == API_VERSION:
         return objects

@@ -8,15 +8,19 @@ from typing import Any
 
 import yaml
 
+from fleetlab.export.dra_objects import DRA_FILE, dra_documents, dra_notes
 from fleetlab.export.flavor_labels import PoolSelector, pool_selectors, real_node_labels
 from fleetlab.export.kueue_objects import API_VERSION, kueue_objects
+from fleetlab.export.namespace_policies import NAMESPACE_POLICIES_FILE, namespace_policy_documents
 from fleetlab.export.nvidia import device_plugin_configmap, mig_parted_configmap, node_labels
+from fleetlab.export.placement_rules import PLACEMENT_FILE, placement_rules
 from fleetlab.export.scheduler_config import (
     class_profiles,
     class_scheduler_name,
     kube_scheduler_configuration,
 )
 from fleetlab.export.second_scheduler import SECOND_SCHEDULER, second_scheduler_objects
+from fleetlab.export.workload_api import WORKLOAD_API_FILE, workload_api_documents, workload_api_notes
 from fleetlab.model.scenario import Scenario
 from fleetlab.placement.profiles import SHARE_POLICY_PLUGINS, resolve_profile
 from fleetlab.spec.kube_snapshot import Snapshot
@@ -170,7 +174,17 @@ def render_with_notes(
     mig = mig_parted_configmap(scenario.cluster)
     if mig is not None:
         files[MIG_PARTED_FILE] = _yaml([mig])
-    notes = _notes(scenario) + label_notes
+    dra = dra_documents(scenario)
+    if dra:
+        files[DRA_FILE] = _yaml(dra)
+    policies = namespace_policy_documents(scenario)
+    if policies:
+        files[NAMESPACE_POLICIES_FILE] = _yaml(policies)
+    gangs = workload_api_documents(scenario)
+    if gangs:
+        files[WORKLOAD_API_FILE] = _yaml(gangs)
+    files[PLACEMENT_FILE] = placement_rules(scenario)
+    notes = _notes(scenario) + label_notes + dra_notes(scenario) + workload_api_notes(scenario)
     lines = [f"# Configuration exported from fleetlab scenario {scenario.name}", ""]
     lines += [f"- `{name}`" for name in files]
     lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from fleetlab.model.cluster import GPU_PRODUCT_LABEL
 from fleetlab.model.kube import Taint
 from fleetlab.model.scheduler import SchedulerConfig
+from fleetlab.placement.dra.pools import NodeView
+from fleetlab.placement.dra.state import DraState
 from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.plugins.dynamic_resources import DynamicResources
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import ClusterState, NodeInfo
@@ -45,6 +48,8 @@ def pod_spec(pod: KubePod) -> PodSpec:
         affinity=pod.affinity,
         containers=max(1, pod.containers),
         explicit_keys=pod.explicit_keys,
+        scoring_requests=pod.scoring_requests,
+        claims=pod.resource_claims,
         labels=tuple(sorted(pod.labels.items())) if constrained else (),
         namespace=pod.namespace,
         topology_spread=pod.topology_spread,
@@ -94,6 +99,9 @@ def build_live_cluster(snapshot: Snapshot, profile: Profile | None = None) -> Li
     for i in range(state.n):
         state.set_ready(i)
     scheduler = Scheduler(state, profile or resolve_profile(SchedulerConfig()))
+    if snapshot.dra:
+        views = [NodeView(n.name, n.labels) for n in snapshot.nodes]
+        scheduler.attach_dynamic_resources(DynamicResources(DraState.from_objects(snapshot.dra), views))
     index = {name: i for i, name in enumerate(state.node_names)}
     orphans: list[KubePod] = []
     #: Bound pods count for spread / anti-affinity only when some pod in the snapshot declares those.

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.kube.cluster import LiveCluster, pod_spec
+from fleetlab.kube.dra_verdict import dra_block
 from fleetlab.kube.events import PodEvent, pod_events
 from fleetlab.kube.gpu_nodes import (
     GFD_LABELS,
@@ -35,6 +36,7 @@ from fleetlab.kube.storage import StorageView, storage_block
 from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.framework import PodSpec
+from fleetlab.placement.rule_blame import room_rule_block
 from fleetlab.placement.state import BoolArray
 from fleetlab.sim.pending import classify, classify_gang
 from fleetlab.spec.kube_snapshot import KubeNode, KubePod
@@ -65,6 +67,9 @@ class PendingPod:
     queue_position: int = 0
     #: Where the joint pass placed the pod (it fits once the pods ahead of it are placed), if anywhere.
     placed_on: str | None = None
+    #: When a rule keeps the pod off nodes with room (the headline), what capacity alone says on the nodes
+    #: the pod may use: "shortage" or "fragmentation" ("" otherwise).
+    capacity_verdict: str = ""
 
 
 @dataclass
@@ -172,6 +177,7 @@ class _Placement:
     verdicts: Verdicts
     blocked_by: str
     detail: str
+    capacity_verdict: str = ""
 
 
 class PlacementCache:
@@ -222,6 +228,13 @@ def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
     compiled = scheduler.compile(spec)
     verdicts = per_node_verdicts(scheduler, compiled)
     blocked_by, detail = classify(scheduler, spec)
+    capacity = ""
+    if blocked_by in ("shortage", "fragmentation"):
+        # Free room a rule keeps away is the rule's doing: the constraint whose removal opens room.
+        opened = room_rule_block(scheduler, compiled)
+        if opened is not None:
+            capacity = blocked_by
+            blocked_by, detail = opened[0], f"{opened[1]}; on the nodes it may use: {blocked_by}, {detail}"
     if blocked_by in ("constraints", "too-large"):
         ruled = rule_block(scheduler, compiled, verdicts)
         if ruled is not None:
@@ -229,6 +242,10 @@ def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
             nowhere = _selector_detail(live, pod)
             if nowhere:  # a selector no node satisfies must change whatever else does
                 blocked_by, detail = "selector/affinity", f"{nowhere}; {detail}"
+    first = [scheduler.filters[i].name if i >= 0 else None for i in verdicts.first_failing.tolist()]
+    claimed = dra_block(scheduler, compiled, first)
+    if claimed is not None:
+        blocked_by, detail = claimed
     missing = _not_advertised(live, pod)
     if missing is not None:
         blocked_by, detail = missing
@@ -236,7 +253,7 @@ def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
         message = "a node fits now: the scheduler has not run for this pod yet, or it uses another scheduler"
     else:
         message = scheduler.explain(compiled).message
-    return _Placement(message, verdicts, blocked_by, detail)
+    return _Placement(message, verdicts, blocked_by, detail, capacity)
 
 
 def diagnose_pending(
@@ -272,6 +289,7 @@ def diagnose_pending(
         detail=detail,
         waiting_s=_waiting(pod, now),
         nodes=placed.verdicts.groups,
+        capacity_verdict=placed.capacity_verdict if blocked_by == placed.blocked_by else "",
     )
 
 
@@ -324,7 +342,7 @@ def _pending_notes(pod: KubePod, entry: PendingPod) -> list[str]:
         notes.append(
             f"{pod.key}: the cluster last reported {entry.reported!r}; the snapshot gives "
             f"{entry.message!r} (the cluster changed since, or a filter fleetlab does not model "
-            "blocks it: volumes, host ports, topology spread, inter-pod affinity, DRA)"
+            "blocks it: volumes, host ports)"
         )
     return notes
 
@@ -420,7 +438,8 @@ def diagnose(live: LiveCluster, now: datetime | None) -> Diagnosis:
             if placed:
                 placements.bound(list(placed.values()))  # verdicts of specs that may use them go stale
                 gang_placed.update({k: (n, entry) for k, n in placed.items() if k != pod.key})
-        if entry.blocked_by in PREEMPTION_MAY_HELP and entry.placed_on is None:
+        may_help = entry.blocked_by in PREEMPTION_MAY_HELP or entry.capacity_verdict in PREEMPTION_MAY_HELP
+        if may_help and entry.placed_on is None:
             preemption = preemption or PreemptionCheck(live)
             entry.preemption = preemption.verdict(pod)
         if pod.nominated_node is not None:

@@ -27,7 +27,8 @@ MAX_MESSAGE = 400
 
 @dataclass(frozen=True)
 class PodEvent:
-    """One reason's latest event for a pod: its message (shortened), first and last time, count."""
+    """One reason's latest event for a pod: its message (shortened), first and last time, count; ``first``
+    is None when the event does not say when its series began."""
 
     reason: str
     message: str
@@ -52,7 +53,11 @@ def _fields(event: Mapping[str, Any]) -> tuple[Mapping[str, Any], str, datetime 
         or event.get("eventTime")
         or (event.get("metadata") or {}).get("creationTimestamp")
     )
-    first = parse_time(event.get("firstTimestamp") or event.get("deprecatedFirstTimestamp")) or last
+    # When the series began: core/v1 firstTimestamp, or events.k8s.io eventTime (the first observation of a
+    # series). Unknown stays unknown (the caller falls back to the pod's own times), never the last one.
+    first = parse_time(
+        event.get("firstTimestamp") or event.get("deprecatedFirstTimestamp") or event.get("eventTime")
+    )
     count = int(event.get("count") or series.get("count") or 1)
     return target, message, first, last, count
 

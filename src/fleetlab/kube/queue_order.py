@@ -60,6 +60,8 @@ class JointPlacer:
             state.pod_labels.intern(pod.labels, pod.namespace, pod.anti_affinity) if self.counting else -1
         )
         state.bind(row, compiled.request, compiled.nonzero, labels)
+        if scheduler.dra is not None and compiled.spec.claims is not None:
+            scheduler.dra.reserve(compiled, row)  # the devices are taken for the pods behind it
         self.bound.append(_Bound(pod.key, row, compiled, labels))
         return state.node_names[row]
 
@@ -72,6 +74,8 @@ class JointPlacer:
             if node is None:
                 for b in self.bound[mark:]:
                     self.live.state.release(b.node, b.compiled.request, b.compiled.nonzero, b.label_set)
+                    if self.live.scheduler.dra is not None:
+                        self.live.scheduler.dra.release(b.compiled)
                 del self.bound[mark:]
                 return None
             out[pod.key] = node

@@ -222,6 +222,11 @@ def _job(
     }
     if pod.affinity is not None:
         job["affinity"] = pod.affinity.model_dump(by_alias=True, exclude_none=True)
+    if pods > 1 and pod.topology is not None:  # Kueue TAS annotations or a PodGroup topology constraint
+        if pod.topology.required is not None:
+            job["topology_required"] = pod.topology.required
+        elif pod.topology.preferred is not None:
+            job["topology_preferred"] = pod.topology.preferred
     if bound is not None:
         job["bound_node"] = bound
     if with_labels and pod.labels:
@@ -282,6 +287,25 @@ def add_nodes(pools: list[dict[str, Any]], extra: Sequence[str]) -> None:
         by_name[name]["count"] += int(count)
 
 
+ADMISSION_CHECK_KINDS = frozenset({"AdmissionCheck", "ProvisioningRequestConfig"})
+
+
+def _as_applied(model: Any) -> dict[str, Any]:
+    """An object as a team applies it: no status, only name, namespace, labels and annotations."""
+    body: dict[str, Any] = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    body.pop("status", None)
+    meta = body["metadata"]
+    body["metadata"] = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)}
+    return body
+
+
+def dra_as_applied(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The snapshot's DRA objects without status (claims start unallocated in a replay) and without
+    server-set metadata."""
+    d = snapshot.dra
+    return [_as_applied(model) for model in (*d.classes, *d.templates, *d.claims, *d.slices)]
+
+
 def snapshot_scenario(
     snapshot: Snapshot,
     extra_nodes: Sequence[str] = (),
@@ -301,6 +325,13 @@ def snapshot_scenario(
         "cluster": {"pools": built.pools},
         "workload": {"jobs": jobs},
     }
+    if snapshot.dra:
+        data["dra"] = {"objects": dra_as_applied(snapshot)}
+    if snapshot.namespace_policies:
+        data["namespace_policies"] = [_as_applied(p) for p in snapshot.namespace_policies]
+    checks = [o for o in snapshot.queue_objects if o.get("kind") in ADMISSION_CHECK_KINDS]
+    if checks:  # the admission-check objects only: the snapshot's queues stay out of the replay
+        data["kueue"] = [{k: v for k, v in o.items() if k != "status"} for o in checks]
     label = ", ".join(snapshot.sources)
     try:
         scenario = Scenario.model_validate(data)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fleetlab.lint.cluster_rules import ClusterContext, cluster_findings, group_findings
 from fleetlab.lint.crd_workloads import unread_kind_findings, workload_templates
+from fleetlab.lint.dra_rules import dra_findings
 from fleetlab.lint.findings import Finding
 from fleetlab.lint.kai_rules import kai_findings
 from fleetlab.lint.manifests import Manifest, read_manifests
@@ -55,6 +56,7 @@ def lint_manifests(manifests: Sequence[Manifest], scenario: Scenario | None = No
             findings += [
                 f for f in cluster_findings(template, ctx) if not (unknown_mig and f.rule == "GPU009")
             ]
+    findings += dra_findings(manifests)
     if ctx is not None:
         for group in pod_groups(templates):
             findings += group_findings(group, ctx)

@@ -71,6 +71,11 @@ NO_PODS = frozenset(
         "Topology",
         "LimitRange",
         "ResourceQuota",
+        # DRA objects: checked by lint/dra_rules.py
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "ResourceSlice",
         # quota and gang objects that name GPU amounts without running pods (Volcano Queue and
         # PodGroup, scheduler-plugins PodGroup / ElasticQuota, Kueue's own Workload and friends)
         "Queue",

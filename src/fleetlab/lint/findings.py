@@ -26,6 +26,8 @@ RULES: dict[str, tuple[Severity, str]] = {
     "GPU011": ("error", "more replicas than domains for their required pod anti-affinity"),
     "GPU012": ("error", "a KAI gpu-fraction / gpu-memory annotation with a bad value"),
     "GPU013": ("warning", "GPU requests in a kind lint does not read (not checked)"),
+    "GPU014": ("error", "a DRA object the API server refuses (schema or CEL selector)"),
+    "GPU015": ("error", "a DRA request naming a DeviceClass that does not exist"),
 }
 
 

@@ -108,6 +108,9 @@ class JobTimes:
     #: Seconds the job held its resources: (end or the record's end) − scheduled; the compute time where
     #: scheduling was not recorded; 0 for a job that never started.
     held: FloatArray
+    #: False for a job that started and ended with neither an end nor a run time recorded (an SWF line
+    #: with a wait but no run time): its held time is unknown, counted as 0 and left out of comparisons.
+    held_known: BoolArray
 
 
 def job_times(cols: JobColumns, end_s: float) -> JobTimes:
@@ -116,17 +119,20 @@ def job_times(cols: JobColumns, end_s: float) -> JobTimes:
     never = np.isin(cols.state, NEVER_STARTED) & ~started
     stop = np.where(np.isnan(cols.end), end_s, np.minimum(cols.end, end_s))
     waits = np.maximum(np.where(started, cols.scheduled - cols.submit, stop - cols.submit), 0.0)
+    end_unknown = np.isin(cols.state, FINISHED) & started & np.isnan(cols.end) & np.isnan(cols.run)
     compute = np.where(
         ~np.isnan(cols.run),
         cols.run,
-        np.where(np.isnan(cols.running), np.nan, np.maximum(stop - cols.running, 0.0)),
+        np.where(np.isnan(cols.running) | end_unknown, np.nan, np.maximum(stop - cols.running, 0.0)),
     )
     held = np.where(
-        started,
+        started & ~end_unknown,
         np.maximum(stop - np.where(started, cols.scheduled, 0.0), 0.0),
         np.where(never | np.isnan(compute), 0.0, compute),
     )
-    return JobTimes(waits, started, started | never, compute, np.asarray(held, dtype=np.float64))
+    return JobTimes(
+        waits, started, started | never, compute, np.asarray(held, dtype=np.float64), ~end_unknown
+    )
 
 
 @dataclass(frozen=True)
@@ -309,4 +315,12 @@ def compute_baseline(history: History) -> Baseline:
         "nodes_priced": cost.nodes_priced,
         "nodes_unpriced": cost.nodes_unpriced,
     }
-    return Baseline(rows=rows, cluster=cluster, notes=[*cost.notes, *idle_notes])
+    unknown = int(np.count_nonzero(~times.held_known))
+    ended_notes = (
+        [f"{unknown} job(s) started and ended with no recorded end or run time: their waits are measured, "
+         "their compute and held time are not (left out of compute and GPU-hours)"]
+        if unknown
+        else []
+    )  # fmt: skip
+    notes = [*cost.notes, *idle_notes, *ended_notes, *history.notes]
+    return Baseline(rows=rows, cluster=cluster, notes=notes)

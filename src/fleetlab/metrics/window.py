@@ -49,12 +49,24 @@ class WindowCost:
 def common_window(results: Sequence[SimulationResult]) -> tuple[int, str]:
     """The window's end (ms) and what it is: the horizon when every run has the same one, else the latest
     end among the runs."""
-    horizons = {r.horizon_ms for r in results}
+    return window_of([r.horizon_ms for r in results], [r.end_ms for r in results])
+
+
+def window_of(horizons_ms: Sequence[int | None], ends_ms: Sequence[int]) -> tuple[int, str]:
+    """``common_window`` from the runs' horizons and ends alone (runs recorded separately)."""
+    horizons = set(horizons_ms)
     if len(horizons) == 1 and None not in horizons:
         (horizon,) = horizons
         assert horizon is not None
         return horizon, "horizon"
-    return max((r.end_ms for r in results), default=0), "latest end"
+    return max(ends_ms, default=0), "latest end"
+
+
+def billed_per_hour_at_end(result: SimulationResult) -> float:
+    """Dollars per hour of the nodes still billed at the run's end: what billing on to a later window end
+    costs per hour."""
+    nodes = result.nodes
+    return float(np.sum(nodes.price_per_hour[nodes.billed_end_ms >= result.end_ms]))
 
 
 def window_cost(
@@ -62,10 +74,8 @@ def window_cost(
 ) -> WindowCost:
     """``cost_total`` (the run's own, to its end) plus its nodes still billed at the end, billed on to
     ``window_ms``."""
-    nodes = result.nodes
     extra_ms = max(0, window_ms - result.end_ms)
-    live = nodes.billed_end_ms >= result.end_ms
-    extension = float(np.sum(nodes.price_per_hour[live])) * extra_ms / MS_PER_HOUR
+    extension = billed_per_hour_at_end(result) * extra_ms / MS_PER_HOUR
     total = cost_total + extension
     return WindowCost(
         window_s=window_ms / 1000.0,

@@ -13,12 +13,17 @@ from typing import Final
 
 import pyarrow as pa
 
+from fleetlab.model.history_policy import HistoryPolicy
+
 __all__ = [
     "BILL_SCHEMA",
     "JOB_SCHEMA",
     "JOB_STATES",
+    "NODE_DOWN_SCHEMA",
+    "NODE_DOWN_STATES",
     "NODE_SCHEMA",
     "History",
+    "HistoryPolicy",
     "empty_history",
 ]
 
@@ -58,6 +63,8 @@ JOB_SCHEMA: Final[pa.Schema] = pa.schema(
         pa.field("gpu_mem_used_max", pa.float64()),  # measured framebuffer bytes, null where not measured
         pa.field("image_pull_s", pa.float64()),  # measured image pull time (Pulled events), max over pods
         pa.field("run_s", pa.float64()),  # measured run time: end_s - running_s
+        pa.field("user", pa.string()),  # who submitted it: Slurm User, SWF user number, pod's user label
+        pa.field("walltime_s", pa.float64()),  # requested wall time (SWF field 9, Slurm Timelimit)
     ]
 )
 
@@ -78,6 +85,22 @@ NODE_SCHEMA: Final[pa.Schema] = pa.schema(
         pa.field("deleted_s", pa.float64()),  # null: still present when the history ended
     ]
 )
+
+#: One row per window during which a node (or, with a null ``node``, every node) took no new work:
+#: ``down`` (failed, not ready: its pods were lost) or ``drain`` (cordoned: running pods went on). From
+#: ``sacctmgr show event`` and Kubernetes node conditions and events. A null ``end_s``: still so at the end.
+NODE_DOWN_SCHEMA: Final[pa.Schema] = pa.schema(
+    [
+        pa.field("node", pa.string()),
+        pa.field("start_s", pa.float64(), nullable=False),
+        pa.field("end_s", pa.float64()),
+        pa.field("state", pa.string(), nullable=False),  # down | drain
+        pa.field("reason", pa.string()),
+        pa.field("source", pa.string(), nullable=False),
+    ]
+)
+#: The states a node-down window may have.
+NODE_DOWN_STATES: Final[tuple[str, ...]] = ("down", "drain")
 
 #: One row per bill line (FOCUS or a cloud export), in the bill's own currency.
 BILL_SCHEMA: Final[pa.Schema] = pa.schema(
@@ -101,7 +124,9 @@ class History:
     """Imported records: jobs, nodes and (optionally) bill lines, with the reasons rows were skipped.
 
     ``epoch`` is the ISO-8601 UTC instant time 0 stands for; ``end_s`` is when the record ends (the
-    export / query time): jobs still pending or running then are censored at ``end_s``.
+    export / query time): jobs still pending or running then are censored at ``end_s``. ``node_down`` and
+    ``policy`` hold what the cluster recorded of outages and of its queueing policy (quotas, limits,
+    fair share), kept even where a replay cannot use them yet; ``notes`` are what importers assumed.
     """
 
     jobs: pa.Table
@@ -111,6 +136,9 @@ class History:
     end_s: float
     sources: tuple[str, ...] = ()
     skipped: dict[str, int] = field(default_factory=dict)
+    node_down: pa.Table = field(default_factory=NODE_DOWN_SCHEMA.empty_table)
+    policy: HistoryPolicy = field(default_factory=HistoryPolicy)
+    notes: tuple[str, ...] = ()
 
 
 def empty_history(epoch: str = "1970-01-01T00:00:00Z") -> History:

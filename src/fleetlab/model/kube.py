@@ -31,11 +31,28 @@ class Taint(KubeModel):
     effect: TaintEffect
 
 
+#: An integer as the comparison operators read one (core/v1 toleration helpers, v1.35): optional minus, no
+#: plus sign, no leading zeros, no "-0", within int64.
+_STRICT_INT = re.compile(r"^(0|-?[1-9][0-9]{0,18})$")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def strict_int64(text: str) -> int | None:
+    """``text`` as an int64 the way ``Lt`` / ``Gt`` tolerations compare it, else None."""
+    if not _STRICT_INT.match(text):
+        return None
+    value = int(text)
+    return value if _INT64[0] <= value <= _INT64[1] else None
+
+
 class Toleration(KubeModel):
-    """A pod toleration (core/v1 Toleration); an empty key with Exists tolerates every taint."""
+    """A pod toleration (core/v1 Toleration); an empty key with Exists tolerates every taint.
+
+    ``Lt`` / ``Gt`` (Kubernetes v1.35, alpha gate TaintTolerationComparisonOperators, KEP-5471) tolerate a
+    taint whose value, read as an integer, is below / above the toleration's value."""
 
     key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
+    operator: Literal["Equal", "Exists", "Lt", "Gt"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
     toleration_seconds: Int | None = Field(default=None, alias="tolerationSeconds")
@@ -46,18 +63,56 @@ class Toleration(KubeModel):
             raise ValueError("a toleration with operator Exists must not have a value")
         if not self.key and self.operator != "Exists":
             raise ValueError("a toleration with an empty key must use operator Exists")
+        if self.operator in ("Lt", "Gt") and strict_int64(self.value) is None:
+            raise ValueError(
+                f"a toleration with operator {self.operator} needs an integer value "
+                f"(no plus sign or leading zeros), got {self.value!r}"
+            )
         return self
 
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """core/v1 ToleratesTaint: effect empty or equal, key empty (Exists) or equal, Exists or equal value."""
+    """core/v1 ToleratesTaint: effect empty or equal, key empty (Exists) or equal, then Exists, equal
+    values, or (Lt / Gt) the taint's integer value below / above the toleration's; a taint value that is
+    not an integer is never tolerated by Lt / Gt."""
     if toleration.effect and toleration.effect != taint.effect:
         return False
     if toleration.key and toleration.key != taint.key:
         return False
     if toleration.operator == "Exists":
         return True
-    return toleration.value == taint.value
+    if toleration.operator == "Equal":
+        return toleration.value == taint.value
+    return compare_numeric(toleration.value, taint.value, toleration.operator)
+
+
+def compare_numeric(toleration_value: str, taint_value: str, operator: str) -> bool:
+    """Upstream ``compareNumericValues``: Gt holds when taint > toleration, Lt when taint < toleration;
+    either value unparsable (or another operator) is False."""
+    mine, theirs = strict_int64(toleration_value), strict_int64(taint_value)
+    if mine is None or theirs is None:
+        return False
+    if operator == "Gt":
+        return theirs > mine
+    if operator == "Lt":
+        return theirs < mine
+    return False
+
+
+def describe_taint(taint: Taint) -> str:
+    """``key=value:Effect`` (``key:Effect`` without a value), as ``kubectl taint`` takes it."""
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+
+
+def describe_toleration(toleration: Toleration) -> str:
+    """One toleration in a line: ``key=value:Effect`` (Equal), ``key:Effect`` (Exists), ``*`` (every taint),
+    ``key>value`` / ``key<value`` (Gt / Lt); the effect is left out when empty."""
+    if toleration.operator == "Exists":
+        body = toleration.key or "*"
+    else:
+        sign = {"Equal": "=", "Gt": ">", "Lt": "<"}[toleration.operator]
+        body = f"{toleration.key}{sign}{toleration.value}"
+    return f"{body}:{toleration.effect}" if toleration.effect else body
 
 
 def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:

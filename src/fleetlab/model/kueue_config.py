@@ -1,8 +1,9 @@
 """Kueue's own Configuration (config.kueue.x-k8s.io/v1beta2): the cluster-wide switches a scenario sets.
 
 Only the parts fleetlab models: ``waitForPodsReady`` (evict workloads whose pods are not all ready in
-time, requeue with exponential backoff) and ``fairSharing`` (dominant-resource-share ordering and
-preemption). Field names follow the Configuration API.
+time, requeue with exponential backoff), ``fairSharing`` (dominant-resource-share ordering and
+preemption) and ``resources.deviceClassMappings`` (DRA device requests charged to quota as a named
+resource, :mod:`fleetlab.admission.dra_quota`). Field names follow the Configuration API.
 """
 
 from __future__ import annotations
@@ -61,10 +62,44 @@ class FairSharingConfig(KubeModel):
         return self
 
 
+class DeviceClassMapping(KubeModel):
+    """A quota resource (``name``) that the devices of the listed DeviceClasses are counted as."""
+
+    name: str = Field(min_length=1, max_length=253, pattern=r"^([a-z0-9.-]+/)?[A-Za-z0-9][-A-Za-z0-9_.]*$")
+    device_class_names: tuple[str, ...] = Field(alias="deviceClassNames", min_length=1, max_length=8)
+
+
+class KueueResources(KubeModel):
+    """``resources``: only ``deviceClassMappings`` is modelled (other keys are kept and ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
+
+    device_class_mappings: tuple[DeviceClassMapping, ...] = Field(
+        default=(), alias="deviceClassMappings", max_length=16
+    )
+
+    @model_validator(mode="after")
+    def _one_mapping_per_class(self) -> KueueResources:
+        seen: dict[str, str] = {}
+        for mapping in self.device_class_mappings:
+            for cls in mapping.device_class_names:
+                if cls in seen:
+                    raise ValueError(
+                        f'DeviceClass "{cls}" is mapped to both "{seen[cls]}" and "{mapping.name}"; a '
+                        "class may be counted as one resource only"
+                    )
+                seen[cls] = mapping.name
+        return self
+
+    def resource_of(self) -> dict[str, str]:
+        """DeviceClass name → the quota resource its devices count as."""
+        return {c: m.name for m in self.device_class_mappings for c in m.device_class_names}
+
+
 class KueueConfiguration(KubeModel):
     """The Configuration a scenario may give (``kueue_configuration:``): a whole Kueue ``Configuration`` is
-    accepted; sections other than ``waitForPodsReady`` and ``fairSharing`` are ignored with one warning
-    (:attr:`notes`), while those two are validated as Kueue does."""
+    accepted; sections other than ``waitForPodsReady``, ``fairSharing`` and ``resources`` are ignored with
+    one warning (:attr:`notes`), while those are validated as Kueue does."""
 
     model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
 
@@ -72,6 +107,7 @@ class KueueConfiguration(KubeModel):
     kind: Literal["Configuration"] | None = None
     wait_for_pods_ready: WaitForPodsReady | None = Field(default=None, alias="waitForPodsReady")
     fair_sharing: FairSharingConfig | None = Field(default=None, alias="fairSharing")
+    resources: KueueResources | None = None
 
     @property
     def notes(self) -> list[str]:

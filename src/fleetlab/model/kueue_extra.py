@@ -3,10 +3,13 @@ dump loads unchanged (``kueue.x-k8s.io`` v1beta2, v1beta1 and v1alpha1).
 
 * ``WorkloadPriorityClass`` is modelled: a job whose ``priorityClassName`` names one (and no PriorityClass
   of that name exists) gets its ``value`` as priority.
-* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``) but topology-aware admission is not
-  modelled: gang topology is decided at placement (``topology_required`` / ``topology_preferred``).
-* ``AdmissionCheck``, ``ProvisioningRequestConfig``, ``MultiKueueConfig`` and ``MultiKueueCluster`` are
-  accepted and ignored: workloads are admitted as if every check were Ready.
+* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``); Kueue's topology assignment is modelled
+  (``placement/tas``) but ``simulate`` does not admit through it yet: gang topology is decided at
+  placement (``topology_required`` / ``topology_preferred``).
+* ``AdmissionCheck`` and ``ProvisioningRequestConfig`` are checked as their v1beta2 CRDs and Kueue's
+  provisioning controller read them (``admission/provisioning.py`` models the check's states), but
+  ``simulate`` admits workloads as if every check were Ready; ``MultiKueueConfig`` and
+  ``MultiKueueCluster`` are accepted and ignored.
 
 :func:`unmodelled_notes` turns what is accepted but not modelled into one warning line per topic.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fleetlab.model.kube import KubeModel
 from fleetlab.model.limits import Int
@@ -23,8 +26,11 @@ from fleetlab.model.limits import Int
 __all__ = [
     "EXTRA_KINDS",
     "IGNORED_KINDS",
+    "PROVISIONING_CONTROLLER",
+    "AdmissionCheck",
     "ExtraMeta",
     "IgnoredKueueObject",
+    "ProvisioningRequestConfig",
     "Topology",
     "WorkloadPriorityClass",
 ]
@@ -35,8 +41,10 @@ ExtraApiVersion = Literal["kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "k
 
 #: Kinds accepted and ignored, with what that means for a run.
 IGNORED_KINDS: dict[str, str] = {
-    "AdmissionCheck": "workloads are admitted as if every admission check were Ready",
-    "ProvisioningRequestConfig": "no ProvisioningRequest is made; capacity comes from the scenario's pools",
+    "AdmissionCheck": "simulate admits workloads as if every admission check were Ready",
+    "ProvisioningRequestConfig": (
+        "simulate makes no ProvisioningRequest; capacity comes from the scenario's pools"
+    ),
     "MultiKueueConfig": "workloads run in this cluster, not dispatched to workers",
     "MultiKueueCluster": "workloads run in this cluster, not dispatched to workers",
 }
@@ -82,6 +90,101 @@ class WorkloadPriorityClass(KubeModel):
     description: str = ""
 
 
+#: The controllerName of Kueue's provisioning admission check controller.
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+_QUALIFIED = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+
+class CheckParameters(KubeModel):
+    """``spec.parameters``: the object holding the check's configuration."""
+
+    api_group: str = Field(alias="apiGroup", min_length=1, max_length=253, pattern=_NAME)
+    kind: str = Field(min_length=1, max_length=63, pattern=r"(?i)^[a-z]([-a-z0-9]*[a-z0-9])?$")
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class AdmissionCheckSpec(KubeModel):
+    controller_name: str = Field(alias="controllerName", min_length=1, max_length=253)
+    parameters: CheckParameters | None = None
+    retry_delay_minutes: int | None = Field(default=None, alias="retryDelayMinutes", ge=0)  # v1beta1 only
+
+
+class AdmissionCheck(KubeModel):
+    """An AdmissionCheck: a controller that must mark a workload Ready before it is admitted."""
+
+    api_version: ExtraApiVersion = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
+    kind: Literal["AdmissionCheck"] = "AdmissionCheck"
+    metadata: ExtraMeta
+    spec: AdmissionCheckSpec
+    status: Any = None
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return self.metadata.name
+
+
+class RetryStrategy(KubeModel):
+    """``retryStrategy``: how often a failed or expired ProvisioningRequest is retried (delay
+    ``base·2^(n−1)`` capped at ``max``; after ``backoffLimitCount`` retries the check is Rejected)."""
+
+    backoff_limit_count: int = Field(default=3, alias="backoffLimitCount", ge=0, le=_INT32)
+    backoff_base_seconds: int = Field(default=60, alias="backoffBaseSeconds", ge=0, le=_INT32)
+    backoff_max_seconds: int = Field(default=1800, alias="backoffMaxSeconds", ge=0, le=_INT32)
+
+
+class NodeSelectorUpdate(KubeModel):
+    key: str = Field(min_length=1, max_length=317, pattern=_QUALIFIED)
+    value_from_provisioning_class_detail: str = Field(
+        alias="valueFromProvisioningClassDetail", min_length=1, max_length=32768
+    )
+
+
+class PodSetUpdates(KubeModel):
+    node_selector: tuple[NodeSelectorUpdate, ...] = Field(default=(), alias="nodeSelector", max_length=8)
+
+
+MergePolicy = Literal["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"]
+
+
+class ProvisioningRequestConfigSpec(KubeModel):
+    provisioning_class_name: str = Field(
+        alias="provisioningClassName", min_length=1, max_length=253, pattern=_NAME
+    )
+    parameters: dict[str, str] = Field(default_factory=dict, max_length=100)
+    managed_resources: tuple[str, ...] = Field(default=(), alias="managedResources", max_length=100)
+    retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy, alias="retryStrategy")
+    pod_set_updates: PodSetUpdates | None = Field(default=None, alias="podSetUpdates")
+    pod_set_merge_policy: MergePolicy | None = Field(default=None, alias="podSetMergePolicy")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ProvisioningRequestConfigSpec:
+        long = [k for k, v in self.parameters.items() if len(v) > 255]
+        if long:
+            raise ValueError(f"parameters {', '.join(sorted(long))}: a value is at most 255 characters")
+        if len(set(self.managed_resources)) != len(self.managed_resources):
+            raise ValueError("managedResources: duplicate entries")
+        return self
+
+
+class ProvisioningRequestConfig(KubeModel):
+    """The ProvisioningRequest a provisioning AdmissionCheck makes: class, parameters, retries."""
+
+    api_version: ExtraApiVersion = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
+    kind: Literal["ProvisioningRequestConfig"] = "ProvisioningRequestConfig"
+    metadata: ExtraMeta
+    spec: ProvisioningRequestConfigSpec
+    status: Any = None
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return self.metadata.name
+
+
 class IgnoredKueueObject(BaseModel):
     """An object of one of :data:`IGNORED_KINDS`: kept by kind and name only."""
 
@@ -90,7 +193,7 @@ class IgnoredKueueObject(BaseModel):
     api_version: str = Field(
         default="kueue.x-k8s.io/v1beta2", alias="apiVersion", pattern=r"^kueue\.x-k8s\.io/"
     )
-    kind: Literal["AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster"]
+    kind: Literal["MultiKueueConfig", "MultiKueueCluster"]
     metadata: ExtraMeta
     spec: dict[str, Any] = Field(default_factory=dict)
 
@@ -103,13 +206,16 @@ class IgnoredKueueObject(BaseModel):
 EXTRA_KINDS: dict[str, type[BaseModel]] = {
     "Topology": Topology,
     "WorkloadPriorityClass": WorkloadPriorityClass,
-    **dict.fromkeys(IGNORED_KINDS, IgnoredKueueObject),
+    "AdmissionCheck": AdmissionCheck,
+    "ProvisioningRequestConfig": ProvisioningRequestConfig,
+    "MultiKueueConfig": IgnoredKueueObject,
+    "MultiKueueCluster": IgnoredKueueObject,
 }
 
 
 def unmodelled_notes(
     topologies: tuple[Topology, ...],
-    ignored: tuple[IgnoredKueueObject, ...],
+    ignored: tuple[IgnoredKueueObject | AdmissionCheck | ProvisioningRequestConfig, ...],
     cluster_queue_fields: dict[str, list[str]],
 ) -> list[str]:
     """One warning per topic naming what is accepted but not modelled."""
@@ -117,12 +223,33 @@ def unmodelled_notes(
     if topologies:
         names = ", ".join(f'Topology "{t.metadata.name}"' for t in topologies)
         notes.append(
-            f"kueue: {names} accepted; topology-aware admission is not modelled (a job's "
+            f"kueue: {names} accepted; topology-aware admission is not simulated (a job's "
             "topology_required / topology_preferred decides gang topology at placement)"
         )
     for kind in sorted({o.kind for o in ignored}):
         names = ", ".join(f'"{o.name}"' for o in ignored if o.kind == kind)
         notes.append(f"kueue: {kind} {names} accepted but not modelled: {IGNORED_KINDS[kind]}")
+    notes += check_wiring_notes(ignored)
     for cq, fields in sorted(cluster_queue_fields.items()):
         notes.append(f'kueue: ClusterQueue "{cq}": {", ".join(fields)} accepted but not modelled (ignored)')
+    return notes
+
+
+def check_wiring_notes(
+    objects: tuple[IgnoredKueueObject | AdmissionCheck | ProvisioningRequestConfig, ...],
+) -> list[str]:
+    """A provisioning AdmissionCheck whose parameters name no ProvisioningRequestConfig of the scenario:
+    Kueue's controller keeps such a check inactive, and the workloads of its ClusterQueues wait."""
+    configs = {o.name for o in objects if isinstance(o, ProvisioningRequestConfig)}
+    notes = []
+    for check in (o for o in objects if isinstance(o, AdmissionCheck)):
+        if check.spec.controller_name != PROVISIONING_CONTROLLER:
+            continue
+        params = check.spec.parameters
+        if params is None or params.kind != "ProvisioningRequestConfig" or params.name not in configs:
+            named = "no parameters" if params is None else f"{params.kind} {params.name!r}"
+            notes.append(
+                f'kueue: AdmissionCheck "{check.name}" ({PROVISIONING_CONTROLLER}) names {named}, which is '
+                "not a ProvisioningRequestConfig of the scenario: Kueue keeps the check inactive"
+            )
     return notes

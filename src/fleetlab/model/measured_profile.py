@@ -1,6 +1,6 @@
 """A measured throughput profile: samples/s of one training step at several batch sizes on one device.
 
-``fleetlab cost profile`` records one by timing a real PyTorch step (forward, backward, optimizer step);
+``fleetlab plan profile`` records one by timing a real PyTorch step (forward, backward, optimizer step);
 a work profile that names the file (``measured_file``) or carries the table inline (``measured_table``)
 has its roofline estimate replaced by the measurement on that GPU model (model/perf.py).
 """

@@ -5,7 +5,7 @@ Single-GPU throughput on model g, from the reference GPU r (c = compute_fraction
     time factor  f(g) = c * TFLOPS(r)/TFLOPS(g) + m * BW(r)/BW(g) + (1 - c - m)
     throughput   X(g) = reference_throughput / f(g)          (or the measured figure for g)
 
-A measured table (``measured_table``, from ``fleetlab cost profile``) gives X(g) per per-GPU batch size
+A measured table (``measured_table``, from ``fleetlab plan profile``) gives X(g) per per-GPU batch size
 instead; the step's per-GPU batch B / n picks the point (see ``table_throughput``).
 
 A data-parallel step of B samples on n = k nodes x p GPUs computes B / (n X(g)) seconds and all-reduces

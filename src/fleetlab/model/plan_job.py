@@ -100,8 +100,8 @@ class JobWork(SpecModel):
     steps: Int = Field(gt=0)
     samples_per_step: Float = Field(gt=0)
     #: Node-to-node Gbit/s for the all-reduce; default: the pool's instance type figure, else 100.
-    network_gbps: Float | None = Field(default=None, gt=0)
-    #: A recorded profile (``fleetlab cost profile``), relative to the scenario file; read into
+    network_gbps: float | None = Field(default=None, gt=0)
+    #: A recorded profile (``fleetlab plan profile``), relative to the scenario file; read into
     #: ``profile.measured_table`` under its GPU model (or ``measured_gpu``) when the scenario is loaded.
     measured_file: str | None = None
     measured_gpu: str | None = None

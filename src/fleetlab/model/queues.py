@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from fleetlab.model.kueue_extra import (
     EXTRA_KINDS,
     IGNORED_KINDS,
+    AdmissionCheck,
     IgnoredKueueObject,
+    ProvisioningRequestConfig,
     Topology,
     WorkloadPriorityClass,
     unmodelled_notes,
@@ -94,7 +96,8 @@ class QueueConfig(BaseModel):
     local_queues: tuple[LocalQueue, ...] = ()
     topologies: tuple[Topology, ...] = ()
     workload_priority_classes: tuple[WorkloadPriorityClass, ...] = ()
-    ignored: tuple[IgnoredKueueObject, ...] = ()
+    #: AdmissionCheck and ProvisioningRequestConfig objects (checked, not simulated) and MultiKueue ones.
+    ignored: tuple[IgnoredKueueObject | AdmissionCheck | ProvisioningRequestConfig, ...] = ()
 
     @property
     def notes(self) -> list[str]:

@@ -61,9 +61,14 @@ def _parse_amount(name: str, value: str | int | float) -> int:
         return to_whole(value, name)
     if is_extended(name):
         return to_whole(value, name)
+    if "/" in name and not name.startswith("requests."):
+        # A prefixed native name (``kubernetes.io/<name>``): the API server takes any quantity and the
+        # scheduler counts it as a scalar with Quantity.Value() (rounded up).
+        return to_int(value)
     raise QuantityError(
-        f"unknown resource name {name!r}: allowed are cpu, memory, ephemeral-storage, pods, hugepages-<size> "
-        "or an extended resource with a domain prefix such as nvidia.com/gpu"
+        f"unknown resource name {name!r}: allowed are cpu, memory, ephemeral-storage, pods, "
+        "hugepages-<size>, kubernetes.io/<name> or an extended resource with a domain prefix such as "
+        "nvidia.com/gpu"
     )
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, overload
 
-from pydantic import BeforeValidator, ConfigDict, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from fleetlab.model.calibration_record import CalibrationRecord, RecordedBehaviour
 from fleetlab.model.cluster import Cluster, SpecModel
+from fleetlab.model.dra_config import DraConfig
 from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
@@ -15,6 +17,7 @@ from fleetlab.model.kube import PriorityClass, check_one_global_default
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
+from fleetlab.model.resource_quota import LimitRange, ResourceQuota
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.service import Service, check_services
 from fleetlab.model.units import Seconds
@@ -42,6 +45,14 @@ class Scenario(SpecModel):
     interference: InterferenceModel | None = None
     #: Online inference services (model/service.py): long-running replicas with a latency SLO.
     services: tuple[Service, ...] = ()
+    #: Dynamic Resource Allocation objects and NVIDIA DRA driver pools (model/dra_config.py).
+    dra: DraConfig | None = None
+    #: Namespace ResourceQuota and LimitRange objects as applied (model/resource_quota.py).
+    namespace_policies: tuple[Annotated[ResourceQuota | LimitRange, Field(discriminator="kind")], ...] = ()
+    #: Written by ``fleetlab calibrate``: verdicts and per-metric errors of the replay against its history.
+    calibration: CalibrationRecord | None = None
+    #: Written by ``fleetlab calibrate``: history facts the replay does not model yet (wall times, ...).
+    recorded: RecordedBehaviour | None = None
 
     @field_validator("priority_classes")
     @classmethod
@@ -63,6 +74,15 @@ class Scenario(SpecModel):
     def _interference_pools_known(self) -> Scenario:
         if self.interference is not None:
             self.interference.check_pools([p.name for p in self.cluster.pools])
+        return self
+
+    @model_validator(mode="after")
+    def _dra_pools_known(self) -> Scenario:
+        if self.dra is not None:
+            gpu_pools = {p.name for p in self.cluster.pools if p.gpu_model is not None and p.gpus_per_node}
+            unknown = [p.pool for p in self.dra.nvidia_driver if p.pool not in gpu_pools]
+            if unknown:
+                raise ValueError(f"dra.nvidiaDriver names {', '.join(unknown)}, which are not GPU pools")
         return self
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fleetlab.model.dra import PodClaims
 from fleetlab.model.kube import Affinity, Toleration
 from fleetlab.model.pod_constraints import (
     LabelSelector,
@@ -43,6 +44,9 @@ class PodSpec:
     images: tuple[str, ...] = ()
     #: Requests with no cpu/memory key get the scorers' non-zero defaults only when the key is absent.
     explicit_keys: frozenset[str] = frozenset()
+    #: (milli-cpu, memory) the scorers count when the pod's containers are known (a snapshot pod): the
+    #: non-zero defaults added per container that lacks the key; None derives them from ``containers``.
+    scoring_requests: tuple[int, int] | None = None
     #: A share of one GPU: (thousandths, bytes of its memory); (0, 0) for pods without one.
     gpu_share: tuple[int, int] = (0, 0)
     #: Pod labels and namespace; set only for pods with spread / anti-affinity (others share one spec).
@@ -53,6 +57,8 @@ class PodSpec:
     pod_affinity: tuple[PodAffinityTerm, ...] = ()
     #: Selector of the Service / ReplicaSet owning the pod: the profile's default constraints use it.
     default_spread_selector: LabelSelector | None = None
+    #: The pod's ResourceClaims (DRA), checked by the DynamicResources plugin when one is attached.
+    claims: PodClaims | None = None
 
     @property
     def pod_dependent(self) -> bool:
@@ -141,6 +147,10 @@ class FilterPlugin(ABC):
 
     name: ClassVar[str]
     static: ClassVar[bool] = False
+
+    def pre_filter(self, state: ClusterState, pod: CompiledPod) -> str | None:
+        """PreFilter: a reason no node can take the pod (then Filter is not consulted), or None."""
+        return None
 
     @abstractmethod
     def passes(self, state: ClusterState, pod: CompiledPod) -> BoolArray:

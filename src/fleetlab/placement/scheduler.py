@@ -30,6 +30,7 @@ from fleetlab.placement.framework import (
     ScorePlugin,
 )
 from fleetlab.placement.plugins.balanced_allocation import BalancedAllocationScore
+from fleetlab.placement.plugins.dynamic_resources import DynamicResources
 from fleetlab.placement.plugins.gpu_share import GpuShareFilter, TimeSlicingRequestFilter
 from fleetlab.placement.plugins.image_locality import ImageLocalityScore
 from fleetlab.placement.plugins.inter_pod_affinity import InterPodAffinityFilter, InterPodAffinityScore
@@ -114,6 +115,8 @@ class Scheduler:
         ]
         #: Filters whose verdict moves with other pods' binds: applied per cycle, only to pods they concern.
         self.pod_filters = self.filters[-2:]
+        #: DynamicResources, once attached: asked only about pods with ResourceClaims.
+        self.dra: DynamicResources | None = None
         candidates: list[ScorePlugin] = [
             TaintTolerationScore(),
             NodeAffinityScore(),
@@ -157,15 +160,18 @@ class Scheduler:
             label_set = state.pod_labels.intern(
                 dict(spec.labels), spec.namespace, spec.anti_affinity, spec.pod_affinity
             )
-        explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
-        per = spec.containers
-        nonzero = np.asarray(
-            [
-                request[state.cpu_col] if CPU in explicit else DEFAULT_MILLI_CPU_REQUEST * per,
-                request[state.mem_col] if MEMORY in explicit else DEFAULT_MEMORY_REQUEST * per,
-            ],
-            dtype=np.int64,
-        )
+        if spec.scoring_requests is not None:
+            nonzero = np.asarray(spec.scoring_requests, dtype=np.int64)
+        else:
+            explicit = spec.explicit_keys or frozenset(n for n, _ in spec.requests)
+            per = spec.containers
+            nonzero = np.asarray(
+                [
+                    request[state.cpu_col] if CPU in explicit else DEFAULT_MILLI_CPU_REQUEST * per,
+                    request[state.mem_col] if MEMORY in explicit else DEFAULT_MEMORY_REQUEST * per,
+                ],
+                dtype=np.int64,
+            )
         tolerations = spec.tolerations
         if self.extended_resource_toleration:
             added = tuple(
@@ -204,9 +210,16 @@ class Scheduler:
         """Indices of nodes where the pod fits now."""
         return np.flatnonzero(self.fits_now(pod))
 
+    def attach_dynamic_resources(self, plugin: DynamicResources) -> None:
+        """Add the DRA filter (last, as in kube-scheduler's MultiPoint order) for pods with claims."""
+        self.dra = plugin
+        self.filters.append(plugin)
+
     def fits_now(self, pod: CompiledPod) -> BoolArray:
-        """Per node, whether every filter passes now (pod-dependent filters included)."""
+        """Per node, whether every filter passes now (pod-dependent filters and DRA included)."""
         fits = self._incremental(pod).fits
+        if self.dra is not None and pod.spec.claims is not None:
+            fits = fits & self.dra.passes(self.state, pod)
         if not pod.spec.pod_dependent:
             return fits
         return fits & self.pod_filters_pass(pod)
@@ -351,6 +364,9 @@ class Scheduler:
 
     def select(self, pod: CompiledPod, allowed: BoolArray | None = None) -> int:
         """The node the pod goes to (among ``allowed`` nodes if given), or -1 when none is feasible."""
+        if self.dra is not None and pod.spec.claims is not None:
+            claimable = self.dra.passes(self.state, pod)
+            allowed = claimable if allowed is None else allowed & claimable
         inc = self._incremental(pod)
         if not inc.n_fit:
             return -1  # pod filters and ``allowed`` only ever take nodes away
@@ -392,6 +408,11 @@ class Scheduler:
     def explain(self, pod: CompiledPod) -> FitError:
         """Why no node fits: the first failing filter per ready node, as kube-scheduler reports it."""
         state = self.state
+        ready = int(np.count_nonzero(state.ready))
+        for plugin in self.filters:
+            message = plugin.pre_filter(state, pod)
+            if message is not None:
+                return FitError(num_nodes=ready, failures=(), pre_filter_msg=message)
         remaining = state.ready.copy()
         failures: list[FilterFailure] = []
         for plugin in self.filters:

@@ -57,13 +57,31 @@ def write_baseline_files(baseline: Baseline, folder: Path, title: str) -> None:
 
 
 def calibration_payload(calibration: Any) -> dict[str, Any]:
-    """What calibration.json holds: verdict, fitted knobs and the search, rows, disagreements, notes."""
+    """What calibration.json holds: why jobs waited, verdict, fitted knobs and the search, the policy, the
+    fit rows, the validation (later part) with its own verdict, flags, disagreements, notes."""
+    from fleetlab.report.calibration_text import cause_lines, policy_lines
+
+    causes = calibration.wait_causes.as_dict() if calibration.wait_causes is not None else None
+    policy = calibration.policy.describe() if calibration.policy is not None else {"source": "none"}
+    validation = calibration.validation
     return {
         "verdict": calibration.verdict,
+        "why": (cause_lines(causes, policy) if causes else []) + policy_lines(policy),
+        "wait_causes": causes,
         "fitted": {k: getattr(calibration.knobs, k) for k in calibration.fitted},
         "not_fitted": _not_fitted(calibration),
         "search": calibration.fit,
+        "policy": policy,
+        "fit_until_s": calibration.fit_until_s,
         "rows": [row.as_dict() for row in calibration.rows],
+        "validation": None
+        if validation is None
+        else {
+            "verdict": validation.verdict,
+            "jobs": validation.jobs,
+            "rows": [r.as_dict() for r in validation.rows],
+        },
+        "flags": list(calibration.flags),
         "disagreements": calibration.disagreements,
         "notes": list(calibration.notes),
     }
@@ -90,25 +108,22 @@ def _not_fitted(calibration: Any) -> dict[str, str]:
 def write_calibration_files(calibration: Any, folder: Path, title: str) -> None:
     """calibration.json, calibration.parquet (the rows), calibration.html, scenario.yaml (the calibrated
     scenario) and the replay's own result files under ``replay/``."""
-    import yaml
-
-    from fleetlab.experiment.history_scenario import scenario_document
+    from fleetlab.experiment.history_scenario import scenario_yaml
     from fleetlab.experiment.output import write_run_files
 
     payload = calibration_payload(calibration)
-    pq.write_table(
-        pa.Table.from_pylist(payload["rows"], schema=CALIBRATION_SCHEMA), folder / "calibration.parquet"
-    )
+    later = (payload["validation"] or {}).get("rows", [])
+    rows = [{**r, "part": "fit"} for r in payload["rows"]] + [{**r, "part": "validation"} for r in later]
+    pq.write_table(pa.Table.from_pylist(rows, schema=CALIBRATION_SCHEMA), folder / "calibration.parquet")
     (folder / "calibration.json").write_text(dumps(payload), encoding="utf-8")
     (folder / "calibration.html").write_text(calibration_html(payload, title), encoding="utf-8")
-    text = yaml.safe_dump(
-        scenario_document(calibration.scenario), sort_keys=False, allow_unicode=True, width=120
-    )
-    (folder / "scenario.yaml").write_text(
-        "# Calibrated replay of a measured history, written by `fleetlab calibrate`; use it as the base of\n"
-        "# `fleetlab experiment` (see docs/baseline.md).\n" + text,
-        encoding="utf-8",
-    )
+    with (folder / "scenario.yaml").open("w", encoding="utf-8") as out:
+        out.write(
+            "# Calibrated replay of a measured history, written by `fleetlab calibrate`; use it as the base\n"
+            "# of `fleetlab experiment` (see docs/calibration.md).\n"
+        )
+        for piece in scenario_yaml(calibration.scenario):
+            out.write(piece)
     write_run_files(calibration.run, folder / "replay")
 
 
@@ -122,5 +137,8 @@ CALIBRATION_SCHEMA = pa.schema(
         pa.field("error_kind", pa.string()),
         pa.field("tolerance", pa.float64()),
         pa.field("within", pa.bool_()),
+        pa.field("measured_lower_bound", pa.bool_()),
+        pa.field("simulated_lower_bound", pa.bool_()),
+        pa.field("part", pa.string()),  # fit | validation
     ]
 )

@@ -66,14 +66,48 @@ COLUMNS: tuple[tuple[str, Cell], ...] = (
 )
 
 
-def baseline_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
-    """One line per group (all, each class, team, queue)."""
+#: The table split so each part fits 100 columns: jobs by state, then waits and times, then GPU-hours and
+#: cost (the group column repeated in each); ``wide`` prints the whole table in one.
+PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("jobs", "done / failed / cancelled", "running / pending", "censored", "restarts / evictions")),
+    ("waits and times by group", ("wait mean", "wait p50", "wait p95", "wait p99", "quota / node wait",
+                                  "prep mean", "compute mean")),
+    ("GPU-hours and cost by group", ("GPU-h alloc", "GPU-h lost", "GPU util (measured)", "cost / done job")),
+)  # fmt: skip
+
+
+def baseline_table(
+    rows: Sequence[dict[str, Any]], title: str, columns: Sequence[tuple[str, Cell]] = COLUMNS
+) -> Table:
+    """One line per group (all, each class, team, queue); headers wrap rather than being cut short."""
     table = Table(title=Text(title), title_justify="left")
-    for name, _ in COLUMNS:
-        table.add_column(name, justify="left" if name == "group" else "right", no_wrap=name == "group")
+    for name, _ in columns:
+        table.add_column(
+            name,
+            justify="left" if name == "group" else "right",
+            no_wrap=name == "group",
+            overflow="fold",
+        )
     for row in rows:
-        table.add_row(*(Text(cell(row)) for _, cell in COLUMNS))  # names from input stay text
+        table.add_row(*(Text(cell(row)) for _, cell in columns))  # names from input stay text
     return table
+
+
+def baseline_tables(rows: Sequence[dict[str, Any]], title: str) -> list[Table]:
+    """The per-group table as the three ``PARTS``, each within 100 columns."""
+    by_name = dict(COLUMNS)
+    return [
+        baseline_table(rows, heading or title, [COLUMNS[0], *((name, by_name[name]) for name in names)])
+        for heading, names in PARTS
+    ]
+
+
+def history_title(history: Any, label: str) -> str:
+    """The heading of a baseline or calibration: jobs, nodes, days and where the history came from."""
+    return (
+        f"{label}: {history.jobs.num_rows} jobs, {history.nodes.num_rows} nodes, "
+        f"{history.end_s / 86400:.1f} days ({', '.join(history.sources) or 'unknown source'})"
+    )
 
 
 def cluster_lines(cluster: dict[str, Any]) -> list[str]:
@@ -155,26 +189,40 @@ def _value(kind: str, value: float | None) -> str:
     return f"{value:.3f}" if abs(value) < 1e4 else f"{value:,.0f}"
 
 
+def _knob(value: Any) -> str:
+    return "none" if value is None else f"{value:g}"
+
+
 def calibration_table(payload: dict[str, Any], title: str) -> Table:
-    """Measured vs simulated per class and metric, the error, the tolerance and the verdict."""
-    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items()) or "nothing"
+    """Measured vs simulated per part (fit, then validation), class and metric: the error, the tolerance
+    and the verdict."""
+    fitted = ", ".join(f"{k} = {_knob(v)}" for k, v in payload["fitted"].items()) or "nothing"
+    validation = payload.get("validation")
+    held_out = f"; validation {validation['verdict']}" if validation else ""
     table = Table(
-        title=Text(f"{title} — verdict {payload['verdict']} (fitted: {fitted})"), title_justify="left"
+        title=Text(f"{title} — fit {payload['verdict']}{held_out} (fitted: {fitted})"), title_justify="left"
     )
+    table.add_column("part")
     for name in CALIBRATION_COLUMNS:
         table.add_column(name, justify="left" if name in ("class", "metric") else "right")
-    for r in payload["rows"]:
-        table.add_row(*(Text(c) for c in _calibration_cells(r)))
+    for part, rows in (("fit", payload["rows"]), ("validation", (validation or {}).get("rows", []))):
+        for r in rows:
+            table.add_row(Text(part), *(Text(c) for c in _calibration_cells(r)))
     return table
 
 
 def _calibration_cells(r: dict[str, Any]) -> list[str]:
     shown = {"abs_s": "abs_s", "abs_share": "abs_share"}.get(r["error_kind"], "")
+
+    def bound(side: str) -> str:
+        text = _value(shown, r[side])
+        return f"≥ {text}" if r.get(f"{side}_lower_bound") and r[side] is not None else text
+
     return [
         r["job_class"],
         r["metric"],
-        _value(shown, r["measured"]),
-        _value(shown, r["simulated"]),
+        bound("measured"),
+        bound("simulated"),
         _value(r["error_kind"], r["error"]),
         _value(r["error_kind"], r["tolerance"]),
         "—" if r["within"] is None else ("yes" if r["within"] else "NO"),
@@ -195,8 +243,14 @@ def calibration_html(payload: dict[str, Any], title: str) -> str:
     body = "".join(
         "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>" for r in payload["rows"]
     )
+    validation = payload.get("validation") or {}
+    later = "".join(
+        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>"
+        for r in validation.get("rows", [])
+    )
+    why = "".join(f"<li>{e(line)}</li>" for line in [*payload.get("why", []), *payload.get("flags", [])])
     search = "".join(
-        f"<tr><td>{e(row['knob'])}</td><td>{row['value']:g} s</td><td>{row['wait_ks']:.3f}</td>"
+        f"<tr><td>{e(row['knob'])}</td><td>{e(_knob(row['value']))}</td><td>{row['wait_ks']:.3f}</td>"
         f"<td>{_value('ks', row.get('image_pull_ks'))}</td></tr>"
         for row in payload["search"]
     )
@@ -208,14 +262,24 @@ def calibration_html(payload: dict[str, Any], title: str) -> str:
     )
     not_fitted = "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in payload["not_fitted"].items())
     notes = "".join(f"<li class='note'>{e(n)}</li>" for n in payload.get("notes", []))
-    fitted = ", ".join(f"{k} = {v:g}" for k, v in payload["fitted"].items()) or "nothing"
+    fitted = ", ".join(f"{k} = {_knob(v)}" for k, v in payload["fitted"].items()) or "nothing"
+    held_out = (
+        f" Validation (the later {validation['jobs']} jobs, replayed with what was fitted): "
+        f"<b>{e(validation['verdict'])}</b>."
+        if validation
+        else ""
+    )
     return _page(
         title,
-        f"<section id='calibration'><h1>{e(title)}</h1>"
-        f"<p>Verdict: <b>{e(payload['verdict'])}</b>. Fitted: {e(fitted)}.</p><ul>{not_fitted}{notes}</ul>"
-        f"<table><caption>Measured vs simulated</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-        "</table><table><caption>Knob search (KS distance of all waits; of image pulls, which choose "
-        f"image_pull_s)</caption><tr><th>knob</th><th>value</th><th>KS waits</th><th>KS pulls</th></tr>"
+        f"<section id='calibration'><h1>{e(title)}</h1><h2>Why jobs waited</h2><ul>{why}</ul>"
+        f"<p>Verdict on the fit part: <b>{e(payload['verdict'])}</b>.{held_out} Fitted: {e(fitted)}.</p>"
+        f"<ul>{not_fitted}{notes}</ul>"
+        f"<table><caption>Measured vs simulated: fit part</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+        f"<table><caption>Measured vs simulated: validation (later part)</caption><thead><tr>{head}</tr>"
+        f"</thead><tbody>{later}</tbody></table>"
+        "<table><caption>Knob search (KS distance of all waits; of image pulls, which choose image_pull_s)"
+        "</caption><tr><th>knob</th><th>value</th><th>KS waits</th><th>KS pulls</th></tr>"
         f"{search}</table>"
         "<table><caption>Largest disagreements</caption><tr><th>job</th><th>class</th><th>measured wait</th>"
         f"<th>simulated wait</th></tr>{worst}</table></section>",

@@ -1,7 +1,9 @@
-"""``compare`` over seeds, rendered: the verdict in words first, then each metric's mean ± interval per
-column with its paired difference to the first column, rows that are zero in every run folded away.
+"""``compare`` over seeds, rendered: the verdict in words first, then each metric's level (mean and interval
+over seeds, clipped to what the metric can be) per column, and beside it the paired difference to the
+first column; rows that are zero in every run folded away.
 
-The same figures go to ``--json`` (``compare_payload``), so the table and the JSON never disagree.
+The same figures go to ``--json`` (``compare_payload``), so the table and the JSON never disagree. When
+one replicate is the answer (the replicates vary only tie-breaks) the table shows that replicate alone.
 """
 
 from __future__ import annotations
@@ -14,13 +16,23 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fleetlab.experiment.decision_context import DecisionContext, first_replicate
 from fleetlab.experiment.seeded import SeededComparison
 from fleetlab.experiment.stats import Interval, MetricComparison, Samples, compare_variants, verdict
-from fleetlab.experiment.verdict import CandidateVerdict, Finding, verdicts
-from fleetlab.report.metric_names import ROWS, format_change, format_value, metric_label, scaled
+from fleetlab.experiment.verdict import CandidateVerdict
+from fleetlab.report.metric_names import (
+    BY_KEY,
+    ROWS,
+    WINDOW_ROWS,
+    clipped,
+    format_change,
+    format_value,
+    metric_label,
+    scaled,
+)
+from fleetlab.report.verdict_text import interval_json, print_verdicts, verdict_json
 
-CONFIDENCE = 0.95
-_STYLE = {"better": "bold green", "worse": "bold red", "higher": "bold", "lower": "bold"}
+_STYLE = {"better": "bold green", "worse": "bold red"}
 STATES = ("completed", "running", "pending", "failed")
 
 
@@ -44,15 +56,17 @@ def _count(value: float) -> str:
     return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
 
 
-def _states_text(states: dict[str, float]) -> str:
+def states_text(states: dict[str, float]) -> str:
+    """``922 / 0 / 0 / 0``."""
     return " / ".join(_count(states[s]) for s in STATES)
 
 
 def shown_metrics(samples: Samples) -> tuple[list[str], list[str]]:
-    """(rows to show, rows folded away because they are zero or empty in every run of every column)."""
+    """(rows to show, rows folded away because they are zero or empty in every run of every column);
+    the common-window rows follow the run's own."""
     shown: list[str] = []
     folded: list[str] = []
-    for row in ROWS:
+    for row in (*ROWS, *WINDOW_ROWS):
         values = [f.get(row.key, math.nan) for by_seed in samples.values() for f in by_seed.values()]
         if all(math.isnan(v) or v == 0 for v in values):
             folded.append(row.key)
@@ -61,142 +75,90 @@ def shown_metrics(samples: Samples) -> tuple[list[str], list[str]]:
     return shown, folded
 
 
-def _half(interval: Interval) -> float:
-    return (interval.high - interval.low) / 2.0
-
-
-def value_text(metric: str, interval: Interval) -> str:
-    """``mean ±half-width`` in the metric's unit (the mean alone with one seed)."""
-    mean = scaled(metric, interval.mean)
-    text = format_value(metric, mean)
+def level_text(metric: str, interval: Interval) -> str:
+    """``mean [low, high]`` in the metric's unit, clipped (the mean alone with one seed)."""
+    text = format_value(metric, scaled(metric, interval.mean))
     if not math.isnan(interval.low):
-        half = scaled(metric, _half(interval))
-        text += " ±" + format_change(metric, half)[1:]
+        low, high = clipped(metric, interval.low, interval.high)
+        text += (
+            f" [{format_value(metric, scaled(metric, low))}, {format_value(metric, scaled(metric, high))}]"
+        )
     return text
 
 
 def change_text(c: MetricComparison) -> tuple[str, str]:
-    """``(+1.1m*)`` and its verdict word (better / worse / higher / lower / n.s.); empty for the baseline."""
+    """``+1.1m*`` and its descriptive word (better / worse / higher / lower / n.s.; ``*``: the interval
+    excludes zero); empty for the baseline."""
     if c.difference is None or math.isnan(c.difference.mean):
         return "", ""
     mark = "*" if c.significant else ""
-    return f"({format_change(c.metric, scaled(c.metric, c.difference.mean))}{mark})", verdict(c)
+    return f"{format_change(c.metric, scaled(c.metric, c.difference.mean))}{mark}", verdict(c)
 
 
-def _cell(c: MetricComparison) -> Text:
-    cell = Text(("≥ " if c.lower_bound else "") + value_text(c.metric, c.value))
-    change, word = change_text(c)
-    if change:
-        cell.append(" " + change, style=_STYLE.get(word, "dim"))
-    return cell
+def verdict_words(found: list[CandidateVerdict]) -> dict[tuple[str, str], str]:
+    """(metric, column) -> the verdict's word, for colouring only the changes the verdict decides."""
+    return {(f.metric, v.candidate): f.word for v in found for f in v.findings}
 
 
-def seeded_table(cmp: SeededComparison, confidence: float = CONFIDENCE) -> tuple[Table, list[str]]:
-    """Metrics as rows, columns as columns; the folded-away rows are returned beside the table."""
-    shown, folded = shown_metrics(cmp.samples)
-    comparisons = compare_variants(cmp.samples, cmp.baseline, shown, confidence)
+def _label(metric: str) -> str:
+    return BY_KEY[metric].label if metric in BY_KEY else metric_label(metric)
+
+
+def seeded_table(
+    cmp: SeededComparison, context: DecisionContext, found: list[CandidateVerdict]
+) -> tuple[Table, list[str]]:
+    """Metrics as rows; per column its level and, for the others, the paired difference to the first."""
+    samples = first_replicate(cmp.samples) if context.rules.deterministic else cmp.samples
+    shown, folded = shown_metrics(samples)
+    comparisons = compare_variants(samples, cmp.baseline, shown, context.rules.confidence)
+    words = verdict_words(found)
     table = Table(title=Text(cmp.title), title_justify="left")
-    table.add_column("metric", style="bold")
-    for label in cmp.labels:
-        table.add_column(label, justify="right")
-    table.add_row(
-        "jobs completed / running / pending / failed",
-        *(_states_text(mean_states(cmp.samples, x)) for x in cmp.labels),
-    )
+    table.add_column("metric", style="bold", no_wrap=True)
+    for i, label in enumerate(cmp.labels):
+        table.add_column(context.column_name(label), justify="right")
+        if i:
+            table.add_column("Δ", justify="right")
+    states = [states_text(mean_states(samples, x)) for x in cmp.labels]
+    table.add_row("jobs completed / running / pending / failed", *_spread(states, [""] * len(states)))
     by_key = {(c.metric, c.variant): c for c in comparisons}
     for metric in shown:
-        table.add_row(
-            next(r.label for r in ROWS if r.key == metric), *(_cell(by_key[metric, x]) for x in cmp.labels)
-        )
+        levels = [
+            ("≥ " if by_key[metric, x].lower_bound else "") + level_text(metric, by_key[metric, x].value)
+            for x in cmp.labels
+        ]
+        deltas: list[Text | str] = [""]
+        for x in cmp.labels[1:]:
+            change, _ = change_text(by_key[metric, x])
+            deltas.append(Text(change, style=_STYLE.get(words.get((metric, x), ""), "dim")))
+        table.add_row(_label(metric), *_spread(levels, deltas))
     return table, folded
 
 
-def finding_text(f: Finding) -> str:
-    """``queue wait mean +1.1m (+23%, 95% CI +0.4m..+1.8m)``."""
-    low = format_change(f.metric, scaled(f.metric, f.difference.low))
-    high = format_change(f.metric, scaled(f.metric, f.difference.high))
-    size = format_change(f.metric, scaled(f.metric, f.difference.mean))
-    in_points = f.metric.endswith(("_pct", "ratio"))  # a relative change of a percentage misleads
-    relative = "" if math.isnan(f.relative) or in_points else f"{f.relative:+.0%}, ".replace("-", "−")
-    return f"{metric_label(f.metric)} {size} ({relative}interval {low} .. {high})"
+def _spread(levels: list[str], deltas: list[Text | str]) -> list[Text | str]:
+    """Cells in column order: the first column's level, then each other column's level and difference."""
+    out: list[Text | str] = [levels[0]]
+    for level, delta in zip(levels[1:], deltas[1:], strict=True):
+        out.extend([level, delta])
+    return out
 
 
-def verdict_summary(v: CandidateVerdict) -> str:
-    """One word for the candidate: better, worse, mixed, or no significant difference."""
-    if v.pairs < 2:
-        return "not enough seeds to tell"
-    if v.better and v.worse:
-        return "mixed"
-    if v.better:
-        return "better"
-    if v.worse:
-        return "worse"
-    if v.findings:
-        return "different, no preferred direction"
-    return "no significant difference"
-
-
-def verdict_text(v: CandidateVerdict) -> str:
-    """The candidate's verdict as one sentence."""
-    head = f"{v.candidate}: {verdict_summary(v)}"
-    parts: list[str] = []
-    for word in ("better", "worse", "higher", "lower"):
-        items = [finding_text(f) for f in v.findings if f.word == word]
-        if items:
-            parts.append(f"{word}: " + "; ".join(items))
-    if v.unchanged:
-        parts.append("within noise: " + ", ".join(metric_label(m) for m in v.unchanged))
-    if v.no_data:
-        parts.append("no data: " + ", ".join(metric_label(m) for m in v.no_data))
-    return head + (" — " + ". ".join(parts) if parts else "") + "."
-
-
-def verdict_lines(v: CandidateVerdict) -> list[str]:
-    """The verdict for a terminal: the candidate and its word, then one line per kind of change."""
-    lines = [f"{v.candidate}: {verdict_summary(v)}"]
-    for word in ("better", "worse", "higher", "lower"):
-        lines.extend(f"{word}: {finding_text(f)}" for f in v.findings if f.word == word)
-    if v.unchanged:
-        lines.append("within noise: " + ", ".join(metric_label(m) for m in v.unchanged))
-    if v.no_data:
-        lines.append("no data: " + ", ".join(metric_label(m) for m in v.no_data))
-    return lines
-
-
-def verdict_heading(baseline: str, n_seeds: int, confidence: float = CONFIDENCE) -> str:
-    """What the verdict is measured against."""
-    if n_seeds < 2:
-        return (
-            f"Verdict against {baseline}: one seed gives no interval, so no change can be called real; "
-            "run with --seeds 5 or more."
-        )
-    return (
-        f"Verdict against {baseline} ({n_seeds} paired seeds, {confidence:.0%} intervals; "
-        "only changes whose interval excludes zero are named):"
-    )
-
-
-def print_verdicts(console: Console, samples: Samples, baseline: str, confidence: float = CONFIDENCE) -> None:
-    """The verdict block: the heading, then each candidate's word and its changes."""
-    n_seeds = len(samples.get(baseline, {}))
-    console.print(Text(verdict_heading(baseline, n_seeds, confidence), style="bold"))
-    for v in verdicts(samples, baseline, confidence):
-        for i, line in enumerate(verdict_lines(v)):
-            style = _STYLE.get(verdict_summary(v), "bold") if i == 0 else ""
-            console.print(Text(("  " if i == 0 else "      ") + line, style=style))
-    console.print()
-
-
-def print_seeded(console: Console, cmp: SeededComparison, confidence: float = CONFIDENCE) -> None:
+def print_seeded(console: Console, cmp: SeededComparison, context: DecisionContext) -> None:
     """Verdict first, then the table and how to read it."""
-    print_verdicts(console, cmp.samples, cmp.baseline, confidence)
-    table, folded = seeded_table(cmp, confidence)
+    found = print_verdicts(console, cmp.samples, cmp.baseline, context)
+    table, folded = seeded_table(cmp, context, found)
     console.print(table)
+    pct = f"{context.rules.confidence:.0%}"
+    how = (
+        f"level: mean [{pct} interval over seeds, clipped to what the figure can be]; "
+        if not context.rules.deterministic
+        else "deterministic: the first seed's replicate is shown, the answer; "
+    )
     console.print(
         Text(
-            f"mean ± half-width of the {confidence:.0%} interval over seeds; (Δ) = mean paired difference to "
-            f"{cmp.baseline}, * = its interval excludes zero (green better, red worse); "
-            "unmarked differences are within noise. Jobs by state: mean over seeds at the end of the run.",
+            f"{how}Δ: the column's mean paired difference to {cmp.baseline}, * where its interval excludes "
+            "zero; green or red only where the verdict calls it better or worse. Jobs by state: mean over "
+            "seeds at the end of the run. Common window: each seed's runs billed over the same hours "
+            f"({context.window_source or 'latest end'}; docs/metrics.md).",
             style="dim",
         )
     )
@@ -207,49 +169,20 @@ def print_seeded(console: Console, cmp: SeededComparison, confidence: float = CO
         console.print(Text(f"tables below (if any): seed {cmp.seeds[0]} only", style="dim"))
 
 
-def _interval_json(interval: Interval, metric: str) -> dict[str, Any]:
-    def num(x: float) -> float | None:
-        return None if math.isnan(x) else scaled(metric, x)
-
-    return {"mean": num(interval.mean), "low": num(interval.low), "high": num(interval.high), "n": interval.n}
-
-
-def verdict_json(v: CandidateVerdict) -> dict[str, Any]:
-    """A verdict as plain JSON."""
-    return {
-        "candidate": v.candidate,
-        "baseline": v.baseline,
-        "pairs": v.pairs,
-        "summary": verdict_summary(v),
-        "text": verdict_text(v),
-        "findings": [
-            {
-                "metric": f.metric,
-                "label": metric_label(f.metric),
-                "verdict": f.word,
-                "difference": _interval_json(f.difference, f.metric),
-                "relative": None if math.isnan(f.relative) else f.relative,
-            }
-            for f in v.findings
-        ],
-        "within_noise": list(v.unchanged),
-        "no_data": list(v.no_data),
-    }
-
-
-def compare_payload(cmp: SeededComparison, confidence: float = CONFIDENCE) -> dict[str, Any]:
+def compare_payload(cmp: SeededComparison, context: DecisionContext) -> dict[str, Any]:
     """Everything the table and the verdict show, as JSON (null for no value)."""
     return {
         "title": cmp.title,
         "columns": list(cmp.labels),
-        **comparison_payload(cmp.samples, cmp.baseline, confidence),
+        **comparison_payload(cmp.samples, cmp.baseline, context),
     }
 
 
-def comparison_payload(samples: Samples, baseline: str, confidence: float = CONFIDENCE) -> dict[str, Any]:
+def comparison_payload(samples: Samples, baseline: str, context: DecisionContext) -> dict[str, Any]:
     """Every column's intervals, paired differences, jobs by state and verdict, as JSON."""
+    rules = context.rules
     shown, folded = shown_metrics(samples)
-    comparisons = compare_variants(samples, baseline, shown, confidence)
+    comparisons = compare_variants(samples, baseline, shown, rules.confidence)
     metrics: list[dict[str, Any]] = []
     for metric in shown:
         mine = [c for c in comparisons if c.metric == metric]
@@ -257,10 +190,10 @@ def comparison_payload(samples: Samples, baseline: str, confidence: float = CONF
             {
                 "metric": metric,
                 "label": metric_label(metric),
-                "values": {c.variant: _interval_json(c.value, metric) for c in mine},
+                "values": {c.variant: _level_json(c.value, metric) for c in mine},
                 "differences": {
                     c.variant: {
-                        **_interval_json(c.difference, metric),
+                        **interval_json(c.difference, metric),
                         "significant": c.significant,
                         "verdict": verdict(c),
                     }
@@ -269,12 +202,35 @@ def comparison_payload(samples: Samples, baseline: str, confidence: float = CONF
                 },
             }
         )
+    found = context.verdicts(samples, baseline)
     return {
         "baseline": baseline,
         "seeds": sorted(samples.get(baseline, {})),
-        "confidence": confidence,
+        "confidence": rules.confidence,
+        "replicates": {"vary": context.varied, "deterministic": rules.deterministic},
+        "seeds_note": context.seeds_note or None,
+        "min_effects": {
+            m: {"absolute": e.absolute, "relative": e.relative, "source": e.source}
+            for m, e in rules.min_effects.items()
+        },
+        "model_errors": {
+            m: {"absolute": e.absolute, "relative": e.relative, "source": e.source}
+            for m, e in rules.model_errors.items()
+        },
+        "accounting_window": context.window_source or None,
+        "calibration": None if context.calibration is None else context.calibration.as_dict(),
+        "prices": [p.as_dict() for p in context.prices],
+        "warnings": list(context.warnings),
         "jobs_by_state": {label: mean_states(samples, label) for label in samples},
-        "verdict": [verdict_json(v) for v in verdicts(samples, baseline, confidence)],
+        "verdict": [verdict_json(v, context) for v in found],
         "metrics": metrics,
         "folded_zero_everywhere": folded,
     }
+
+
+def _level_json(interval: Interval, metric: str) -> dict[str, Any]:
+    out = interval_json(interval, metric)
+    if not math.isnan(interval.low):
+        low, high = clipped(metric, interval.low, interval.high)
+        out["low"], out["high"] = scaled(metric, low), scaled(metric, high)
+    return out

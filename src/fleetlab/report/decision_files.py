@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fleetlab.report.compare_seeds import comparison_payload, verdict_json
+from fleetlab.report.compare_seeds import comparison_payload
 from fleetlab.report.decision import DecisionData, baseline_figures
 from fleetlab.report.decision_html import render_decision_html
+from fleetlab.report.verdict_text import verdict_json
 from fleetlab.spec.atomic_dir import atomic_dir
 from fleetlab.spec.csv_out import dict_rows_text
 
@@ -20,8 +21,8 @@ def measurements(data: DecisionData) -> dict[str, Any]:
     """The measurements artefact: every variant's intervals, censoring counts, the verdict, the choice
     and the measured baseline when one was given."""
     results = data.results
-    payload = comparison_payload(results.samples, results.baseline, results.confidence)
-    payload["verdict"] = [verdict_json(v) for v in data.verdicts]
+    payload = comparison_payload(results.samples, results.baseline, data.context)
+    payload["verdict"] = [verdict_json(v, data.context) for v in data.verdicts]
     return {
         "experiment": results.name,
         "changes": results.changes,

@@ -14,13 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fleetlab.experiment.decision_context import DecisionContext, results_context
 from fleetlab.experiment.results import ExperimentResults, load_results
 from fleetlab.experiment.stats import MetricComparison, better_direction, verdict
-from fleetlab.experiment.verdict import CandidateVerdict, verdicts
-from fleetlab.report.compare_seeds import verdict_heading, verdict_lines, verdict_summary
+from fleetlab.experiment.verdict import CandidateVerdict
+from fleetlab.report.assumptions import banner_html, prices_table
 from fleetlab.report.experiment_charts import ChartSection, build_charts
 from fleetlab.report.experiment_table import format_metric, metric_title
-from fleetlab.report.metric_names import format_change, scaled
+from fleetlab.report.metric_names import clipped, format_change, scaled
+from fleetlab.report.verdict_text import min_effects_line, verdict_heading, verdict_lines, verdict_summary
 
 DECISION_METRICS = ("completion_mean_s", "cost_per_completed_job")
 _CSS = """
@@ -29,7 +31,9 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 td:first-child,th:first-child,td.l{text-align:left}.better{color:#0a0;font-weight:bold}
 .worse{color:#c00;font-weight:bold}.ns{color:#888}caption{text-align:left;font-weight:bold}
 .note{color:#555;max-width:60em}.chart{min-height:450px}
-.verdict li{margin:.3em 0}.verdict .head{font-weight:bold}
+.verdict li{margin:.3em 0}.verdict .head{font-weight:bold}.warning{color:#a50;font-weight:bold}
+.banner{padding:.6em 1em;margin:1em 0;border-left:6px solid}.banner.fail{background:#fde8e8;border-color:#c00}
+.banner.ok{background:#eef7ee;border-color:#0a0}tr.unpriced td{color:#c00;font-weight:bold}
 """
 
 
@@ -37,9 +41,18 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def winner(comparisons: Sequence[MetricComparison], baseline: str) -> str:
-    """The variant significantly better than the baseline with the best mean, else the baseline."""
-    better = [c for c in comparisons if verdict(c) == "better"]
+def winner(
+    comparisons: Sequence[MetricComparison], baseline: str, words: dict[tuple[str, str], str] | None = None
+) -> str:
+    """The variant better than the baseline with the best mean, else the baseline: on a decision metric
+    better as the verdict says (beyond its floor, after Holm: ``words``), on another significantly."""
+    words = words or {}
+    decided = {metric for metric, _ in words}
+
+    def is_better(c: MetricComparison) -> bool:
+        return (words.get((c.metric, c.variant)) if c.metric in decided else verdict(c)) == "better"
+
+    better = [c for c in comparisons if is_better(c)]
     if not better:
         return baseline
     direction = better_direction(better[0].metric)
@@ -54,7 +67,8 @@ def winner(comparisons: Sequence[MetricComparison], baseline: str) -> str:
 def _cell(c: MetricComparison) -> str:
     value = ("≥ " if c.lower_bound else "") + _e(format_metric(c.metric, c.value.mean))
     if not math.isnan(c.value.low):
-        low, high = format_metric(c.metric, c.value.low), format_metric(c.metric, c.value.high)
+        lo, hi = clipped(c.metric, c.value.low, c.value.high)
+        low, high = format_metric(c.metric, lo), format_metric(c.metric, hi)
         value += f"<br><small>[{_e(low)}, {_e(high)}]</small>"
     if c.difference is not None:
         word = verdict(c)
@@ -64,8 +78,10 @@ def _cell(c: MetricComparison) -> str:
     return value
 
 
-def decision_table(results: ExperimentResults) -> str:
-    """Metrics as rows, variants as columns, and the winner per metric."""
+def decision_table(results: ExperimentResults, found: Sequence[CandidateVerdict] = ()) -> str:
+    """Metrics as rows, variants as columns, and the winner per metric (by the verdict on decision
+    metrics)."""
+    words = {(f.metric, v.candidate): f.word for v in found for f in v.findings}
     metrics = tuple(dict.fromkeys((*DECISION_METRICS, *results.metrics)))
     comparisons = results.comparisons(metrics)
     variants = list(results.samples)
@@ -75,8 +91,8 @@ def decision_table(results: ExperimentResults) -> str:
     for metric in metrics:
         mine = {c.variant: c for c in comparisons if c.metric == metric}
         cells = "".join(f"<td>{_cell(mine[v])}</td>" for v in variants if v in mine)
-        best = winner(list(mine.values()), results.baseline)
-        best += " (baseline: no variant significantly better)" if best == results.baseline else ""
+        best = winner(list(mine.values()), results.baseline, words)
+        best += " (baseline: no variant better)" if best == results.baseline else ""
         rows.append(f"<tr><td>{_e(metric_title(metric))}</td>{cells}<td class='l'>{_e(best)}</td></tr>")
     return (
         f"<table><caption>Decision table: mean [{pct} CI over seeds]; Δ = paired difference to the baseline "
@@ -141,17 +157,27 @@ def html_page(title: str, body: str, css: str = "") -> str:
     )
 
 
-def verdict_html(results: ExperimentResults, found: Sequence[CandidateVerdict]) -> str:
-    """The verdict as a list: each variant's word against the baseline, then its changes, one per item."""
+def verdict_html(
+    results: ExperimentResults, found: Sequence[CandidateVerdict], context: DecisionContext
+) -> str:
+    """The verdict as a list: each variant's word against the baseline, then one item per decision metric
+    with its interval, then the warnings."""
     n_seeds = len(results.samples.get(results.baseline, {}))
     items = []
     for v in found:
-        lines = verdict_lines(v)
+        lines = verdict_lines(v, context)
         css = {"better": "better", "worse": "worse"}.get(verdict_summary(v), "")
         rest = "".join(f"<li>{_e(line)}</li>" for line in lines[1:])
         items.append(f"<li><span class='head {css}'>{_e(lines[0])}</span><ul>{rest}</ul></li>")
-    heading = verdict_heading(results.baseline, n_seeds, results.confidence)
-    return f"<p>{_e(heading)}</p><ul class='verdict'>{''.join(items)}</ul>"
+    family = found[0].family if found else 0
+    heading = "".join(
+        f"<p{' class=note' if i else ''}>{_e(line)}</p>"
+        for i, line in enumerate(verdict_heading(results.baseline, n_seeds, context, family))
+    )
+    metrics = tuple(f.metric for f in found[0].findings) if found else ()
+    effects = f"<p class='note'>{_e(min_effects_line(metrics, context))}</p>" if metrics else ""
+    warnings = "".join(f"<p class='warning'>warning: {_e(w)}</p>" for w in context.warnings)
+    return f"{heading}<ul class='verdict'>{''.join(items)}</ul>{effects}{warnings}"
 
 
 def render_html(folder: Path) -> str:
@@ -160,11 +186,15 @@ def render_html(folder: Path) -> str:
     charts = build_charts(folder, results)
     title = f"{results.name}: {results.finished}/{results.planned} runs"
     sections = "".join(_section(s) for s in charts.sections)
-    found = verdicts(results.samples, results.baseline, results.confidence)
-    verdict = f"<section id='verdict'><h2>Verdict</h2>{verdict_html(results, found)}</section>"
+    context = results_context(results)
+    found = context.verdicts(results.samples, results.baseline)
+    verdict = (
+        f"{banner_html(context)}<section id='verdict'><h2>Verdict</h2>{verdict_html(results, found, context)}"
+        f"{prices_table(context.prices) if context.prices else ''}</section>"
+    )
     states = states_table(charts.states, list(results.samples))
     return html_page(
-        title, f"{verdict}{decision_table(results)}{states}{sections}{_slowest_table(charts.slowest)}"
+        title, f"{verdict}{decision_table(results, found)}{states}{sections}{_slowest_table(charts.slowest)}"
     )
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetlab.experiment.stats import Interval, MetricComparison, verdict
-from fleetlab.report.metric_names import format_change, format_value, metric_label, scaled
+from fleetlab.report.metric_names import clipped, format_change, format_value, metric_label, scaled
 
 _STYLE = {"better": "bold green", "worse": "bold red", "n.s.": "dim", "baseline": "cyan"}
 
@@ -26,10 +26,12 @@ def metric_title(metric: str) -> str:
     return f"{metric_label(metric)} ({metric})"
 
 
-def _interval(metric: str, interval: Interval) -> str:
+def _interval(metric: str, interval: Interval, level: bool = False) -> str:
+    """``[low, high]``; a level's is clipped to what the figure can be (a difference's is not)."""
     if math.isnan(interval.low):
         return "-"
-    return f"[{format_metric(metric, interval.low)}, {format_metric(metric, interval.high)}]"
+    low, high = clipped(metric, interval.low, interval.high) if level else (interval.low, interval.high)
+    return f"[{format_metric(metric, low)}, {format_metric(metric, high)}]"
 
 
 def _signed(metric: str, value: float) -> str:
@@ -53,7 +55,7 @@ def comparison_table(
             Text(c.variant),
             Text(changes.get(c.variant, "")),
             format_metric(c.metric, c.value.mean),
-            _interval(c.metric, c.value),
+            _interval(c.metric, c.value, level=True),
             _signed(c.metric, diff.mean) if diff is not None else "",
             _interval(c.metric, diff) if diff is not None else "",
             Text(word, style=_STYLE.get(word, "")),

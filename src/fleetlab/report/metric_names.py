@@ -77,7 +77,17 @@ ROWS: tuple[MetricRow, ...] = (
     _r("cost_per_completed_job", "cost per completed job", "money"),
     _r("makespan_s", "makespan", "duration"),
 )
-BY_KEY = {row.key: row for row in ROWS}
+#: Figures of a comparison, not of one run: cost over the common accounting window (docs/metrics.md) and
+#: the run rates at this load. Shown by ``compare`` and the reports, never by the single-run table.
+WINDOW_ROWS: tuple[MetricRow, ...] = (
+    _r("accounting_window_s", "common accounting window", "duration", better=""),
+    _r("cost_window_extension", "  idle nodes billed on to the window's end", "money", better=""),
+    _r("cost_total_window", "total cost, common window", "money"),
+    _r("cost_per_completed_job_window", "cost per completed job, common window", "money"),
+    _r("cost_rate_per_hour", "cost rate at this load ($/h)", "money"),
+    _r("cost_per_month", "cost per month at this load (730 h)", "money"),
+)
+BY_KEY = {row.key: row for row in (*ROWS, *WINDOW_ROWS)}
 
 
 def metric_label(key: str) -> str:
@@ -143,12 +153,26 @@ def format_change(key: str, delta: float) -> str:
     if math.isnan(delta):
         return "-"
     row = _row(key)
-    sign = "+" if delta > 0 else ("−" if delta < 0 else "±")
     if row.kind == "ratio":
-        return f"{sign}{abs(delta) * 100:.1f} pp"
-    if row.kind == "percent":
-        return f"{sign}{abs(delta):.{max(row.digits, 1)}f} pp"
-    return sign + format_value(key, abs(delta))
+        text = f"{abs(delta) * 100:.1f} pp"
+    elif row.kind == "percent":
+        text = f"{abs(delta):.{max(row.digits, 1)}f} pp"
+    else:
+        text = format_value(key, abs(delta))
+    shown = any(c in "123456789" for c in text)  # a change that rounds to zero has no sign to show
+    sign = "+" if delta > 0 and shown else ("−" if delta < 0 and shown else "±")
+    return sign + text
+
+
+def clipped(key: str, low: float, high: float) -> tuple[float, float]:
+    """A level's interval within what the figure can be: no summary figure is negative, ratios stay at
+    most 1 and percentages at most 100 (a count of free GPUs is never "−11")."""
+    kind = _row(key).kind
+    if kind == "ratio":
+        high = min(high, 1.0)
+    elif kind == "percent":
+        high = min(high, 100.0)
+    return max(low, 0.0), high
 
 
 def scaled(key: str, value: float) -> float:

@@ -87,7 +87,7 @@ def print_scaling(console: Console, options: Sequence[ScalingOption]) -> None:
     for option in options:
         row = option.row
         if row is None:
-            table.add_row(option.label, "no offer in the catalog", "", "", "", "")
+            table.add_row(option.label, option.missing, "", "", "", "")
             continue
         speed = f"{base.hours / row.hours:.2f}x" if base else ""
         ratio = f"{row.cost_usd / base.cost_usd:.2f}x" if base else ""
@@ -243,7 +243,11 @@ def print_reconciliation(console: Console, result: Reconciliation) -> None:
     for name in ("category", "bill", "estimate", "gap"):
         table.add_column(name, justify="left" if name == "category" else "right")
     for c in result.categories:
-        note = " (missing in estimate)" if c.category not in ESTIMATED and c.bill_usd else ""
+        note = (
+            " (missing in estimate)"
+            if c.category not in ESTIMATED and c.bill_usd and not c.estimate_usd
+            else ""
+        )
         table.add_row(c.category + note, f"{c.bill_usd:,.2f}", f"{c.estimate_usd:,.2f}", f"{c.gap_usd:+,.2f}")
     table.add_row("credits", f"{result.credits_usd:,.2f}", "0.00", f"{result.credits_usd:+,.2f}")
     gap = result.bill_total_usd - result.estimate_total_usd
@@ -256,7 +260,8 @@ def print_reconciliation(console: Console, result: Reconciliation) -> None:
     console.print(table)
     lines = [
         f"idle inside the estimate (capacity billed, no pod): ${result.idle_estimate_usd:,.2f}",
-        f"missing in the estimate (storage, egress, tax, other): ${result.missing_in_estimate_usd:,.2f}",
+        f"missing in the estimate (storage, egress, license, tax, other where unpriced): "
+        f"${result.missing_in_estimate_usd:,.2f}",
         f"bill window {_window(result.bill_window)}; estimate {_window(result.estimate_window)}",
     ]
     split = result.gpu_split

@@ -39,7 +39,8 @@ OPTIONAL = (
 
 @dataclass(frozen=True)
 class BillRow:
-    """One line of the export, cost in USD (credits kept apart, negative)."""
+    """One line of a bill (this export, or a FOCUS file through ``spec.focus_bill``), cost in USD (credits
+    kept apart, negative), with the currency it was billed in and the rate that converted it."""
 
     line: int
     service: str
@@ -54,6 +55,12 @@ class BillRow:
     usage_amount: float | None
     usage_unit: str
     region: str
+    #: FOCUS only: ServiceCategory (Compute, Storage, Networking, ...) and the instance type the line names.
+    service_category: str = ""
+    instance_type: str = ""
+    #: The line's own currency and the rate used to convert it (currency units per USD; 1 for USD).
+    currency: str = "USD"
+    rate: float = 1.0
 
 
 @dataclass
@@ -216,6 +223,8 @@ def parse_billing_export(source: str, text: str) -> BillingExport:
                 ),
                 usage_unit=get(raw, "usage.unit").strip(),
                 region=get(raw, "location.region").strip(),
+                currency=currency,
+                rate=rate,
             )
         )
     return export

@@ -49,6 +49,7 @@ GPU_NAMES = {
     "V100-32GB": "V100-32GB",
     "P100": "P100",
     "A10": "A10",
+    "A10G": "A10G",
     "L40S": "L40S",
 }
 
@@ -81,6 +82,13 @@ KNOWN_GPU_COUNTS = {
     "p5e.48xlarge": 8,
     "p5en.48xlarge": 8,
     "p6-b200.48xlarge": 8,
+    "g4dn.xlarge": 1,
+    "g5.4xlarge": 1,
+    "g5.12xlarge": 4,
+    "g6.2xlarge": 1,
+    "g6.24xlarge": 4,
+    "g6e.xlarge": 1,
+    "g6e.24xlarge": 4,
     "Standard_ND96asr_v4": 8,
     "Standard_ND96amsr_A100_v4": 8,
     "Standard_ND96isr_H100_v5": 8,
@@ -89,6 +97,9 @@ KNOWN_GPU_COUNTS = {
     "Standard_NC96ads_A100_v4": 4,
     "Standard_NC40ads_H100_v5": 1,
     "Standard_NC80adis_H100_v5": 2,
+    "Standard_NV36ads_A10_v5": 1,
+    "Standard_NV36adms_A10_v5": 1,
+    "Standard_NV72ads_A10_v5": 2,
 }
 
 

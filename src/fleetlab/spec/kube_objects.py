@@ -184,3 +184,24 @@ def check_container_lists(spec: Mapping[str, Any], where: str, source: str) -> N
         for i, container in enumerate(containers):
             if not isinstance(container, Mapping):
                 raise SpecError(source, [f"{where}.{key}[{i}]: expected a container (a mapping)"])
+
+
+def namespace_labels(obj: Mapping[str, Any], source: str) -> tuple[str, dict[str, str]]:
+    """(name, labels) of a Namespace object."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    labels = meta.get("labels") or {}
+    if not isinstance(name, str) or not name or not isinstance(labels, dict):
+        raise SpecError(source, [f"Namespace {name!r}: metadata.name must be a string and labels a mapping"])
+    return name, {str(k): str(v) for k, v in labels.items()}
+
+
+def global_default(classes: list[KubeObject]) -> KubeObject | None:
+    """The cluster-default PriorityClass. A live cluster can hold several marked globalDefault (the check
+    that refuses a second one races); then the one with the smallest value applies, as the API documents
+    (k8s.io/api scheduling/v1 PriorityClass.globalDefault) and the Priority admission plugin does."""
+    defaults = [c for c in classes if c.get("globalDefault") is True]
+    valued = [c for c in defaults if isinstance(c.get("value"), int) and not isinstance(c.get("value"), bool)]
+    if valued:
+        return min(valued, key=lambda c: (c["value"], object_name(c)))
+    return defaults[0] if defaults else None

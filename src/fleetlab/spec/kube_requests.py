@@ -11,11 +11,19 @@ from typing import Any
 
 from fleetlab.model.limits import MAX_QUANTITY
 from fleetlab.model.quantity import QuantityError
-from fleetlab.model.resources import ResourceList, is_native, parse_amount
+from fleetlab.model.resources import (
+    CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    MEMORY,
+    ResourceList,
+    is_native,
+    parse_amount,
+)
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.kube_objects import check_container_lists
 
-__all__ = ["container_requests", "pod_requests", "resource_list"]
+__all__ = ["container_requests", "pod_requests", "resource_list", "scoring_requests"]
 
 
 def resource_list(values: Any, where: str, source: str, skip_unknown: bool = False) -> ResourceList:
@@ -62,18 +70,43 @@ def _max_into(into: ResourceList, other: Mapping[str, int]) -> None:
 
 def pod_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[ResourceList, frozenset[str]]:
     """kube-scheduler's effective pod requests (resourcehelper.PodRequests) and the keys set explicitly."""
+    total, explicit = _aggregate(spec, where, source, None)
+    return {k: v for k, v in total.items() if v > 0 or k in explicit}, frozenset(explicit)
+
+
+def scoring_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[int, int]:
+    """(milli-cpu, memory bytes) the resource scorers count for a pod: PodRequests with
+    ``NonMissingContainerRequests`` (100m / 200Mi) added to each container, init containers included,
+    that lacks the key, before the sum and the init-container maximum; pod-level requests and overhead
+    as in :func:`pod_requests` (upstream ``calculatePodResourceRequest``)."""
+    total, _ = _aggregate(
+        spec, where, source, {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+    )
+    return total.get(CPU, 0), total.get(MEMORY, 0)
+
+
+def _aggregate(
+    spec: Mapping[str, Any], where: str, source: str, non_missing: Mapping[str, int] | None
+) -> tuple[ResourceList, set[str]]:
+    """Sum of app containers and sidecars, maximum with each init container (plus the sidecars before
+    it), pod-level cpu/memory, overhead; ``non_missing`` fills keys a container leaves out."""
     total: ResourceList = {}
     explicit: set[str] = set()
     check_container_lists(spec, where, source)
-    for i, c in enumerate(spec.get("containers") or []):
-        reqs = container_requests(c, f"{where}.containers[{i}]", source)
+
+    def one(c: Mapping[str, Any], place: str) -> ResourceList:
+        reqs = container_requests(c, place, source)
         explicit.update(reqs)
-        _add(total, reqs)
+        for name, amount in (non_missing or {}).items():
+            reqs.setdefault(name, amount)
+        return reqs
+
+    for i, c in enumerate(spec.get("containers") or []):
+        _add(total, one(c, f"{where}.containers[{i}]"))
     sidecars: ResourceList = {}
     init_max: ResourceList = {}
     for i, c in enumerate(spec.get("initContainers") or []):
-        reqs = container_requests(c, f"{where}.initContainers[{i}]", source)
-        explicit.update(reqs)
+        reqs = one(c, f"{where}.initContainers[{i}]")
         if c.get("restartPolicy") == "Always":  # a sidecar runs alongside everything after it
             _add(total, reqs)
             _add(sidecars, reqs)
@@ -87,7 +120,7 @@ def pod_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[Reso
     total.update(pod_level)
     explicit.update(pod_level)
     _add(total, resource_list(spec.get("overhead"), f"{where}.overhead", source))
-    return {k: v for k, v in total.items() if v > 0 or k in explicit}, frozenset(explicit)
+    return total, explicit
 
 
 def _pod_level_requests(spec: Mapping[str, Any], where: str, source: str) -> ResourceList:

@@ -16,19 +16,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fleetlab.model.dra import DraObjects, PodClaims
 from fleetlab.model.kube import Affinity, Taint, Toleration
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import ResourceList
+from fleetlab.model.tas_request import TopologyRequest, TopologyRequestError, topology_request
+from fleetlab.model.workload_api import PodGroup
 from fleetlab.spec.bounded import parse_timestamp
+from fleetlab.spec.dra_objects import DRA_KINDS, pod_claims, read_dra_objects
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_objects import (
     KubeObject,
     ShapeError,
+    global_default,
     mapping_list,
+    namespace_labels,
     object_name,
     read_objects,
 )
-from fleetlab.spec.kube_requests import pod_requests, resource_list
+from fleetlab.spec.kube_requests import pod_requests, resource_list, scoring_requests
+from fleetlab.spec.namespace_policies import NAMESPACE_POLICY_KINDS, NamespacePolicy, read_namespace_policies
+from fleetlab.spec.workload_api import WORKLOAD_API_KINDS, pod_group_name, read_workload_api
 
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -118,6 +126,12 @@ class KubePod:
     #: metadata.deletionTimestamp is set: the pod is terminating (it keeps its node's resources until it
     #: is gone, but PodTopologySpread no longer counts it).
     deleting: bool = False
+    #: (milli-cpu, memory) the resource scorers count: per-container non-zero defaults included.
+    scoring_requests: tuple[int, int] | None = None
+    #: spec.resourceClaims (DRA) with the claims generated for template entries.
+    resource_claims: PodClaims | None = None
+    #: Kueue TAS annotations of the pod's template, or its PodGroup's topology constraint.
+    topology: TopologyRequest | None = None
 
     @property
     def key(self) -> str:
@@ -146,6 +160,12 @@ class Snapshot:
     storage_objects: list[KubeObject] = field(default_factory=list)
     #: Namespace name -> its labels, from Namespace objects (podAffinity namespaceSelector reads them).
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices (resource.k8s.io/v1).
+    dra: DraObjects = field(default_factory=DraObjects)
+    #: Workload API PodGroups (scheduling.k8s.io/v1alpha2) by (namespace, name).
+    pod_groups: dict[tuple[str, str], PodGroup] = field(default_factory=dict)
+    #: ResourceQuota and LimitRange objects (core/v1).
+    namespace_policies: tuple[NamespacePolicy, ...] = ()
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -228,6 +248,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
     status = obj.get("status") or {}
     where = f"Pod {object_name(obj)}"
     requests, explicit = pod_requests(spec, f"{where}.spec", source)
+    scoring = scoring_requests(spec, f"{where}.spec", source)
     tolerations = tuple(
         _model(Toleration, t, f"{where}.spec.tolerations[{i}]", source)
         for i, t in enumerate(spec.get("tolerations") or [])
@@ -241,6 +262,11 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
     owners = meta.get("ownerReferences") or []
     controller = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     group, group_size = _group(meta)
+    group = pod_group_name(spec) or group
+    try:
+        topology = topology_request(meta.get("annotations") or {})
+    except TopologyRequestError:
+        topology = None  # Kueue's webhook refuses such a PodSet; the pod itself is read as unconstrained
     conditions = {
         str(c.get("type")): (
             str(c.get("status", "")),
@@ -258,6 +284,8 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         requests=requests,
         containers=len(spec.get("containers") or []),
         explicit_keys=explicit,
+        scoring_requests=scoring,
+        resource_claims=pod_claims(meta, spec, status),
         tolerations=tolerations,
         node_selector=tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items())),
         affinity=affinity,
@@ -281,6 +309,7 @@ def parse_pod(obj: KubeObject, source: str) -> KubePod:
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         group=group,
         group_size=group_size,
+        topology=topology,
         claims=tuple(
             str(v["persistentVolumeClaim"].get("claimName", ""))
             for v in spec.get("volumes") or []
@@ -374,7 +403,10 @@ def _timestamps(obj: Any) -> list[datetime]:
 
 SUPPORTED_KINDS = ("Node", "Pod")
 #: Kueue kinds kept as plain objects for the queue diagnosis (a ``fleetlab snapshot`` file holds them).
-KUEUE_KINDS = frozenset({"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"})
+KUEUE_KINDS = frozenset(
+    {"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"}
+    | {"AdmissionCheck", "ProvisioningRequestConfig"}
+)
 
 
 EVENT_KINDS = frozenset({"Event"})
@@ -383,22 +415,11 @@ STORAGE_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "Storage
 PRIORITY_KINDS = frozenset({"PriorityClass"})
 
 
-def _global_default(classes: list[KubeObject]) -> KubeObject | None:
-    """The cluster-default PriorityClass. A live cluster can hold several marked globalDefault (the check
-    that refuses a second one races); then the one with the smallest value applies, as the API documents
-    (k8s.io/api scheduling/v1 PriorityClass.globalDefault) and the Priority admission plugin does."""
-    defaults = [c for c in classes if c.get("globalDefault") is True]
-    valued = [c for c in defaults if isinstance(c.get("value"), int) and not isinstance(c.get("value"), bool)]
-    if valued:
-        return min(valued, key=lambda c: (c["value"], object_name(c)))
-    return defaults[0] if defaults else None
-
-
 def apply_priority_classes(pods: list[KubePod], classes: list[KubeObject], source: str) -> list[KubePod]:
     """Fill the priority of pods that carry no spec.priority from their PriorityClass (or the
     globalDefault one), as the Priority admission plugin does; pods with spec.priority keep it."""
     by_name: dict[str, KubeObject] = {object_name(c): c for c in classes}
-    default = _global_default(classes)
+    default = global_default(classes)
     out: list[KubePod] = []
     for pod in pods:
         cls = by_name.get(pod.priority_class) if pod.priority_class else default
@@ -451,7 +472,13 @@ def _read_into(
         if kind not in allowed:
             others[kind] = others.get(kind, 0) + 1
             continue
-        if kind in KUEUE_KINDS:
+        if kind == "PodGroup" or (
+            kind == "Workload" and str(obj.get("apiVersion", "")).startswith("scheduling.")
+        ):
+            out["workload_api"].append(obj)  # not Kueue's Workload (kueue.x-k8s.io), same kind name
+        elif kind in NAMESPACE_POLICY_KINDS:
+            out["workload_api"].append(obj)
+        elif kind in KUEUE_KINDS:
             out["queue"].append(obj)
         elif kind in EVENT_KINDS:
             out["events"].append(obj)
@@ -459,8 +486,10 @@ def _read_into(
             out["classes"].append(obj)
         elif kind in STORAGE_KINDS:
             out["storage"].append(obj)
+        elif kind in DRA_KINDS:
+            out["dra"].append(obj)
         elif kind == "Namespace":
-            out["namespaces"].append(_namespace_labels(obj, source))
+            out["namespaces"].append(namespace_labels(obj, source))
         else:
             out["nodes" if kind == "Node" else "pods"].append(_parse(kind, obj, source))
         stamps.extend(_timestamps(obj))
@@ -486,14 +515,17 @@ def load_snapshot(
         "classes": [],
         "storage": [],
         "namespaces": [],
+        "dra": [],
+        "workload_api": [],
     }
     stamps: list[datetime] = []
     main = frozenset({"Node", "Pod", "Namespace"}) | KUEUE_KINDS | EVENT_KINDS | PRIORITY_KINDS
-    main |= STORAGE_KINDS
+    main |= STORAGE_KINDS | frozenset(DRA_KINDS) | WORKLOAD_API_KINDS | NAMESPACE_POLICY_KINDS
     what = (
         "only Node and Pod objects are read (`kubectl get nodes,pods -A -o json`), "
-        "plus Namespaces, Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims "
-        "and StorageClasses"
+        "plus Namespaces, Kueue objects, Events, PriorityClasses, PersistentVolumes, PersistentVolumeClaims, "
+        "StorageClasses, DRA objects (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice) and "
+        "Workload API objects (Workload, PodGroup), ResourceQuotas and LimitRanges"
     )
     for path in paths:
         _read_into(path, main, what, out, stamps)
@@ -531,6 +563,11 @@ def load_snapshot(
         if out["classes"]
         else out["pods"]
     )
+    extras: list[KubeObject] = out["workload_api"]
+    policy_objs = [o for o in extras if o.get("kind") in NAMESPACE_POLICY_KINDS]
+    api_objs = [o for o in extras if o.get("kind") not in NAMESPACE_POLICY_KINDS]
+    groups = read_workload_api(api_objs, ", ".join(sources)).pod_groups
+    pods = [_with_group(p, groups) for p in pods] if groups else pods
     return Snapshot(
         nodes,
         pods,
@@ -540,14 +577,21 @@ def load_snapshot(
         out["events"],
         out["storage"],
         dict(out["namespaces"]),
+        read_dra_objects(out["dra"], ", ".join(sources), lenient=True),
+        dict(groups),
+        read_namespace_policies(policy_objs, ", ".join(sources)),
     )
 
 
-def _namespace_labels(obj: Mapping[str, Any], source: str) -> tuple[str, dict[str, str]]:
-    """(name, labels) of a Namespace object."""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    labels = meta.get("labels") or {}
-    if not isinstance(name, str) or not name or not isinstance(labels, dict):
-        raise SpecError(source, [f"Namespace {name!r}: metadata.name must be a string and labels a mapping"])
-    return name, {str(k): str(v) for k, v in labels.items()}
+def _with_group(pod: KubePod, groups: Mapping[tuple[str, str], PodGroup]) -> KubePod:
+    """A pod in a Workload API PodGroup gets the gang's minCount as its group size and the group's
+    topology constraint as its topology request."""
+    group = groups.get((pod.namespace, pod.group)) if pod.group else None
+    if group is None:
+        return pod
+    key = group.topology_key
+    return replace(
+        pod,
+        group_size=group.min_count or pod.group_size,
+        topology=TopologyRequest(required=key) if key is not None else pod.topology,
+    )

@@ -1,4 +1,4 @@
-"""Read a measured throughput profile (``fleetlab cost profile`` output, JSON or YAML) and fold the files a
+"""Read a measured throughput profile (``fleetlab plan profile`` output, JSON or YAML) and fold the files a
 work profile names (``measured_file``) into its inline ``measured_table``."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from fleetlab.model.plan_job import WorkProfile
 from fleetlab.spec.bounded import load_json, load_yaml, read_text_file
 from fleetlab.spec.errors import SpecError, problems_from_validation
 
-RECORD_HINT = "record one with `fleetlab cost profile --out FILE`"
+RECORD_HINT = "record one with `fleetlab plan profile --out FILE`"
 
 
 def read_measured_profile(path: Path) -> MeasuredProfile:

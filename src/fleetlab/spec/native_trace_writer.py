@@ -45,6 +45,10 @@ def _format_tolerations(job: Job) -> str:
         if t.toleration_seconds is not None:
             raise ValueError(f"job {job.id!r}: tolerationSeconds cannot be written to a native trace")
         key = _check_text(job, "toleration key", t.key, ";:=")
+        if t.operator in ("Lt", "Gt"):
+            raise ValueError(
+                f"job {job.id!r}: a toleration with operator {t.operator} cannot be written to a native trace"
+            )
         if t.operator == "Exists":
             if not key:
                 body = "*"

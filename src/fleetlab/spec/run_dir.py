@@ -76,7 +76,7 @@ def read_ledger(folder: Path) -> dict[str, list[Any]]:
     if not folder.is_dir():
         raise SpecError(str(folder), [f"not a folder; give a run folder ({SIMULATE_HINT})"])
     note_input(folder)
-    absent = f"not found; {SIMULATE_HINT} (or `fleetlab cost ledger SCENARIO --out DIR`)"
+    absent = f"not found; {SIMULATE_HINT} (or `fleetlab plan ledger SCENARIO --out DIR`)"
     table = read_parquet(file, absent, "a cost ledger")
     if "bucket" in table.column_names and "category" not in table.column_names:  # the earlier ledger layout
         table = table.rename_columns(["category" if c == "bucket" else c for c in table.column_names])

@@ -27,9 +27,10 @@ import pyarrow as pa
 from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, NODE_SCHEMA, History
 from fleetlab.spec.alibaba import POD_COLUMNS, QOS_CLASS, load_openb_nodes, parse_pod_cells
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.common import JobRecord, NodeRecord, SourceData, head_bytes
 from fleetlab.spec.table_cells import read_string_columns, require_columns
 
-__all__ = ["EPOCH", "load_alibaba_history", "openb_node_table"]
+__all__ = ["EPOCH", "load_alibaba_history", "openb_node_table", "read_alibaba"]
 
 #: The trace gives seconds from its own start; the calendar instant is not published.
 EPOCH = "1970-01-01T00:00:00Z"
@@ -222,6 +223,8 @@ def load_alibaba_history(pod_csv: Path, node_csv: Path | None = None) -> History
                 None if o or s is None else max(float(t) - s, 0.0)
                 for o, t, s in zip(open_end, gone, sched_list, strict=True)
             ],
+            "user": [None] * rows,
+            "walltime_s": [None] * rows,
         },
         schema=JOB_SCHEMA,
     )
@@ -234,3 +237,25 @@ def load_alibaba_history(pod_csv: Path, node_csv: Path | None = None) -> History
         end_s=end,
         sources=("alibaba",),
     )
+
+
+#: JOB_SCHEMA / NODE_SCHEMA time columns and the record attributes they come from.
+_JOB_TIMES = {"submit_s": "submit", "admitted_s": "admitted", "scheduled_s": "scheduled",
+              "running_s": "running", "end_s": "end"}  # fmt: skip
+_NODE_TIMES = {"created_s": "created", "deleted_s": "deleted"}
+
+
+def read_alibaba(path: Path) -> SourceData:
+    """An openb pod list or node list (told apart by the header: ``sn,...`` is a node list) as one source
+    of ``fleetlab import``; times stay seconds from the trace's start, so the history's epoch is 1970."""
+    data = SourceData(label=str(path), kind="alibaba")
+    header = head_bytes(path, 4096).decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
+    if header.split(",", 1)[0].strip() == "sn":
+        for row in openb_node_table(path).to_pylist():
+            data.nodes.append(NodeRecord(**{_NODE_TIMES.get(k, k): v for k, v in row.items()}))
+        return data
+    history = load_alibaba_history(path)
+    for row in history.jobs.to_pylist():
+        data.jobs.append(JobRecord(**{_JOB_TIMES.get(k, k): v for k, v in row.items()}))
+    data.end = history.end_s  # the trace's last instant: pods still there then are running or pending
+    return data

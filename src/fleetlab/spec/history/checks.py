@@ -78,7 +78,9 @@ def history_problems(history: History) -> list[str]:
         pc.and_(state_in("pending"), pc.is_valid(scheduled)), "are pending yet have a scheduled_s", scheduled
     )
     run = jobs.column("run_s")
-    no_end = pc.and_(pc.is_null(times["end_s"]), pc.is_null(run))
+    # A job that started and ended with no recorded end keeps its measured wait (its compute is unknown);
+    # one with neither a start, an end nor a run time has nothing measured at all.
+    no_end = pc.and_(pc.and_(pc.is_null(times["end_s"]), pc.is_null(run)), pc.is_null(scheduled))
     report(pc.and_(state_in("completed", "failed"), no_end), "have ended without an end_s or a run_s", state)
     report(pc.and_(pc.is_valid(run), pc.or_(pc.less(run, _number(0)), _bad(run))),
            "have a run_s that is not a number >= 0", run)  # fmt: skip
@@ -105,6 +107,13 @@ def history_problems(history: History) -> list[str]:
             values = _floats(nodes, name)
             if np.any(~np.isfinite(values) | (values < 0)):
                 out.append(f"node column {name}: every value must be a number >= 0")
+    down = history.node_down
+    if down.num_rows:
+        start, stop = _floats(down, "start_s"), _floats(down, "end_s")
+        if np.any(~np.isfinite(start) | (start < 0) | (start > history.end_s + 1e-6)):
+            out.append("node_down start_s: every value must be a finite number within 0..end_s")
+        if np.any(~np.isnan(stop) & (~np.isfinite(stop) | (stop < start) | (stop > history.end_s + 1e-6))):
+            out.append("node_down end_s: every value must lie within start_s..end_s (null: to the end)")
     bill = history.bill
     for name in ("billed_cost", "effective_cost", "charge_start_s", "charge_end_s"):
         values = _floats(bill, name)

@@ -21,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fleetlab.model.gpus import GPU_MODELS
-from fleetlab.model.history import BILL_SCHEMA, NODE_SCHEMA, History
+from fleetlab.model.history import BILL_SCHEMA, NODE_DOWN_SCHEMA, NODE_SCHEMA, History
+from fleetlab.model.history_policy import HistoryPolicy
 from fleetlab.spec.bounded import open_stream
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.job_columns import check_ranges, finish_jobs, merge_jobs, records_table
@@ -73,6 +74,8 @@ class JobRecord:
     gpu_mem_used_max: float | None = None
     image_pull_s: float | None = None
     run_s: float | None = None  # end - running, filled in when the tables are built
+    user: str | None = None
+    walltime_s: float | None = None  # requested wall time
 
 
 @dataclass(slots=True)
@@ -93,6 +96,18 @@ class NodeRecord:
     deleted: float | None = None
 
 
+@dataclass(slots=True)
+class NodeDownRecord:
+    """A window a node took no new work (NODE_DOWN_SCHEMA); absolute Unix seconds, ``end`` None: open."""
+
+    node: str | None
+    start: float
+    end: float | None
+    state: str  # down | drain
+    reason: str | None
+    source: str
+
+
 @dataclass
 class SourceData:
     """What one reader produced from one input: records, bill lines, skips and the latest time it saw."""
@@ -107,6 +122,9 @@ class SourceData:
     skipped: Counter[str] = field(default_factory=Counter)
     latest: float | None = None  # the latest instant any record mentions
     end: float | None = None  # when the record itself ends (a query's end), if the source says
+    node_down: list[NodeDownRecord] = field(default_factory=list)
+    policy: HistoryPolicy = field(default_factory=HistoryPolicy)
+    notes: list[str] = field(default_factory=list)  # what the reader assumed (shown with the history)
 
     def skip(self, reason: str, count: int = 1) -> None:
         """Count a row left out, under a reason a reader can act on."""
@@ -298,8 +316,10 @@ def assemble(parts: list[SourceData], end: float | None = None) -> History:
     jobs = merge_jobs([part.take_table() for part in parts])
     nodes = _merged([n for p in parts for n in p.nodes], "node")
     bills = [p.bill for p in parts if p.bill is not None and p.bill.num_rows]
+    downs = [d for p in parts for d in p.node_down]
     first = pc.min(jobs.column("submit_s")).as_py() if jobs.num_rows else None
     starts = [first] if first is not None else [n.created for n in nodes if n.created is not None]
+    starts = starts or [d.start for d in downs]
     if not starts and bills:
         starts = [min(float(b.column("charge_start_s").to_numpy().min()) for b in bills)]
     epoch = float(math.floor(min(starts))) if starts else 0.0
@@ -308,8 +328,10 @@ def assemble(parts: list[SourceData], end: float | None = None) -> History:
     end_abs = max(end_abs, epoch)
     nodes.sort(key=lambda n: n.node)
     skipped: Counter[str] = Counter()
+    policy = HistoryPolicy()
     for p in parts:
         skipped.update(p.skipped)
+        policy = policy.merged(p.policy)
     holder = [jobs]
     del jobs  # finish_jobs takes it out of the holder: its absolute times are freed as they are shifted
     return History(
@@ -320,6 +342,26 @@ def assemble(parts: list[SourceData], end: float | None = None) -> History:
         end_s=end_abs - epoch,
         sources=tuple(f"{p.kind}:{p.label}" for p in parts),
         skipped=dict(sorted(skipped.items())),
+        node_down=_down_table(downs, epoch, end_abs),
+        policy=policy,
+        notes=tuple(n for p in parts for n in p.notes),
+    )
+
+
+def _down_table(windows: list[NodeDownRecord], epoch: float, end: float) -> pa.Table:
+    """The windows inside the record (clipped to it), shifted to the epoch, in a stable order."""
+    kept = [w for w in windows if w.start < end and (w.end is None or w.end > epoch)]
+    kept.sort(key=lambda w: (w.start, w.node or "", w.state))
+    return pa.Table.from_pydict(
+        {
+            "node": [w.node for w in kept],
+            "start_s": [max(w.start, epoch) - epoch for w in kept],
+            "end_s": [None if w.end is None or w.end >= end else w.end - epoch for w in kept],
+            "state": [w.state for w in kept],
+            "reason": [w.reason for w in kept],
+            "source": [w.source for w in kept],
+        },
+        schema=NODE_DOWN_SCHEMA,
     )
 
 

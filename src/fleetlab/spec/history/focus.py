@@ -4,15 +4,20 @@ usage cost export, into BILL_SCHEMA rows.
 Required FOCUS columns: BilledCost, EffectiveCost, ChargePeriodStart, ChargePeriodEnd, BillingCurrency.
 Used when present: ResourceId, SkuId, PricingCategory (a blank one with a CommitmentDiscountId reads as
 ``Commitment-Based``), RegionId (or RegionName, or the pre-1.0 ``Region``), Tags (a JSON object). Every
-other FOCUS column is ignored; columns FOCUS does not define are ignored and counted by name. The file is
-read line by line, so a month of bills streams.
+other FOCUS column is ignored here; columns FOCUS does not define are ignored and counted by name. The file
+is read line by line, so a month of bills streams.
+
+:func:`focus_lines` is the one reader of the format: it checks every line and yields it with its raw cells,
+so ``import`` (:func:`read_focus`, BILL_SCHEMA rows) and ``plan reconcile`` (``spec.focus_bill``, bill lines
+with charge categories, services and usage) read the same file the same way.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +58,9 @@ ISO_4217 = frozenset(
     XOF XPF YER ZAR ZMW ZWG
     """.split()  # noqa: SIM905
 )
-PRICING_CATEGORIES = ("On-Demand", "Commitment-Based", "Dynamic", "Other")
+#: FOCUS 1.0-1.2 PricingCategory values (specification/columns/pricingcategory.md), then the 1.0-preview
+#: spellings earlier exports still write; values are kept as the file has them.
+PRICING_CATEGORIES = ("Standard", "Dynamic", "Committed", "Other", "On-Demand", "Commitment-Based")
 #: FOCUS ChargeCategory values whose costs may be negative (refunds, credits, corrections).
 NEGATIVE_CATEGORIES = frozenset({"Credit", "Adjustment"})
 TIME_HINT = "an ISO 8601 UTC time such as 2024-05-01T00:00:00Z"
@@ -72,9 +79,9 @@ def _cost(text: str, source: str, where: str, category: str) -> float:
     return value
 
 
-def _tags(text: str, source: str, where: str) -> str | None:
+def _tags(text: str, source: str, where: str) -> dict[str, str]:
     if not text.strip():
-        return None
+        return {}
     try:
         tags = json_cell(text)
     except ValueError as exc:
@@ -83,15 +90,59 @@ def _tags(text: str, source: str, where: str) -> str | None:
         ) from None
     if not isinstance(tags, dict):
         raise SpecError(source, [f"{where}: Tags must be a JSON object, got {type(tags).__name__}"])
-    return json.dumps({str(k): str(v) for k, v in tags.items()}, sort_keys=True, separators=(",", ":"))
+    return {str(k): str(v) for k, v in tags.items()}
+
+
+@dataclass(frozen=True)
+class FocusLine:
+    """One bill line that passed the checks: its checked values and its raw cells (by column name)."""
+
+    line: int
+    start: float  # ChargePeriodStart, Unix seconds
+    end: float
+    pricing_category: str | None
+    region: str | None
+    billed_cost: float
+    effective_cost: float
+    currency: str
+    tags: dict[str, str]
+    cells: dict[str, str]
+
+    def cell(self, name: str) -> str:
+        """A column's text, stripped ('' when the file has no such column)."""
+        return (self.cells.get(name) or "").strip()
+
+    @property
+    def tags_json(self) -> str | None:
+        """The tags as a JSON object with sorted keys (None when there are none)."""
+        return json.dumps(self.tags, sort_keys=True, separators=(",", ":")) if self.tags else None
 
 
 def read_focus(path: Path, progress: Callable[[int], None] | None = None) -> SourceData:
     """BILL_SCHEMA rows (absolute Unix seconds) from one FOCUS CSV file."""
-    source = str(path)
-    data = SourceData(label=source, kind="focus")
-    fh = open_text(path, "utf-8-sig")
+    data = SourceData(label=str(path), kind="focus")
     columns: dict[str, list[Any]] = {name: [] for name in BILL_SCHEMA.names}
+    for line in focus_lines(path, data, progress):
+        columns["charge_start_s"].append(line.start)
+        columns["charge_end_s"].append(line.end)
+        columns["resource_id"].append(line.cell("ResourceId") or None)
+        columns["sku"].append(line.cell("SkuId") or None)
+        columns["pricing_category"].append(line.pricing_category)
+        columns["region"].append(line.region)
+        columns["billed_cost"].append(line.billed_cost)
+        columns["effective_cost"].append(line.effective_cost)
+        columns["currency"].append(line.currency)
+        columns["tags_json"].append(line.tags_json)
+    data.bill = pa.Table.from_pydict(columns, schema=BILL_SCHEMA)
+    return data
+
+
+def focus_lines(
+    path: Path, data: SourceData, progress: Callable[[int], None] | None = None
+) -> Iterator[FocusLine]:
+    """Every line of a FOCUS CSV file that passes the checks; lines left out are counted in ``data``."""
+    source = str(path)
+    fh = open_text(path, "utf-8-sig")
     with fh:
         reader = csv_dict_reader(fh)
         try:
@@ -112,7 +163,9 @@ def read_focus(path: Path, progress: Callable[[int], None] | None = None) -> Sou
         region_col = next((c for c in ("RegionId", "Region", "RegionName") if c in header), None)
         try:
             for number, row in enumerate(reader, start=2):
-                _row(row, number, source, region_col, columns, data)
+                line = _line(row, number, source, region_col, data)
+                if line is not None:
+                    yield line
                 if number % 65536 == 0:
                     data.count_rows(number)
                     if progress is not None:  # the file's position (tell() is off while it is iterated)
@@ -121,14 +174,11 @@ def read_focus(path: Path, progress: Callable[[int], None] | None = None) -> Sou
             raise SpecError(source, [f"line {reader.reader.line_num}: not valid CSV: {exc}"]) from None
         except UnicodeDecodeError as exc:
             raise SpecError(source, [f"is not UTF-8 text ({exc.reason})"]) from None
-    data.bill = pa.Table.from_pydict(columns, schema=BILL_SCHEMA)
-    return data
 
 
-def _row(
-    row: dict[str, Any], number: int, source: str, region_col: str | None,
-    columns: dict[str, list[Any]], data: SourceData,
-) -> None:  # fmt: skip
+def _line(
+    row: dict[str, Any], number: int, source: str, region_col: str | None, data: SourceData
+) -> FocusLine | None:
     where = f"line {number}"
     if None in row or any(v is None for v in row.values()):
         raise SpecError(source, [f"{where}: the number of fields differs from the header (truncated?)"])
@@ -145,7 +195,7 @@ def _row(
         raise SpecError(source, [f"{where}: ChargePeriodStart and ChargePeriodEnd are required"])
     if end < start:
         data.skip("bill line whose charge period ends before it starts")
-        return
+        return None
     category = (row.get("PricingCategory") or "").strip()
     if not category and (row.get("CommitmentDiscountId") or "").strip():
         category = "Commitment-Based"
@@ -157,20 +207,21 @@ def _row(
                 + ", ".join(PRICING_CATEGORIES)
             ],
         )
-    columns["charge_start_s"].append(start)
-    columns["charge_end_s"].append(end)
-    columns["resource_id"].append((row.get("ResourceId") or "").strip() or None)
-    columns["sku"].append((row.get("SkuId") or "").strip() or None)
-    columns["pricing_category"].append(category or None)
-    columns["region"].append(((row.get(region_col) or "").strip() or None) if region_col else None)
-    kind = (row.get("ChargeCategory") or "").strip()
-    columns["billed_cost"].append(_cost(row["BilledCost"], source, f"{where}, column BilledCost", kind))
-    columns["effective_cost"].append(
-        _cost(row["EffectiveCost"], source, f"{where}, column EffectiveCost", kind)
+    charge = (row.get("ChargeCategory") or "").strip()
+    line = FocusLine(
+        line=number,
+        start=start,
+        end=end,
+        pricing_category=category or None,
+        region=((row.get(region_col) or "").strip() or None) if region_col else None,
+        billed_cost=_cost(row["BilledCost"], source, f"{where}, column BilledCost", charge),
+        effective_cost=_cost(row["EffectiveCost"], source, f"{where}, column EffectiveCost", charge),
+        currency=currency,
+        tags=_tags(row.get("Tags") or "", source, f"{where}, column Tags"),
+        cells=row,
     )
-    columns["currency"].append(currency)
-    columns["tags_json"].append(_tags(row.get("Tags") or "", source, f"{where}, column Tags"))
     data.saw(end)
+    return line
 
 
 def read_gcp_export(path: Path) -> SourceData:

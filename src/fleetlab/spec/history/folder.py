@@ -1,7 +1,9 @@
-"""A history folder on disk: ``jobs.parquet``, ``nodes.parquet``, ``bill.parquet`` and ``history.json``.
+"""A history folder on disk: ``jobs.parquet``, ``nodes.parquet``, ``bill.parquet``, ``node_down.parquet``,
+``policy.json`` and ``history.json``.
 
-``history.json`` holds ``epoch``, ``end_s``, ``sources`` and ``skipped``. Reading checks every table has the
-schema's columns (extra columns are ignored, a missing nullable one reads as null) and the record's
+``history.json`` holds ``epoch``, ``end_s``, ``sources``, ``skipped`` and ``notes``; ``policy.json`` the
+recorded queueing policy (:class:`fleetlab.model.history_policy.HistoryPolicy`). Reading checks every table
+has the schema's columns (extra columns are ignored, a missing nullable one reads as null) and the record's
 numbers are finite, so a hand-edited or foreign folder fails with one clear paragraph.
 """
 
@@ -14,8 +16,19 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
-from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, JOB_STATES, NODE_SCHEMA, History
+from fleetlab.model.history import (
+    BILL_SCHEMA,
+    JOB_SCHEMA,
+    JOB_STATES,
+    NODE_DOWN_SCHEMA,
+    NODE_DOWN_STATES,
+    NODE_SCHEMA,
+    History,
+)
+from fleetlab.model.history_policy import HistoryPolicy
+from fleetlab.model.validation_problems import problems_from_validation
 from fleetlab.spec.bounded import load_json, read_parquet, read_text_file
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.checks import check_history
@@ -23,9 +36,11 @@ from fleetlab.spec.inputs_read import note_input
 
 __all__ = ["HISTORY_FILES", "read_history_folder", "write_history_folder"]
 
-HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA}
+HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA, "node_down": NODE_DOWN_SCHEMA}
 #: history.json is small; anything larger is not one.
 MAX_META_BYTES = 1 << 20
+#: policy.json holds a cluster's queues and limits: thousands of objects at most.
+MAX_POLICY_BYTES = 64 << 20
 #: A month of a 2,000-GPU cluster (~500k jobs) is tens of MB of Parquet; far larger is not a history.
 MAX_TABLE_BYTES = 4 << 30
 #: Rows per Parquet row group: the writer holds one group's encoded columns, not a million rows'.
@@ -86,6 +101,9 @@ def read_history_folder(folder: Path) -> History:
     sources = meta.get("sources", [])
     if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
         raise SpecError(str(meta_file), ["sources: expected a list of strings"])
+    notes = meta.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(s, str) for s in notes):
+        raise SpecError(str(meta_file), ["notes: expected a list of strings"])
     jobs = _read_table(folder / "jobs.parquet", JOB_SCHEMA, True)
     bad = sorted(set(jobs.column("state").to_pylist()) - set(JOB_STATES))
     if bad:
@@ -100,19 +118,48 @@ def read_history_folder(folder: Path) -> History:
         end_s=end_s,
         sources=tuple(sources),
         skipped={str(k): int(v) for k, v in skipped.items()},
+        node_down=_read_down(folder / "node_down.parquet"),
+        policy=_read_policy(folder / "policy.json"),
+        notes=tuple(notes),
     )
     return check_history(history, str(folder))
+
+
+def _read_down(file: Path) -> pa.Table:
+    table = _read_table(file, NODE_DOWN_SCHEMA, False)
+    bad = sorted(set(table.column("state").to_pylist()) - set(NODE_DOWN_STATES))
+    if bad:
+        raise SpecError(str(file), [f"state {bad[0]!r}: must be one of {', '.join(NODE_DOWN_STATES)}"])
+    return table
+
+
+def _read_policy(file: Path) -> HistoryPolicy:
+    """policy.json (absent: no recorded policy), every field checked against HistoryPolicy."""
+    if not file.is_file():
+        return HistoryPolicy()
+    text = read_text_file(file, "not found")
+    if len(text) > MAX_POLICY_BYTES:
+        raise SpecError(str(file), [f"is {len(text)} bytes; a policy.json is at most {MAX_POLICY_BYTES}"])
+    try:
+        return HistoryPolicy.model_validate(load_json(str(file), text))
+    except ValidationError as exc:
+        raise SpecError(str(file), problems_from_validation(exc)) from None
 
 
 def write_history_folder(history: History, folder: Path) -> None:
     """Write the four files into ``folder`` (which the caller stages and renames into place)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name, table in (("jobs", history.jobs), ("nodes", history.nodes), ("bill", history.bill)):
+    tables = (("jobs", history.jobs), ("nodes", history.nodes), ("bill", history.bill),
+              ("node_down", history.node_down))  # fmt: skip
+    for name, table in tables:
         pq.write_table(table, folder / f"{name}.parquet", compression="zstd", row_group_size=ROW_GROUP)
     meta = {
         "epoch": history.epoch,
         "end_s": history.end_s,
         "sources": list(history.sources),
         "skipped": dict(sorted(history.skipped.items())),
+        "notes": list(history.notes),
     }
     (folder / "history.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    policy = history.policy.model_dump(mode="json")
+    (folder / "policy.json").write_text(json.dumps(policy, indent=2, sort_keys=True) + "\n", encoding="utf-8")

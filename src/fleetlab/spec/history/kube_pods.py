@@ -3,7 +3,8 @@ the jobs of one import keyed by owner (:class:`KubeJobs`, which Workloads and ev
 
 A job is the pods of one controlling owner (a Job, JobSet, PyTorchJob, LeaderWorkerSet, ReplicaSet, a Kueue
 pod group, or the bare pod). Times: ``creationTimestamp`` (submit), the ``PodScheduled`` condition's
-``lastTransitionTime`` when True (scheduled), the earliest app-container ``startedAt`` in ``state`` or
+``lastTransitionTime`` when True (scheduled; for a pod on a node without that condition, ``status.startTime``,
+else its first container start, else its creation), the earliest app-container ``startedAt`` in ``state`` or
 ``lastState`` (running), the latest ``terminated.finishedAt`` (end).
 """
 
@@ -263,8 +264,15 @@ def pod_times(obj: dict[str, Any], source: str, where: str) -> PodTimes:
     started, finished, restarts, reason = _container_times(status, source, where)
     if status.get("phase") == "Failed" and status.get("reason"):
         reason = str(status["reason"])  # Evicted, DeadlineExceeded, ... (the pod-level cause)
+    created = parse_rfc3339(meta.get("creationTimestamp"), source, f"{where}.metadata.creationTimestamp")
+    if scheduled is None and (obj.get("spec") or {}).get("nodeName") and status.get("phase") != "Pending":
+        # Bound without a PodScheduled condition (spec.nodeName set at creation, or the condition lost):
+        # it held its node from when the kubelet acknowledged it (status.startTime), else its first
+        # container start, else its creation.
+        acknowledged = parse_rfc3339(status.get("startTime"), source, f"{where}.status.startTime")
+        scheduled = acknowledged or started or created
     return PodTimes(
-        created=parse_rfc3339(meta.get("creationTimestamp"), source, f"{where}.metadata.creationTimestamp"),
+        created=created,
         scheduled=scheduled,
         started=started,
         finished=finished,

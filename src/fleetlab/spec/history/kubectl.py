@@ -18,6 +18,7 @@ from fleetlab.spec.history.common import SourceData, parse_rfc3339
 from fleetlab.spec.history.json_stream import stream_objects
 from fleetlab.spec.history.kube_nodes import node_record
 from fleetlab.spec.history.kube_pods import KubeJobs, job_record, owner_of, pod_problem, pod_times
+from fleetlab.spec.history.kube_policy import POLICY_KINDS, KubePolicy
 from fleetlab.spec.history.kueue_history import (
     EventTally,
     WorkloadFacts,
@@ -45,6 +46,7 @@ class KubeHistory(KubeJobs):
         super().__init__(SourceData(label=label, kind="kubectl"))
         self.events = EventTally()
         self.workloads: list[WorkloadFacts] = []
+        self.policy = KubePolicy()  # queues, quotas, priority classes, node outages
         self.objects = 0  # objects read, all files together (the source's row count)
 
     def read(self, path: Path, progress: Callable[[int], None] | None = None) -> None:
@@ -76,9 +78,13 @@ class KubeHistory(KubeJobs):
         elif kind == "Workload":
             self.workloads.append(read_workload(obj, source, self.data))
         elif kind == "Event":
-            tally_event(self.events, obj, source, self.data)
+            if not self.policy.event(obj, source, self.data):
+                tally_event(self.events, obj, source, self.data)
         elif kind == "Node":
             self.data.nodes.append(node_record(obj, source))
+            self.policy.node_status(obj, source)
+        elif kind in POLICY_KINDS:
+            self.policy.take(obj, source)
         elif kind in IGNORED_KINDS:
             self.data.skip(f"{kind} objects are not read")
         else:
@@ -191,6 +197,7 @@ class KubeHistory(KubeJobs):
             record = job_record(self.jobs[key], models, self.data)
             if record is not None:
                 self.data.jobs.append(record)
+        self.policy.finish(self.data)
         return self.data
 
 

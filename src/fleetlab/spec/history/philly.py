@@ -4,9 +4,10 @@ msr-fiddle/philly-traces and the per-job summary CSV derived from it
 
 cluster_job_log: a JSON array of jobs ``{"jobid", "user", "vc", "status": Pass|Killed|Failed,
 "submitted_time", "attempts": [{"start_time", "end_time", "detail": [{"ip", "gpus": [...]}]}]}``; times are
-``YYYY-MM-DD HH:MM:SS`` (read as UTC) or ``None``. The summary CSV has no start instant, only a measured
-duration: its jobs start at submit (wait 0, an assumption counted under the skip reasons so every report
-shows it) and end ``duration`` later.
+``YYYY-MM-DD HH:MM:SS`` (read as UTC) or ``None``. A job's nodes are the machines of all its attempts; its
+pods and GPUs those of its widest attempt (the one holding the most GPUs). The summary CSV has no start
+instant, only a measured duration: its jobs start at submit (wait 0, an assumption counted under the skip
+reasons so every report shows it) and end ``duration`` later.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def _log_job(job: Any, source: str, where: str, data: SourceData) -> JobRecord |
     starts: list[float] = []
     ends: list[float] = []
     machines: list[str] = []
+    every: set[str] = set()
     gpus = 0
     for i, attempt in enumerate(attempts):
         if not isinstance(attempt, dict):
@@ -138,12 +140,15 @@ def _log_job(job: Any, source: str, where: str, data: SourceData) -> JobRecord |
         starts += [start] if start is not None else []
         ends += [end] if end is not None else []
         detail = attempt.get("detail") or []
-        if i == 0 and isinstance(detail, list):
+        if isinstance(detail, list):  # every attempt's machines; the shape of the widest attempt
             hosts = [d for d in detail if isinstance(d, dict)]
             if any(not isinstance(d.get("gpus") or [], list) for d in hosts):
                 raise SpecError(source, [f"{here}.detail[].gpus: expected a list of GPU names"])
-            machines = [str(d.get("ip")) for d in hosts if d.get("ip")]
-            gpus = sum(len(d.get("gpus") or []) for d in hosts)
+            here_machines = [str(d.get("ip")) for d in hosts if d.get("ip")]
+            here_gpus = sum(len(d.get("gpus") or []) for d in hosts)
+            every.update(here_machines)
+            if here_gpus > gpus or (here_gpus == gpus and len(here_machines) > len(machines)):
+                machines, gpus = here_machines, here_gpus
     state, reason = STATUS[status]
     end_at = max(ends) if ends and state != "running" else None
     if state in ("completed", "failed") and end_at is None:
@@ -154,8 +159,9 @@ def _log_job(job: Any, source: str, where: str, data: SourceData) -> JobRecord |
     return JobRecord(
         job_id=str(job.get("jobid") or where), source="philly", owner_kind="PhillyJob",
         team=str(job.get("vc") or "") or None, queue=str(job.get("vc") or "") or None,
+        user=str(job.get("user") or "") or None,
         job_class="training" if gpus else "batch", pods=pods, gpus_per_pod=gpus / pods, submit=submit,
         scheduled=min(starts) if starts else None, running=min(starts) if starts else None, end=end_at,
         state=state, end_reason=reason, restarts=max(len(attempts) - 1, 0),
-        nodes=",".join(sorted(set(machines))) or None,
+        nodes=",".join(sorted(every)) or None,
     )  # fmt: skip

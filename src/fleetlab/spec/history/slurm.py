@@ -14,6 +14,7 @@ read goes through the per-cell reader, which names the line and the value.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from fleetlab.model.limits import MAX_SECONDS
 from fleetlab.spec.bounded import open_binary_stream
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import (
@@ -51,7 +53,7 @@ from fleetlab.spec.history.slurm_fold import (
 __all__ = ["expand_hostlist", "parse_tres", "read_slurm"]
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State")
-OPTIONAL = ("AllocTRES", "ReqTRES", "Partition", "Account", "Priority", "NodeList")
+OPTIONAL = ("AllocTRES", "ReqTRES", "Partition", "Account", "Priority", "NodeList", "User", "Timelimit")
 TIME_HINT = "YYYY-MM-DDTHH:MM:SS (run `TZ=UTC sacct --parsable2 ...`)"
 MAX_LINE_CHARS = 1 << 20
 #: Rows read at a time (Arrow's block size in bytes): memory holds one block's text.
@@ -125,6 +127,46 @@ def _times(texts: pa.Array, name: str, where: Callable[[int], str], source: str)
     return owned(values, mask=np.isnan(values))
 
 
+_WALL = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_wall(text: str, source: str, where: str) -> float | None:
+    """Slurm's ``[days-]hours:minutes:seconds``, ``minutes:seconds`` or minutes alone, in seconds (at
+    most MAX_SECONDS); ``UNLIMITED``/``Partition_Limit``/empty: None."""
+    text = text.strip()
+    if text in ("", "UNLIMITED", "INFINITE", "Partition_Limit"):
+        return None
+    match = _WALL.match(text) if len(text) <= 40 else None
+    if match is None:
+        raise SpecError(source, [f"{where}: {short(text)} is not a Slurm time such as 2-00:00:00"])
+    days, first, second, third = (int(g) if g else 0 for g in match.groups())
+    if match.group(3) is None:  # minutes alone (days-hours with a dash)
+        seconds = 86400.0 * days + (3600.0 * first if match.group(1) else 60.0 * first)
+    elif match.group(4) is None:
+        seconds = 86400.0 * days + (3600.0 * first + 60 * second if match.group(1) else 60.0 * first + second)
+    else:
+        seconds = 86400.0 * days + 3600.0 * first + 60 * second + third
+    if seconds > MAX_SECONDS:
+        raise SpecError(
+            source, [f"{where}: {short(text)} is longer than 100 years, the longest fleetlab models"]
+        )
+    return seconds
+
+
+def _walls(texts: pa.Array, where: Callable[[int], str], source: str) -> pa.Array:
+    """Timelimit cells in seconds: each distinct text read once (a dump repeats a few limits)."""
+    encoded = pc.dictionary_encode(pc.utf8_trim_whitespace(texts))
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    values: list[float | None] = []
+    for code, text in enumerate(encoded.dictionary.to_pylist()):
+
+        def place(code: int = code) -> str:
+            return f"{where(int(np.nonzero(indices == code)[0][0]))} Timelimit"
+
+        values.append(located(lambda t, p: parse_wall(t, source, p), text, place))
+    return pc.take(pa.array(values, pa.float64()), encoded.indices)
+
+
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     index = batch.schema.get_field_index(name)
     return batch.column(index) if index >= 0 else pa.array([""] * batch.num_rows, pa.string())
@@ -156,6 +198,8 @@ def _parsable_batch(batch: pa.RecordBatch, where: Callable[[int], str], source: 
             "priority": pc.cast(pc.if_else(digits, priority, NO_TEXT), pa.float64()),
             "nodes": pc.utf8_trim_whitespace(_column(batch, "NodeList")),
             "restarts": pa.array(np.zeros(batch.num_rows, dtype=np.int64)),
+            "user": pc.utf8_trim_whitespace(_column(batch, "User")),
+            "timelimit": _walls(_column(batch, "Timelimit"), place, source),
         },
         schema=ATTEMPT_SCHEMA,
     )
@@ -248,6 +292,12 @@ def _text(job: dict[str, Any], key: str, source: str, where: str) -> str | None:
     return value.strip() or None
 
 
+def _limit_minutes(value: Any) -> float | None:
+    """``time.limit`` of ``sacct --json``: minutes, as a plain number or ``{set, infinite, number}``."""
+    minutes = _number(value)
+    return None if minutes is None or minutes <= 0 else min(60.0 * minutes, float(MAX_SECONDS))
+
+
 def _json_time(value: Any, source: str, where: str) -> float | None:
     number = _number(value)
     if number is None or number == 0:
@@ -317,6 +367,8 @@ def _json_job(job: Any, index: int, source: str) -> tuple[Any, ...]:
         priority if priority is not None and 0 <= priority < 2**62 else None,
         _text(job, "nodes", source, where),
         int(restarts),
+        _text(job, "user", source, where),
+        _limit_minutes(times.get("limit")),
     )
 
 

@@ -61,6 +61,8 @@ ATTEMPT_SCHEMA = pa.schema(
         pa.field("priority", pa.float64()),
         pa.field("nodes", pa.string()),
         pa.field("restarts", pa.int64()),
+        pa.field("user", pa.string()),
+        pa.field("timelimit", pa.float64()),  # requested wall time, seconds (null: none or unlimited)
     ]
 )
 
@@ -298,6 +300,8 @@ def job_rows(attempts: pa.Table, source: str) -> pa.Table:
         "restarts": pc.cast(attempts.column("restarts"), pa.int32()),
         "evictions": pc.cast(pc.is_in(word, value_set=_EVICTED), pa.int32()),
         "nodes": _few(_node_names(_array(attempts.column("nodes")))),
+        "user": _few(_blank_null(_array(attempts.column("user")))),
+        "walltime_s": attempts.column("timelimit"),
         "gpu_util_mean": no_float,
         "gpu_mem_used_max": no_float,
         "image_pull_s": no_float,

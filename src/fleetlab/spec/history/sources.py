@@ -19,13 +19,26 @@ from fleetlab.spec.history.common import SourceData, assemble, head_bytes
 from fleetlab.spec.history.focus import read_focus, read_gcp_export
 from fleetlab.spec.history.job_columns import returned_memory
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
+from fleetlab.spec.history.opencost import read_opencost
 from fleetlab.spec.history.philly import read_philly
 from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
 from fleetlab.spec.history.prometheus_api import DEFAULT_IMPORT_DEADLINE_S
 from fleetlab.spec.history.slurm import read_slurm
-from fleetlab.spec.history.swf import read_swf
+from fleetlab.spec.history.swf import SwfNodes, read_swf
 
-FORMATS = ("kubectl", "slurm", "focus", "gcp-billing", "philly", "swf")
+FORMATS = (
+    "kubectl",
+    "slurm",
+    "focus",
+    "gcp-billing",
+    "opencost",
+    "philly",
+    "swf",
+    "alibaba",
+    "sacctmgr",
+    "sshare",
+    "scontrol",
+)
 HEAD_BYTES = 64 * 1024
 #: (label, done, total) — the CLI's progress bar.
 Progress = Callable[[str, int, int], None]
@@ -56,6 +69,20 @@ def split_source(text: str) -> tuple[str | None, Path]:
     return None, Path(text)
 
 
+def refuse_empty(path: Path) -> None:
+    """An empty (or whitespace-only) input is said to be empty, with the usual reason it is."""
+    if head_bytes(path, HEAD_BYTES).strip():
+        return
+    raise SpecError(
+        str(path),
+        [
+            "is empty: there is nothing to import from it. `kubectl get ... -o json > FILE` leaves the file "
+            "empty when the command fails, e.g. `kubectl get workloads` on a cluster without Kueue (no "
+            "such resource type); leave the file out, or capture it again"
+        ],
+    )
+
+
 def detect_format(path: Path) -> str:
     """The reader for a file from its suffix and first bytes, or a SpecError saying how to name it."""
     head = head_bytes(path, HEAD_BYTES).decode("utf-8", errors="replace")
@@ -64,6 +91,8 @@ def detect_format(path: Path) -> str:
     if path.suffix.lower() == ".swf" or stripped.startswith(";"):
         return "swf"
     if stripped.startswith(("{", "[")):
+        if '"totalCost"' in head:
+            return "opencost"
         if '"kind"' in head:
             return "kubectl"
         if '"submitted_time"' in head or '"attempts"' in head:
@@ -72,12 +101,24 @@ def detect_format(path: Path) -> str:
             return "slurm"
     elif "|" in first_line and "JobID" in first_line:
         return "slurm"
+    elif "|" in first_line and ("RawShares" in first_line or "NormShares" in first_line):
+        return "sshare"
+    elif "|" in first_line and (
+        "GrpTRES" in first_line or "MaxTRESPU" in first_line or "NodeName|TimeStart" in first_line
+    ):
+        return "sacctmgr"
+    elif stripped.startswith("Configuration data as of") or "\nPriorityType" in head:
+        return "scontrol"
     elif "BilledCost" in first_line:
         return "focus"
+    elif "TotalCost" in first_line and "Namespace" in first_line:
+        return "opencost"
     elif "usage_start_time" in first_line:
         return "gcp-billing"
     elif "num_gpus" in first_line and "timestamp" in first_line:
         return "philly"
+    elif first_line.startswith(("name,cpu_milli,", "sn,cpu_milli,")):
+        return "alibaba"
     elif stripped.startswith(("apiVersion", "kind", "items", "---")):
         return "kubectl"
     raise SpecError(
@@ -100,7 +141,11 @@ def _file_progress(progress: Progress | None, path: Path) -> Callable[[int], Non
 
 
 def read_source(
-    fmt: str, path: Path, progress: Progress | None = None, swf_processors: str = "cpus"
+    fmt: str,
+    path: Path,
+    progress: Progress | None = None,
+    swf_processors: str = "cpus",
+    swf_nodes: SwfNodes | None = None,
 ) -> SourceData:
     """One file through its reader (kubectl files are better read together, see :func:`import_sources`)."""
     tick = _file_progress(progress, path)
@@ -112,10 +157,22 @@ def read_source(
         return read_focus(path, tick)
     if fmt == "gcp-billing":
         return read_gcp_export(path)
+    if fmt == "opencost":
+        return read_opencost(path, tick)
     if fmt == "philly":
         return read_philly(path, tick)
     if fmt == "swf":
-        return read_swf(path, swf_processors, tick)
+        return read_swf(path, swf_processors, tick, swf_nodes)
+    if fmt == "alibaba":
+        from fleetlab.spec.history.alibaba import read_alibaba
+
+        return read_alibaba(path)
+    if fmt in ("sacctmgr", "sshare", "scontrol"):
+        from fleetlab.spec.history import slurm_policy
+
+        reader = {"sacctmgr": slurm_policy.read_sacctmgr, "sshare": slurm_policy.read_sshare,
+                  "scontrol": slurm_policy.read_scontrol_config}[fmt]  # fmt: skip
+        return reader(path)
     raise SpecError(str(path), [f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}"])
 
 
@@ -125,10 +182,11 @@ def import_sources(
     end: float | None = None,
     swf_processors: str = "cpus",
     progress: Progress | None = None,
+    swf_nodes: SwfNodes | None = None,
 ) -> History:
     """:func:`_import_sources` with freed memory returned at once (``job_columns.returned_memory``)."""
     with returned_memory():
-        return _import_sources(sources, prometheus, end, swf_processors, progress)
+        return _import_sources(sources, prometheus, end, swf_processors, progress, swf_nodes)
 
 
 def _import_sources(
@@ -137,6 +195,7 @@ def _import_sources(
     end: float | None = None,
     swf_processors: str = "cpus",
     progress: Progress | None = None,
+    swf_nodes: SwfNodes | None = None,
 ) -> History:
     """One History from files (``[FORMAT:]PATH``) and, optionally, a Prometheus server.
 
@@ -149,6 +208,7 @@ def _import_sources(
     others: list[tuple[str, Path]] = []
     for source in sources:
         fmt, path = split_source(str(source))
+        refuse_empty(path)
         fmt = fmt or detect_format(path)
         if fmt == "kubectl":
             kube_files.append(path)
@@ -173,7 +233,7 @@ def _import_sources(
             )
         )  # fmt: skip
     for fmt, path in others:
-        parts.append(read_source(fmt, path, progress, swf_processors))
+        parts.append(read_source(fmt, path, progress, swf_processors, swf_nodes))
     label = ", ".join(str(s) for s in sources) or (public_url(prometheus.url) if prometheus else "import")
     history = assemble(parts, end)
     parts.clear()  # the sources' own tables (absolute times) are not needed past this point

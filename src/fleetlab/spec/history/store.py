@@ -42,7 +42,21 @@ def history_meta(history: History) -> dict[str, Any]:
         "nodes": history.nodes.num_rows,
         "bill_lines": history.bill.num_rows,
         "skipped": dict(sorted(history.skipped.items())),
+        "jobs_wait_unmeasured": wait_unmeasured(history),
+        "node_down_windows": history.node_down.num_rows,
+        "policy": history.policy.counts(),
+        "notes": list(history.notes),
     }
+
+
+def wait_unmeasured(history: History) -> int:
+    """Jobs that ran (not pending, not cancelled before starting) with no recorded start instant: their
+    wait is not measured (SWF logs without wait times, summaries that give only a duration). The
+    baseline's ``wait_unmeasured`` counts the same jobs."""
+    state = history.jobs.column("state").to_pylist()
+    scheduled = history.jobs.column("scheduled_s").to_pylist()
+    ran = (sc is None and st not in ("pending", "cancelled") for st, sc in zip(state, scheduled, strict=True))
+    return sum(ran)
 
 
 def write_history(history: History, out: Path) -> None:

@@ -1,16 +1,5 @@
-"""fleetlab as a Python library: load a scenario, run it, read its tables as Arrow (hence pandas/polars).
-
-The same steps as ``fleetlab simulate`` with the same results, byte for byte once written::
-
-    import fleetlab.api as fl
-
-    scenario = fl.load("examples/two-teams/baseline.yaml", seed=3)
-    result = fl.run(scenario, policy="most-allocated")
-    result.jobs.to_pandas()          # or polars.from_arrow(result.jobs)
-    result.summary["queue_wait_p95_s"]
-    result.write("out/")             # the files `fleetlab simulate --out` writes
-
-Tables are built from the run's columns on first access and kept; see docs/data-dictionary.md.
+"""One scenario, one run: load a scenario, run it under a policy, read its tables as Arrow (pandas or polars
+on request), write the files ``fleetlab simulate --out`` writes — byte for byte the same.
 """
 
 from __future__ import annotations
@@ -22,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from fleetlab.api.frames import Frame, to_frame
 from fleetlab.cost.ledger import ledger_columns
 from fleetlab.cost.ledger_io import run_id_of
 from fleetlab.experiment.output import write_results
@@ -33,6 +23,9 @@ from fleetlab.spec.loader import load as _load
 
 __all__ = ["DEFAULT_COMPARE", "Result", "Scenario", "compare_policies", "load", "run"]
 
+#: The tables a run has, by name.
+TABLES = ("jobs", "pods", "nodes", "timeline", "ledger")
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -40,6 +33,8 @@ class Scenario:
     generator); ``resolved`` is what the simulator takes."""
 
     resolved: ResolvedScenario
+    #: The file or built-in name it was loaded from (None: built in Python, e.g. by ``calibrate``).
+    source: str | None = None
 
     @property
     def name(self) -> str:
@@ -117,6 +112,18 @@ class Result:
         """What the run wants the user to know (stalls, jobs no node could ever hold, ...)."""
         return list(self.run_.result.warnings)
 
+    @property
+    def end_s(self) -> float:
+        """When the run ended (seconds): the end of the timeline's last step, for :func:`time_weighted`."""
+        return self.run_.result.end_ms / 1000.0
+
+    def dataframe(self, table: str = "jobs", library: str = "pandas") -> Frame:
+        """One of the run's tables (jobs, pods, nodes, timeline, ledger) as a pandas or polars DataFrame
+        (``pip install 'fleetlab[dataframes]'``), or ``library="arrow"`` for the Arrow table itself."""
+        if table not in TABLES:
+            raise ValueError(f"table {table!r}: one of {', '.join(TABLES)}")
+        return to_frame(getattr(self, table), library)
+
     def write(self, out: str | Path) -> Path:
         """Write the files ``fleetlab simulate --out`` writes, atomically; returns the folder."""
         folder = Path(out)
@@ -136,7 +143,8 @@ def load(path: str | Path | None = None, seed: int | None = None) -> Scenario:
     """A scenario file (or built-in name; None: the built-in default), its workload materialised.
 
     Bad input raises :class:`fleetlab.spec.errors.SpecError` with the same message the CLI prints."""
-    return Scenario(_load(None if path is None else str(path), seed))
+    source = None if path is None else str(path)
+    return Scenario(_load(source, seed), source or "default")
 
 
 def _resolved(scenario: Scenario | str | Path | None) -> ResolvedScenario:
