@@ -27,6 +27,7 @@ from typing import Any
 
 from fleetlab.model.quantity import parse_quantity
 from fleetlab.model.resource_quota import ResourceQuota, ScopedRequirement
+from fleetlab.spec.kube_requests import add_into, containers_total
 
 __all__ = [
     "QuotaDecision",
@@ -63,35 +64,11 @@ def _container(c: Mapping[str, Any]) -> tuple[Usage, Usage]:
     return requests, limits
 
 
-def _add(into: Usage, more: Mapping[str, Fraction]) -> None:
-    for k, v in more.items():
-        into[k] = into.get(k, Fraction(0)) + v
-
-
-def _max_into(into: Usage, other: Mapping[str, Fraction]) -> None:
-    for k, v in other.items():
-        if v > into.get(k, Fraction(0)):
-            into[k] = v
-
-
 def pod_totals(spec: Mapping[str, Any], which: int) -> Usage:
     """Requests (``which`` 0) or limits (1) of the pod, as resourcehelper ``PodRequests`` / ``PodLimits``."""
-    total: Usage = {}
-    for c in spec.get("containers") or []:
-        _add(total, _container(c)[which])
-    sidecars: Usage = {}
-    init_max: Usage = {}
-    for c in spec.get("initContainers") or []:
-        own = _container(c)[which]
-        if c.get("restartPolicy") == "Always":
-            _add(total, own)
-            _add(sidecars, own)
-            effective = dict(sidecars)
-        else:
-            effective = dict(own)
-            _add(effective, sidecars)
-        _max_into(init_max, effective)
-    _max_into(total, init_max)
+    total: Usage = containers_total(
+        spec.get("containers") or [], spec.get("initContainers") or [], lambda c, _: _container(c)[which]
+    )
     pod_level = spec.get("resources")
     if isinstance(pod_level, Mapping):
         level = _list(pod_level.get("requests" if which == 0 else "limits"))
@@ -101,9 +78,9 @@ def pod_totals(spec: Mapping[str, Any], which: int) -> Usage:
         total.update({k: v for k, v in level.items() if k in ("cpu", "memory") or k.startswith("hugepages-")})
     overhead = _list(spec.get("overhead"))
     if which == 0:
-        _add(total, overhead)
+        add_into(total, overhead)
     else:  # overhead counts in a limit only where the pod has one
-        _add(total, {k: v for k, v in overhead.items() if k in total})
+        add_into(total, {k: v for k, v in overhead.items() if k in total})
     return total
 
 
@@ -211,7 +188,7 @@ def usage_stats(quota: ResourceQuota, pods: Pods, now: datetime | None = None) -
     used: Usage = {}
     for pod in pods:
         if quota_matches(quota, pod):
-            _add(used, pod_usage(pod, now))
+            add_into(used, pod_usage(pod, now))
     return used
 
 

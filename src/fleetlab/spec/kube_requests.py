@@ -6,8 +6,9 @@ history importers and Kueue workload shapes, so all three count a pod the same w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, TypeVar
 
 from fleetlab.model.limits import MAX_QUANTITY
 from fleetlab.model.quantity import QuantityError
@@ -57,15 +58,49 @@ def container_requests(container: Mapping[str, Any], where: str, source: str) ->
     return requests
 
 
-def _add(into: ResourceList, more: Mapping[str, int]) -> None:
+#: An amount: integer units (the scheduler's view) or exact fractions (the quota evaluator's).
+Amount = TypeVar("Amount", int, Fraction)
+
+
+def add_into(into: dict[str, Amount], more: Mapping[str, Amount]) -> None:
+    """Add ``more`` to ``into``, name by name."""
     for name, amount in more.items():
         into[name] = into.get(name, 0) + amount
 
 
-def _max_into(into: ResourceList, other: Mapping[str, int]) -> None:
+def max_into(into: dict[str, Amount], other: Mapping[str, Amount]) -> None:
+    """Raise ``into`` to ``other`` where ``other`` is larger, name by name."""
     for name, amount in other.items():
         if amount > into.get(name, 0):
             into[name] = amount
+
+
+def containers_total(
+    containers: Sequence[Mapping[str, Any]],
+    init_containers: Sequence[Mapping[str, Any]],
+    amounts: Callable[[Mapping[str, Any], str], dict[str, Amount]],
+    where: str = "spec",
+) -> dict[str, Amount]:
+    """resourcehelper's container aggregate: app containers and sidecars (init containers with
+    ``restartPolicy: Always``) summed, then the maximum with each init container plus the sidecars started
+    before it. ``amounts(container, place)`` reads one container's amounts."""
+    total: dict[str, Amount] = {}
+    for i, c in enumerate(containers):
+        add_into(total, amounts(c, f"{where}.containers[{i}]"))
+    sidecars: dict[str, Amount] = {}
+    init_max: dict[str, Amount] = {}
+    for i, c in enumerate(init_containers):
+        own = amounts(c, f"{where}.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":  # a sidecar runs alongside everything after it
+            add_into(total, own)
+            add_into(sidecars, own)
+            effective = dict(sidecars)
+        else:
+            effective = dict(own)
+            add_into(effective, sidecars)
+        max_into(init_max, effective)
+    max_into(total, init_max)
+    return total
 
 
 def pod_requests(spec: Mapping[str, Any], where: str, source: str) -> tuple[ResourceList, frozenset[str]]:
@@ -90,7 +125,6 @@ def _aggregate(
 ) -> tuple[ResourceList, set[str]]:
     """Sum of app containers and sidecars, maximum with each init container (plus the sidecars before
     it), pod-level cpu/memory, overhead; ``non_missing`` fills keys a container leaves out."""
-    total: ResourceList = {}
     explicit: set[str] = set()
     check_container_lists(spec, where, source)
 
@@ -101,25 +135,11 @@ def _aggregate(
             reqs.setdefault(name, amount)
         return reqs
 
-    for i, c in enumerate(spec.get("containers") or []):
-        _add(total, one(c, f"{where}.containers[{i}]"))
-    sidecars: ResourceList = {}
-    init_max: ResourceList = {}
-    for i, c in enumerate(spec.get("initContainers") or []):
-        reqs = one(c, f"{where}.initContainers[{i}]")
-        if c.get("restartPolicy") == "Always":  # a sidecar runs alongside everything after it
-            _add(total, reqs)
-            _add(sidecars, reqs)
-            effective = dict(sidecars)
-        else:
-            effective = dict(reqs)
-            _add(effective, sidecars)
-        _max_into(init_max, effective)
-    _max_into(total, init_max)
+    total = containers_total(spec.get("containers") or [], spec.get("initContainers") or [], one, where)
     pod_level = _pod_level_requests(spec, where, source)
     total.update(pod_level)
     explicit.update(pod_level)
-    _add(total, resource_list(spec.get("overhead"), f"{where}.overhead", source))
+    add_into(total, resource_list(spec.get("overhead"), f"{where}.overhead", source))
     return total, explicit
 
 
