@@ -19,6 +19,8 @@ from fleetlab.spec.history.store import load_history
 from kube_history_builders import kube_list, pod
 from test_fuzz_inputs import EXAMPLES, FUZZ, HISTORY, cli_clean, mutated, mutated_text
 
+EXAMPLE_HISTORY = Path(__file__).resolve().parent.parent / "examples" / "history"
+
 PER_IMPORTER = settings(FUZZ, max_examples=max(6, EXAMPLES // 3))
 
 _SACCT_JSON = json.loads((HISTORY / "sacct.json").read_text(encoding="utf-8"))
@@ -31,8 +33,10 @@ _KUBECTL = kube_list(
     ]
 )  # fmt: skip
 _PHILLY_LOG = json.loads((HISTORY / "philly_log.json").read_text(encoding="utf-8"))[:2]
+_OPENCOST = json.loads((EXAMPLE_HISTORY / "opencost-allocation.json").read_text(encoding="utf-8"))
+_POLICY = HISTORY / "policy"
 #: JSON inputs: (format, document).
-DOCS = {"kubectl": _KUBECTL, "slurm-json": _SACCT_JSON, "philly-log": _PHILLY_LOG}
+DOCS = {"kubectl": _KUBECTL, "slurm-json": _SACCT_JSON, "philly-log": _PHILLY_LOG, "opencost-json": _OPENCOST}
 #: Text inputs: (format, text, cell separator).
 TEXTS = {
     "slurm": ("\n".join((HISTORY / "sacct.txt").read_text(encoding="utf-8").splitlines()[:5]), "|"),
@@ -46,8 +50,22 @@ TEXTS = {
         'team=a,92.0,EUR,0.92,regular,"[{""name"": ""CUD"", ""amount"": -18.4}]"\n',
         ",",
     ),
+    "opencost-csv": (
+        "\n".join((EXAMPLE_HISTORY / "opencost-export.csv").read_text(encoding="utf-8").splitlines()[:3]),
+        ",",
+    ),
+    "sacctmgr": ((_POLICY / "assoc.txt").read_text(encoding="utf-8"), "|"),
+    "sacctmgr-qos": ((_POLICY / "qos.txt").read_text(encoding="utf-8"), "|"),
+    "sshare": ((_POLICY / "sshare.txt").read_text(encoding="utf-8"), "|"),
+    "scontrol": ((_POLICY / "config.txt").read_text(encoding="utf-8"), " "),
 }
-PREFIX = {"slurm-json": "slurm", "philly-log": "philly"}
+PREFIX = {
+    "slurm-json": "slurm",
+    "philly-log": "philly",
+    "opencost-json": "opencost",
+    "opencost-csv": "opencost",
+    "sacctmgr-qos": "sacctmgr",
+}
 
 
 def _import(tmp: Path, fmt: str, text: str) -> None:

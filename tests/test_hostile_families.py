@@ -191,6 +191,22 @@ def test_data_loss_import_never_deletes_its_source(tmp_path: Path, force: bool) 
     assert (folder / "sacct.txt").read_bytes() == SACCT.read_bytes()
 
 
+def test_data_loss_html_and_png_pages_never_replace_or_enter_an_input(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    shutil.copy(Path(__file__).resolve().parent.parent / "examples" / "plan" / "chat-serving.yaml", job)
+    before = job.read_bytes()
+    result = invoke("plan", "gpus", str(job), "--capacity", "on-demand", "--html", str(job))
+    _failure(result, f"--html {job}", "an input of this command")
+    assert job.read_bytes() == before
+    out = tmp_path / "exp"
+    assert invoke("experiment", "run", str(write_experiment(tmp_path)), "--out", str(out)).exit_code == 0
+    listing = sorted(p.name for p in out.iterdir())
+    _failure(invoke("experiment", "report", str(out), "--png", str(out)), "--png", "an input of this command")
+    result = invoke("experiment", "report", str(out), "--html", str(out / "report.html"))
+    _failure(result, "--html", "inside", "an input of this command")
+    assert sorted(p.name for p in out.iterdir()) == listing
+
+
 def test_data_loss_marked_out_with_files_of_yours_is_refused(tmp_path: Path) -> None:
     work, scenario = tmp_path / "work", _scenario(tmp_path)
     assert invoke("simulate", str(scenario), "--out", str(work)).exit_code == 0

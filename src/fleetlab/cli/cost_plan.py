@@ -198,6 +198,8 @@ def gpus_cmd(
     if html_out is not None:
         try:
             write_plan_html(job, plan.rows, html_out)
+        except SpecError as exc:
+            raise fail(str(exc)) from None
         except OSError as exc:
             raise fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
 

@@ -395,3 +395,21 @@ def staged_output(out: Path, force: bool = False, option: str = "--out") -> Iter
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+
+
+def replace_file(target: Path, text: str, option: str = "--out") -> None:
+    """Write one output file (an HTML page) through a temporary file and a rename.
+
+    Refuses a ``target`` that is, holds or sits inside an input of the command; the rename replaces a
+    symlink at ``target`` rather than writing through it."""
+    refuse_overlap(target, option)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
