@@ -24,6 +24,7 @@ from fleetlab.spec.errors import SpecError
 from fleetlab.spec.out_folder import MARKER, folder_lock, mark, staged_output
 from test_cli import invoke
 from test_experiment import TINY, write_experiment
+from test_focus_reconcile import BILL, run_dir  # noqa: F401 (a fixture)
 from test_spec_errors import minimal
 
 DATA = Path(__file__).parent / "data" / "history"
@@ -371,6 +372,30 @@ def test_tracebacks_philly_log_with_gpus_of_the_wrong_type(tmp_path: Path) -> No
     _failure(invoke("import", f"philly:{path}", "--out", str(tmp_path / "h")), "gpus: expected a list")
 
 
+@pytest.mark.parametrize("rate", ["0", "1e-308", "inf", "nan", "1e9"])
+def test_nonsense_bill_in_another_currency_at_an_absurd_rate(
+    run_dir: Path,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+    rate: str,
+) -> None:
+    eur = tmp_path / "eur.csv"
+    eur.write_text(BILL.read_text(encoding="utf-8").replace(",USD,", ",EUR,"), encoding="utf-8")
+    args = ["--rate-source", "ECB", "--rate-date", "2026-11-02"]
+    result = invoke(
+        "plan",
+        "reconcile",
+        "--bill",
+        str(eur),
+        "--run",
+        str(run_dir),
+        "--exchange-rate",
+        f"EUR={rate}",
+        *args,
+    )
+    finite = rate not in ("inf", "nan")  # not a number at all: the CUR=UNITS_PER_USD paragraph
+    _failure(result, "--exchange-rate", "allowed 0.0001 <= units per USD <= 1e+07" if finite else "give CUR=")
+
+
 @pytest.mark.parametrize(
     ("changes", "needle"),
     [
@@ -446,12 +471,28 @@ def test_nonsense_duplicated_job_rows_are_refused(tmp_path: Path) -> None:
     _failure(invoke("baseline", str(history)), "appears more than once")
 
 
-def test_nonsense_baseline_json_with_nan_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("value", "needle"), [("NaN", "NaN is not valid JSON"), ("1e999", "1e999 is past the range of a number")]
+)
+def test_nonsense_baseline_json_with_nan_is_refused(tmp_path: Path, value: str, needle: str) -> None:
     from fleetlab.report.decision import read_baseline
 
-    (tmp_path / "baseline.json").write_text('{"summary": {"cost_total": NaN}}')
-    with pytest.raises(SpecError, match="NaN is not valid JSON"):
+    (tmp_path / "baseline.json").write_text(f'{{"summary": {{"cost_total": {value}}}}}')
+    with pytest.raises(SpecError, match=needle):
         read_baseline(tmp_path)
+
+
+def test_nonsense_a_calibration_file_past_float_range_is_unreadable(tmp_path: Path) -> None:
+    from fleetlab.experiment.calibration_context import read_calibration
+
+    (tmp_path / "calibration.json").write_text(
+        '{"verdict": "pass", "fitted": [{"knob": "x", "value": 1e999}]}'
+    )
+    context = read_calibration(tmp_path / "s.yaml")
+    assert context is not None and context.verdict.startswith("unreadable (invalid JSON: 1e999")
+    (tmp_path / "calibration.json").write_text("[" * 100_000 + "]" * 100_000)
+    context = read_calibration(tmp_path / "s.yaml")
+    assert context is not None and context.verdict == "unreadable (nested deeper than 64 levels)"
 
 
 BILL_HEADER = (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -337,6 +338,13 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is past the range of a number (about ±1.8e308)")
+    return value
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -364,7 +372,10 @@ def check_depth(label: str, data: Any, max_depth: int = MAX_DEPTH) -> None:
 #: A decoder with ``load_json``'s rules (no NaN/Infinity, bounded integers, unique keys) for readers that
 #: decode one value at a time out of a stream (``raw_decode``); they check depth with ``check_depth``.
 STRICT_DECODER = json.JSONDecoder(
-    parse_constant=_reject_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys
+    parse_constant=_reject_constant,
+    parse_int=_bounded_int,
+    parse_float=_finite_float,
+    object_pairs_hook=_unique_keys,
 )
 #: ``STRICT_DECODER`` without the Python call per integer (a Prometheus answer holds millions of
 #: timestamps): for a value whose text has no run of more than MAX_INT_DIGITS digits (``long_digits``),
@@ -400,10 +411,15 @@ def long_digits(text: str, start: int, end: int) -> bool:
 
 
 def load_json(label: str, text: str, max_depth: int = MAX_DEPTH) -> Any:
-    """Strict JSON (no NaN/Infinity, bounded integers and depth), or a SpecError naming line and column."""
+    """Strict JSON (no NaN/Infinity or numbers past float range, bounded integers and depth), or a
+    SpecError naming line and column."""
     try:
         data = json.loads(
-            text, parse_constant=_reject_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys
+            text,
+            parse_constant=_reject_constant,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
         )
     except json.JSONDecodeError as exc:
         raise SpecError(label, [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]) from None
