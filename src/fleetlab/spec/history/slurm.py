@@ -38,6 +38,7 @@ from fleetlab.spec.history.common import (
     parse_naive_utc,
     short,
 )
+from fleetlab.spec.history.job_columns import trim_heap
 from fleetlab.spec.history.json_stream import STREAM_END, stream_list
 from fleetlab.spec.history.slurm_fold import (
     ATTEMPT_SCHEMA,
@@ -197,7 +198,7 @@ def _parsable_batch(batch: pa.RecordBatch, where: Callable[[int], str], source: 
             "account": _column(batch, "Account"),
             "priority": pc.cast(pc.if_else(digits, priority, NO_TEXT), pa.float64()),
             "nodes": pc.utf8_trim_whitespace(_column(batch, "NodeList")),
-            "restarts": pa.array(np.zeros(batch.num_rows, dtype=np.int64)),
+            "restarts": pa.array(np.zeros(batch.num_rows, dtype=np.int32)),
             "user": pc.utf8_trim_whitespace(_column(batch, "User")),
             "timelimit": _walls(_column(batch, "Timelimit"), place, source),
         },
@@ -416,5 +417,6 @@ def read_slurm(path: Path, progress: Callable[[int], None] | None = None) -> Sou
     except UnicodeDecodeError as exc:
         raise SpecError(str(path), [f"is not UTF-8 text ({exc.reason})"]) from None
     data.count_rows(attempts.num_rows)
+    trim_heap()  # the parsed blocks' Python and numpy leftovers, before the fold builds the job table
     data.job_table = fold_attempts(attempts, data)
     return data

@@ -60,7 +60,7 @@ ATTEMPT_SCHEMA = pa.schema(
         pa.field("account", pa.string()),
         pa.field("priority", pa.float64()),
         pa.field("nodes", pa.string()),
-        pa.field("restarts", pa.int64()),
+        pa.field("restarts", pa.int32()),  # at most MAX_COUNT
         pa.field("user", pa.string()),
         pa.field("timelimit", pa.float64()),  # requested wall time, seconds (null: none or unlimited)
     ]

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from fleetlab.model.history import JOB_STATES, History
@@ -53,10 +54,12 @@ def wait_unmeasured(history: History) -> int:
     """Jobs that ran (not pending, not cancelled before starting) with no recorded start instant: their
     wait is not measured (SWF logs without wait times, summaries that give only a duration). The
     baseline's ``wait_unmeasured`` counts the same jobs."""
-    state = history.jobs.column("state").to_pylist()
-    scheduled = history.jobs.column("scheduled_s").to_pylist()
-    ran = (sc is None and st not in ("pending", "cancelled") for st, sc in zip(state, scheduled, strict=True))
-    return sum(ran)
+    jobs = history.jobs
+    if not jobs.num_rows:
+        return 0
+    ran = pc.invert(pc.is_in(jobs.column("state"), value_set=pa.array(["pending", "cancelled"])))
+    unmeasured = pc.and_(pc.is_null(jobs.column("scheduled_s")), ran)  # in Arrow: no Python object per job
+    return int(pc.sum(unmeasured.cast("int64")).as_py() or 0)
 
 
 def write_history(history: History, out: Path) -> None:
