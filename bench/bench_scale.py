@@ -31,47 +31,12 @@ from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
 from fleetlab.sim.simulator import Simulator
 from fleetlab.spec.loader import resolve
-
-MEAN_GPUS = (1 * 4 + 2 * 2 + 4 * 1 + 8 * 1) / 8  # 2.5 GPUs per job
+from workloads import benchmark
 
 
 def scenario(jobs: int, gpus: int, policy: str) -> Scenario:
     """``gpus // 8`` H100 nodes and one generator class sized to keep about 85 % of the GPUs busy."""
-    rate = 0.85 * gpus / MEAN_GPUS  # jobs per hour: each job holds its GPUs for 1 h on average
-    return Scenario.model_validate(
-        {
-            "name": f"scale-{jobs}",
-            "seed": 11,
-            "cluster": {
-                "pools": [
-                    {
-                        "name": "h100",
-                        "count": gpus // 8,
-                        "gpu_model": "H100",
-                        "gpus_per_node": 8,
-                        "cpu": "190",
-                        "memory": "1900Gi",
-                        "price_per_hour": 55.04,
-                    }
-                ]
-            },
-            "workload": {
-                "generator": {
-                    "classes": [
-                        {
-                            "name": "batch",
-                            "class": "batch",
-                            "arrivals_per_hour": rate,
-                            "count": jobs,
-                            "gpus_per_pod": {"values": [1, 2, 4, 8], "weights": [4, 2, 1, 1]},
-                            "duration": {"kind": "exponential", "mean": "1h"},
-                        }
-                    ]
-                }
-            },
-            "scheduler": {"policy": policy},
-        }
-    )
+    return benchmark(jobs, gpus, policy)
 
 
 def bare_loop(submits: list[float], durations: list[float]) -> float:
