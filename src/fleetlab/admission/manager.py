@@ -62,7 +62,8 @@ Pair it with ``preemption=FairSharingPreemption(cfg.preemption_strategies)`` fro
 
 Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
 ``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
-``manager.admitted_workloads()`` and, one ClusterQueue's by id, ``manager.admitted_in(cq)``.
+``manager.admitted_workloads()``, one ClusterQueue's by id ``manager.admitted_in(cq)``, and the index
+``manager.admitted`` (:mod:`~fleetlab.admission.admitted_index`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fleetlab.admission.admitted_index import AdmittedIndex
 from fleetlab.admission.fair_sharing import (
     DominantResourceShare,
     dominant_resource_share,
@@ -227,12 +229,6 @@ class _Tracked:
         return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
 
 
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
-
-
 class AdmissionManager:
     """Kueue's queue manager and scheduler for one configuration; see the module docstring."""
 
@@ -258,15 +254,15 @@ class AdmissionManager:
             name: ClusterQueueHeap(name, self._specs[name].spec.queueing_strategy == "StrictFIFO")
             for name in sorted(self._specs)
         }
-        self._root_of: dict[str, Node] = {name: _root(self.tree.cluster_queue(name)) for name in self._queues}
+        self._root_of: dict[str, Node] = {name: self.tree.cluster_queue(name).root() for name in self._queues}
         self._members: dict[int, list[str]] = {}
         for name, root in self._root_of.items():
             self._members.setdefault(id(root), []).append(name)
         self._generation: dict[int, int] = dict.fromkeys(self._members, 0)
         self._preemption: PreemptionStrategy = preemption or NoPreemption()
         self._tracked: dict[str, _Tracked] = {}
-        #: Admitted workloads per ClusterQueue (by id), so preemption reads the queues it may take from.
-        self._admitted: dict[str, dict[str, _Tracked]] = {name: {} for name in self._queues}
+        #: Admitted workloads per ClusterQueue in candidate order, read lazily by candidate search.
+        self.admitted: AdmittedIndex[_Tracked] = AdmittedIndex(list(self._queues))
         self._seq = 0
         self._requests: list[PreemptionRequest] = []
         self._requested_victims: set[str] = set()
@@ -296,7 +292,7 @@ class AdmissionManager:
     def admitted_in(self, cluster_queue: str) -> list[AdmittedWorkload]:
         """The admitted workloads of one ClusterQueue, by id: candidate search reads only the queues its
         policies allow taking from, instead of every admitted workload at every nomination."""
-        group = self._admitted.get(cluster_queue, {})
+        group = self.admitted.by_id.get(cluster_queue, {})
         return [
             AdmittedWorkload(t.workload, t.cluster_queue, t.usage, t.admission)
             for wid, t in sorted(group.items())
@@ -358,7 +354,7 @@ class AdmissionManager:
         self._generation[id(self._root_of[cluster_queue])] += 1
         tracked.state, tracked.usage = "admitted", usage
         tracked.admission = Admission(workload.id, cluster_queue, flavors, False, now_ms)
-        self._admitted[tracked.cluster_queue][workload.id] = tracked
+        self.admitted.add(workload.id, tracked, workload.priority, now_ms)
 
     def finish(self, workload_id: str) -> None:
         """The workload is done (or deleted): its quota is released, or it leaves the queue if pending."""
@@ -401,7 +397,7 @@ class AdmissionManager:
     def _release(self, tracked: _Tracked) -> None:
         """Free quota; like Kueue's QueueInadmissibleWorkloads, set-aside heads of the tree get a new try."""
         self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
-        self._admitted[tracked.cluster_queue].pop(tracked.workload.id, None)
+        self.admitted.remove(tracked.workload.id, tracked)
         root = id(self._root_of[tracked.cluster_queue])
         self._generation[root] += 1
         for name in self._members[root]:
@@ -563,7 +559,7 @@ class AdmissionManager:
             entry.workload.id, cq, entry.assignment.flavors(), entry.assignment.borrowing > 0, now_ms
         )
         tracked.state, tracked.admission, tracked.usage, tracked.message = "admitted", admission, usage, ""
-        self._admitted[cq][entry.workload.id] = tracked
+        self.admitted.add(entry.workload.id, tracked, entry.workload.priority, now_ms)
         return admission
 
     def _requeue(self, entry: Nominee, generation: int) -> None:

@@ -174,12 +174,6 @@ def resources_needing_preemption(nominee: Nominee) -> set[FlavorResource]:
     }
 
 
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
-
-
 def find_candidates(
     manager: AdmissionManager,
     workload: Workload,
@@ -191,14 +185,14 @@ def find_candidates(
     policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
     tree = manager.tree
     node = tree.cluster_queue(cluster_queue)
-    root = _root(node)
+    root = node.root()
     requested: Collection[str] = manager.requested_victims()
     # Only the queues the policies let the preemptor take from are read (not every admitted workload):
     # its own unless withinClusterQueue is Never, and the rest of its cohort tree unless it has no cohort
     # or reclaimWithinCohort is Never. The checks below are still made for each workload.
     queues: list[str] = [cluster_queue] if policy.within_cluster_queue != "Never" else []
     if node.parent is not None and policy.reclaim_within_cohort != "Never":
-        in_tree = (name for name, other in tree.cluster_queues.items() if _root(other) is root)
+        in_tree = (name for name, other in tree.cluster_queues.items() if other.root() is root)
         queues += [name for name in in_tree if name != cluster_queue]
     admitted = sorted(
         ((aw.workload.id, aw) for name in queues for aw in manager.admitted_in(name)),
@@ -220,7 +214,7 @@ def find_candidates(
         else:
             if node.parent is None or policy.reclaim_within_cohort == "Never":
                 continue
-            if _root(tree.cluster_queue(aw.cluster_queue)) is not root:
+            if tree.cluster_queue(aw.cluster_queue).root() is not root:
                 continue
             if not over_nominal_below_lca(tree, aw.cluster_queue, cluster_queue, frs):
                 continue
@@ -243,7 +237,7 @@ def preemption_targets(
     """Upstream classic ``classicalPreemptions``: one or two greedy passes (borrowing allowed or not, in the
     order upstream picks), each with fill-back; [] when none finds victims. The tree is restored."""
     cands = build_candidates(manager, workload, cluster_queue, frs, usage, preemptor_timestamp_ms)
-    if not cands.ordered:
+    if cands.empty:
         return []
     bwc = manager.cluster_queue_spec(cluster_queue).spec.preemption.borrow_within_cohort
     forbidden = bwc is None or bwc.policy == "Never"
@@ -258,6 +252,8 @@ def preemption_targets(
         attempts = (True, False)
     tree = manager.tree
     for borrowing in attempts:
+        if not borrowing and not cands.may_fit_without_borrowing(usage):
+            continue  # this pass would read every candidate and fit after none
         targets: list[ClassifiedCandidate] = []
         try:
             for cand in cands.passes(borrowing):

@@ -77,6 +77,13 @@ class Node:
             yield node
             node = node.parent
 
+    def root(self) -> Node:
+        """The top of this node's tree (itself when it has no parent)."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
     def height(self) -> int:
         """Distance to the furthest leaf, as upstream's ``getNodeHeight`` counts it (a lone CQ is 0)."""
         best = min(len(self.children), 1)
