@@ -88,8 +88,10 @@ from fleetlab.admission.flavors import (
     PreemptionOutcome,
     assign_flavors,
 )
+from fleetlab.admission.nomination_cache import NominationCache, shape_key
 from fleetlab.admission.queue_heap import ClusterQueueHeap
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.admission.workloads import Admission, AdmittedWorkload, Nominee, PreemptionRequest, Workload
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import ClusterQueue, QueueConfig
 
@@ -116,64 +118,6 @@ _NO_FIT = "NoFit"
 _NO_CANDIDATES = "PreemptionNoCandidates"
 _FAILED_AFTER_NOMINATION = "FailedAfterNomination"
 _PENDING_PREEMPTION = "PendingPreemption"
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A unit of admission: podsets submitted to a LocalQueue, with a priority and a creation time."""
-
-    id: str
-    namespace: str
-    local_queue: str
-    priority: int
-    created_ms: int
-    podsets: tuple[PodSetRequest, ...]
-
-
-@dataclass(frozen=True)
-class Admission:
-    """An admitted workload: its ClusterQueue, the flavor of each podset resource, whether it borrows."""
-
-    workload_id: str
-    cluster_queue: str
-    flavors: dict[str, dict[str, str]]  # podset -> resource -> flavor name
-    borrowing: bool
-    admitted_ms: int
-
-
-@dataclass(frozen=True)
-class AdmittedWorkload:
-    """What the preemption module sees of an admitted workload."""
-
-    workload: Workload
-    cluster_queue: str
-    usage: Mapping[FlavorResource, int]
-    admission: Admission
-
-
-@dataclass(frozen=True)
-class PreemptionRequest:
-    """Victims a preemptor needs evicted before it can be admitted (issued, not yet carried out)."""
-
-    preemptor_id: str
-    cluster_queue: str
-    victims: tuple[str, ...]
-    issued_ms: int
-
-
-@dataclass
-class Nominee:
-    """A head nominated in a cycle: its flavor assignment and, when it needs preemption, the victims."""
-
-    workload: Workload
-    cluster_queue: str
-    timestamp_ms: int
-    assignment: Assignment
-    targets: tuple[str, ...] = ()
-    seq: int = 0
-    requeue_reason: str = ""
-    #: Why it was not admitted when that is not the assignment's own message (built only when needed).
-    message: str = ""
 
 
 class PreemptionStrategy(Protocol):
@@ -266,6 +210,16 @@ class AdmissionManager:
         self._seq = 0
         self._requests: list[PreemptionRequest] = []
         self._requested_victims: set[str] = set()
+        #: Nominations per pod-set shape in the state they were made in, and per flavor the answers of
+        #: flavor assignment and preemption (a strategy's answers depend on the manager's state and the
+        #: workload's priority, podsets and, under withinClusterQueue LowerOrNewerEqualPriority, its
+        #: timestamps).
+        self._nominations: NominationCache[tuple[Assignment, tuple[str, ...]]] = NominationCache()
+        self._requested_version = 0
+        self._newer_counts = {
+            name: spec.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+            for name, spec in self._specs.items()
+        }
         self.cycles = 0
 
     # ---- views ---------------------------------------------------------------------------------------------
@@ -427,15 +381,31 @@ class AdmissionManager:
 
     def _nominate(self, tracked: _Tracked) -> Nominee:
         wl, cq = tracked.workload, tracked.cluster_queue
+        workload_key: tuple[int, ...] = (wl.priority,)
+        if self._newer_counts[cq]:
+            workload_key += (wl.created_ms, tracked.timestamp_ms)
+        key = (cq, shape_key(wl.podsets), workload_key)
+        root = self._root_of[cq]
+        state = (self.tree.version, self._generation[id(root)], self._requested_version)
+        known = self._nominations.entries(id(root), state)
+        answer = known.get(key)
+        if answer is None:
+            answer = known[key] = self._assign(tracked)
+        return Nominee(wl, cq, tracked.timestamp_ms, answer[0], answer[1], seq=tracked.seq)
+
+    def _assign(self, tracked: _Tracked) -> tuple[Assignment, tuple[str, ...]]:
+        """Flavor assignment and, when it needs preemption, the targets."""
+        wl, cq, tree = tracked.workload, tracked.cluster_queue, self.tree
 
         def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> PreemptionOutcome | None:
             return self._preemption.can_preempt(self, wl, cluster_queue, amounts)
 
-        assignment = assign_flavors(self.tree, self.rules[cq], wl.podsets, hook)
-        nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
-        if assignment.mode == AssignmentMode.PREEMPT:
-            nominee.targets = tuple(self._preemption.targets(self, nominee))
-        return nominee
+        with tree.restored():  # searches remove and re-add usage: the state they leave is the same
+            assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
+            if assignment.mode != AssignmentMode.PREEMPT:
+                return assignment, ()
+            nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
+            return assignment, tuple(self._preemption.targets(self, nominee))
 
     def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:
         """Quota a preempting head without candidates holds for the rest of the cycle (upstream
@@ -544,6 +514,7 @@ class AdmissionManager:
             temporary.append((cq, usage))
             new = tuple(t for t in entry.targets if t not in self._requested_victims)
             self._requested_victims.update(new)
+            self._requested_version += 1
             if new:
                 self._requests.append(PreemptionRequest(entry.workload.id, cq, new, now_ms))
             entry.requeue_reason = _PENDING_PREEMPTION

@@ -41,6 +41,7 @@ from fleetlab.admission.classic_candidates import (
     build_candidates,
     candidate_order_key,
     order,
+    quantities_fit_in_quota,
 )
 from fleetlab.admission.fair_sharing import DominantResourceShare, dominant_resource_share
 from fleetlab.admission.flavors import AssignmentMode, PreemptionMode, PreemptionOutcome
@@ -226,6 +227,45 @@ def find_candidates(
     return out
 
 
+def _nothing_to_take(
+    manager: AdmissionManager,
+    workload: Workload,
+    cluster_queue: str,
+    usage: Mapping[FlavorResource, int],
+    frs: Collection[FlavorResource],
+) -> bool:
+    """True when no pass of :func:`preemption_targets` can take a victim, decided without listing any: no
+    ``borrowWithinCohort``, no workload of the own queue the policy allows, and no level, the own queue
+    first, at which the request fits within quota (so no hierarchical reclaim). Then the pass with
+    borrowing may take no other queue's workload (each is a reclaim without borrowing), and the pass
+    without borrowing can never fit: the own queue borrows with the request, and evicting from other
+    queues leaves its usage as it is. Without a cohort (or ``reclaimWithinCohort: Never``) only the own
+    queue could give victims."""
+    policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
+    bwc = policy.borrow_within_cohort
+    if bwc is not None and bwc.policy != "Never":
+        return False
+    tree, index = manager.tree, manager.admitted
+    node = tree.cluster_queue(cluster_queue)
+    if policy.within_cluster_queue != "Never":
+        # Candidate keys start with the priority: the smallest is the first; equal priority may be newer.
+        limit = workload.priority - (1 if policy.within_cluster_queue == "LowerPriority" else 0)
+        for fr in frs:
+            keys = index.keys(cluster_queue, fr)
+            if keys and keys[0][0] <= limit:
+                return False
+    if node.parent is not None and policy.reclaim_within_cohort != "Never":
+        advantage, remaining = quantities_fit_in_quota(tree, node, usage)  # False: the own queue borrows
+        subtree: Node | None = node.parent
+        while subtree is not None:
+            if advantage:
+                return False
+            fits, remaining = quantities_fit_in_quota(tree, subtree, remaining)
+            advantage = fits
+            subtree = subtree.parent
+    return True
+
+
 def preemption_targets(
     manager: AdmissionManager,
     workload: Workload,
@@ -236,6 +276,8 @@ def preemption_targets(
 ) -> list[ClassifiedCandidate]:
     """Upstream classic ``classicalPreemptions``: one or two greedy passes (borrowing allowed or not, in the
     order upstream picks), each with fill-back; [] when none finds victims. The tree is restored."""
+    if _nothing_to_take(manager, workload, cluster_queue, usage, frs):
+        return []
     cands = build_candidates(manager, workload, cluster_queue, frs, usage, preemptor_timestamp_ms)
     if cands.empty:
         return []
