@@ -211,6 +211,11 @@ class Scheduler:
             return fits
         return fits & self.pod_filters_pass(pod)
 
+    def fit_count(self, pod: CompiledPod) -> int:
+        """How many nodes pass every filter but the pod-dependent ones now (0: the pod fits nowhere, as
+        ``select`` would answer without scoring)."""
+        return self._incremental(pod).n_fit
+
     def pod_filters_pass(self, pod: CompiledPod) -> BoolArray:
         """Per node, whether the filters that move with other pods' binds (``pod_filters``) pass now."""
         passed = np.ones(self.state.n, dtype=bool)
