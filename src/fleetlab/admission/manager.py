@@ -88,7 +88,7 @@ from fleetlab.admission.flavors import (
     PreemptionOutcome,
     assign_flavors,
 )
-from fleetlab.admission.nomination_cache import NominationCache, shape_key
+from fleetlab.admission.nomination_cache import NominationCache
 from fleetlab.admission.queue_heap import ClusterQueueHeap
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 from fleetlab.admission.workloads import Admission, AdmittedWorkload, Nominee, PreemptionRequest, Workload
@@ -384,7 +384,7 @@ class AdmissionManager:
         workload_key: tuple[int, ...] = (wl.priority,)
         if self._newer_counts[cq]:
             workload_key += (wl.created_ms, tracked.timestamp_ms)
-        key = (cq, shape_key(wl.podsets), workload_key)
+        key = (cq, self._nominations.shape(wl.podsets), workload_key)
         root = self._root_of[cq]
         state = (self.tree.version, self._generation[id(root)], self._requested_version)
         known = self._nominations.entries(id(root), state)

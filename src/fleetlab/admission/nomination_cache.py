@@ -22,24 +22,26 @@ from typing import Generic, TypeVar
 
 from fleetlab.admission.flavors import PodSetRequest
 
-__all__ = ["NominationCache", "shape_key"]
+__all__ = ["NominationCache", "podset_key", "shape_key"]
 
 V = TypeVar("V")
 
 
+def podset_key(ps: PodSetRequest) -> Hashable:
+    """What flavor assignment reads of one podset, hashable."""
+    return (
+        ps.name,
+        ps.count,
+        tuple(sorted(ps.requests.items())),
+        ps.tolerations,
+        ps.node_selector,
+        ps.required_terms,
+    )
+
+
 def shape_key(podsets: Sequence[PodSetRequest]) -> Hashable:
     """What flavor assignment reads of a workload's podsets, hashable."""
-    return tuple(
-        (
-            ps.name,
-            ps.count,
-            tuple(sorted(ps.requests.items())),
-            ps.tolerations,
-            ps.node_selector,
-            ps.required_terms,
-        )
-        for ps in podsets
-    )
+    return tuple(podset_key(ps) for ps in podsets)
 
 
 class NominationCache(Generic[V]):
@@ -47,6 +49,21 @@ class NominationCache(Generic[V]):
 
     def __init__(self) -> None:
         self._trees: dict[int, tuple[Hashable, dict[Hashable, V]]] = {}
+        #: Per podset (by identity, kept alive here): its :func:`podset_key`. Submitters share one podset
+        #: per shape, so this stays small; it is cleared when it grows large all the same.
+        self._podsets: dict[int, tuple[PodSetRequest, Hashable]] = {}
+
+    def shape(self, podsets: Sequence[PodSetRequest]) -> Hashable:
+        """:func:`shape_key` of ``podsets``, each podset's part computed once per podset object."""
+        keys = []
+        for ps in podsets:
+            held = self._podsets.get(id(ps))
+            if held is None or held[0] is not ps:
+                if len(self._podsets) >= 65536:
+                    self._podsets.clear()
+                held = self._podsets[id(ps)] = (ps, podset_key(ps))
+            keys.append(held[1])
+        return tuple(keys)
 
     def entries(self, tree: int, state: Hashable) -> dict[Hashable, V]:
         """The entries of cohort tree ``tree`` (an id) valid in ``state``; emptied when the state moved."""
