@@ -83,7 +83,7 @@ def main() -> None:
         )
     pending = sim.scheduler.compile(PodSpec(requests=(("cpu", 4000), ("nvidia.com/gpu", 8))))
     static = sim.scheduler.static_mask(pending)
-    consolidator = sim.tenancy.consolidator
+    consolidator = sim.features.consolidation
     t0 = time.perf_counter()
     repeats = 50
     for _ in range(repeats):

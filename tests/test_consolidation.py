@@ -12,6 +12,7 @@ import pytest
 from builders import by_job, job, pool, scenario
 from fleetlab.experiment.run import profile_for, run_one
 from fleetlab.placement.framework import PodSpec
+from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.simulator import Simulator
 
 
@@ -93,7 +94,7 @@ def test_array_candidates_equal_a_per_node_search() -> None:
     res = scenario([pool("g", count=5, gpus=8), pool("h", count=3, gpus=4)], jobs, horizon_s=100)
     sim = Simulator(res, profile_for(res, None))
     sim.run()
-    consolidator, state = sim.tenancy.consolidator, sim.state
+    consolidator, state = Consolidator(sim), sim.state  # the scenario leaves consolidation off: build one
     checked = 0
     for gpus in (2, 4, 8):
         pending = sim.scheduler.compile(PodSpec(requests=(("cpu", 1000), ("nvidia.com/gpu", gpus))))

@@ -19,8 +19,8 @@ from fleetlab.sim.simulator import Simulator
 class CheckedSimulator(Simulator):
     """After every step: every pod of an unfinished job is bound or queued, never both, never neither."""
 
-    def _record(self) -> None:
-        super()._record()
+    def end_step(self) -> None:
+        super().end_step()
         book = self.book
         queued = {
             p
@@ -70,4 +70,4 @@ def test_consolidation_never_loses_a_pod(seed: int, cooldown_s: int) -> None:
 def test_the_property_workload_does_consolidate() -> None:
     """The workload above really exercises consolidation (seed 1 moves pods five times)."""
     sim, _ = _run(1, 0)
-    assert sim.tenancy.consolidator.evictions > 0
+    assert sim.features.consolidation.evictions > 0

@@ -58,8 +58,8 @@ def test_lent_over_the_samples_matches_the_tree_in_a_two_level_cohort(horizon_h:
     sim = Simulator(resolved, profile_for(resolved, None))
     result = sim.run()
     samples = result.queue_samples
-    assert sim.kueue is not None and samples is not None
-    tree = sim.kueue.manager.tree
-    last = [tree.lent(node, fr) for node, fr in sim.kueue._columns]
+    assert sim.features.kueue is not None and samples is not None
+    tree = sim.features.kueue.manager.tree
+    last = [tree.lent(node, fr) for node, fr in sim.features.kueue._columns]
     assert samples.lent[-1].tolist() == last
     assert samples.lent.max() > 0 or horizon_h < 3  # by 3 h queues do lend in this world

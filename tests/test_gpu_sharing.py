@@ -211,8 +211,8 @@ def test_runs_without_sharing_report_whole_gpu_fragmentation() -> None:
 class CheckedSimulator(Simulator):
     """Checks the per-GPU invariants after every step of the event loop."""
 
-    def _record(self) -> None:
-        super()._record()
+    def end_step(self) -> None:
+        super().end_step()
         devices = self.state.devices
         assert devices is not None
         assert (devices.milli_used <= devices.milli_cap).all() and (devices.milli_used >= 0).all()
@@ -225,7 +225,7 @@ class CheckedSimulator(Simulator):
         free_gpu = self.state.free[:, self.state.gpu_col]
         assert (free_gpu[~single] == plain_idle[~single]).all()
         whole_on: dict[tuple[int, int], int] = {}
-        for pod, holdings in self.tenancy.holdings.items():
+        for pod, holdings in self.features.tenancy.holdings.items():
             node = int(self.book.node[pod])
             for h in holdings:
                 if h.kind == 0 and not h.shared:
@@ -235,7 +235,7 @@ class CheckedSimulator(Simulator):
             assert count == 1 and devices.pods[node, g] == 1, "a whole GPU is shared"
         # The fragmentation meter's memoised per-node terms equal a from-scratch pass over every node (up to
         # the last bits of F_n(M)'s dot product, which BLAS may sum in another order for one row).
-        meter = self.tenancy.meter
+        meter = self.features.fragmentation
         fresh = meter._node_totals(np.arange(self.state.n, dtype=np.int64))
         terms = [meter.node_terms(node) for node in range(self.state.n)]
         assert np.allclose(terms, fresh, rtol=1e-12, atol=1e-9)

@@ -17,7 +17,7 @@ from fleetlab.placement.plugins.node_affinity import NodeAffinityScore
 from fleetlab.placement.plugins.pod_topology_spread import PodTopologySpreadScore
 from fleetlab.placement.plugins.taint_toleration import TaintTolerationScore
 from fleetlab.placement.state import ClusterState, NodeInfo
-from fleetlab.sim import simulator as simulator_module
+from fleetlab.sim import spec_table as spec_table_module
 from fleetlab.sim.job_arrays import NO_CHECKPOINT, job_arrays, spec_keys
 from fleetlab.sim.simulator import Simulator
 
@@ -98,13 +98,13 @@ def test_jobs_with_labels_in_their_spec_get_keys_of_their_own() -> None:
 
 def test_simulator_builds_one_pod_spec_per_key(monkeypatch: Any) -> None:
     calls: list[str] = []
-    real = simulator_module.pod_spec
+    real = spec_table_module.pod_spec
 
     def counting(j: Job, with_labels: bool = False) -> PodSpec:
         calls.append(j.id)
         return real(j, with_labels)
 
-    monkeypatch.setattr(simulator_module, "pod_spec", counting)
+    monkeypatch.setattr(spec_table_module, "pod_spec", counting)
     jobs = [
         {"id": f"j{i}", "submit_s": i, "requests": {"cpu": "4", "nvidia.com/gpu": 1 + i % 2}, "runtime": 60}
         for i in range(6)

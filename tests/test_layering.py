@@ -181,20 +181,15 @@ def _circle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
     return None
 
 
-#: Packages still allowed an import circle among their own modules (the simulator's features and core reach
-#: into each other through the Simulator; that package is being split into a core and subscribers).
-CIRCLES_ALLOWED_IN = ("fleetlab.sim.",)
-
-
-def test_no_import_circle_outside_the_simulator() -> None:
-    """Outside ``sim/`` no module imports, directly or through others, a module that imports it back: shared
-    definitions live in the lower module (type-only imports count)."""
+def test_no_import_circle() -> None:
+    """No module imports, directly or through others, a module that imports it back: shared definitions live
+    in the lower module, and the simulator's features see the engine only through sim/handle.py
+    (type-only imports count)."""
     graph = _module_graph()
     circles = [
         " -> ".join(circle)
         for module in sorted(graph)
-        if not module.startswith(CIRCLES_ALLOWED_IN)
-        and (circle := _circle_through(graph, module)) is not None
+        if (circle := _circle_through(graph, module)) is not None
     ]
     assert not circles, "import circles:\n" + "\n".join(circles)
 

@@ -84,8 +84,8 @@ def test_gpu_utilization_must_be_a_share() -> None:
 class CheckedSimulator(Simulator):
     """After every step, compares the incremental figures with a from-scratch count over pods and nodes."""
 
-    def _record(self) -> None:
-        super()._record()
+    def end_step(self) -> None:
+        super().end_step()
         book, state = self.book, self.state
         busy = 0.0
         # A gang placed again after an eviction places only its unfinished pods: a pod that succeeded
@@ -97,10 +97,10 @@ class CheckedSimulator(Simulator):
             j = self.jobs[int(book.job[p])]
             gpus = 1000.0 * int(self.compiled[self.spec_of(int(book.job[p]))].request[state.gpu_col])
             milli = float(j.gpu_milli or 0) if j.shares_gpu else gpus
-            pace = self.pace.paces.get(p)
+            pace = self.features.pace.paces.get(p) if self.features.pace else None
             slowdown = pace.slicing * pace.interference if pace is not None else 1.0
             busy += milli * j.gpu_utilization / slowdown
-        row = self.timeline.last()  # the last recorded row holds until the figures change
+        row = self.features.timeline.series.last()  # the last recorded row holds until the figures change
         counted = state.ready & (state.allocatable[:, state.gpu_col] > 0)
         free = state.free[counted, state.gpu_col]
         blocks = tuple(int((free >= k).sum()) for k in BLOCK_SIZES)

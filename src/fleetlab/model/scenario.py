@@ -16,6 +16,7 @@ from fleetlab.model.job_table import JobTable
 from fleetlab.model.kube import PriorityClass, check_one_global_default
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
+from fleetlab.model.maintenance import MaintenanceWindow, check_maintenance
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.resource_quota import LimitRange, ResourceQuota
 from fleetlab.model.scheduler import SchedulerConfig
@@ -53,6 +54,8 @@ class Scenario(SpecModel):
     calibration: CalibrationRecord | None = None
     #: Written by ``fleetlab calibrate``: history facts the replay does not model yet (wall times, ...).
     recorded: RecordedBehaviour | None = None
+    #: Node drain windows (model/maintenance.py): cordon, evict after a grace period, uncordon.
+    maintenance: tuple[MaintenanceWindow, ...] = ()
 
     @field_validator("priority_classes")
     @classmethod
@@ -83,6 +86,11 @@ class Scenario(SpecModel):
             unknown = [p.pool for p in self.dra.nvidia_driver if p.pool not in gpu_pools]
             if unknown:
                 raise ValueError(f"dra.nvidiaDriver names {', '.join(unknown)}, which are not GPU pools")
+        return self
+
+    @model_validator(mode="after")
+    def _maintenance_nodes_known(self) -> Scenario:
+        check_maintenance(self.maintenance, self.cluster.pools)
         return self
 
     @model_validator(mode="after")

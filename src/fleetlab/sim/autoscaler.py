@@ -13,13 +13,15 @@ Follows the upstream FAQ ("How does scale-up work?", "How does scale-down work?"
   under its pool's threshold for ``scale_down_unneeded_time``, whose pods can all move (preemptible, and
   another node passes the filters with room), is drained and deleted, never below ``min``, not within
   ``scale_down_delay_after_add`` of a scale-up. Empty nodes go in bulk, non-empty ones one per scan.
+
+Subscribes to ``tick`` (after the node lifecycle's timers) and ``run_end`` (capacity waits, pending reasons).
+May change: nothing itself; asks the node lifecycle to request and remove nodes.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,11 +29,10 @@ from numpy.typing import NDArray
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.sim.events import to_ms
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.lifecycle_result import ScaleEvent
-from fleetlab.sim.node_lifecycle import Timer
-
-if TYPE_CHECKING:
-    from fleetlab.sim.node_lifecycle import NodeLifecycle
+from fleetlab.sim.node_lifecycle import NodeLifecycle, Timer
+from fleetlab.sim.result import PendingJob
 
 #: Stream id of the autoscaler's own generator (expander ties, stockout draws, boot times).
 AUTOSCALER_STREAM = 0xCA
@@ -70,9 +71,8 @@ class _Option:
 class Autoscaler:
     """The scan loop; decisions go to the NodeLifecycle, which owns node slots and billing."""
 
-    def __init__(self, life: NodeLifecycle) -> None:
+    def __init__(self, sim: EngineHandle, life: NodeLifecycle) -> None:
         self.life = life
-        sim = life.sim
         self.sim = sim
         self.cfg = sim.resolved.scenario.cluster.autoscaler
         self.interval = max(1, to_ms(self.cfg.scan_interval))
@@ -105,6 +105,27 @@ class Autoscaler:
         self.wait_mark: dict[int, int] = {}
         #: Per job index: why the autoscaler could not add capacity for it (shown for pending jobs).
         self.blocked: dict[int, str] = {}
+        life.on_provision_timeout = self.provision_timed_out
+        sim.on.tick.append(self.step)
+        sim.on.run_end.append(self.finish)
+
+    def finish(self, parts: ResultParts) -> None:
+        """Close the capacity waits still open at the end; pending jobs will say why no node came."""
+        self.settle_waits(parts.end_ms, final=True)
+        parts.pending_notes.append(self.annotate)
+
+    def annotate(self, pending: list[PendingJob]) -> list[PendingJob]:
+        """Pending jobs the autoscaler could not add capacity for say why (stockout, max size, quota)."""
+        if not self.blocked:
+            return pending
+        ids = {self.sim.jobs[j].id: reason for j, reason in self.blocked.items()}
+        out = []
+        for p in pending:
+            reason = ids.get(p.job_id)
+            if reason is not None:
+                p = replace(p, blocked_by="capacity", detail=f"{reason}; {p.detail}" if p.detail else reason)
+            out.append(p)
+        return out
 
     # -- scheduling the scans ------------------------------------------------------------------------
     def _key(self) -> tuple[int, ...]:

@@ -8,37 +8,20 @@ storing it from submission to completion (or the end of the run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.model.billing_rules import BYTES_PER_GB, HOURS_PER_MONTH
 from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.events import MS_PER_HOUR
-from fleetlab.sim.result import SegmentTable
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle
+from fleetlab.sim.result import BillingInputs, SegmentTable
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 
-@dataclass
-class BillingInputs:
-    """Per node: minimum billed ms per VM start; per pool: unused committed nodes and their rate; per job
-    (scenario order): data transfer and storage dollars."""
-
-    node_minimum_ms: IntArray
-    unused_committed_nodes: IntArray
-    committed_rate: FloatArray
-    job_transfer_usd: FloatArray
-    job_storage_usd: FloatArray
-
-
-def node_prices(sim: Simulator) -> FloatArray:
+def node_prices(sim: EngineHandle) -> FloatArray:
     """Each node's hourly price: a committed node pays the committed rate."""
     out = []
     for info, name in zip(sim.node_infos, sim.state.node_names, strict=True):
@@ -52,7 +35,7 @@ def node_prices(sim: Simulator) -> FloatArray:
     return np.asarray(out, dtype=np.float64)
 
 
-def billing_inputs(sim: Simulator, segments: SegmentTable, end_ms: int) -> BillingInputs | None:
+def billing_inputs(sim: EngineHandle, segments: SegmentTable, end_ms: int) -> BillingInputs | None:
     """The run's billing inputs; None when no pool has a billing section."""
     pools = sim.pools
     if all(pool.billing is None for pool in pools):

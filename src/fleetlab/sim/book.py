@@ -97,6 +97,11 @@ class PodBook:
     done_fraction: NDArray[np.float64] = field(init=False)
     #: Full runtime (ms) the current run was started with, and when it will finish.
     run_total_ms: IntArray = field(init=False)
+    #: The work (ms at full speed) of a paced pod's last run (sim/pod_pace.py), -1 when none is waiting to
+    #: be read by an eviction.
+    work_done_ms: IntArray = field(init=False)
+    #: The pod failed (an OOM kill; not retried).
+    failed: NDArray[np.bool_] = field(init=False)
     segments: SegmentLog = field(default_factory=SegmentLog)
     #: Per job: pods prepared and waiting for their gang peers in the current attempt.
     job_ready: IntArray = field(init=False)
@@ -118,6 +123,7 @@ class PodBook:
     attempt_at: memoryview[int] = field(init=False, repr=False, compare=False)
     done_fraction_at: memoryview[float] = field(init=False, repr=False, compare=False)
     run_total_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
+    work_done_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
     job_ready_at: memoryview[int] = field(init=False, repr=False, compare=False)
     waited_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
     pending_since_ms_at: memoryview[int] = field(init=False, repr=False, compare=False)
@@ -133,6 +139,8 @@ class PodBook:
         self.evictions = np.zeros(n, dtype=np.int64)
         self.done_fraction = np.zeros(n, dtype=np.float64)
         self.run_total_ms = np.zeros(n, dtype=np.int64)
+        self.work_done_ms = np.full(n, -1, dtype=np.int64)
+        self.failed = np.zeros(n, dtype=bool)
         self.job_ready = np.zeros(self.n_jobs, dtype=np.int64)
         self.waited_ms = np.zeros(n, dtype=np.int64)
         self.pending_since_ms = np.full(n, NEVER, dtype=np.int64)
@@ -148,6 +156,7 @@ class PodBook:
         self.attempt_at = int_elements(self.attempt)
         self.done_fraction_at = float_elements(self.done_fraction)
         self.run_total_ms_at = int_elements(self.run_total_ms)
+        self.work_done_ms_at = int_elements(self.work_done_ms)
         self.job_ready_at = int_elements(self.job_ready)
         self.waited_ms_at = int_elements(self.waited_ms)
         self.pending_since_ms_at = int_elements(self.pending_since_ms)

@@ -9,20 +9,19 @@ without GPU shares; the pending pod must not want a share either. Enabled by
 ``scheduler.consolidation: true``. Against churn, a pod consolidation moved is not moved again within
 ``scheduler.consolidation_cooldown_s`` (10 min by default). The candidate search is one array pass over the
 running movable pods (grouped by node, cumulative freed capacity), not a loop over nodes.
+
+Subscribes to ``make_room`` and ``run_end``; built only when ``scheduler.consolidation`` is on.
+May change: nothing itself; asks to evict the pods it moves (``evict_job_pods``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from fleetlab.placement.framework import CompiledPod
+from fleetlab.placement.scheduler import Scheduler
 from fleetlab.sim.events import to_ms
-
-if TYPE_CHECKING:
-    from fleetlab.placement.framework import CompiledPod
-    from fleetlab.placement.scheduler import Scheduler
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle, ResultParts
 
 #: Nodes tried per pending pod (those that need the fewest evicted GPUs first).
 MAX_CANDIDATES = 16
@@ -33,7 +32,7 @@ NEVER_MOVED = np.iinfo(np.int64).min // 2
 class Consolidator:
     """Plans and commits consolidation moves for one simulator."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle) -> None:
         self.sim = sim
         self.evictions = 0
         self._hopeless: dict[int, tuple[int, int]] = {}
@@ -51,6 +50,12 @@ class Consolidator:
         self._spec_rows = 0
         self._spec_request = np.zeros((0, len(sim.state.resource_names)), dtype=np.int64)
         self._spec_shares = np.zeros(0, dtype=bool)
+        sim.on.make_room.append(self.make_room)
+        sim.on.run_end.append(self.finish)
+
+    def finish(self, parts: ResultParts) -> None:
+        """The pods consolidation moved (also counted in the jobs' evictions)."""
+        parts.consolidation_evictions = self.evictions
 
     def _spec_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """Per interned spec id: its request vector and whether it wants a GPU share (grown lazily)."""

@@ -1,10 +1,12 @@
 """The clock and the event heap: integer milliseconds, ordered by (time, sequence) for determinism.
 
-Like SimPy's core, the heap knows nothing of what events mean; the simulator dispatches on the kind.
+Like SimPy's core, the heap knows nothing of what events mean; the engine dispatches on the kind (its own
+three, then the kinds features register: sim/handle.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from enum import IntEnum
 from heapq import heappop, heappush
 
@@ -13,23 +15,17 @@ MS_PER_HOUR = 3_600_000
 
 
 class EventKind(IntEnum):
-    """What happened; the payload is an index into the simulator's node or pod arrays."""
+    """The engine's own events; the payload is a node (NODE_READY) or a pod index. Features' kinds follow."""
 
     NODE_READY = 0
     PREP_DONE = 1
     POD_FINISH = 2
-    PODS_READY_TIMEOUT = 3  # index: job; attempt: the admission it checks
-    REQUEUE = 4  # index: job; a workload evicted by waitForPodsReady returns to its queue
-    SPOT_NOTICE = 5  # index: node; attempt: the node slot's generation (sim/interruptions.py)
-    SPOT_RECLAIM = 6  # index: node; attempt: the node slot's generation
 
 
 #: The kinds the event loop and the pod lifecycle test and push most, as plain ints.
 NODE_READY = int(EventKind.NODE_READY)
 PREP_DONE = int(EventKind.PREP_DONE)
 POD_FINISH = int(EventKind.POD_FINISH)
-PODS_READY_TIMEOUT = int(EventKind.PODS_READY_TIMEOUT)
-REQUEUE = int(EventKind.REQUEUE)
 
 
 class EventQueue:
@@ -67,6 +63,37 @@ class EventQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+class GatedEventQueue(EventQueue):
+    """The heap when some kinds are *optional*: while only their events are left and every ``quiet()``
+    says they could change nothing, it reports no next event, so they alone never stretch the run."""
+
+    def __init__(self, optional: Iterable[int], quiet: Iterable[Callable[[], bool]]) -> None:
+        super().__init__()
+        self.optional = frozenset(optional)
+        self.quiet = tuple(quiet)
+        self.optional_events = 0
+
+    def push(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
+        """Schedule an event (see EventQueue.push), counting optional ones."""
+        super().push(time_ms, kind, index, attempt)
+        if kind in self.optional:
+            self.optional_events += 1
+
+    def pop(self) -> tuple[int, int, int, int]:
+        """Remove and return the earliest event (see EventQueue.pop)."""
+        out = super().pop()
+        if out[1] in self.optional:
+            self.optional_events -= 1
+        return out
+
+    def peek_time(self) -> int | None:
+        """Earliest event time; None while only optional events are left and they can change nothing."""
+        only_optional = self.optional_events and self.optional_events == len(self._heap)
+        if only_optional and all(quiet() for quiet in self.quiet):
+            return None
+        return super().peek_time()
 
 
 def to_ms(seconds: float) -> int:

@@ -3,20 +3,19 @@
 Each node draws from its own seeded stream (scenario seed, a failure stream id, the node index), so a
 node fails at the same times whatever the placement policy did with its pods: pack and spread meet the
 same failures and differ only in what each failure hits (its blast radius).
+
+Subscribes to no engine event: the node lifecycle calls it when a node comes up and a failure timer fires.
+May change: nothing itself; asks the node lifecycle to fail a node (its pods are evicted).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from fleetlab.sim.events import MS_PER_HOUR, to_ms
+from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.lifecycle_result import FailureRecord
-from fleetlab.sim.node_lifecycle import Timer
-
-if TYPE_CHECKING:
-    from fleetlab.sim.node_lifecycle import NodeLifecycle
+from fleetlab.sim.node_lifecycle import NodeLifecycle, Timer
 
 #: Stream id mixed into the seed for failure draws (distinct from every other generator's stream).
 FAILURE_STREAM = 0xFA11
@@ -27,9 +26,9 @@ TRACE_TOKEN = -1
 class FailureModel:
     """Arms a failure clock per node when it comes up; a failure evicts its pods and starts a repair."""
 
-    def __init__(self, life: NodeLifecycle) -> None:
+    def __init__(self, sim: EngineHandle, life: NodeLifecycle) -> None:
         self.life = life
-        sim = life.sim
+        self.sim = sim
         self.seed = sim.seed
         self._rng: dict[int, np.random.Generator] = {}
         self._repair: dict[int, int] = {}
@@ -41,6 +40,15 @@ class FailureModel:
                 node = by_name[event.node]
                 life.fail_timers.push(to_ms(event.at_s), Timer.FAIL, node, TRACE_TOKEN)
                 self._repair[_trace_key(node, to_ms(event.at_s))] = to_ms(event.repair_s)
+        for present in np.flatnonzero(life.present).tolist():
+            self.arm(present, life.ready_at(present))
+        life.on_up = self.arm
+        life.on_fail_timer = self.timer_fired
+
+    def timer_fired(self, node: int, token: int) -> None:
+        """A failure timer is due: the node fails if it is still the life the timer was drawn for."""
+        if self.accepts(node, token):
+            self.fail(node)
 
     def _stream(self, node: int) -> np.random.Generator:
         rng = self._rng.get(node)
@@ -53,7 +61,7 @@ class FailureModel:
 
     def arm(self, node: int, up_ms: int) -> None:
         """The node comes up at ``up_ms``: draw its time to failure from the pool's MTBF."""
-        sim = self.life.sim
+        sim = self.sim
         failures = sim.pools[int(sim.state.pool[node])].failures
         if failures is None or failures.mtbf is None:
             return
@@ -66,7 +74,7 @@ class FailureModel:
 
     def fail(self, node: int) -> None:
         """Fail the node now: evict its pods, record the blast radius, schedule the repair."""
-        life, sim = self.life, self.life.sim
+        life, sim = self.life, self.sim
         if not life.up[node]:
             return
         pool = sim.pools[int(sim.state.pool[node])]

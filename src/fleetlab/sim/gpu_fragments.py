@@ -15,23 +15,23 @@ milli-GPU of GPU g on node n:
 
 Node terms are recomputed only for nodes that a bind or release touched (all nodes when readiness or
 cordons change), as one array expression over those nodes × M × GPUs.
+
+Subscribes to ``after_step`` (one sample, the stranded series from the same pass) and ``run_end``.
+May change: nothing.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.model.gpu_share import MILLI_PER_GPU
+from fleetlab.placement.framework import PodSpec
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.specs import pod_spec
 from fleetlab.sim.step_series import StepSeries
-
-if TYPE_CHECKING:
-    from fleetlab.placement.framework import PodSpec
-    from fleetlab.sim.simulator import Simulator
 
 #: Share of pods the typical pod shapes must cover (the FGD experiments' podPopularityThreshold).
 POPULARITY = 0.95
@@ -65,7 +65,7 @@ def plus(a: Terms, b: Terms) -> Terms:
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5])
 
 
-def pods_per_spec(sim: Simulator) -> dict[PodSpec, int]:
+def pods_per_spec(sim: EngineHandle) -> dict[PodSpec, int]:
     """Pods per pod spec of the workload (memory-only shares left out), specs in order of first appearance
     in submit order. One ``pod_spec`` per spec key (jobs with equal keys have equal specs), not per job."""
     columns = sim.job_columns
@@ -88,7 +88,7 @@ def pods_per_spec(sim: Simulator) -> dict[PodSpec, int]:
 class FragmentationMeter:
     """Keeps per-node F_n(M) current and appends a sample whenever the totals change."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle) -> None:
         self.sim = sim
         counts = pods_per_spec(sim)
         total = sum(counts.values())
@@ -120,9 +120,12 @@ class FragmentationMeter:
         self._full_pass: NDArray[np.float64] = np.zeros((state.n, 6), dtype=np.float64)
         self.totals: Terms = ZERO_TERMS
         self.eligible = np.zeros((state.n, len(self.specs)), dtype=bool)
-        self.dirty: set[int] = set()
+        #: The nodes a bind or release touched in this step (the engine's set, cleared after each step).
+        self.dirty = sim.touched
         self.generation = -1
         self.rows = StepSeries(SAMPLE_WIDTH)
+        #: (t_ms, stranded milli-GPU: the last of the six terms) whenever that total changes.
+        self.stranded_rows = StepSeries(2)
         #: A node's terms depend only on its GPU slots' capacity and use, its eligibility per shape and
         #: whether its free CPU covers each shape: few distinct states recur on many nodes, so the terms
         #: of a touched node are looked up by that state (cleared with the eligibility). The state is
@@ -144,10 +147,12 @@ class FragmentationMeter:
         self._ready = state.ready.data
         self._cpu_col = state.cpu_col
         self._used = state.devices.milli_used
+        sim.on.after_step.append(self.sample)
+        sim.on.run_end.append(self.finish)
 
-    def touch(self, node: int) -> None:
-        """The node's GPU usage changed."""
-        self.dirty.add(node)
+    def finish(self, parts: ResultParts) -> None:
+        """The fragmentation samples of the run."""
+        parts.fragmentation = self.rows.rows()
 
     def _refresh_eligibility(self) -> None:
         scheduler = self.sim.scheduler
@@ -234,16 +239,15 @@ class FragmentationMeter:
         self.totals = as_terms(terms[state.ready].sum(axis=0))
         self._full_pass = terms
         self.terms = [None] * state.n
-        self.dirty.clear()
 
     def node_terms(self, node: int) -> Terms:
         """The node's current terms."""
         terms = self.terms[node]
         return terms if terms is not None else as_terms(self._full_pass[node])
 
-    def sample(self, now: int) -> bool:
-        """Bring the changed nodes' terms up to date and record the totals; False when nothing was touched
-        since the last sample (the totals are unchanged)."""
+    def sample(self, now: int) -> None:
+        """Bring the changed nodes' terms up to date and record the totals and the stranded total; nothing
+        to do when no node was touched since the last sample (the totals are unchanged)."""
         if self._state.topology_generation != self.generation:
             self._rebuild()
         elif self.dirty:
@@ -258,11 +262,10 @@ class FragmentationMeter:
                 if self._ready[node]:
                     delta = difference(new, old)
                     change = delta if change is None else plus(change, delta)
-            dirty.clear()
             if change is not None:
                 self.totals = plus(self.totals, change)
         elif self.rows:
-            return False
-        idle, stranded, partial, frag, used, _ = self.totals
+            return
+        idle, stranded, partial, frag, used, stranded_all = self.totals
         self.rows.record(now, (idle, stranded, partial, round(frag), used))
-        return True
+        self.stranded_rows.record(now, (stranded_all,))  # the series keeps a row only when it changed

@@ -12,27 +12,23 @@ time-sliced nodes two more things happen, because the device plugin isolates not
   several GPUs runs at its slowest GPU's speed. Whenever k changes the affected pods' work done so far is
   settled at the old speed and their finish events are rescheduled at the new one (sim/pod_pace.py,
   shared with the node-level interference model).
+
+Subscribes to ``bind``, ``release`` and ``run_end``; on time-sliced clusters also ``start`` and ``stop``.
+May change: GPU devices, the nvidia.com/gpu column and GPU counters; asks to ``fail`` OOM-killed pods.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fleetlab.model.resources import GPU
 from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
-from fleetlab.sim.book import scenario_positions
-from fleetlab.sim.consolidation import Consolidator
-from fleetlab.sim.gpu_fragments import FragmentationMeter
-from fleetlab.sim.result import SharingTable
+from fleetlab.placement.framework import CompiledPod
+from fleetlab.sim.handle import EngineHandle, ResultParts
+from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.share_policy_hook import attach_share_view, policy_of
-from fleetlab.sim.stranded import StrandedMeter, stranded_gpu_milli
-
-if TYPE_CHECKING:
-    from fleetlab.placement.framework import CompiledPod
-    from fleetlab.sim.simulator import Simulator
 
 
 @dataclass
@@ -45,10 +41,11 @@ class _Run:
 
 
 class GpuTenancy:
-    """Per-pod GPU holdings, time-slicing OOM kills and slowdown, and the fragmentation timeline."""
+    """Per-pod GPU holdings, and time-slicing's OOM kills and slowdown."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle, pace: PodPace | None) -> None:
         self.sim = sim
+        self.pace = pace
         state = sim.state
         self.devices = build_devices(sim.pools, state.pool)
         state.devices = self.devices
@@ -62,17 +59,19 @@ class GpuTenancy:
         self.gpu_names: dict[str, int] = {"": 0}
         self._gpu_codes: dict[tuple[int, ...], int] = {}
         self.oom_kills = np.zeros(n_pods, dtype=np.int64)
-        self.failed = np.zeros(n_pods, dtype=bool)
         self.runs: dict[int, _Run] = {}
         self.on_gpu: dict[tuple[int, int], set[int]] = {}
-        self.to_kill: list[int] = []
-        self.meter = FragmentationMeter(sim)
-        self.stranded = StrandedMeter(self.meter)
-        self.consolidator = Consolidator(sim)
         self.share_view = attach_share_view(sim)
+        on = sim.on
+        on.bind.append(self.bound)
+        on.release.append(self.released)
+        if self.time_sliced:
+            on.start.append(self.started)
+            on.stop.append(self.stopped)
+        on.run_end.append(self.finish)
 
     # -- bind / release ------------------------------------------------------------------------------
-    def bind(self, pod: int, node: int, compiled: CompiledPod, whole_gpus: int) -> None:
+    def bound(self, pod: int, node: int, compiled: CompiledPod, whole_gpus: int) -> None:
         """Take GPUs for a pod the simulator just bound to ``node`` (``whole_gpus``: its request's
         nvidia.com/gpu, which the simulator keeps per spec)."""
         devices = self.devices
@@ -83,7 +82,6 @@ class GpuTenancy:
                 holding = devices.take_whole(node, whole_gpus)
                 self.holdings[pod] = [holding]
                 self.gpu_index[pod] = self._gpu_code(holding.gpus)
-            self.meter.touch(node)
             return
         state = self.sim.state
         holdings: list[Holding] = []
@@ -116,7 +114,6 @@ class GpuTenancy:
         if holdings:
             self.holdings[pod] = holdings
             self.gpu_index[pod] = self._gpu_code(tuple(g for h in holdings for g in h.gpus))
-        self.meter.touch(node)
         if view is not None:
             view.bound(pod, node)
 
@@ -128,13 +125,10 @@ class GpuTenancy:
             code = self._gpu_codes[gpus] = self.gpu_names.setdefault(name, len(self.gpu_names))
         return code
 
-    def release(self, pod: int, node: int) -> None:
+    def released(self, pod: int, node: int) -> None:
         """Give the pod's GPUs back (it finished, was evicted or OOM-killed)."""
-        self.meter.touch(node)
         if self.share_view is not None:
             self.share_view.released(pod, node)
-        if self.runs:  # pods computing on time-sliced GPUs
-            self._stop_run(pod)
         holdings = self.holdings.pop(pod, None)
         if holdings is None:
             return
@@ -159,83 +153,41 @@ class GpuTenancy:
             used = sum(self.runs[p].memory for p in self.on_gpu.get((node, gpu), ()))
             if used + memory > int(self.devices.mem_cap[node, gpu]) > 0:
                 self.oom_kills[pod] += 1
-                self.to_kill.append(pod)
+                sim.fail(pod)  # the newest pod's allocation fails: it dies at the end of the step
                 return
         self.runs[pod] = _Run(node, gpus, memory)
-        sim.pace.begin(pod, wall_ms, sliced=True)
+        assert self.pace is not None
+        self.pace.begin(pod, wall_ms, sliced=True)
         for gpu in gpus:
             self.on_gpu.setdefault((node, gpu), set()).add(pod)
         self._retime(node, gpus)
 
-    def _stop_run(self, pod: int) -> None:
+    def stopped(self, pod: int) -> None:
+        """The pod stopped computing: the other pods on its GPUs speed up."""
+        if not self.runs:
+            return
         run = self.runs.pop(pod, None)
         if run is None:
             return
-        self.sim.pace.end(pod)
+        assert self.pace is not None
+        self.pace.end(pod)
         for gpu in run.gpus:
             self.on_gpu[(run.node, gpu)].discard(pod)
         self._retime(run.node, run.gpus)
 
     def _retime(self, node: int, gpus: tuple[int, ...]) -> None:
         """New speeds for the pods on ``gpus`` of ``node``; reschedule the finish of those that changed."""
-        sim = self.sim
-        alpha = self.alpha[int(sim.state.pool[node])]
+        pace = self.pace
+        assert pace is not None
+        alpha = self.alpha[int(self.sim.state.pool[node])]
         affected = sorted({p for gpu in gpus for p in self.on_gpu.get((node, gpu), ())})
         for pod in affected:
             run = self.runs[pod]
             k = max(len(self.on_gpu[(node, gpu)]) for gpu in run.gpus)
-            sim.pace.set_factors(pod, slicing=1.0 + alpha * (k - 1))
+            pace.set_factors(pod, slicing=1.0 + alpha * (k - 1))
 
-    # -- per step ------------------------------------------------------------------------------------
-    def kill_pending(self) -> None:
-        """After a simulator step: carry out this step's OOM kills (before the step's samples)."""
-        kills, self.to_kill = self.to_kill, []
-        for pod in kills:
-            self._fail(pod)
-
-    def _fail(self, pod: int) -> None:
-        """The OOM-killed pod fails (no retry), with every pod of a gang; Kueue sees the job finish."""
-        sim = self.sim
-        book = sim.book
-        job_index = int(book.job[pod])
-        job = sim.jobs[job_index]
-        members = list(book.pods_of(job_index)) if job.gang and job.pods > 1 else [pod]
-        for p in members:
-            if book.end_ms[p] >= 0 or self.failed[p]:
-                continue
-            if book.node[p] >= 0:
-                sim.release(p, evicted=True)
-                book.node[p] = -1
-                book.attempt[p] += 1
-            book.stop_pending(p, sim.now)  # a failed pod waits for nothing any more
-            self.failed[p] = True
-        if sim.kueue is not None and job.queue is not None:
-            sim.kueue.finished(job, sim.now)
-
-    def table(self) -> SharingTable:
-        """Per job (scenario order) and per pod what sharing did, plus the fragmentation samples."""
-        sim = self.sim
-        book = sim.book
-        n = len(sim.jobs)
-        starts = book.first_pod[:-1]
-        inverse = scenario_positions(sim.order)
-
-        def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
-            return reduce.reduceat(values, starts)[inverse] if n else values[:0]
-
-        table = sim.resolved.jobs  # scenario order; the GPU fields are a template's
-        milli = table.per_template(
-            lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, dtype=np.int64
-        )
-        return SharingTable(
-            job_oom_kills=per_job(self.oom_kills, np.add).astype(np.int64),
-            job_failed=per_job(self.failed, np.logical_or).astype(bool),
-            job_extra_ms=per_job(sim.pace.extra_ms, np.add).astype(np.float64),
-            job_sliced_ms=per_job(sim.pace.sliced_ms, np.add).astype(np.float64),
-            job_gpu_milli=milli,
-            pod_gpus=np.asarray(list(self.gpu_names), dtype=object)[self.gpu_index].tolist(),
-            fragmentation=self.meter.rows.rows(),
-            consolidation_evictions=self.consolidator.evictions,
-            stranded_gpu_milli_end=stranded_gpu_milli(sim),
-            stranded=self.stranded.rows.rows(),
-        )
+    # -- results -----------------------------------------------------------------------------------
+    def finish(self, parts: ResultParts) -> None:
+        """Per pod its OOM kills and the GPU indices it last held."""
+        parts.oom_kills = self.oom_kills
+        parts.pod_gpus = np.asarray(list(self.gpu_names), dtype=object)[self.gpu_index].tolist()

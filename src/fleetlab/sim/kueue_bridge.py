@@ -5,13 +5,16 @@ On admission the chosen ResourceFlavor's ``nodeLabels`` join the pods' nodeSelec
 finishes releases its quota; a job evicted (Kueue preemption, or its pods preempted by kube-scheduler)
 gives its quota back and waits in its ClusterQueue again. Usage per ClusterQueue is sampled whenever it
 changes, for the time-weighted quota report.
+
+Subscribes to ``arrive``, ``evict``, ``job_done``, ``job_failed``, ``tick``, two event kinds, ``run_end``.
+May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``halt`` on a preemption loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -21,14 +24,11 @@ from fleetlab.admission.manager import (
     PodSetRequest,
     Workload,
 )
-from fleetlab.model.job import Job
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import QueueConfig
 from fleetlab.placement.framework import PodSpec
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.result import PendingJob, QueueSamples
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
 
 PODSET = "main"
 MAX_CYCLES_PER_STEP = 16
@@ -60,7 +60,7 @@ def _max_allowed(node: Any, fr: Any) -> int:
 class KueueBridge:
     """Owns the AdmissionManager of a run and translates between jobs and workloads."""
 
-    def __init__(self, config: QueueConfig, sim: Simulator) -> None:
+    def __init__(self, config: QueueConfig, sim: EngineHandle) -> None:
         self.manager = _admission_manager(config, sim.resolved.scenario.kueue_configuration.fair_sharing)
         self.sim = sim
         self.flavors = {f.name: f for f in config.resource_flavors}
@@ -99,6 +99,73 @@ class KueueBridge:
         self._tree_columns = [(node, fr) for node in tree.all_nodes() for fr in self._frs]
         self._times: list[int] = []
         self._usage: list[tuple[int, ...]] = []
+        n_jobs = len(sim.job_table)
+        self._managed: list[bool] = sim.job_columns.kueue_managed.tolist()
+        self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
+        #: Time spent waiting for admission, summed over admissions, and since when it waits now.
+        self.quota_waited_ms = np.zeros(n_jobs, dtype=np.int64)
+        self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
+        #: (spec key, admitted flavors) -> the pod spec Kueue's flavors turn the job's spec into.
+        self._admitted_spec: dict[tuple[int, tuple[str, ...]], PodSpec] = {}
+        on = sim.on
+        self.timeout_kind = on.event_kind(self.timed_out, stale=self.timeout_is_stale)
+        self.requeue_kind = on.event_kind(self.requeue)
+        on.arrive.append(self.arrived)
+        on.evict.append(self.evicting)
+        on.job_done.append(self.released)
+        on.job_failed.append(self.released)
+        on.tick.append(self.step)
+        on.run_end.append(self.finish)
+
+    # -- the engine's events -------------------------------------------------------------------------
+    def arrived(self, job_index: int, now: int) -> bool:
+        """A job with a queue waits for Kueue (from its submit time); others go to kube-scheduler."""
+        if not self._managed[job_index]:
+            return False
+        self.quota_since_ms[job_index] = self.sim.submit_ms[job_index]
+        self.submit(job_index, now)
+        return True
+
+    def evicting(self, pod: int) -> bool:
+        """kube-scheduler (or a node going away) evicts a pod of a Kueue job: the whole workload goes,
+        gives its quota back and waits in its ClusterQueue again."""
+        job_index = self.sim.book.job_at[pod]
+        if not self._managed[job_index]:
+            return False
+        self._evict(job_index)
+        self.evicted(job_index, self.sim.now)
+        return True
+
+    def released(self, job_index: int) -> None:
+        """A Kueue job finished (its last pod succeeded, or its pods failed): its quota is released."""
+        if self._managed[job_index]:
+            self.finished_at(job_index, self.sim.now)
+
+    def _evict(self, job_index: int) -> None:
+        """Take the workload's pods off their nodes; it waits for quota again from now."""
+        self.sim.evict_job(job_index)
+        if self.quota_since_ms[job_index] < 0:
+            self.quota_since_ms[job_index] = self.sim.now
+
+    def admitted(self, job_index: int, admission: Admission) -> None:
+        """Kueue admitted the job: inject its flavors and send its pods to kube-scheduler."""
+        sim = self.sim
+        flavors = self.flavor_names(admission)
+        key = (int(sim.job_columns.spec_key[job_index]), flavors)
+        spec = self._admitted_spec.get(key)
+        if spec is None:  # same spec key and same flavors give the same pod spec: build it once
+            spec = self.spec_for(sim.base_spec(job_index), flavors)
+            self._admitted_spec[key] = spec
+        sim.respec(job_index, spec)
+        now = sim.now
+        self.admitted_ms[job_index] = now
+        if self.quota_since_ms[job_index] >= 0:
+            self.quota_waited_ms[job_index] += now - self.quota_since_ms[job_index]
+            self.quota_since_ms[job_index] = -1
+        sim.enqueue(job_index)
+        timeout = self.pods_ready_timeout_ms
+        if timeout is not None:
+            sim.schedule(now + timeout, self.timeout_kind, job_index, self.admissions[job_index])
 
     def submit(self, job_index: int, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload, read from the job table's columns and its
@@ -161,7 +228,7 @@ class KueueBridge:
 
     def step(self, now: int) -> None:
         """Run admission cycles until nothing changes: admit, and carry out requested preemptions."""
-        manager, sim = self.manager, self.sim
+        manager = self.manager
         changed = False
         for _ in range(MAX_CYCLES_PER_STEP):
             admissions = manager.cycle(now)  # [] at once when no head's answer can have changed
@@ -170,10 +237,10 @@ class KueueBridge:
                 job_index = self.job_by_id[admission.workload_id]
                 self.cluster_queue_of[job_index] = admission.cluster_queue
                 self.admissions[job_index] = self.admissions.get(job_index, 0) + 1
-                sim.admitted(job_index, admission)
+                self.admitted(job_index, admission)
             for request in preemptions:
                 for victim in request.victims:
-                    sim.evict_job(self.job_by_id[victim], by_kueue=True)
+                    self._evict(self.job_by_id[victim])
                     manager.evict(victim, now, keep_creation_timestamp=True)
                     self._count_preemption(self.job_by_id[victim], request.preemptor_id, now)
             if not admissions and not preemptions:
@@ -196,7 +263,7 @@ class KueueBridge:
             return
         involved = sorted(sim.jobs[j].id for j, n in self._preempted_since.items() if n >= count // 2)
         shown = ", ".join(involved[:8]) + (" …" if len(involved) > 8 else "")
-        sim.stall_warning = (
+        sim.halt(
             f"stopped at {now / 3.6e6:.1f} h: a Kueue preemption loop — {sim.jobs[job_index].id} was "
             f"preempted {count} times (last by {preemptor_id}) with no job completing meanwhile; workloads "
             f"involved: {shown}. Typically borrowing workloads preempt within their ClusterQueue and are "
@@ -209,27 +276,44 @@ class KueueBridge:
         sim = self.sim
         return self.admissions.get(job_index) != token or sim.pods_done[job_index] == self._pods[job_index]
 
-    def timer(self, kind: int, job_index: int, token: int, now: int) -> None:
-        """waitForPodsReady: evict a workload whose pods are not all ready in time; requeue with backoff."""
-        from fleetlab.sim.events import EventKind
+    def requeue(self, job_index: int, _: int) -> None:
+        """waitForPodsReady: a workload's backoff has passed; it returns to its queue."""
+        now = self.sim.now
+        self.submit(job_index, self.created_ms[job_index] if self._keep_creation else now)
 
+    def pods_ready(self, job_index: int) -> bool:
+        """Kueue's PodsReady: every pod of the job is bound and past its image pull and data download."""
+        book = self.sim.book
+        return all(book.ready_ms[p] >= 0 or book.end_ms[p] >= 0 for p in book.pods_of(job_index))
+
+    def quiescent(self) -> bool:
+        """Nothing will change any more except Kueue's own retries: no pod preparing or running (pods
+        waiting forever for gang peers do not count), no node booting, no job left to arrive — a retry then
+        meets exactly the cluster the last one met."""
         sim = self.sim
-        if kind == EventKind.REQUEUE:
-            self.submit(job_index, self.created_ms[job_index] if self._keep_creation else now)
-            return
+        if sim.booting or sim.submissions_left:
+            return False
+        book = sim.book
+        busy = (book.node >= 0) & (book.end_ms < 0) & ((book.ready_ms < 0) | (book.start_ms >= 0))
+        return not bool(busy.any())
+
+    def timed_out(self, job_index: int, token: int) -> None:
+        """waitForPodsReady: evict a workload whose pods are not all ready in time; requeue with backoff."""
+        sim = self.sim
+        now = sim.now
         if self.timeout_is_stale(job_index, token):
             return  # a later admission, or the job already finished
-        if sim.pods_ready(job_index):
+        if self.pods_ready(job_index):
             return
         wait = self.wait_for_pods_ready
         assert wait is not None
-        sim.evict_job(job_index, by_kueue=True)
+        self._evict(job_index)
         self.manager.finish(self.workload_id[job_index])  # out of the queue until the backoff has passed
         self.pods_ready_evictions += 1
         count = self.requeues.get(job_index, 0) + 1
         self.requeues[job_index] = count
         strategy = wait.requeuing_strategy
-        if sim.quiescent():
+        if self.quiescent():
             self.idle_timeouts[job_index] = self.idle_timeouts.get(job_index, 0) + 1
             if self.idle_timeouts[job_index] > 1:
                 # Requeued onto an otherwise idle cluster and still not ready: every further retry would
@@ -248,12 +332,8 @@ class KueueBridge:
             self.sample(now)
             return
         delay_s = min(strategy.backoff_base_seconds * 2 ** (count - 1), strategy.backoff_max_seconds)
-        sim.events.push(now + delay_s * 1000, EventKind.REQUEUE, job_index, 0)
+        sim.schedule(now + delay_s * 1000, self.requeue_kind, job_index, 0)
         self.sample(now)
-
-    def finished(self, job: Job, now: int) -> None:
-        """Release a finished job's quota."""
-        self.finished_at(self.job_by_id[job.id], now)
 
     def finished_at(self, job_index: int, now: int) -> None:
         """Release the quota of the job at ``job_index`` (submit order), which has finished."""
@@ -265,8 +345,9 @@ class KueueBridge:
         self.manager.evict(self.workload_id[job_index], now)
         self.sample(now)
 
-    def pending_jobs(self, sim: Simulator) -> list[PendingJob]:
+    def pending_jobs(self) -> list[PendingJob]:
         """Jobs still waiting for Kueue admission, with Kueue's reason."""
+        sim = self.sim
         out = []
         for job_index, reason in sorted(self.deactivated.items()):
             job = sim.jobs[job_index]
@@ -309,3 +390,15 @@ class KueueBridge:
             usage=usage.astype(np.int64).reshape(-1, len(self._columns)),
             lent=lent.astype(np.int64).reshape(-1, len(self._columns)),
         )
+
+    def finish(self, parts: ResultParts) -> None:
+        """The quota samples, the jobs still waiting for admission, and per job its admission, quota wait
+        (a wait still open runs to the end) and ClusterQueue."""
+        parts.queue_samples = self.samples()
+        parts.pending.extend(self.pending_jobs())
+        since = self.quota_since_ms
+        parts.admitted_ms = self.admitted_ms
+        parts.quota_wait_ms = self.quota_waited_ms + np.where(
+            since >= 0, np.maximum(parts.end_ms - since, 0), 0
+        )
+        parts.cluster_queue_of = self.cluster_queue_of

@@ -1,9 +1,9 @@
-"""The simulator's event loop, kept apart from the lifecycle methods it calls.
+"""The engine's event loop, kept apart from the lifecycle methods it calls.
 
-One step per distinct time: jobs arriving now are submitted, events due now are handled in heap order,
-node lifecycle, services and Kueue act, a scheduling cycle runs when something could now fit, and the
-step is recorded. Scenarios without node lifecycle, services or spot interruptions (the common case)
-take the same path without the hooks that would do nothing, reading the event heap directly.
+One step per distinct time: jobs arriving now are submitted (or held by a feature), events due now are
+handled in heap order, the features' ticks run (node lifecycle, autoscaler, services, Kueue), a
+scheduling cycle runs when something could now fit, and the step is recorded. Unless a feature registered
+optional event kinds (spot interruptions), the loop reads the event heap directly.
 """
 
 from __future__ import annotations
@@ -12,26 +12,18 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from fleetlab.sim.events import (
-    NODE_READY,
-    POD_FINISH,
-    PODS_READY_TIMEOUT,
-    PREP_DONE,
-    REQUEUE,
-    EventQueue,
-)
+from fleetlab.sim.events import NODE_READY, POD_FINISH, PREP_DONE, EventQueue
 from fleetlab.sim.guards import ProgressGuard
-from fleetlab.sim.node_lifecycle import NoLifecycle
-from fleetlab.sim.services import NoServices
+from fleetlab.sim.handle import EventHandler, StaleTest
 
 if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+    from fleetlab.sim.engine import Engine
 
 ProgressCallback = Callable[[int, int], None]
 
 
-def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
-    """Step the simulator until nothing is left to happen, the horizon passes or the run stalls."""
+def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
+    """Step the engine until nothing is left to happen, the horizon passes or the run stalls."""
     book, events, queue, state = sim.book, sim.events, sim.queue, sim.state
     arrivals: list[int] = sim.arrival_ms.tolist()
     n_jobs = len(arrivals)
@@ -42,36 +34,33 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
     total_work = n_jobs + book.n_pods
     finished = 0
     horizon = sim.horizon_ms
-    kueue, spot, lifecycle, services = sim.kueue, sim.spot, sim.lifecycle, sim.services
-    hooks = not (isinstance(lifecycle, NoLifecycle) and isinstance(services, NoServices))
-    #: A plain heap (no spot interruptions): peek and pop it directly; its events are never spot events.
+    on = sim.on
+    arrive, ticks, merges = tuple(on.arrive), tuple(on.tick), tuple(on.next_time)
+    handlers, stale_of = list(on.handlers), list(on.stale)
+    #: A plain heap (no optional event kinds): peek and pop it directly.
     heap = events.heap if type(events) is EventQueue else None
     attempt_of = book.attempt_at
-    enqueue, record = sim.enqueue, sim._record
+    enqueue, record = sim.enqueue, sim.end_step
     heappop = heapq.heappop
     pod_events = (PREP_DONE, POD_FINISH)  # a local tuple: not rebuilt from globals at every test
     while True:
         if heap is not None:
-            while heap:  # drop stale pod events (see Simulator._drop_stale_events)
+            while heap:  # drop stale events (see drop_stale_events)
                 head = heap[0]
                 kind = head[2]
                 if kind in pod_events:
                     if head[4] == attempt_of[head[3]]:
                         break
-                elif (
-                    kind != PODS_READY_TIMEOUT
-                    or kueue is None
-                    or not kueue.timeout_is_stale(head[3], head[4])
-                ):
+                elif (stale := stale_of[kind]) is None or not stale(head[3], head[4]):
                     break
                 heappop(heap)
             t_event = heap[0][0] if heap else None
         else:
-            sim._drop_stale_events()
+            drop_stale_events(sim, stale_of)
             t_event = events.peek_time()
         t_job = arrivals[next_job] if next_job < n_jobs else None
-        if hooks:
-            t_event = services.next_time(lifecycle.next_time(t_event, t_job))
+        for merge in merges:  # the features' own timers (node lifecycle, services)
+            t_event = merge(t_event, t_job)
         if t_event is None:
             if t_job is None:
                 break
@@ -90,9 +79,9 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         sim.now = t
         submitted = False
         while next_job < n_jobs and arrivals[next_job] == t:
-            if kueue is not None and sim._kueue_managed[next_job]:
-                sim.quota_since_ms[next_job] = sim.submit_ms[next_job]  # waiting since its submit
-                kueue.submit(next_job, t)
+            for hold in arrive:
+                if hold(next_job, t):
+                    break  # held by a feature (Kueue, until it admits the job)
             else:
                 enqueue(next_job)
             next_job += 1
@@ -110,20 +99,15 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
                         sim.finish(index)
                         finished += 1
                 else:
-                    finished += _other_event(sim, kind, index, attempt, t)
+                    finished += _other_event(sim, handlers, kind, index, attempt)
         else:
             while events.peek_time() == t:
                 _, kind, index, attempt = events.pop()
-                if spot.handle(kind, index, attempt):
-                    continue  # a spot interruption's notice or reclaim (sim/interruptions.py)
-                finished += _other_event(sim, kind, index, attempt, t)
-        if hooks:
-            lifecycle.step(t)
-            services.step(t)
-        if kueue is not None:
-            kueue.step(t)
-        submitted = submitted or sim._dirty
-        sim._dirty = False
+                finished += _other_event(sim, handlers, kind, index, attempt)
+        for tick in ticks:
+            tick(t)
+        submitted = submitted or sim.queue_changed
+        sim.queue_changed = False
         if len(queue) and (submitted or state.release_generation != last_generation):
             last_generation = state.release_generation
             queue.cycle(last_generation, sim.try_place)
@@ -135,15 +119,35 @@ def run_events(sim: Simulator, progress: ProgressCallback | None) -> None:
         progress(total_work, total_work)
 
 
-def _other_event(sim: Simulator, kind: int, index: int, attempt: int, t: int) -> int:
-    """Handle an event that is not a spot interruption; returns 1 when a pod finished."""
+def drop_stale_events(sim: Engine, stale_of: list[StaleTest | None]) -> None:
+    """Pop events that can no longer do anything (a re-timed or evicted pod's old finish or prep, a
+    feature's event its stale test rejects: the timeout of an admission that was replaced), so the clock,
+    and with it the run's end and every node bill, moves only for live events."""
+    events, book = sim.events, sim.book
+    while (head := events.peek()) is not None:
+        _, kind, index, attempt = head
+        if kind in (PREP_DONE, POD_FINISH):
+            stale = attempt != book.attempt_at[index]
+        else:
+            test = stale_of[kind]
+            stale = test is not None and test(index, attempt)
+        if not stale:
+            return
+        events.pop()
+
+
+def _other_event(
+    sim: Engine, handlers: list[EventHandler | None], kind: int, index: int, attempt: int
+) -> int:
+    """Handle one event; returns 1 when a pod finished."""
     if kind == NODE_READY:
         sim.booting -= 1
         sim.node_ready(index)
         return 0
-    if kind in (PODS_READY_TIMEOUT, REQUEUE):
-        assert sim.kueue is not None
-        sim.kueue.timer(kind, index, attempt, t)
+    if kind > POD_FINISH:  # a feature's own kind
+        handler = handlers[kind]
+        assert handler is not None
+        handler(index, attempt)
         return 0
     if attempt != sim.book.attempt_at[index]:
         return 0  # the pod was evicted since this event was scheduled

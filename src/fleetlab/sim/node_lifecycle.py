@@ -3,28 +3,23 @@
 Every pool gets a fixed row per node slot (``NodePool.node_slots``) so the placement arrays never grow;
 a slot that is not present is simply not ready. The lifecycle keeps its own timer heap and tells the event
 loop about it only while something else can still happen, so failure clocks never keep a finished run
-alive. Pods on a node that goes away leave through ``Simulator.evict_job_pods``, the same eviction path
+alive. Pods on a node that goes away leave through the engine's ``evict_job_pods``, the same eviction path
 as preemption (work since the last checkpoint lost, requeued, prep paid again).
+
+Subscribes to ``next_time`` and ``tick`` (its timers) and ``run_end`` (the billed windows).
+May change: node readiness, image caches and the booting count; evicts the pods of a node that goes away.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fleetlab.sim.events import EventQueue, to_ms
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.lifecycle_result import LifecycleRecord, NodeWindow
-from fleetlab.sim.result import PendingJob
-
-if TYPE_CHECKING:
-    from fleetlab.placement.state import NodeInfo
-    from fleetlab.sim.autoscaler import Autoscaler
-    from fleetlab.sim.failures import FailureModel
-    from fleetlab.sim.simulator import Simulator
 
 
 class Timer(IntEnum):
@@ -41,51 +36,14 @@ class TimerHeap(EventQueue):
     """(time_ms, kind, node, token) timers, earliest first; ``token`` is the node life a timer belongs to."""
 
 
-class NoLifecycle:
-    """Fixed nodes (no autoscaled or failing pool): the hooks change nothing, outputs stay as they were."""
-
-    def initial(self, infos: Sequence[NodeInfo]) -> Iterator[tuple[int, NodeInfo]]:
-        """Every node slot starts present."""
-        return enumerate(infos)
-
-    def next_time(self, t_event: int | None, t_job: int | None) -> int | None:
-        """No timers of its own."""
-        return t_event
-
-    def step(self, now: int) -> None:
-        """Nothing to do."""
-
-    def has_timers(self) -> bool:
-        """No timers of its own."""
-        return False
-
-
-def lifecycle_for(sim: Simulator) -> NodeLifecycle | NoLifecycle:
-    """Only scenarios with autoscaled, failing or spot-interrupted pools pay for any of this (others stay
-    byte-identical)."""
-    if any(
-        p.autoscaling is not None or p.failures is not None or p.interruptions is not None for p in sim.pools
-    ):
-        return NodeLifecycle(sim)
-    return NoLifecycle()
-
-
 class NodeLifecycle:
     """Owns which node slots exist, their billed windows, and the timers of boots, repairs and failures."""
 
-    def __init__(self, sim: Simulator) -> None:
-        from fleetlab.sim.autoscaler import Autoscaler
-        from fleetlab.sim.failures import FailureModel
-
+    def __init__(self, sim: EngineHandle) -> None:
         self.sim = sim
         n = sim.state.n
-        slot = np.zeros(n, dtype=np.int64)
-        first: dict[int, int] = {}
-        for node, info in enumerate(sim.node_infos):
-            slot[node] = node - first.setdefault(info.pool, node)
-        counts = np.asarray([sim.pools[i.pool].count for i in sim.node_infos], dtype=np.int64)
         #: The node exists (is billed): requested and not removed.
-        self.present = slot < counts
+        self.present = sim.initially_present.copy()
         #: The node is registered and healthy: the scheduler's own ready flags.
         self.up = sim.state.ready
         self.down = np.zeros(n, dtype=bool)
@@ -98,19 +56,19 @@ class NodeLifecycle:
         for present in np.flatnonzero(self.present).tolist():
             pool = sim.pools[sim.node_infos[present].pool]
             self._window[present] = [0, 0 if pool.initially_ready else to_ms(pool.boot_time_s)]
-        self.autoscaler: Autoscaler | None = (
-            Autoscaler(self) if any(p.autoscaling is not None for p in sim.pools) else None
-        )
-        self.failures: FailureModel | None = (
-            FailureModel(self) if any(p.failures is not None for p in sim.pools) else None
-        )
-        if self.failures is not None:
-            for present in np.flatnonzero(self.present).tolist():
-                self.failures.arm(present, self._window[present][1])
+        #: Set by the failure model: a node came up at a time (its failure clock starts), a failure timer
+        #: fired ``(node, token)``; set by the autoscaler: a node was not ready in time.
+        self.on_up: Callable[[int, int], None] | None = None
+        self.on_fail_timer: Callable[[int, int], None] | None = None
+        self.on_provision_timeout: Callable[[int], None] | None = None
+        on = sim.on
+        on.next_time.append(self.next_time)
+        on.tick.append(self.step)
+        on.run_end.append(self.finish)
 
-    def initial(self, infos: Sequence[NodeInfo]) -> Iterator[tuple[int, NodeInfo]]:
-        """The nodes present at the start (an autoscaled pool's slots beyond its count are not)."""
-        return ((i, info) for i, info in enumerate(infos) if self.present[i])
+    def ready_at(self, node: int) -> int:
+        """When the present node became (or becomes) ready: its boot's end."""
+        return self._window[node][1]
 
     # -- the event loop's hooks ----------------------------------------------------------------------
     def next_time(self, t_event: int | None, t_job: int | None) -> int | None:
@@ -131,15 +89,15 @@ class NodeLifecycle:
         return self.timers.peek_time() is not None
 
     def step(self, now: int) -> None:
-        """Fire the timers due now, then let the autoscaler look at the cluster (before the cycle)."""
+        """Fire the timers due now (before the autoscaler looks at the cluster and the cycle runs)."""
         for heap in (self.timers, self.fail_timers):
             while heap.peek_time() is not None and heap.peek_time() == now:
                 _, kind, node, token = heap.pop()
                 if kind == Timer.SCAN:
                     continue  # the autoscaler keeps its own due time
                 if kind == Timer.FAIL:
-                    if self.failures is not None and self.failures.accepts(node, token):
-                        self.failures.fail(node)
+                    if self.on_fail_timer is not None:
+                        self.on_fail_timer(node, token)
                     continue
                 if token != self.token[node]:
                     continue
@@ -150,10 +108,12 @@ class NodeLifecycle:
                 elif kind == Timer.REPAIRED:
                     self._close_down(node)
                     self._up(node)
-                elif kind == Timer.PROVISION_TIMEOUT and self.autoscaler is not None and self._booting(node):
-                    self.autoscaler.provision_timed_out(node)
-        if self.autoscaler is not None:
-            self.autoscaler.step(now)
+                elif (
+                    kind == Timer.PROVISION_TIMEOUT
+                    and self.on_provision_timeout is not None
+                    and self._booting(node)
+                ):
+                    self.on_provision_timeout(node)
 
     def _booting(self, node: int) -> bool:
         return bool(self.present[node] and not self.up[node] and not self.down[node])
@@ -161,8 +121,8 @@ class NodeLifecycle:
     def _up(self, node: int) -> None:
         """The node registers with the scheduler; its failure clock starts."""
         self.sim.node_ready(node)
-        if self.failures is not None:
-            self.failures.arm(node, self.sim.now)
+        if self.on_up is not None:
+            self.on_up(node, self.sim.now)
 
     # -- transitions ---------------------------------------------------------------------------------
     def request(self, node: int, boot_ms: int) -> None:
@@ -171,7 +131,7 @@ class NodeLifecycle:
         self.present[node] = True
         self.token[node] += 1
         self._window[node] = [sim.now, -1]
-        self._clear_images(node)
+        sim.forget_images(node)
         sim.booting += 1
         self.timers.push(sim.now + boot_ms, Timer.BOOTED, node, int(self.token[node]))
 
@@ -179,7 +139,7 @@ class NodeLifecycle:
         """Drain (evict every pod through the shared eviction path) and delete the node; billing stops."""
         self.evict_all(node)
         if self.up[node]:
-            self._take_down(node)
+            self.sim.node_down(node)
         elif not self.down[node]:
             self.sim.booting -= 1  # removed while booting
         self._close_down(node)
@@ -191,11 +151,11 @@ class NodeLifecycle:
     def fail(self, node: int, repair_ms: int) -> None:
         """The node breaks: its pods are evicted, it stays billed (bucket ``down``) until repaired."""
         self.evict_all(node)
-        self._take_down(node)
+        self.sim.node_down(node)
         self.down[node] = True
         self.token[node] += 1
         self._down_at[node] = self.sim.now
-        self._clear_images(node)
+        self.sim.forget_images(node)
         self.timers.push(self.sim.now + repair_ms, Timer.REPAIRED, node, int(self.token[node]))
 
     def _close_down(self, node: int) -> None:
@@ -210,47 +170,16 @@ class NodeLifecycle:
             if sim.book.node[pod] == node and sim.book.end_ms[pod] < 0:
                 sim.evict_job_pods(pod)
 
-    def _take_down(self, node: int) -> None:
-        """Hide an empty node from the scheduler and take it out of the cluster totals."""
-        sim, state = self.sim, self.sim.state
-        g = int(state.allocatable[node, state.gpu_col])
-        if g > 0:
-            sim.counters.node_counted(g, state.requested[node, state.gpu_col] == 0, -1)
-        state.set_ready(node, False)
-
-    def _clear_images(self, node: int) -> None:
-        """A new or rebuilt node starts with an empty image cache (pulls are paid again)."""
-        state = self.sim.state
-        for image, present in state.images.items():
-            if present[node]:
-                present[node] = False
-                state.image_nodes[image] -= 1
-        self.sim.image_ready[node].clear()
-
     # -- results -------------------------------------------------------------------------------------
-    def annotate(self, pending: list[PendingJob]) -> list[PendingJob]:
-        """Pending jobs the autoscaler could not add capacity for say why (stockout, max size, quota)."""
-        if self.autoscaler is None or not self.autoscaler.blocked:
-            return pending
-        ids = {self.sim.jobs[j].id: reason for j, reason in self.autoscaler.blocked.items()}
-        out = []
-        for p in pending:
-            reason = ids.get(p.job_id)
-            if reason is not None:
-                p = replace(p, blocked_by="capacity", detail=f"{reason}; {p.detail}" if p.detail else reason)
-            out.append(p)
-        return out
-
-    def finish(self, end_ms: int) -> LifecycleRecord:
-        """Close what is still open at the end of the run (billing stops at the run's end)."""
+    def finish(self, parts: ResultParts) -> None:
+        """Close what is still open at the end of the run (billing stops at the run's end); the features
+        built on the lifecycle have closed theirs already (``run_end`` runs in reverse order)."""
         rec = self.record
         windows = list(rec.windows)
         for node, (start, ready) in sorted(self._window.items()):
             windows.append(NodeWindow(node, start, ready, -1))
         down = list(rec.down) + [(n, t, -1) for n, t in sorted(self._down_at.items())]
-        if self.autoscaler is not None:
-            self.autoscaler.settle_waits(end_ms, final=True)
-        return LifecycleRecord(
+        parts.lifecycle = LifecycleRecord(
             windows=sorted(windows, key=lambda w: (w.node, w.requested_ms)),
             down=sorted(down),
             scale_events=list(rec.scale_events),

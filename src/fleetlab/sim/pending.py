@@ -7,7 +7,6 @@ classification looks at free capacity on the nodes that pass the static filters.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,11 +15,9 @@ from fleetlab.model.resources import format_amount
 from fleetlab.placement.framework import CompiledPod, PodSpec
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.result import PendingJob
 from fleetlab.sim.share_pending import classify_share, other_mig_note, whole_gpu_verdict
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
 
 
 def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
@@ -164,9 +161,10 @@ def explain_pending(
     return out
 
 
-def pending_at_end(sim: Simulator) -> list[PendingJob]:
+def pending_at_end(sim: EngineHandle, parts: ResultParts) -> list[PendingJob]:
     """Every job still waiting when the run ends, explained by the profile that schedules it (and by
-    Kueue for workloads it has not admitted), in job-id order."""
+    Kueue for workloads it has not admitted), in job-id order, with the features' notes (the autoscaler's
+    reasons) added last."""
     by_id = {sid: key for key, sid in sim.spec_ids.items()}
     per_profile: dict[str, dict[PodSpec, list[int]]] = {}
     book = sim.book
@@ -181,13 +179,16 @@ def pending_at_end(sim: Simulator) -> list[PendingJob]:
                 sim.schedulers[profile_key], groups, sim.jobs, book.job, gangs=sim.config.gang_scheduling
             )
         )
-    if sim.kueue is not None:
-        pending.extend(sim.kueue.pending_jobs(sim))
+    pending.extend(parts.pending)  # what features know is waiting (Kueue's unadmitted workloads)
     pending.sort(key=lambda p: p.job_id)
-    return _with_gpu_memory_notes(sim, pending) if pending else pending
+    if pending:
+        pending = _with_gpu_memory_notes(sim, pending)
+    for note in parts.pending_notes:
+        pending = note(pending)
+    return pending
 
 
-def _with_gpu_memory_notes(sim: Simulator, pending: list[PendingJob]) -> list[PendingJob]:
+def _with_gpu_memory_notes(sim: EngineHandle, pending: list[PendingJob]) -> list[PendingJob]:
     """Name the GPU memory as the reason where a job's declared gpu_memory exceeds every node's GPUs."""
     from dataclasses import replace
 

@@ -5,20 +5,20 @@ time-slicing and an interference factor). Whenever a factor changes its work so 
 speed and its finish event is rescheduled at the new one (the old event is dropped by bumping the pod's
 attempt). The extra wall time is split between the two causes: time-slicing's share is spent − spent /
 slicing, interference's is the rest, so the two add up to spent − work done.
+
+Subscribes to ``run_end`` only (GPU tenancy and interference drive it).
+May change: a paced pod's finish (``retime_finish``) and the pod book's ``work_done_ms``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fleetlab.sim.events import EventKind
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle, ResultParts
 
 
 @dataclass
@@ -38,19 +38,22 @@ class Pace:
 class PodPace:
     """The paced pods of a run and per pod the extra wall time each cause added."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle, slowdown: Callable[[int, float], None]) -> None:
         self.sim = sim
+        #: Tells the usage meter a pod's new slowdown.
+        self.slowdown = slowdown
         n = sim.book.n_pods
         self.paces: dict[int, Pace] = {}
         #: Per pod the work (ms at full speed) of its last paced run, -1 when none is waiting to be read
-        #: (a column, not a dict: a pod that finishes never reads it back).
-        self.work_done = np.full(n, -1, dtype=np.int64)
+        #: (the book's column: the engine reads it when it evicts the pod; a pod that finishes never does).
+        self.work_done = sim.book.work_done_ms
         #: Time-slicing: wall time spent on time-sliced GPUs and the extra it cost.
         self.sliced_ms = np.zeros(n, dtype=np.float64)
         self.extra_ms = np.zeros(n, dtype=np.float64)
         #: Interference: wall time spent under the model and the extra it cost.
         self.interfered_ms = np.zeros(n, dtype=np.float64)
         self.interference_extra_ms = np.zeros(n, dtype=np.float64)
+        sim.on.run_end.append(self.finish)
 
     def begin(self, pod: int, wall_ms: int, sliced: bool = False, interfered: bool = False) -> Pace:
         """Pace the pod from now with ``wall_ms`` of work left at full speed (once per run; a second
@@ -71,14 +74,6 @@ class PodPace:
             return
         self._settle(pod, pace)
         self.work_done[pod] = round(pace.nominal_wall_ms - pace.left_ms)
-
-    def work_ms(self, pod: int, wall_ms: int) -> int:
-        """Work done in the pod's last run at full speed (its wall time unless it was paced)."""
-        done = int(self.work_done[pod])
-        if done < 0:
-            return wall_ms
-        self.work_done[pod] = -1
-        return done
 
     def _settle(self, pod: int, pace: Pace) -> None:
         now = self.sim.now
@@ -103,14 +98,17 @@ class PodPace:
         new_interference = pace.interference if interference is None else interference
         if new_slicing == pace.slicing and new_interference == pace.interference:
             return
-        sim = self.sim
         self._settle(pod, pace)
         pace.slicing, pace.interference = new_slicing, new_interference
         factor = new_slicing * new_interference
-        sim.usage.set_slowdown(pod, factor)
-        finish = sim.now + max(0, math.ceil(pace.left_ms * factor - 1e-6))
+        self.slowdown(pod, factor)
+        finish = self.sim.now + max(0, math.ceil(pace.left_ms * factor - 1e-6))
         if finish == pace.finish_ms:
             return  # (its work is done: the finish event at this very time stands)
         pace.finish_ms = finish
-        sim.book.attempt[pod] += 1  # drops the finish event scheduled at the old speed
-        sim.events.push(finish, EventKind.POD_FINISH, pod, int(sim.book.attempt[pod]))
+        self.sim.retime_finish(pod, finish)  # the finish event scheduled at the old speed is dropped
+
+    def finish(self, parts: ResultParts) -> None:
+        """Per pod the wall time on time-sliced GPUs and the extra it cost."""
+        parts.sliced_ms = self.sliced_ms
+        parts.sliced_extra_ms = self.extra_ms

@@ -3,19 +3,15 @@ victims kube-scheduler's PostFilter picks (fleetlab.placement.preemption) so a p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.preemption import Victim, find_preemption
 from fleetlab.placement.scheduler import Scheduler
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle
 
 
-def victims_on(sim: Simulator, node: int, below: int) -> list[Victim]:
+def victims_on(sim: EngineHandle, node: int, below: int) -> list[Victim]:
     """Pods on ``node`` with priority below ``below`` (the only possible victims)."""
     book = sim.book
     out = []
@@ -29,7 +25,7 @@ def victims_on(sim: Simulator, node: int, below: int) -> list[Victim]:
     return out
 
 
-def preempt_for(sim: Simulator, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
+def preempt_for(sim: EngineHandle, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
     """Evict the chosen victims now and return the nominated node (or -1)."""
     book, state = sim.book, sim.state
     job_index = book.job_at[pod]

@@ -3,16 +3,15 @@ submit time, without a scheduling cycle, as kube-scheduler's cache holds pods bo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 from weakref import WeakKeyDictionary
 
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle
 
-_NODE_INDEX: WeakKeyDictionary[Simulator, dict[str, int]] = WeakKeyDictionary()
+_NODE_INDEX: WeakKeyDictionary[EngineHandle, dict[str, int]] = WeakKeyDictionary()
 
 
-def bind_prebound(sim: Simulator, job: int) -> bool:
+def bind_prebound(sim: EngineHandle, job: int, bind: Callable[[int, int], None]) -> bool:
     """Bind a ``bound_node`` job's pods on their first submission; False for every other job or attempt."""
     spec = sim.jobs[job]
     if spec.bound_node is None:
@@ -28,5 +27,5 @@ def bind_prebound(sim: Simulator, job: int) -> bool:
     if node is None:
         raise ValueError(f"job {spec.id}: bound_node {spec.bound_node!r} is not a node of the cluster")
     for pod in pods:
-        sim.bind(pod, node)
+        bind(pod, node)
     return True

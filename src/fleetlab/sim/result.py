@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fleetlab.sim.interference_result import InterferenceTable
 from fleetlab.sim.interruption_log import InterruptionLog
-
-if TYPE_CHECKING:
-    from fleetlab.sim.billing_inputs import BillingInputs
-    from fleetlab.sim.interference_result import InterferenceTable
 from fleetlab.sim.lifecycle_result import LifecycleRecord
 from fleetlab.sim.service_record import ServiceRecord
 
@@ -177,6 +173,18 @@ class SharingTable:
     stranded_gpu_milli_end: int = 0
     #: Rows of (t_ms, free milli-GPU no typical pod shape can use) over the run (sim/stranded.py).
     stranded: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+
+
+@dataclass
+class BillingInputs:
+    """Per node: minimum billed ms per VM start; per pool: unused committed nodes and their rate; per job
+    (scenario order): data transfer and storage dollars."""
+
+    node_minimum_ms: IntArray
+    unused_committed_nodes: IntArray
+    committed_rate: NDArray[np.float64]
+    job_transfer_usd: NDArray[np.float64]
+    job_storage_usd: NDArray[np.float64]
 
 
 @dataclass

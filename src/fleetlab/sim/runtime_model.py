@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,10 +20,10 @@ from fleetlab.model.gpu_specs import default_network_gbps, gpu_specs, instance_n
 from fleetlab.model.job import Job
 from fleetlab.model.perf import Layout, step_time
 from fleetlab.model.plan_job import JobWork
+from fleetlab.placement.element_views import int_elements
+from fleetlab.placement.state import IntArray
 from fleetlab.sim.events import to_ms, transfer_ms
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle
 
 
 def work_seconds(
@@ -37,12 +36,48 @@ def work_seconds(
     return work.steps * step_time(work.profile, work.samples_per_step, layout, total).step_s
 
 
+#: Runtimes remembered per (job, GPU model) before the memo starts again (a gang's pods ask at once).
+RUNTIME_MEMO_LIMIT = 4096
+
+
 class WorkRuntimes:
     """Runtime lookups for the simulator; reads its live node list (autoscaled nodes included)."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle) -> None:
         self.sim = sim
         self.specs = gpu_specs()
+        self._gpu_model = sim.state.gpu_model
+        self._memo: dict[tuple[int, str | None], int] = {}
+        #: Per GPU model, element views of ``_runtime_column``'s array (the arrays are kept by the views).
+        self._columns: dict[str | None, memoryview[int]] = {}
+
+    def runtime_ms(self, job: int, node: int) -> int:
+        """The job's full runtime on this node's GPU model."""
+        model = self._gpu_model[node]
+        column = self._columns.get(model)
+        if column is None:
+            column = self._columns[model] = int_elements(self._runtime_column(model))
+        fixed = column[job]
+        if fixed > 0:
+            return fixed
+        key = (job, model)
+        value = self._memo.get(key)
+        if value is None:
+            if len(self._memo) >= RUNTIME_MEMO_LIMIT:
+                self._memo.clear()  # a pure function of (job, model): the memo only saves recomputing it
+            value = max(1, to_ms(self.pod_seconds(job, model)))
+            self._memo[key] = value
+        return value
+
+    def _runtime_column(self, model: str | None) -> IntArray:
+        """Per job, its runtime in ms on ``model`` read from the job table's columns (``Runtime.on``, then
+        ``max(1, to_ms(s))``), or -1 where a work profile decides it."""
+        jobs = self.sim.job_table
+        seconds = jobs.runtime_on(model)
+        column = np.maximum(1, np.floor(seconds * 1000 + 0.5)).astype(np.int64)
+        if model in self.specs:
+            column[jobs.per_template(lambda t: t.work is not None, dtype=bool)] = -1
+        return column
 
     def _net(self, job: Job, node: int) -> float:
         assert job.work is not None

@@ -7,12 +7,14 @@ download). Slots beyond the current replica count are inactive: their pods are t
 scheduling queue, or off their node, as a ReplicaSet deletes pods when it is scaled down — pending pods
 first, then pods not yet running, then the newest running ones. The latency of each sample is computed
 afterwards from the recorded (rps, servers, rate) columns (metrics/services.py), all at once.
+
+Subscribes to ``next_time`` and ``tick`` (evaluation ticks) and ``run_end``; built only with services.
+May change: queues replica pods (``enqueue``) and deletes those scaled away (``delete_pod``).
 """
 
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,38 +22,15 @@ from fleetlab.model.service import ReplicaPerformance, Service
 from fleetlab.services.hpa import HpaState, desired_replicas
 from fleetlab.services.rates import rate_at
 from fleetlab.sim.events import to_ms
-from fleetlab.sim.result import NEVER
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.service_record import ServiceRecord, ServiceSamples
 from fleetlab.sim.service_replicas import replica_job_id
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
-
-
-class NoServices:
-    """A scenario without services: the loop's hooks change nothing."""
-
-    def next_time(self, t: int | None) -> int | None:
-        """No ticks of its own."""
-        return t
-
-    def step(self, now: int) -> None:
-        """Nothing to do."""
-
-    def record(self) -> ServiceRecord | None:
-        """Nothing recorded."""
-        return None
-
-
-def services_for(sim: Simulator) -> ServiceController | NoServices:
-    """Only scenarios with services pay for the ticks."""
-    return ServiceController(sim) if sim.resolved.scenario.services else NoServices()
 
 
 class _Unit:
     """One service's slots, HPA state and samples."""
 
-    def __init__(self, sim: Simulator, service: Service, by_id: dict[str, int]) -> None:
+    def __init__(self, sim: EngineHandle, service: Service, by_id: dict[str, int]) -> None:
         self.service = service
         self.jobs = [by_id[replica_job_id(service.name, k)] for k in range(service.replicas.upper)]
         self.pods = np.asarray([int(sim.book.first_pod[j]) for j in self.jobs], dtype=np.int64)
@@ -77,7 +56,7 @@ class _Unit:
 class ServiceController:
     """Evaluation ticks of every service, merged into the event loop's clock."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle) -> None:
         self.sim = sim
         scenario = sim.resolved.scenario
         assert scenario.horizon_s is not None
@@ -86,8 +65,12 @@ class ServiceController:
         self.units = [_Unit(sim, s, by_id) for s in scenario.services]
         self.ticks: list[tuple[int, int]] = [(to_ms(u.service.start_s), i) for i, u in enumerate(self.units)]
         heapq.heapify(self.ticks)
+        on = sim.on
+        on.next_time.append(self.next_time)
+        on.tick.append(self.step)
+        on.run_end.append(self.finish)
 
-    def next_time(self, t: int | None) -> int | None:
+    def next_time(self, t: int | None, t_job: int | None) -> int | None:
         """The loop's next time with the next evaluation tick merged in."""
         if not self.ticks:
             return t
@@ -162,17 +145,11 @@ class ServiceController:
 
     def _delete(self, unit: _Unit, slot: int) -> None:
         """Take a replica's pod off its node (not an eviction: nothing is requeued) or out of the queue."""
-        sim, book = self.sim, self.sim.book
-        pod, job = int(unit.pods[slot]), unit.jobs[slot]
-        if book.node[pod] >= 0:
-            sim.release(pod, evicted=False)
-            book.node[pod] = -1
-            for column in (book.bound_ms, book.ready_ms, book.start_ms):
-                column[pod] = NEVER
-        else:
-            sim.queue.remove(sim.group_of(job), {pod})
-        book.stop_pending(pod, sim.now)  # an inactive slot waits for nothing
-        book.attempt[pod] += 1  # drops the pod's pending prep-done / finish events
+        self.sim.delete_pod(int(unit.pods[slot]))
+
+    def finish(self, parts: ResultParts) -> None:
+        """The samples of every service, as columns."""
+        parts.services = self.record()
 
     def record(self) -> ServiceRecord:
         """The samples of every service, as columns."""

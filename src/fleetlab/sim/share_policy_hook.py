@@ -3,8 +3,6 @@ M from the scenario's jobs, the ShareView the SharePolicy plugin scores on, and 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -13,13 +11,11 @@ from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.share_view import ShareView, pod_request
 from fleetlab.placement.sharing import PodRequest
 from fleetlab.sim.gpu_fragments import POPULARITY
+from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.specs import pod_spec
 
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
 
-
-def attach_share_view(sim: Simulator) -> ShareView | None:
+def attach_share_view(sim: EngineHandle) -> ShareView | None:
     """A ShareView on ``sim.state`` when any profile uses a share policy (None otherwise). It also chooses
     the GPU of each share, by the policy of the profile that scheduled the pod (best fit for presets). M
     weighs each job's pod shape by its pods, as upstream counts pods by spec (CPU, per-GPU share, GPU
@@ -55,7 +51,7 @@ def attach_share_view(sim: Simulator) -> ShareView | None:
     return view
 
 
-def policy_of(sim: Simulator, pod: int) -> str:
+def policy_of(sim: EngineHandle, pod: int) -> str:
     """The share policy of the profile that schedules ``pod`` ("" for a preset profile)."""
     spec_id = int(sim.job_spec[int(sim.book.job[pod])])
     key = sim.spec_profile[spec_id] if spec_id >= 0 else ""

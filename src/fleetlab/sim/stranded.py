@@ -6,29 +6,27 @@ A free GPU share is usable by a shape when the shape passes the node's static fi
 shape's CPU, memory and other requests free, and either the shape is a share that fits on that GPU (milli
 and memory), or it asks for whole GPUs, the GPU is idle and the node has enough idle GPUs. Everything else
 is stranded: it is free, paid for, and nothing in sight can run on it. One array pass per distinct shape.
+
+Subscribes to ``run_end`` (the series the fragmentation meter sampled, the figure at the end).
+May change: nothing.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.state import BoolArray
-from fleetlab.sim.step_series import StepSeries
-
-if TYPE_CHECKING:
-    from fleetlab.sim.gpu_fragments import FragmentationMeter
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.gpu_fragments import FragmentationMeter
+from fleetlab.sim.handle import EngineHandle, ResultParts
 
 
-def _pending_specs(sim: Simulator) -> list[PodSpec]:
+def _pending_specs(sim: EngineHandle) -> list[PodSpec]:
     by_id = {sid: key for key, sid in sim.spec_ids.items()}
     return [by_id[sim.groups[gid].spec_id][0] for gid in sim.queue.pending()]
 
 
-def stranded_gpu_milli(sim: Simulator) -> int:
+def stranded_gpu_milli(sim: EngineHandle, typical: list[PodSpec]) -> int:
     """Free milli-GPU on ready nodes' plain GPUs that no pending job and no typical shape can use now."""
     state, devices = sim.state, sim.state.devices
     if devices is None:
@@ -42,7 +40,7 @@ def stranded_gpu_milli(sim: Simulator) -> int:
     usable = np.zeros(free.shape, dtype=bool)
     scheduler = sim.scheduler
     gpu = state.gpu_col
-    for spec in dict.fromkeys([*sim.tenancy.meter.specs, *_pending_specs(sim)]):
+    for spec in dict.fromkeys([*typical, *_pending_specs(sim)]):
         pod = scheduler.compile(spec)
         others = pod.request_cols[pod.request_cols != gpu]
         node_ok: BoolArray = scheduler.static_mask(pod)[rows] & (
@@ -59,16 +57,15 @@ def stranded_gpu_milli(sim: Simulator) -> int:
 
 
 class StrandedMeter:
-    """Over time: free milli-GPU on ready nodes' plain GPUs that no typical pod shape could use where it
-    is (the fragmentation meter's shapes, static filters, CPU and GPU count; memory ignored, as in FGD).
-    The per-node terms are the fragmentation meter's last column, computed in the same pass; this keeps
-    only the series, sampled after the meter."""
+    """Records the stranded series the fragmentation meter sampled and the stranded figure at the end (the
+    typical shapes of the meter and the pending jobs' shapes)."""
 
-    def __init__(self, meter: FragmentationMeter) -> None:
+    def __init__(self, sim: EngineHandle, meter: FragmentationMeter) -> None:
+        self.sim = sim
         self.meter = meter
-        #: (t_ms, stranded milli-GPU) whenever the total changes.
-        self.rows = StepSeries(2)
+        sim.on.run_end.append(self.finish)
 
-    def sample(self, now: int) -> None:
-        """Record the meter's stranded total if it changed (call after ``FragmentationMeter.sample``)."""
-        self.rows.record(now, (self.meter.totals[5],))  # the series keeps a row only when it changed
+    def finish(self, parts: ResultParts) -> None:
+        """The series and the figure at the run's end."""
+        parts.stranded = self.meter.stranded_rows.rows()
+        parts.stranded_end = stranded_gpu_milli(self.sim, self.meter.specs)

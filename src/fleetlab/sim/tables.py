@@ -1,31 +1,29 @@
-"""Turn a finished run's bookkeeping into the result tables (in the scenario's original job order)."""
+"""Turn a finished run's record into the result tables (in the scenario's original job order).
+
+The pod book and the cluster state are the engine's own record of the pod lifecycle; everything else comes
+from what the features recorded (``ResultParts``, filled by their ``run_end`` subscriptions).
+"""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.sim.billing_inputs import billing_inputs, node_prices
 from fleetlab.sim.book import scenario_positions
+from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.lifecycle_result import LifecycleRecord
-from fleetlab.sim.node_lifecycle import NodeLifecycle, billed_columns
+from fleetlab.sim.node_lifecycle import billed_columns
+from fleetlab.sim.pending import pending_at_end
 from fleetlab.sim.result import (
     NEVER,
     JobTable,
     NodeTable,
-    PendingJob,
     PodTable,
     SegmentTable,
+    SharingTable,
     SimulationResult,
-    Timeline,
 )
-from fleetlab.sim.step_series import StepSeries
-from fleetlab.sim.usage_meter import COLUMNS as USAGE_COLUMNS
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
 
 IntArray = NDArray[np.int64]
 
@@ -34,9 +32,9 @@ def _per_job(values: IntArray, starts: IntArray, reduce: np.ufunc) -> IntArray:
     return np.asarray(reduce.reduceat(values, starts), dtype=np.int64) if len(values) else values
 
 
-def job_table(sim: Simulator, end_ms: int) -> JobTable:
+def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
     """Per-job times: last pod bound, all pods computing, last pod done (NEVER where not reached)."""
-    book = sim.book
+    book, end_ms = sim.book, parts.end_ms
     n = len(sim.jobs)
     starts = book.first_pod[:-1]
     if n:
@@ -49,7 +47,7 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
         evictions = np.add.reduceat(book.evictions, starts).astype(np.int64)
         waited = _per_job(book.waited_until(end_ms), starts, np.maximum)
         waiting = np.logical_or.reduceat(book.pending_since_ms >= 0, starts)
-        failed = np.logical_or.reduceat(sim.tenancy.failed, starts) & ~completed
+        failed = np.logical_or.reduceat(book.failed, starts) & ~completed
     else:
         last_bound = last_start = last_end = evictions = waited = np.zeros(0, dtype=np.int64)
         all_bound = all_started = completed = waiting = failed = np.zeros(0, dtype=bool)
@@ -57,7 +55,9 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
     last_bound = np.where(completed | all_bound, last_bound, NEVER)
     inverse = scenario_positions(sim.order)
     table = sim.resolved.jobs  # the workload in scenario order: columns plus one template per job shape
-    kueue = sim.kueue
+    queues = parts.cluster_queue_of
+    admitted = sim.submit_ms if parts.admitted_ms is None else parts.admitted_ms  # Kueue's admissions
+    quota_wait = np.zeros(n, dtype=np.int64) if parts.quota_wait_ms is None else parts.quota_wait_ms
     return JobTable(
         ids=table.ids.to_pylist(),
         job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
@@ -72,19 +72,16 @@ def job_table(sim: Simulator, end_ms: int) -> JobTable:
         end_ms=np.where(completed, last_end, NEVER)[inverse],
         completed=completed[inverse],
         evictions=evictions[inverse],
-        admitted_ms=np.where(sim.admitted_ms >= 0, sim.admitted_ms, sim.submit_ms)[inverse],
-        cluster_queue=[kueue.cluster_queue_of.get(i, "") for i in inverse.tolist()] if kueue else [""] * n,
+        admitted_ms=np.where(admitted >= 0, admitted, sim.submit_ms)[inverse],
+        cluster_queue=[queues.get(i, "") for i in inverse.tolist()] if queues is not None else [""] * n,
         queue_wait_ms=waited[inverse],
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
-        quota_wait_ms=(
-            sim.quota_waited_ms
-            + np.where(sim.quota_since_ms >= 0, np.maximum(end_ms - sim.quota_since_ms, 0), 0)
-        )[inverse],
+        quota_wait_ms=quota_wait[inverse],
     )
 
 
-def segment_table(sim: Simulator, end_ms: int) -> SegmentTable:
+def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
     """Closed stays plus the stays still open at the end of the run (closed there)."""
     book = sim.book
     closed, closed_evicted = book.segments.arrays()
@@ -114,7 +111,9 @@ def segment_table(sim: Simulator, end_ms: int) -> SegmentTable:
     )
 
 
-def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = None) -> NodeTable:
+def node_table(
+    sim: EngineHandle, end_ms: int, record: LifecycleRecord | None, first_ready: dict[int, int]
+) -> NodeTable:
     """Fixed nodes are billed from the start of the run (boot included) to its end; nodes of autoscaled
     pools from their request to their removal (see sim/node_lifecycle.py)."""
     state, pools, infos = sim.state, sim.pools, sim.node_infos
@@ -136,39 +135,44 @@ def node_table(sim: Simulator, end_ms: int, record: LifecycleRecord | None = Non
         price_per_hour=node_prices(sim),
         billed_start_ms=start,
         billed_end_ms=last,
-        ready_ms=sim.spot.first_ready_ms(sim.ready_ms),
+        ready_ms=_first_ready(sim.ready_ms, first_ready),
         billed_ms=billed,
         boot_ms=boot,
         down_ms=down,
     )
 
 
-#: The simulator's timeline row: the time, the allocation counters, then the usage meter's columns.
-TIMELINE_COLUMNS = (
-    "t_ms",
-    "allocated_gpus",
-    "total_gpus",
-    "whole_free_gpu_nodes",
-    "gpu_nodes",
-    *USAGE_COLUMNS,
-)
+def sharing_table(sim: EngineHandle, parts: ResultParts) -> SharingTable:
+    """Per job (scenario order) and per pod what GPU sharing did, and the fragmentation and stranded
+    samples (sim/gpu_tenancy.py, sim/pod_pace.py, sim/gpu_fragments.py, sim/stranded.py)."""
+    book = sim.book
+    n = len(sim.jobs)
+    starts = book.first_pod[:-1]
+    inverse = scenario_positions(sim.order)
 
+    def per_job(values: np.ndarray, reduce: np.ufunc) -> np.ndarray:
+        return reduce.reduceat(values, starts)[inverse] if n else values[:0]
 
-def new_timeline() -> StepSeries:
-    """An empty timeline of TIMELINE_COLUMNS rows."""
-    return StepSeries(len(TIMELINE_COLUMNS))
-
-
-def timeline(sim: Simulator) -> Timeline:
-    """The cluster's GPU totals after each step that changed them."""
-    cols = sim.timeline.columns()
-    return Timeline(
-        t_ms=cols[0],
-        allocated_gpus=cols[1],
-        total_gpus=cols[2],
-        whole_free_gpu_nodes=cols[3],
-        gpu_nodes=cols[4],
-        usage={name: cols[5 + k] for k, name in enumerate(USAGE_COLUMNS)},
+    table = sim.resolved.jobs  # scenario order; the GPU fields are a template's
+    milli = table.per_template(
+        lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, dtype=np.int64
+    )
+    unpaced = np.zeros(book.n_pods, dtype=np.float64)  # no pod ran on time-sliced GPUs
+    sliced = unpaced if parts.sliced_ms is None else parts.sliced_ms
+    extra = unpaced if parts.sliced_extra_ms is None else parts.sliced_extra_ms
+    assert parts.oom_kills is not None and parts.pod_gpus is not None
+    assert parts.fragmentation is not None and parts.stranded is not None
+    return SharingTable(
+        job_oom_kills=per_job(parts.oom_kills, np.add).astype(np.int64),
+        job_failed=per_job(book.failed, np.logical_or).astype(bool),
+        job_extra_ms=per_job(extra, np.add).astype(np.float64),
+        job_sliced_ms=per_job(sliced, np.add).astype(np.float64),
+        job_gpu_milli=milli,
+        pod_gpus=parts.pod_gpus,
+        fragmentation=parts.fragmentation,
+        consolidation_evictions=parts.consolidation_evictions,
+        stranded_gpu_milli_end=parts.stranded_end,
+        stranded=parts.stranded,
     )
 
 
@@ -176,7 +180,7 @@ def timeline(sim: Simulator) -> Timeline:
 STALL_NAMED_JOBS = 5
 
 
-def stall_warning(sim: Simulator) -> str:
+def stall_warning(sim: EngineHandle) -> str:
     """The stall warning with the jobs it cut off: how many, how many of those were never submitted, and
     the first few ids in submit order (the pending table explains each job still waiting)."""
     unfinished = np.flatnonzero(sim.pods_done < sim.job_table.column("pods"))
@@ -192,22 +196,29 @@ def stall_warning(sim: Simulator) -> str:
     )
 
 
-def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s: float) -> SimulationResult:
-    """Assemble the SimulationResult of a finished run."""
+def _first_ready(ready_ms: IntArray, first_ready: dict[int, int]) -> IntArray:
+    """When each node slot first became ready (a replaced node's first readiness from the spot log)."""
+    out = ready_ms.copy()
+    for node, first in first_ready.items():
+        out[node] = first
+    return out
+
+
+def build_result(sim: EngineHandle, parts: ResultParts, wall_s: float) -> SimulationResult:
+    """Assemble the SimulationResult of a finished run from the pod book and the features' parts."""
+    end_ms = parts.end_ms
+    assert parts.timeline is not None
+    pending = pending_at_end(sim, parts)
     book = sim.book
     order = np.asarray(sim.order, dtype=np.int64)
     segments = segment_table(sim, end_ms)
-    record = None
-    if isinstance(sim.lifecycle, NodeLifecycle):
-        record = sim.lifecycle.finish(end_ms)
-        pending = sim.lifecycle.annotate(pending)
     return SimulationResult(
         scenario=sim.resolved.scenario.name,
         policy=sim.profile.name,
         policy_description=sim.profile.description,
         seed=sim.seed,
         end_ms=end_ms,
-        jobs=job_table(sim, end_ms),
+        jobs=job_table(sim, parts),
         pods=PodTable(
             job=order[book.job] if len(order) else book.job,
             node=book.node.copy(),
@@ -218,19 +229,19 @@ def build_result(sim: Simulator, end_ms: int, pending: list[PendingJob], wall_s:
             data_ms=book.data_ms.copy(),
             evictions=book.evictions.copy(),
         ),
-        nodes=node_table(sim, end_ms, record),
-        timeline=timeline(sim),
+        nodes=node_table(sim, end_ms, parts.lifecycle, parts.first_ready_ms),
+        timeline=parts.timeline,
         segments=segments,
         pending=pending,
         warnings=[*sim.resolved.warnings, *([stall_warning(sim)] if sim.stall_warning else [])],
         placements=sim.placements,
         wall_s=wall_s,
-        queue_samples=sim.kueue.samples() if sim.kueue is not None else None,
-        interruptions=sim.spot.log(),
+        queue_samples=parts.queue_samples,
+        interruptions=parts.interruptions,
         billing=billing_inputs(sim, segments, end_ms),
-        lifecycle=record,
-        sharing=sim.tenancy.table(),
-        interference=sim.interference.table(),
-        services=sim.services.record(),
+        lifecycle=parts.lifecycle,
+        sharing=sharing_table(sim, parts),
+        interference=parts.interference,
+        services=parts.services,
         horizon_ms=sim.horizon_ms,
     )

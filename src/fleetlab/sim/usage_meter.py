@@ -10,19 +10,19 @@ in the timeline); the sum is updated when a pod starts, stops or changes speed, 
 *Largest free block.* A node's largest free block is its free whole GPUs (``nvidia.com/gpu`` not
 allocated). Per sample: how many ready GPU nodes have a block of at least k GPUs for k in BLOCK_SIZES, and
 the cluster's largest block. Only nodes a bind or release touched are re-read (all when readiness changes).
+
+Subscribes to ``start`` and ``release``; the timeline recorder samples it after each step.
+May change: nothing (pod pace tells it a pod's new speed).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fleetlab.model.gpu_share import MILLI_PER_GPU
-
-if TYPE_CHECKING:
-    from fleetlab.sim.simulator import Simulator
+from fleetlab.sim.handle import EngineHandle
 
 #: Block sizes (free whole GPUs on one node) counted in the timeline, ascending.
 BLOCK_SIZES = (1, 2, 4, 8)
@@ -36,7 +36,7 @@ NOT_COUNTED = -1
 class UsageMeter:
     """Busy GPU equivalents and the histogram of free whole GPUs over ready GPU nodes."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: EngineHandle) -> None:
         self.sim = sim
         state = sim.state
         self.capacity = state.allocatable[:, state.gpu_col].copy()
@@ -49,7 +49,8 @@ class UsageMeter:
         self.sizes_upto: list[int] = []
         self._extend_sizes_upto()
         self.at_least: list[int] = [0] * len(BLOCK_SIZES)
-        self.dirty: set[int] = set()
+        #: The nodes a bind or release touched in this step (the engine's set, cleared after each step).
+        self.dirty = sim.touched
         self.generation = -1
         self.busy_milli = 0.0
         self.weight: dict[int, float] = {}
@@ -67,6 +68,8 @@ class UsageMeter:
         self._free = state.free.data
         self._ready = state.ready.data
         self._gpu_col = state.gpu_col
+        sim.on.start.append(self.started)
+        sim.on.release.append(self.released)
 
     # -- utilisation ---------------------------------------------------------------------------------
     def _full_speed_milli(self, pod: int) -> float:
@@ -81,7 +84,7 @@ class UsageMeter:
             milli = float(MILLI_PER_GPU * int(request[sim.state.gpu_col]))
         return milli * job.gpu_utilization
 
-    def started(self, pod: int) -> None:
+    def started(self, pod: int, wall_ms: int) -> None:
         """The pod began computing."""
         weight = self._full_speed_milli(pod)
         if weight <= 0:
@@ -89,8 +92,8 @@ class UsageMeter:
         self.weight[pod] = weight
         self.busy_milli += weight / self.slowdown.get(pod, 1.0)
 
-    def stopped(self, pod: int) -> None:
-        """The pod stopped computing (finished, evicted, killed) or never started."""
+    def released(self, pod: int, node: int) -> None:
+        """The pod gave its node back: it stopped computing (finished, evicted, killed) or never started."""
         weight = self.weight.pop(pod, None)
         slowdown = self.slowdown.pop(pod, 1.0)
         if weight is not None:
@@ -110,10 +113,6 @@ class UsageMeter:
             self.slowdown[pod] = slowdown
 
     # -- free blocks ---------------------------------------------------------------------------------
-    def touch(self, node: int) -> None:
-        """The node's free GPUs may have changed."""
-        self.dirty.add(node)
-
     def _refresh(self, node: int) -> bool:
         """Re-read one node's free whole GPUs; False when its block did not change."""
         old = self.block[node]
@@ -167,15 +166,11 @@ class UsageMeter:
         changed = False
         if generation != self.generation:
             self.generation = generation
-            dirty.clear()
             self._rebuild()
             changed = True
-        elif len(dirty) == 1:  # the common step: one bind or release
-            changed = self._refresh(dirty.pop())
         elif dirty:
             for node in dirty:
                 changed = self._refresh(node) or changed
-            dirty.clear()
         busy = self.busy_milli
         if changed or not self._last:
             histogram = self.histogram

@@ -1,0 +1,548 @@
+"""The engine core: the clock, the event heap and the pod/job lifecycle, with the pod book and the cluster.
+
+Jobs arrive, their pods are queued, bound (every placement decision is asked of ``fleetlab.placement``),
+prepared (image pull, data download), started, stopped and released: they succeed, or are evicted
+(preemption, a node going away) and requeued with the work since their last checkpoint lost, or fail.
+Nodes boot, then become ready. The engine records all of it in the pod book and the cluster state.
+
+Features never see this class: they get it as an ``EngineHandle`` (sim/handle.py) and subscribe to the
+lifecycle events they need. ``_freeze`` turns each event's subscribers into a tuple when the run starts;
+the lifecycle methods loop over those tuples inline, so an event nobody subscribed to costs no call. The
+event loop itself is sim/loop.py; sim/simulator.py builds the features and runs it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+
+from fleetlab.model.scenario import ResolvedScenario
+from fleetlab.placement.element_views import int_elements
+from fleetlab.placement.gang import GangPlacer
+from fleetlab.placement.profiles import Profile, resolve_profile
+from fleetlab.placement.scheduler import Scheduler
+from fleetlab.placement.state import ClusterState
+from fleetlab.sim.book import PodBook
+from fleetlab.sim.counters import Counters
+from fleetlab.sim.events import (
+    NODE_READY,
+    POD_FINISH,
+    PREP_DONE,
+    EventQueue,
+    GatedEventQueue,
+    to_ms,
+    transfer_ms,
+)
+from fleetlab.sim.handle import (
+    BindHook,
+    MakeRoom,
+    PodHook,
+    PodNodeHook,
+    Subscriptions,
+    TakeHook,
+    TimeHook,
+)
+from fleetlab.sim.job_arrays import NO_CHECKPOINT, JobArrays, job_arrays
+from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
+from fleetlab.sim.pod_preemption import preempt_for
+from fleetlab.sim.prebound import bind_prebound
+from fleetlab.sim.progress import progress_at, wall_needed
+from fleetlab.sim.queue import SchedulingQueue
+from fleetlab.sim.result import NEVER
+from fleetlab.sim.runtime_model import WorkRuntimes
+from fleetlab.sim.service_replicas import with_service_replicas
+from fleetlab.sim.spec_table import SpecTable
+from fleetlab.sim.specs import build_nodes
+
+
+class Engine:
+    """One run's clock, events, pods and cluster, and the lifecycle transitions features subscribe to."""
+
+    def __init__(self, resolved: ResolvedScenario, profile: Profile, seed: int | None = None) -> None:
+        resolved = with_service_replicas(resolved)  # services' replicas are jobs (sim/service_replicas.py)
+        self.resolved = resolved
+        self.profile = profile
+        scenario = resolved.scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.config = scenario.scheduler
+        self.node_infos = build_nodes(resolved)
+        extra = sorted({r for job in resolved.jobs.templates for r in job.requests})  # a template field
+        self.state = ClusterState(self.node_infos, extra_resources=extra)
+        self.schedulers: dict[str, Scheduler] = {}
+        self.placers: dict[str, GangPlacer] = {}
+        profiles = {"": profile}
+        for job_class, policy in sorted(self.config.class_profiles.items()):
+            profiles[job_class] = resolve_profile(self.config.model_copy(update={"policy": policy}))
+        for k, (key, prof) in enumerate(profiles.items()):
+            self.schedulers[key] = Scheduler(
+                self.state,
+                prof,
+                seed=self.seed + k,
+                extended_resource_toleration=scenario.cluster.extended_resource_toleration,
+            )
+            self.placers[key] = GangPlacer(self.schedulers[key], scenario.cluster.topology_levels)
+        self.scheduler = self.schedulers[""]
+        self.pools = scenario.cluster.pools
+        self.horizon_ms = None if scenario.horizon_s is None else to_ms(scenario.horizon_s)
+        #: Where features subscribe to lifecycle events; ``_freeze`` copies the lists when the run starts.
+        self.on = Subscriptions()
+        self._on_bind: tuple[BindHook, ...] = ()
+        self._on_start: tuple[PodNodeHook, ...] = ()
+        self._on_stop: tuple[PodHook, ...] = ()
+        self._on_release: tuple[PodNodeHook, ...] = ()
+        self._on_job_failed: tuple[PodHook, ...] = ()
+        self._on_job_done: tuple[PodHook, ...] = ()
+        self._on_evict: tuple[TakeHook, ...] = ()
+        self._make_room: tuple[MakeRoom, ...] = ()
+        self._after_step: tuple[TimeHook, ...] = ()
+        #: Nodes a bind or release touched in this step, and pods that fail at its end.
+        self.touched: set[int] = set()
+        self.failing: list[int] = []
+        # Submit order (ties by scenario position) from the columns; to_ms is floor(s * 1000 + 0.5).
+        submit_ms = np.floor(resolved.jobs.column("submit_s") * 1000 + 0.5).astype(np.int64)
+        order = np.argsort(submit_ms, kind="stable")
+        self.order = order.tolist()
+        #: The jobs in submit order as columns (read these where a whole column is wanted).
+        self.job_table = resolved.jobs.take(order)
+        #: The same table: ``jobs[i]`` builds job i's Job (recent ones are kept) for the few code paths
+        #: that still read one job at a time; the event loop reads ``job_columns``.
+        self.jobs = self.job_table
+        n_jobs = len(self.jobs)
+        pods = self.job_table.column("pods")
+        first_pod = np.zeros(n_jobs + 1, dtype=np.int64)
+        np.cumsum(pods, out=first_pod[1:])
+        pod_job = np.repeat(np.arange(n_jobs, dtype=np.int64), pods)
+        self.book = PodBook(int(first_pod[-1]), n_jobs, pod_job, first_pod)
+        self.label_everyone = selects_other_jobs(self.job_table)
+        self.label_sets = job_label_sets(self.state, self.job_table)
+        self.job_columns = job_arrays(self.job_table)
+        self._hot_columns(self.job_columns)
+        self.submit_ms = submit_ms[order]
+        self.book.pending_since_ms[:] = self.submit_ms[pod_job]  # every pod is pending from its submit
+        self.arrival_ms = self.submit_ms + to_ms(resolved.scenario.scheduler.scheduling_latency_s)
+        self.events = EventQueue()
+        self.queue = SchedulingQueue()
+        self.counters = Counters()
+        self.now = 0
+        self.placements = 0
+        self.evictions = 0
+        self.pods_done = np.zeros(n_jobs, dtype=np.int64)
+        self._pods_done_at = int_elements(self.pods_done)
+        #: Per job its interned pod spec, per queue entry its group (sim/spec_table.py); the engine reads
+        #: the table's lists and methods directly.
+        self.specs = SpecTable(
+            self.jobs,
+            self.job_columns,
+            self.schedulers,
+            self.placers,
+            self.config,
+            self.label_everyone,
+            self._pods,
+            self._pods_done_at,
+        )
+        specs = self.specs
+        self.spec_of = specs.spec_of
+        self.group_of = specs.group_of
+        self.base_spec = specs.base_spec
+        self.respec = specs.respec
+        self.spec_ids, self.compiled, self.spec_profile = specs.spec_ids, specs.compiled, specs.spec_profile
+        self.job_spec, self.groups = specs.job_spec, specs.groups
+        self._spec_gpus, self._group_plan = specs.gpus, specs.plans
+        self._multi_gang, self._placed_as_gang = specs.multi_gang, specs.placed_as_gang
+        self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
+        self.work = WorkRuntimes(self)
+        self.bound_by_priority: defaultdict[int, set[int]] = defaultdict(set)
+        self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
+        self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
+        #: A pool's first ``count`` node slots exist when the run starts (the rest only when autoscaled).
+        first_slot: dict[int, int] = {}
+        self.initially_present = np.asarray(
+            [
+                node - first_slot.setdefault(info.pool, node) < self.pools[info.pool].count
+                for node, info in enumerate(self.node_infos)
+            ],
+            dtype=bool,
+        ).reshape(-1)
+        self.runtime_ms = self.work.runtime_ms
+        #: Pods were queued since the last scheduling cycle (the loop then runs one).
+        self.queue_changed = False
+        self.bound_pods = 0
+        self.last_completion_ms = 0
+        self.stall_warning = ""
+        self.booting = 0
+        self.submissions_left = n_jobs
+
+    # -- columns -------------------------------------------------------------------------------------
+    def _hot_columns(self, columns: JobArrays) -> None:
+        """Plain-list views of the per-job columns the loop reads one element at a time (a list index is
+        several times cheaper than a numpy scalar)."""
+        self._pods: list[int] = columns.pods.tolist()
+        self._priority: list[int] = columns.priority.tolist()
+        self._image_name: list[str | None] = columns.image_name.tolist()
+        self._image_size: list[int] = columns.image_size.tolist()
+        self._data_size: list[int] = columns.data_size.tolist()
+        self._checkpoint_interval: list[int] = columns.checkpoint_interval_ms.tolist()
+        self._checkpoint_write: list[int] = columns.checkpoint_write_ms.tolist()
+        #: Per pod its job, per job its pods' label set, per node its pool (fixed for the run).
+        self._pod_job: list[int] = self.book.job.tolist()
+        self._label_set: list[int] = self.label_sets.tolist()
+        self._node_pool = [self.pools[p] for p in self.state.pool.tolist()]
+        self._prebound: list[bool] = columns.prebound.tolist()
+
+    # -- identities ----------------------------------------------------------------------------------
+    def job_priority(self, job: int) -> int:
+        """The job's pod priority."""
+        return self._priority[job]
+
+    def is_gang(self, job: int) -> bool:
+        """Placed all-or-nothing: a multi-pod gang job while the scheduler does gang scheduling."""
+        return self._placed_as_gang[job]
+
+    def enqueue(self, job: int, pods: list[int] | None = None) -> None:
+        """Put a job's unfinished pods in the scheduling queue; a gang is one entry. Pods that already
+        succeeded stay done when an evicted job is admitted again, as a resumed Job keeps its
+        succeeded count."""
+        if pods is None and self._prebound[job] and bind_prebound(self, job, self.bind):
+            return
+        group = self.group_of(job)
+        members = self.unfinished_pods(job) if pods is None else pods
+        if not members:
+            return
+        stamp = self.now
+        self.queue_changed = True
+        priority = self._priority[job]
+        if self._placed_as_gang[job]:
+            self.queue.add(group, priority, stamp, members[0])
+        else:
+            add = self.queue.add
+            for pod in members:
+                add(group, priority, stamp, pod)
+
+    # -- node lifecycle ------------------------------------------------------------------------------
+    def node_ready(self, node: int) -> None:
+        """A node registers with the scheduler."""
+        state, c = self.state, self.counters
+        state.set_ready(node)
+        self.ready_ms[node] = self.now
+        g = int(state.allocatable[node, state.gpu_col])
+        if g > 0:
+            c.node_counted(g, state.requested[node, state.gpu_col] == 0, 1)
+
+    def node_down(self, node: int) -> None:
+        """An empty node leaves the scheduler and the cluster totals (failed, removed)."""
+        state = self.state
+        g = int(state.allocatable[node, state.gpu_col])
+        if g > 0:
+            self.counters.node_counted(g, state.requested[node, state.gpu_col] == 0, -1)
+        state.set_ready(node, False)
+
+    def forget_images(self, node: int) -> None:
+        """A new or rebuilt node starts with an empty image cache (pulls are paid again)."""
+        state = self.state
+        for image, present in state.images.items():
+            if present[node]:
+                present[node] = False
+                state.image_nodes[image] -= 1
+        self.image_ready[node].clear()
+
+    def cordon(self, node: int, unschedulable: bool) -> None:
+        """Mark the node unschedulable (no new pods) or schedulable again."""
+        self.state.set_unschedulable(node, unschedulable)
+
+    # -- pod lifecycle -------------------------------------------------------------------------------
+    def bind(self, pod: int, node: int) -> None:
+        """Bind a pod: take its resources, start its image pull (unless cached) and data download."""
+        state, book, c = self.state, self.book, self.counters
+        node_at = book.node_at
+        if node_at[pod] >= 0 and book.end_ms_at[pod] < 0:
+            raise RuntimeError(f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})")
+        job_index = self._pod_job[pod]
+        sid = self.spec_of(job_index)
+        compiled = self.compiled[sid]
+        g = self._spec_gpus[sid]
+        gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
+        state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
+        for hook in self._on_bind:
+            hook(pod, node, compiled, g)
+        self.touched.add(node)
+        self.placements += 1
+        if g:
+            c.gpus_taken(g, gpus_before == 0)
+        self.node_pods[node].add(pod)
+        self.bound_pods += 1
+        self.bound_by_priority[self._priority[job_index]].add(pod)  # no new set per bind
+        now = self.now
+        node_at[pod] = node
+        book.bound_ms_at[pod] = now
+        book.stop_pending(pod, now)
+        pool = self._node_pool[node]
+        wait = 0
+        image, image_size = self._image_name[job_index], self._image_size[job_index]
+        if image is not None and image_size > 0:
+            have = self.image_ready[node].get(image)
+            if have is None:
+                have = now + transfer_ms(image_size, pool.image_pull_bandwidth)
+                self.image_ready[node][image] = have
+            wait = max(0, have - now)
+        data_size = self._data_size[job_index]  # most jobs download nothing: no call for them
+        data = transfer_ms(data_size, pool.data_bandwidth) if data_size > 0 else 0
+        book.image_wait_ms_at[pod] = wait
+        book.data_ms_at[pod] = data
+        self.events.push(now + wait + data, PREP_DONE, pod, book.attempt_at[pod])
+
+    def prepared(self, pod: int) -> None:
+        """Image and data are there; start computing, or wait for the rest of a gang."""
+        book = self.book
+        node_at = book.node_at
+        book.ready_ms_at[pod] = self.now
+        job_index = self._pod_job[pod]
+        image = self._image_name[job_index]
+        if image is not None:
+            self.state.add_image(node_at[pod], image, self._image_size[job_index])
+        if self._multi_gang[job_index]:
+            book.job_ready_at[job_index] += 1
+            if book.job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
+                pods = self.unfinished_pods(job_index)
+                total = self.work.gang_ms(job_index, [node_at[p] for p in pods]) or max(
+                    self.runtime_ms(job_index, node_at[p]) for p in pods
+                )
+                for p in pods:
+                    self.start(p, total)
+            return
+        self.start(pod, self.runtime_ms(job_index, node_at[pod]))
+
+    def _checkpointing(self, job: int) -> tuple[int | None, int]:
+        interval = self._checkpoint_interval[job]
+        return (None if interval == NO_CHECKPOINT else interval), self._checkpoint_write[job]
+
+    def start(self, pod: int, total_ms: int) -> None:
+        """Compute what is left of the pod's work (after saved progress), checkpointing as configured."""
+        book, now = self.book, self.now
+        book.start_ms_at[pod] = now
+        book.run_total_ms_at[pod] = total_ms
+        remaining = math.ceil(total_ms * (1.0 - book.done_fraction_at[pod]))
+        interval, write = self._checkpointing(self._pod_job[pod])
+        wall = max(1, wall_needed(remaining, interval, write))
+        self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
+        for hook in self._on_start:
+            hook(pod, wall)
+
+    def release(self, pod: int, evicted: bool) -> int:
+        """Give the pod's node back; returns the compute lost (evictions only)."""
+        state, book, c = self.state, self.book, self.counters
+        node = book.node_at[pod]
+        job_index = self._pod_job[pod]
+        sid = self.spec_of(job_index)
+        compiled = self.compiled[sid]
+        state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
+        for stop in self._on_stop:
+            stop(pod)
+        for hook in self._on_release:
+            hook(pod, node)
+        self.touched.add(node)
+        g = self._spec_gpus[sid]
+        if g:
+            c.gpus_returned(g, state.requested_at[node * state.width + state.gpu_col] == 0)
+        self.node_pods[node].discard(pod)
+        self.bound_pods -= 1
+        self.bound_by_priority[self._priority[job_index]].discard(pod)
+        lost = 0
+        if evicted and book.start_ms_at[pod] >= 0:
+            interval, write = self._checkpointing(job_index)
+            elapsed = book.work_done_ms_at[pod]  # a paced pod's work at full speed (sim/pod_pace.py)
+            if elapsed < 0:
+                elapsed = self.now - book.start_ms_at[pod]
+            else:
+                book.work_done_ms_at[pod] = -1
+            saved, lost = progress_at(elapsed, interval, write)
+            total = book.run_total_ms_at[pod]
+            if total > 0:
+                book.done_fraction_at[pod] = min(1.0, book.done_fraction_at[pod] + saved / total)
+        book.log_release(pod, self.now, lost, evicted)
+        return lost
+
+    def finish(self, pod: int) -> None:
+        """The pod succeeded; the last pod of a Kueue job releases its quota."""
+        self.release(pod, False)
+        book, now = self.book, self.now
+        book.end_ms_at[pod] = now
+        book.done_fraction_at[pod] = 1.0
+        self.last_completion_ms = now
+        job_index = self._pod_job[pod]
+        done = self._pods_done_at[job_index] + 1
+        self._pods_done_at[job_index] = done
+        if done == self._pods[job_index]:
+            for hook in self._on_job_done:
+                hook(job_index)
+
+    def evict_job(self, job: int) -> None:
+        """Take every unfinished pod of a job off its node or out of the scheduling queue; they are not
+        requeued (Kueue requeues the workload in its ClusterQueue)."""
+        book = self.book
+        if self.job_spec[job] >= 0:
+            self.queue.remove(self.group_of(job), set(book.pods_of(job)))
+        self._evict(book.pods_of(job), drop_unbound=True)
+        book.job_ready[job] = 0
+
+    def evict_job_pods(self, pod: int) -> None:
+        """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
+        for take in self._on_evict:
+            if take(pod):
+                return  # evicted its own way (Kueue evicts the whole workload)
+        book = self.book
+        job_index = int(book.job[pod])
+        multi_gang = self._multi_gang[job_index]
+        members = list(book.pods_of(job_index)) if multi_gang else [pod]
+        requeue = self._evict(members, drop_unbound=multi_gang)
+        if multi_gang:
+            book.job_ready[job_index] = 0
+            if self.is_gang(job_index):
+                self.enqueue(job_index)
+                return
+        if requeue:
+            self.enqueue(job_index, requeue)
+
+    def _evict(self, pods: Iterable[int], drop_unbound: bool) -> list[int]:
+        """Take the unfinished ones of ``pods`` off their nodes (work since the last checkpoint lost; each
+        pending again from now) and return them; ``drop_unbound``: the others' pending events go too."""
+        book, evicted = self.book, []
+        for p in pods:
+            if book.end_ms[p] >= 0:
+                continue
+            if book.node[p] >= 0:
+                self.release(p, evicted=True)
+                book.reset_for_requeue(p, self.now)
+                self.evictions += 1
+                evicted.append(p)
+            elif drop_unbound:
+                book.attempt[p] += 1
+        return evicted
+
+    # -- scheduling ----------------------------------------------------------------------------------
+    def try_place(self, group_id: int, pod: int) -> bool:
+        """One scheduling attempt for a queue entry: a pod, or a whole gang."""
+        compiled, scheduler, placer, gang_size, topology, preempts = self._group_plan[group_id]
+        if gang_size:
+            plan = placer.plan(compiled, gang_size, topology)
+            if plan is None:
+                return False
+            for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
+                self.bind(member, node)
+            return True
+        node = scheduler.select(compiled)
+        if node < 0:
+            if preempts:
+                node = preempt_for(self, pod, compiled, scheduler)
+            if node < 0:
+                for make_room in self._make_room:
+                    node = make_room(pod, compiled, scheduler)
+                    if node >= 0:
+                        break
+                else:
+                    return False
+        self.bind(pod, node)
+        return True
+
+    # -- the run -------------------------------------------------------------------------------------
+    def start_run(self) -> None:
+        """The run starts: freeze the subscriptions, let features schedule their first events, then make the
+        nodes present at the start ready (or boot them)."""
+        self._freeze()
+        for begin in self.on.run_start:
+            begin()
+        for node in np.flatnonzero(self.initially_present).tolist():
+            pool = self.pools[self.node_infos[node].pool]
+            if pool.initially_ready:
+                self.node_ready(node)
+            else:
+                self.events.push(to_ms(pool.boot_time_s), NODE_READY, node, 0)
+                self.booting += 1
+
+    def entry_pods(self, group_id: int, first: int) -> list[int]:
+        """The pods one queue entry stands for: a gang entry is all of its job's unfinished pods."""
+        if self.groups[group_id].gang_size:
+            return self.unfinished_pods(int(self.book.job[first]))
+        return [first]
+
+    def unfinished_pods(self, job_index: int) -> list[int]:
+        """A job's pods that have not succeeded (an evicted gang keeps its succeeded pods, as a Job does)."""
+        book = self.book
+        if self._pods_done_at[job_index] == 0:  # only ``finish`` sets a pod's end, and it counts the pod here
+            return list(book.pods_of(job_index))
+        return [p for p in book.pods_of(job_index) if book.end_ms_at[p] < 0]
+
+    def end_step(self) -> None:
+        """End a step: this step's failures first (OOM kills), then the meters' and recorders' samples."""
+        if self.failing:
+            self._fail_now()
+        now = self.now
+        for sample in self._after_step:
+            sample(now)
+        self.touched.clear()
+
+    # -- failures, deletions, re-timing ----------------------------------------------------------------
+    def fail(self, pod: int) -> None:
+        """The pod fails at the end of this step (its allocation failed: an OOM kill), with its gang."""
+        self.failing.append(pod)
+
+    def _fail_now(self) -> None:
+        """Fail this step's pods: a failed pod is not retried (a Job with ``backoffLimit: 0``); every pod
+        of a gang job fails with it."""
+        failing, self.failing = self.failing, []
+        book = self.book
+        for pod in failing:
+            job_index = book.job_at[pod]
+            members = list(book.pods_of(job_index)) if self._multi_gang[job_index] else [pod]
+            for p in members:
+                if book.end_ms[p] >= 0 or book.failed[p]:
+                    continue
+                if book.node[p] >= 0:
+                    self.release(p, evicted=True)
+                    book.node[p] = -1
+                    book.attempt[p] += 1
+                book.stop_pending(p, self.now)  # a failed pod waits for nothing any more
+                book.failed[p] = True
+            for hook in self._on_job_failed:
+                hook(job_index)
+
+    def delete_pod(self, pod: int) -> None:
+        """Take a pod off its node (not an eviction: nothing is requeued) or out of the queue."""
+        book = self.book
+        if book.node[pod] >= 0:
+            self.release(pod, evicted=False)
+            book.node[pod] = -1
+            for column in (book.bound_ms, book.ready_ms, book.start_ms):
+                column[pod] = NEVER
+        else:
+            self.queue.remove(self.group_of(book.job_at[pod]), {pod})
+        book.stop_pending(pod, self.now)  # a deleted pod waits for nothing
+        book.attempt[pod] += 1  # drops the pod's pending prep-done / finish events
+
+    def schedule(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
+        """An event of a feature's kind at ``time_ms``."""
+        self.events.push(time_ms, kind, index, attempt)
+
+    def halt(self, reason: str) -> None:
+        """Stop the run after this step, with ``reason`` as its warning (the first reason stands)."""
+        self.stall_warning = self.stall_warning or reason
+
+    def retime_finish(self, pod: int, finish_ms: int) -> None:
+        """The computing pod now finishes at ``finish_ms``: its earlier finish event is dropped."""
+        book = self.book
+        book.attempt[pod] += 1
+        self.events.push(finish_ms, POD_FINISH, pod, int(book.attempt[pod]))
+
+    def _freeze(self) -> None:
+        """Turn the subscriptions into the tuples the lifecycle methods loop over (at the run's start)."""
+        on = self.on
+        self._on_bind, self._on_start = tuple(on.bind), tuple(on.start)
+        self._on_stop, self._on_release = tuple(on.stop), tuple(on.release)
+        self._on_job_failed, self._make_room = tuple(on.job_failed), tuple(on.make_room)
+        self._after_step = tuple(on.after_step)
+        self._on_job_done, self._on_evict = tuple(on.job_done), tuple(on.evict)
+        if on.optional_kinds:  # events that alone must not keep the run going (spot interruptions)
+            assert not len(self.events), "features schedule their first events at run_start"
+            self.events = GatedEventQueue(on.optional_kinds, on.quiet)

@@ -1,0 +1,96 @@
+"""Which features a run has, built in the order their subscriptions run: the engine's plugin registry.
+
+Each feature gets the engine's handle (sim/handle.py) and subscribes, while it is built, to the lifecycle
+events it needs; a feature the scenario does not use is not built, so it is never called. Subscribers of
+one event run in the order built here (``run_end`` in reverse), which is why, for example, the usage meter
+comes first: it must count a starting pod before GPU tenancy or interference slow it down. Adding a feature
+is a module with its class and a line here (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleetlab.sim.autoscaler import Autoscaler
+from fleetlab.sim.consolidation import Consolidator
+from fleetlab.sim.failures import FailureModel
+from fleetlab.sim.gpu_fragments import FragmentationMeter
+from fleetlab.sim.gpu_tenancy import GpuTenancy
+from fleetlab.sim.handle import EngineHandle
+from fleetlab.sim.interference import Interference
+from fleetlab.sim.interruptions import Interruptions
+from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.maintenance import Maintenance
+from fleetlab.sim.node_lifecycle import NodeLifecycle
+from fleetlab.sim.pod_pace import PodPace
+from fleetlab.sim.services import ServiceController
+from fleetlab.sim.stranded import StrandedMeter
+from fleetlab.sim.timeline import TimelineRecorder
+from fleetlab.sim.usage_meter import UsageMeter
+
+
+@dataclass
+class Features:
+    """The features of one run (None: not used by the scenario, never built)."""
+
+    usage: UsageMeter
+    pace: PodPace | None
+    tenancy: GpuTenancy
+    interference: Interference | None
+    fragmentation: FragmentationMeter
+    stranded: StrandedMeter
+    consolidation: Consolidator | None
+    timeline: TimelineRecorder
+    lifecycle: NodeLifecycle | None
+    autoscaler: Autoscaler | None
+    failures: FailureModel | None
+    spot: Interruptions | None
+    maintenance: Maintenance | None
+    services: ServiceController | None
+    kueue: KueueBridge | None
+
+
+def build_features(sim: EngineHandle) -> Features:
+    """Build the features the scenario uses, each subscribing to what it needs."""
+    scenario = sim.resolved.scenario
+    usage = UsageMeter(sim)
+    paced = scenario.interference is not None or any(p.time_slicing is not None for p in sim.pools)
+    pace = PodPace(sim, usage.set_slowdown) if paced else None
+    tenancy = GpuTenancy(sim, pace)
+    interference = (
+        Interference(sim, scenario.interference, pace)
+        if scenario.interference is not None and pace is not None
+        else None
+    )
+    fragmentation = FragmentationMeter(sim)  # after GPU tenancy: it reads the GPU devices
+    stranded = StrandedMeter(sim, fragmentation)
+    consolidation = Consolidator(sim) if sim.config.consolidation else None
+    timeline = TimelineRecorder(sim, usage)
+    pools = sim.pools
+    dynamic = any(p.autoscaling or p.failures or p.interruptions for p in pools)
+    lifecycle = NodeLifecycle(sim) if dynamic else None  # only such pools pay for node timers
+    autoscaler = failures = spot = None
+    if lifecycle is not None:
+        autoscaler = Autoscaler(sim, lifecycle) if any(p.autoscaling for p in pools) else None
+        failures = FailureModel(sim, lifecycle) if any(p.failures for p in pools) else None
+        spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
+    maintenance = Maintenance(sim) if scenario.maintenance else None
+    services = ServiceController(sim) if scenario.services else None
+    kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
+    return Features(
+        usage=usage,
+        pace=pace,
+        tenancy=tenancy,
+        interference=interference,
+        fragmentation=fragmentation,
+        stranded=stranded,
+        consolidation=consolidation,
+        timeline=timeline,
+        lifecycle=lifecycle,
+        autoscaler=autoscaler,
+        failures=failures,
+        spot=spot,
+        maintenance=maintenance,
+        services=services,
+        kueue=kueue,
+    )
