@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from fleetlab.model.cluster import SpecModel
+from fleetlab.model.limits import Float, Int
 from fleetlab.model.units import Seconds
 
 __all__ = ["JOB_LIMIT_SCOPES", "FairShare", "JobLimit", "LimitScope", "check_job_limits"]
@@ -39,8 +40,8 @@ class JobLimit(SpecModel):
     per: LimitScope
     #: Only this user (team, ...); None: each one separately (``cluster`` has one).
     name: str | None = Field(default=None, min_length=1)
-    max_running: int | None = Field(default=None, ge=1, le=10_000_000)
-    max_submitted: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_running: Int | None = Field(default=None, ge=1, le=10_000_000)
+    max_submitted: Int | None = Field(default=None, ge=1, le=10_000_000)
 
     @model_validator(mode="after")
     def _some_limit(self) -> JobLimit:
@@ -80,12 +81,12 @@ class FairShare(SpecModel):
 
     by: Literal["user", "team"] = "user"
     half_life_s: Seconds = Field(default=WEEK_S, ge=0)
-    weight_fairshare: int = Field(default=10_000, ge=0, le=1_000_000_000)
-    weight_age: int = Field(default=0, ge=0, le=1_000_000_000)
+    weight_fairshare: Int = Field(default=10_000, ge=0, le=1_000_000_000)
+    weight_age: Int = Field(default=0, ge=0, le=1_000_000_000)
     max_age_s: Seconds = Field(default=WEEK_S, gt=0)
-    cpu_weight: float = Field(default=1.0, ge=0, le=1e6)
-    gpu_weight: float = Field(default=0.0, ge=0, le=1e6)
-    shares: dict[str, float] = Field(default_factory=dict)
+    cpu_weight: Float = Field(default=1.0, ge=0, le=1e6)
+    gpu_weight: Float = Field(default=0.0, ge=0, le=1e6)
+    shares: dict[str, Float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _positive_shares(self) -> FairShare:

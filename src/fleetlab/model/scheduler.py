@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.batch_policy import FairShare
 from fleetlab.model.cluster import SpecModel
-from fleetlab.model.limits import PluginWeight
+from fleetlab.model.limits import Int, PluginWeight
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
 from fleetlab.model.units import Seconds
 
@@ -43,7 +43,7 @@ class ResourceWeight(SpecModel):
     """A resource a scoring strategy looks at; weights are 1..100 (0 is defaulted to 1 as upstream)."""
 
     name: str = Field(min_length=1)
-    weight: int = Field(default=1, ge=0, le=100)
+    weight: Int = Field(default=1, ge=0, le=100)
 
     @model_validator(mode="after")
     def _default_zero(self) -> ResourceWeight:
@@ -55,8 +55,8 @@ class ResourceWeight(SpecModel):
 class UtilizationShapePoint(SpecModel):
     """One point of RequestedToCapacityRatio's shape: utilization 0..100 -> score 0..10."""
 
-    utilization: int = Field(ge=0, le=100)
-    score: int = Field(ge=0, le=10)
+    utilization: Int = Field(ge=0, le=100)
+    score: Int = Field(ge=0, le=10)
 
 
 class RequestedToCapacityRatioParam(SpecModel):
@@ -143,7 +143,7 @@ class SchedulerConfig(SpecModel):
     #: The queueing discipline (``Queueing``); ``easy-backfill`` plans with ``recorded.walltime_s``.
     queueing: Queueing = "best-effort-fifo"
     #: EASY backfill: queued entries after the blocked head a cycle may try (Slurm's bf_max_job_test).
-    backfill_depth: int = Field(default=100, ge=1, le=1_000_000)
+    backfill_depth: Int = Field(default=100, ge=1, le=1_000_000)
     #: Fair-share priority ordering the queue (Slurm multifactor); None: pod priority, then submit time.
     fair_share: FairShare | None = None
 

@@ -99,6 +99,8 @@ class GangPlacer:
     ) -> list[int] | None:
         """Node per pod (not yet bound; only ``allowed`` nodes when given), or None when the gang cannot be
         placed now."""
+        if not self.scheduler.fit_count(pod):
+            return None  # no node fits even one pod: no domain holds the gang, the first select fails
         if topology.required is None and topology.preferred is None:
             return self._plan_by_score(pod, count, allowed)  # no domain to choose: no feasibility mask
         feasible = self.scheduler.fits_now(pod).copy()
