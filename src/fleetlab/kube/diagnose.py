@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.kube.cluster import LiveCluster, pod_spec
-from fleetlab.kube.dra_verdict import dra_block
+from fleetlab.placement.dra.verdict import dra_block
 from fleetlab.kube.events import PodEvent, pod_events
 from fleetlab.kube.gpu_nodes import (
     GFD_LABELS,

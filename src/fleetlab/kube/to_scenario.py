@@ -10,7 +10,7 @@ the snapshot, so both are assumptions the caller states.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +229,16 @@ def _job(
             job["topology_preferred"] = pod.topology.preferred
     if bound is not None:
         job["bound_node"] = bound
+    if pod.resource_claims is not None:
+        entries = [
+            {"name": r.name, "resourceClaimTemplateName": r.template_name}
+            if r.template_name is not None
+            else {"name": r.name, "resourceClaimName": r.claim_name}
+            for r in pod.resource_claims.refs
+            if r.template_name is not None or r.claim_name is not None
+        ]
+        if entries:
+            job["resourceClaims"] = entries
     if with_labels and pod.labels:
         job["labels"] = dict(pod.labels)
     if pod.topology_spread:
@@ -299,11 +309,16 @@ def _as_applied(model: Any) -> dict[str, Any]:
     return body
 
 
-def dra_as_applied(snapshot: Snapshot) -> list[dict[str, Any]]:
+def dra_as_applied(snapshot: Snapshot, node_of: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The snapshot's DRA objects without status (claims start unallocated in a replay) and without
-    server-set metadata."""
+    server-set metadata; a slice's ``nodeName`` becomes the simulated node's name (``node_of``)."""
     d = snapshot.dra
-    return [_as_applied(model) for model in (*d.classes, *d.templates, *d.claims, *d.slices)]
+    out = [_as_applied(model) for model in (*d.classes, *d.templates, *d.claims, *d.slices)]
+    for body in out:
+        spec = body.get("spec")
+        if body.get("kind") == "ResourceSlice" and isinstance(spec, dict) and node_of and spec.get("nodeName"):
+            spec["nodeName"] = node_of.get(spec["nodeName"], spec["nodeName"])
+    return out
 
 
 def snapshot_scenario(
@@ -324,7 +339,7 @@ def snapshot_scenario(
         "workload": {"jobs": jobs},
     }
     if snapshot.dra:
-        data["dra"] = {"objects": dra_as_applied(snapshot)}
+        data["dra"] = {"objects": dra_as_applied(snapshot, built.node_of)}
     if snapshot.namespace_policies:
         data["namespace_policies"] = [_as_applied(p) for p in snapshot.namespace_policies]
     checks = [o for o in snapshot.queue_objects if o.get("kind") in ADMISSION_CHECK_KINDS]

@@ -83,6 +83,12 @@ class Scenario(SpecModel):
         return self
 
     @model_validator(mode="after")
+    def _claims_known(self) -> Scenario:
+        if self.workload.jobs is not None:
+            check_job_claims(self.workload.jobs, self.dra)
+        return self
+
+    @model_validator(mode="after")
     def _maintenance_nodes_known(self) -> Scenario:
         check_maintenance(self.maintenance, self.cluster.pools)
         return self
@@ -168,6 +174,36 @@ def check_job_queues(jobs: Sequence[Job], kueue: QueueConfig | None) -> None:
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         where = "no kueue section is given" if kueue is None else "no such LocalQueue is defined"
         raise ValueError(f"job(s) {shown}{more} name a queue but {where}")
+
+
+def check_job_claims(jobs: Sequence[Job], dra: DraConfig | None) -> None:
+    """Every job's ``resourceClaims`` must name a ResourceClaim or ResourceClaimTemplate of the ``dra:``
+    section in the job's namespace (the API server would accept the pod, but it could never be scheduled)."""
+    shapes = jobs.templates if isinstance(jobs, JobTable) else jobs
+    claimed = [j for j in shapes if j.resource_claims]
+    if not claimed:
+        return
+    objects = dra.dra_objects() if dra is not None else None
+    known_claims = {c.key for c in objects.claims} if objects is not None else set()
+    known_templates = (
+        {f"{t.metadata.namespace or 'default'}/{t.metadata.name}" for t in objects.templates}
+        if objects is not None
+        else set()
+    )
+    problems: list[str] = []
+    for job in claimed:
+        for entry in job.resource_claims:
+            if entry.resource_claim_name is not None:
+                kind, name, known = "ResourceClaim", entry.resource_claim_name, known_claims
+            else:
+                assert entry.resource_claim_template_name is not None
+                kind, name, known = "ResourceClaimTemplate", entry.resource_claim_template_name, known_templates
+            if f"{job.namespace}/{name}" not in known:
+                problems.append(f"job {job.id}: resourceClaims {entry.name} names {kind} {job.namespace}/{name}")
+    if problems:
+        where = "there is no dra: section" if dra is None else "the dra: section has no such object"
+        shown = "; ".join(problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise ValueError(f"{shown}, but {where}")
 
 
 def _job_table(value: Any) -> Any:

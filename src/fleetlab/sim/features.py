@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.consolidation import Consolidator
+from fleetlab.sim.dra_claims import DraClaims, uses_dra
 from fleetlab.sim.failures import FailureModel
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.gpu_tenancy import GpuTenancy
@@ -34,6 +35,7 @@ class Features:
     """The features of one run (None: not used by the scenario, never built)."""
 
     usage: UsageMeter
+    dra: DraClaims | None
     pace: PodPace | None
     tenancy: GpuTenancy
     interference: Interference | None
@@ -54,6 +56,7 @@ def build_features(sim: EngineHandle) -> Features:
     """Build the features the scenario uses, each subscribing to what it needs."""
     scenario = sim.resolved.scenario
     usage = UsageMeter(sim)
+    dra = DraClaims(sim, usage) if uses_dra(sim) else None  # right after the meter: it counts DRA GPUs busy
     paced = scenario.interference is not None or any(p.time_slicing is not None for p in sim.pools)
     pace = PodPace(sim, usage.set_slowdown) if paced else None
     tenancy = GpuTenancy(sim, pace)
@@ -79,6 +82,7 @@ def build_features(sim: EngineHandle) -> Features:
     kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
     return Features(
         usage=usage,
+        dra=dra,
         pace=pace,
         tenancy=tenancy,
         interference=interference,
