@@ -60,6 +60,11 @@ admission, then priority, then timestamp; recomputed at every pop) and, as upstr
 Pair it with ``preemption=FairSharingPreemption(cfg.preemption_strategies)`` from ``admission/preemption.py``.
 ``manager.dominant_resource_share(name, cohort=False, request=None)`` reports a node's DRS.
 
+Topology gate (Kueue TAS, ``sim/kueue_tas.py``): with ``AdmissionManager(config, topology=assign)``, a
+head whose quota fits and needs no preemption is admitted only when ``assign(workload, cq, flavors)``
+found (and recorded) a topology assignment; its message otherwise keeps it set aside as not fitting, as
+Kueue's ``AssignTopology`` does, until :meth:`wake` (a domain gained room) or a quota release retries it.
+
 Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
 ``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
 ``manager.admitted_workloads()`` and, one ClusterQueue's by id, ``manager.admitted_in(cq)``.
@@ -68,7 +73,7 @@ Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -88,6 +93,7 @@ from fleetlab.admission.flavors import (
 )
 from fleetlab.admission.queue_heap import ClusterQueueHeap
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.admission.workload import Admission, Workload
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import ClusterQueue, QueueConfig
 
@@ -114,29 +120,6 @@ _NO_FIT = "NoFit"
 _NO_CANDIDATES = "PreemptionNoCandidates"
 _FAILED_AFTER_NOMINATION = "FailedAfterNomination"
 _PENDING_PREEMPTION = "PendingPreemption"
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A unit of admission: podsets submitted to a LocalQueue, with a priority and a creation time."""
-
-    id: str
-    namespace: str
-    local_queue: str
-    priority: int
-    created_ms: int
-    podsets: tuple[PodSetRequest, ...]
-
-
-@dataclass(frozen=True)
-class Admission:
-    """An admitted workload: its ClusterQueue, the flavor of each podset resource, whether it borrows."""
-
-    workload_id: str
-    cluster_queue: str
-    flavors: dict[str, dict[str, str]]  # podset -> resource -> flavor name
-    borrowing: bool
-    admitted_ms: int
 
 
 @dataclass(frozen=True)
@@ -172,6 +155,10 @@ class Nominee:
     requeue_reason: str = ""
     #: Why it was not admitted when that is not the assignment's own message (built only when needed).
     message: str = ""
+
+
+#: ``assign(workload, cluster_queue, flavors) -> None`` (assigned) or why the topology does not fit.
+TopologyAssigner = Callable[[Workload, str, Mapping[str, Mapping[str, str]]], str | None]
 
 
 class PreemptionStrategy(Protocol):
@@ -241,8 +228,10 @@ class AdmissionManager:
         config: QueueConfig,
         preemption: PreemptionStrategy | None = None,
         fair_sharing: FairSharingConfig | None = None,
+        topology: TopologyAssigner | None = None,
     ) -> None:
         self.config = config
+        self._topology = topology
         #: The Kueue Configuration's ``fairSharing`` when enabled, else None (classic ordering).
         self.fair_sharing = fair_sharing if fair_sharing is not None and fair_sharing.enable else None
         self.fair_weights = weights_from_config(config)
@@ -399,10 +388,15 @@ class AdmissionManager:
             ) from None
 
     def _release(self, tracked: _Tracked) -> None:
-        """Free quota; like Kueue's QueueInadmissibleWorkloads, set-aside heads of the tree get a new try."""
+        """Free quota and :meth:`wake` the tree, as Kueue's QueueInadmissibleWorkloads does."""
         self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
         self._admitted[tracked.cluster_queue].pop(tracked.workload.id, None)
-        root = id(self._root_of[tracked.cluster_queue])
+        self.wake(tracked.cluster_queue)
+
+    def wake(self, cluster_queue: str) -> None:
+        """Retry the set-aside heads of the ClusterQueue's cohort tree (quota was released there, or a
+        topology domain it admits to gained room)."""
+        root = id(self._root_of[cluster_queue])
         self._generation[root] += 1
         for name in self._members[root]:
             queue = self._queues[name]
@@ -541,6 +535,11 @@ class AdmissionManager:
         if not fits:
             entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, NO_LONGER_FITS
             return None
+        if mode != AssignmentMode.PREEMPT and self._topology is not None:
+            refused = self._topology(entry.workload, cq, entry.assignment.flavors())
+            if refused is not None:  # the quota fits, the topology does not
+                entry.requeue_reason, entry.message = _NO_FIT, refused
+                return None
         preempted.update(victims)
         usage = dict(entry.assignment.usage)
         if mode == AssignmentMode.PREEMPT:

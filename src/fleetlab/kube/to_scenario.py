@@ -316,7 +316,12 @@ def dra_as_applied(snapshot: Snapshot, node_of: Mapping[str, str] | None = None)
     out = [_as_applied(model) for model in (*d.classes, *d.templates, *d.claims, *d.slices)]
     for body in out:
         spec = body.get("spec")
-        if body.get("kind") == "ResourceSlice" and isinstance(spec, dict) and node_of and spec.get("nodeName"):
+        if (
+            body.get("kind") == "ResourceSlice"
+            and isinstance(spec, dict)
+            and node_of
+            and spec.get("nodeName")
+        ):
             spec["nodeName"] = node_of.get(spec["nodeName"], spec["nodeName"])
     return out
 

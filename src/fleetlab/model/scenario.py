@@ -197,9 +197,15 @@ def check_job_claims(jobs: Sequence[Job], dra: DraConfig | None) -> None:
                 kind, name, known = "ResourceClaim", entry.resource_claim_name, known_claims
             else:
                 assert entry.resource_claim_template_name is not None
-                kind, name, known = "ResourceClaimTemplate", entry.resource_claim_template_name, known_templates
+                kind, name, known = (
+                    "ResourceClaimTemplate",
+                    entry.resource_claim_template_name,
+                    known_templates,
+                )
             if f"{job.namespace}/{name}" not in known:
-                problems.append(f"job {job.id}: resourceClaims {entry.name} names {kind} {job.namespace}/{name}")
+                problems.append(
+                    f"job {job.id}: resourceClaims {entry.name} names {kind} {job.namespace}/{name}"
+                )
     if problems:
         where = "there is no dra: section" if dra is None else "the dra: section has no such object"
         shown = "; ".join(problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")

@@ -44,7 +44,8 @@ def claims_shape(job: Job) -> PodClaims | None:
     if not job.resource_claims:
         return None
     refs = tuple(
-        PodClaimRef(c.name, c.resource_claim_name, c.resource_claim_template_name) for c in job.resource_claims
+        PodClaimRef(c.name, c.resource_claim_name, c.resource_claim_template_name)
+        for c in job.resource_claims
     )
     return PodClaims(job.namespace, "", "", refs, shape=True)
 
