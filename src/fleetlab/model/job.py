@@ -17,6 +17,7 @@ from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.plan_job import JobWork
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
+from fleetlab.model.tas_request import topology_request
 from fleetlab.model.units import Bytes, Seconds
 
 
@@ -159,6 +160,8 @@ class Job(SpecModel):
             raise ValueError("give topology_required or topology_preferred, not both")
         if self.work is not None and (self.gpus_per_pod < 1 or self.shares_gpu):
             raise ValueError("work: a work profile needs whole GPUs per pod (requests nvidia.com/gpu >= 1)")
+        if any(k.startswith("kueue.x-k8s.io/podset-") for k in self.annotations):
+            topology_request(self.annotations, self.pods)  # Kueue's webhook rules for the TAS annotations
         names = [c.name for c in self.resource_claims]
         if len(set(names)) != len(names):
             raise ValueError(f"resourceClaims names must be unique, got {', '.join(names)}")

@@ -3,9 +3,9 @@ dump loads unchanged (``kueue.x-k8s.io`` v1beta2, v1beta1 and v1alpha1).
 
 * ``WorkloadPriorityClass`` is modelled: a job whose ``priorityClassName`` names one (and no PriorityClass
   of that name exists) gets its ``value`` as priority.
-* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``); Kueue's topology assignment is modelled
-  (``placement/tas``) but ``simulate`` does not admit through it yet: gang topology is decided at
-  placement (``topology_required`` / ``topology_preferred``).
+* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``); a ResourceFlavor naming one is a TAS
+  flavor, and ``simulate`` admits through Kueue's topology assignment (``placement/tas``,
+  ``sim/kueue_tas.py``).
 * ``AdmissionCheck`` and ``ProvisioningRequestConfig`` are checked as their v1beta2 CRDs and Kueue's
   provisioning controller read them (``admission/provisioning.py`` models the check's states), but
   ``simulate`` admits workloads as if every check were Ready; ``MultiKueueConfig`` and
@@ -216,14 +216,15 @@ def unmodelled_notes(
     topologies: tuple[Topology, ...],
     ignored: tuple[IgnoredKueueObject | AdmissionCheck | ProvisioningRequestConfig, ...],
     cluster_queue_fields: dict[str, list[str]],
+    used_topologies: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """One warning per topic naming what is accepted but not modelled."""
+    """One warning per topic naming what is accepted but not modelled (or not used)."""
     notes: list[str] = []
-    if topologies:
-        names = ", ".join(f'Topology "{t.metadata.name}"' for t in topologies)
+    unused = [t.metadata.name for t in topologies if t.metadata.name not in used_topologies]
+    if unused:
+        names = ", ".join(f'Topology "{name}"' for name in unused)
         notes.append(
-            f"kueue: {names} accepted; topology-aware admission is not simulated (a job's "
-            "topology_required / topology_preferred decides gang topology at placement)"
+            f"kueue: {names} accepted; no ResourceFlavor names it in topologyName, so nothing uses it"
         )
     for kind in sorted({o.kind for o in ignored}):
         names = ", ".join(f'"{o.name}"' for o in ignored if o.kind == kind)

@@ -21,6 +21,8 @@ from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import Interruptions
 from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.kueue_dra import DraQuota
+from fleetlab.sim.kueue_tas import KueueTopology, uses_tas
 from fleetlab.sim.maintenance import Maintenance
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
@@ -49,6 +51,7 @@ class Features:
     spot: Interruptions | None
     maintenance: Maintenance | None
     services: ServiceController | None
+    topology: KueueTopology | None
     kueue: KueueBridge | None
 
 
@@ -79,7 +82,16 @@ def build_features(sim: EngineHandle) -> Features:
         spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
     maintenance = Maintenance(sim) if scenario.maintenance else None
     services = ServiceController(sim) if scenario.services else None
-    kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
+    topology = kueue = None
+    if scenario.kueue is not None:
+        if uses_tas(scenario.kueue):  # before the bridge: its tick syncs the trees before admission
+            topology = KueueTopology(
+                sim, scenario.kueue, None if lifecycle is None else lambda: lifecycle.leaving
+            )
+        resources = scenario.kueue_configuration.resources
+        mapped = dra is not None and resources is not None and bool(resources.device_class_mappings)
+        quota = DraQuota(dra.objects, resources.resource_of()) if mapped and dra and resources else None
+        kueue = KueueBridge(scenario.kueue, sim, topology, quota)
     return Features(
         usage=usage,
         dra=dra,
@@ -96,5 +108,6 @@ def build_features(sim: EngineHandle) -> Features:
         spot=spot,
         maintenance=maintenance,
         services=services,
+        topology=topology,
         kueue=kueue,
     )
