@@ -68,7 +68,7 @@ class DynamicResources(FilterPlugin):
     def pre_filter(self, state: ClusterState, pod: CompiledPod) -> str | None:
         """Why no node can take the pod whatever its devices (None: per-node Filter decides)."""
         claims = pod.spec.claims
-        return None if claims is None else self._verdict(state, claims).pre_filter
+        return None if claims is None else self._verdict(state.n, claims).pre_filter
 
     def _pre_filter(self, claims: PodClaims) -> list[ResourceClaim] | str:
         found = self.dra.resolve(claims)
@@ -104,11 +104,11 @@ class DynamicResources(FilterPlugin):
         dra = self.dra
         return Allocator(dra.classes, dra.slices, dra.allocated, dra.features, self._compiled, self._pools)
 
-    def _verdict(self, state: ClusterState, claims: PodClaims) -> _Verdict:
+    def _verdict(self, n: int, claims: PodClaims) -> _Verdict:
+        """PreFilter and Filter for every one of the ``n`` nodes, cached per DRA generation."""
         found = self._verdicts.get(claims)
         if found is not None and found.generation == self.dra.generation:
             return found
-        n = state.n
         resolved = self._pre_filter(claims)
         if isinstance(resolved, str):
             verdict = _Verdict(
@@ -162,13 +162,13 @@ class DynamicResources(FilterPlugin):
         claims = pod.spec.claims
         if claims is None:
             return np.ones(state.n, dtype=bool)
-        return self._verdict(state, claims).passes
+        return self._verdict(state.n, claims).passes
 
     def failure(self, state: ClusterState, pod: CompiledPod, failing: BoolArray) -> FilterFailure:
         """kube-scheduler's reasons for the failing nodes."""
         claims = pod.spec.claims
         assert claims is not None, "a pod without claims never fails DynamicResources"
-        verdict = self._verdict(state, claims)
+        verdict = self._verdict(state.n, claims)
         counts: dict[str, int] = {}
         rows = np.flatnonzero(failing).tolist()
         for i in rows:
@@ -179,7 +179,7 @@ class DynamicResources(FilterPlugin):
     def reason_at(self, state: ClusterState, pod: CompiledPod, node: int) -> str:
         """The Filter reason for one node ("" where the pod's claims fit)."""
         claims = pod.spec.claims
-        return "" if claims is None else self._verdict(state, claims).reasons[node]
+        return "" if claims is None else self._verdict(state.n, claims).reasons[node]
 
     # -- Reserve / Unreserve --------------------------------------------------------------------------
     def reserve(
@@ -192,9 +192,7 @@ class DynamicResources(FilterPlugin):
         if claims is None:
             return []
         verdict = self._verdict_for_node(claims, node)
-        allocations = verdict.allocations.get(node)
-        if allocations is None:
-            raise AllocationError(f"claim allocation not found for node {self.nodes[node].name}")
+        allocations = verdict.allocations[node]
         if claims.shape:
             if instance is None:
                 raise AllocationError("Reserve of a claims shape needs the pod's own claims")
@@ -204,9 +202,11 @@ class DynamicResources(FilterPlugin):
         return allocations
 
     def _verdict_for_node(self, claims: PodClaims, node: int) -> _Verdict:
-        found = self._verdicts.get(claims)
-        if found is None or found.generation != self.dra.generation or node not in found.allocations:
-            raise AllocationError("Reserve without a Filter verdict for this node in this generation")
+        """The Filter verdict Reserve uses: the one of this DRA generation, computed now when the pod was
+        bound without a fresh Filter (a gang bound by the plan its trial binds made)."""
+        found = self._verdict(len(self.nodes), claims)
+        if node not in found.allocations:
+            raise AllocationError(f"claim allocation not found for node {self.nodes[node].name}")
         return found
 
     def release(self, pod: CompiledPod, instance: PodClaims | None = None) -> None:
