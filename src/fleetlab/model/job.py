@@ -19,6 +19,7 @@ from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm,
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
 from fleetlab.model.tas_request import topology_request
 from fleetlab.model.units import Bytes, Seconds
+from fleetlab.model.workload_api import SchedulingGroup
 
 
 class JobClass(StrEnum):
@@ -119,6 +120,9 @@ class Job(SpecModel):
     #: The pods' ``spec.resourceClaims`` (DRA): each entry names a ResourceClaim of the scenario's ``dra:``
     #: section (shared by every pod naming it) or a ResourceClaimTemplate (one claim per pod).
     resource_claims: tuple[PodResourceClaim, ...] = Field(default=(), alias="resourceClaims", max_length=128)
+    #: The pods' ``spec.schedulingGroup``: a PodGroup of the scenario's ``workload_api`` whose gang policy
+    #: and topology constraint the job takes (model/pod_group_jobs.py).
+    scheduling_group: SchedulingGroup | None = Field(default=None, alias="schedulingGroup")
 
     @field_validator("interference_demand")
     @classmethod

@@ -17,12 +17,15 @@ from fleetlab.model.kube import PriorityClass
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
 from fleetlab.model.maintenance import MaintenanceWindow, check_maintenance
+from fleetlab.model.pod_group_jobs import check_templates, join_pod_groups
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.resource_quota import LimitRange, ResourceQuota
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.service import Service, check_services
 from fleetlab.model.units import Seconds
 from fleetlab.model.workload import Workload
+from fleetlab.model.workload_api import PodGroup
+from fleetlab.model.workload_api import Workload as ApiWorkload
 
 
 class Scenario(SpecModel):
@@ -56,6 +59,21 @@ class Scenario(SpecModel):
     recorded: RecordedBehaviour | None = None
     #: Node drain windows (model/maintenance.py): cordon, evict after a grace period, uncordon.
     maintenance: tuple[MaintenanceWindow, ...] = ()
+    #: Workload API objects (scheduling.k8s.io/v1alpha2 Workload, PodGroup): jobs naming a PodGroup in
+    #: ``schedulingGroup`` take its gang and topology constraint (model/pod_group_jobs.py).
+    workload_api: tuple[Annotated[ApiWorkload | PodGroup, Field(discriminator="kind")], ...] = Field(
+        default=(), alias="workloadApi", max_length=10_000
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pod_groups(cls, data: Any) -> Any:
+        return join_pod_groups(data)
+
+    @model_validator(mode="after")
+    def _pod_group_templates(self) -> Scenario:
+        check_templates(self.workload_api)
+        return self
 
     @field_validator("kueue", mode="before")
     @classmethod
