@@ -13,14 +13,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import kubernetes_validate
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from fleetlab.cli import app
 from fleetlab.experiment.run import run_one
+from fleetlab.export.write import render
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns
 from fleetlab.spec.loader import load
+from test_tas_roundtrip import crd_validator_for
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DRA_EXAMPLE = EXAMPLES / "dra" / "gpus-and-mig.yaml"
@@ -58,6 +62,23 @@ def test_example_dra_outcome() -> None:
     nodes = node_columns(result)
     assert nodes["node"] == ["h100-0", "a100-0"]
     assert nodes["dra_device_hours"].tolist() == pytest.approx([4.0, 4.0])
+
+
+def test_examples_export_what_the_schemas_take() -> None:
+    """The DRA example's templates come out of export as kubernetes-validate 1.35 takes them (CEL
+    selectors included); the TAS example's Topology and flavor keep the scenario's levels and pass
+    Kueue's v1beta2 CRD schemas."""
+    dra_docs = list(yaml.safe_load_all(render(load(str(DRA_EXAMPLE)).scenario)["dra.yaml"]))
+    assert [d["metadata"]["name"] for d in dra_docs] == ["h100-pair", "mig-1g", "ampere-80g"]
+    for doc in dra_docs:
+        assert kubernetes_validate.validate(doc, "1.35", strict=True) == "1.35"
+    kueue_docs = [d for d in yaml.safe_load_all(render(load(str(TAS_EXAMPLE)).scenario)["kueue.yaml"]) if d]
+    (topology,) = [d for d in kueue_docs if d["kind"] == "Topology"]
+    levels = [level["nodeLabel"] for level in topology["spec"]["levels"]]
+    assert levels == ["example.com/block", "example.com/rack", "kubernetes.io/hostname"]
+    for doc in kueue_docs:
+        if doc["kind"] in ("Topology", "ResourceFlavor"):
+            assert list(crd_validator_for(doc["kind"]).iter_errors(doc)) == []
 
 
 @pytest.mark.parametrize("example", [DRA_EXAMPLE, TAS_EXAMPLE], ids=["dra", "tas"])

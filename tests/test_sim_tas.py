@@ -106,7 +106,7 @@ def kueue_objects() -> list[dict[str, Any]]:
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "t"},
          "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOST}]}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"},
-         "spec": {"topologyName": "t"}},
+         "spec": {"nodeLabels": {"nvidia.com/gpu.present": "true"}, "topologyName": "t"}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
          "spec": {"resourceGroups": [group]}},
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",

@@ -36,6 +36,10 @@ __all__ = [
 
 _NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _INT32 = 2**31 - 1
+_QUALIFIED = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
 ExtraApiVersion = Literal["kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1alpha1"]
 
 #: Kinds accepted and ignored, with what that means for a run.
@@ -60,13 +64,25 @@ class ExtraMeta(BaseModel):
 class TopologyLevel(KubeModel):
     """One level of a Topology, from the widest domain to the narrowest."""
 
-    node_label: str = Field(alias="nodeLabel", min_length=1, max_length=316)
+    node_label: str = Field(alias="nodeLabel", min_length=1, max_length=316, pattern=_QUALIFIED)
 
 
 class TopologySpec(KubeModel):
-    """``Topology.spec``: 1 to 16 levels, as Kueue's validation allows."""
+    """``Topology.spec``: 1 to 16 levels with the CRD's rules (apis/kueue/v1beta2/topology_types.go):
+    unique, and ``kubernetes.io/hostname`` only as the lowest level."""
 
     levels: tuple[TopologyLevel, ...] = Field(min_length=1, max_length=16)
+
+    @model_validator(mode="after")
+    def _levels(self) -> TopologySpec:
+        labels = [level.node_label for level in self.levels]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"levels must be unique, got {', '.join(labels)}")
+        if "kubernetes.io/hostname" in labels[:-1]:
+            raise ValueError(
+                "the kubernetes.io/hostname label can only be used at the lowest level of topology"
+            )
+        return self
 
 
 class Topology(KubeModel):
@@ -91,10 +107,6 @@ class WorkloadPriorityClass(KubeModel):
 
 #: The controllerName of Kueue's provisioning admission check controller.
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
-_QUALIFIED = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
-)
 
 
 class CheckParameters(KubeModel):

@@ -83,7 +83,7 @@ def build_features(sim: EngineHandle) -> Features:
     maintenance = Maintenance(sim) if scenario.maintenance else None
     services = ServiceController(sim) if scenario.services else None
     topology = kueue = None
-    if scenario.kueue is not None:
+    if scenario.kueue is not None and scenario.kueue.cluster_queues:  # no ClusterQueue: nothing to admit
         if uses_tas(scenario.kueue):  # before the bridge: its tick syncs the trees before admission
             topology = KueueTopology(
                 sim, scenario.kueue, None if lifecycle is None else lambda: lifecycle.leaving
