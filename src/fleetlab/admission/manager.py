@@ -67,7 +67,8 @@ Kueue's ``AssignTopology`` does, until :meth:`wake` (a domain gained room) or a 
 
 Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
 ``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
-``manager.admitted_workloads()`` and, one ClusterQueue's by id, ``manager.admitted_in(cq)``.
+``manager.admitted_workloads()``, one ClusterQueue's by id ``manager.admitted_in(cq)``, and the index
+``manager.admitted`` (:mod:`~fleetlab.admission.admitted_index`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fleetlab.admission.admitted_index import AdmittedIndex
 from fleetlab.admission.fair_sharing import (
     DominantResourceShare,
     dominant_resource_share,
@@ -91,9 +93,10 @@ from fleetlab.admission.flavors import (
     PreemptionOutcome,
     assign_flavors,
 )
+from fleetlab.admission.nomination_cache import NominationCache
 from fleetlab.admission.queue_heap import ClusterQueueHeap
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
-from fleetlab.admission.workload import Admission, Workload
+from fleetlab.admission.workloads import Admission, AdmittedWorkload, Nominee, PreemptionRequest, Workload
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import ClusterQueue, QueueConfig
 
@@ -120,41 +123,6 @@ _NO_FIT = "NoFit"
 _NO_CANDIDATES = "PreemptionNoCandidates"
 _FAILED_AFTER_NOMINATION = "FailedAfterNomination"
 _PENDING_PREEMPTION = "PendingPreemption"
-
-
-@dataclass(frozen=True)
-class AdmittedWorkload:
-    """What the preemption module sees of an admitted workload."""
-
-    workload: Workload
-    cluster_queue: str
-    usage: Mapping[FlavorResource, int]
-    admission: Admission
-
-
-@dataclass(frozen=True)
-class PreemptionRequest:
-    """Victims a preemptor needs evicted before it can be admitted (issued, not yet carried out)."""
-
-    preemptor_id: str
-    cluster_queue: str
-    victims: tuple[str, ...]
-    issued_ms: int
-
-
-@dataclass
-class Nominee:
-    """A head nominated in a cycle: its flavor assignment and, when it needs preemption, the victims."""
-
-    workload: Workload
-    cluster_queue: str
-    timestamp_ms: int
-    assignment: Assignment
-    targets: tuple[str, ...] = ()
-    seq: int = 0
-    requeue_reason: str = ""
-    #: Why it was not admitted when that is not the assignment's own message (built only when needed).
-    message: str = ""
 
 
 #: ``assign(workload, cluster_queue, flavors) -> None`` (assigned) or why the topology does not fit.
@@ -214,12 +182,6 @@ class _Tracked:
         return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
 
 
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
-
-
 class AdmissionManager:
     """Kueue's queue manager and scheduler for one configuration; see the module docstring."""
 
@@ -247,18 +209,28 @@ class AdmissionManager:
             name: ClusterQueueHeap(name, self._specs[name].spec.queueing_strategy == "StrictFIFO")
             for name in sorted(self._specs)
         }
-        self._root_of: dict[str, Node] = {name: _root(self.tree.cluster_queue(name)) for name in self._queues}
+        self._root_of: dict[str, Node] = {name: self.tree.cluster_queue(name).root() for name in self._queues}
         self._members: dict[int, list[str]] = {}
         for name, root in self._root_of.items():
             self._members.setdefault(id(root), []).append(name)
         self._generation: dict[int, int] = dict.fromkeys(self._members, 0)
         self._preemption: PreemptionStrategy = preemption or NoPreemption()
         self._tracked: dict[str, _Tracked] = {}
-        #: Admitted workloads per ClusterQueue (by id), so preemption reads the queues it may take from.
-        self._admitted: dict[str, dict[str, _Tracked]] = {name: {} for name in self._queues}
+        #: Admitted workloads per ClusterQueue in candidate order, read lazily by candidate search.
+        self.admitted: AdmittedIndex[_Tracked] = AdmittedIndex(list(self._queues))
         self._seq = 0
         self._requests: list[PreemptionRequest] = []
         self._requested_victims: set[str] = set()
+        #: Nominations per pod-set shape in the state they were made in, and per flavor the answers of
+        #: flavor assignment and preemption (a strategy's answers depend on the manager's state and the
+        #: workload's priority, podsets and, under withinClusterQueue LowerOrNewerEqualPriority, its
+        #: timestamps).
+        self._nominations: NominationCache[tuple[Assignment, tuple[str, ...]]] = NominationCache()
+        self._requested_version = 0
+        self._newer_counts = {
+            name: spec.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+            for name, spec in self._specs.items()
+        }
         self.cycles = 0
 
     # ---- views ---------------------------------------------------------------------------------------------
@@ -285,7 +257,7 @@ class AdmissionManager:
     def admitted_in(self, cluster_queue: str) -> list[AdmittedWorkload]:
         """The admitted workloads of one ClusterQueue, by id: candidate search reads only the queues its
         policies allow taking from, instead of every admitted workload at every nomination."""
-        group = self._admitted.get(cluster_queue, {})
+        group = self.admitted.by_id.get(cluster_queue, {})
         return [
             AdmittedWorkload(t.workload, t.cluster_queue, t.usage, t.admission)
             for wid, t in sorted(group.items())
@@ -347,7 +319,7 @@ class AdmissionManager:
         self._generation[id(self._root_of[cluster_queue])] += 1
         tracked.state, tracked.usage = "admitted", usage
         tracked.admission = Admission(workload.id, cluster_queue, flavors, False, now_ms)
-        self._admitted[tracked.cluster_queue][workload.id] = tracked
+        self.admitted.add(workload.id, tracked, workload.priority, now_ms)
 
     def finish(self, workload_id: str) -> None:
         """The workload is done (or deleted): its quota is released, or it leaves the queue if pending."""
@@ -390,7 +362,7 @@ class AdmissionManager:
     def _release(self, tracked: _Tracked) -> None:
         """Free quota and :meth:`wake` the tree, as Kueue's QueueInadmissibleWorkloads does."""
         self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
-        self._admitted[tracked.cluster_queue].pop(tracked.workload.id, None)
+        self.admitted.remove(tracked.workload.id, tracked)
         self.wake(tracked.cluster_queue)
 
     def wake(self, cluster_queue: str) -> None:
@@ -425,15 +397,31 @@ class AdmissionManager:
 
     def _nominate(self, tracked: _Tracked) -> Nominee:
         wl, cq = tracked.workload, tracked.cluster_queue
+        workload_key: tuple[int, ...] = (wl.priority,)
+        if self._newer_counts[cq]:
+            workload_key += (wl.created_ms, tracked.timestamp_ms)
+        key = (cq, self._nominations.shape(wl.podsets), workload_key)
+        root = self._root_of[cq]
+        state = (self.tree.version, self._generation[id(root)], self._requested_version)
+        known = self._nominations.entries(id(root), state)
+        answer = known.get(key)
+        if answer is None:
+            answer = known[key] = self._assign(tracked)
+        return Nominee(wl, cq, tracked.timestamp_ms, answer[0], answer[1], seq=tracked.seq)
+
+    def _assign(self, tracked: _Tracked) -> tuple[Assignment, tuple[str, ...]]:
+        """Flavor assignment and, when it needs preemption, the targets."""
+        wl, cq, tree = tracked.workload, tracked.cluster_queue, self.tree
 
         def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> PreemptionOutcome | None:
             return self._preemption.can_preempt(self, wl, cluster_queue, amounts)
 
-        assignment = assign_flavors(self.tree, self.rules[cq], wl.podsets, hook)
-        nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
-        if assignment.mode == AssignmentMode.PREEMPT:
-            nominee.targets = tuple(self._preemption.targets(self, nominee))
-        return nominee
+        with tree.restored():  # searches remove and re-add usage: the state they leave is the same
+            assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
+            if assignment.mode != AssignmentMode.PREEMPT:
+                return assignment, ()
+            nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
+            return assignment, tuple(self._preemption.targets(self, nominee))
 
     def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:
         """Quota a preempting head without candidates holds for the rest of the cycle (upstream
@@ -547,6 +535,7 @@ class AdmissionManager:
             temporary.append((cq, usage))
             new = tuple(t for t in entry.targets if t not in self._requested_victims)
             self._requested_victims.update(new)
+            self._requested_version += 1
             if new:
                 self._requests.append(PreemptionRequest(entry.workload.id, cq, new, now_ms))
             entry.requeue_reason = _PENDING_PREEMPTION
@@ -562,7 +551,7 @@ class AdmissionManager:
             entry.workload.id, cq, entry.assignment.flavors(), entry.assignment.borrowing > 0, now_ms
         )
         tracked.state, tracked.admission, tracked.usage, tracked.message = "admitted", admission, usage, ""
-        self._admitted[cq][entry.workload.id] = tracked
+        self.admitted.add(entry.workload.id, tracked, entry.workload.priority, now_ms)
         return admission
 
     def _requeue(self, entry: Nominee, generation: int) -> None:

@@ -100,6 +100,8 @@ class GangPlacer:
         """Node per pod (not yet bound), or None when the gang cannot be placed now."""
         if pod.spec.topology_assignment:  # Kueue TAS pinned the pods to domains at admission
             return self._plan_assignment(pod)
+        if not self.scheduler.fit_count(pod):
+            return None  # no node fits even one pod: no domain holds the gang, the first select fails
         if topology.required is None and topology.preferred is None:
             return self._plan_by_score(pod, count, None)  # no domain to choose: no feasibility mask needed
         feasible = self.scheduler.fits_now(pod).copy()
