@@ -264,6 +264,15 @@ class ResourceFlavorSpec(KubeModel):
     tolerations: tuple[Toleration, ...] = ()
     topology_name: str | None = Field(default=None, alias="topologyName")
 
+    @model_validator(mode="after")
+    def _topology_needs_labels(self) -> ResourceFlavorSpec:
+        """The v1beta2 CRD's rule ``!has(self.topologyName) || self.nodeLabels.size() >= 1``."""
+        if self.topology_name is not None and not self.node_labels:
+            raise ValueError(
+                "a flavor with topologyName needs at least one nodeLabels entry (Kueue's CRD rule)"
+            )
+        return self
+
 
 class LocalQueueSpec(KubeModel):
     """``LocalQueue.spec``: the ClusterQueue it feeds."""
