@@ -54,7 +54,7 @@ def build_features(sim: EngineHandle) -> Features:
     """Build the features the scenario uses, each subscribing to what it needs."""
     scenario = sim.resolved.scenario
     usage = UsageMeter(sim)
-    paced = scenario.interference is not None or any(p.time_slicing is not None for p in sim.pools)
+    paced = scenario.interference is not None or any(p.replicated is not None for p in sim.pools)
     pace = PodPace(sim, usage.set_slowdown) if paced else None
     tenancy = GpuTenancy(sim, pace)
     interference = (
@@ -75,7 +75,7 @@ def build_features(sim: EngineHandle) -> Features:
         failures = FailureModel(sim, lifecycle) if any(p.failures for p in pools) else None
         spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
     maintenance = Maintenance(sim) if scenario.maintenance else None
-    services = ServiceController(sim) if scenario.services else None
+    services = ServiceController(sim, tenancy) if scenario.services else None
     kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
     return Features(
         usage=usage,
