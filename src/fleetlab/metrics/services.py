@@ -235,7 +235,9 @@ def workload_jobs(jobs: JobTable) -> JobTable:
     picked: dict[str, Any] = {}
     for f in fields(jobs):
         value = getattr(jobs, f.name)
-        if isinstance(value, list):
+        if value is None:  # a wait bucket the run does not have
+            picked[f.name] = None
+        elif isinstance(value, list):
             picked[f.name] = [v for v, k in zip(value, keep, strict=True) if k]
         else:
             picked[f.name] = value[keep]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetlab.sim.admission_checks import AdmissionChecks, provisioning_checks
 from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.failures import FailureModel
@@ -21,6 +22,7 @@ from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import Interruptions
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.maintenance import Maintenance
+from fleetlab.sim.namespace_quota import NamespaceQuota
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.services import ServiceController
@@ -48,6 +50,8 @@ class Features:
     maintenance: Maintenance | None
     services: ServiceController | None
     kueue: KueueBridge | None
+    namespace_quota: NamespaceQuota | None = None
+    admission_checks: AdmissionChecks | None = None
 
 
 def build_features(sim: EngineHandle) -> Features:
@@ -77,6 +81,9 @@ def build_features(sim: EngineHandle) -> Features:
     maintenance = Maintenance(sim) if scenario.maintenance else None
     services = ServiceController(sim, tenancy) if scenario.services else None
     kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
+    namespace_quota = NamespaceQuota(sim) if scenario.namespace_policies else None
+    checks = provisioning_checks(scenario.kueue) if kueue is not None and scenario.kueue is not None else {}
+    admission_checks = AdmissionChecks(sim, kueue, checks, autoscaler) if kueue and checks else None
     return Features(
         usage=usage,
         pace=pace,
@@ -93,4 +100,6 @@ def build_features(sim: EngineHandle) -> Features:
         maintenance=maintenance,
         services=services,
         kueue=kueue,
+        namespace_quota=namespace_quota,
+        admission_checks=admission_checks,
     )
