@@ -18,51 +18,28 @@ from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
 from fleetlab.sim.simulator import Simulator
 from fleetlab.spec.loader import resolve
+from workloads import kueue_object
 
 
 def kueue_objects(queues: int, gpus: int) -> list[dict[str, Any]]:
     """A root cohort, ``queues // 5`` child cohorts, ``queues`` ClusterQueues and their LocalQueues."""
     per_queue = gpus // queues
-    objects: list[dict[str, Any]] = [
-        {"kind": "ResourceFlavor", "metadata": {"name": "gpu"}, "spec": {}},
-        {"kind": "Cohort", "metadata": {"name": "root"}, "spec": {}},
-    ]
+    objects = [kueue_object("ResourceFlavor", "gpu", {}), kueue_object("Cohort", "root", {})]
     for c in range(max(1, queues // 5)):
-        objects.append({"kind": "Cohort", "metadata": {"name": f"org-{c}"}, "spec": {"parentName": "root"}})
+        objects.append(kueue_object("Cohort", f"org-{c}", {"parentName": "root"}))
     for q in range(queues):
-        objects.append(
-            {
-                "kind": "ClusterQueue",
-                "metadata": {"name": f"cq-{q}"},
-                "spec": {
-                    "cohortName": f"org-{q // 5}",
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                            "flavors": [
-                                {
-                                    "name": "gpu",
-                                    "resources": [
-                                        {"name": "cpu", "nominalQuota": per_queue * 24},
-                                        {"name": "memory", "nominalQuota": f"{per_queue * 240}Gi"},
-                                        {"name": "nvidia.com/gpu", "nominalQuota": per_queue},
-                                    ],
-                                }
-                            ],
-                        }
-                    ],
-                },
-            }
-        )
-        objects.append(
-            {
-                "kind": "LocalQueue",
-                "metadata": {"name": "q", "namespace": f"team-{q}"},
-                "spec": {"clusterQueue": f"cq-{q}"},
-            }
-        )
-    for obj in objects:
-        obj["apiVersion"] = "kueue.x-k8s.io/v1beta2"
+        resources = [
+            {"name": "cpu", "nominalQuota": per_queue * 24},
+            {"name": "memory", "nominalQuota": f"{per_queue * 240}Gi"},
+            {"name": "nvidia.com/gpu", "nominalQuota": per_queue},
+        ]
+        group = {
+            "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+            "flavors": [{"name": "gpu", "resources": resources}],
+        }
+        spec = {"cohortName": f"org-{q // 5}", "resourceGroups": [group]}
+        objects.append(kueue_object("ClusterQueue", f"cq-{q}", spec))
+        objects.append(kueue_object("LocalQueue", "q", {"clusterQueue": f"cq-{q}"}, f"team-{q}"))
     return objects
 
 

@@ -1,137 +1,112 @@
-"""Scale: fleetlab's own generator at 10k / 30k / 100k jobs beside a bare ``heapq`` event loop.
+"""Scale: the simulation's CPU seconds on the benchmark workloads, beside the fair bare loop.
 
-The workload: one batch class of 1–8-GPU jobs (weights 4:2:1:1, exponential 1 h durations) arriving as a
-Poisson stream that keeps about 85 % of the GPUs busy, on H100 8-GPU nodes. Each size runs in a fresh
-child process so its peak RSS is its own. In the same child, after the simulation, a bare event loop
-replays the same arrivals and finishes (push arrival, pop, push finish, pop: two events per job) so the
-ratio of the two rates holds on a noisy machine. Rates are per CPU second of the child process
-(``time.process_time``), which other processes on a shared machine disturb far less than wall time; the
-simulation's wall seconds are shown too.
+Workloads are those of ``bench/workloads.py``: ``benchmark`` (the narrow original: one batch class, 4 pod
+shapes), ``mix`` (four teams, two priorities, ``--shapes`` pod shapes, 3 % gangs with topology, lognormal
+runtimes, images, two zones, load 0.95) and ``kueue`` (the same jobs through a Kueue cohort of four
+ClusterQueues at saturation). Each (workload, jobs, policy) runs in a fresh child process so its peak RSS
+is its own.
 
-Columns: jobs, GPUs, policy, generate (CPU s), simulate (CPU s), simulate (wall s), fleetlab jobs per CPU
-second, bare-loop jobs per CPU second, ratio (%), peak RSS (MiB).
+Columns: workload, pod shapes (distinct pod specs the run compiled), jobs, GPUs, policy, generate (CPU s),
+simulate (CPU s: ``time.process_time`` around ``Simulator.run``), simulate (wall s), CPU µs per job,
+fleetlab jobs per CPU second, the fair bare loop's jobs per CPU second (best of ``--repeat``, garbage
+collected first; see ``workloads.bare_loop``), ratio % (bare-loop CPU s ÷ simulate CPU s × 100), peak
+RSS (MiB), jobs completed. CPU seconds are used because other processes on a shared machine change wall
+time by 2–3× while leaving CPU time within about 15 %.
 
-Run: .venv/bin/python bench/bench_scale.py [--jobs 10000 30000 100000] [--gpus 10000]
-                                           [--policy default most-allocated] [--profile FILE.prof]
+``--markdown`` prints the table as Markdown with the command that made it, for docs/scale.md.
+
+Run: .venv/bin/python bench/bench_scale.py [--workload benchmark mix kueue] [--jobs 10000 30000]
+         [--gpus 10000] [--shapes 16] [--policy default] [--repeat 5] [--profile F] [--markdown]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
-import heapq
 import json
 import resource
+import shlex
 import subprocess
 import sys
 import time
 from typing import Any
 
-from doc_tables import render, write_table
+from doc_tables import write_table
 from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
 from fleetlab.sim.simulator import Simulator
-from fleetlab.spec.loader import resolve
-
-MEAN_GPUS = (1 * 4 + 2 * 2 + 4 * 1 + 8 * 1) / 8  # 2.5 GPUs per job
+from workloads import NAMES, bare_inputs, bare_loop, benchmark, resolve_workload
 
 
 def scenario(jobs: int, gpus: int, policy: str) -> Scenario:
-    """``gpus // 8`` H100 nodes and one generator class sized to keep about 85 % of the GPUs busy."""
-    rate = 0.85 * gpus / MEAN_GPUS  # jobs per hour: each job holds its GPUs for 1 h on average
-    return Scenario.model_validate(
-        {
-            "name": f"scale-{jobs}",
-            "seed": 11,
-            "cluster": {
-                "pools": [
-                    {
-                        "name": "h100",
-                        "count": gpus // 8,
-                        "gpu_model": "H100",
-                        "gpus_per_node": 8,
-                        "cpu": "190",
-                        "memory": "1900Gi",
-                        "price_per_hour": 55.04,
-                    }
-                ]
-            },
-            "workload": {
-                "generator": {
-                    "classes": [
-                        {
-                            "name": "batch",
-                            "class": "batch",
-                            "arrivals_per_hour": rate,
-                            "count": jobs,
-                            "gpus_per_pod": {"values": [1, 2, 4, 8], "weights": [4, 2, 1, 1]},
-                            "duration": {"kind": "exponential", "mean": "1h"},
-                        }
-                    ]
-                }
-            },
-            "scheduler": {"policy": policy},
-        }
-    )
+    """The ``benchmark`` workload (kept for bench/example_hashes.py's generated cases)."""
+    return benchmark(jobs, gpus, policy)
 
 
-def bare_loop(submits: list[float], durations: list[float]) -> float:
-    """CPU seconds a bare heapq loop takes to push, pop and finish every job (two events per job)."""
+def one(args: argparse.Namespace) -> dict[str, Any]:
+    """Generate, simulate and time the bare loop for one workload, size and policy, in this process."""
+    name, jobs, gpus, policy = args.workload[0], args.jobs[0], args.gpus, args.policy[0]
     t0 = time.process_time()
-    heap: list[tuple[float, int, int]] = []
-    for i, s in enumerate(submits):
-        heapq.heappush(heap, (s, 0, i))
-    done = 0
-    while heap:
-        t, kind, i = heapq.heappop(heap)
-        if kind == 0:
-            heapq.heappush(heap, (t + durations[i], 1, i))
-        else:
-            done += 1
-    assert done == len(submits)
-    return time.process_time() - t0
-
-
-def one(jobs: int, gpus: int, policy: str, profile_path: str | None) -> dict[str, Any]:
-    """Generate, simulate and time the bare loop for one size, in this process."""
-    t0 = time.process_time()
-    resolved = resolve(scenario(jobs, gpus, policy))
+    resolved = resolve_workload(name, jobs, gpus, policy, shapes=args.shapes)
     generate_s = time.process_time() - t0
     sim = Simulator(resolved, profile_for(resolved, None))
     t0, wall0 = time.process_time(), time.perf_counter()
-    if profile_path:
+    if args.profile:
         prof = cProfile.Profile()
         result = prof.runcall(sim.run)
-        prof.dump_stats(profile_path)
+        prof.dump_stats(args.profile)
     else:
         result = sim.run()
     simulate_s, wall_s = time.process_time() - t0, time.perf_counter() - wall0
-    submits = [job.submit_s for job in resolved.jobs]
-    durations = [float(job.runtime.default) for job in resolved.jobs]
-    bare_s = bare_loop(submits, durations)
+    bare_s = bare_loop(*bare_inputs(resolved.jobs), repeat=args.repeat)
     return {
+        "workload": name,
+        "shapes": int(sim.job_columns.spec_key.max(initial=-1)) + 1,
         "jobs": jobs,
         "gpus": gpus,
         "policy": policy,
         "generate_s": round(generate_s, 2),
         "simulate_s": round(simulate_s, 2),
         "wall_s": round(wall_s, 2),
+        "us_per_job": round(1e6 * simulate_s / jobs),
         "jobs_per_s": round(jobs / simulate_s),
         "bare_jobs_per_s": round(jobs / bare_s),
         "ratio_pct": round(100 * bare_s / simulate_s, 2),
-        "completed": int(result.jobs.completed.sum()),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "completed": int(result.jobs.completed.sum()),
     }
+
+
+COLUMNS = (
+    ("workload", "workload", 9),
+    ("shapes", "shapes", 6),
+    ("jobs", "jobs", 8),
+    ("gpus", "GPUs", 6),
+    ("policy", "policy", 14),
+    ("generate_s", "gen s", 6),
+    ("simulate_s", "sim s", 7),
+    ("wall_s", "wall s", 7),
+    ("us_per_job", "µs/job", 7),
+    ("jobs_per_s", "jobs/s", 7),
+    ("bare_jobs_per_s", "bare/s", 9),
+    ("ratio_pct", "ratio %", 7),
+    ("peak_rss_mib", "RSS MiB", 7),
+    ("completed", "done", 8),
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--jobs", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--workload", nargs="+", choices=NAMES, default=["mix", "kueue"])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[10_000, 30_000])
     parser.add_argument("--gpus", type=int, default=10_000)
-    parser.add_argument("--policy", nargs="+", default=["default", "most-allocated"])
-    parser.add_argument("--profile", help="write a cProfile of the simulation to this file (one size)")
+    parser.add_argument("--shapes", type=int, default=16, help="pod shapes of mix and kueue (4..64)")
+    parser.add_argument("--policy", nargs="+", default=["default"])
+    parser.add_argument("--repeat", type=int, default=5, help="bare-loop runs, the best is reported")
+    parser.add_argument("--profile", help="write a cProfile of the simulation to this file (one run)")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table for docs/")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--write-docs",
@@ -140,36 +115,46 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(one(args.jobs[0], args.gpus, args.policy[0], args.profile)))
+        print(json.dumps(one(args)))
         return
-    header = f"{'jobs':>8} {'GPUs':>6} {'policy':<15} {'gen s':>6} {'sim s':>7} {'wall s':>7} {'jobs/s':>8} {'bare/s':>9} {'ratio %':>7} {'RSS MiB':>7}"
-    print(header)
     rows = []
-    for jobs in args.jobs:
-        for policy in args.policy:
-            argv = [sys.executable, __file__, "--child", "--jobs", str(jobs), "--gpus", str(args.gpus)]
-            argv += ["--policy", policy] + (["--profile", args.profile] if args.profile else [])
-            row = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
-            rows.append(row)
-            print(
-                f"{row['jobs']:>8} {row['gpus']:>6} {row['policy']:<15} {row['generate_s']:>6} "
-                f"{row['simulate_s']:>7} {row['wall_s']:>7} {row['jobs_per_s']:>8} {row['bare_jobs_per_s']:>9} "
-                f"{row['ratio_pct']:>7} {row['peak_rss_mib']:>7}",
-                flush=True,
-            )
+    if not args.markdown:
+        print(" ".join(f"{title:>{width}}" for _, title, width in COLUMNS), flush=True)
+    for workload in args.workload:
+        for jobs in args.jobs:
+            for policy in args.policy:
+                argv = [sys.executable, __file__, "--child", "--workload", workload, "--jobs", str(jobs)]
+                argv += ["--gpus", str(args.gpus), "--shapes", str(args.shapes), "--policy", policy]
+                argv += ["--repeat", str(args.repeat)] + (["--profile", args.profile] if args.profile else [])
+                out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+                row = json.loads(out)
+                rows.append(row)
+                if not args.markdown:
+                    print(" ".join(f"{row[key]!s:>{width}}" for key, _, width in COLUMNS), flush=True)
+    if args.markdown:
+        print(f"`{shlex.join(['bench/bench_scale.py', *sys.argv[1:]])}`:\n")
+        print("| " + " | ".join(title for _, title, _ in COLUMNS) + " |")
+        print(
+            "|" + "|".join("---" if key in ("workload", "policy") else "---:" for key, _, _ in COLUMNS) + "|"
+        )
+    table = markdown_table(rows)
+    if args.markdown:
+        print(table, end="")
     if args.write_docs:
-        write_table(args.write_docs, "bench_scale", docs_table(rows))
+        write_table(args.write_docs, "bench_scale", table)
 
 
-def docs_table(rows: list[dict[str, Any]]) -> str:
-    """The measured rows as the Markdown table docs/scale.md shows between its bench_scale markers."""
-    header = ("jobs", "policy", "sim CPU s", "jobs/s", "bare loop jobs/s", "ratio", "peak RSS")
-    cells = [
-        (f"{r['jobs']:,}", r["policy"], f"{r['simulate_s']:.2f}", f"{r['jobs_per_s']:,}",
-         f"{r['bare_jobs_per_s']:,}", f"{r['ratio_pct']:.2f} %", f"{r['peak_rss_mib']:,} MiB")
-        for r in rows
-    ]  # fmt: skip
-    return render(header, cells, (True, False, True, True, True, True, True))
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The measured rows as a Markdown table headed by the command that measured them (docs/scale.md)."""
+    lines = [f"`{shlex.join(['bench/bench_scale.py', *sys.argv[1:]])}`:", ""]
+    lines.append("| " + " | ".join(title for _, title, _ in COLUMNS) + " |")
+    lines.append(
+        "|" + "|".join("---" if key in ("workload", "policy") else "---:" for key, _, _ in COLUMNS) + "|"
+    )
+    for row in rows:
+        cells = [f"{row[key]:,}" if isinstance(row[key], int) else str(row[key]) for key, _, _ in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -46,10 +46,16 @@ def test_the_writer_replaces_only_the_marked_table(tmp_path: Path) -> None:
         replace_table(page.read_text(encoding="utf-8"), "other", "")
 
 
-def test_bench_scale_renders_its_rows_as_the_docs_table() -> None:
+def test_bench_scale_renders_its_rows_as_the_docs_table(monkeypatch: pytest.MonkeyPatch) -> None:
     import bench_scale
 
-    row = {"jobs": 10_000, "policy": "default", "simulate_s": 1.554, "jobs_per_s": 6432,
-           "bare_jobs_per_s": 691_000, "ratio_pct": 0.931, "peak_rss_mib": 128}  # fmt: skip
-    table = bench_scale.docs_table([row])
-    assert table.splitlines()[2] == "| 10,000 | default | 1.55 | 6,432 | 691,000 | 0.93 % | 128 MiB |"
+    monkeypatch.setattr(sys, "argv", ["bench_scale.py", "--jobs", "10000", "--write-docs", "docs/scale.md"])
+    row = {"workload": "mix", "shapes": 16, "jobs": 10_000, "gpus": 1_000, "policy": "default",
+           "generate_s": 0.2, "simulate_s": 1.55, "wall_s": 2.0, "us_per_job": 155, "jobs_per_s": 6432,
+           "bare_jobs_per_s": 691_000, "ratio_pct": 0.93, "peak_rss_mib": 128, "completed": 10_000}  # fmt: skip
+    lines = bench_scale.markdown_table([row]).splitlines()
+    assert lines[0] == "`bench/bench_scale.py --jobs 10000 --write-docs docs/scale.md`:"
+    assert (
+        lines[4]
+        == "| mix | 16 | 10,000 | 1,000 | default | 0.2 | 1.55 | 2.0 | 155 | 6,432 | 691,000 | 0.93 | 128 | 10,000 |"
+    )

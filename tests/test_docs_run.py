@@ -9,9 +9,8 @@ names the docs use for a user's own captures resolve to shipped examples (``PLAC
 that cannot run here is listed in ``NOT_RUN`` with the reason; a new command matching neither fails the
 test, so the docs cannot drift. Commands that run for tens of seconds (the full default comparison and
 decision report, the ten-seed sweeps of the dynamics and services pages, the five-seed comparisons of the
-model page: 15 s to 1.5 min each on two cores, about ten minutes together) are marked ``slow`` and run where
-``FLEETLAB_DOCS_SLOW=1`` is set, as CI's .ci/run sets it; elsewhere they skip saying so, and the rest of
-this file takes two to three minutes.
+model page: about two minutes together on two cores) are marked ``slow``: they run with the rest, as the
+README's test command runs everything; ``-m 'not slow'`` leaves them out while working on something else.
 """
 
 from __future__ import annotations
@@ -274,8 +273,6 @@ def test_documented_item_runs(item: Item, workspace: Path, monkeypatch: pytest.M
     reason = _reason_not_run(item.text)
     if reason is not None:
         pytest.skip(reason)
-    if any(p.search(item.text) for p in SLOW) and not os.environ.get("FLEETLAB_DOCS_SLOW"):
-        pytest.skip("runs for tens of seconds; CI runs it (set FLEETLAB_DOCS_SLOW=1 to run it here)")
     run_command(item.text, workspace)
 
 

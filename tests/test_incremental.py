@@ -6,11 +6,14 @@ after each bind can never drift from the formulas tested against upstream's vect
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetlab.model.scheduler import SchedulerConfig
+from fleetlab.placement import scheduler as scheduler_module
 from fleetlab.placement import scoring, scoring_scalar
 from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.profiles import resolve_profile
@@ -47,8 +50,30 @@ def _nodes(shapes: list[tuple[int, int, int]]) -> list[NodeInfo]:
     policy=st.sampled_from(["default", "least-allocated", "most-allocated", "bin-packing"]),
     version=st.sampled_from(["1.35", "1.36"]),
     ops=st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=80),
+    batch_from=st.sampled_from([None, 0, 2]),
 )
 def test_incremental_equals_rebuild(
+    shapes: list[tuple[int, int, int]],
+    policy: str,
+    version: str,
+    ops: list[tuple[int, bool]],
+    batch_from: int | None,
+) -> None:
+    """Random binds and releases of four pod specs; after each, every spec's cache equals a fresh
+    scheduler's full computation. ``batch_from`` 0 or 2 makes (nearly) every catch-up the one vector pass
+    over all specs behind (``Scheduler._catch_up_together``, from one spec behind on); None keeps the
+    default thresholds (with four specs: one node at a time)."""
+    if batch_from is None:
+        _incremental_equals_rebuild(shapes, policy, version, ops)
+        return
+    with (
+        mock.patch.object(scheduler_module, "BATCH_FROM", batch_from),
+        mock.patch.object(scheduler_module, "BATCH_SPECS", 1),
+    ):
+        _incremental_equals_rebuild(shapes, policy, version, ops)
+
+
+def _incremental_equals_rebuild(
     shapes: list[tuple[int, int, int]], policy: str, version: str, ops: list[tuple[int, bool]]
 ) -> None:
     state = ClusterState(_nodes(shapes))
@@ -73,11 +98,11 @@ def test_incremental_equals_rebuild(
             if node >= 0:
                 state.bind(node, pod.request, pod.nonzero)
                 placed.append((node, which))
+        reference = Scheduler(state, scheduler.profile)
         for pod in compiled:
             inc = scheduler._incremental(pod)
-            fresh = scheduler._rebuild(pod)
+            fresh = reference._rebuild(reference.compile(pod.spec))
             assert np.array_equal(inc.fits, fresh.fits)
-            assert inc.fits_list == fresh.fits.tolist()  # the list mirror moves with the array
             assert inc.n_fit == fresh.n_fit == int(np.count_nonzero(fresh.fits))
             assert np.array_equal(inc.best, fresh.best)
             assert (fresh.best[~fresh.fits] == UNFIT).all() and (fresh.best[fresh.fits] > UNFIT).all()
@@ -152,3 +177,47 @@ def test_select_by_best_equals_general_path(
         if node >= 0:
             state.bind(node, pod.request, pod.nonzero)
             placed.append((node, which))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shapes=st.lists(
+        st.tuples(
+            st.sampled_from([8000, 32000, 96000]),
+            st.sampled_from([64 * GI, 512 * GI]),
+            st.sampled_from([0, 4, 8]),
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    pods=st.lists(
+        st.tuples(
+            st.sampled_from([0, 500, 4000]), st.sampled_from([0, GI, 16 * GI]), st.sampled_from([0, 1, 8])
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    policy=st.sampled_from(["default", "most-allocated", "bin-packing"]),
+    version=st.sampled_from(["1.35", "1.36"]),
+)
+def test_score_rows_equal_score_per_pod(
+    shapes: list[tuple[int, int, int]], pods: list[tuple[int, int, int]], policy: str, version: str
+) -> None:
+    """The per-node scorers' ``score_rows`` (many pod specs in one pass) give, row by row, what ``score``
+    gives for each pod alone (a skipping pod scores 0), on nodes with some usage."""
+    state = ClusterState(_nodes(shapes))
+    for i in range(state.n):
+        state.set_ready(i)
+    scheduler = Scheduler(state, resolve_profile(SchedulerConfig(policy=policy, kubernetes_version=version)))
+    busy = scheduler.compile(PodSpec(requests=(("cpu", 1000), ("memory", 2 * GI))))
+    state.bind(0, busy.request, busy.nonzero)
+    specs = []
+    for cpu, memory, gpus in pods:
+        requests = tuple((r, v) for r, v in (("cpu", cpu), ("memory", memory), ("nvidia.com/gpu", gpus)) if v)
+        specs.append(scheduler.compile(PodSpec(requests=requests)))
+    nodes = np.arange(state.n, dtype=np.int64)
+    for plugin, _ in scheduler.local_scorers:
+        rows = plugin.score_rows(state, specs, nodes)
+        for i, pod in enumerate(specs):
+            alone = plugin.score(state, pod, nodes)
+            assert np.array_equal(rows[i], np.zeros(state.n, dtype=np.int64) if alone is None else alone)

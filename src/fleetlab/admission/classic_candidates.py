@@ -19,15 +19,19 @@ that are over their quota in a resource needing preemption. :class:`CandidateLis
 
 from __future__ import annotations
 
+import heapq
+import itertools
+from bisect import bisect_left
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from fleetlab.admission.admitted_index import CandidateKey
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 
 if TYPE_CHECKING:
-    from fleetlab.admission.manager import AdmissionManager, AdmittedWorkload, Workload
+    from fleetlab.admission.manager import AdmissionManager, Workload
 
 __all__ = [
     "CandidateList",
@@ -103,44 +107,225 @@ def quantities_fit_in_quota(
     return fits, remaining
 
 
+#: What :meth:`CandidateList.passes` makes of a candidate when it comes up.
+_VALID, _SKIP, _DEAD = 0, 1, 2
+
+
+@dataclass
+class _Source:
+    """One ClusterQueue's candidates in one group: the workloads its index lists for the needed
+    (flavor, resource) pairs, in candidate-key order, that the preemptor's policy allows taking."""
+
+    cluster_queue: str
+    node: Node
+    lca: Node | None
+    own: bool
+    advantage: bool  # hierarchical reclaim: the preemptor fits in a subtree below ``lca``
+    keys: list[list[CandidateKey]]  # one ascending list per needed (flavor, resource) in use
+    stop: CandidateKey | None  # keys from here on are never allowed (None: no bound)
+    rule: str  # the policy value deciding which workloads of this queue may be taken
+
+
 class CandidateList:
-    """Upstream ``candidateIterator``: the ordered candidates and the validity check of each pass."""
+    """Upstream ``candidateIterator``: the ordered candidates and the validity check of each pass.
+
+    Candidates are read lazily from the manager's :class:`~fleetlab.admission.admitted_index.AdmittedIndex`
+    in upstream order (already-evicted first; then hierarchy, priority, same-queue groups, each by
+    :func:`candidate_order_key`), so a pass that fits after a few victims reads a few workloads. Within a
+    pass a ClusterQueue found within nominal stays so (victims only remove usage), so the rest of its
+    candidates are dropped unread; they would all be invalid."""
 
     def __init__(
         self,
-        tree: ResourceTree,
+        manager: AdmissionManager,
+        workload: Workload,
         cluster_queue: str,
-        ordered: list[ClassifiedCandidate],
         frs: Collection[FlavorResource],
-        hierarchy_count: int,
-        other_count: int,
+        groups: tuple[list[_Source], list[_Source], list[_Source]] = ([], [], []),
+        preemptor_ts: int = 0,
+        threshold: int | None = None,
+        bwc_on: bool = False,
     ) -> None:
-        self.tree = tree
+        self.tree = manager.tree
         self.cluster_queue = cluster_queue
-        self.ordered = ordered
         self.frs = frs
-        self.no_other_queues = other_count == 0
-        self.no_hierarchy = hierarchy_count == 0
+        self._manager = manager
+        self._priority = workload.priority
+        self._ts = preemptor_ts
+        self._threshold = threshold
+        self._bwc_on = bwc_on
+        self._requested = manager.requested_victims()
+        self._own_rule = manager.cluster_queue_spec(cluster_queue).spec.preemption.within_cluster_queue
+        self._groups = groups
+        self._evicted = self._evicted_candidates()
+        hierarchy = any(self._any_allowed(src) for src in groups[0])
+        self.no_hierarchy = not hierarchy
+        self.no_other_queues = not hierarchy and not any(self._any_allowed(src) for src in groups[1])
+        self.empty = self.no_other_queues and not any(self._any_allowed(src) for src in groups[2])
 
-    def valid(self, cand: ClassifiedCandidate, borrowing: bool) -> bool:
-        """Upstream ``candidateIsValid``: own-queue candidates always; others only while their ClusterQueue,
-        and every cohort below the subtree root, is over quota, and not when borrowing forbids them."""
-        if cand.cluster_queue == self.cluster_queue:
+    @property
+    def ordered(self) -> list[ClassifiedCandidate]:
+        """Every candidate, in upstream order (all of them read: for inspection, not for the passes)."""
+        out = [c for group in self._evicted for c in group]
+        for sources in self._groups:
+            out.extend(heapq.merge(*(self._stream(src) for src in sources), key=_key))
+        return out
+
+    # ---- reading the index ---------------------------------------------------------------------------
+
+    def _allowed_keys(self, src: _Source) -> Iterator[CandidateKey]:
+        """``src``'s candidate keys the policy allows, ascending, each once (a workload may use several
+        of the needed pairs)."""
+        lists = src.keys
+        if len(lists) == 1:
+            keys = lists[0]
+            merged: Iterable[CandidateKey] = (
+                keys if src.stop is None else itertools.islice(keys, bisect_left(keys, src.stop))
+            )
+        else:
+            merged = heapq.merge(*lists)
+        previous: CandidateKey | None = None
+        for key in merged:
+            if src.stop is not None and key >= src.stop:
+                return
+            if key == previous:
+                continue
+            previous = key
+            if self._newer(src, key):
+                yield key
+
+    def _newer(self, src: _Source, key: CandidateKey) -> bool:
+        """Below ``src.stop``, the one condition left: ``LowerOrNewerEqualPriority`` allows a workload of
+        the preemptor's own priority only when it was created after the preemptor's timestamp."""
+        if src.rule != "LowerOrNewerEqualPriority" or key[0] != self._priority:
             return True
+        return self._ts < self._manager.admitted.by_id[src.cluster_queue][key[2]].workload.created_ms
+
+    def _any_allowed(self, src: _Source) -> bool:
+        return next(self._allowed_keys(src), None) is not None
+
+    def _candidate(self, src: _Source, key: CandidateKey, evicted: bool) -> ClassifiedCandidate:
+        entry = self._manager.admitted.by_id[src.cluster_queue][key[2]]
+        prio = key[0]
+        if src.own:
+            variant = Variant.WITHIN_CQ
+        elif src.advantage:
+            variant = Variant.HIERARCHICAL_RECLAIM
+        elif (
+            not self._bwc_on
+            or prio >= self._priority
+            or (self._threshold is not None and prio > self._threshold)
+        ):
+            variant = Variant.RECLAIM_WITHOUT_BORROWING
+        else:
+            variant = Variant.RECLAIM_WHILE_BORROWING
+        created = entry.workload.created_ms
+        return ClassifiedCandidate(
+            key[2], src.cluster_queue, prio, created, -key[1], entry.usage, evicted, variant, src.lca
+        )
+
+    def _stream(self, src: _Source) -> Iterator[ClassifiedCandidate]:
+        """``src``'s candidates not already requested as victims, in order."""
+        requested = self._requested
+        for key in self._allowed_keys(src):
+            if key[2] not in requested:
+                yield self._candidate(src, key, False)
+
+    def _evicted_candidates(self) -> list[list[ClassifiedCandidate]]:
+        """Per group, its candidates already requested as victims, ordered (upstream puts them first)."""
+        out: list[list[ClassifiedCandidate]] = [[], [], []]
+        if not self._requested:
+            return out
+        index = self._manager.admitted
+        for g, sources in enumerate(self._groups):
+            for src in sources:
+                entries = index.by_id[src.cluster_queue]
+                for wid in self._requested:
+                    entry = entries.get(wid)
+                    key = index.key(wid)
+                    if entry is None or key is None or (src.stop is not None and key >= src.stop):
+                        continue
+                    if any(entry.usage.get(fr, 0) > 0 for fr in self.frs) and self._newer(src, key):
+                        out[g].append(self._candidate(src, key, True))
+            out[g].sort(key=_key)
+        return out
+
+    # ---- the passes ----------------------------------------------------------------------------------
+
+    def may_fit_without_borrowing(self, usage: Mapping[FlavorResource, int]) -> bool:
+        """False when a pass without borrowing cannot succeed: the preemptor's ClusterQueue would stay over
+        its nominal quota even if every own-queue workload its policy could allow were evicted (evicting
+        from other ClusterQueues never lowers its own usage)."""
+        rule = self._own_rule  # withinClusterQueue: Never, LowerPriority or LowerOrNewerEqualPriority
+        # LowerOrNewerEqualPriority: every workload of equal priority is counted, newer or not (a bound).
+        bound = self._priority - 1 if rule == "LowerPriority" else self._priority
+        node = self.tree.cluster_queue(self.cluster_queue)
+        index = self._manager.admitted
+        for fr, value in usage.items():
+            freed = 0 if rule == "Never" else index.usage_up_to(self.cluster_queue, fr, bound)
+            if node.usage.get(fr, 0) - freed + value > node.subtree_quota.get(fr, 0):
+                return False
+        return True
+
+    def _state(self, cand: ClassifiedCandidate, borrowing: bool) -> int:
+        """Upstream ``candidateIsValid``: own-queue candidates always; others only while their ClusterQueue,
+        and every cohort below the subtree root, is over quota (else :data:`_DEAD`: for the rest of the
+        pass), and not when borrowing forbids them (:data:`_SKIP`)."""
+        if cand.cluster_queue == self.cluster_queue:
+            return _VALID
         if borrowing and cand.variant == Variant.RECLAIM_WITHOUT_BORROWING:
-            return False
+            return _SKIP
         node: Node | None = self.tree.cluster_queue(cand.cluster_queue)
         while node is not None and node is not cand.lca:
             if within_nominal(node, self.frs):
-                return False
+                return _DEAD
             node = node.parent
-        return True
+        return _VALID
+
+    def valid(self, cand: ClassifiedCandidate, borrowing: bool) -> bool:
+        """Whether ``cand`` may be taken now in a pass with or without borrowing."""
+        return self._state(cand, borrowing) == _VALID
 
     def passes(self, borrowing: bool) -> Iterator[ClassifiedCandidate]:
         """The candidates of one pass, each checked against the tree as it is when it comes up."""
-        for cand in self.ordered:
-            if self.valid(cand, borrowing):
+        dead: set[str] = set()
+        for group in self._evicted:
+            for cand in group:
+                if cand.cluster_queue in dead:
+                    continue
+                state = self._state(cand, borrowing)
+                if state == _DEAD:
+                    dead.add(cand.cluster_queue)
+                elif state == _VALID:
+                    yield cand
+        for sources in self._groups:
+            streams = [self._stream(src) for src in sources if src.cluster_queue not in dead]
+            heap: list[tuple[CandidateKey, int, ClassifiedCandidate]] = []
+            for k, stream in enumerate(streams):
+                first = next(stream, None)
+                if first is not None:
+                    heap.append((_key(first), k, first))
+            heapq.heapify(heap)
+            while heap:
+                _, k, cand = heap[0]
+                state = self._state(cand, borrowing)
+                if state != _VALID and cand.cluster_queue != self.cluster_queue:
+                    # Dropped: within nominal now, so for the rest of the pass; or, borrowing, a reclaim
+                    # allowed only without it, as is every later (higher-priority) one of this queue.
+                    dead.add(cand.cluster_queue)
+                    heapq.heappop(heap)
+                    continue
+                following = next(streams[k], None)
+                if following is None:
+                    heapq.heappop(heap)
+                else:
+                    heapq.heapreplace(heap, (_key(following), k, following))
                 yield cand
+
+
+def _key(cand: ClassifiedCandidate) -> CandidateKey:
+    """Order within one group of one kind (evicted or not, own queue or not)."""
+    return (cand.priority, -cand.admitted_ms, cand.id)
 
 
 def _allowed(policy: str, preemptor_priority: int, preemptor_ts: int, priority: int, created_ms: int) -> bool:
@@ -157,6 +342,15 @@ def _children(node: Node) -> tuple[list[Node], list[Node]]:
     return [n for n in kids if n.is_cohort], [n for n in kids if not n.is_cohort]
 
 
+def _stop(rule: str, priority: int) -> CandidateKey | None:
+    """The first candidate key policy ``rule`` never allows for a preemptor of ``priority``."""
+    if rule == "LowerPriority":
+        return (priority, -(1 << 62), "")
+    if rule == "LowerOrNewerEqualPriority":
+        return (priority + 1, -(1 << 62), "")
+    return None
+
+
 def build_candidates(
     manager: AdmissionManager,
     workload: Workload,
@@ -165,62 +359,37 @@ def build_candidates(
     requests: Mapping[FlavorResource, int],
     preemptor_ts: int,
 ) -> CandidateList:
-    """Upstream ``NewCandidateIterator``: same-queue, hierarchy and priority candidates, ordered."""
+    """Upstream ``NewCandidateIterator``: same-queue, hierarchy and priority candidates, ordered (read
+    lazily from the manager's index)."""
     tree = manager.tree
     policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
     node = tree.cluster_queue(cluster_queue)
     takes_from_cohort = node.parent is not None and policy.reclaim_within_cohort != "Never"
     if policy.within_cluster_queue == "Never" and not takes_from_cohort:
-        return CandidateList(tree, cluster_queue, [], frs, 0, 0)  # the policies allow taking from no one
+        return CandidateList(manager, workload, cluster_queue, frs)  # the policies allow taking from no one
     bwc = policy.borrow_within_cohort
     bwc_on = bwc is not None and bwc.policy != "Never"
     threshold = bwc.max_priority_threshold if bwc_on and bwc is not None else None
-    requested = manager.requested_victims()
+    index = manager.admitted
 
-    def using(name: str) -> list[AdmittedWorkload]:
-        """Admitted workloads of ClusterQueue ``name`` that use one of ``frs``, by id (read only when a
-        policy lets the preemptor take from that queue)."""
-        return [aw for aw in manager.admitted_in(name) if any(aw.usage.get(fr, 0) > 0 for fr in frs)]
-
-    def from_queue(name: str, lca: Node | None, advantage: bool) -> list[ClassifiedCandidate]:
-        out: list[ClassifiedCandidate] = []
+    def source(name: str, queue: Node, lca: Node | None, advantage: bool) -> _Source | None:
         own = name == cluster_queue
         rule = policy.within_cluster_queue if own else policy.reclaim_within_cohort
-        for aw in using(name):
-            wid = aw.workload.id
-            prio, created = aw.workload.priority, aw.workload.created_ms
-            if not _allowed(rule, workload.priority, preemptor_ts, prio, created):
-                continue
-            if own:
-                variant = Variant.WITHIN_CQ
-            elif advantage:
-                variant = Variant.HIERARCHICAL_RECLAIM
-            elif not bwc_on or prio >= workload.priority or (threshold is not None and prio > threshold):
-                variant = Variant.RECLAIM_WITHOUT_BORROWING
-            else:
-                variant = Variant.RECLAIM_WHILE_BORROWING
-            out.append(
-                ClassifiedCandidate(
-                    wid,
-                    name,
-                    prio,
-                    created,
-                    aw.admission.admitted_ms,
-                    aw.usage,
-                    wid in requested,
-                    variant,
-                    lca,
-                )
-            )
-        return out
+        if rule == "Never":
+            return None
+        keys = [k for k in (index.keys(name, fr) for fr in frs) if k]
+        if not keys:
+            return None
+        return _Source(name, queue, lca, own, advantage, keys, _stop(rule, workload.priority), rule)
 
-    same = [] if policy.within_cluster_queue == "Never" else from_queue(cluster_queue, None, False)
-    hierarchy: list[ClassifiedCandidate] = []
-    by_priority: list[ClassifiedCandidate] = []
+    same: list[_Source] = []
+    if policy.within_cluster_queue != "Never":
+        own = source(cluster_queue, node, None, False)
+        same = [own] if own is not None else []
+    hierarchy: list[_Source] = []
+    by_priority: list[_Source] = []
 
-    def collect(
-        current: Node, root: Node, skip: Node | None, advantage: bool, out: list[ClassifiedCandidate]
-    ) -> None:
+    def collect(current: Node, root: Node, skip: Node | None, advantage: bool, out: list[_Source]) -> None:
         cohorts, queues = _children(current)
         for child in cohorts:
             if child is skip or within_nominal(child, frs):
@@ -228,7 +397,9 @@ def build_candidates(
             collect(child, root, skip, advantage, out)
         for child in queues:
             if child is not node and not within_nominal(child, frs):
-                out.extend(from_queue(child.name, root, advantage))
+                found = source(child.name, child, root, advantage)
+                if found is not None:
+                    out.append(found)
 
     if takes_from_cohort:
         advantage, remaining = quantities_fit_in_quota(tree, node, requests)
@@ -239,9 +410,9 @@ def build_candidates(
             fits, remaining = quantities_fit_in_quota(tree, subtree, remaining)
             advantage = advantage or fits
             previous, subtree = subtree, subtree.parent
-    groups = [order(g, cluster_queue) for g in (hierarchy, by_priority, same)]
-    ordered = [c for g in groups for c in g if c.evicted] + [c for g in groups for c in g if not c.evicted]
-    return CandidateList(tree, cluster_queue, ordered, frs, len(hierarchy), len(hierarchy) + len(by_priority))
+    return CandidateList(
+        manager, workload, cluster_queue, frs, (hierarchy, by_priority, same), preemptor_ts, threshold, bwc_on
+    )
 
 
 def candidate_order_key(candidate: Victim, preemptor_cq: str) -> tuple[int, int, int, int, str]:

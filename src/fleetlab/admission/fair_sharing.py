@@ -110,12 +110,6 @@ def weights_from_config(config: QueueConfig) -> dict[tuple[bool, str], int]:
     return out
 
 
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
-
-
 def dominant_resource_share(
     tree: ResourceTree,
     node: Node,
@@ -138,7 +132,7 @@ def dominant_resource_share(
     if not borrowed:
         return zero
     lendable: dict[str, int] = {}
-    for fr in _root(node).subtree_quota:
+    for fr in node.root().subtree_quota:
         lendable[fr.resource] = lendable.get(fr.resource, 0) + tree.potential_available(node.parent, fr)
     exact, resource = Fraction(0), ""
     for name in sorted(borrowed):  # alphabetical, so the first maximum wins ties
@@ -183,11 +177,11 @@ def pop_fair(
     node = tree.cluster_queue(first)
     if node.parent is None:
         return remaining.pop(first), {}
-    root = _root(node)
+    root = node.root()
     scores: dict[tuple[str, str], DominantResourceShare] = {}
     for name in sorted(remaining):
         cq_node = tree.cluster_queue(name)
-        if _root(cq_node) is not root:
+        if cq_node.root() is not root:
             continue
         usage = usage_of(remaining[name])
         tree.add_cq_usage(name, usage)

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 from fleetlab.model.kube import (
@@ -117,8 +118,7 @@ def _assignment_mode(mode: PreemptionMode) -> AssignmentMode:
     return AssignmentMode.NO_FIT if mode == PreemptionMode.NO_FIT else AssignmentMode.PREEMPT
 
 
-@dataclass(frozen=True)
-class GranularMode:
+class GranularMode(NamedTuple):
     """A candidate's preemption mode and borrowing level (0: within the ClusterQueue's own quota)."""
 
     preemption: PreemptionMode
@@ -149,21 +149,22 @@ _WORST = GranularMode(PreemptionMode.NO_FIT, 1 << 62)
 
 def is_preferred(a: GranularMode, b: GranularMode, fungibility: FlavorFungibility) -> bool:
     """Whether ``a`` beats ``b`` under ``fungibility.preference`` (upstream ``isPreferred``)."""
-    if a.preemption == PreemptionMode.NO_FIT:
+    a_mode, a_borrow = a
+    b_mode, b_borrow = b
+    if a_mode == PreemptionMode.NO_FIT:
         return False
-    if b.preemption == PreemptionMode.NO_FIT:
+    if b_mode == PreemptionMode.NO_FIT:
         return True
-    a_none = a.preemption == PreemptionMode.NO_CANDIDATES
-    b_none = b.preemption == PreemptionMode.NO_CANDIDATES
-    if a_none != b_none:
+    a_none = a_mode == PreemptionMode.NO_CANDIDATES
+    if a_none != (b_mode == PreemptionMode.NO_CANDIDATES):
         return not a_none
     if fungibility.preference == "PreemptionOverBorrowing":
-        if a.borrowing != b.borrowing:
-            return a.borrowing < b.borrowing
-        return a.preemption > b.preemption
-    if a.preemption != b.preemption:
-        return a.preemption > b.preemption
-    return a.borrowing < b.borrowing
+        if a_borrow != b_borrow:
+            return a_borrow < b_borrow
+        return a_mode > b_mode
+    if a_mode != b_mode:
+        return a_mode > b_mode
+    return a_borrow < b_borrow
 
 
 def should_try_next_flavor(mode: GranularMode, fungibility: FlavorFungibility) -> bool:
@@ -232,8 +233,7 @@ class ClusterQueueRules:
         )
 
 
-@dataclass(frozen=True)
-class ResourceAssignment:
+class ResourceAssignment(NamedTuple):
     """The flavor chosen for one resource of a podset, with its mode and borrowing level."""
 
     flavor: str

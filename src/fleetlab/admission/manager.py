@@ -62,7 +62,8 @@ Pair it with ``preemption=FairSharingPreemption(cfg.preemption_strategies)`` fro
 
 Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
 ``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
-``manager.admitted_workloads()`` and, one ClusterQueue's by id, ``manager.admitted_in(cq)``.
+``manager.admitted_workloads()``, one ClusterQueue's by id ``manager.admitted_in(cq)``, and the index
+``manager.admitted`` (:mod:`~fleetlab.admission.admitted_index`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fleetlab.admission.admitted_index import AdmittedIndex
 from fleetlab.admission.fair_sharing import (
     DominantResourceShare,
     dominant_resource_share,
@@ -86,8 +88,10 @@ from fleetlab.admission.flavors import (
     PreemptionOutcome,
     assign_flavors,
 )
+from fleetlab.admission.nomination_cache import NominationCache
 from fleetlab.admission.queue_heap import ClusterQueueHeap
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.admission.workloads import Admission, AdmittedWorkload, Nominee, PreemptionRequest, Workload
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import ClusterQueue, QueueConfig
 
@@ -114,64 +118,6 @@ _NO_FIT = "NoFit"
 _NO_CANDIDATES = "PreemptionNoCandidates"
 _FAILED_AFTER_NOMINATION = "FailedAfterNomination"
 _PENDING_PREEMPTION = "PendingPreemption"
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A unit of admission: podsets submitted to a LocalQueue, with a priority and a creation time."""
-
-    id: str
-    namespace: str
-    local_queue: str
-    priority: int
-    created_ms: int
-    podsets: tuple[PodSetRequest, ...]
-
-
-@dataclass(frozen=True)
-class Admission:
-    """An admitted workload: its ClusterQueue, the flavor of each podset resource, whether it borrows."""
-
-    workload_id: str
-    cluster_queue: str
-    flavors: dict[str, dict[str, str]]  # podset -> resource -> flavor name
-    borrowing: bool
-    admitted_ms: int
-
-
-@dataclass(frozen=True)
-class AdmittedWorkload:
-    """What the preemption module sees of an admitted workload."""
-
-    workload: Workload
-    cluster_queue: str
-    usage: Mapping[FlavorResource, int]
-    admission: Admission
-
-
-@dataclass(frozen=True)
-class PreemptionRequest:
-    """Victims a preemptor needs evicted before it can be admitted (issued, not yet carried out)."""
-
-    preemptor_id: str
-    cluster_queue: str
-    victims: tuple[str, ...]
-    issued_ms: int
-
-
-@dataclass
-class Nominee:
-    """A head nominated in a cycle: its flavor assignment and, when it needs preemption, the victims."""
-
-    workload: Workload
-    cluster_queue: str
-    timestamp_ms: int
-    assignment: Assignment
-    targets: tuple[str, ...] = ()
-    seq: int = 0
-    requeue_reason: str = ""
-    #: Why it was not admitted when that is not the assignment's own message (built only when needed).
-    message: str = ""
 
 
 class PreemptionStrategy(Protocol):
@@ -227,12 +173,6 @@ class _Tracked:
         return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
 
 
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
-
-
 class AdmissionManager:
     """Kueue's queue manager and scheduler for one configuration; see the module docstring."""
 
@@ -258,18 +198,28 @@ class AdmissionManager:
             name: ClusterQueueHeap(name, self._specs[name].spec.queueing_strategy == "StrictFIFO")
             for name in sorted(self._specs)
         }
-        self._root_of: dict[str, Node] = {name: _root(self.tree.cluster_queue(name)) for name in self._queues}
+        self._root_of: dict[str, Node] = {name: self.tree.cluster_queue(name).root() for name in self._queues}
         self._members: dict[int, list[str]] = {}
         for name, root in self._root_of.items():
             self._members.setdefault(id(root), []).append(name)
         self._generation: dict[int, int] = dict.fromkeys(self._members, 0)
         self._preemption: PreemptionStrategy = preemption or NoPreemption()
         self._tracked: dict[str, _Tracked] = {}
-        #: Admitted workloads per ClusterQueue (by id), so preemption reads the queues it may take from.
-        self._admitted: dict[str, dict[str, _Tracked]] = {name: {} for name in self._queues}
+        #: Admitted workloads per ClusterQueue in candidate order, read lazily by candidate search.
+        self.admitted: AdmittedIndex[_Tracked] = AdmittedIndex(list(self._queues))
         self._seq = 0
         self._requests: list[PreemptionRequest] = []
         self._requested_victims: set[str] = set()
+        #: Nominations per pod-set shape in the state they were made in, and per flavor the answers of
+        #: flavor assignment and preemption (a strategy's answers depend on the manager's state and the
+        #: workload's priority, podsets and, under withinClusterQueue LowerOrNewerEqualPriority, its
+        #: timestamps).
+        self._nominations: NominationCache[tuple[Assignment, tuple[str, ...]]] = NominationCache()
+        self._requested_version = 0
+        self._newer_counts = {
+            name: spec.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+            for name, spec in self._specs.items()
+        }
         self.cycles = 0
 
     # ---- views ---------------------------------------------------------------------------------------------
@@ -296,7 +246,7 @@ class AdmissionManager:
     def admitted_in(self, cluster_queue: str) -> list[AdmittedWorkload]:
         """The admitted workloads of one ClusterQueue, by id: candidate search reads only the queues its
         policies allow taking from, instead of every admitted workload at every nomination."""
-        group = self._admitted.get(cluster_queue, {})
+        group = self.admitted.by_id.get(cluster_queue, {})
         return [
             AdmittedWorkload(t.workload, t.cluster_queue, t.usage, t.admission)
             for wid, t in sorted(group.items())
@@ -358,7 +308,7 @@ class AdmissionManager:
         self._generation[id(self._root_of[cluster_queue])] += 1
         tracked.state, tracked.usage = "admitted", usage
         tracked.admission = Admission(workload.id, cluster_queue, flavors, False, now_ms)
-        self._admitted[tracked.cluster_queue][workload.id] = tracked
+        self.admitted.add(workload.id, tracked, workload.priority, now_ms)
 
     def finish(self, workload_id: str) -> None:
         """The workload is done (or deleted): its quota is released, or it leaves the queue if pending."""
@@ -401,7 +351,7 @@ class AdmissionManager:
     def _release(self, tracked: _Tracked) -> None:
         """Free quota; like Kueue's QueueInadmissibleWorkloads, set-aside heads of the tree get a new try."""
         self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
-        self._admitted[tracked.cluster_queue].pop(tracked.workload.id, None)
+        self.admitted.remove(tracked.workload.id, tracked)
         root = id(self._root_of[tracked.cluster_queue])
         self._generation[root] += 1
         for name in self._members[root]:
@@ -431,15 +381,31 @@ class AdmissionManager:
 
     def _nominate(self, tracked: _Tracked) -> Nominee:
         wl, cq = tracked.workload, tracked.cluster_queue
+        workload_key: tuple[int, ...] = (wl.priority,)
+        if self._newer_counts[cq]:
+            workload_key += (wl.created_ms, tracked.timestamp_ms)
+        key = (cq, self._nominations.shape(wl.podsets), workload_key)
+        root = self._root_of[cq]
+        state = (self.tree.version, self._generation[id(root)], self._requested_version)
+        known = self._nominations.entries(id(root), state)
+        answer = known.get(key)
+        if answer is None:
+            answer = known[key] = self._assign(tracked)
+        return Nominee(wl, cq, tracked.timestamp_ms, answer[0], answer[1], seq=tracked.seq)
+
+    def _assign(self, tracked: _Tracked) -> tuple[Assignment, tuple[str, ...]]:
+        """Flavor assignment and, when it needs preemption, the targets."""
+        wl, cq, tree = tracked.workload, tracked.cluster_queue, self.tree
 
         def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> PreemptionOutcome | None:
             return self._preemption.can_preempt(self, wl, cluster_queue, amounts)
 
-        assignment = assign_flavors(self.tree, self.rules[cq], wl.podsets, hook)
-        nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
-        if assignment.mode == AssignmentMode.PREEMPT:
-            nominee.targets = tuple(self._preemption.targets(self, nominee))
-        return nominee
+        with tree.restored():  # searches remove and re-add usage: the state they leave is the same
+            assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
+            if assignment.mode != AssignmentMode.PREEMPT:
+                return assignment, ()
+            nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
+            return assignment, tuple(self._preemption.targets(self, nominee))
 
     def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:
         """Quota a preempting head without candidates holds for the rest of the cycle (upstream
@@ -548,6 +514,7 @@ class AdmissionManager:
             temporary.append((cq, usage))
             new = tuple(t for t in entry.targets if t not in self._requested_victims)
             self._requested_victims.update(new)
+            self._requested_version += 1
             if new:
                 self._requests.append(PreemptionRequest(entry.workload.id, cq, new, now_ms))
             entry.requeue_reason = _PENDING_PREEMPTION
@@ -563,7 +530,7 @@ class AdmissionManager:
             entry.workload.id, cq, entry.assignment.flavors(), entry.assignment.borrowing > 0, now_ms
         )
         tracked.state, tracked.admission, tracked.usage, tracked.message = "admitted", admission, usage, ""
-        self._admitted[cq][entry.workload.id] = tracked
+        self.admitted.add(entry.workload.id, tracked, entry.workload.priority, now_ms)
         return admission
 
     def _requeue(self, entry: Nominee, generation: int) -> None:

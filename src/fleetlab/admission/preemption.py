@@ -41,6 +41,7 @@ from fleetlab.admission.classic_candidates import (
     build_candidates,
     candidate_order_key,
     order,
+    quantities_fit_in_quota,
 )
 from fleetlab.admission.fair_sharing import DominantResourceShare, dominant_resource_share
 from fleetlab.admission.flavors import AssignmentMode, PreemptionMode, PreemptionOutcome
@@ -174,12 +175,6 @@ def resources_needing_preemption(nominee: Nominee) -> set[FlavorResource]:
     }
 
 
-def _root(node: Node) -> Node:
-    while node.parent is not None:
-        node = node.parent
-    return node
-
-
 def find_candidates(
     manager: AdmissionManager,
     workload: Workload,
@@ -191,14 +186,14 @@ def find_candidates(
     policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
     tree = manager.tree
     node = tree.cluster_queue(cluster_queue)
-    root = _root(node)
+    root = node.root()
     requested: Collection[str] = manager.requested_victims()
     # Only the queues the policies let the preemptor take from are read (not every admitted workload):
     # its own unless withinClusterQueue is Never, and the rest of its cohort tree unless it has no cohort
     # or reclaimWithinCohort is Never. The checks below are still made for each workload.
     queues: list[str] = [cluster_queue] if policy.within_cluster_queue != "Never" else []
     if node.parent is not None and policy.reclaim_within_cohort != "Never":
-        in_tree = (name for name, other in tree.cluster_queues.items() if _root(other) is root)
+        in_tree = (name for name, other in tree.cluster_queues.items() if other.root() is root)
         queues += [name for name in in_tree if name != cluster_queue]
     admitted = sorted(
         ((aw.workload.id, aw) for name in queues for aw in manager.admitted_in(name)),
@@ -220,7 +215,7 @@ def find_candidates(
         else:
             if node.parent is None or policy.reclaim_within_cohort == "Never":
                 continue
-            if _root(tree.cluster_queue(aw.cluster_queue)) is not root:
+            if tree.cluster_queue(aw.cluster_queue).root() is not root:
                 continue
             if not over_nominal_below_lca(tree, aw.cluster_queue, cluster_queue, frs):
                 continue
@@ -230,6 +225,45 @@ def find_candidates(
             Candidate(wid, aw.cluster_queue, prio, aw.admission.admitted_ms, aw.usage, wid in requested)
         )
     return out
+
+
+def _nothing_to_take(
+    manager: AdmissionManager,
+    workload: Workload,
+    cluster_queue: str,
+    usage: Mapping[FlavorResource, int],
+    frs: Collection[FlavorResource],
+) -> bool:
+    """True when no pass of :func:`preemption_targets` can take a victim, decided without listing any: no
+    ``borrowWithinCohort``, no workload of the own queue the policy allows, and no level, the own queue
+    first, at which the request fits within quota (so no hierarchical reclaim). Then the pass with
+    borrowing may take no other queue's workload (each is a reclaim without borrowing), and the pass
+    without borrowing can never fit: the own queue borrows with the request, and evicting from other
+    queues leaves its usage as it is. Without a cohort (or ``reclaimWithinCohort: Never``) only the own
+    queue could give victims."""
+    policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
+    bwc = policy.borrow_within_cohort
+    if bwc is not None and bwc.policy != "Never":
+        return False
+    tree, index = manager.tree, manager.admitted
+    node = tree.cluster_queue(cluster_queue)
+    if policy.within_cluster_queue != "Never":
+        # Candidate keys start with the priority: the smallest is the first; equal priority may be newer.
+        limit = workload.priority - (1 if policy.within_cluster_queue == "LowerPriority" else 0)
+        for fr in frs:
+            keys = index.keys(cluster_queue, fr)
+            if keys and keys[0][0] <= limit:
+                return False
+    if node.parent is not None and policy.reclaim_within_cohort != "Never":
+        advantage, remaining = quantities_fit_in_quota(tree, node, usage)  # False: the own queue borrows
+        subtree: Node | None = node.parent
+        while subtree is not None:
+            if advantage:
+                return False
+            fits, remaining = quantities_fit_in_quota(tree, subtree, remaining)
+            advantage = fits
+            subtree = subtree.parent
+    return True
 
 
 def preemption_targets(
@@ -242,8 +276,10 @@ def preemption_targets(
 ) -> list[ClassifiedCandidate]:
     """Upstream classic ``classicalPreemptions``: one or two greedy passes (borrowing allowed or not, in the
     order upstream picks), each with fill-back; [] when none finds victims. The tree is restored."""
+    if _nothing_to_take(manager, workload, cluster_queue, usage, frs):
+        return []
     cands = build_candidates(manager, workload, cluster_queue, frs, usage, preemptor_timestamp_ms)
-    if not cands.ordered:
+    if cands.empty:
         return []
     bwc = manager.cluster_queue_spec(cluster_queue).spec.preemption.borrow_within_cohort
     forbidden = bwc is None or bwc.policy == "Never"
@@ -258,6 +294,8 @@ def preemption_targets(
         attempts = (True, False)
     tree = manager.tree
     for borrowing in attempts:
+        if not borrowing and not cands.may_fit_without_borrowing(usage):
+            continue  # this pass would read every candidate and fit after none
         targets: list[ClassifiedCandidate] = []
         try:
             for cand in cands.passes(borrowing):

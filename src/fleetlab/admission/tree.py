@@ -77,6 +77,13 @@ class Node:
             yield node
             node = node.parent
 
+    def root(self) -> Node:
+        """The top of this node's tree (itself when it has no parent)."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
     def height(self) -> int:
         """Distance to the furthest leaf, as upstream's ``getNodeHeight`` counts it (a lone CQ is 0)."""
         best = min(len(self.children), 1)
@@ -125,6 +132,12 @@ class ResourceTree:
                 seen.add(id(anc))
         for root in self.roots():
             self._accumulate(root)
+        #: potentialAvailable and node heights are static (quotas and structure never change in a run).
+        self._potential: dict[tuple[int, FlavorResource], int] = {}
+        self._heights: dict[int, int] = {}
+        #: A count of usage changes (see :meth:`restored`): answers read from the tree can be remembered
+        #: while it stays the same.
+        self.version = 0
 
     @classmethod
     def from_config(cls, config: QueueConfig) -> ResourceTree:
@@ -174,22 +187,39 @@ class ResourceTree:
         return max(0, node.local_quota.get(fr, 0) - node.usage.get(fr, 0))
 
     def available(self, node: Node, fr: FlavorResource) -> int:
-        """How much of ``fr`` ``node`` can still use now; a request ``v`` fits when ``v <= available``."""
-        if node.parent is None:
-            return node.subtree_quota.get(fr, 0) - node.usage.get(fr, 0)
-        parent_available = self.available(node.parent, fr)
-        quota = node.quotas.get(fr)
-        if quota is not None and quota.borrowing_limit is not None:
-            local = node.local_quota.get(fr, 0)
-            stored_in_parent = node.subtree_quota.get(fr, 0) - local
-            used_in_parent = max(0, node.usage.get(fr, 0) - local)
-            parent_available = min(
-                parent_available, stored_in_parent - used_in_parent + quota.borrowing_limit
-            )
-        return self.local_available(node, fr) + parent_available
+        """How much of ``fr`` ``node`` can still use now; a request ``v`` fits when ``v <= available``.
+
+        Upstream's recursion (the parent's available, capped by a borrowing limit, plus the node's own
+        LocalAvailable) computed from the root down."""
+        path: list[Node] = []
+        top = node
+        while top.parent is not None:
+            path.append(top)
+            top = top.parent
+        avail = top.subtree_quota.get(fr, 0) - top.usage.get(fr, 0)
+        for current in reversed(path):
+            local = current.local_quota.get(fr, 0)
+            used = current.usage.get(fr, 0)
+            quota = current.quotas.get(fr)
+            if quota is not None and quota.borrowing_limit is not None:
+                stored_in_parent = current.subtree_quota.get(fr, 0) - local
+                used_in_parent = used - local if used > local else 0
+                cap = stored_in_parent - used_in_parent + quota.borrowing_limit
+                if cap < avail:
+                    avail = cap
+            avail += local - used if local > used else 0
+        return avail
 
     def potential_available(self, node: Node, fr: FlavorResource) -> int:
-        """The most of ``fr`` ``node`` could ever use (zero usage everywhere), respecting borrowingLimits."""
+        """The most of ``fr`` ``node`` could ever use (zero usage everywhere), respecting borrowingLimits
+        (static: computed once per node and pair)."""
+        key = (id(node), fr)
+        known = self._potential.get(key)
+        if known is None:
+            known = self._potential[key] = self._potential_available(node, fr)
+        return known
+
+    def _potential_available(self, node: Node, fr: FlavorResource) -> int:
         if node.parent is None:
             return node.subtree_quota.get(fr, 0)
         avail = node.local_quota.get(fr, 0) + self.potential_available(node.parent, fr)
@@ -198,8 +228,26 @@ class ResourceTree:
             avail = min(avail, node.subtree_quota.get(fr, 0) + quota.borrowing_limit)
         return avail
 
+    def height(self, node: Node) -> int:
+        """``node.height()``, computed once per node (the structure is static)."""
+        known = self._heights.get(id(node))
+        if known is None:
+            known = self._heights[id(node)] = node.height()
+        return known
+
+    @contextmanager
+    def restored(self) -> Iterator[None]:
+        """For code that removes and re-adds usage and leaves every usage as it found it (a preemption
+        search): the version is put back on exit, so answers remembered before stay valid."""
+        version = self.version
+        try:
+            yield
+        finally:
+            self.version = version
+
     def add_usage(self, node: Node, fr: FlavorResource, value: int) -> None:
         """Add usage at ``node``; what exceeds its LocalAvailable bubbles up to the parent."""
+        self.version += 1
         current: Node | None = node
         while current is not None and value > 0:
             local_avail = self.local_available(current, fr)
@@ -211,6 +259,7 @@ class ResourceTree:
 
     def remove_usage(self, node: Node, fr: FlavorResource, value: int) -> None:
         """Remove usage at ``node``; the part it was storing in its parent is removed there too."""
+        self.version += 1
         current: Node | None = node
         while current is not None and value > 0:
             stored = current.usage.get(fr, 0) - current.local_quota.get(fr, 0)
@@ -266,19 +315,22 @@ class ResourceTree:
 
         Also returns whether that subtree is smaller than the whole tree (upstream
         ``FindHeightOfLowestSubtreeThatFits``, used by the classic ordering and by preemption)."""
-        if not self.borrowing_with(node, fr, value) or node.parent is None:
-            return 0, node.parent is not None
-        remaining = value - self.local_available(node, fr)
+        if node.parent is None:
+            return 0, False
+        used = node.usage.get(fr, 0)
+        if used + value <= node.subtree_quota.get(fr, 0):  # not borrowing
+            return 0, True
+        local = node.local_quota.get(fr, 0)
+        remaining = value - (local - used if local > used else 0)
         tracking: Node | None = node.parent
         while tracking is not None:
-            if not self.borrowing_with(tracking, fr, remaining):
-                return tracking.height(), tracking.parent is not None
-            remaining -= self.local_available(tracking, fr)
+            used = tracking.usage.get(fr, 0)
+            if used + remaining <= tracking.subtree_quota.get(fr, 0):
+                return self.height(tracking), tracking.parent is not None
+            local = tracking.local_quota.get(fr, 0)
+            remaining -= local - used if local > used else 0
             tracking = tracking.parent
-        root = node
-        while root.parent is not None:
-            root = root.parent
-        return root.height(), False
+        return self.height(node.root()), False
 
     def recomputed_usage(self) -> dict[str, dict[FlavorResource, int]]:
         """Every cohort's Usage rebuilt from the ClusterQueues' usage (``accumulateFromChild``)."""

@@ -314,6 +314,8 @@ def snapshot_scenario(
     seed: int = 0,
 ) -> ResolvedScenario:
     """The snapshot as a resolved scenario (pools, bound running jobs, pending arrivals)."""
+    if not (remaining_s > 0 and runtime_s > 0):
+        raise SpecError("--snapshot-runtime", ["must be longer than 0 (pods need time to run), e.g. 1h"])
     built = snapshot_pools(snapshot)
     add_nodes(built.pools, extra_nodes)
     jobs = snapshot_jobs(snapshot, built.node_of, remaining_s, runtime_s)

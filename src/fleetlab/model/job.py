@@ -11,12 +11,12 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpu_share import normalize_share
 from fleetlab.model.gpus import check_gpu_model
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.limits import MAX_PODS_PER_JOB, Priority
+from fleetlab.model.limits import MAX_PODS_PER_JOB, Float, Int, Priority
 from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.plan_job import JobWork
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
-from fleetlab.model.units import Bytes, Seconds
+from fleetlab.model.units import Bytes, PositiveSeconds, Seconds
 
 
 class JobClass(StrEnum):
@@ -38,8 +38,8 @@ class Image(SpecModel):
 class Runtime(SpecModel):
     """Compute time once running: a default, optionally overridden per GPU model."""
 
-    default: Seconds
-    by_gpu: dict[str, Seconds] = Field(default_factory=dict)
+    default: PositiveSeconds
+    by_gpu: dict[str, PositiveSeconds] = Field(default_factory=dict)
 
     @field_validator("by_gpu")
     @classmethod
@@ -63,7 +63,7 @@ class Job(SpecModel):
     job_class: JobClass = Field(default=JobClass.BATCH, alias="class")
     priority: Priority = 0
     team: str = "default"
-    pods: int = Field(default=1, ge=1, le=MAX_PODS_PER_JOB)
+    pods: Int = Field(default=1, ge=1, le=MAX_PODS_PER_JOB)
     requests: ResourceList
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
@@ -111,7 +111,7 @@ class Job(SpecModel):
     gpu_memory: Bytes | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
     #: Share of its allocated GPU time the job keeps the GPU busy while computing (DCGM's GPU utilisation).
-    gpu_utilization: float = Field(default=1.0, ge=0.0, le=1.0)
+    gpu_utilization: Float = Field(default=1.0, ge=0.0, le=1.0)
     #: Demand on the node's shared resources (fleetlab.model.interference); None: the class default.
     interference_demand: Demand | None = None
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fleetlab.model.kube import KubeModel
+from fleetlab.model.limits import Int
 
 __all__ = [
     "EXTRA_KINDS",
@@ -85,7 +86,7 @@ class WorkloadPriorityClass(KubeModel):
     api_version: ExtraApiVersion = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
     kind: Literal["WorkloadPriorityClass"] = "WorkloadPriorityClass"
     metadata: ExtraMeta
-    value: int = Field(ge=-_INT32 - 1, le=_INT32)
+    value: Int = Field(ge=-_INT32 - 1, le=_INT32)
     description: str = ""
 
 

@@ -13,7 +13,7 @@ from fleetlab.model.dra_config import DraConfig
 from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
-from fleetlab.model.kube import PriorityClass
+from fleetlab.model.kube import PriorityClass, check_one_global_default
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
 from fleetlab.model.maintenance import MaintenanceWindow, check_maintenance
@@ -56,6 +56,12 @@ class Scenario(SpecModel):
     recorded: RecordedBehaviour | None = None
     #: Node drain windows (model/maintenance.py): cordon, evict after a grace period, uncordon.
     maintenance: tuple[MaintenanceWindow, ...] = ()
+
+    @field_validator("priority_classes")
+    @classmethod
+    def _one_global_default(cls, value: tuple[PriorityClass, ...]) -> tuple[PriorityClass, ...]:
+        check_one_global_default([c.name for c in value if c.global_default])
+        return value
 
     @field_validator("kueue", mode="before")
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -179,6 +179,14 @@ class ScorePlugin(ABC):
     def score_one(self, state: ClusterState, pod: CompiledPod, rows: NodeRows) -> int | None:
         """One node's score from its rows (only ``per_node`` plugins); must equal ``score`` on that node."""
         raise NotImplementedError(f"{self.name} is not a per-node plugin")
+
+    #: ``score_rows`` is implemented: many pod specs are scored on the same nodes in one pass.
+    rows_batched: ClassVar[bool] = False
+
+    def score_rows(self, state: ClusterState, pods: Sequence[CompiledPod], nodes: IntArray) -> IntArray:
+        """Scores of every pod in ``pods`` (rows) on ``nodes`` (columns), 0 where the plugin skips a pod;
+        row ``i`` must equal ``score(state, pods[i], nodes)`` (only ``per_node`` plugins)."""
+        raise NotImplementedError(f"{self.name} scores one pod at a time")
 
     @abstractmethod
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | int | None:

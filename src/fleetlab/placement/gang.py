@@ -96,6 +96,8 @@ class GangPlacer:
 
     def plan(self, pod: CompiledPod, count: int, topology: TopologyRequest) -> list[int] | None:
         """Node per pod (not yet bound), or None when the gang cannot be placed now."""
+        if not self.scheduler.fit_count(pod):
+            return None  # no node fits even one pod: no domain holds the gang, the first select fails
         if topology.required is None and topology.preferred is None:
             return self._plan_by_score(pod, count, None)  # no domain to choose: no feasibility mask needed
         feasible = self.scheduler.fits_now(pod).copy()

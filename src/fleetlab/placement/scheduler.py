@@ -53,6 +53,11 @@ MEMO_ENTRIES = 4096
 MAX_CHANGE_LOG = 2_000_000
 #: ``_Incremental.best`` of a node where the pod does not fit (below every weighted score).
 UNFIT = np.iinfo(np.int64).min
+#: A catch-up over more changed nodes than this (or than a rebuild's threshold, if lower) is one vector
+#: pass for every cached pod spec behind it, when at least BATCH_SPECS specs are behind (with fewer, or
+#: fewer nodes, one node at a time is cheaper: measured on bench/workloads.py's mix with 64 shapes).
+BATCH_FROM = 96
+BATCH_SPECS = 8
 
 
 @dataclass
@@ -64,10 +69,7 @@ class _Incremental:
     topology: int
     static: BoolArray
     fits: BoolArray
-    #: ``static`` and ``fits`` as lists (one-node reads: a numpy bool read and compare costs ~20× a list's)
-    #: and the number of nodes that fit now.
-    static_list: list[bool]
-    fits_list: list[bool]
+    #: The number of nodes that fit now.
     n_fit: int
     #: Per node the per-node plugins' weighted score where the pod fits, UNFIT elsewhere (scores of nodes
     #: that do not fit are never read): the choice among fitting nodes when no other plugin can change it
@@ -78,13 +80,55 @@ class _Incremental:
     wanted: list[tuple[int, int]]
     share: tuple[int, int] | None
     memo: dict[UsageKey, tuple[bool, int]]
-    #: ``best.data`` and ``fits.data``, for the catch-up's one-node writes (a memoryview item write
-    #: costs about half of numpy's; both arrays live as long as this object).
+    #: ``best.data``, ``fits.data`` and ``static.data``, for the catch-up's one-node reads and writes (a
+    #: memoryview item costs a fraction of numpy's one-element access, about a list's).
     best_view: memoryview
     fits_view: memoryview
+    static_view: memoryview
+    #: The row of ``best`` and ``fits`` in the scheduler's :class:`_Rows`.
+    row: int = -1
     #: Whether ``best`` alone decides ``select`` (no global scorer applies and the pod depends on no other
     #: pods); None until the first ``select``, which decides it from the pod's cached global scorers.
     by_best: bool | None = None
+
+
+class _Rows:
+    """Every cached pod spec's ``best``, ``fits`` and static mask as one row of three matrices, so a
+    catch-up of many specs reads and writes all their rows in one operation. Each ``_Incremental`` holds
+    views of its row; when the matrices grow, the views are made again."""
+
+    def __init__(self, n: int) -> None:
+        self.best = np.empty((0, n), dtype=np.int64)
+        self.fits = np.zeros((0, n), dtype=bool)
+        self.static = np.zeros((0, n), dtype=bool)
+        self.free: list[int] = []
+        self.users: dict[int, _Incremental] = {}
+
+    def take(self) -> int:
+        """A row no spec uses (the matrices double when none is left)."""
+        if not self.free:
+            old = len(self.best)
+            grow = max(8, old)
+            n = self.best.shape[1]
+            self.best = np.concatenate([self.best, np.full((grow, n), UNFIT, dtype=np.int64)])
+            self.fits = np.concatenate([self.fits, np.zeros((grow, n), dtype=bool)])
+            self.static = np.concatenate([self.static, np.zeros((grow, n), dtype=bool)])
+            self.free = list(range(old + grow - 1, old - 1, -1))
+            for inc in self.users.values():
+                self.attach(inc)
+        return self.free.pop()
+
+    def attach(self, inc: _Incremental) -> None:
+        """Point ``inc``'s arrays at its row."""
+        row = inc.row
+        inc.best, inc.fits, inc.static = self.best[row], self.fits[row], self.static[row]
+        inc.best_view, inc.fits_view, inc.static_view = inc.best.data, inc.fits.data, inc.static.data
+        self.users[row] = inc
+
+    def give(self, row: int) -> None:
+        """The row's spec left the cache."""
+        if self.users.pop(row, None) is not None:
+            self.free.append(row)
 
 
 class Scheduler:
@@ -141,6 +185,9 @@ class Scheduler:
         self._epoch = 0
         #: ``tie_break: first``: the first of the tied nodes, with no random draw.
         self._first_of_ties = profile.tie_break == "first"
+        #: Every per-node scorer scores many pod specs in one pass: large catch-ups are done together.
+        self._batched = all(plugin.rows_batched for plugin, _ in self.local_scorers)
+        self._rows = _Rows(state.n)
 
     # -- compile -------------------------------------------------------------------------------------
     def compile(self, spec: PodSpec) -> CompiledPod:
@@ -224,6 +271,11 @@ class Scheduler:
             return fits
         return fits & self.pod_filters_pass(pod)
 
+    def fit_count(self, pod: CompiledPod) -> int:
+        """How many nodes pass every filter but the pod-dependent ones now (0: the pod fits nowhere, as
+        ``select`` would answer without scoring)."""
+        return self._incremental(pod).n_fit
+
     def pod_filters_pass(self, pod: CompiledPod) -> BoolArray:
         """Per node, whether the filters that move with other pods' binds (``pod_filters``) pass now."""
         passed = np.ones(self.state.n, dtype=bool)
@@ -249,23 +301,30 @@ class Scheduler:
                 scores = plugin.score(state, pod, nodes)
                 if scores is not None:
                     local[nodes] += weight * scores
-        best = np.where(fits, local, UNFIT)
-        return _Incremental(
+        previous: _Incremental | None = pod.cache.get("incremental")
+        row = previous.row if previous is not None else self._rows.take()
+        rows = self._rows
+        rows.best[row] = np.where(fits, local, UNFIT)
+        rows.fits[row] = fits
+        rows.static[row] = static
+        inc = _Incremental(
             self._epoch,
             len(state.changes),
             state.topology_generation,
-            static,
-            fits,
-            static.tolist(),
-            fits.tolist(),
+            rows.static[row],
+            rows.fits[row],
             int(np.count_nonzero(fits)),
-            best,
+            rows.best[row],
             [(int(c), int(pod.request[c])) for c in pod.request_cols],
             pod.spec.gpu_share if any(pod.spec.gpu_share) else None,
             pod.cache.setdefault("memo", {}),
-            best.data,
-            fits.data,
+            rows.best[row].data,
+            rows.fits[row].data,
+            rows.static[row].data,
+            row,
         )
+        rows.attach(inc)
+        return inc
 
     def _incremental(self, pod: CompiledPod) -> _Incremental:
         """Bring the pod spec's cached fit mask and per-node scores up to date with the change log."""
@@ -281,11 +340,18 @@ class Scheduler:
             rebuilt = True
         elif inc.log_pos < len(log):
             changed = set(log[inc.log_pos :])
-            if len(changed) * FULL_RESCORE_FRACTION > state.n:
+            if (
+                len(changed) > min(BATCH_FROM, state.n // FULL_RESCORE_FRACTION)
+                and self._batched
+                and inc.share is None
+                and self._catch_up_together(inc.log_pos, changed)
+            ):
+                pass  # every spec behind, this one included, is up to date
+            elif len(changed) * FULL_RESCORE_FRACTION > state.n:
                 inc = self._rebuild(pod)
                 rebuilt = True
             else:
-                static, fits_list, fits_view = inc.static_list, inc.fits_list, inc.fits_view
+                static, fits_view = inc.static_view, inc.fits_view
                 best_view, memo, share = inc.best_view, inc.memo, inc.share
                 devices = state.devices
                 usage_key, node_usage_key, memo_get = state.usage_key, state.node_usage_key, memo.get
@@ -304,8 +370,8 @@ class Scheduler:
                     if share is not None and ok and devices is not None:
                         ok = devices.share_fits_one(node, *share)
                     best_view[node] = score if ok else UNFIT
-                    if ok != fits_list[node]:
-                        fits_view[node] = fits_list[node] = ok
+                    if ok != fits_view[node]:
+                        fits_view[node] = ok
                         n_fit += 1 if ok else -1
                 inc.n_fit = n_fit
                 inc.log_pos = len(log)
@@ -314,10 +380,62 @@ class Scheduler:
             self._touch(pod)
             if len(self._cached) > self._max_cached:
                 _, oldest = self._cached.popitem(last=False)
-                oldest.cache.pop("incremental", None)
+                dropped: _Incremental | None = oldest.cache.pop("incremental", None)
+                if dropped is not None:
+                    self._rows.give(dropped.row)
         elif len(self._cached) * 2 > self._max_cached:
             self._touch(pod)  # recency matters only once the caches near their budget
         return inc
+
+    def _catch_up_together(self, since: int, changed: set[int]) -> bool:
+        """Bring cached pod specs up to date at once: every spec whose catch-up starts at ``since`` or
+        later (the nodes changed since then hold every change it has yet to see), or at the earliest
+        start of any spec behind when that adds few nodes. One vector pass over those nodes fits and
+        scores all of them (per-node scorers' ``score_rows``); each spec gets exactly what its own
+        catch-up or a rebuild would write. False (nothing done) when fewer than BATCH_SPECS specs are
+        behind."""
+        state = self.state
+        log = state.changes
+        end = len(log)
+        behind: list[tuple[CompiledPod, _Incremental]] = []
+        for pod in self._cached.values():
+            inc = pod.cache.get("incremental")
+            if (
+                inc is not None
+                and inc.log_pos < end
+                and inc.share is None
+                and inc.epoch == self._epoch
+                and inc.topology == state.topology_generation
+            ):
+                behind.append((pod, inc))
+        if len(behind) < BATCH_SPECS:
+            return False
+        earliest = min(inc.log_pos for _, inc in behind)
+        if earliest < since:
+            wider = set(log[earliest:])
+            if len(wider) * FULL_RESCORE_FRACTION <= state.n:
+                since, changed = earliest, wider
+        members = [(pod, inc) for pod, inc in behind if inc.log_pos >= since]
+        nodes = np.fromiter(sorted(changed), dtype=np.int64, count=len(changed))
+        pods = [pod for pod, _ in members]
+        incs = [inc for _, inc in members]
+        rows = np.fromiter((inc.row for inc in incs), dtype=np.int64, count=len(incs))
+        at = np.ix_(rows, nodes)
+        store = self._rows
+        requests = np.stack([pod.request for pod in pods])
+        free = state.free[nodes]
+        fits = ((free[None, :, :] >= requests[:, None, :]) | (requests[:, None, :] <= 0)).all(axis=2)
+        fits &= store.static[at]
+        total = np.zeros(fits.shape, dtype=np.int64)
+        for plugin, weight in self.local_scorers:
+            total += weight * plugin.score_rows(state, pods, nodes)
+        store.best[at] = np.where(fits, total, UNFIT)
+        before = np.count_nonzero(store.fits[at], axis=1)
+        store.fits[at] = fits
+        for inc, moved in zip(incs, (np.count_nonzero(fits, axis=1) - before).tolist(), strict=True):
+            inc.n_fit += moved
+            inc.log_pos = end
+        return True
 
     def _touch(self, pod: CompiledPod) -> None:
         """Mark the pod spec's cache most recently used."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from fleetlab.placement.framework import CompiledPod, NodeRows, ScorePlugin
-from fleetlab.placement.plugins.node_resources_fit import ScoreColumns, cached_columns
+from fleetlab.placement.plugins.node_resources_fit import ScoreColumns, cached_columns, rows_by_columns
 from fleetlab.placement.scoring import balanced_allocation, balanced_allocation_v136
 from fleetlab.placement.scoring_scalar import balanced_allocation_one, balanced_allocation_v136_one
 from fleetlab.placement.state import ClusterState, IntArray
@@ -38,6 +40,22 @@ class BalancedAllocationScore(ScorePlugin):
             return balanced_allocation_one(requested, allocatable)
         without, _ = cols.row(rows, with_pod=False)
         return balanced_allocation_v136_one(requested, without, allocatable)
+
+    rows_batched = True
+
+    def score_rows(self, state: ClusterState, pods: Sequence[CompiledPod], nodes: IntArray) -> IntArray:
+        columns = [self._columns(state, pod) for pod in pods]
+        scored = [i for i, cols in enumerate(columns) if cols.any_requested]  # best-effort pods skip
+        out = np.zeros((len(pods), len(nodes)), dtype=np.int64)
+        if scored:
+
+            def score(requested: IntArray, without: IntArray, allocatable: IntArray) -> IntArray:
+                if not self.v136:
+                    return balanced_allocation(requested, allocatable)
+                return balanced_allocation_v136(requested, without, allocatable)
+
+            out[scored] = rows_by_columns(state, [columns[i] for i in scored], nodes, score)
+        return out
 
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
         cols = self._columns(state, pod)

@@ -8,7 +8,7 @@ The filter uses true requests; the scores use cpu/memory with the non-zero defau
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -91,6 +91,8 @@ class ScoreColumns:
         self.add = np.asarray(add, dtype=np.int64)
         self.items = list(zip(alloc_cols, req_cols, use_nonzero, add, strict=True))
         self.any_requested = bool(np.any(self.add > 0))
+        #: Which columns are read: pods with equal signatures differ only in ``add``.
+        self.signature = (tuple(alloc_cols), tuple(req_cols), tuple(use_nonzero))
 
     def arrays(
         self, state: ClusterState, nodes: IntArray, with_pod: bool = True
@@ -124,6 +126,30 @@ class ScoreColumns:
             used = nz_row[req_col] if nz else req_row[req_col]
             requested.append(used + add if with_pod else used)
         return requested, allocatable
+
+
+def rows_by_columns(
+    state: ClusterState,
+    columns: Sequence[ScoreColumns],
+    nodes: IntArray,
+    score: Callable[[IntArray, IntArray, IntArray], IntArray],
+) -> IntArray:
+    """``score(requested_with_pod, requested_without, allocatable)`` for every pod's columns (rows) on
+    ``nodes``, the node arrays read once per distinct column signature (scorers are row by row)."""
+    out = np.zeros((len(columns), len(nodes)), dtype=np.int64)
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, cols in enumerate(columns):
+        groups.setdefault(cols.signature, []).append(i)
+    k = len(nodes)
+    for members in groups.values():
+        without, allocatable = columns[members[0]].arrays(state, nodes, with_pod=False)
+        g, width = len(members), without.shape[1]
+        adds = np.stack([columns[i].add for i in members])
+        requested = (without[None, :, :] + adds[:, None, :]).reshape(g * k, width)
+        base = np.broadcast_to(without, (g, k, width)).reshape(g * k, width)
+        alloc = np.broadcast_to(allocatable, (g, k, width)).reshape(g * k, width)
+        out[members] = score(requested, base, alloc).reshape(g, k)
+    return out
 
 
 def cached_columns(
@@ -165,6 +191,19 @@ class NodeResourcesFitScore(ScorePlugin):
         if self.strategy == "MostAllocated":
             return most_allocated_one(requested, allocatable, self.weight_list)
         return requested_to_capacity_ratio_one(requested, allocatable, self.weight_list, self.shape)
+
+    rows_batched = True
+
+    def score_rows(self, state: ClusterState, pods: Sequence[CompiledPod], nodes: IntArray) -> IntArray:
+        columns = [self._columns(state, pod) for pod in pods]
+        return rows_by_columns(state, columns, nodes, lambda req, _, alloc: self._by_strategy(req, alloc))
+
+    def _by_strategy(self, requested: IntArray, allocatable: IntArray) -> IntArray:
+        if self.strategy == "LeastAllocated":
+            return least_allocated(requested, allocatable, self.weights)
+        if self.strategy == "MostAllocated":
+            return most_allocated(requested, allocatable, self.weights)
+        return requested_to_capacity_ratio(requested, allocatable, self.weights, self.shape)
 
     def score(self, state: ClusterState, pod: CompiledPod, nodes: IntArray) -> IntArray | None:
         requested, allocatable = self._columns(state, pod).arrays(state, nodes)

@@ -1,0 +1,146 @@
+"""The admission manager's shortcuts give the answers of the long way: nominations remembered per pod-set
+shape while the quota state is unchanged, the early "nothing to take" answer of classic preemption, the
+static potentialAvailable and heights, and ``available`` computed from the root down.
+
+Random cohort forests (cohort quota, borrowing and lending limits), random preemption policies and random
+submit / finish / evict sequences run through two managers: one as shipped, one with the shortcuts
+switched off; every cycle must admit, request and report the same (the requested victims are evicted
+in between, as the simulator does). ``available`` and ``borrowing_height`` are checked against their
+recursive definitions (``shared/reference/queues.md`` §1.2) at every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleetlab.admission import preemption
+from fleetlab.admission.manager import AdmissionManager
+from fleetlab.admission.nomination_cache import NominationCache
+from fleetlab.admission.preemption import ClassicPreemption
+from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from test_admission import config, cq, quota, wl, worlds
+
+POLICY = st.fixed_dictionaries(
+    {
+        "withinClusterQueue": st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+        "reclaimWithinCohort": st.sampled_from(["Never", "LowerPriority", "Any"]),
+    }
+)
+
+
+@st.composite
+def preempting_worlds(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """``test_admission.worlds`` with a preemption policy on every ClusterQueue."""
+    objects, ops = draw(worlds())
+    for obj in objects:
+        if obj["kind"] == "ClusterQueue":
+            policy: dict[str, Any] = draw(POLICY)
+            if policy["reclaimWithinCohort"] != "Never" and draw(st.booleans()):
+                policy["borrowWithinCohort"] = {"policy": "LowerPriority", "maxPriorityThreshold": 1}
+            obj["spec"]["preemption"] = policy
+    return objects, ops
+
+
+def available_by_recursion(tree: ResourceTree, node: Node, fr: FlavorResource) -> int:
+    """§1.2 ``available``: LocalAvailable plus the parent's available, capped by a borrowingLimit."""
+    if node.parent is None:
+        return node.subtree_quota.get(fr, 0) - node.usage.get(fr, 0)
+    parent = available_by_recursion(tree, node.parent, fr)
+    quota = node.quotas.get(fr)
+    if quota is not None and quota.borrowing_limit is not None:
+        local = node.local_quota.get(fr, 0)
+        stored = node.subtree_quota.get(fr, 0) - local
+        used = max(0, node.usage.get(fr, 0) - local)
+        parent = min(parent, stored - used + quota.borrowing_limit)
+    return max(0, node.local_quota.get(fr, 0) - node.usage.get(fr, 0)) + parent
+
+
+def height_by_walk(tree: ResourceTree, node: Node, fr: FlavorResource, value: int) -> tuple[int, bool]:
+    """``FindHeightOfLowestSubtreeThatFits`` step by step."""
+    if node.parent is None or node.usage.get(fr, 0) + value <= node.subtree_quota.get(fr, 0):
+        return 0, node.parent is not None
+    remaining = value - tree.local_available(node, fr)
+    tracking: Node | None = node.parent
+    while tracking is not None:
+        if tracking.usage.get(fr, 0) + remaining <= tracking.subtree_quota.get(fr, 0):
+            return tracking.height(), tracking.parent is not None
+        remaining -= tree.local_available(tracking, fr)
+        tracking = tracking.parent
+    return node.root().height(), False
+
+
+class Forgetful(NominationCache[Any]):
+    """A nomination cache that never remembers."""
+
+    def entries(self, tree: int, state: Hashable) -> dict[Hashable, Any]:
+        return {}
+
+
+def step(m: AdmissionManager, now: int) -> list[tuple[Any, ...]]:
+    """One cycle, then the requested victims evicted; what happened, comparable between managers."""
+    admitted = [(a.workload_id, a.cluster_queue, a.flavors, a.borrowing) for a in m.cycle(now)]
+    requests = [(r.preemptor_id, r.victims) for r in m.take_preemptions()]
+    for _, victims in requests:
+        for victim in victims:
+            m.evict(victim, now, keep_creation_timestamp=True)
+    return [tuple(admitted), tuple(requests), tuple(m.pending())]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(preempting_worlds())
+def test_shortcuts_give_the_answers_of_the_long_way(
+    world: tuple[list[dict[str, Any]], list[tuple[Any, ...]]],
+) -> None:
+    objects, ops = world
+    fast = AdmissionManager(config(*objects), preemption=ClassicPreemption())
+    slow = AdmissionManager(config(*objects), preemption=ClassicPreemption())
+    slow._nominations = Forgetful()
+    for now, op in enumerate(ops, start=1):
+        for m in (fast, slow):
+            if op[0] == "submit":
+                _, q, gpus, priority, count = op
+                m.submit(wl(f"w{now}", f"q{q}", gpus, priority=priority, t=now, count=count))
+            else:
+                admitted = sorted(m.admitted_workloads())
+                if admitted:
+                    victim = admitted[op[1] % len(admitted)]
+                    m.finish(victim) if op[0] == "finish" else m.evict(victim, now)
+        for _ in range(2):
+            got = step(fast, now)
+            with mock.patch.object(preemption, "_nothing_to_take", return_value=False):
+                want = step(slow, now)
+            assert got == want
+        tree = fast.tree
+        for node in [*tree.cluster_queues.values(), *tree.cohorts.values()]:
+            for fr in node.subtree_quota:
+                assert tree.available(node, fr) == available_by_recursion(tree, node, fr)
+                for value in (1, 4):
+                    assert tree.borrowing_height(node, fr, value) == height_by_walk(tree, node, fr, value)
+
+
+def test_a_head_of_the_same_shape_reuses_the_nomination_until_the_state_moves() -> None:
+    """Two 6-GPU heads in a BestEffortFIFO queue of 4 GPUs, nothing admitted between them: the second is
+    nominated with the first one's assignment (the same object). Usage added to the tree by hand then
+    counts as a change of state: the next head gets a fresh assignment."""
+    m = AdmissionManager(config(cq("a", None, {"default": quota(4)}, queueingStrategy="BestEffortFIFO")))
+    for i in range(3):
+        m.submit(wl(f"w{i}", "a", 6, t=i))
+    seen = []
+    original = m._assign
+
+    def spy(tracked: Any) -> Any:
+        answer = original(tracked)
+        seen.append(tracked.workload.id)
+        return answer
+
+    m._assign = spy  # type: ignore[method-assign]
+    assert m.cycle(0) == [] and m.cycle(1) == []
+    assert seen == ["w0"]  # w1 reused w0's answer
+    m.tree.add_cq_usage("a", {FlavorResource("default", "nvidia.com/gpu"): 1})
+    assert m.cycle(2) == []
+    assert seen == ["w0", "w2"]
