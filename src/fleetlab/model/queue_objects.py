@@ -199,7 +199,8 @@ class ClusterQueueSpec(KubeModel):
     preemption: ClusterQueuePreemption = Field(default_factory=ClusterQueuePreemption)
     fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = Field(default=None, alias="stopPolicy")
-    # Accepted as applied, not modelled (see ``unmodelled_fields``).
+    # Provisioning checks act in the run (sim/admission_checks.py); the fields below them are accepted as
+    # applied, not modelled (see ``unmodelled_fields``).
     admission_checks: tuple[str, ...] = Field(default=(), alias="admissionChecks")
     admission_checks_strategy: dict[str, Any] | None = Field(default=None, alias="admissionChecksStrategy")
     admission_scope: dict[str, Any] | None = Field(default=None, alias="admissionScope")
@@ -214,8 +215,6 @@ class ClusterQueueSpec(KubeModel):
         out = [
             alias
             for alias, value in (
-                ("admissionChecks", self.admission_checks),
-                ("admissionChecksStrategy", self.admission_checks_strategy),
                 ("admissionScope", self.admission_scope),
                 ("concurrentAdmissionPolicy", self.concurrent_admission_policy),
                 ("concurrentAdmission", self.concurrent_admission),
@@ -263,6 +262,15 @@ class ResourceFlavorSpec(KubeModel):
     node_taints: tuple[Taint, ...] = Field(default=(), alias="nodeTaints")
     tolerations: tuple[Toleration, ...] = ()
     topology_name: str | None = Field(default=None, alias="topologyName")
+
+    @model_validator(mode="after")
+    def _topology_needs_labels(self) -> ResourceFlavorSpec:
+        """The v1beta2 CRD's rule ``!has(self.topologyName) || self.nodeLabels.size() >= 1``."""
+        if self.topology_name is not None and not self.node_labels:
+            raise ValueError(
+                "a flavor with topologyName needs at least one nodeLabels entry (Kueue's CRD rule)"
+            )
+        return self
 
 
 class LocalQueueSpec(KubeModel):

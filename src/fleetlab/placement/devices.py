@@ -238,6 +238,23 @@ class GpuDevices:
             holding = self._whole[taken] = Holding(PLAIN, taken, MILLI_PER_GPU, 0)
         return holding
 
+    def take_gpu(self, node: int, gpu: int) -> Holding | None:
+        """GPU ``gpu`` whole (a DRA allocation named it), or the lowest-index idle plain GPU when a
+        device-plugin pod already holds that index; None when no plain GPU of the node is idle."""
+        pods = self._pods_at
+        base = node * self.width
+        if not (0 <= gpu < self.width and self._milli_cap_at[base + gpu] > 0 and pods[base + gpu] == 0):
+            idle = [g for g in range(self.width) if self._milli_cap_at[base + g] > 0 and pods[base + g] == 0]
+            if not idle:
+                return None
+            gpu = idle[0]
+        self._rows.pop(node, None)
+        k = base + gpu
+        self._milli_used_at[k] = self._milli_cap_at[k]
+        self._mem_used_at[k] = self._mem_cap_at[k]
+        pods[k] = 1
+        return Holding(PLAIN, (gpu,), MILLI_PER_GPU, 0)
+
     def take_replicas(self, node: int, count: int) -> Holding:
         """``count`` replicas, each from the GPU with the fewest handed out (lowest index on ties)."""
         chosen: list[int] = []
@@ -311,12 +328,14 @@ def build_devices(pools: Sequence[NodePool], node_pool: IntArray) -> GpuDevices:
         if not len(rows) or g == 0:
             continue
         devices.mem_cap[np.ix_(rows, np.arange(g))] = pool.gpu_memory_bytes or 0
-        if pool.time_slicing is not None:
+        replicated = pool.replicated  # time-slicing or MPS: replicas of each GPU handed out alike
+        if replicated is not None:
             devices.kind[rows] = TIME_SLICED
-            devices.replica_cap[np.ix_(rows, np.arange(g))] = pool.time_slicing.replicas
+            devices.replica_cap[np.ix_(rows, np.arange(g))] = replicated.replicas
             for r in rows:
-                devices.sliced_resource[int(r)] = pool.time_slicing.resource
-            devices.fail_over_one[rows] = pool.time_slicing.fail_requests_greater_than_one
+                devices.sliced_resource[int(r)] = replicated.resource
+            sliced = pool.time_slicing
+            devices.fail_over_one[rows] = sliced is None or sliced.fail_requests_greater_than_one
             continue
         mig_gpus = 0
         if pool.mig is not None and pool.gpu_model is not None:

@@ -25,6 +25,7 @@ from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray, ClusterState
+from fleetlab.sim import held_jobs
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.counters import Counters
 from fleetlab.sim.events import (
@@ -38,6 +39,7 @@ from fleetlab.sim.events import (
 )
 from fleetlab.sim.handle import (
     BindHook,
+    CreateHook,
     MakeRoom,
     PodHook,
     PodNodeHook,
@@ -46,6 +48,7 @@ from fleetlab.sim.handle import (
     TimeHook,
 )
 from fleetlab.sim.job_arrays import NO_CHECKPOINT, JobArrays, job_arrays
+from fleetlab.sim.limit_range_defaults import with_limit_range_defaults
 from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
 from fleetlab.sim.pod_preemption import preempt_for
 from fleetlab.sim.prebound import bind_prebound
@@ -63,6 +66,7 @@ class Engine:
 
     def __init__(self, resolved: ResolvedScenario, profile: Profile, seed: int | None = None) -> None:
         resolved = with_service_replicas(resolved)  # services' replicas are jobs (sim/service_replicas.py)
+        resolved = with_limit_range_defaults(resolved)  # the API server's LimitRange defaults on requests
         self.resolved = resolved
         self.profile = profile
         scenario = resolved.scenario
@@ -98,8 +102,8 @@ class Engine:
         self._on_evict: tuple[TakeHook, ...] = ()
         self._make_room: tuple[MakeRoom, ...] = ()
         self._after_step: tuple[TimeHook, ...] = ()
-        self._on_arrive: tuple[Callable[[int, int], bool], ...] = ()
-        self._on_withdraw: tuple[PodHook, ...] = ()
+        self._on_create: tuple[CreateHook, ...] = ()
+        self._on_gone: tuple[PodHook, ...] = ()
         #: Per job withdrawn before it started, when (``withdraw_job``).
         self.withdrawn: dict[int, int] = {}
         #: Nodes a bind or release touched in this step, and pods that fail at its end.
@@ -215,6 +219,10 @@ class Engine:
         members = self.unfinished_pods(job) if pods is None else pods
         if not members:
             return
+        for create in self._on_create:  # the API server admits the pods (namespace ResourceQuota)
+            members = create(job, members)
+            if not members:
+                return
         stamp = self.now
         self.queue_changed = True
         priority = self._priority[job]
@@ -375,6 +383,8 @@ class Engine:
         book.end_ms_at[pod] = now
         book.done_fraction_at[pod] = 1.0
         self.last_completion_ms = now
+        for gone in self._on_gone:
+            gone(pod)
         job_index = self._pod_job[pod]
         done = self._pods_done_at[job_index] + 1
         self._pods_done_at[job_index] = done
@@ -423,6 +433,10 @@ class Engine:
                 evicted.append(p)
             elif drop_unbound:
                 book.attempt[p] += 1
+            else:
+                continue
+            for gone in self._on_gone:  # deleted; its controller creates it again when requeued
+                gone(p)
         return evicted
 
     # -- scheduling ----------------------------------------------------------------------------------
@@ -465,30 +479,14 @@ class Engine:
             self.bind(member, node)
         return True
 
-    # -- arrivals held and withdrawn -----------------------------------------------------------------
+    # -- arrivals held and withdrawn (sim/held_jobs.py) ------------------------------------------------
     def hand_on(self, job: int, holder: Callable[[int, int], bool]) -> None:
-        """A job the ``arrive`` subscriber ``holder`` held goes on: to the subscribers after it (Kueue),
-        else to the scheduling queue."""
-        chain = self._on_arrive
-        for hold in chain[chain.index(holder) + 1 :]:
-            if hold(job, self.now):
-                return
-        self.enqueue(job)
+        """A job an ``arrive`` subscriber held goes on."""
+        held_jobs.hand_on(self, job, holder)
 
     def withdraw_job(self, job: int) -> None:
-        """The job leaves before any pod of it was bound (its user deleted it while pending, or it was
-        refused at submit): its pods leave the scheduling queue and stop waiting, never started and not
-        requeued; ``withdraw`` subscribers hear it (Kueue drops the workload)."""
-        book, now = self.book, self.now
-        pods = book.pods_of(job)
-        if self.job_spec[job] >= 0:
-            self.queue.remove(self.group_of(job), set(pods))
-        for p in pods:
-            book.stop_pending(p, now)
-            book.attempt_at[p] += 1
-        self.withdrawn[job] = now
-        for hook in self._on_withdraw:
-            hook(job)
+        """The job leaves before any pod of it was bound."""
+        held_jobs.withdraw_job(self, job)
 
     # -- the run -------------------------------------------------------------------------------------
     def start_run(self) -> None:
@@ -549,6 +547,8 @@ class Engine:
                     book.attempt[p] += 1
                 book.stop_pending(p, self.now)  # a failed pod waits for nothing any more
                 book.failed[p] = True
+                for gone in self._on_gone:
+                    gone(p)
             for hook in self._on_job_failed:
                 hook(job_index)
 
@@ -564,6 +564,8 @@ class Engine:
             self.queue.remove(self.group_of(book.job_at[pod]), {pod})
         book.stop_pending(pod, self.now)  # a deleted pod waits for nothing
         book.attempt[pod] += 1  # drops the pod's pending prep-done / finish events
+        for gone in self._on_gone:
+            gone(pod)
 
     def schedule(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
         """An event of a feature's kind at ``time_ms``."""
@@ -586,8 +588,8 @@ class Engine:
         self._on_stop, self._on_release = tuple(on.stop), tuple(on.release)
         self._on_job_failed, self._make_room = tuple(on.job_failed), tuple(on.make_room)
         self._after_step = tuple(on.after_step)
+        self._on_create, self._on_gone = tuple(on.create), tuple(on.gone)
         self._on_job_done, self._on_evict = tuple(on.job_done), tuple(on.evict)
-        self._on_arrive, self._on_withdraw = tuple(on.arrive), tuple(on.withdraw)
         if on.optional_kinds:  # events that alone must not keep the run going (spot interruptions)
             assert not len(self.events), "features schedule their first events at run_start"
             self.events = GatedEventQueue(on.optional_kinds, on.quiet)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetlab.sim.admission_checks import AdmissionChecks, provisioning_checks
 from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.consolidation import Consolidator
+from fleetlab.sim.dra_claims import DraClaims, uses_dra
 from fleetlab.sim.failures import FailureModel
 from fleetlab.sim.fair_share import FairShare
 from fleetlab.sim.gpu_fragments import FragmentationMeter
@@ -22,7 +24,10 @@ from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import Interruptions
 from fleetlab.sim.job_limits import JobLimitGate
 from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.kueue_dra import DraQuota
+from fleetlab.sim.kueue_tas import KueueTopology, uses_tas
 from fleetlab.sim.maintenance import Maintenance
+from fleetlab.sim.namespace_quota import NamespaceQuota
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.queue_discipline import QueueDiscipline
@@ -38,6 +43,7 @@ class Features:
     """The features of one run (None: not used by the scenario, never built)."""
 
     usage: UsageMeter
+    dra: DraClaims | None
     pace: PodPace | None
     tenancy: GpuTenancy
     interference: Interference | None
@@ -55,14 +61,18 @@ class Features:
     fair_share: FairShare | None
     discipline: QueueDiscipline | None
     services: ServiceController | None
+    topology: KueueTopology | None
     kueue: KueueBridge | None
+    namespace_quota: NamespaceQuota | None = None
+    admission_checks: AdmissionChecks | None = None
 
 
 def build_features(sim: EngineHandle) -> Features:
     """Build the features the scenario uses, each subscribing to what it needs."""
     scenario = sim.resolved.scenario
     usage = UsageMeter(sim)
-    paced = scenario.interference is not None or any(p.time_slicing is not None for p in sim.pools)
+    dra = DraClaims(sim, usage) if uses_dra(sim) else None  # right after the meter: it counts DRA GPUs busy
+    paced = scenario.interference is not None or any(p.replicated is not None for p in sim.pools)
     pace = PodPace(sim, usage.set_slowdown) if paced else None
     tenancy = GpuTenancy(sim, pace)
     interference = (
@@ -92,10 +102,23 @@ def build_features(sim: EngineHandle) -> Features:
     fair_share = FairShare(sim, fair) if fair is not None else None
     ordered = fair_share is not None or sim.config.queueing != "best-effort-fifo"
     discipline = QueueDiscipline(sim, fair_share) if ordered else None
-    services = ServiceController(sim) if scenario.services else None
-    kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
+    services = ServiceController(sim, tenancy) if scenario.services else None
+    topology = kueue = None
+    if scenario.kueue is not None and scenario.kueue.cluster_queues:  # no ClusterQueue: nothing to admit
+        if uses_tas(scenario.kueue):  # before the bridge: its tick syncs the trees before admission
+            topology = KueueTopology(
+                sim, scenario.kueue, None if lifecycle is None else lambda: lifecycle.leaving
+            )
+        resources = scenario.kueue_configuration.resources
+        mapped = dra is not None and resources is not None and bool(resources.device_class_mappings)
+        quota = DraQuota(dra.objects, resources.resource_of()) if mapped and dra and resources else None
+        kueue = KueueBridge(scenario.kueue, sim, topology, quota)
+    namespace_quota = NamespaceQuota(sim) if scenario.namespace_policies else None
+    checks = provisioning_checks(scenario.kueue) if kueue is not None and scenario.kueue is not None else {}
+    admission_checks = AdmissionChecks(sim, kueue, checks, autoscaler) if kueue and checks else None
     return Features(
         usage=usage,
+        dra=dra,
         pace=pace,
         tenancy=tenancy,
         interference=interference,
@@ -113,5 +136,8 @@ def build_features(sim: EngineHandle) -> Features:
         fair_share=fair_share,
         discipline=discipline,
         services=services,
+        topology=topology,
         kueue=kueue,
+        namespace_quota=namespace_quota,
+        admission_checks=admission_checks,
     )

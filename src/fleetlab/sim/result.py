@@ -75,6 +75,21 @@ class JobTable:
     #: When the job was withdrawn before it started (cancelled: sim/withdrawal.py, sim/job_limits.py);
     #: NEVER for the others. Its queue wait ends there, censored.
     withdrawn_ms: IntArray
+    #: Kueue admission checks: time from quota reservation to admission (ProvisioningRequests), summed;
+    #: None when the run has no admission checks. Part of queue_wait_ms.
+    provisioning_wait_ms: IntArray | None = None
+    #: Namespace ResourceQuota / LimitRange: the longest time one of the job's pods was refused at creation;
+    #: None when the run has no namespace policies. Part of queue_wait_ms.
+    namespace_quota_wait_ms: IntArray | None = None
+
+    def node_wait_ms(self) -> IntArray:
+        """The queue wait left once the job could have pods on nodes: minus the Kueue quota wait, the
+        admission-check (provisioning) wait and the namespace-quota wait."""
+        wait = self.queue_wait_ms - self.quota_wait_ms
+        for part in (self.provisioning_wait_ms, self.namespace_quota_wait_ms):
+            if part is not None:
+                wait = wait - part
+        return np.asarray(wait, dtype=np.int64)
 
 
 @dataclass
@@ -178,6 +193,18 @@ class SharingTable:
     stranded: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class DraTable:
+    """What Dynamic Resource Allocation did (sim/dra_claims.py): per job (scenario order) the whole GPUs its
+    pods' own claims held, per pod the devices its claims held at its last binding, per node the devices
+    its ResourceSlices publish and the device-milliseconds allocated there."""
+
+    job_gpus: IntArray
+    pod_devices: list[str]
+    node_devices: IntArray
+    node_device_ms: IntArray
+
+
 @dataclass
 class BillingInputs:
     """Per node: minimum billed ms per VM start; per pool: unused committed nodes and their rate; per job
@@ -221,5 +248,7 @@ class SimulationResult:
     interference: InterferenceTable | None = None
     #: Inference services' samples (sim/services.py); None without services.
     services: ServiceRecord | None = None
+    #: Devices DRA allocated (sim/dra_claims.py); None when the scenario has no ``dra:`` section.
+    dra: DraTable | None = None
     #: The scenario's horizon (the run's end when set); None: the run ended at its last live event.
     horizon_ms: int | None = None

@@ -61,13 +61,14 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
     withdrawn = np.full(n, NEVER, dtype=np.int64)
     for job, at in sim.withdrawn.items():
         withdrawn[job] = at
+    provisioning, refused = parts.provisioning_wait_ms, parts.namespace_quota_wait_ms
     return JobTable(
         ids=table.ids.to_pylist(),
         job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
         team=table.per_template(lambda job: job.team, dtype=object).tolist(),
         priority=table.per_template(lambda job: job.priority, dtype=np.int64),
         pods=table.column("pods").astype(np.int64),
-        gpus_per_pod=table.per_template(lambda job: job.gpus_per_pod, dtype=np.int64),
+        gpus_per_pod=_gpus_per_pod(sim, parts),
         cpu_milli_per_pod=table.per_template(lambda job: job.requests.get("cpu", 0), dtype=np.int64),
         submit_ms=sim.submit_ms[inverse],
         last_bound_ms=last_bound[inverse],
@@ -82,7 +83,15 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         failed=failed[inverse],
         quota_wait_ms=quota_wait[inverse],
         withdrawn_ms=withdrawn[inverse],
+        provisioning_wait_ms=None if provisioning is None else provisioning[inverse],
+        namespace_quota_wait_ms=None if refused is None else refused[inverse],
     )
+
+
+def _gpus_per_pod(sim: EngineHandle, parts: ResultParts) -> IntArray:
+    """Whole GPUs per pod (scenario order): ``nvidia.com/gpu``, plus the GPUs DRA gave its claims."""
+    gpus: IntArray = sim.resolved.jobs.per_template(lambda job: job.gpus_per_pod, dtype=np.int64)
+    return gpus if parts.dra is None else gpus + parts.dra.job_gpus
 
 
 def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
@@ -161,6 +170,8 @@ def sharing_table(sim: EngineHandle, parts: ResultParts) -> SharingTable:
     milli = table.per_template(
         lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, dtype=np.int64
     )
+    if parts.dra is not None:
+        milli = milli + 1000 * parts.dra.job_gpus
     unpaced = np.zeros(book.n_pods, dtype=np.float64)  # no pod ran on time-sliced GPUs
     sliced = unpaced if parts.sliced_ms is None else parts.sliced_ms
     extra = unpaced if parts.sliced_extra_ms is None else parts.sliced_extra_ms
@@ -248,4 +259,5 @@ def build_result(sim: EngineHandle, parts: ResultParts, wall_s: float) -> Simula
         interference=parts.interference,
         services=parts.services,
         horizon_ms=sim.horizon_ms,
+        dra=parts.dra,
     )

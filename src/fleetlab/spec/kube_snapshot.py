@@ -405,7 +405,7 @@ SUPPORTED_KINDS = ("Node", "Pod")
 #: Kueue kinds kept as plain objects for the queue diagnosis (a ``fleetlab snapshot`` file holds them).
 KUEUE_KINDS = frozenset(
     {"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"}
-    | {"AdmissionCheck", "ProvisioningRequestConfig"}
+    | {"AdmissionCheck", "ProvisioningRequestConfig", "Topology"}
 )
 
 
