@@ -42,14 +42,15 @@ def big_enough(scheduler: Scheduler, pod: CompiledPod) -> BoolArray:
 #: When several single changes would each let the pod in, the one named first: the pod's own node choice
 #: (selector/affinity) is what the user meant, so changing it is the last resort.
 _PREFERENCE = ("taint", "not-ready", "cordoned", "topology-spread", "anti-affinity", "pod-affinity")
-_KINDS = (*_PREFERENCE, "selector/affinity")
+#: Every block name a rule can be blamed for (the pending tables' `blocked_by`).
+RULE_BLOCKS = (*_PREFERENCE, "selector/affinity")
 
 
 def _rank(kind: str) -> int:
     return _PREFERENCE.index(kind) if kind in _PREFERENCE else len(_PREFERENCE)
 
 
-_BIT = {kind: 1 << i for i, kind in enumerate(_KINDS)}
+_BIT = {kind: 1 << i for i, kind in enumerate(RULE_BLOCKS)}
 
 
 def _rule_kinds(
@@ -89,7 +90,7 @@ def _rule_kinds(
     values, counts = np.unique(masks, return_counts=True)
     sets: Counter[frozenset[str]] = Counter()
     for value, n in zip(values.tolist(), counts.tolist(), strict=True):
-        sets[frozenset(k for k in _KINDS if value & _BIT[k])] += n
+        sets[frozenset(k for k in RULE_BLOCKS if value & _BIT[k])] += n
     return sets, taint_names
 
 
