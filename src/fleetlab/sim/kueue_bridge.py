@@ -12,6 +12,7 @@ May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``h
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -97,8 +98,10 @@ class KueueBridge:
         #: Every node of the tree (cohorts too) for every flavor/resource a ClusterQueue has quota for.
         self._frs = sorted({fr for _, fr in self._columns}, key=str)
         self._tree_columns = [(node, fr) for node in tree.all_nodes() for fr in self._frs]
-        self._times: list[int] = []
-        self._usage: list[tuple[int, ...]] = []
+        #: The samples, in columns of machine integers (a row of ``_tree_columns`` per time): tuples of
+        #: Python ints cost about 1 KB a sample, several samples a job.
+        self._times = array("q")
+        self._usage = array("q")
         n_jobs = len(sim.job_table)
         self._managed: list[bool] = sim.job_columns.kueue_managed.tolist()
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
@@ -365,16 +368,17 @@ class KueueBridge:
         computed from these samples at the end (``CohortTree.lent_series``), and the time-weighted means
         integrate every change.
         """
-        usage = tuple(node.usage.get(fr, 0) for node, fr in self._tree_columns)
+        usage = array("q", [node.usage.get(fr, 0) for node, fr in self._tree_columns])
         if self._times and self._times[-1] == now:
-            self._usage[-1] = usage
+            if usage:
+                self._usage[-len(usage) :] = usage
         else:
             self._times.append(now)
-            self._usage.append(usage)
+            self._usage.extend(usage)
 
     def samples(self) -> QueueSamples:
         """The recorded usage as arrays, and what each ClusterQueue lent at every sample."""
-        everything = np.asarray(self._usage, dtype=np.int64).reshape(-1, len(self._tree_columns))
+        everything = np.array(self._usage, dtype=np.int64).reshape(len(self._times), len(self._tree_columns))
         series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
         lent_by_key = self.manager.tree.lent_series(self._frs, series)
         usage = np.stack([series[(id(node), fr)] for node, fr in self._columns], axis=1)
@@ -386,7 +390,7 @@ class KueueBridge:
             subtree_quota=np.asarray(
                 [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
             ),
-            t_ms=np.asarray(self._times, dtype=np.int64),
+            t_ms=np.array(self._times, dtype=np.int64),
             usage=usage.astype(np.int64).reshape(-1, len(self._columns)),
             lent=lent.astype(np.int64).reshape(-1, len(self._columns)),
         )
