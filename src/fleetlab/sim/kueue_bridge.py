@@ -72,8 +72,10 @@ class KueueBridge:
         self._pods = sim.job_table.column("pods")
         self._podsets: dict[tuple[int, int], PodSetRequest] = {}
         self.cluster_queue_of: dict[int, str] = {}
-        self.admissions: dict[int, int] = {}
-        self.created_ms: dict[int, int] = {}
+        n_jobs = len(sim.job_table)
+        #: Per job, how often Kueue admitted it, and when its workload was first created (-1: never).
+        self.admissions = np.zeros(n_jobs, dtype=np.int64)
+        self.created_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.requeues: dict[int, int] = {}
         self.deactivated: dict[int, str] = {}
         self.pods_ready_evictions = 0
@@ -102,7 +104,6 @@ class KueueBridge:
         #: Python ints cost about 1 KB a sample, several samples a job.
         self._times = array("q")
         self._usage = array("q")
-        n_jobs = len(sim.job_table)
         self._managed: list[bool] = sim.job_columns.kueue_managed.tolist()
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: Time spent waiting for admission, summed over admissions, and since when it waits now.
@@ -168,7 +169,7 @@ class KueueBridge:
         sim.enqueue(job_index)
         timeout = self.pods_ready_timeout_ms
         if timeout is not None:
-            sim.schedule(now + timeout, self.timeout_kind, job_index, self.admissions[job_index])
+            sim.schedule(now + timeout, self.timeout_kind, job_index, int(self.admissions[job_index]))
 
     def submit(self, job_index: int, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload, read from the job table's columns and its
@@ -179,7 +180,8 @@ class KueueBridge:
         if job_id is None:
             job_id = self.workload_id[job_index] = table.ids[job_index].as_py()
         self.job_by_id[job_id] = job_index
-        self.created_ms.setdefault(job_index, now)
+        if self.created_ms[job_index] < 0:
+            self.created_ms[job_index] = now
         template = table.templates[int(self._template[job_index])]
         assert template.queue is not None
         self.manager.submit(
@@ -239,7 +241,7 @@ class KueueBridge:
             for admission in admissions:
                 job_index = self.job_by_id[admission.workload_id]
                 self.cluster_queue_of[job_index] = admission.cluster_queue
-                self.admissions[job_index] = self.admissions.get(job_index, 0) + 1
+                self.admissions[job_index] += 1
                 self.admitted(job_index, admission)
             for request in preemptions:
                 for victim in request.victims:
@@ -277,12 +279,12 @@ class KueueBridge:
     def timeout_is_stale(self, job_index: int, token: int) -> bool:
         """A waitForPodsReady timeout that can no longer fire: a later admission, or the job is done."""
         sim = self.sim
-        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == self._pods[job_index]
+        return int(self.admissions[job_index]) != token or sim.pods_done[job_index] == self._pods[job_index]
 
     def requeue(self, job_index: int, _: int) -> None:
         """waitForPodsReady: a workload's backoff has passed; it returns to its queue."""
         now = self.sim.now
-        self.submit(job_index, self.created_ms[job_index] if self._keep_creation else now)
+        self.submit(job_index, int(self.created_ms[job_index]) if self._keep_creation else now)
 
     def pods_ready(self, job_index: int) -> bool:
         """Kueue's PodsReady: every pod of the job is bound and past its image pull and data download."""
