@@ -87,7 +87,18 @@ def test_spot_above_on_demand_and_missing_region_warn_with_file_and_line() -> No
     ("row", "needles"),
     [
         ("x1,H100,8,192,2048,,ten,4.0,us-east-1,a,x86_64", ["line 2, column Price", "'ten' is not a number"]),
-        ("x1,H100,8,192,2048,,10,-4.0,us-east-1,a,x86_64", ["line 2, column SpotPrice", "negative"]),
+        (
+            "x1,H100,8,192,2048,,10,-4.0,us-east-1,a,x86_64",
+            ["line 2, column SpotPrice", "outside the allowed 0..1e+06"],
+        ),
+        (
+            "x1,H100,8,192,2048,,1e300,4,us-east-1,a,x86_64",
+            ["line 2, column Price", "'1e300' is outside the allowed"],
+        ),
+        (
+            "x1,H100,8,192,1e308,,10,4,us-east-1,a,x86_64",
+            ["line 2, column MemoryGiB", "outside the allowed 0..8.38861e+06"],
+        ),
         ("x1,H100,eight,192,2048,,10,4,us-east-1,a,x86_64", ["line 2, column AcceleratorCount"]),
     ],
 )

@@ -87,7 +87,13 @@ def test_rate_per_hour_is_the_same_as_its_mtbi() -> None:
         (["--write-time", "5m", "--mtbi", "[/x]"], "--mtbi '[/x]': '[/x]' is not a duration"),
         (["--write-time", "5m"], "give exactly one of --mtbi"),
         (["--write-time", "5m", "--mtbi", "6h", "--rate-per-hour", "1"], "give exactly one of --mtbi"),
-        (["--write-time", "5m", "--rate-per-hour", "0"], "--rate-per-hour 0.0: must be a finite number > 0"),
+        (
+            ["--write-time", "5m", "--rate-per-hour", "0"],
+            "--rate-per-hour 0: allowed 1.14e-06 (one interruption in 100",
+        ),
+        # 1e-308 an hour is one interruption in 10^300 years: intervals were inf and overheads nan.
+        (["--write-time", "5m", "--rate-per-hour", "1e-308"], "--rate-per-hour 1e-308: allowed 1.14e-06"),
+        (["--write-time", "5m", "--rate-per-hour", "1e-308", "--json"], "--rate-per-hour 1e-308: allowed"),
         (
             ["--write-time", "5m", "--mtbi", "6h", "--restart-time", "-1s"],
             "--restart-time '-1s': must not be",

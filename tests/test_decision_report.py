@@ -72,8 +72,12 @@ def test_baseline_folder_is_read_bounded_and_checked(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="top level is a list"):
         read_baseline(tmp_path)
     (tmp_path / "baseline.json").write_text("{not json")
-    with pytest.raises(SpecError, match="unreadable"):
+    with pytest.raises(SpecError, match="line 1, column 2: invalid JSON"):
         read_baseline(tmp_path)
+    for hostile in ('{"summary": {"cost": NaN}}', "[" * 100_000 + "]" * 100_000):  # strict, depth-bounded
+        (tmp_path / "baseline.json").write_text(hostile)
+        with pytest.raises(SpecError, match=r"not valid JSON|nested deeper"):
+            read_baseline(tmp_path)
     (tmp_path / "baseline.json").write_text(
         json.dumps({"summary": {"queue_wait_p95_s": 600, "jobs": 10, "ok": True, "name": "x"}})
     )

@@ -222,7 +222,7 @@ def test_windowed_reads_give_the_same_history(prometheus_url: str) -> None:
 def test_prometheus_error_answer_is_a_clear_error(prometheus_url: str) -> None:
     client = PrometheusClient(prometheus_url, None, 10)
     with pytest.raises(SpecError) as err:
-        client.query_range("kube_pod_created[", T0, END, 60)
+        list(client.query_range("kube_pod_created[", T0, END, 60))
     assert "HTTP 400" in str(err.value) and "bad_data" in str(err.value)
 
 

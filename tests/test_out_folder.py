@@ -45,8 +45,8 @@ def test_out_dot_in_a_working_folder_is_refused_and_nothing_is_deleted(
     monkeypatch.chdir(work)
     result = invoke("simulate", str(files["small"]), "--out", ".")
     assert result.exit_code == 2
-    assert "non-empty folder that fleetlab did not write" in result.stderr
-    assert "--force" in result.stderr
+    assert "is the folder this command runs in" in result.stderr
+    assert "--out results" in result.stderr
     assert (work / "thesis.tex").read_text() == "months of work"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
 

@@ -16,7 +16,11 @@ from fleetlab.kube.capture import capture, write_list
 from fleetlab.kube.redact import REDACTED, redact
 from fleetlab.spec.kube_snapshot import load_snapshot
 
-SECRETS = ("hunter2", "s3cr3t-token", "db-password-secret", "AKIAFAKEKEY", "pull-secret-name", "tls-key")
+SECRETS = (
+    "hunter2", "s3cr3t-token", "db-password-secret", "AKIAFAKEKEY", "pull-secret-name", "tls-key",
+    "Bearer-probe-token", "owner-free-text", "yaml-annotation-secret", "panic-with-dsn-secret",
+    "csi-attribute-secret", "storage-class-password", "cifs-mount-password",
+)  # fmt: skip
 
 CONTAINER: dict[str, Any] = {
     "name": "main",
@@ -29,7 +33,13 @@ CONTAINER: dict[str, Any] = {
     ],
     "envFrom": [{"secretRef": {"name": "db-password-secret"}}],
     "resources": {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}},
-}
+    "livenessProbe": {
+        "httpGet": {"path": "/healthz", "port": 8080,
+                    "httpHeaders": [{"name": "Authorization", "value": "Bearer-probe-token"}]},
+    },
+    "lifecycle": {"preStop": {"httpGet": {"path": "/stop", "port": 8080,
+                                          "httpHeaders": [{"name": "X-Key", "value": "Bearer-probe-token"}]}}},
+}  # fmt: skip
 LAST_APPLIED = json.dumps(
     {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"env": [{"value": "AKIAFAKEKEY"}]}]}}
 )
@@ -41,7 +51,10 @@ POD: dict[str, Any] = {
         "namespace": "ml",
         "annotations": {
             "kubectl.kubernetes.io/last-applied-configuration": LAST_APPLIED,
-            "example.com/owner": "team-a",
+            "example.com/owner": "owner-free-text",
+            "example.com/config": "user: admin\npassword: yaml-annotation-secret\n",
+            "kueue.x-k8s.io/pod-group-name": "train",
+            "gpu-fraction": "0.5",
         },
         "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:env": {}}}],
     },
@@ -53,8 +66,16 @@ POD: dict[str, Any] = {
             {"name": "tls", "secret": {"secretName": "tls-key", "items": [{"key": "tls-key", "path": "k"}]}},
         ],
     },
-    "status": {"phase": "Pending"},
-}
+    "status": {
+        "phase": "Running",
+        "containerStatuses": [
+            {"name": "main", "restartCount": 1,
+             "state": {"running": {"startedAt": "2024-05-01T10:00:00Z"}},
+             "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+                                          "message": "panic: postgres://u:panic-with-dsn-secret@db"}}},
+        ],
+    },
+}  # fmt: skip
 NODE: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Node",
@@ -76,12 +97,20 @@ WORKLOAD: dict[str, Any] = {
 
 PV: dict[str, Any] = {
     "metadata": {"name": "pv-0"},
-    "spec": {"csi": {"driver": "x.csi", "nodePublishSecretRef": {"name": "tls-key", "namespace": "ml"}}},
-}
+    "spec": {
+        "csi": {"driver": "x.csi", "nodePublishSecretRef": {"name": "tls-key", "namespace": "ml"},
+                "volumeHandle": "vol-1", "volumeAttributes": {"storageAccountKey": "csi-attribute-secret"}},
+        "mountOptions": ["ro", "username=admin,password=cifs-mount-password"],
+    },
+}  # fmt: skip
 STORAGE_CLASS: dict[str, Any] = {
     "metadata": {"name": "fast"},
     "provisioner": "x.csi",
-    "parameters": {"csi.storage.k8s.io/provisioner-secret-name": "db-password-secret", "type": "ssd"},
+    "parameters": {
+        "csi.storage.k8s.io/provisioner-secret-name": "db-password-secret",
+        "type": "ssd",
+        "password": "storage-class-password",
+    },
 }
 
 
@@ -172,10 +201,25 @@ def test_snapshot_from_a_fake_api_stores_no_secret(fake_kubernetes: None, tmp_pa
     assert main["env"][1]["valueFrom"]["secretKeyRef"] == {"name": REDACTED, "key": REDACTED}
     assert main["command"] == ["python", REDACTED, REDACTED]  # the program stays, its arguments go
     assert main["args"] == [REDACTED, REDACTED]
-    assert pod["metadata"]["annotations"]["example.com/owner"] == "team-a"  # plain annotations stay
+    # Annotations are kept only by an allow-list (what fleetlab reads); every other value is replaced.
+    assert pod["metadata"]["annotations"] == {
+        "kubectl.kubernetes.io/last-applied-configuration": REDACTED,
+        "example.com/owner": REDACTED,
+        "example.com/config": REDACTED,
+        "kueue.x-k8s.io/pod-group-name": "train",
+        "gpu-fraction": "0.5",
+    }
+    assert main["livenessProbe"]["httpGet"]["httpHeaders"] == [{"name": "Authorization", "value": REDACTED}]
+    last = pod["status"]["containerStatuses"][0]["lastState"]["terminated"]
+    assert (last["message"], last["reason"], last["exitCode"]) == (REDACTED, "Error", 1)
+    volume = next(i for i in data["items"] if i["kind"] == "PersistentVolume")["spec"]
+    assert volume["csi"]["volumeAttributes"] == {"storageAccountKey": REDACTED}
+    assert volume["csi"]["volumeHandle"] == "vol-1" and volume["mountOptions"] == ["ro", REDACTED]
     assert pod["spec"]["volumes"][0]["secret"]["secretName"] == REDACTED
     storage = next(i for i in data["items"] if i["kind"] == "StorageClass")
-    assert storage["parameters"]["type"] == "ssd"
+    assert storage["parameters"] == {
+        "csi.storage.k8s.io/provisioner-secret-name": REDACTED, "type": "ssd", "password": REDACTED,
+    }  # fmt: skip
     workload = next(i for i in data["items"] if i["kind"] == "Workload")
     template = workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
     assert template["env"][0]["value"] == REDACTED
@@ -185,13 +229,15 @@ def test_snapshot_from_a_fake_api_stores_no_secret(fake_kubernetes: None, tmp_pa
     assert snap.nodes[0].allocatable["nvidia.com/gpu"] == 8
 
 
-def test_embedded_manifest_annotations_are_redacted_by_shape() -> None:
+def test_annotations_are_kept_by_allow_list_only() -> None:
     obj = {
         "metadata": {
             "annotations": {
                 "tool.example/config": '{"password": "x"}',
                 "other/yaml": "apiVersion: v1\nkind: Secret\n",
                 "plain": "true",
+                "kueue.x-k8s.io/pod-group-total-count": "4",
+                "kueue.x-k8s.io/pod-group-name": "x" * 300,  # a kept key holding a document is not kept
             }
         }
     }
@@ -199,7 +245,9 @@ def test_embedded_manifest_annotations_are_redacted_by_shape() -> None:
     assert obj["metadata"]["annotations"] == {
         "tool.example/config": REDACTED,
         "other/yaml": REDACTED,
-        "plain": "true",
+        "plain": REDACTED,
+        "kueue.x-k8s.io/pod-group-total-count": "4",
+        "kueue.x-k8s.io/pod-group-name": REDACTED,
     }
 
 

@@ -117,8 +117,8 @@ def test_other_kueue_kinds_are_accepted_with_one_warning_each() -> None:
     )
     notes = config.notes
     assert len(notes) == 4
-    assert notes[0].startswith(
-        'kueue: Topology "default" accepted; topology-aware admission is not simulated'
+    assert notes[0] == (  # no ResourceFlavor names the Topology (a TAS flavor would make the run use it)
+        'kueue: Topology "default" accepted; no ResourceFlavor names it in topologyName, so nothing uses it'
     )
     assert notes[2] == (
         'kueue: MultiKueueCluster "w1", "w2" accepted but not modelled: '

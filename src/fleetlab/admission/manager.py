@@ -60,6 +60,11 @@ admission, then priority, then timestamp; recomputed at every pop) and, as upstr
 Pair it with ``preemption=FairSharingPreemption(cfg.preemption_strategies)`` from ``admission/preemption.py``.
 ``manager.dominant_resource_share(name, cohort=False, request=None)`` reports a node's DRS.
 
+Topology gate (Kueue TAS, ``sim/kueue_tas.py``): with ``AdmissionManager(config, topology=assign)``, a
+head whose quota fits and needs no preemption is admitted only when ``assign(workload, cq, flavors)``
+found (and recorded) a topology assignment; its message otherwise keeps it set aside as not fitting, as
+Kueue's ``AssignTopology`` does, until :meth:`wake` (a domain gained room) or a quota release retries it.
+
 Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.tree.ResourceTree`, with
 ``simulate_removal``), ``manager.rules[cq]``, ``manager.cluster_queue_spec(cq)``,
 ``manager.admitted_workloads()``, one ClusterQueue's by id ``manager.admitted_in(cq)``, and the index
@@ -69,7 +74,7 @@ Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -118,6 +123,10 @@ _NO_FIT = "NoFit"
 _NO_CANDIDATES = "PreemptionNoCandidates"
 _FAILED_AFTER_NOMINATION = "FailedAfterNomination"
 _PENDING_PREEMPTION = "PendingPreemption"
+
+
+#: ``assign(workload, cluster_queue, flavors) -> None`` (assigned) or why the topology does not fit.
+TopologyAssigner = Callable[[Workload, str, Mapping[str, Mapping[str, str]]], str | None]
 
 
 class PreemptionStrategy(Protocol):
@@ -181,8 +190,10 @@ class AdmissionManager:
         config: QueueConfig,
         preemption: PreemptionStrategy | None = None,
         fair_sharing: FairSharingConfig | None = None,
+        topology: TopologyAssigner | None = None,
     ) -> None:
         self.config = config
+        self._topology = topology
         #: The Kueue Configuration's ``fairSharing`` when enabled, else None (classic ordering).
         self.fair_sharing = fair_sharing if fair_sharing is not None and fair_sharing.enable else None
         self.fair_weights = weights_from_config(config)
@@ -349,10 +360,15 @@ class AdmissionManager:
             ) from None
 
     def _release(self, tracked: _Tracked) -> None:
-        """Free quota; like Kueue's QueueInadmissibleWorkloads, set-aside heads of the tree get a new try."""
+        """Free quota and :meth:`wake` the tree, as Kueue's QueueInadmissibleWorkloads does."""
         self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
         self.admitted.remove(tracked.workload.id, tracked)
-        root = id(self._root_of[tracked.cluster_queue])
+        self.wake(tracked.cluster_queue)
+
+    def wake(self, cluster_queue: str) -> None:
+        """Retry the set-aside heads of the ClusterQueue's cohort tree (quota was released there, or a
+        topology domain it admits to gained room)."""
+        root = id(self._root_of[cluster_queue])
         self._generation[root] += 1
         for name in self._members[root]:
             queue = self._queues[name]
@@ -507,6 +523,11 @@ class AdmissionManager:
         if not fits:
             entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, NO_LONGER_FITS
             return None
+        if mode != AssignmentMode.PREEMPT and self._topology is not None:
+            refused = self._topology(entry.workload, cq, entry.assignment.flavors())
+            if refused is not None:  # the quota fits, the topology does not
+                entry.requeue_reason, entry.message = _NO_FIT, refused
+                return None
         preempted.update(victims)
         usage = dict(entry.assignment.usage)
         if mode == AssignmentMode.PREEMPT:

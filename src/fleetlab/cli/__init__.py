@@ -53,11 +53,15 @@ app.add_typer(plan_app, name="cost", hidden=True)  # the same commands under the
 
 @app.callback(invoke_without_command=True)
 def _root(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log diagnostics (engines, trace cache) to stderr.")
     ] = False,
 ) -> None:
+    from fleetlab.spec.inputs_read import command_inputs
+
+    ctx.with_resource(command_inputs())  # what the command reads, so no --out replaces it
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     if version:

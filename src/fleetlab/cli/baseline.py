@@ -17,6 +17,7 @@ from fleetlab.cli.common import (
     err_console,
     fail,
     out_console,
+    out_path,
     output_format,
     print_table,
 )
@@ -36,7 +37,9 @@ AlibabaNodesOpt = Annotated[
     Path | None,
     typer.Option("--alibaba-nodes", help="The openb node list that goes with --alibaba-pods."),
 ]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the results here (atomically).")]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", parser=out_path, help="Write the results here (atomically).")
+]
 
 
 def load_history_input(history: Path | None, pods: Path | None, nodes: Path | None) -> History:

@@ -127,9 +127,21 @@ ScenarioArg = Annotated[
     typer.Argument(help="Scenario YAML file, or a built-in scenario name (default: the built-in 'default')."),
 ]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")]
+
+
+def out_path(value: str) -> Path:
+    """Option parser for ``--out``: an empty path would mean the current folder by accident (``--out
+    "$UNSET"``), so it is refused; ``--out .`` says so on purpose."""
+    if not value.strip():
+        raise typer.BadParameter("is an empty path; give a folder (--out . for the current one)")
+    return Path(value)
+
+
 OutOpt = Annotated[
     Path | None,
-    typer.Option("--out", help="Write jobs/nodes/timeline Parquet and summary.json here (atomically)."),
+    typer.Option(
+        "--out", parser=out_path, help="Write jobs/nodes/timeline Parquet and summary.json here (atomically)."
+    ),
 ]
 ForceOpt = Annotated[
     bool,

@@ -68,14 +68,17 @@ def checkpoint_cmd(
     """Young's and Daly's checkpoint intervals, their expected overhead, and a few intervals around them."""
     from rich.table import Table
 
-    from fleetlab.cost.checkpoint import daly_interval, interval_table, young_interval
+    from fleetlab.cost.checkpoint import MIN_RATE_PER_HOUR, daly_interval, interval_table, young_interval
 
     write_s = _duration("--write-time", write_time)
     restart_s = _duration("--restart-time", restart_time, allow_zero=True)
     if (mtbi is None) == (rate is None):
         raise fail("give exactly one of --mtbi (a duration, e.g. 6h) or --rate-per-hour (a number > 0)")
-    if rate is not None and not (rate > 0 and rate < float("inf")):
-        raise fail(f"--rate-per-hour {rate}: must be a finite number > 0")
+    if rate is not None and not (MIN_RATE_PER_HOUR <= rate < float("inf")):
+        raise fail(
+            f"--rate-per-hour {rate:g}: allowed {MIN_RATE_PER_HOUR:.3g} (one interruption in 100 years, the "
+            "longest fleetlab models) up to a finite number"
+        )
     if price is not None and not (price >= 0 and price < float("inf")):
         raise fail(f"--price-per-hour {price}: must be a finite number >= 0")
     mtbi_s = _duration("--mtbi", mtbi) if mtbi is not None else 3600.0 / float(rate or 1.0)

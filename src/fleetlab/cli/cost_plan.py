@@ -22,6 +22,7 @@ from fleetlab.cli.common import (
     fail,
     finite_float,
     out_console,
+    out_path,
     output_format,
     write_runs,
 )
@@ -197,6 +198,8 @@ def gpus_cmd(
     if html_out is not None:
         try:
             write_plan_html(job, plan.rows, html_out)
+        except SpecError as exc:
+            raise fail(str(exc)) from None
         except OSError as exc:
             raise fail(f"--html {html_out}: cannot write: {exc.strerror or exc}") from None
 
@@ -208,7 +211,8 @@ plan_app.command("buy-vs-rent")(buy_vs_rent_cmd)
 def ledger_cmd(
     scenario: Annotated[str | None, typer.Argument(help="Scenario YAML or built-in name.")] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Run folder to write (as simulate --out, + ledger).")
+        Path,
+        typer.Option("--out", parser=out_path, help="Run folder to write (as simulate --out, + ledger)."),
     ] = Path("ledger-run"),
     policy: Annotated[str, typer.Option("--policy", help="'scenario' or a preset.")] = "scenario",
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario's seed.")] = None,

@@ -18,6 +18,7 @@ from fleetlab.cli.common import (
     err_console,
     fail,
     out_console,
+    out_path,
     output_format,
 )
 
@@ -31,7 +32,10 @@ experiment_app = typer.Typer(
 @experiment_app.command("run")
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="Experiment YAML file (see examples/experiments/).")],
-    out: Annotated[Path, typer.Option("--out", help="Output folder; rerun with the same folder to resume.")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", parser=out_path, help="Output folder; rerun with the same folder to resume."),
+    ],
     jobs: Annotated[
         int | None,
         typer.Option(

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from fleetlab.cli.common import out_path
 from fleetlab.spec.errors import SpecError
 
 
@@ -20,7 +21,10 @@ def export_cmd(
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Folder to write (replaced as a whole; created if missing).")
+        Path,
+        typer.Option(
+            "--out", parser=out_path, help="Folder to write (replaced as a whole; created if missing)."
+        ),
     ] = Path("fleetlab-config"),
     snapshot: Annotated[
         list[Path] | None,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fleetlab.cli.common import err_console, fail, finite_float, out_console
+from fleetlab.cli.common import err_console, fail, finite_float, out_console, out_path
 from fleetlab.cli.experiment import runs_progress
 from fleetlab.model.limits import MAX_SEED
 
@@ -42,7 +42,9 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def fgd_experiment(
-    out: Annotated[Path, typer.Option("--out", help="Folder for the table, curves and plot (atomic).")],
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="Folder for the table, curves and plot (atomic).")
+    ],
     variant: Annotated[
         list[str] | None,
         typer.Option(

@@ -25,6 +25,7 @@ from fleetlab.cli.common import (
     err_console,
     fail,
     out_console,
+    out_path,
     output_format,
 )
 
@@ -32,32 +33,41 @@ MAX_TOKEN_BYTES = 64 * 1024
 
 
 def parse_instant(option: str, value: str) -> float:
-    """An RFC 3339 time (``2024-05-01T00:00:00Z``) or Unix seconds, as Unix seconds."""
+    """An RFC 3339 time (``2024-05-01T00:00:00Z``) or Unix seconds, as Unix seconds, inside the years a
+    history may span (1990..2100, ``spec.history.common``)."""
+    from fleetlab.spec.history.common import MAX_UNIX_S, MIN_UNIX_S
+
     try:
         number = float(value)
     except ValueError:
-        pass
-    else:
-        if math.isfinite(number) and number >= 0:
-            return number
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            number = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+        except (ValueError, OverflowError):
+            raise ValueError(
+                f"{option} {value[:40]!r}: expected an RFC 3339 time such as 2024-05-01T00:00:00Z or "
+                "Unix seconds"
+            ) from None
+    if not (math.isfinite(number) and MIN_UNIX_S <= number <= MAX_UNIX_S):
         raise ValueError(
-            f"{option} {value!r}: expected an RFC 3339 time such as 2024-05-01T00:00:00Z or Unix seconds"
-        ) from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+            f"{option} {value[:40]!r}: outside 1990-01-01..2100-01-01 (Unix seconds {MIN_UNIX_S:.0f}.."
+            f"{MAX_UNIX_S:.0f}), the years a cluster's history may span"
+        )
+    return number
 
 
 def read_token(token_env: str | None, token_file: Path | None) -> str | None:
-    """The bearer token from an environment variable or a file; errors never include its value."""
+    """The bearer token from an environment variable or a file, checked (``credentials.check_token``);
+    errors never include its value."""
+    from fleetlab.spec.credentials import check_token
+
     if token_env and token_file:
         raise ValueError("give --token-env or --token-file, not both")
     if token_env:
         value = os.environ.get(token_env)
         if not value:
             raise ValueError(f"--token-env {token_env}: the environment variable is not set or empty")
-        return value.strip()
+        return check_token(value.strip(), f"--token-env {token_env}")
     if token_file:
         try:
             with token_file.open("rb") as fh:
@@ -71,7 +81,7 @@ def read_token(token_env: str | None, token_file: Path | None) -> str | None:
         token = raw.decode("utf-8", errors="replace").strip()
         if not token or any(c in token for c in "\r\n"):
             raise ValueError(f"--token-file {token_file}: expected one line holding the token")
-        return token
+        return check_token(token, f"--token-file {token_file}")
     return None
 
 
@@ -86,9 +96,9 @@ def import_cmd(
             "(JSON) or OpenCost's CSV export.",
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="History folder to write (atomically).")] = Path(
-        "history"
-    ),
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="History folder to write (atomically).")
+    ] = Path("history"),
     prometheus: Annotated[
         str | None, typer.Option("--prometheus", help="Prometheus base URL (kube-state-metrics + DCGM).")
     ] = None,
@@ -109,8 +119,11 @@ def import_cmd(
         Path | None, typer.Option("--token-file", help="File holding a bearer token.")
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds to wait for each Prometheus query.")
+        float, typer.Option("--timeout", help="Seconds one Prometheus query may take, start to last byte.")
     ] = 60.0,
+    deadline: Annotated[
+        float, typer.Option("--deadline", help="Seconds the whole Prometheus import may take.")
+    ] = 3600.0,
     swf_processors: Annotated[
         str, typer.Option("--swf-processors", help="SWF processors are 'cpus' (default) or 'gpus'.")
     ] = "cpus",
@@ -127,6 +140,7 @@ def import_cmd(
 ) -> None:
     """Import a cluster's history (jobs, nodes, bill lines) into --out for `baseline` and `calibrate`."""
     from fleetlab.report.progress import DelayedProgress
+    from fleetlab.spec.credentials import scrub
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.history.sources import PrometheusSource, import_sources
     from fleetlab.spec.history.store import history_meta, write_history
@@ -134,31 +148,35 @@ def import_cmd(
 
     fmt = output_format(json_out, output)
     check_out(out)
+    token = None
     try:
         end_at = parse_instant("--end", end) if end else None
         source = None
         if prometheus is not None:
             if start is None:
                 raise ValueError("--prometheus needs --start (the first instant to read)")
+            token = read_token(token_env, token_file)
             source = PrometheusSource(
                 url=prometheus,
                 start=parse_instant("--start", start),
                 end=end_at if end_at is not None else datetime.now(UTC).timestamp(),
-                token=read_token(token_env, token_file),
+                token=token,
                 step_s=step,
                 timeout_s=timeout,
+                deadline_s=deadline,
             )
         elif start is not None or token_env or token_file:
             raise ValueError("--start, --token-env and --token-file go with --prometheus")
-        if not 0 < timeout <= 3600:
-            raise ValueError(f"--timeout {timeout:g}: allowed 0 < seconds <= 3600")
+        if not 0 < timeout <= 3600 or not 0 < deadline <= 86400:
+            raise ValueError(f"--timeout {timeout:g}, --deadline {deadline:g}: allowed 0 < seconds <= 3600 "
+                             "and 0 < seconds <= 86400")  # fmt: skip
         if swf_processors not in ("cpus", "gpus"):
             raise ValueError(f"--swf-processors {swf_processors!r}: allowed are cpus, gpus")
         machine = parse_swf_nodes(swf_nodes) if swf_nodes is not None else None
         with DelayedProgress(err_console) as progress:
             history = import_sources(list(sources or []), source, end_at, swf_processors, progress, machine)
     except (SpecError, ValueError) as exc:
-        raise fail(str(exc)) from None
+        raise fail(scrub(str(exc), [token] if token else [])) from None
     try:
         write_history(history, out)
     except SpecError as exc:  # --out is a non-empty folder fleetlab did not write, or locked

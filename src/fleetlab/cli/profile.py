@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 import yaml
 
-from fleetlab.cli.common import fail, out_console
+from fleetlab.cli.common import fail, out_console, out_path
 
 
 def write_profile_file(data: dict[str, object], out: Path) -> None:
@@ -34,9 +34,9 @@ def write_profile_file(data: dict[str, object], out: Path) -> None:
 
 
 def profile_cmd(
-    out: Annotated[Path, typer.Option("--out", help="Profile file to write (.json, or .yaml/.yml).")] = Path(
-        "measured-profile.json"
-    ),
+    out: Annotated[
+        Path, typer.Option("--out", parser=out_path, help="Profile file to write (.json, or .yaml/.yml).")
+    ] = Path("measured-profile.json"),
     batch_size: Annotated[
         list[int] | None, typer.Option("--batch-size", min=1, help="Per-device batch size; repeat it.")
     ] = None,

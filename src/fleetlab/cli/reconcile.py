@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fleetlab.cli.common import JsonOpt, OutputOpt, emit, fail, out_console, output_format
+from fleetlab.model.limits import MAX_CONVERSION_RATE, MIN_CONVERSION_RATE
 
 if TYPE_CHECKING:
     from fleetlab.cost.attached import AttachedRequest
@@ -20,15 +21,16 @@ if TYPE_CHECKING:
     from fleetlab.cost.reconcile import Rate
     from fleetlab.spec.billing_export import BillingExport
 
-MAX_RATE = 1e6
-
 
 def _stated(option: str, value: float, source: str | None, date: str | None) -> tuple[str, str]:
     """A rate is only used with its source and its date (YYYY-MM-DD): evidence, not a guess."""
     if option == "--tax-rate" and not 0 <= value < 1:
         raise fail(f"--tax-rate {value:g}: allowed 0 <= fraction < 1 (0.1 for 10 %)")
-    if option == "--exchange-rate" and not 0 < value <= MAX_RATE:
-        raise fail(f"--exchange-rate {value:g}: allowed 0 < units per USD <= {MAX_RATE:g}")
+    if option == "--exchange-rate" and not MIN_CONVERSION_RATE <= value <= MAX_CONVERSION_RATE:
+        raise fail(
+            f"--exchange-rate {value:g}: allowed {MIN_CONVERSION_RATE:g} <= units per USD <= "
+            f"{MAX_CONVERSION_RATE:g}, as for a bill's own conversion rate"
+        )
     flag = "--rate" if option == "--exchange-rate" else "--tax"
     if not source or not source.strip():
         raise fail(

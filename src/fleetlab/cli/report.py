@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fleetlab.cli.common import MinEffectOpt, PriceOpt, ResampleOpt, err_console, fail, out_console
+from fleetlab.cli.common import MinEffectOpt, PriceOpt, ResampleOpt, err_console, fail, out_console, out_path
 from fleetlab.cli.experiment import runs_progress
 from fleetlab.experiment.plan import Experiment
 
@@ -24,7 +24,8 @@ SourceArg = Annotated[
 def report_cmd(
     source: SourceArg = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Folder for report/ (and sweep/ when runs are needed).")
+        Path,
+        typer.Option("--out", parser=out_path, help="Folder for report/ (and sweep/ when runs are needed)."),
     ] = Path("fleetlab-report"),
     policy: Annotated[
         list[str] | None,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from fleetlab.cli.common import fail, out_console
+from fleetlab.cli.common import fail, out_console, out_path
 from fleetlab.model.scenario import ResolvedScenario
 
 FromSnapshotOpt = Annotated[
@@ -64,7 +64,7 @@ def load_or_snapshot(
 
 
 def snapshot_cmd(
-    out: Annotated[Path, typer.Option("--out", help="Write the v1 List here (atomically).")],
+    out: Annotated[Path, typer.Option("--out", parser=out_path, help="Write the v1 List here (atomically).")],
     context: Annotated[
         str | None, typer.Option("--context", help="kubeconfig context (default: the current one).")
     ] = None,

@@ -12,6 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fleetlab.model.limits import MAX_SECONDS
+
+#: Fewest interruptions per hour: one in MAX_SECONDS (100 years), the longest mean time between them that
+#: fleetlab models (a smaller rate gives intervals of centuries and overheads that round to nothing).
+MIN_RATE_PER_HOUR = 3600.0 / MAX_SECONDS
+
 
 def young_interval(write_s: float, mtbi_s: float) -> float:
     """Young's first-order optimum interval (seconds of compute between checkpoints)."""

@@ -18,7 +18,6 @@ relative error and its source), from the first of:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from fleetlab.experiment.effects import COST_METRIC, ModelError, model_errors_from
+from fleetlab.spec.bounded import load_json, read_text_file
+from fleetlab.spec.errors import SpecError
 
 CALIBRATION_FILE = "calibration.json"
 MAX_CALIBRATION_BYTES = 10 * 2**20
@@ -231,9 +232,11 @@ def read_calibration(
     try:
         if path.stat().st_size > MAX_CALIBRATION_BYTES:
             return own or CalibrationContext(str(path), "unreadable (over 10 MiB)")
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        payload = load_json(str(path), read_text_file(path, "", MAX_CALIBRATION_BYTES))
+    except OSError as exc:
         return own or CalibrationContext(str(path), f"unreadable ({type(exc).__name__})")
+    except SpecError as exc:  # strict JSON: no NaN, bounded depth and integers
+        return own or CalibrationContext(str(path), f"unreadable ({'; '.join(exc.problems[:1])})")
     if not isinstance(payload, Mapping):
         return own or CalibrationContext(str(path), "unreadable (not a JSON object)")
     return (

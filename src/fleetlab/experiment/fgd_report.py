@@ -10,7 +10,6 @@ runs give byte-identical files: wall times are printed, not written.
 
 from __future__ import annotations
 
-import csv
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from fleetlab.experiment.fgd import TOP_PERCENT, Trajectory
+from fleetlab.spec.csv_out import csv_text
 from fleetlab.spec.out_folder import staged_output
 
 REFERENCE_PERCENT = 100
@@ -95,10 +95,8 @@ def _curve_columns(runs: Sequence[Trajectory]) -> dict[str, list[object]]:
 
 
 def _write_csv(path: Path, columns: dict[str, list[object]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(list(columns))
-        writer.writerows(zip(*columns.values(), strict=True))
+    text = csv_text(list(columns), zip(*columns.values(), strict=True), line_end="\r\n")
+    path.write_text(text, encoding="utf-8", newline="")
 
 
 def _write_parquet(path: Path, columns: dict[str, list[object]]) -> None:

@@ -21,6 +21,7 @@ from fleetlab.experiment.pricing import MAX_PRICE
 from fleetlab.experiment.replicates import Resampling
 from fleetlab.experiment.scenario_diff import differences, differences_text, set_changes
 from fleetlab.metrics.summary import Summary
+from fleetlab.model.limits import MAX_SEED, Int, Seed
 from fleetlab.model.scenario import Scenario
 from fleetlab.model.units import Seconds
 from fleetlab.spec.bounded import read_text_file
@@ -48,8 +49,14 @@ class _Strict(BaseModel):
 class SeedRange(_Strict):
     """``{start: 1, count: 10}``: seeds start .. start+count-1."""
 
-    start: int = 0
-    count: int = Field(gt=0, le=10_000)
+    start: Seed = 0
+    count: Int = Field(gt=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _last_fits(self) -> SeedRange:
+        if self.start + self.count - 1 > MAX_SEED:
+            raise ValueError(f"the last seed {self.start + self.count - 1} is past {MAX_SEED:,} (2**63 - 1)")
+        return self
 
 
 class VariantSpec(_Strict):
@@ -136,7 +143,7 @@ class ExperimentSpec(_Strict):
     base: str = "default"
     baseline: str | None = None
     variants: list[VariantSpec] = Field(min_length=1)
-    seeds: list[int] | SeedRange = Field(default_factory=lambda: [1, 2, 3])
+    seeds: list[Seed] | SeedRange = Field(default_factory=lambda: [1, 2, 3])
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
     replicates: ReplicatesSpec = ReplicatesSpec()
@@ -163,7 +170,7 @@ class ExperimentSpec(_Strict):
 
     @field_validator("seeds")
     @classmethod
-    def _distinct_seeds(cls, value: list[int] | SeedRange) -> list[int] | SeedRange:
+    def _distinct_seeds(cls, value: list[Seed] | SeedRange) -> list[Seed] | SeedRange:
         if isinstance(value, list):
             if not value:
                 raise ValueError("give at least one seed")

@@ -11,6 +11,7 @@ from fleetlab.experiment.accounting import Accounting, accounting_from, put_on_w
 from fleetlab.experiment.stats import MetricComparison, compare_variants
 from fleetlab.spec.bounded import load_json, read_text_file
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import note_input
 
 MANIFEST = "manifest.json"
 
@@ -61,6 +62,7 @@ def _number(value: Any) -> float:
 def load_results(out: Path) -> ExperimentResults:
     """Parse ``manifest.json`` in ``out``; a SpecError when the folder is not a sweep's output."""
     path = out / MANIFEST
+    note_input(out)
     if not path.exists():
         raise SpecError(str(out), [f"no {MANIFEST}: not the output folder of `fleetlab experiment run`"])
     manifest = load_json(str(path), read_text_file(path, f"no {MANIFEST}"))

@@ -41,8 +41,17 @@ from fleetlab.experiment.store import (
 from fleetlab.model.job_table import JobTable
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import refuse_overlap
 from fleetlab.spec.loader import resolve
-from fleetlab.spec.out_folder import check_replaceable, empty_folder, folder_lock, is_marked, mark
+from fleetlab.spec.out_folder import (
+    check_replaceable,
+    empty_folder,
+    folder_lock,
+    is_marked,
+    mark,
+    refuse_links,
+    written_by_fleetlab,
+)
 
 #: Lock file inside a sweep's folder while a sweep writes it (DuckDB allows one writer).
 SWEEP_LOCK = ".fleetlab.lock"
@@ -229,15 +238,22 @@ def run_sweep(
     The folder must be new, empty or a sweep's own (``force`` empties any other folder first, as
     ``simulate --force`` replaces it); it is locked so a second sweep on it stops at once.
     """
+    # The experiment file, its scenarios and traces stay apart from --out (a report's own experiment.json
+    # inside its sweep folder aside).
+    refuse_overlap(out, own=lambda path: written_by_fleetlab(out, path))
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out / SWEEP_LOCK, out):
         if not is_marked(out) and not (out / MANIFEST).is_file():
             if force:
                 empty_folder(out, keep=frozenset({SWEEP_LOCK}))
             # refuses a non-empty folder that is not a sweep's output (our own lock file aside)
-            check_replaceable(out, ignore=frozenset({SWEEP_LOCK}))
+            check_replaceable(out, ignore=frozenset({SWEEP_LOCK}), in_place=True)
+        refuse_links(out)  # a linked runs/ (or anything else linked) would be written through
         mark(out)
-        return _run_sweep_locked(experiment, out, engine, on_run, limit)
+        try:
+            return _run_sweep_locked(experiment, out, engine, on_run, limit)
+        finally:
+            mark(out)  # sealed: everything the sweep wrote is older than the marker
 
 
 def _run_sweep_locked(
@@ -295,9 +311,9 @@ def keep_experiment(raw: dict[str, Any], sweep: Path, label: Path, option: str =
     YAML, so it reads back with the experiment loader) in a folder marked as fleetlab's own, so the sweep
     can be resumed and reported on later. ``label`` names it in errors and anchors relative base paths."""
     experiment_from_data(raw, label)  # check before writing anything
-    check_replaceable(sweep.absolute(), option=option)
+    check_replaceable(sweep.absolute(), option=option, in_place=True)  # resumed in place, never replaced
     sweep.mkdir(parents=True, exist_ok=True)
-    mark(sweep)
     file = sweep / "experiment.json"
     write_json_atomic(file, raw)
+    mark(sweep)  # after experiment.json: the file is fleetlab's own, older than the seal
     return load_experiment(file)

@@ -155,11 +155,17 @@ def local_queue(lq: LocalQueue) -> dict[str, Any]:
 
 
 def topologies(config: QueueConfig, cluster: Cluster) -> list[dict[str, Any]]:
-    """A Topology per name the flavors reference, with the cluster's levels (widest first)."""
+    """A Topology per name the flavors reference: the scenario's own Topology with its levels (those the
+    run used), else the cluster's levels (widest first)."""
     names = sorted({f.spec.topology_name for f in config.resource_flavors if f.spec.topology_name})
-    levels = [{"nodeLabel": level} for level in cluster.topology_levels]
+    given = {t.metadata.name: [level.node_label for level in t.spec.levels] for t in config.topologies}
     return [
-        {"apiVersion": API_VERSION, "kind": "Topology", "metadata": _meta(n), "spec": {"levels": levels}}
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Topology",
+            "metadata": _meta(n),
+            "spec": {"levels": [{"nodeLabel": level} for level in given.get(n, cluster.topology_levels)]},
+        }
         for n in names
     ]
 

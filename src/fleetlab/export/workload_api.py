@@ -5,7 +5,8 @@ job's pods, and the job's ``topology_required`` / ``topology_preferred`` label a
 constraint — the API has no "preferred", so a preferred level is written as the constraint and noted)
 and the PodGroup its controller would make; the job's pods join it with
 ``spec.schedulingGroup.podGroupName``. The cluster needs the GenericWorkload and
-TopologyAwareWorkloadScheduling feature gates (alpha, off by default).
+TopologyAwareWorkloadScheduling feature gates (alpha, off by default). The scenario's own ``workload_api``
+objects are written as given, and a job that joins one of its PodGroups gets no generated pair.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def _name(job_id: str) -> str:
 
 
 def _gangs(scenario: Scenario) -> list[Job]:
+    """Gang jobs that need a generated Workload and PodGroup (not those joining the scenario's own)."""
     jobs = scenario.workload.jobs or ()
-    return [j for j in jobs if j.gang and j.pods > 1]
+    return [j for j in jobs if j.gang and j.pods > 1 and j.scheduling_group is None]
 
 
 def _template(job: Job) -> dict[str, Any]:
@@ -42,8 +44,15 @@ def _template(job: Job) -> dict[str, Any]:
 
 
 def workload_api_documents(scenario: Scenario) -> list[dict[str, Any]]:
-    """A Workload and its PodGroup per gang job (none when the scenario lists no gang jobs)."""
-    docs: list[dict[str, Any]] = []
+    """The scenario's own Workload API objects, then a Workload and its PodGroup per other gang job."""
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": API_VERSION,
+            "kind": o.kind,
+            **o.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        }
+        for o in scenario.workload_api
+    ]
     for job in _gangs(scenario):
         name, namespace = _name(job.id), job.namespace or "default"
         template = _template(job)
@@ -75,13 +84,20 @@ def workload_api_documents(scenario: Scenario) -> list[dict[str, Any]]:
 def workload_api_notes(scenario: Scenario) -> list[str]:
     """What a reader must know to use ``workload-api.yaml``."""
     gangs = _gangs(scenario)
-    if not gangs:
+    joined = [j for j in scenario.workload.jobs or () if j.scheduling_group is not None and j.gang]
+    if not gangs and not scenario.workload_api:
         return []
     notes = [
-        f"{WORKLOAD_API_FILE} describes the {len(gangs)} gang job(s) as Kubernetes v1.36 Workload API "
-        "objects (alpha: enable the GenericWorkload and TopologyAwareWorkloadScheduling feature gates); "
-        "each job's pods must set spec.schedulingGroup.podGroupName to its PodGroup (<workload>-main)."
+        f"{WORKLOAD_API_FILE} describes the {len(gangs) + len(joined)} gang job(s) as Kubernetes v1.36 "
+        "Workload API objects (alpha: enable the GenericWorkload and TopologyAwareWorkloadScheduling "
+        "feature gates); each job's pods must set spec.schedulingGroup.podGroupName to its PodGroup "
+        "(<workload>-main)."
     ]
+    if joined:
+        notes.append(
+            f"{', '.join(j.id for j in joined)} join the scenario's own PodGroups, written as given: their "
+            "pods set spec.schedulingGroup.podGroupName to the group the job names."
+        )
     preferred = [j.id for j in gangs if j.topology_required is None and j.topology_preferred is not None]
     if preferred:
         notes.append(

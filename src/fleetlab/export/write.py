@@ -132,10 +132,12 @@ def _notes(scenario: Scenario) -> list[str]:
     if scenario.kueue is None:
         notes.append("The scenario has no kueue section, so no Kueue objects were written.")
     wait, fair = scenario.kueue_configuration.wait_for_pods_ready, scenario.kueue_configuration.fair_sharing
-    if wait is not None or fair is not None:
+    resources = scenario.kueue_configuration.resources
+    if wait is not None or fair is not None or (resources is not None and resources.device_class_mappings):
         notes.append(
-            "Kueue's own Configuration (waitForPodsReady, fairSharing) is not written: set it in the Kueue "
-            "manager's config to match the scenario's kueue_configuration section."
+            "Kueue's own Configuration (waitForPodsReady, fairSharing, resources.deviceClassMappings) is "
+            "not written: set it in the Kueue manager's config to match the scenario's kueue_configuration "
+            "section."
         )
     for pool_name, labels in node_labels(cluster).items():
         shown = ", ".join(f"{k}={v}" for k, v in labels.items())

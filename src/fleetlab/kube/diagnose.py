@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from fleetlab.kube.cluster import LiveCluster, pod_spec
-from fleetlab.kube.dra_verdict import dra_block
 from fleetlab.kube.events import PodEvent, pod_events
 from fleetlab.kube.gpu_nodes import (
     GFD_LABELS,
@@ -35,6 +34,7 @@ from fleetlab.kube.starting import StartingPod, diagnose_starting, seconds_betwe
 from fleetlab.kube.storage import StorageView, storage_block
 from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_block
 from fleetlab.model.resources import GPU, format_amount, is_extended
+from fleetlab.placement.dra.verdict import dra_block
 from fleetlab.placement.framework import PodSpec
 from fleetlab.placement.rule_blame import room_rule_block
 from fleetlab.placement.state import BoolArray

@@ -10,7 +10,7 @@ the snapshot, so both are assumptions the caller states.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,14 +157,32 @@ def _pool(
     return pool
 
 
+def _topology_keys(snapshot: Snapshot) -> tuple[str, ...]:
+    """Node labels a placement asks to share (Kueue Topology levels, pods' TAS and PodGroup topology
+    requests): nodes that differ in one go to different pools, so each pool keeps its domain's value."""
+    keys: set[str] = set()
+    for obj in snapshot.queue_objects:
+        if obj.get("kind") == "Topology":
+            levels = (obj.get("spec") or {}).get("levels") or []
+            keys.update(str(level.get("nodeLabel")) for level in levels if isinstance(level, Mapping))
+    for pod in snapshot.pods:
+        if pod.topology is not None:
+            asked = (pod.topology.required, pod.topology.preferred, pod.topology.slice_required)
+            keys.update(k for k in asked if k)
+    keys.discard(HOSTNAME_LABEL)
+    return tuple(sorted(keys))
+
+
 def snapshot_pools(snapshot: Snapshot) -> SnapshotPools:
     """Pools of identical nodes; each node's allocatable is reduced by its DaemonSet pods."""
     daemon = _daemon_usage(snapshot)
+    levels = _topology_keys(snapshot)
     groups: dict[tuple[Any, ...], list[tuple[KubeNode, dict[str, int]]]] = {}
     for node in sorted(snapshot.nodes, key=lambda n: n.name):
         used = daemon.get(node.name, {})
         free = {r: v - used.get(r, 0) for r, v in node.allocatable.items()}
         key = (
+            tuple(node.labels.get(k) for k in levels),
             node.labels.get(GPU_PRODUCT_LABEL),
             node.labels.get(INSTANCE_TYPE_LABEL),
             node.labels.get(ZONE_LABEL),
@@ -229,6 +247,16 @@ def _job(
             job["topology_preferred"] = pod.topology.preferred
     if bound is not None:
         job["bound_node"] = bound
+    if pod.resource_claims is not None:
+        entries = [
+            {"name": r.name, "resourceClaimTemplateName": r.template_name}
+            if r.template_name is not None
+            else {"name": r.name, "resourceClaimName": r.claim_name}
+            for r in pod.resource_claims.refs
+            if r.template_name is not None or r.claim_name is not None
+        ]
+        if entries:
+            job["resourceClaims"] = entries
     if with_labels and pod.labels:
         job["labels"] = dict(pod.labels)
     if pod.topology_spread:
@@ -299,11 +327,34 @@ def _as_applied(model: Any) -> dict[str, Any]:
     return body
 
 
-def dra_as_applied(snapshot: Snapshot) -> list[dict[str, Any]]:
+def dra_as_applied(snapshot: Snapshot, node_of: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The snapshot's DRA objects without status (claims start unallocated in a replay) and without
-    server-set metadata."""
+    server-set metadata; a slice's ``nodeName`` becomes the simulated node's name (``node_of``)."""
     d = snapshot.dra
-    return [_as_applied(model) for model in (*d.classes, *d.templates, *d.claims, *d.slices)]
+    out = [_as_applied(model) for model in (*d.classes, *d.templates, *d.claims, *d.slices)]
+    for body in out:
+        spec = body.get("spec")
+        if (
+            body.get("kind") == "ResourceSlice"
+            and isinstance(spec, dict)
+            and node_of
+            and spec.get("nodeName")
+        ):
+            spec["nodeName"] = node_of.get(spec["nodeName"], spec["nodeName"])
+    return out
+
+
+def tas_objects(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The snapshot's Kueue Topologies and the ResourceFlavors naming one (TAS flavors), carried so export
+    writes them back; without the snapshot's ClusterQueues no replayed job is admitted through them."""
+    topologies = [o for o in objects if o.get("kind") == "Topology"]
+    names = {(o.get("metadata") or {}).get("name") for o in topologies}
+    flavors = [
+        o
+        for o in objects
+        if o.get("kind") == "ResourceFlavor" and (o.get("spec") or {}).get("topologyName") in names
+    ]
+    return topologies + flavors
 
 
 def snapshot_scenario(
@@ -314,6 +365,8 @@ def snapshot_scenario(
     seed: int = 0,
 ) -> ResolvedScenario:
     """The snapshot as a resolved scenario (pools, bound running jobs, pending arrivals)."""
+    if not (remaining_s > 0 and runtime_s > 0):
+        raise SpecError("--snapshot-runtime", ["must be longer than 0 (pods need time to run), e.g. 1h"])
     built = snapshot_pools(snapshot)
     add_nodes(built.pools, extra_nodes)
     jobs = snapshot_jobs(snapshot, built.node_of, remaining_s, runtime_s)
@@ -324,12 +377,13 @@ def snapshot_scenario(
         "workload": {"jobs": jobs},
     }
     if snapshot.dra:
-        data["dra"] = {"objects": dra_as_applied(snapshot)}
+        data["dra"] = {"objects": dra_as_applied(snapshot, built.node_of)}
     if snapshot.namespace_policies:
         data["namespace_policies"] = [_as_applied(p) for p in snapshot.namespace_policies]
     checks = [o for o in snapshot.queue_objects if o.get("kind") in ADMISSION_CHECK_KINDS]
-    if checks:  # the admission-check objects only: the snapshot's queues stay out of the replay
-        data["kueue"] = [{k: v for k, v in o.items() if k != "status"} for o in checks]
+    carried = checks + tas_objects(snapshot.queue_objects)
+    if carried:  # admission checks and TAS topologies only: the snapshot's queues stay out of the replay
+        data["kueue"] = [{k: v for k, v in o.items() if k != "status"} for o in carried]
     label = ", ".join(snapshot.sources)
     try:
         scenario = Scenario.model_validate(data)

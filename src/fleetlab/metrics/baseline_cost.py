@@ -140,14 +140,15 @@ def idle_capacity(
         "node_hours": node_hours,
         "gpu_capacity_hours": capacity,
         "gpu_hours_allocated": allocated,
-        "gpu_hours_idle": capacity - allocated if history.nodes.num_rows else None,
+        # Negative idle hours are no figure: the node list misses nodes the jobs ran on (noted below).
+        "gpu_hours_idle": capacity - allocated if history.nodes.num_rows and capacity >= allocated else None,
         "gpu_allocation_ratio": allocated / capacity if capacity > 0 else None,
         "node_hours_idle": None,
     }
     if history.nodes.num_rows and capacity + 1e-9 < allocated:
         notes.append(
             f"jobs held {allocated:.1f} GPU-hours but the node list has only {capacity:.1f}: the node "
-            "list is incomplete for this history, so idle GPU-hours are negative"
+            "list is incomplete for this history, so idle GPU-hours are not reported"
         )
     if not history.nodes.num_rows:
         notes.append("idle capacity: the history has no node list")

@@ -15,6 +15,7 @@ from fleetlab.cost.billing import (
     node_costs,
 )
 from fleetlab.metrics.censoring import PENDING, RUNNING, end_states
+from fleetlab.metrics.dra_columns import node_dra_columns, pod_dra_columns
 from fleetlab.metrics.sharing_columns import (
     job_sharing_columns,
     merged_timeline,
@@ -92,6 +93,7 @@ def node_columns(result: SimulationResult) -> Columns:
         **{f"gpu_hours_{b}": cost.units[b] * unit_hours for b in BUCKETS},
         "cost_billed_usd": np.asarray([float(x) for x in cost.billed]),
         **{f"cost_{b}_usd": np.asarray([float(x) for x in cost.dollars[b]]) for b in BUCKETS},
+        **node_dra_columns(result),
     }
 
 
@@ -109,6 +111,7 @@ def pod_columns(result: SimulationResult) -> Columns:
         "data_download_s": _seconds(pods.data_ms, placed),
         "evictions": pods.evictions,
         **pod_gpu_column(result),
+        **pod_dra_columns(result),
     }
 
 

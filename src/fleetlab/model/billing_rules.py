@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fleetlab.model.limits import Float, Int
 from fleetlab.model.units import Seconds
 
 MINIMUM_BILLED_S_BY_CLOUD: dict[str, float] = {"aws": 60.0, "gcp": 60.0, "azure": 0.0}
@@ -42,11 +43,11 @@ class PoolBilling(BaseModel):
     model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
     minimum_billed_s: Seconds | None = None
-    committed_nodes: int = Field(default=0, ge=0)
-    committed_price_per_hour: float | None = Field(default=None, ge=0)
+    committed_nodes: Int = Field(default=0, ge=0)
+    committed_price_per_hour: Float | None = Field(default=None, ge=0)
     commitment_term: Literal["1y", "3y"] = "1y"
-    data_transfer_per_gb: float = Field(default=TRANSFER_PER_GB, ge=0)
-    storage_per_gb_month: float = Field(default=STORAGE_PER_GB_MONTH, ge=0)
+    data_transfer_per_gb: Float = Field(default=TRANSFER_PER_GB, ge=0)
+    storage_per_gb_month: Float = Field(default=STORAGE_PER_GB_MONTH, ge=0)
 
     def minimum_for(self, cloud: str | None) -> float:
         """Seconds every VM start is billed at least."""

@@ -12,7 +12,15 @@ from fleetlab.model.gpus import GPU_MODELS, check_gpu_model
 from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
 from fleetlab.model.lifecycle import ClusterAutoscalerConfig, NodeFailures, PoolAutoscaling
-from fleetlab.model.limits import MAX_GPUS_PER_NODE, MAX_NODES, MAX_QUANTITY, Count, NodeCount, PricePerHour
+from fleetlab.model.limits import (
+    MAX_GPUS_PER_NODE,
+    MAX_NODES,
+    MAX_QUANTITY,
+    Count,
+    Int,
+    NodeCount,
+    PricePerHour,
+)
 from fleetlab.model.mig import MigConfig, MigLayoutError
 from fleetlab.model.resources import is_extended
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
@@ -45,17 +53,17 @@ class NodePool(SpecModel):
     name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
     count: NodeCount
     gpu_model: str | None = None
-    gpus_per_node: int = Field(default=0, ge=0, le=MAX_GPUS_PER_NODE)
+    gpus_per_node: Int = Field(default=0, ge=0, le=MAX_GPUS_PER_NODE)
     gpu_memory: Bytes | None = None
     cpu: MilliCpu
     memory: Bytes
     ephemeral_storage: Bytes = 500 * 1024**3
-    max_pods: int = Field(default=110, ge=1, le=MAX_QUANTITY)
+    max_pods: Int = Field(default=110, ge=1, le=MAX_QUANTITY)
     extended_resources: dict[str, Count] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     zones: tuple[str, ...] = ("zone-a",)
-    racks_per_zone: int = Field(default=1, ge=1, le=MAX_NODES)
+    racks_per_zone: Int = Field(default=1, ge=1, le=MAX_NODES)
     capacity_type: CapacityType = "on-demand"
     instance_type: str | None = None
     price_per_hour: PricePerHour = 0.0

@@ -28,6 +28,7 @@ __all__ = [
     "ExactDeviceRequest",
     "PodClaimRef",
     "PodClaims",
+    "PodResourceClaim",
     "ResourceClaim",
     "ResourceClaimTemplate",
     "ResourceSlice",
@@ -430,6 +431,27 @@ class ResourceSlice(KubeModel):
         return self.metadata.name
 
 
+class PodResourceClaim(KubeModel):
+    """One entry of a pod's ``spec.resourceClaims`` as a scenario job declares it: a name the containers
+    use, and exactly one of an existing ResourceClaim (shared by every pod naming it) or a
+    ResourceClaimTemplate (one claim generated per pod)."""
+
+    name: str = Field(min_length=1, max_length=63)
+    resource_claim_name: str | None = Field(default=None, alias="resourceClaimName", min_length=1)
+    resource_claim_template_name: str | None = Field(
+        default=None, alias="resourceClaimTemplateName", min_length=1
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PodResourceClaim:
+        if (self.resource_claim_name is None) == (self.resource_claim_template_name is None):
+            raise ValueError(
+                f"resourceClaims entry {self.name}: exactly one of resourceClaimName and "
+                "resourceClaimTemplateName must be set"
+            )
+        return self
+
+
 @dataclass(frozen=True)
 class PodClaimRef:
     """One ``spec.resourceClaims`` entry of a pod: the claim it names, or the template it names and the
@@ -442,12 +464,15 @@ class PodClaimRef:
 
 @dataclass(frozen=True)
 class PodClaims:
-    """A pod's claims and identity (claims are reserved for a pod by uid)."""
+    """A pod's claims and identity (claims are reserved for a pod by uid). A *shape* stands for every pod of
+    a job before its template claims exist: placement filters on the templates' own specs, and each pod
+    gets its own claims when it is bound (``DynamicResources.reserve``)."""
 
     namespace: str
     pod: str
     uid: str
     refs: tuple[PodClaimRef, ...]
+    shape: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """A scenario's ``dra:`` section: resource.k8s.io/v1 objects as applied, and pools whose nodes run
 NVIDIA's GPU DRA driver (their ResourceSlices are what the driver would publish).
 
-Read and checked, exported (``dra.yaml``) and carried from a snapshot; the simulator does not yet allocate
-devices to jobs (one warning says so), ``diagnose`` allocates them on real snapshots.
+Read and checked, exported (``dra.yaml``) and carried from a snapshot; ``simulate`` allocates the devices
+of jobs' ``resourceClaims`` as kube-scheduler's DynamicResources plugin does (sim/dra_claims.py), and
+``diagnose`` allocates them on real snapshots.
 """
 
 from __future__ import annotations
@@ -46,15 +47,27 @@ class DraConfig(KubeModel):
 
     @property
     def notes(self) -> list[str]:
-        """What the run does with the section."""
-        parts = [f"{len(self.objects)} object(s)"] if self.objects else []
-        if self.nvidia_driver:
-            parts.append(
-                f"the NVIDIA GPU DRA driver on pool(s) {', '.join(p.pool for p in self.nvidia_driver)}"
-            )
-        if not parts:
+        """What the run leaves out of the section (one warning per topic)."""
+        consumable = sorted(
+            {
+                o.metadata.name
+                for o in self.objects
+                if isinstance(o, ResourceClaim | ResourceClaimTemplate) and _asks_capacity(o)
+            }
+        )
+        if not consumable:
             return []
         return [
-            f"dra: {' and '.join(parts)} read; the simulator does not allocate devices to jobs yet (diagnose "
-            "allocates them on snapshots, export writes them)"
+            f"dra: {', '.join(consumable)} ask for consumable capacity (DRAConsumableCapacity, alpha), which "
+            "is not modelled: the simulator allocates each device whole"
         ]
+
+
+def _asks_capacity(obj: ResourceClaim | ResourceClaimTemplate) -> bool:
+    spec = obj.spec if isinstance(obj, ResourceClaim) else obj.spec.spec
+    for request in spec.devices.requests:
+        if request.exactly is not None and request.exactly.capacity is not None:
+            return True
+        if any(sub.capacity is not None for sub in request.first_available):
+            return True
+    return False

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fleetlab.model.limits import MAX_TIME_SLICING_REPLICAS
+from fleetlab.model.limits import MAX_TIME_SLICING_REPLICAS, Float, Int
 from fleetlab.model.quantity import QuantityError, to_int, to_whole
 from fleetlab.model.resources import GPU
 
@@ -36,11 +36,11 @@ class TimeSlicing(BaseModel):
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid", populate_by_name=True)
 
-    replicas: int = Field(ge=1, le=MAX_TIME_SLICING_REPLICAS)
+    replicas: Int = Field(ge=1, le=MAX_TIME_SLICING_REPLICAS)
     rename_by_default: bool = Field(default=False, alias="renameByDefault")
     fail_requests_greater_than_one: bool = Field(default=False, alias="failRequestsGreaterThanOne")
     #: α in runtime × (1 + α·(k−1)) for k pods sharing a GPU; 1.0 = each of k compute-bound pods gets 1/k.
-    slowdown_per_extra_pod: float = Field(default=1.0, ge=0, le=1_000)
+    slowdown_per_extra_pod: Float = Field(default=1.0, ge=0, le=1_000)
 
     @property
     def resource(self) -> str:

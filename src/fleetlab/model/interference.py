@@ -20,13 +20,14 @@ from pydantic import Field, model_validator
 
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.job import JobClass
+from fleetlab.model.limits import Float
 from fleetlab.model.node_demand import RESOURCES, Demand, check_demand
 
 
 class InterferenceModel(SpecModel):
     """Scenario section ``interference``: alpha, per-class default demands, per-pool capacities."""
 
-    alpha: float = Field(default=1.0, gt=0)
+    alpha: Float = Field(default=1.0, gt=0)
     class_demand: dict[JobClass, Demand] = Field(default_factory=dict)
     #: Per pool name: capacity of each resource in node units (default 1.0).
     capacity: dict[str, Demand] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fleetlab.model.limits import Float
 from fleetlab.model.units import Seconds
 
 #: Notice before reclaim, seconds, per cloud (AWS EC2 Spot docs; GCP Compute Engine Spot VM docs,
@@ -23,7 +24,7 @@ class SpotInterruptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
-    rate_per_node_hour: float | None = Field(default=None, gt=0)
+    rate_per_node_hour: Float | None = Field(default=None, gt=0)
     mtbi: Seconds | None = None
     trace: str | None = Field(default=None, min_length=1)
     notice_s: Seconds | None = None

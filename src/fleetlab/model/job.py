@@ -8,15 +8,18 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
+from fleetlab.model.dra import PodResourceClaim
 from fleetlab.model.gpu_share import normalize_share
 from fleetlab.model.gpus import check_gpu_model
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.limits import MAX_PODS_PER_JOB, Priority
+from fleetlab.model.limits import MAX_PODS_PER_JOB, Float, Int, Priority
 from fleetlab.model.node_demand import Demand, check_demand
 from fleetlab.model.plan_job import JobWork
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.resources import GPU, ResourceList, parse_resource_list
-from fleetlab.model.units import Bytes, Seconds
+from fleetlab.model.tas_request import topology_request
+from fleetlab.model.units import Bytes, PositiveSeconds, Seconds
+from fleetlab.model.workload_api import SchedulingGroup
 
 
 class JobClass(StrEnum):
@@ -38,8 +41,8 @@ class Image(SpecModel):
 class Runtime(SpecModel):
     """Compute time once running: a default, optionally overridden per GPU model."""
 
-    default: Seconds
-    by_gpu: dict[str, Seconds] = Field(default_factory=dict)
+    default: PositiveSeconds
+    by_gpu: dict[str, PositiveSeconds] = Field(default_factory=dict)
 
     @field_validator("by_gpu")
     @classmethod
@@ -63,7 +66,7 @@ class Job(SpecModel):
     job_class: JobClass = Field(default=JobClass.BATCH, alias="class")
     priority: Priority = 0
     team: str = "default"
-    pods: int = Field(default=1, ge=1, le=MAX_PODS_PER_JOB)
+    pods: Int = Field(default=1, ge=1, le=MAX_PODS_PER_JOB)
     requests: ResourceList
     tolerations: tuple[Toleration, ...] = ()
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
@@ -111,9 +114,15 @@ class Job(SpecModel):
     gpu_memory: Bytes | None = None
     annotations: dict[str, str] = Field(default_factory=dict)
     #: Share of its allocated GPU time the job keeps the GPU busy while computing (DCGM's GPU utilisation).
-    gpu_utilization: float = Field(default=1.0, ge=0.0, le=1.0)
+    gpu_utilization: Float = Field(default=1.0, ge=0.0, le=1.0)
     #: Demand on the node's shared resources (fleetlab.model.interference); None: the class default.
     interference_demand: Demand | None = None
+    #: The pods' ``spec.resourceClaims`` (DRA): each entry names a ResourceClaim of the scenario's ``dra:``
+    #: section (shared by every pod naming it) or a ResourceClaimTemplate (one claim per pod).
+    resource_claims: tuple[PodResourceClaim, ...] = Field(default=(), alias="resourceClaims", max_length=128)
+    #: The pods' ``spec.schedulingGroup``: a PodGroup of the scenario's ``workload_api`` whose gang policy
+    #: and topology constraint the job takes (model/pod_group_jobs.py).
+    scheduling_group: SchedulingGroup | None = Field(default=None, alias="schedulingGroup")
 
     @field_validator("interference_demand")
     @classmethod
@@ -155,6 +164,11 @@ class Job(SpecModel):
             raise ValueError("give topology_required or topology_preferred, not both")
         if self.work is not None and (self.gpus_per_pod < 1 or self.shares_gpu):
             raise ValueError("work: a work profile needs whole GPUs per pod (requests nvidia.com/gpu >= 1)")
+        if any(k.startswith("kueue.x-k8s.io/podset-") for k in self.annotations):
+            topology_request(self.annotations, self.pods)  # Kueue's webhook rules for the TAS annotations
+        names = [c.name for c in self.resource_claims]
+        if len(set(names)) != len(names):
+            raise ValueError(f"resourceClaims names must be unique, got {', '.join(names)}")
         if self.checkpoint_interval_s is not None and self.checkpoint_interval_s <= 0:
             raise ValueError("checkpoint_interval_s must be > 0 (omit it for no checkpoints)")
         return self

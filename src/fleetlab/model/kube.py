@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fleetlab.model.limits import Int
+
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
@@ -53,7 +55,7 @@ class Toleration(KubeModel):
     operator: Literal["Equal", "Exists", "Lt", "Gt"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
+    toleration_seconds: Int | None = Field(default=None, alias="tolerationSeconds")
 
     @model_validator(mode="after")
     def _check(self) -> Toleration:
@@ -209,7 +211,7 @@ class NodeSelector(KubeModel):
 class PreferredSchedulingTerm(KubeModel):
     """A weighted preferred term; matching nodes get ``weight`` added before normalisation."""
 
-    weight: int = Field(ge=1, le=100)
+    weight: Int = Field(ge=1, le=100)
     preference: NodeSelectorTerm
 
 
@@ -230,13 +232,25 @@ class Affinity(KubeModel):
     node_affinity: NodeAffinity | None = Field(default=None, alias="nodeAffinity")
 
 
+def check_one_global_default(names: list[str]) -> None:
+    """A ValueError when a scenario declares more than one cluster-default PriorityClass: the Priority
+    admission plugin refuses to create a second one ("Only one PriorityClass can be marked as
+    globalDefault", k8s.io/api scheduling/v1 PriorityClass.globalDefault), so a scenario holding two
+    could never be applied."""
+    if len(names) > 1:
+        raise ValueError(
+            f"PriorityClasses {', '.join(sorted(names))} are all globalDefault; at most one may be "
+            "(Kubernetes refuses a second)"
+        )
+
+
 class PriorityClass(KubeModel):
     """scheduling.k8s.io/v1 PriorityClass: a named priority value, optionally the cluster default."""
 
     api_version: str | None = Field(default=None, alias="apiVersion")
     kind: Literal["PriorityClass"] | None = None
     metadata: dict[str, object]
-    value: int = Field(ge=-2147483648, le=1000000000)
+    value: Int = Field(ge=-2147483648, le=1000000000)
     global_default: bool = Field(default=False, alias="globalDefault")
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = Field(
         default="PreemptLowerPriority", alias="preemptionPolicy"

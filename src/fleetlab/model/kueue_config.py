@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from fleetlab.model.kube import KubeModel
+from fleetlab.model.limits import Int
 from fleetlab.model.units import Seconds
 
 PreemptionStrategyName = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
@@ -22,9 +23,9 @@ class RequeuingStrategy(KubeModel):
     """How a workload evicted by waitForPodsReady is requeued: delays 60 s, 120 s, … capped at 3600 s."""
 
     timestamp: Literal["Eviction", "Creation"] = "Eviction"
-    backoff_limit_count: int | None = Field(default=None, alias="backoffLimitCount", ge=0)
-    backoff_base_seconds: int = Field(default=60, alias="backoffBaseSeconds", ge=1)
-    backoff_max_seconds: int = Field(default=3600, alias="backoffMaxSeconds", ge=1)
+    backoff_limit_count: Int | None = Field(default=None, alias="backoffLimitCount", ge=0)
+    backoff_base_seconds: Int = Field(default=60, alias="backoffBaseSeconds", ge=1)
+    backoff_max_seconds: Int = Field(default=3600, alias="backoffMaxSeconds", ge=1)
 
 
 class WaitForPodsReady(KubeModel):

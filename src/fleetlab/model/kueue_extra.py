@@ -3,9 +3,9 @@ dump loads unchanged (``kueue.x-k8s.io`` v1beta2, v1beta1 and v1alpha1).
 
 * ``WorkloadPriorityClass`` is modelled: a job whose ``priorityClassName`` names one (and no PriorityClass
   of that name exists) gets its ``value`` as priority.
-* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``); Kueue's topology assignment is modelled
-  (``placement/tas``) but ``simulate`` does not admit through it yet: gang topology is decided at
-  placement (``topology_required`` / ``topology_preferred``).
+* ``Topology`` is checked (1 to 16 levels, each a ``nodeLabel``); a ResourceFlavor naming one is a TAS
+  flavor, and ``simulate`` admits through Kueue's topology assignment (``placement/tas``,
+  ``sim/kueue_tas.py``).
 * ``AdmissionCheck`` and ``ProvisioningRequestConfig`` are checked as their v1beta2 CRDs and Kueue's
   provisioning controller read them (``admission/provisioning.py`` models the check's states), but
   ``simulate`` admits workloads as if every check were Ready; ``MultiKueueConfig`` and
@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fleetlab.model.kube import KubeModel
+from fleetlab.model.limits import Int
 
 __all__ = [
     "EXTRA_KINDS",
@@ -36,6 +37,10 @@ __all__ = [
 
 _NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _INT32 = 2**31 - 1
+_QUALIFIED = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
 ExtraApiVersion = Literal["kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1alpha1"]
 
 #: Kinds accepted and ignored, with what that means for a run.
@@ -60,13 +65,25 @@ class ExtraMeta(BaseModel):
 class TopologyLevel(KubeModel):
     """One level of a Topology, from the widest domain to the narrowest."""
 
-    node_label: str = Field(alias="nodeLabel", min_length=1, max_length=316)
+    node_label: str = Field(alias="nodeLabel", min_length=1, max_length=316, pattern=_QUALIFIED)
 
 
 class TopologySpec(KubeModel):
-    """``Topology.spec``: 1 to 16 levels, as Kueue's validation allows."""
+    """``Topology.spec``: 1 to 16 levels with the CRD's rules (apis/kueue/v1beta2/topology_types.go):
+    unique, and ``kubernetes.io/hostname`` only as the lowest level."""
 
     levels: tuple[TopologyLevel, ...] = Field(min_length=1, max_length=16)
+
+    @model_validator(mode="after")
+    def _levels(self) -> TopologySpec:
+        labels = [level.node_label for level in self.levels]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"levels must be unique, got {', '.join(labels)}")
+        if "kubernetes.io/hostname" in labels[:-1]:
+            raise ValueError(
+                "the kubernetes.io/hostname label can only be used at the lowest level of topology"
+            )
+        return self
 
 
 class Topology(KubeModel):
@@ -85,16 +102,12 @@ class WorkloadPriorityClass(KubeModel):
     api_version: ExtraApiVersion = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
     kind: Literal["WorkloadPriorityClass"] = "WorkloadPriorityClass"
     metadata: ExtraMeta
-    value: int = Field(ge=-_INT32 - 1, le=_INT32)
+    value: Int = Field(ge=-_INT32 - 1, le=_INT32)
     description: str = ""
 
 
 #: The controllerName of Kueue's provisioning admission check controller.
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
-_QUALIFIED = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
-)
 
 
 class CheckParameters(KubeModel):
@@ -216,14 +229,15 @@ def unmodelled_notes(
     topologies: tuple[Topology, ...],
     ignored: tuple[IgnoredKueueObject | AdmissionCheck | ProvisioningRequestConfig, ...],
     cluster_queue_fields: dict[str, list[str]],
+    used_topologies: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """One warning per topic naming what is accepted but not modelled."""
+    """One warning per topic naming what is accepted but not modelled (or not used)."""
     notes: list[str] = []
-    if topologies:
-        names = ", ".join(f'Topology "{t.metadata.name}"' for t in topologies)
+    unused = [t.metadata.name for t in topologies if t.metadata.name not in used_topologies]
+    if unused:
+        names = ", ".join(f'Topology "{name}"' for name in unused)
         notes.append(
-            f"kueue: {names} accepted; topology-aware admission is not simulated (a job's "
-            "topology_required / topology_preferred decides gang topology at placement)"
+            f"kueue: {names} accepted; no ResourceFlavor names it in topologyName, so nothing uses it"
         )
     for kind in sorted({o.kind for o in ignored}):
         names = ", ".join(f'"{o.name}"' for o in ignored if o.kind == kind)

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fleetlab.model.limits import NodeCount, Priority
+from fleetlab.model.limits import Float, Int, NodeCount, Priority
 from fleetlab.model.units import Seconds
 
 Expander = Literal["least-waste", "price", "priority", "random"]
@@ -31,7 +31,7 @@ class BootTime(SpecModel):
     median: Seconds = 300.0
     low: Seconds = 0.0
     high: Seconds = 0.0
-    sigma: float = Field(default=0.3, ge=0)
+    sigma: Float = Field(default=0.3, ge=0)
 
     @model_validator(mode="after")
     def _range(self) -> BootTime:
@@ -57,7 +57,7 @@ class Stockout(SpecModel):
     """When the cloud has no capacity for a pool: each scale-up fails with ``probability`` (seeded), and
     every scale-up requested inside one of ``windows`` (a capacity trace) fails."""
 
-    probability: float = Field(default=0.0, ge=0.0, le=1.0)
+    probability: Float = Field(default=0.0, ge=0.0, le=1.0)
     windows: tuple[TimeWindow, ...] = ()
 
 
@@ -66,7 +66,7 @@ class PoolAutoscaling(SpecModel):
 
     min: NodeCount = 0
     max: NodeCount
-    scale_down_utilization_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    scale_down_utilization_threshold: Float = Field(default=0.5, ge=0.0, le=1.0)
     scale_down_unneeded_time: Seconds = 600.0
     #: Time from the cloud request until the node registers ready (the pool's boot_time_s if unset).
     boot_time: BootTime | None = None
@@ -111,8 +111,9 @@ class ClusterAutoscalerConfig(SpecModel):
 
     expander: Expander = "least-waste"
     #: Account-wide limit on GPUs of all existing nodes (cloud quota, CA's --gpu-total maximum).
-    gpu_quota: int | None = Field(default=None, ge=0)
-    scan_interval: Seconds = 10.0
+    gpu_quota: Int | None = Field(default=None, ge=0)
+    #: How often pending pods are checked (CA's --scan-interval); at least 1 s (each scan is work).
+    scan_interval: Seconds = Field(default=10.0, ge=1.0)
     scale_down_delay_after_add: Seconds = 600.0
     initial_backoff: Seconds = 300.0
     max_backoff: Seconds = 1800.0
@@ -120,4 +121,4 @@ class ClusterAutoscalerConfig(SpecModel):
     max_node_provision_time: Seconds = 900.0
     scale_down_enabled: bool = True
     #: Empty nodes removed at once per scan (--max-empty-bulk-delete); non-empty nodes drain one per scan.
-    max_empty_bulk_delete: int = Field(default=10, ge=1)
+    max_empty_bulk_delete: Int = Field(default=10, ge=1)

@@ -7,9 +7,9 @@ minutes later. Kubernetes' own limits are used where they exist; docs/input-limi
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 #: Largest quantity (milli-CPU, bytes, counts): 2**53, the largest integer a float64 holds exactly
 #: (8 PiB, 9 billion cores); ``cpu: 9Ei`` would overflow the int64 columns the simulator keeps.
@@ -45,20 +45,40 @@ MAX_PROFILE_STEPS = 10_000_000
 MAX_ARRIVALS_PER_HOUR = 3_600_000.0
 #: An hourly price in dollars: the dearest instance is under $200/h; a catalog typo is not a price.
 MAX_PRICE_PER_HOUR = 1_000_000.0
+#: A bill line's amount (cost, credit) in its currency: a trillion; a larger figure is a corrupt line.
+MAX_BILL_AMOUNT = 1e12
+#: Currency units per USD a bill may convert with (Kuwaiti dinar ~0.3 .. Iranian rial ~10^5).
+MIN_CONVERSION_RATE, MAX_CONVERSION_RATE = 1e-4, 1e7
+#: Cost types of a bill line that may be negative (refunds, corrections); usage itself never costs < 0.
+NEGATIVE_COST_TYPES = frozenset({"adjustment", "rounding_error", "credit", "refund"})
+
+
+def _not_bool(value: Any) -> Any:
+    """YAML's ``true``/``false`` are Python bools, which pydantic would take as 1/0 for a number."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a number; write a number")
+    return value
+
+
+#: Refuses ``true``/``false`` where a number belongs (every numeric field of a spec carries it).
+NotBool = BeforeValidator(_not_bool)
+#: A whole number / a finite float of a spec (range given with ``Field``; models refuse inf and NaN).
+Int = Annotated[int, NotBool]
+Float = Annotated[float, NotBool]
 
 #: A PriorityClass-style value (int32, as the Kubernetes API holds it).
-Priority = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+Priority = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX), NotBool]
 #: A random seed.
-Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED), NotBool]
 #: A node count (pool size, autoscaling bound, ``--add-nodes``).
-NodeCount = Annotated[int, Field(ge=0, le=MAX_NODES)]
+NodeCount = Annotated[int, Field(ge=0, le=MAX_NODES), NotBool]
 #: A count that may be negative but must fit int64 (quotas, weights).
-Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+Int64 = Annotated[int, NotBool, Field(ge=-(2**63), le=2**63 - 1)]
 #: A non-negative count that must fit int64.
-Count = Annotated[int, Field(ge=0, le=MAX_QUANTITY)]
+Count = Annotated[int, Field(ge=0, le=MAX_QUANTITY), NotBool]
 #: A score plugin's weight (0 disables it).
-PluginWeight = Annotated[int, Field(ge=0, le=MAX_PLUGIN_WEIGHT)]
+PluginWeight = Annotated[int, Field(ge=0, le=MAX_PLUGIN_WEIGHT), NotBool]
 #: A Kueue quota quantity (``nominalQuota``, ``borrowingLimit``, ``lendingLimit``) in fleetlab's units.
-QuotaQuantity = Annotated[int, Field(ge=0, le=MAX_QUANTITY)]
+QuotaQuantity = Annotated[int, Field(ge=0, le=MAX_QUANTITY), NotBool]
 #: Dollars per hour.
-PricePerHour = Annotated[float, Field(ge=0, le=MAX_PRICE_PER_HOUR)]
+PricePerHour = Annotated[float, Field(ge=0, le=MAX_PRICE_PER_HOUR), NotBool]

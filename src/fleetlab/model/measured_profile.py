@@ -12,7 +12,7 @@ from typing import Final, Literal
 from pydantic import Field, field_validator
 
 from fleetlab.model.cluster import SpecModel
-from fleetlab.model.limits import MAX_PROFILE_STEPS
+from fleetlab.model.limits import MAX_PROFILE_STEPS, Float, Int
 
 FORMAT: Final = "fleetlab-measured-profile/v1"
 
@@ -20,15 +20,15 @@ FORMAT: Final = "fleetlab-measured-profile/v1"
 class Measurement(SpecModel):
     """One batch size: the timed steps after warm-up and the throughput they give."""
 
-    batch_size: int = Field(gt=0)
-    warmup_steps: int = Field(ge=0, le=MAX_PROFILE_STEPS)
-    steps: int = Field(gt=0, le=MAX_PROFILE_STEPS)
-    step_s_mean: float = Field(gt=0)
-    step_s_median: float = Field(gt=0)
-    step_s_min: float = Field(gt=0)
-    step_s_max: float = Field(gt=0)
+    batch_size: Int = Field(gt=0)
+    warmup_steps: Int = Field(ge=0, le=MAX_PROFILE_STEPS)
+    steps: Int = Field(gt=0, le=MAX_PROFILE_STEPS)
+    step_s_mean: Float = Field(gt=0)
+    step_s_median: Float = Field(gt=0)
+    step_s_min: Float = Field(gt=0)
+    step_s_max: Float = Field(gt=0)
     #: batch_size / step_s_median.
-    samples_per_s: float = Field(gt=0)
+    samples_per_s: Float = Field(gt=0)
 
 
 class MeasuredProfile(SpecModel):
@@ -41,12 +41,12 @@ class MeasuredProfile(SpecModel):
     device: str
     device_name: str = ""
     torch_version: str = ""
-    threads: int = Field(default=1, ge=1)
+    threads: Int = Field(default=1, ge=1)
     dtype: str = "float32"
     #: What was trained: kind (mlp, transformer), sizes and parameter count.
     workload: dict[str, int | float | str] = Field(default_factory=dict)
     #: Bytes of gradients one step produces (parameters x element size): what data parallelism all-reduces.
-    gradient_bytes: float = Field(default=0.0, ge=0)
+    gradient_bytes: Float = Field(default=0.0, ge=0)
     recorded_at: str = ""
     measurements: list[Measurement] = Field(min_length=1)
 

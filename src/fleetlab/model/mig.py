@@ -23,6 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fleetlab.model.limits import Int
+
 MEMORY_SLICES = 8
 COMPUTE_SLICES = 7
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -233,7 +235,7 @@ class MigConfig(BaseModel):
 
     strategy: Literal["mixed", "single"] = "mixed"
     layout: tuple[str, ...] = Field(min_length=1)
-    gpus: int | None = Field(default=None, ge=1)
+    gpus: Int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _single_needs_one_profile(self) -> MigConfig:

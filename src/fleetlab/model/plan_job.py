@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpu_specs import gpu_specs
+from fleetlab.model.limits import Float, Int
 
 
 def _known(name: str) -> str:
@@ -28,17 +29,17 @@ class WorkProfile(SpecModel):
 
     reference_gpu: str
     #: Samples (tokens, images, requests) per second on ONE reference GPU.
-    reference_throughput: float = Field(gt=0)
+    reference_throughput: Float = Field(gt=0)
     #: Share of the reference time that scales with dense tensor TFLOPS.
-    compute_fraction: float = Field(ge=0, le=1)
+    compute_fraction: Float = Field(ge=0, le=1)
     #: Share that scales with memory bandwidth; the rest (input pipeline, host work) does not scale.
-    memory_fraction: float = Field(ge=0, le=1)
+    memory_fraction: Float = Field(ge=0, le=1)
     #: Bytes all-reduced per step across data-parallel GPUs (e.g. parameters x 2 for BF16 gradients).
-    gradient_bytes: float = Field(default=0.0, ge=0)
+    gradient_bytes: Float = Field(default=0.0, ge=0)
     #: Share of the compute time that can hide communication (backward pass overlap); 0 = none.
-    overlap: float = Field(default=0.0, ge=0, le=1)
+    overlap: Float = Field(default=0.0, ge=0, le=1)
     #: Memory one GPU needs; models with less are not offered.
-    memory_gb_per_gpu: float | None = Field(default=None, gt=0)
+    memory_gb_per_gpu: Float | None = Field(default=None, gt=0)
     #: Measured samples/s on one GPU of a model; replaces the roofline estimate for that model.
     measured_throughput: dict[str, float] = Field(default_factory=dict)
     #: Measured samples/s on one GPU of a model per per-GPU batch size (a recorded profile, see
@@ -86,9 +87,9 @@ class WorkProfile(SpecModel):
 class TrainingGoal(SpecModel):
     """Train for ``steps`` steps of ``samples_per_step`` samples (the global batch) on ``gpus`` GPUs."""
 
-    steps: int = Field(gt=0)
-    samples_per_step: float = Field(gt=0)
-    gpus: int = Field(default=8, ge=1)
+    steps: Int = Field(gt=0)
+    samples_per_step: Float = Field(gt=0)
+    gpus: Int = Field(default=8, ge=1)
 
 
 class JobWork(SpecModel):
@@ -96,8 +97,8 @@ class JobWork(SpecModel):
     ``samples_per_step`` samples (the global batch over all the job's GPUs)."""
 
     profile: WorkProfile
-    steps: int = Field(gt=0)
-    samples_per_step: float = Field(gt=0)
+    steps: Int = Field(gt=0)
+    samples_per_step: Float = Field(gt=0)
     #: Node-to-node Gbit/s for the all-reduce; default: the pool's instance type figure, else 100.
     network_gbps: float | None = Field(default=None, gt=0)
     #: A recorded profile (``fleetlab plan profile``), relative to the scenario file; read into
@@ -109,13 +110,13 @@ class JobWork(SpecModel):
 class InferenceGoal(SpecModel):
     """Serve ``target_throughput`` samples/s for ``hours`` with replicas of ``gpus_per_replica`` GPUs."""
 
-    target_throughput: float = Field(gt=0)
-    hours: float = Field(gt=0)
-    gpus_per_replica: int = Field(default=1, ge=1)
+    target_throughput: Float = Field(gt=0)
+    hours: Float = Field(gt=0)
+    gpus_per_replica: Int = Field(default=1, ge=1)
     #: Latency of one request on the reference GPU, scaled like the step time; with max_latency_ms,
     #: models slower than the bound are not offered.
-    latency_ms: float | None = Field(default=None, gt=0)
-    max_latency_ms: float | None = Field(default=None, gt=0)
+    latency_ms: Float | None = Field(default=None, gt=0)
+    max_latency_ms: Float | None = Field(default=None, gt=0)
 
 
 class PlanJob(SpecModel):

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from fleetlab.model.cluster import HOSTNAME_LABEL, ZONE_LABEL
 from fleetlab.model.kube import KubeModel
+from fleetlab.model.limits import Int
 
 #: Labels every simulated pod carries, so selectors can name a job, a service, a team or a class.
 JOB_LABEL = "fleetlab.io/job"
@@ -58,13 +59,13 @@ class TopologySpreadConstraint(KubeModel):
     """core/v1 TopologySpreadConstraint; defaults as kube-scheduler applies them (minDomains 1, policies
     Honor / Ignore)."""
 
-    max_skew: int = Field(ge=1, alias="maxSkew")
+    max_skew: Int = Field(ge=1, alias="maxSkew")
     topology_key: str = Field(min_length=1, alias="topologyKey")
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field(
         default="DoNotSchedule", alias="whenUnsatisfiable"
     )
     label_selector: LabelSelector | None = Field(default=None, alias="labelSelector")
-    min_domains: int | None = Field(default=None, ge=1, alias="minDomains")
+    min_domains: Int | None = Field(default=None, ge=1, alias="minDomains")
     node_affinity_policy: NodeInclusionPolicy = Field(default="Honor", alias="nodeAffinityPolicy")
     node_taints_policy: NodeInclusionPolicy = Field(default="Ignore", alias="nodeTaintsPolicy")
     match_label_keys: tuple[str, ...] = Field(default=(), alias="matchLabelKeys")
@@ -96,7 +97,7 @@ class PodAntiAffinityTerm(KubeModel):
 
     topology_key: str = Field(min_length=1, alias="topologyKey")
     required: bool = True
-    weight: int = Field(default=100, ge=1, le=100)
+    weight: Int = Field(default=100, ge=1, le=100)
     label_selector: LabelSelector | None = Field(default=None, alias="labelSelector")
     namespaces: tuple[str, ...] = ()
     #: Namespaces by label (``{}``: all); with ``namespaces`` the term looks in the union of both, and in the

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from fleetlab.model.kube import KubeModel, Taint, Toleration
-from fleetlab.model.limits import QuotaQuantity
+from fleetlab.model.limits import Int, QuotaQuantity
 from fleetlab.model.quantity import QuantityError, to_int, to_milli
 from fleetlab.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_amount
 
@@ -100,7 +100,7 @@ class ResourceGroup(KubeModel):
 class FairSharing(KubeModel):
     """``fairSharing.weight`` (a quantity, default 1), kept in milli-units for the fair-sharing engineer."""
 
-    weight_milli: int = Field(default=1000, alias="weight")
+    weight_milli: Int = Field(default=1000, alias="weight")
 
     @field_validator("weight_milli", mode="before")
     @classmethod
@@ -152,7 +152,7 @@ class BorrowWithinCohort(KubeModel):
     """Preemption while borrowing (classic preemption only)."""
 
     policy: Literal["Never", "LowerPriority"] = "Never"
-    max_priority_threshold: int | None = Field(default=None, alias="maxPriorityThreshold")
+    max_priority_threshold: Int | None = Field(default=None, alias="maxPriorityThreshold")
 
 
 class ClusterQueuePreemption(KubeModel):
@@ -263,6 +263,15 @@ class ResourceFlavorSpec(KubeModel):
     node_taints: tuple[Taint, ...] = Field(default=(), alias="nodeTaints")
     tolerations: tuple[Toleration, ...] = ()
     topology_name: str | None = Field(default=None, alias="topologyName")
+
+    @model_validator(mode="after")
+    def _topology_needs_labels(self) -> ResourceFlavorSpec:
+        """The v1beta2 CRD's rule ``!has(self.topologyName) || self.nodeLabels.size() >= 1``."""
+        if self.topology_name is not None and not self.node_labels:
+            raise ValueError(
+                "a flavor with topologyName needs at least one nodeLabels entry (Kueue's CRD rule)"
+            )
+        return self
 
 
 class LocalQueueSpec(KubeModel):

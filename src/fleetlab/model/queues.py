@@ -103,7 +103,8 @@ class QueueConfig(BaseModel):
     def notes(self) -> list[str]:
         """Warnings naming what was accepted but is not modelled."""
         fields = {cq.name: f for cq in self.cluster_queues if (f := cq.spec.unmodelled_fields())}
-        return unmodelled_notes(self.topologies, self.ignored, fields)
+        used = frozenset(f.spec.topology_name for f in self.resource_flavors if f.spec.topology_name)
+        return unmodelled_notes(self.topologies, self.ignored, fields, used)
 
     @model_validator(mode="after")
     def _whole(self) -> QueueConfig:

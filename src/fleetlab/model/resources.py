@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 
+from fleetlab.model.limits import MAX_QUANTITY
 from fleetlab.model.quantity import QuantityError, to_int, to_milli, to_whole
 
 CPU = "cpu"
@@ -82,6 +83,10 @@ def parse_resource_list(values: Mapping[str, str | int | float]) -> ResourceList
             raise QuantityError(text if text.startswith(f"{name}:") else f"{name}: {text}") from None
         if amount < 0:
             raise QuantityError(f"{name}: {value!r} must be greater than or equal to 0")
+        if amount > MAX_QUANTITY:
+            raise QuantityError(
+                f"{name}: {value!r} is larger than {MAX_QUANTITY:,} (2**53), the largest fleetlab models"
+            )
         parsed[str(name)] = amount
     return parsed
 

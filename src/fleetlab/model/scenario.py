@@ -13,16 +13,19 @@ from fleetlab.model.dra_config import DraConfig
 from fleetlab.model.interference import InterferenceModel
 from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
-from fleetlab.model.kube import PriorityClass
+from fleetlab.model.kube import PriorityClass, check_one_global_default
 from fleetlab.model.kueue_config import KueueConfiguration
 from fleetlab.model.limits import Seed
 from fleetlab.model.maintenance import MaintenanceWindow, check_maintenance
+from fleetlab.model.pod_group_jobs import check_templates, join_pod_groups
 from fleetlab.model.queues import QueueConfig, QueueConfigError, queue_config_from_objects
 from fleetlab.model.resource_quota import LimitRange, ResourceQuota
 from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.service import Service, check_services
 from fleetlab.model.units import Seconds
 from fleetlab.model.workload import Workload
+from fleetlab.model.workload_api import PodGroup
+from fleetlab.model.workload_api import Workload as ApiWorkload
 
 
 class Scenario(SpecModel):
@@ -56,6 +59,27 @@ class Scenario(SpecModel):
     recorded: RecordedBehaviour | None = None
     #: Node drain windows (model/maintenance.py): cordon, evict after a grace period, uncordon.
     maintenance: tuple[MaintenanceWindow, ...] = ()
+    #: Workload API objects (scheduling.k8s.io/v1alpha2 Workload, PodGroup): jobs naming a PodGroup in
+    #: ``schedulingGroup`` take its gang and topology constraint (model/pod_group_jobs.py).
+    workload_api: tuple[Annotated[ApiWorkload | PodGroup, Field(discriminator="kind")], ...] = Field(
+        default=(), alias="workloadApi", max_length=10_000
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pod_groups(cls, data: Any) -> Any:
+        return join_pod_groups(data)
+
+    @model_validator(mode="after")
+    def _pod_group_templates(self) -> Scenario:
+        check_templates(self.workload_api)
+        return self
+
+    @field_validator("priority_classes")
+    @classmethod
+    def _one_global_default(cls, value: tuple[PriorityClass, ...]) -> tuple[PriorityClass, ...]:
+        check_one_global_default([c.name for c in value if c.global_default])
+        return value
 
     @field_validator("kueue", mode="before")
     @classmethod
@@ -80,6 +104,12 @@ class Scenario(SpecModel):
             unknown = [p.pool for p in self.dra.nvidia_driver if p.pool not in gpu_pools]
             if unknown:
                 raise ValueError(f"dra.nvidiaDriver names {', '.join(unknown)}, which are not GPU pools")
+        return self
+
+    @model_validator(mode="after")
+    def _claims_known(self) -> Scenario:
+        if self.workload.jobs is not None:
+            check_job_claims(self.workload.jobs, self.dra)
         return self
 
     @model_validator(mode="after")
@@ -168,6 +198,42 @@ def check_job_queues(jobs: Sequence[Job], kueue: QueueConfig | None) -> None:
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         where = "no kueue section is given" if kueue is None else "no such LocalQueue is defined"
         raise ValueError(f"job(s) {shown}{more} name a queue but {where}")
+
+
+def check_job_claims(jobs: Sequence[Job], dra: DraConfig | None) -> None:
+    """Every job's ``resourceClaims`` must name a ResourceClaim or ResourceClaimTemplate of the ``dra:``
+    section in the job's namespace (the API server would accept the pod, but it could never be scheduled)."""
+    shapes = jobs.templates if isinstance(jobs, JobTable) else jobs
+    claimed = [j for j in shapes if j.resource_claims]
+    if not claimed:
+        return
+    objects = dra.dra_objects() if dra is not None else None
+    known_claims = {c.key for c in objects.claims} if objects is not None else set()
+    known_templates = (
+        {f"{t.metadata.namespace or 'default'}/{t.metadata.name}" for t in objects.templates}
+        if objects is not None
+        else set()
+    )
+    problems: list[str] = []
+    for job in claimed:
+        for entry in job.resource_claims:
+            if entry.resource_claim_name is not None:
+                kind, name, known = "ResourceClaim", entry.resource_claim_name, known_claims
+            else:
+                assert entry.resource_claim_template_name is not None
+                kind, name, known = (
+                    "ResourceClaimTemplate",
+                    entry.resource_claim_template_name,
+                    known_templates,
+                )
+            if f"{job.namespace}/{name}" not in known:
+                problems.append(
+                    f"job {job.id}: resourceClaims {entry.name} names {kind} {job.namespace}/{name}"
+                )
+    if problems:
+        where = "there is no dra: section" if dra is None else "the dra: section has no such object"
+        shown = "; ".join(problems[:5]) + (f" and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise ValueError(f"{shown}, but {where}")
 
 
 def _job_table(value: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from fleetlab.model.cluster import SpecModel
-from fleetlab.model.limits import PluginWeight
+from fleetlab.model.limits import Int, PluginWeight
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
 from fleetlab.model.units import Seconds
 
@@ -37,7 +37,7 @@ class ResourceWeight(SpecModel):
     """A resource a scoring strategy looks at; weights are 1..100 (0 is defaulted to 1 as upstream)."""
 
     name: str = Field(min_length=1)
-    weight: int = Field(default=1, ge=0, le=100)
+    weight: Int = Field(default=1, ge=0, le=100)
 
     @model_validator(mode="after")
     def _default_zero(self) -> ResourceWeight:
@@ -49,8 +49,8 @@ class ResourceWeight(SpecModel):
 class UtilizationShapePoint(SpecModel):
     """One point of RequestedToCapacityRatio's shape: utilization 0..100 -> score 0..10."""
 
-    utilization: int = Field(ge=0, le=100)
-    score: int = Field(ge=0, le=10)
+    utilization: Int = Field(ge=0, le=100)
+    score: Int = Field(ge=0, le=10)
 
 
 class RequestedToCapacityRatioParam(SpecModel):

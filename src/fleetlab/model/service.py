@@ -15,7 +15,7 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.gpus import GPU_MODELS, check_gpu_model, known_gpu_models
 from fleetlab.model.job import Image
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.limits import Priority
+from fleetlab.model.limits import Float, Int, Priority
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
@@ -27,7 +27,7 @@ class ConstantRate(SpecModel):
     """The same request rate all run long."""
 
     kind: Literal["constant"] = "constant"
-    rps: float = Field(ge=0)
+    rps: Float = Field(ge=0)
 
 
 class DiurnalRate(SpecModel):
@@ -36,10 +36,10 @@ class DiurnalRate(SpecModel):
     ``mean_rps·(1+amplitude)``."""
 
     kind: Literal["diurnal"]
-    mean_rps: float = Field(ge=0)
-    amplitude: float = Field(default=0.5, ge=0, le=1)
-    peak_hour: float = Field(default=14.0, ge=0, lt=24)
-    start_hour: float = Field(default=0.0, ge=0, lt=24)
+    mean_rps: Float = Field(ge=0)
+    amplitude: Float = Field(default=0.5, ge=0, le=1)
+    peak_hour: Float = Field(default=14.0, ge=0, lt=24)
+    start_hour: Float = Field(default=0.0, ge=0, lt=24)
 
 
 class TraceRate(SpecModel):
@@ -62,8 +62,8 @@ class ReplicaPerformance(SpecModel):
     ``service_time_ms × throughput_rps`` requests are served at once (rounded, at least 1): a replica is
     that many servers of the queueing model, each at ``1/service_time``."""
 
-    throughput_rps: float = Field(gt=0)
-    service_time_ms: float | None = Field(default=None, gt=0)
+    throughput_rps: Float = Field(gt=0)
+    service_time_ms: Float | None = Field(default=None, gt=0)
 
     def servers(self) -> int:
         """Concurrent requests one replica serves."""
@@ -79,8 +79,8 @@ class ReplicaPerformance(SpecModel):
 class Replicas(SpecModel):
     """The replica count, or its autoscaling bounds (``max`` defaults to ``min``)."""
 
-    min: int = Field(default=1, ge=0)
-    max: int | None = Field(default=None, ge=0)
+    min: Int = Field(default=1, ge=0)
+    max: Int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _bounds(self) -> Replicas:
@@ -97,8 +97,8 @@ class Replicas(SpecModel):
 class LatencySlo(SpecModel):
     """Targets on the response time (queueing + service) in milliseconds; at least one."""
 
-    p50_ms: float | None = Field(default=None, gt=0)
-    p99_ms: float | None = Field(default=None, gt=0)
+    p50_ms: Float | None = Field(default=None, gt=0)
+    p99_ms: Float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _some(self) -> LatencySlo:
@@ -115,8 +115,8 @@ class ServiceAutoscaling(SpecModel):
     scale-down the highest of the last ``scale_down_stabilization_s`` (HPA's behavior defaults: 0 s and
     300 s; its default tolerance is 0.1). Evaluated every ``evaluation_step_s`` of the service."""
 
-    target_utilization: float = Field(gt=0, le=1)
-    tolerance: float = Field(default=0.1, ge=0, lt=1)
+    target_utilization: Float = Field(gt=0, le=1)
+    tolerance: Float = Field(default=0.1, ge=0, lt=1)
     scale_up_stabilization_s: Seconds = 0.0
     scale_down_stabilization_s: Seconds = 300.0
 
@@ -126,7 +126,7 @@ class Service(SpecModel):
 
     name: str = Field(min_length=1, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
     replicas: Replicas = Replicas()
-    gpus_per_replica: int = Field(default=1, ge=0)
+    gpus_per_replica: Int = Field(default=1, ge=0)
     #: Only nodes of this GPU model (a nodeSelector on nvidia.com/gpu.product).
     gpu_model: str | None = None
     cpu_per_replica: MilliCpu = 8000

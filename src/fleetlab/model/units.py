@@ -6,7 +6,7 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from fleetlab.model.limits import MAX_QUANTITY, MAX_SECONDS
 from fleetlab.model.quantity import QuantityError, to_int, to_milli, to_whole
@@ -104,3 +104,6 @@ Seconds = Annotated[
         }
     ),
 ]
+
+#: A duration that must be longer than zero (a job's compute time: a pod never finishes in no time).
+PositiveSeconds = Annotated[Seconds, Field(gt=0)]

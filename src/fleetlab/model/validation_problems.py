@@ -20,6 +20,8 @@ def location(loc: Sequence[int | str], prefix: str = "") -> str:
             out += f"[{part}]"
         elif part in ("function-after", "function-before") or str(part).startswith("function-"):
             continue
+        elif "function-" in str(part) or "constrained-" in str(part):
+            continue  # a union member of a constrained type (list[Seed] | SeedRange): pydantic's own label
         else:
             out += ("." if out else "") + str(part)
     return out or "<top level>"

@@ -9,7 +9,15 @@ from pydantic import Field, model_validator
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.job import Image, Job, JobClass
 from fleetlab.model.kube import Affinity, Toleration
-from fleetlab.model.limits import MAX_ARRIVALS_PER_HOUR, MAX_GENERATED_JOBS, MAX_TOTAL_PODS, Count, Priority
+from fleetlab.model.limits import (
+    MAX_ARRIVALS_PER_HOUR,
+    MAX_GENERATED_JOBS,
+    MAX_TOTAL_PODS,
+    Count,
+    Float,
+    Int,
+    Priority,
+)
 from fleetlab.model.pod_constraints import PodAffinityTerm, PodAntiAffinityTerm, TopologySpreadConstraint
 from fleetlab.model.units import Bytes, MilliCpu, Seconds
 
@@ -37,7 +45,7 @@ class DurationDistribution(SpecModel):
 
     kind: Literal["lognormal", "exponential", "fixed"] = "lognormal"
     median: Seconds | None = None
-    sigma: float = Field(default=1.0, ge=0)
+    sigma: Float = Field(default=1.0, ge=0)
     mean: Seconds | None = None
     min: Seconds = 1.0
     max: Seconds | None = None
@@ -56,8 +64,8 @@ class JobClassSpec(SpecModel):
 
     name: str = Field(min_length=1)
     job_class: JobClass = Field(alias="class")
-    arrivals_per_hour: float = Field(gt=0, le=MAX_ARRIVALS_PER_HOUR)
-    count: int = Field(ge=0, le=MAX_GENERATED_JOBS)
+    arrivals_per_hour: Float = Field(gt=0, le=MAX_ARRIVALS_PER_HOUR)
+    count: Int = Field(ge=0, le=MAX_GENERATED_JOBS)
     priority: Priority = 0
     teams: tuple[str, ...] = ("default",)
     pods: Choice = Choice(values=(1,))
@@ -86,7 +94,7 @@ class JobClassSpec(SpecModel):
     checkpoint_interval_s: Seconds | None = None
     checkpoint_write_s: Seconds = 0.0
     #: Passed to each job (fleetlab.model.job): busy share of allocated GPU time, interference demand.
-    gpu_utilization: float = Field(default=1.0, ge=0.0, le=1.0)
+    gpu_utilization: Float = Field(default=1.0, ge=0.0, le=1.0)
     interference_demand: dict[str, float] | None = None
     queue: str | None = None
     namespace: str = "default"
@@ -116,8 +124,8 @@ class TraceSource(SpecModel):
 
     path: str = Field(min_length=1)
     format: Literal["native", "alibaba-openb"] = "native"
-    limit: int | None = Field(default=None, ge=1, le=MAX_TOTAL_PODS)
-    time_scale: float = Field(default=1.0, gt=0)
+    limit: Int | None = Field(default=None, ge=1, le=MAX_TOTAL_PODS)
+    time_scale: Float = Field(default=1.0, ge=1e-6, le=1e6)
     #: alibaba-openb: round GPU shares (gpu_milli below 1000) up to whole GPUs instead of sharing GPUs.
     round_up_gpu_shares: bool = False
 

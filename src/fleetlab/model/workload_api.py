@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from fleetlab.model.kube import KubeModel
 
-__all__ = ["API_VERSION", "PodGroup", "PodGroupTemplate", "Workload"]
+__all__ = ["API_VERSION", "PodGroup", "PodGroupTemplate", "SchedulingGroup", "Workload"]
 
 API_VERSION: Literal["scheduling.k8s.io/v1alpha2"] = "scheduling.k8s.io/v1alpha2"
 MAX_TEMPLATES = 8
@@ -185,3 +185,9 @@ class PodGroup(KubeModel):
         """The node label every pod of the group shares a value of, if constrained."""
         constraints = self.spec.scheduling_constraints
         return None if constraints is None else constraints.topology[0].key
+
+
+class SchedulingGroup(KubeModel):
+    """A pod's ``spec.schedulingGroup``: the PodGroup (in the pod's namespace) it belongs to."""
+
+    pod_group_name: str = Field(alias="podGroupName", min_length=1, max_length=253, pattern=_SUBDOMAIN)

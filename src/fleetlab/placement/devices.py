@@ -238,6 +238,23 @@ class GpuDevices:
             holding = self._whole[taken] = Holding(PLAIN, taken, MILLI_PER_GPU, 0)
         return holding
 
+    def take_gpu(self, node: int, gpu: int) -> Holding | None:
+        """GPU ``gpu`` whole (a DRA allocation named it), or the lowest-index idle plain GPU when a
+        device-plugin pod already holds that index; None when no plain GPU of the node is idle."""
+        pods = self._pods_at
+        base = node * self.width
+        if not (0 <= gpu < self.width and self._milli_cap_at[base + gpu] > 0 and pods[base + gpu] == 0):
+            idle = [g for g in range(self.width) if self._milli_cap_at[base + g] > 0 and pods[base + g] == 0]
+            if not idle:
+                return None
+            gpu = idle[0]
+        self._rows.pop(node, None)
+        k = base + gpu
+        self._milli_used_at[k] = self._milli_cap_at[k]
+        self._mem_used_at[k] = self._mem_cap_at[k]
+        pods[k] = 1
+        return Holding(PLAIN, (gpu,), MILLI_PER_GPU, 0)
+
     def take_replicas(self, node: int, count: int) -> Holding:
         """``count`` replicas, each from the GPU with the fewest handed out (lowest index on ties)."""
         chosen: list[int] = []

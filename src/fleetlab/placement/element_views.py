@@ -16,11 +16,11 @@ def int_elements(array: NDArray[np.int64]) -> memoryview[int]:
     ``row * width + column`` of a 2-D array)."""
     if array.dtype != np.int64:
         raise TypeError(f"int_elements wants an int64 array, not {array.dtype}")
-    return array.data.cast("B").cast("q")
+    return array.reshape(-1).data.cast("B").cast("q")  # 1-D first: a view of no rows cannot be cast
 
 
 def float_elements(array: NDArray[np.float64]) -> memoryview[float]:
     """A writable 1-D view of a C-contiguous float64 array's elements in row-major order."""
     if array.dtype != np.float64:
         raise TypeError(f"float_elements wants a float64 array, not {array.dtype}")
-    return array.data.cast("B").cast("d")
+    return array.reshape(-1).data.cast("B").cast("d")

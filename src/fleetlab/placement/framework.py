@@ -59,6 +59,9 @@ class PodSpec:
     default_spread_selector: LabelSelector | None = None
     #: The pod's ResourceClaims (DRA), checked by the DynamicResources plugin when one is attached.
     claims: PodClaims | None = None
+    #: Kueue TAS: the domains (each as the node labels that select it) and how many of the job's pods go
+    #: to each, as the topology ungater pins them; the gang placer binds the pods there.
+    topology_assignment: tuple[tuple[tuple[tuple[str, str], ...], int], ...] = ()
 
     @property
     def pod_dependent(self) -> bool:

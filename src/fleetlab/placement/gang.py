@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fleetlab.model.dra import PodClaims
+from fleetlab.placement.dra.state import pod_instance
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
@@ -96,6 +98,8 @@ class GangPlacer:
 
     def plan(self, pod: CompiledPod, count: int, topology: TopologyRequest) -> list[int] | None:
         """Node per pod (not yet bound), or None when the gang cannot be placed now."""
+        if pod.spec.topology_assignment:  # Kueue TAS pinned the pods to domains at admission
+            return self._plan_assignment(pod)
         if not self.scheduler.fit_count(pod):
             return None  # no node fits even one pod: no domain holds the gang, the first select fails
         if topology.required is None and topology.preferred is None:
@@ -117,23 +121,53 @@ class GangPlacer:
         return self._plan_by_score(pod, count, None)
 
     def _plan_in(self, pod: CompiledPod, count: int, mask: BoolArray) -> list[int] | None:
-        if pod.spec.pod_dependent:  # spread / anti-affinity between members: place them one by one
+        if pod.spec.pod_dependent or pod.spec.claims is not None:
+            # spread / anti-affinity between members, or devices: place them one by one
             return self._plan_by_score(pod, count, mask)
         nodes = np.flatnonzero(mask)
         return best_fit_nodes(pods_that_fit(self.state, pod, nodes), nodes, count)
 
+    def _plan_assignment(self, pod: CompiledPod) -> list[int] | None:
+        """Each assigned domain's pods by kube-scheduler's choice among the domain's nodes (the ungater's
+        nodeSelector), all trial-bound together and rolled back."""
+        labels = self.state.labels
+        parts: list[tuple[int, BoolArray | None]] = []
+        for selector, count in pod.spec.topology_assignment:
+            mask = np.ones(self.state.n, dtype=bool)
+            for key, value in selector:
+                mask &= labels.equals_any(key, [value])
+            parts.append((count, mask))
+        return self._trial(pod, parts)
+
     def _plan_by_score(self, pod: CompiledPod, count: int, mask: BoolArray | None) -> list[int] | None:
         """kube-scheduler's own choice pod by pod, with trial binds rolled back before returning."""
+        return self._trial(pod, [(count, mask)])
+
+    def _trial(self, pod: CompiledPod, parts: Sequence[tuple[int, BoolArray | None]]) -> list[int] | None:
+        """Choose and trial-bind ``count`` pods among each part's nodes in turn (their devices reserved
+        too, so the next member sees them taken); everything is rolled back before returning."""
         state = self.state
+        dra = self.scheduler.dra if pod.spec.claims is not None else None
         chosen: list[int] = []
+        held: list[PodClaims] = []
         try:
-            for _ in range(count):
-                node = self.scheduler.select(pod, mask)
-                if node < 0:
-                    return None
-                state.bind(node, pod.request, pod.nonzero, pod.label_set)
-                chosen.append(node)
+            for count, mask in parts:
+                for _ in range(count):
+                    node = self.scheduler.select(pod, mask)
+                    if node < 0:
+                        return None
+                    state.bind(node, pod.request, pod.nonzero, pod.label_set)
+                    chosen.append(node)
+                    if dra is not None:
+                        assert pod.spec.claims is not None
+                        k = len(held)
+                        instance = pod_instance(pod.spec.claims, f"gang-trial-{k}", f"gang-trial-{k}")
+                        dra.reserve(pod, node, instance)
+                        held.append(instance)
             return list(chosen)
         finally:
+            if dra is not None:
+                for instance in reversed(held):
+                    dra.release(pod, instance)
             for node in reversed(chosen):
                 state.release(node, pod.request, pod.nonzero, pod.label_set)

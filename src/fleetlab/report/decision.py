@@ -7,7 +7,6 @@ the page and the folder always hold the same figures.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -28,7 +27,9 @@ from fleetlab.model.job import Job
 from fleetlab.model.resources import GPU
 from fleetlab.report.measured_column import MeasuredColumn, measured_column
 from fleetlab.report.metric_names import metric_label
+from fleetlab.spec.bounded import load_json, read_text_file
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import note_input
 
 MAX_BASELINE_BYTES = 10 * 2**20
 MAX_SHAPES = 3
@@ -187,23 +188,16 @@ def cost_sheet(
 
 
 def read_baseline(folder: Path) -> dict[str, Any]:
-    """``baseline.json`` of a measured-baseline folder: a JSON object, at most 10 MiB."""
+    """``baseline.json`` of a measured-baseline folder: a JSON object, at most 10 MiB, read strictly (no
+    NaN or infinities, bounded depth and integers: ``spec.bounded.load_json``)."""
     path = folder / "baseline.json"
-    try:
-        size = path.stat().st_size
-        if size > MAX_BASELINE_BYTES:
-            raise SpecError(
-                str(path), [f"{size} bytes; a baseline.json is at most {MAX_BASELINE_BYTES} bytes"]
-            )
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(
-            str(folder), ["no baseline.json: give the folder `fleetlab baseline` wrote"]
-        ) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise SpecError(
-            str(path), [f"unreadable ({type(exc).__name__}: {exc}); expected a JSON object"]
-        ) from None
+    if not folder.is_dir():
+        raise SpecError(str(folder), ["not a folder; give the folder `fleetlab baseline` wrote"])
+    note_input(folder)
+    text = read_text_file(
+        path, "no baseline.json: give the folder `fleetlab baseline` wrote", max_bytes=MAX_BASELINE_BYTES
+    )
+    data = load_json(str(path), text)
     if not isinstance(data, dict):
         raise SpecError(str(path), [f"top level is a {type(data).__name__}; expected a JSON object"])
     return data

@@ -3,10 +3,7 @@ measurements.json, built in a temporary sibling and swapped into place as a whol
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +12,9 @@ from fleetlab.report.decision import DecisionData, baseline_figures
 from fleetlab.report.decision_html import render_decision_html
 from fleetlab.report.verdict_text import verdict_json
 from fleetlab.spec.atomic_dir import atomic_dir
+from fleetlab.spec.csv_out import dict_rows_text
 
 FILES = ("index.html", "job-classes.csv", "cost-sheet.csv", "measurements.json", "placement")
-
-
-def _csv(rows: Sequence[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def measurements(data: DecisionData) -> dict[str, Any]:
@@ -49,8 +38,8 @@ def write_decision_report(sweep: Path, out: Path, data: DecisionData) -> list[st
     """Write every artefact into ``out`` atomically; returns the paths written, relative to ``out``."""
     files = {
         "index.html": render_decision_html(sweep, data),
-        "job-classes.csv": _csv(data.classes),
-        "cost-sheet.csv": _csv(data.costs),
+        "job-classes.csv": dict_rows_text(data.classes),
+        "cost-sheet.csv": dict_rows_text(data.costs),
         "measurements.json": json.dumps(measurements(data), indent=2, sort_keys=True, allow_nan=False) + "\n",
     }
     files.update({f"placement/{name}": text for name, text in data.placement.items()})

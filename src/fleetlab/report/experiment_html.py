@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import html
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from fleetlab.report.experiment_charts import ChartSection, build_charts
 from fleetlab.report.experiment_table import format_metric, metric_title
 from fleetlab.report.metric_names import clipped, format_change, scaled
 from fleetlab.report.verdict_text import min_effects_line, verdict_heading, verdict_lines, verdict_summary
+from fleetlab.spec.out_folder import replace_file
 
 DECISION_METRICS = ("completion_mean_s", "cost_per_completed_job")
 _CSS = """
@@ -199,15 +198,5 @@ def render_html(folder: Path) -> str:
 
 
 def write_html_report(folder: Path, target: Path) -> None:
-    """Render and write atomically."""
-    text = render_html(folder)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Render and write atomically (``spec.out_folder.replace_file``: never over or inside an input)."""
+    replace_file(target, render_html(folder), "--html")

@@ -15,11 +15,13 @@ from pathlib import Path
 from fleetlab.experiment.png_export import draw_png
 from fleetlab.experiment.results import load_results
 from fleetlab.report.experiment_charts import build_charts
+from fleetlab.spec.inputs_read import refuse_overlap
 
 
 def write_png_report(folder: Path, target: Path) -> tuple[list[Path], list[str]]:
     """Write one PNG per chart into ``target``; returns the files and the notes of charts left out."""
     results = load_results(folder)
+    refuse_overlap(target, "--png")  # never into (or over) the experiment folder just read
     sections = build_charts(folder, results).sections
     drawn = [s for s in sections if s.figure is not None]
     skipped = [f"{s.heading}: {s.note}" for s in sections if s.figure is None]

@@ -16,6 +16,7 @@ from fleetlab.cost.gpu_plan import Plan, PlanRow, ScalingOption
 from fleetlab.cost.reconcile import ESTIMATED, Reconciliation
 from fleetlab.cost.tco import HybridOption
 from fleetlab.model.plan_job import PlanJob
+from fleetlab.spec.out_folder import replace_file
 
 
 def _hours(hours: float) -> str:
@@ -126,8 +127,7 @@ def write_plan_html(job: PlanJob, rows: Sequence[PlanRow], target: Path) -> None
         yaxis_title="USD per job" if job.kind == "training" else "USD for the window",
         template="plotly_white",
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(str(pio.to_html(figure, include_plotlyjs=True, full_html=True)), encoding="utf-8")
+    replace_file(target, str(pio.to_html(figure, include_plotlyjs=True, full_html=True)), "--html")
 
 
 def _input_text(value: Any) -> str:

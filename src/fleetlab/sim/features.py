@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.consolidation import Consolidator
+from fleetlab.sim.dra_claims import DraClaims, uses_dra
 from fleetlab.sim.failures import FailureModel
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.gpu_tenancy import GpuTenancy
@@ -20,6 +21,8 @@ from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import Interruptions
 from fleetlab.sim.kueue_bridge import KueueBridge
+from fleetlab.sim.kueue_dra import DraQuota
+from fleetlab.sim.kueue_tas import KueueTopology, uses_tas
 from fleetlab.sim.maintenance import Maintenance
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
@@ -34,6 +37,7 @@ class Features:
     """The features of one run (None: not used by the scenario, never built)."""
 
     usage: UsageMeter
+    dra: DraClaims | None
     pace: PodPace | None
     tenancy: GpuTenancy
     interference: Interference | None
@@ -47,6 +51,7 @@ class Features:
     spot: Interruptions | None
     maintenance: Maintenance | None
     services: ServiceController | None
+    topology: KueueTopology | None
     kueue: KueueBridge | None
 
 
@@ -54,6 +59,7 @@ def build_features(sim: EngineHandle) -> Features:
     """Build the features the scenario uses, each subscribing to what it needs."""
     scenario = sim.resolved.scenario
     usage = UsageMeter(sim)
+    dra = DraClaims(sim, usage) if uses_dra(sim) else None  # right after the meter: it counts DRA GPUs busy
     paced = scenario.interference is not None or any(p.time_slicing is not None for p in sim.pools)
     pace = PodPace(sim, usage.set_slowdown) if paced else None
     tenancy = GpuTenancy(sim, pace)
@@ -76,9 +82,19 @@ def build_features(sim: EngineHandle) -> Features:
         spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
     maintenance = Maintenance(sim) if scenario.maintenance else None
     services = ServiceController(sim) if scenario.services else None
-    kueue = KueueBridge(scenario.kueue, sim) if scenario.kueue is not None else None
+    topology = kueue = None
+    if scenario.kueue is not None and scenario.kueue.cluster_queues:  # no ClusterQueue: nothing to admit
+        if uses_tas(scenario.kueue):  # before the bridge: its tick syncs the trees before admission
+            topology = KueueTopology(
+                sim, scenario.kueue, None if lifecycle is None else lambda: lifecycle.leaving
+            )
+        resources = scenario.kueue_configuration.resources
+        mapped = dra is not None and resources is not None and bool(resources.device_class_mappings)
+        quota = DraQuota(dra.objects, resources.resource_of()) if mapped and dra and resources else None
+        kueue = KueueBridge(scenario.kueue, sim, topology, quota)
     return Features(
         usage=usage,
+        dra=dra,
         pace=pace,
         tenancy=tenancy,
         interference=interference,
@@ -92,5 +108,6 @@ def build_features(sim: EngineHandle) -> Features:
         spot=spot,
         maintenance=maintenance,
         services=services,
+        topology=topology,
         kueue=kueue,
     )

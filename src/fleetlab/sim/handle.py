@@ -35,7 +35,7 @@ from fleetlab.sim.interruption_log import InterruptionLog
 from fleetlab.sim.job_arrays import JobArrays
 from fleetlab.sim.lifecycle_result import LifecycleRecord
 from fleetlab.sim.queue import SchedulingQueue
-from fleetlab.sim.result import PendingJob, QueueSamples, Timeline
+from fleetlab.sim.result import DraTable, PendingJob, QueueSamples, Timeline
 from fleetlab.sim.service_record import ServiceRecord
 
 FloatArray = NDArray[np.float64]
@@ -370,3 +370,5 @@ class ResultParts:
     stranded: IntArray | None = None
     stranded_end: int = 0
     consolidation_evictions: int = 0
+    #: What DRA allocated (sim/dra_claims.py); its job GPUs count in ``gpus_per_pod``.
+    dra: DraTable | None = None

@@ -81,6 +81,7 @@ def spec_fields(job: Job) -> Hashable:
         None if image is None else (image.name, image.size),
         job.gpu_milli,
         job.gpu_memory,
+        (job.namespace, job.resource_claims) if job.resource_claims else (),
     )
 
 

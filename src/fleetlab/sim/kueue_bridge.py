@@ -6,6 +6,10 @@ finishes releases its quota; a job evicted (Kueue preemption, or its pods preemp
 gives its quota back and waits in its ClusterQueue again. Usage per ClusterQueue is sampled whenever it
 changes, for the time-weighted quota report.
 
+Two optional helpers plug in: Kueue TAS (sim/kueue_tas.py: the topology gate of the admission cycle, the
+assignment in the admitted pod spec, node replacement) and Kueue's DRA quota (sim/kueue_dra.py: device
+claims charged as mapped resources).
+
 Subscribes to ``arrive``, ``evict``, ``job_done``, ``job_failed``, ``tick``, two event kinds, ``run_end``.
 May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``halt`` on a preemption loop.
 """
@@ -23,12 +27,15 @@ from fleetlab.admission.manager import (
     Admission,
     AdmissionManager,
     PodSetRequest,
+    TopologyAssigner,
     Workload,
 )
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import QueueConfig
 from fleetlab.placement.framework import PodSpec
 from fleetlab.sim.handle import EngineHandle, ResultParts
+from fleetlab.sim.kueue_dra import DraQuota
+from fleetlab.sim.kueue_tas import KueueTopology
 from fleetlab.sim.result import PendingJob, QueueSamples
 
 PODSET = "main"
@@ -37,15 +44,20 @@ MAX_CYCLES_PER_STEP = 16
 PREEMPTION_LOOP_LIMIT = 50
 
 
-def _admission_manager(config: QueueConfig, fair: FairSharingConfig | None) -> AdmissionManager:
+def _admission_manager(
+    config: QueueConfig, fair: FairSharingConfig | None, topology: TopologyAssigner | None = None
+) -> AdmissionManager:
     """Classic ordering and preemption, or Kueue's fair sharing when the Configuration enables it."""
     from fleetlab.admission.preemption import ClassicPreemption, FairSharingPreemption
 
     if fair is not None and fair.enable:
         return AdmissionManager(
-            config, fair_sharing=fair, preemption=FairSharingPreemption(fair.preemption_strategies)
+            config,
+            fair_sharing=fair,
+            preemption=FairSharingPreemption(fair.preemption_strategies),
+            topology=topology,
         )
-    return AdmissionManager(config, preemption=ClassicPreemption())
+    return AdmissionManager(config, preemption=ClassicPreemption(), topology=topology)
 
 
 def _max_allowed(node: Any, fr: Any) -> int:
@@ -61,8 +73,21 @@ def _max_allowed(node: Any, fr: Any) -> int:
 class KueueBridge:
     """Owns the AdmissionManager of a run and translates between jobs and workloads."""
 
-    def __init__(self, config: QueueConfig, sim: EngineHandle) -> None:
-        self.manager = _admission_manager(config, sim.resolved.scenario.kueue_configuration.fair_sharing)
+    def __init__(
+        self,
+        config: QueueConfig,
+        sim: EngineHandle,
+        topology: KueueTopology | None = None,
+        dra_quota: DraQuota | None = None,
+    ) -> None:
+        self.topology = topology
+        self.dra_quota = dra_quota
+        gate = None if topology is None else self._assign_topology
+        self.manager = _admission_manager(
+            config, sim.resolved.scenario.kueue_configuration.fair_sharing, gate
+        )
+        if topology is not None:
+            topology.wake = self.manager.wake
         self.sim = sim
         self.flavors = {f.name: f for f in config.resource_flavors}
         self.job_by_id: dict[str, int] = {}
@@ -78,6 +103,8 @@ class KueueBridge:
         self.created_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.requeues: dict[int, int] = {}
         self.deactivated: dict[int, str] = {}
+        #: Jobs Kueue cannot charge for their DRA claims (never admitted), with the reason.
+        self.uncharged: dict[int, str] = {}
         self.pods_ready_evictions = 0
         self.idle_timeouts: dict[int, int] = {}
         self._preempted_since: dict[int, int] = {}  # per job, Kueue preemptions since the last completion
@@ -136,6 +163,8 @@ class KueueBridge:
         job_index = self.sim.book.job_at[pod]
         if not self._managed[job_index]:
             return False
+        if self.topology is not None and self.topology.replaced(job_index, pod):
+            return False  # still admitted: the engine evicts the pod (its gang) and places it again
         self._evict(job_index)
         self.evicted(job_index, self.sim.now)
         return True
@@ -145,8 +174,14 @@ class KueueBridge:
         if self._managed[job_index]:
             self.finished_at(job_index, self.sim.now)
 
+    def _assign_topology(self, workload: Workload, cluster_queue: str, flavors: Any) -> str | None:
+        assert self.topology is not None
+        return self.topology.assign(self.job_by_id[workload.id], workload, cluster_queue, flavors)
+
     def _evict(self, job_index: int) -> None:
         """Take the workload's pods off their nodes; it waits for quota again from now."""
+        if self.topology is not None:
+            self.topology.release(job_index)
         self.sim.evict_job(job_index)
         if self.quota_since_ms[job_index] < 0:
             self.quota_since_ms[job_index] = self.sim.now
@@ -160,6 +195,8 @@ class KueueBridge:
         if spec is None:  # same spec key and same flavors give the same pod spec: build it once
             spec = self.spec_for(sim.base_spec(job_index), flavors)
             self._admitted_spec[key] = spec
+        if self.topology is not None:
+            spec = self.topology.placed_spec(job_index, spec)
         sim.respec(job_index, spec)
         now = sim.now
         self.admitted_ms[job_index] = now
@@ -184,6 +221,10 @@ class KueueBridge:
             self.created_ms[job_index] = now
         template = table.templates[int(self._template[job_index])]
         assert template.queue is not None
+        podset = self._podset(int(self._template[job_index]), int(self._pods[job_index]))
+        if isinstance(podset, str):
+            self.uncharged[job_index] = podset  # Kueue marks the workload inadmissible
+            return
         self.manager.submit(
             Workload(
                 id=job_id,
@@ -191,22 +232,30 @@ class KueueBridge:
                 local_queue=template.queue,
                 priority=template.priority,
                 created_ms=now,
-                podsets=(self._podset(int(self._template[job_index]), int(self._pods[job_index])),),
+                podsets=(podset,),
             )
         )
 
-    def _podset(self, template_index: int, pods: int) -> PodSetRequest:
-        """The podset of ``pods`` pods of a template, built once per (template, pods): it is immutable."""
+    def _podset(self, template_index: int, pods: int) -> PodSetRequest | str:
+        """The podset of ``pods`` pods of a template, built once per (template, pods): it is immutable. Its
+        requests include what Kueue's DRA quota charges the pods' claims (a string: they cannot be)."""
         key = (template_index, pods)
         podset = self._podsets.get(key)
         if podset is None:
             job = self.sim.job_table.templates[template_index]
+            requests = dict(job.requests)
+            if self.dra_quota is not None:
+                charge = self.dra_quota.per_pod(template_index, job)
+                if isinstance(charge, str):
+                    return charge
+                for name, amount in charge.items():
+                    requests[name] = requests.get(name, 0) + amount
             affinity = job.affinity.node_affinity if job.affinity is not None else None
             required = affinity.required if affinity is not None else None
             podset = self._podsets[key] = PodSetRequest(
                 PODSET,
                 pods,
-                dict(job.requests),
+                requests,
                 job.tolerations,
                 tuple(sorted(job.node_selector.items())),
                 required.node_selector_terms if required is not None else None,
@@ -248,8 +297,8 @@ class KueueBridge:
                     self._evict(self.job_by_id[victim])
                     manager.evict(victim, now, keep_creation_timestamp=True)
                     self._count_preemption(self.job_by_id[victim], request.preemptor_id, now)
-            if not admissions and not preemptions:
-                break
+            if not admissions and not preemptions and not (self.topology and self.topology.take_refused()):
+                break  # (a head set aside for its topology lets the next head of its queue be nominated)
             changed = True
         if changed:
             self.sample(now)
@@ -342,6 +391,8 @@ class KueueBridge:
 
     def finished_at(self, job_index: int, now: int) -> None:
         """Release the quota of the job at ``job_index`` (submit order), which has finished."""
+        if self.topology is not None:
+            self.topology.release(job_index)
         self.manager.finish(self.workload_id[job_index])
         self.sample(now)
 
@@ -357,6 +408,10 @@ class KueueBridge:
         for job_index, reason in sorted(self.deactivated.items()):
             job = sim.jobs[job_index]
             out.append(PendingJob(job.id, job.pods, reason, "quota", "deactivated by waitForPodsReady"))
+        for job_index, reason in sorted(self.uncharged.items()):
+            job = sim.jobs[job_index]
+            detail = "inadmissible: Kueue cannot charge its DRA claims to quota"
+            out.append(PendingJob(job.id, job.pods, reason, "quota", detail))
         for workload_id, reason in self.manager.pending():
             job_index = self.job_by_id[workload_id]
             unfinished = sum(1 for p in sim.book.pods_of(job_index) if sim.book.end_ms[p] < 0)

@@ -61,6 +61,9 @@ class NodeLifecycle:
         self.on_up: Callable[[int, int], None] | None = None
         self.on_fail_timer: Callable[[int, int], None] | None = None
         self.on_provision_timeout: Callable[[int], None] | None = None
+        #: The node whose pods ``evict_all`` is evicting because it goes away (-1: none), so Kueue TAS can
+        #: tell a failed node's pods from other evictions.
+        self.leaving = -1
         on = sim.on
         on.next_time.append(self.next_time)
         on.tick.append(self.step)
@@ -166,9 +169,11 @@ class NodeLifecycle:
     def evict_all(self, node: int) -> None:
         """Evict every pod still on the node through the shared eviction path, in pod order."""
         sim = self.sim
+        self.leaving = node
         for pod in sorted(sim.node_pods[node]):
             if sim.book.node[pod] == node and sim.book.end_ms[pod] < 0:
                 sim.evict_job_pods(pod)
+        self.leaving = -1
 
     # -- results -------------------------------------------------------------------------------------
     def finish(self, parts: ResultParts) -> None:

@@ -175,6 +175,18 @@ class SharingTable:
     stranded: IntArray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
 
+@dataclass(frozen=True)
+class DraTable:
+    """What Dynamic Resource Allocation did (sim/dra_claims.py): per job (scenario order) the whole GPUs its
+    pods' own claims held, per pod the devices its claims held at its last binding, per node the devices
+    its ResourceSlices publish and the device-milliseconds allocated there."""
+
+    job_gpus: IntArray
+    pod_devices: list[str]
+    node_devices: IntArray
+    node_device_ms: IntArray
+
+
 @dataclass
 class BillingInputs:
     """Per node: minimum billed ms per VM start; per pool: unused committed nodes and their rate; per job
@@ -218,5 +230,7 @@ class SimulationResult:
     interference: InterferenceTable | None = None
     #: Inference services' samples (sim/services.py); None without services.
     services: ServiceRecord | None = None
+    #: Devices DRA allocated (sim/dra_claims.py); None when the scenario has no ``dra:`` section.
+    dra: DraTable | None = None
     #: The scenario's horizon (the run's end when set); None: the run ended at its last live event.
     horizon_ms: int | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fleetlab.model.cluster import GPU_MEMORY_LABEL
+from fleetlab.model.dra import PodClaimRef, PodClaims
 from fleetlab.model.job import Job
 from fleetlab.model.kube import (
     Affinity,
@@ -32,8 +33,21 @@ def pod_spec(job: Job, with_labels: bool = False) -> PodSpec:
         image_size=image.size if image else 0,
         explicit_keys=frozenset(job.requests),
         gpu_share=(job.gpu_milli or 0, job.gpu_memory or 0) if job.shares_gpu else (0, 0),
+        claims=claims_shape(job),
         **spread,
     )
+
+
+def claims_shape(job: Job) -> PodClaims | None:
+    """The ResourceClaims every pod of the job gets, as one shape for placement (None: no claims): shared
+    claims by name, template entries still to be generated per pod (sim/dra_claims.py names them)."""
+    if not job.resource_claims:
+        return None
+    refs = tuple(
+        PodClaimRef(c.name, c.resource_claim_name, c.resource_claim_template_name)
+        for c in job.resource_claims
+    )
+    return PodClaims(job.namespace, "", "", refs, shape=True)
 
 
 def needs_gpu_memory_mib(job: Job) -> int | None:

@@ -64,7 +64,7 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         team=table.per_template(lambda job: job.team, dtype=object).tolist(),
         priority=table.per_template(lambda job: job.priority, dtype=np.int64),
         pods=table.column("pods").astype(np.int64),
-        gpus_per_pod=table.per_template(lambda job: job.gpus_per_pod, dtype=np.int64),
+        gpus_per_pod=_gpus_per_pod(sim, parts),
         cpu_milli_per_pod=table.per_template(lambda job: job.requests.get("cpu", 0), dtype=np.int64),
         submit_ms=sim.submit_ms[inverse],
         last_bound_ms=last_bound[inverse],
@@ -79,6 +79,12 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         failed=failed[inverse],
         quota_wait_ms=quota_wait[inverse],
     )
+
+
+def _gpus_per_pod(sim: EngineHandle, parts: ResultParts) -> IntArray:
+    """Whole GPUs per pod (scenario order): ``nvidia.com/gpu``, plus the GPUs DRA gave its claims."""
+    gpus: IntArray = sim.resolved.jobs.per_template(lambda job: job.gpus_per_pod, dtype=np.int64)
+    return gpus if parts.dra is None else gpus + parts.dra.job_gpus
 
 
 def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
@@ -157,6 +163,8 @@ def sharing_table(sim: EngineHandle, parts: ResultParts) -> SharingTable:
     milli = table.per_template(
         lambda job: job.gpu_milli or 0 if job.shares_gpu else 1000 * job.gpus_per_pod, dtype=np.int64
     )
+    if parts.dra is not None:
+        milli = milli + 1000 * parts.dra.job_gpus
     unpaced = np.zeros(book.n_pods, dtype=np.float64)  # no pod ran on time-sliced GPUs
     sliced = unpaced if parts.sliced_ms is None else parts.sliced_ms
     extra = unpaced if parts.sliced_extra_ms is None else parts.sliced_extra_ms
@@ -244,4 +252,5 @@ def build_result(sim: EngineHandle, parts: ResultParts, wall_s: float) -> Simula
         interference=parts.interference,
         services=parts.services,
         horizon_ms=sim.horizon_ms,
+        dra=parts.dra,
     )

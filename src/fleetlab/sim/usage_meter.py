@@ -92,6 +92,16 @@ class UsageMeter:
         self.weight[pod] = weight
         self.busy_milli += weight / self.slowdown.get(pod, 1.0)
 
+    def add_devices(self, pod: int, gpus: int) -> None:
+        """The computing pod also keeps ``gpus`` whole GPUs busy that DRA allocated to it (its claims, not
+        its ``nvidia.com/gpu`` request: sim/dra_claims.py calls this right after ``started``)."""
+        job = self.sim.job_table.template_of(int(self.sim.book.job[pod]))
+        weight = float(MILLI_PER_GPU * gpus) * job.gpu_utilization
+        if weight <= 0:
+            return
+        self.weight[pod] = self.weight.get(pod, 0.0) + weight
+        self.busy_milli += weight / self.slowdown.get(pod, 1.0)
+
     def released(self, pod: int, node: int) -> None:
         """The pod gave its node back: it stopped computing (finished, evicted, killed) or never started."""
         weight = self.weight.pop(pod, None)

@@ -14,6 +14,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from fleetlab.model.limits import (
+    MAX_BILL_AMOUNT,
+    MAX_CONVERSION_RATE,
+    MIN_CONVERSION_RATE,
+    NEGATIVE_COST_TYPES,
+)
 from fleetlab.spec.bounded import csv_table, json_cell, parse_timestamp, read_text_file
 from fleetlab.spec.errors import SpecError
 
@@ -118,10 +124,19 @@ def _credits(text: str) -> float:
     data = json_cell(text)
     if not isinstance(data, list) or not all(isinstance(x, dict) and "amount" in x for x in data):
         raise ValueError('expected [{"name": ..., "amount": -1.0, ...}, ...]')
-    return float(sum(float(x["amount"]) for x in data))
+    total = float(sum(float(x["amount"]) for x in data))
+    if not (math.isfinite(total) and abs(total) <= MAX_BILL_AMOUNT):
+        raise ValueError(
+            f"the credits add up to {total:g}, outside -{MAX_BILL_AMOUNT:g}..{MAX_BILL_AMOUNT:g}"
+        )
+    return total
 
 
-def _number(source: str, line: int, column: str, text: str, required: bool) -> float | None:
+def _number(
+    source: str, line: int, column: str, text: str, required: bool, lo: float, hi: float
+) -> float | None:
+    """A number within lo..hi from one cell (None for an empty optional one), or a SpecError naming the
+    line, column, value and range."""
     if not text.strip():
         if required:
             raise SpecError(source, [f"line {line}, column {column}: empty; a number is required"])
@@ -129,9 +144,11 @@ def _number(source: str, line: int, column: str, text: str, required: bool) -> f
     try:
         value = float(text)
     except ValueError:
-        raise SpecError(source, [f"line {line}, column {column}: {text!r} is not a number"]) from None
-    if not math.isfinite(value):
-        raise SpecError(source, [f"line {line}, column {column}: {text!r} is not a finite number"])
+        raise SpecError(source, [f"line {line}, column {column}: {text[:40]!r} is not a number"]) from None
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise SpecError(
+            source, [f"line {line}, column {column}: {text[:40]!r} is outside the allowed {lo:g}..{hi:g}"]
+        )
     return value
 
 
@@ -156,7 +173,16 @@ def parse_billing_export(source: str, text: str) -> BillingExport:
             ) from None
         if end < start:
             raise SpecError(source, [f"line {line}: usage_end_time is before usage_start_time"])
-        cost = _number(source, line, "cost", get(raw, "cost"), True) or 0.0
+        cost = _number(source, line, "cost", get(raw, "cost"), True, -MAX_BILL_AMOUNT, MAX_BILL_AMOUNT)
+        cost = cost or 0.0
+        cost_type = get(raw, "cost_type").strip() or "regular"
+        if cost < 0 and cost_type not in NEGATIVE_COST_TYPES:
+            raise SpecError(
+                source,
+                [f"line {line}, column cost: {cost:g} on a {cost_type!r} line; usage never costs less than "
+                 f"0 (credits go in the credits column; only {', '.join(sorted(NEGATIVE_COST_TYPES))} lines "
+                 "may be negative)"],
+            )  # fmt: skip
         for name, parse in (("labels", _labels), ("credits", _credits)):
             try:
                 parse(get(raw, name))
@@ -167,14 +193,16 @@ def parse_billing_export(source: str, text: str) -> BillingExport:
         rate = 1.0
         if currency != "USD":
             given = _number(
-                source, line, "currency_conversion_rate", get(raw, "currency_conversion_rate"), False
-            )
-            if given is None or given <= 0:
+                source, line, "currency_conversion_rate", get(raw, "currency_conversion_rate"), False,
+                0.0, MAX_CONVERSION_RATE,
+            )  # fmt: skip
+            if given is None or given < MIN_CONVERSION_RATE:
                 raise SpecError(
                     source,
                     [
-                        f"line {line}, column currency: {currency!r} needs a currency_conversion_rate > 0 "
-                        "(units per USD) to compare with the USD estimate"
+                        f"line {line}, column currency: {currency!r} needs a currency_conversion_rate of "
+                        f"{MIN_CONVERSION_RATE:g}..{MAX_CONVERSION_RATE:g} (units per USD) to compare with "
+                        "the USD estimate"
                     ],
                 )
             rate = given
@@ -189,8 +217,10 @@ def parse_billing_export(source: str, text: str) -> BillingExport:
                 labels=_labels(get(raw, "labels")),
                 cost_usd=cost / rate,
                 credits_usd=credits / rate,
-                cost_type=get(raw, "cost_type").strip() or "regular",
-                usage_amount=_number(source, line, "usage.amount", get(raw, "usage.amount"), False),
+                cost_type=cost_type,
+                usage_amount=_number(
+                    source, line, "usage.amount", get(raw, "usage.amount"), False, 0, MAX_BILL_AMOUNT**1.5
+                ),
                 usage_unit=get(raw, "usage.unit").strip(),
                 region=get(raw, "location.region").strip(),
                 currency=currency,

@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
+import re
 import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -21,6 +23,7 @@ from typing import Any, TextIO
 import yaml
 
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import note_input
 
 #: Largest input file read into memory (bytes). Real kubectl dumps of 10,000 pods are ~100 MiB.
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -43,7 +46,7 @@ def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) ->
     ``missing`` says what to give when the file is absent. Devices, FIFOs and sockets are refused before
     they are opened (``/dev/zero`` would be read until memory runs out, a FIFO would block forever).
     """
-    _check_regular_file(path, missing, max_bytes)
+    check_file(path, missing, max_bytes)
     try:
         with open(path, "rb") as handle:
             raw = handle.read(max_bytes + 1)
@@ -57,20 +60,23 @@ def read_text_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES) ->
         raise SpecError(str(path), [f"is not UTF-8 text (byte {exc.start}: {exc.reason})"]) from None
 
 
-def _check_regular_file(path: Path, missing: str, max_bytes: int) -> None:
-    """Refuse, before opening, what is absent, a directory, not a regular file or over ``max_bytes``."""
+def check_file(path: Path, missing: str, max_bytes: int = MAX_FILE_BYTES, label: str | None = None) -> None:
+    """Refuse, before opening, what is absent, a directory, not a regular file or over ``max_bytes``; note
+    the file as an input of the command (no output may replace it, ``spec.inputs_read``)."""
+    name = label or str(path)
+    note_input(path)
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise SpecError(str(path), [missing]) from None
+        raise SpecError(name, [missing]) from None
     except OSError as exc:
-        raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
+        raise SpecError(name, [f"cannot be read: {exc.strerror or exc}"]) from None
     if stat.S_ISDIR(info.st_mode):
-        raise SpecError(str(path), ["is a directory, not a file"])
+        raise SpecError(name, ["is a directory, not a file"])
     if not stat.S_ISREG(info.st_mode):
-        raise SpecError(str(path), ["is not a regular file (a device, pipe or socket); give a saved file"])
+        raise SpecError(name, ["is not a regular file (a device, pipe or socket); give a saved file"])
     if info.st_size > max_bytes:
-        raise SpecError(str(path), [f"is {info.st_size:,} bytes; the most fleetlab reads is {max_bytes:,}"])
+        raise SpecError(name, [f"is {info.st_size:,} bytes; the most fleetlab reads is {max_bytes:,}"])
 
 
 def read_parquet(
@@ -84,7 +90,7 @@ def read_parquet(
     is opened when absent, not a regular file or over ``max_bytes``; ``what`` names what it should be."""
     import pyarrow.parquet as pq
 
-    _check_regular_file(path, missing, max_bytes)
+    check_file(path, missing, max_bytes)
     try:
         return pq.read_table(path, columns=columns)
     except Exception as exc:  # pyarrow raises several types for unreadable or foreign files
@@ -124,18 +130,24 @@ class _CappedRaw(io.RawIOBase):
         super().close()
 
 
-def open_stream(
-    path: Path, missing: str = "file not found", encoding: str = "utf-8", max_bytes: int = MAX_STREAM_BYTES
-) -> TextIO:
-    """A regular file opened as text to be read a piece at a time (newlines untranslated, for CSV), at most
-    ``max_bytes`` long, or a SpecError. For inputs too large to hold whole; checked as ``read_text_file``."""
-    _check_regular_file(path, missing, max_bytes)
+def open_binary_stream(
+    path: Path, missing: str = "file not found", max_bytes: int = MAX_STREAM_BYTES
+) -> io.BufferedReader:
+    """A regular file opened to be read a piece at a time, at most ``max_bytes`` long, or a SpecError.
+    For inputs too large to hold whole; checked as ``read_text_file``."""
+    check_file(path, missing, max_bytes)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed with the wrapper the caller closes
     except OSError as exc:
         raise SpecError(str(path), [f"cannot be read: {exc.strerror or exc}"]) from None
-    raw = io.BufferedReader(_CappedRaw(handle, str(path), max_bytes))
-    return io.TextIOWrapper(raw, encoding=encoding, newline="")
+    return io.BufferedReader(_CappedRaw(handle, str(path), max_bytes))
+
+
+def open_stream(
+    path: Path, missing: str = "file not found", encoding: str = "utf-8", max_bytes: int = MAX_STREAM_BYTES
+) -> TextIO:
+    """``open_binary_stream`` as text (newlines untranslated, for CSV)."""
+    return io.TextIOWrapper(open_binary_stream(path, missing, max_bytes), encoding=encoding, newline="")
 
 
 # --- YAML -----------------------------------------------------------------------------------------
@@ -326,6 +338,13 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is past the range of a number (about ±1.8e308)")
+    return value
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -353,15 +372,54 @@ def check_depth(label: str, data: Any, max_depth: int = MAX_DEPTH) -> None:
 #: A decoder with ``load_json``'s rules (no NaN/Infinity, bounded integers, unique keys) for readers that
 #: decode one value at a time out of a stream (``raw_decode``); they check depth with ``check_depth``.
 STRICT_DECODER = json.JSONDecoder(
-    parse_constant=_reject_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys
+    parse_constant=_reject_constant,
+    parse_int=_bounded_int,
+    parse_float=_finite_float,
+    object_pairs_hook=_unique_keys,
 )
+#: ``STRICT_DECODER`` without the Python call per integer (a Prometheus answer holds millions of
+#: timestamps): for a value whose text has no run of more than MAX_INT_DIGITS digits (``long_digits``),
+#: which is the only case the integer check refuses.
+FAST_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+_LONG_DIGITS = re.compile(rf"[0-9]{{{MAX_INT_DIGITS + 1}}}")
+
+
+_STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
+
+
+def nested_deeper(text: str, start: int, end: int, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether the JSON value in ``text[start:end]`` (already decoded, so balanced) nests deeper than
+    ``max_depth``, as ``check_depth`` counts it, found with regular expressions in C: strings dropped, only
+    brackets kept, then each pass removes the innermost pairs; what is left after ``max_depth`` passes is
+    deeper. A list of a million samples costs a few passes over its brackets, not a million Python steps."""
+    span = text[start:end]
+    if span.count("[") + span.count("{") <= max_depth:  # too few brackets to nest that deep
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING_LITERAL.sub("", span))
+    for _ in range(max_depth):
+        brackets = _INNERMOST.sub("", brackets)
+        if not brackets:
+            return False
+    return True
+
+
+def long_digits(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a run of digits longer than any integer allowed (searched in C)."""
+    return _LONG_DIGITS.search(text, start, end) is not None
 
 
 def load_json(label: str, text: str, max_depth: int = MAX_DEPTH) -> Any:
-    """Strict JSON (no NaN/Infinity, bounded integers and depth), or a SpecError naming line and column."""
+    """Strict JSON (no NaN/Infinity or numbers past float range, bounded integers and depth), or a
+    SpecError naming line and column."""
     try:
         data = json.loads(
-            text, parse_constant=_reject_constant, parse_int=_bounded_int, object_pairs_hook=_unique_keys
+            text,
+            parse_constant=_reject_constant,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
         )
     except json.JSONDecodeError as exc:
         raise SpecError(label, [f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"]) from None

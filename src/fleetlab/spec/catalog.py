@@ -11,11 +11,13 @@ be read as prices is a SpecError naming file, line and column.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from fleetlab.model.limits import MAX_GPUS_PER_NODE, MAX_PRICE_PER_HOUR, MAX_QUANTITY
 from fleetlab.spec.bounded import csv_table, read_text_file
 from fleetlab.spec.errors import SpecError
 
@@ -156,20 +158,29 @@ class Catalog:
         return sorted({o.instance_type for o in self.offers})
 
 
+#: The largest value each numeric column may hold (model.limits): a larger one is a corrupt row.
+COLUMN_LIMITS = {
+    "AcceleratorCount": float(MAX_GPUS_PER_NODE),
+    "vCPUs": MAX_QUANTITY / 1000,  # milli-CPU must fit 2**53
+    "MemoryGiB": MAX_QUANTITY / 2**30,  # bytes must fit 2**53
+    "Price": MAX_PRICE_PER_HOUR,
+    "SpotPrice": MAX_PRICE_PER_HOUR,
+}
+
+
 def _number(source: str, line: int, column: str, text: str) -> float | None:
     text = text.strip()
     if text == "":
         return None
+    hi = COLUMN_LIMITS[column]
     try:
         value = float(text)
     except ValueError:
+        raise SpecError(source, [f"line {line}, column {column}: {text[:40]!r} is not a number"]) from None
+    if not (math.isfinite(value) and 0 <= value <= hi):
         raise SpecError(
-            source, [f"line {line}, column {column}: {text!r} is not a number (a price in USD/hour)"]
-        ) from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise SpecError(source, [f"line {line}, column {column}: {text!r} is not a finite number"])
-    if value < 0:
-        raise SpecError(source, [f"line {line}, column {column}: {text!r} is negative; values must be >= 0"])
+            source, [f"line {line}, column {column}: {text[:40]!r} is outside the allowed 0..{hi:g}"]
+        )
     return value
 
 
@@ -284,6 +295,13 @@ def parse_catalog(source: str, text: str) -> Catalog:
                 f"using {known}",
             )
             count = known
+        if (price == 0 or spot == 0) and count:
+            catalog.warn(
+                r.line,
+                f"{r.instance_type} in {r.zone or r.region}: a price of 0 for a GPU machine is not a price; "
+                "that capacity type is treated as not offered (leave the cell blank for that)",
+            )
+            price, spot = price or None, spot or None
         if price is not None and spot is not None and spot > price and len(lines) > 1:
             catalog.warn(
                 r.line,

@@ -81,7 +81,7 @@ def _flatten(doc: Any, source: str, where: str) -> Iterable[KubeObject]:
         return
     if not isinstance(kind, str):
         raise SpecError(source, [f"{where}: object has no `kind`; expected kubectl JSON output"])
-    _check_envelope(doc, source, where, kind)
+    check_envelope(doc, source, where, kind)
     yield doc
 
 
@@ -89,7 +89,7 @@ def _at(where: str) -> str:
     return f"{where.rstrip(': ')}: " if where else ""
 
 
-def _check_envelope(doc: KubeObject, source: str, where: str, kind: str) -> None:
+def check_envelope(doc: KubeObject, source: str, where: str, kind: str) -> None:
     """metadata, spec and status are mappings in every Kubernetes object; metadata's maps are string maps."""
     for field in ("metadata", "spec", "status"):
         value = doc.get(field)
@@ -156,6 +156,24 @@ def object_name(obj: KubeObject) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+def field_map(value: Any, what: str) -> dict[str, Any]:
+    """A field that must be a mapping (None reads as empty), else a ShapeError naming it, never its value."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ShapeError(f"`{what}` is a {type(value).__name__}; it must be a mapping")
+    return value
+
+
+def field_list(value: Any, what: str) -> list[Any]:
+    """A field that must be a list (None reads as empty), else a ShapeError naming it, never its value."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ShapeError(f"`{what}` is a {type(value).__name__}; it must be a list")
+    return value
+
+
 def check_container_lists(spec: Mapping[str, Any], where: str, source: str) -> None:
     """Refuse ``containers`` / ``initContainers`` that are not lists of mappings (a mapping would be
     iterated by key, a number would fail deep inside the requests arithmetic)."""
@@ -176,3 +194,14 @@ def namespace_labels(obj: Mapping[str, Any], source: str) -> tuple[str, dict[str
     if not isinstance(name, str) or not name or not isinstance(labels, dict):
         raise SpecError(source, [f"Namespace {name!r}: metadata.name must be a string and labels a mapping"])
     return name, {str(k): str(v) for k, v in labels.items()}
+
+
+def global_default(classes: list[KubeObject]) -> KubeObject | None:
+    """The cluster-default PriorityClass. A live cluster can hold several marked globalDefault (the check
+    that refuses a second one races); then the one with the smallest value applies, as the API documents
+    (k8s.io/api scheduling/v1 PriorityClass.globalDefault) and the Priority admission plugin does."""
+    defaults = [c for c in classes if c.get("globalDefault") is True]
+    valued = [c for c in defaults if isinstance(c.get("value"), int) and not isinstance(c.get("value"), bool)]
+    if valued:
+        return min(valued, key=lambda c: (c["value"], object_name(c)))
+    return defaults[0] if defaults else None

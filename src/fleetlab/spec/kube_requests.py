@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
 
+from fleetlab.model.limits import MAX_QUANTITY
 from fleetlab.model.quantity import QuantityError
 from fleetlab.model.resources import (
     CPU,
@@ -36,6 +37,8 @@ def resource_list(values: Any, where: str, source: str, skip_unknown: bool = Fal
         name = str(name)
         try:
             out[name] = parse_amount(name, value)
+            if not 0 <= out[name] <= MAX_QUANTITY:
+                raise QuantityError(f"{value!r} is outside 0..{MAX_QUANTITY:,} (2**53)")
         except QuantityError as exc:
             if skip_unknown and is_native(name) and "unknown resource name" in str(exc):
                 continue  # e.g. attachable-volumes-*: nodes report them, the Fit filter never reads them

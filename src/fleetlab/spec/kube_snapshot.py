@@ -28,6 +28,8 @@ from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.kube_objects import (
     KubeObject,
     ShapeError,
+    global_default,
+    mapping_list,
     namespace_labels,
     object_name,
     read_objects,
@@ -199,10 +201,10 @@ def parse_node(obj: KubeObject, source: str) -> KubeNode:
             f"{where}.spec.taints[{i}]",
             source,
         )
-        for i, t in enumerate(spec.get("taints") or [])
+        for i, t in enumerate(mapping_list(obj, "spec.taints", spec.get("taints")))
     )
     ready = "Unknown"
-    for cond in status.get("conditions") or []:
+    for cond in mapping_list(obj, "status.conditions", status.get("conditions")):
         if cond.get("type") == "Ready":
             ready = str(cond.get("status", "Unknown"))
     return KubeNode(
@@ -403,7 +405,7 @@ SUPPORTED_KINDS = ("Node", "Pod")
 #: Kueue kinds kept as plain objects for the queue diagnosis (a ``fleetlab snapshot`` file holds them).
 KUEUE_KINDS = frozenset(
     {"ClusterQueue", "LocalQueue", "Workload", "ResourceFlavor", "Cohort"}
-    | {"AdmissionCheck", "ProvisioningRequestConfig"}
+    | {"AdmissionCheck", "ProvisioningRequestConfig", "Topology"}
 )
 
 
@@ -417,7 +419,7 @@ def apply_priority_classes(pods: list[KubePod], classes: list[KubeObject], sourc
     """Fill the priority of pods that carry no spec.priority from their PriorityClass (or the
     globalDefault one), as the Priority admission plugin does; pods with spec.priority keep it."""
     by_name: dict[str, KubeObject] = {object_name(c): c for c in classes}
-    default = next((c for c in classes if c.get("globalDefault") is True), None)
+    default = global_default(classes)
     out: list[KubePod] = []
     for pod in pods:
         cls = by_name.get(pod.priority_class) if pod.priority_class else default

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from fleetlab.model.job import Job
 from fleetlab.model.quantity import format_quantity
 from fleetlab.model.resources import CPU, GPU, MEMORY, format_amount
+from fleetlab.spec.csv_out import neutral_cell
 from fleetlab.spec.native_trace import COLUMNS, RUNTIME_PREFIX
 from fleetlab.spec.table_cells import CSV_SUFFIXES, PARQUET_SUFFIXES
 
@@ -142,8 +143,8 @@ def write_native_trace(jobs: Sequence[Job], path: Path) -> None:
             with open(fd, "w", encoding="utf-8", newline="") as text:
                 writer = csv.writer(text, lineterminator="\n")
                 writer.writerow(columns)
-                for row in rows:
-                    writer.writerow([_csv_text(row[c]) for c in columns])
+                for row in rows:  # text cells neutralised before numbers are formatted (-5 stays -5)
+                    writer.writerow([_csv_text(neutral_cell(row[c])) for c in columns])
         else:
             os.close(fd)
             types = {

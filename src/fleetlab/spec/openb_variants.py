@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import note_input
 from fleetlab.spec.openb_share import ShareNodes, SharePods
 
 TRACE_SUBDIR = Path("shared") / "traces" / "alibaba-gpu-v2023"
@@ -87,6 +88,7 @@ def trace_dir_or_error(given: Path | None) -> Path:
         raise SpecError(
             str(folder), [f"{NODE_FILE} is missing; the folder should hold the files of {TRACE_SOURCE}"]
         )
+    note_input(folder)
     return folder
 
 

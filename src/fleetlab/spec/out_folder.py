@@ -15,11 +15,13 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import refuse_overlap
 
 #: The file that marks a folder as fleetlab's own output (safe to replace).
 MARKER = ".fleetlab-output"
@@ -57,26 +59,147 @@ def unique_names(labels: list[str]) -> list[str]:
     return out
 
 
+#: The file at the top of each kind of folder fleetlab writes, and what it is: a marked folder is replaced
+#: only by output of its own kind, so ``simulate --out HISTORY`` cannot replace an imported history (a
+#: kubectl history cannot be taken again once the pods are gone).
+KINDS = {
+    "history.json": "a history folder written by `fleetlab import`",
+    "manifest.json": "an experiment written by `fleetlab experiment run`",
+    "baseline.json": "a measured baseline written by `fleetlab baseline`",
+    "calibration.json": "a calibration written by `fleetlab calibrate`",
+    "measurements.json": "a decision report written by `fleetlab report`",
+    "table.md": "an FGD experiment written by `fleetlab fgd-experiment`",
+    "summary.json": "simulation results written by `fleetlab simulate`, `compare` or `plan ledger`",
+    "README.md": "configuration written by `fleetlab export`",
+}
+#: Longest final name of an ``--out`` folder: file systems allow 255 bytes and the staging sibling adds
+#: ``.`` + ``.tmp-PID-XXXXXXXX`` to it.
+MAX_OUT_NAME = 200
+#: Longest ``--out`` path (Linux allows 4,096 bytes; files are written below it).
+MAX_OUT_PATH = 3_800
+
+
 def is_marked(folder: Path) -> bool:
-    """Whether ``folder`` is fleetlab's own output (carries the marker file)."""
-    return (folder / MARKER).is_file()
+    """Whether ``folder`` is fleetlab's own output (carries the marker file, itself not a link)."""
+    try:
+        return stat.S_ISREG(os.lstat(folder / MARKER).st_mode)
+    except OSError:
+        return False
 
 
 def mark(folder: Path) -> None:
-    """Write the marker into a folder fleetlab is creating."""
-    (folder / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+    """Write (or rewrite) the marker: written first when fleetlab creates a folder, and again when it has
+    finished writing it, so everything newer than the marker was changed or added by someone else."""
+    fd = os.open(folder / MARKER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(MARKER_TEXT)
+
+
+def kind_of(folder: Path) -> str | None:
+    """The KINDS key whose file sits at the top of ``folder`` (None when none does)."""
+    return next((name for name in KINDS if (folder / name).is_file()), None)
+
+
+def foreign_entries(folder: Path, limit: int = 5) -> list[str]:
+    """Entries of a marked folder fleetlab did not write: links, special files, and anything whose inode
+    changed after the marker was last written (a file added, replaced or edited since; st_ctime cannot be
+    set by a user). At most ``limit`` relative paths."""
+    try:
+        sealed = os.lstat(folder / MARKER).st_ctime_ns
+    except OSError:
+        return []
+    found: list[str] = []
+    stack = [folder]
+    while stack and len(found) < limit:
+        current = stack.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError:
+            found.append(str(Path(current).relative_to(folder)))
+            continue
+        for entry in entries:
+            info = entry.stat(follow_symlinks=False)
+            rel = str(Path(entry.path).relative_to(folder))
+            if rel == MARKER:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(Path(entry.path))
+                if info.st_ctime_ns > sealed:
+                    found.append(rel + "/")
+            elif not stat.S_ISREG(info.st_mode) or info.st_ctime_ns > sealed:
+                found.append(rel)
+    return sorted(found)[:limit]
+
+
+def written_by_fleetlab(folder: Path, path: str) -> bool:
+    """Whether ``path`` (inside ``folder``) is a plain file fleetlab wrote there: the folder is marked and
+    the file is no newer than the marker."""
+    try:
+        return is_marked(folder) and (
+            stat.S_ISREG((info := os.lstat(path)).st_mode)
+            and info.st_ctime_ns <= os.lstat(folder / MARKER).st_ctime_ns
+        )
+    except OSError:
+        return False
+
+
+def check_out_path(out: Path, option: str = "--out", in_place: bool = False) -> None:
+    """Refuse an ``--out`` that cannot be a results folder: the root, a name too long to stage beside, a
+    path longer than the file system allows, or (unless written ``in_place``) a link."""
+    if out.parent == out:
+        raise SpecError(f"{option} {out}", ["is the file-system root; give a folder for the results"])
+    if len(out.name.encode("utf-8", "surrogateescape")) > MAX_OUT_NAME:
+        raise SpecError(
+            f"{option} {str(out)[:80]}...",
+            [f"the folder name is {len(out.name)} characters; at most {MAX_OUT_NAME} (file systems allow "
+             "255 and fleetlab stages results beside it under a longer name)"],
+        )  # fmt: skip
+    if len(str(out).encode("utf-8", "surrogateescape")) > MAX_OUT_PATH:
+        raise SpecError(f"{option} {str(out)[:80]}...", [f"the path is longer than {MAX_OUT_PATH} bytes"])
+    here = os.path.realpath(os.getcwd()) if os.path.exists(".") else ""
+    if (
+        not in_place
+        and here
+        and (here == os.path.realpath(out) or here.startswith(os.path.realpath(out) + os.sep))
+    ):
+        raise SpecError(
+            f"{option} {out}",
+            ["is the folder this command runs in (or holds it); fleetlab replaces --out as a whole, which "
+             "would leave your shell in a deleted folder: give a sub-folder such as --out results"],
+        )  # fmt: skip
+    if out.is_symlink() and not in_place:
+        raise SpecError(
+            f"{option} {out}",
+            [f"is a symbolic link (to {os.readlink(out)}); fleetlab replaces --out as a whole and does not "
+             "follow links: give the folder itself"],
+        )  # fmt: skip
 
 
 def check_replaceable(
-    out: Path, option: str = "--out", force: bool = False, ignore: frozenset[str] = frozenset()
+    out: Path,
+    option: str = "--out",
+    force: bool = False,
+    ignore: frozenset[str] = frozenset(),
+    in_place: bool = False,
 ) -> None:
-    """Refuse to replace anything but a missing, empty or fleetlab-marked folder (unless ``force``);
-    entries named in ``ignore`` (a lock file fleetlab holds there) do not count."""
-    if out.parent == out:
-        raise SpecError(f"{option} {out}", ["is the file-system root; give a folder for the results"])
+    """Refuse to replace anything but a missing, empty or fleetlab-marked folder holding only what
+    fleetlab wrote (unless ``force``); entries named in ``ignore`` (a lock file fleetlab holds there) do
+    not count. An experiment folder is resumed ``in_place``, so its runs are not checked here and ``out``
+    may be a link to it."""
+    check_out_path(out, option, in_place)
     if out.exists() and not out.is_dir():
         raise SpecError(f"{option} {out}", ["exists and is not a folder; give a folder path"])
-    if not out.is_dir() or force or is_marked(out):
+    if not out.is_dir() or force:
+        return
+    if is_marked(out):
+        added = [] if kind_of(out) == "manifest.json" else foreign_entries(out)
+        if added:
+            raise SpecError(
+                f"{option} {out}",
+                [f"is fleetlab's output, but holds what fleetlab did not write there ({', '.join(added)}: "
+                 "added, changed or linked after its last run); move those out, give another folder, or "
+                 "add --force to replace it and everything in it"],
+            )  # fmt: skip
         return
     try:
         empty = next((p for p in out.iterdir() if p.name not in ignore), None) is None
@@ -90,6 +213,34 @@ def check_replaceable(
                 "or empty folder, or add --force to replace it and everything in it"
             ],
         )
+
+
+def check_same_kind(staging: Path, out: Path, option: str = "--out", force: bool = False) -> None:
+    """Refuse to replace a marked folder of another kind (KINDS) with ``staging``'s content."""
+    if force or not out.is_dir():
+        return
+    old, new = kind_of(out), kind_of(staging)
+    if old is not None and old != new:
+        raise SpecError(
+            f"{option} {out}",
+            [f"holds {KINDS[old]} ({old}); this command writes other files, so it would replace that "
+             "folder: give another --out, or add --force to replace it"],
+        )  # fmt: skip
+
+
+def refuse_links(folder: Path, option: str = "--out") -> None:
+    """Refuse a folder written in place (an experiment's) that holds a symbolic link anywhere: fleetlab
+    creates none, and following one (``runs/`` linked elsewhere) would write outside ``--out``."""
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted([*dirs, *files]):
+            path = Path(root) / name
+            if path.is_symlink():
+                rel = path.relative_to(folder)
+                raise SpecError(
+                    f"{option} {folder}",
+                    [f"{rel} is a symbolic link; fleetlab never follows a link inside --out it did not "
+                     "create (it would write outside the folder): remove the link or give another folder"],
+                )  # fmt: skip
 
 
 def empty_folder(folder: Path, keep: frozenset[str] = frozenset()) -> None:
@@ -122,22 +273,47 @@ def _alive(pid: int) -> bool:
 
 def clean_leftovers(out: Path) -> list[Path]:
     """Remove staging/aside folders of killed runs on ``out``; put the previous results back first if a
-    run died between its two renames (``out`` missing, its ``.old-PID`` present). Returns what was removed."""
+    run died between its two renames (``out`` missing, its ``.old-PID`` present). Returns what was removed.
+    Links and folders without the marker are never touched."""
     parent = out.parent
     if not parent.is_dir():
         return []
     removed: list[Path] = []
     for entry in sorted(parent.iterdir()):
         match = _LEFTOVER.match(entry.name)
-        if match is None or match["name"] != out.name or _alive(int(match["pid"])) or not entry.is_dir():
+        if match is None or match["name"] != out.name or _alive(int(match["pid"])):
             continue
-        if ".old-" in entry.name and not out.exists() and is_marked(entry):
+        if entry.is_symlink() or not entry.is_dir() or not is_marked(entry):
+            continue
+        if ".old-" in entry.name and not os.path.lexists(out):
             os.replace(entry, out)  # the kill came between the renames: the old results are still whole
             continue
-        if is_marked(entry):
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry)
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
     return removed
+
+
+def _open_lock(lock_path: Path, what: Path) -> int:
+    """The lock file opened without following a link, refusing anything but a plain file of one link (a
+    link or hard link planted there would have fleetlab truncate and overwrite its target)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(lock_path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            problem = "is a symbolic link; fleetlab never follows a link it did not create: remove it"
+        else:
+            problem = f"cannot be created: {exc.strerror or exc}"
+        raise SpecError(str(what), [f"the lock file {lock_path} {problem}"]) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        raise SpecError(
+            str(what),
+            [f"the lock file {lock_path} is not a plain file fleetlab created (a hard link, pipe or device); "
+             "remove it"],
+        )  # fmt: skip
+    return fd
 
 
 @contextlib.contextmanager
@@ -145,7 +321,7 @@ def folder_lock(lock_path: Path, what: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``lock_path`` while writing ``what``; a second writer gets a SpecError."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(lock_path, what)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -157,7 +333,7 @@ def folder_lock(lock_path: Path, what: Path) -> Iterator[None]:
                 ["another fleetlab run is writing this folder now; wait for it to end or give another one"],
             ) from None
         try:
-            same = os.fstat(fd).st_ino == os.stat(lock_path).st_ino
+            same = os.fstat(fd).st_ino == os.lstat(lock_path).st_ino
         except FileNotFoundError:
             same = False
         if same:
@@ -179,7 +355,7 @@ def swap_into_place(staging: Path, out: Path, aside_prefix: str = ".") -> None:
     The old one is moved aside as ``<aside_prefix><name>.old-<pid>`` first and then removed; a kill between
     the renames leaves it there whole, and ``clean_leftovers`` puts it back on the next run.
     """
-    if out.exists() and not out.is_dir():
+    if os.path.lexists(out) and (out.is_symlink() or not out.is_dir()):
         raise FileExistsError(f"{out} exists and is not a directory")
     if out.exists():
         old = out.with_name(f"{aside_prefix}{out.name}.old-{os.getpid()}")
@@ -194,11 +370,13 @@ def swap_into_place(staging: Path, out: Path, aside_prefix: str = ".") -> None:
 def staged_output(out: Path, force: bool = False, option: str = "--out") -> Iterator[Path]:
     """A marked staging folder beside ``out`` to fill; swapped into place when the block ends normally.
 
-    Refuses a non-empty folder fleetlab did not write (unless ``force``), locks ``out`` against a second
-    writer and cleans up what killed runs left behind.
+    Refuses an ``out`` that overlaps an input of the command (``spec.inputs_read``), a non-empty folder
+    fleetlab did not write or one holding what it did not write (unless ``force``), and output of another
+    kind over a marked folder; locks ``out`` against a second writer and cleans up what killed runs left.
     """
     out = Path(os.path.abspath(out))
     check_replaceable(out, option, force)
+    refuse_overlap(out, option)
     out.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(out.with_name(f".{out.name}.lock"), out):
         clean_leftovers(out)
@@ -210,7 +388,28 @@ def staged_output(out: Path, force: bool = False, option: str = "--out") -> Iter
             staging.chmod(0o777 & ~umask)  # mkdtemp makes 0700; results should honour the user's umask
             mark(staging)
             yield staging
+            refuse_overlap(out, option)  # inputs read while the staging folder was filled
+            check_same_kind(staging, out, option, force)
+            mark(staging)  # sealed: everything in it is fleetlab's
             swap_into_place(staging, out)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+
+
+def replace_file(target: Path, text: str, option: str = "--out") -> None:
+    """Write one output file (an HTML page) through a temporary file and a rename.
+
+    Refuses a ``target`` that is, holds or sits inside an input of the command; the rename replaces a
+    symlink at ``target`` rather than writing through it."""
+    refuse_overlap(target, option)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from fleetlab.spec.bounded import load_json, read_parquet, read_text_file
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.inputs_read import note_input
 
 SIMULATE_HINT = "write one with `fleetlab simulate SCENARIO --out DIR`"
 
@@ -21,6 +22,7 @@ def read_run_summary(folder: Path) -> dict[str, Any]:
     file = folder / "summary.json"
     if not folder.is_dir():
         raise SpecError(str(folder), [f"not a folder; give a run folder ({SIMULATE_HINT})"])
+    note_input(folder)
     text = read_text_file(file, f"no summary.json in this folder; {SIMULATE_HINT}")
     data = load_json(str(file), text)
     if isinstance(data, dict) and "runs" in data and "summary" not in data:
@@ -73,6 +75,7 @@ def read_ledger(folder: Path) -> dict[str, list[Any]]:
     file = folder / "ledger.parquet"
     if not folder.is_dir():
         raise SpecError(str(folder), [f"not a folder; give a run folder ({SIMULATE_HINT})"])
+    note_input(folder)
     absent = f"not found; {SIMULATE_HINT} (or `fleetlab plan ledger SCENARIO --out DIR`)"
     table = read_parquet(file, absent, "a cost ledger")
     if "bucket" in table.column_names and "category" not in table.column_names:  # the earlier ledger layout

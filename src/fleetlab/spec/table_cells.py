@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from fleetlab.model.quantity import QuantityError
+from fleetlab.spec.bounded import check_file
 from fleetlab.spec.errors import SpecError, problems_from_validation
 
 #: Bad cells listed before a load gives up.
@@ -114,12 +115,24 @@ def read_string_columns(
     return names, {n: _strings(table.column(i), n, label) for i, n in enumerate(names)}
 
 
+def _restored(table: pa.Table) -> pa.Table:
+    """Text cells with the ``'`` fleetlab's CSV writer puts before a formula lead taken off again
+    (``spec.csv_out``), so a trace written and read back is unchanged."""
+    import pyarrow.compute as pc
+
+    columns = [
+        pc.replace_substring_regex(c, pattern=r"^'([=+\-@\t\r])", replacement=r"\1") for c in table.columns
+    ]
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
 def read_table(path: Path, limit: int | None, label: str) -> tuple[list[str], pa.Table]:
     """Column names and the Arrow table of a CSV (every column text) or Parquet file (first ``limit``
-    rows, chunks combined), or a SpecError naming the file."""
+    rows, chunks combined), or a SpecError naming the file (regular files only, bounded in size)."""
     suffix = path.suffix.lower()
     if suffix not in CSV_SUFFIXES + PARQUET_SUFFIXES:
         raise SpecError(label, [f"unknown table suffix {path.suffix!r}: use .csv, .parquet or .pq"])
+    check_file(path, "file not found", label=label)
     try:
         if suffix in CSV_SUFFIXES:
             names = _csv_header(path, label)
@@ -136,6 +149,7 @@ def read_table(path: Path, limit: int | None, label: str) -> tuple[list[str], pa
                     quoted_strings_can_be_null=False,
                 ),
             )
+            table = _restored(table)
         else:
             table = pq.read_table(path)
             names = [str(n) for n in table.column_names]

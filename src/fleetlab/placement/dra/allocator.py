@@ -151,12 +151,15 @@ class Allocator:
         allocated: frozenset[DeviceID] | set[DeviceID] = frozenset(),
         features: Features = Features(),
         compile_cache: dict[str, CompiledSelector | CelSyntaxError] | None = None,
+        pools_cache: dict[str, list[Pool]] | None = None,
     ) -> None:
         self.classes = classes
         self.slices = slices
         self.allocated = allocated
         self.features = features
         self._compiled = compile_cache if compile_cache is not None else {}
+        #: Per node name its pools, for callers whose slices stay the same across allocators.
+        self._pools = pools_cache if pools_cache is not None else {}
         self._inputs: dict[DeviceID, DeviceInput] = {}
 
     # -- selectors ------------------------------------------------------------------------------------
@@ -196,6 +199,15 @@ class Allocator:
         """Whether one device passes ``selectors`` (CEL errors raise AllocationError)."""
         return self.selectors_match(selectors, device_id, device, f"device {device_id}")
 
+    def pools(self, node: NodeView) -> list[Pool]:
+        """The pools ``node`` can reach (``GatherPools``), gathered once per node name."""
+        found = self._pools.get(node.name)
+        if found is None:
+            found = self._pools[node.name] = gather_pools(
+                self.slices, node, self.features.partitionable_devices
+            )
+        return found
+
     # -- entry point ----------------------------------------------------------------------------------
     def allocate(self, node: NodeView, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """One AllocationResult per claim, or None when the claims do not fit on ``node``."""
@@ -209,7 +221,7 @@ class _Run:
         self.owner = owner
         self.node = node
         self.claims = claims
-        self.pools = gather_pools(owner.slices, node, owner.features.partitionable_devices)
+        self.pools = owner.pools(node)
         self.requests: dict[tuple[int, int, int], _Request] = {}
         self.chosen_sub: dict[tuple[int, int], int] = {}
         self.constraints: list[list[Constraint]] = []

@@ -26,7 +26,17 @@ from fleetlab.model.dra import (
 )
 from fleetlab.placement.dra.allocator import DeviceID, Features
 
-__all__ = ["DraObjects", "DraState", "claim_from_template"]
+__all__ = ["DraObjects", "DraState", "claim_from_template", "pod_instance"]
+
+
+def pod_instance(shape: PodClaims, pod: str, uid: str) -> PodClaims:
+    """One pod's own claims from its job's shape: each template entry names the claim generated for the
+    pod (``<pod>-<entry>``, as :func:`claim_from_template` names it); shared claims stay as they are."""
+    refs = tuple(
+        PodClaimRef(r.name, f"{pod}-{r.name}", r.template_name) if r.template_name is not None else r
+        for r in shape.refs
+    )
+    return PodClaims(shape.namespace, pod, uid, refs)
 
 
 def claim_from_template(template: ResourceClaimTemplate, pod: PodClaims, ref: PodClaimRef) -> ResourceClaim:
@@ -66,6 +76,8 @@ class DraState:
     allocated: set[DeviceID] = field(default_factory=set)
     #: Bumped whenever an allocation or reservation changes (plugin caches key on it).
     generation: int = 0
+    #: Per (namespace, template, entry) the unallocated claim a pod shape stands for (templates are fixed).
+    _shape_claims: dict[tuple[str, str, str], ResourceClaim] = field(default_factory=dict)
 
     @classmethod
     def from_objects(cls, objects: DraObjects, features: Features = Features()) -> DraState:
@@ -91,6 +103,12 @@ class DraState:
             if ref.claim_name is None:
                 if ref.template_name is None:
                     continue
+                if pod.shape:
+                    found = self._shape_claim(pod, ref)
+                    if isinstance(found, str):
+                        return found
+                    out.append(found)
+                    continue
                 return f'pod "{pod.namespace}/{pod.pod}": ResourceClaim not created yet'
             claim = self.claims.get(f"{pod.namespace}/{ref.claim_name}")
             if claim is None:
@@ -106,6 +124,44 @@ class DraState:
                 )
             out.append(claim)
         return out
+
+    def _shape_claim(self, pod: PodClaims, ref: PodClaimRef) -> ResourceClaim | str:
+        """The claim a template entry of a pod shape will generate (not stored: it is never allocated)."""
+        assert ref.template_name is not None
+        key = (pod.namespace, ref.template_name, ref.name)
+        found = self._shape_claims.get(key)
+        if found is None:
+            template = self.templates.get(f"{pod.namespace}/{ref.template_name}")
+            if template is None:
+                return f'resourceclaimtemplate.resource.k8s.io "{ref.template_name}" not found'
+            found = self._shape_claims[key] = claim_from_template(template, pod, ref)
+        return found
+
+    def instantiate(self, pod: PodClaims) -> list[ResourceClaim]:
+        """The resourceclaim controller's work for a pod about to be bound: each template entry's claim is
+        created (named by the entry's ``claim_name``); shared claims are looked up. In ``spec.resourceClaims``
+        order, as :meth:`resolve` returns them for the pod's shape."""
+        out: list[ResourceClaim] = []
+        for ref in pod.refs:
+            if ref.claim_name is None:
+                continue
+            key = f"{pod.namespace}/{ref.claim_name}"
+            if ref.template_name is not None:
+                template = self.templates[f"{pod.namespace}/{ref.template_name}"]
+                made = claim_from_template(template, pod, ref)
+                claim = made.model_copy(
+                    update={"metadata": made.metadata.model_copy(update={"name": ref.claim_name})}
+                )
+                self.claims[key] = claim
+            out.append(self.claims[key])
+        return out
+
+    def delete_generated(self, pod: PodClaims) -> None:
+        """The pod is gone: the claims generated from templates for it are deleted with it (they are owned
+        by the pod); release them first."""
+        for ref in pod.refs:
+            if ref.template_name is not None and ref.claim_name is not None:
+                self.claims.pop(f"{pod.namespace}/{ref.claim_name}", None)
 
     def add_claim(self, claim: ResourceClaim) -> None:
         """A claim created after the state was built (one generated from a template)."""

@@ -9,10 +9,11 @@ claims"). Reserve records the allocation so later pods see the devices as taken;
 releases them.
 
 The seam for the simulator: ``Scheduler.attach_dynamic_resources(plugin)`` adds this plugin as the last
-filter (kube-scheduler's MultiPoint order ends with it); the simulator calls :meth:`reserve` with the node
-it binds a pod to and :meth:`release` when the pod ends or is evicted, and gives each pod a ``claims``
-field (``PodSpec.claims``); a template entry becomes a claim first (``DraState.add_claim`` of
-:func:`~fleetlab.placement.dra.state.claim_from_template`) and the entry names it.
+filter (kube-scheduler's MultiPoint order ends with it). A job's pods share one pod spec whose ``claims``
+is a *shape* (``PodClaims.shape``: template entries not generated yet, so Filter allocates for the
+templates' own specs); when the simulator binds one pod it calls :meth:`reserve` with that pod's own
+claims (``instance``), which creates the pod's claims from their templates and records the allocation
+Filter found on that node for them; :meth:`release` with the instance when the pod ends or is evicted.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 from fleetlab.model.dra import AllocationResult, PodClaims, ResourceClaim
 from fleetlab.placement.dra.allocator import AllocationError, Allocator, DeviceID, NodeAllocationError
 from fleetlab.placement.dra.cel import CompiledSelector
-from fleetlab.placement.dra.pools import NodeView, selector_matches
+from fleetlab.placement.dra.pools import NodeView, Pool, selector_matches
 from fleetlab.placement.dra.state import DraState
 from fleetlab.placement.framework import CompiledPod, FilterFailure, FilterPlugin
 from fleetlab.placement.state import BoolArray, ClusterState
@@ -60,12 +61,14 @@ class DynamicResources(FilterPlugin):
         self.nodes = list(nodes)
         self._verdicts: dict[PodClaims, _Verdict] = {}
         self._compiled: dict[str, CompiledSelector | CelSyntaxError] = {}
+        #: Per node the pools its slices form (slices do not change while the plugin lives).
+        self._pools: dict[str, list[Pool]] = {}
 
     # -- PreFilter ------------------------------------------------------------------------------------
     def pre_filter(self, state: ClusterState, pod: CompiledPod) -> str | None:
         """Why no node can take the pod whatever its devices (None: per-node Filter decides)."""
         claims = pod.spec.claims
-        return None if claims is None else self._verdict(state, claims).pre_filter
+        return None if claims is None else self._verdict(state.n, claims).pre_filter
 
     def _pre_filter(self, claims: PodClaims) -> list[ResourceClaim] | str:
         found = self.dra.resolve(claims)
@@ -97,11 +100,15 @@ class DynamicResources(FilterPlugin):
         return found
 
     # -- Filter ---------------------------------------------------------------------------------------
-    def _verdict(self, state: ClusterState, claims: PodClaims) -> _Verdict:
+    def _allocator(self) -> Allocator:
+        dra = self.dra
+        return Allocator(dra.classes, dra.slices, dra.allocated, dra.features, self._compiled, self._pools)
+
+    def _verdict(self, n: int, claims: PodClaims) -> _Verdict:
+        """PreFilter and Filter for every one of the ``n`` nodes, cached per DRA generation."""
         found = self._verdicts.get(claims)
         if found is not None and found.generation == self.dra.generation:
             return found
-        n = state.n
         resolved = self._pre_filter(claims)
         if isinstance(resolved, str):
             verdict = _Verdict(
@@ -110,9 +117,7 @@ class DynamicResources(FilterPlugin):
             self._verdicts[claims] = verdict
             return verdict
         pending = [c for c in resolved if c.status.allocation is None]
-        allocator = Allocator(
-            self.dra.classes, self.dra.slices, self.dra.allocated, self.dra.features, self._compiled
-        )
+        allocator = self._allocator()
         passes = np.zeros(n, dtype=bool)
         reasons = [""] * n
         unresolvable = [False] * n
@@ -157,13 +162,13 @@ class DynamicResources(FilterPlugin):
         claims = pod.spec.claims
         if claims is None:
             return np.ones(state.n, dtype=bool)
-        return self._verdict(state, claims).passes
+        return self._verdict(state.n, claims).passes
 
     def failure(self, state: ClusterState, pod: CompiledPod, failing: BoolArray) -> FilterFailure:
         """kube-scheduler's reasons for the failing nodes."""
         claims = pod.spec.claims
         assert claims is not None, "a pod without claims never fails DynamicResources"
-        verdict = self._verdict(state, claims)
+        verdict = self._verdict(state.n, claims)
         counts: dict[str, int] = {}
         rows = np.flatnonzero(failing).tolist()
         for i in rows:
@@ -174,32 +179,44 @@ class DynamicResources(FilterPlugin):
     def reason_at(self, state: ClusterState, pod: CompiledPod, node: int) -> str:
         """The Filter reason for one node ("" where the pod's claims fit)."""
         claims = pod.spec.claims
-        return "" if claims is None else self._verdict(state, claims).reasons[node]
+        return "" if claims is None else self._verdict(state.n, claims).reasons[node]
 
     # -- Reserve / Unreserve --------------------------------------------------------------------------
-    def reserve(self, pod: CompiledPod, node: int) -> list[AllocationResult]:
+    def reserve(
+        self, pod: CompiledPod, node: int, instance: PodClaims | None = None
+    ) -> list[AllocationResult]:
         """Allocate the pod's pending claims on ``node`` (chosen by Filter) and reserve every claim for the
-        pod; returns the new allocations (one per claim that was not allocated yet)."""
+        pod; returns the new allocations (one per claim that was not allocated yet). For a shape, pass the
+        bound pod's own claims as ``instance``: its template claims are created and take the allocation."""
         claims = pod.spec.claims
         if claims is None:
             return []
         verdict = self._verdict_for_node(claims, node)
-        allocations = verdict.allocations.get(node)
-        if allocations is None:
-            raise AllocationError(f"claim allocation not found for node {self.nodes[node].name}")
-        self.dra.reserve(claims, verdict.claims, allocations)
+        allocations = verdict.allocations[node]
+        if claims.shape:
+            if instance is None:
+                raise AllocationError("Reserve of a claims shape needs the pod's own claims")
+            self.dra.reserve(instance, self.dra.instantiate(instance), allocations)
+        else:
+            self.dra.reserve(claims, verdict.claims, allocations)
         return allocations
 
     def _verdict_for_node(self, claims: PodClaims, node: int) -> _Verdict:
-        found = self._verdicts.get(claims)
-        if found is None or found.generation != self.dra.generation or node not in found.allocations:
-            raise AllocationError("Reserve without a Filter verdict for this node in this generation")
+        """The Filter verdict Reserve uses: the one of this DRA generation, computed now when the pod was
+        bound without a fresh Filter (a gang bound by the plan its trial binds made)."""
+        found = self._verdict(len(self.nodes), claims)
+        if node not in found.allocations:
+            raise AllocationError(f"claim allocation not found for node {self.nodes[node].name}")
         return found
 
-    def release(self, pod: CompiledPod) -> None:
-        """The pod ended or was evicted: its reservations go, claims nobody holds are deallocated."""
-        if pod.spec.claims is not None:
-            self.dra.release(pod.spec.claims)
+    def release(self, pod: CompiledPod, instance: PodClaims | None = None) -> None:
+        """The pod ended or was evicted: its reservations go, claims nobody holds are deallocated; the
+        claims generated for a shape's ``instance`` are deleted with the pod."""
+        claims = instance if instance is not None else pod.spec.claims
+        if claims is not None:
+            self.dra.release(claims)
+            if instance is not None:
+                self.dra.delete_generated(instance)
 
     # -- explanation ----------------------------------------------------------------------------------
     def request_counts(self, claims: PodClaims) -> list[tuple[str, str, int, int]]:
@@ -208,9 +225,7 @@ class DynamicResources(FilterPlugin):
         resolved = self.dra.resolve(claims)
         if isinstance(resolved, str):
             return []
-        allocator = Allocator(
-            self.dra.classes, self.dra.slices, self.dra.allocated, self.dra.features, self._compiled
-        )
+        allocator = self._allocator()
         out: list[tuple[str, str, int, int]] = []
         for claim in resolved:
             if claim.status.allocation is not None:

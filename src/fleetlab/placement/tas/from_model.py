@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from fleetlab.model.job import Job
 from fleetlab.model.queues import ResourceFlavor
-from fleetlab.model.tas_request import TopologyRequest
+from fleetlab.model.tas_request import TopologyRequest, topology_request
 from fleetlab.placement.tas.assign import TasPodSet
 from fleetlab.placement.tas.snapshot import TasFlavor
 
@@ -30,7 +30,11 @@ def tas_flavor(flavor: ResourceFlavor, levels: Sequence[str]) -> TasFlavor:
 
 
 def job_topology(job: Job) -> TopologyRequest | None:
-    """The topology request a job's gang fields make (None: implied, when admitted through TAS)."""
+    """The topology request of a job: its ``kueue.x-k8s.io/podset-*`` annotations, else its gang fields
+    (None: implied, when admitted through TAS)."""
+    annotated = topology_request(job.annotations, job.pods)
+    if annotated is not None:
+        return annotated
     if job.topology_required is not None:
         return TopologyRequest(required=job.topology_required)
     if job.topology_preferred is not None:

@@ -110,24 +110,21 @@ class TasSnapshot:
         self.levels = flavor.levels
         self.leaves: dict[str, Leaf] = {}
         self.node_leaf: dict[str, str] = {}
+        #: Per node of the tree its leaf's share: allocatable less the non-TAS pods bound there (kept for
+        #: nodes that leave the tree too, so one coming back is counted as it is); per leaf its nodes; TAS
+        #: usage of leaves not in the tree now (a workload still holds it; it counts when they return).
+        self._node_free: dict[str, dict[str, int]] = {}
+        self._leaf_nodes: dict[str, set[str]] = {}
+        self._stash: dict[str, dict[str, int]] = {}
         usage = non_tas_usage or {}
         for node in nodes:
-            if not self._admits(node):
-                continue
-            values = tuple(node.labels[level] for level in self.levels)
-            leaf_id = values[-1] if self.lowest_is_node else "/".join(values)
-            leaf = self.leaves.get(leaf_id)
-            if leaf is None:
-                leaf = self.leaves[leaf_id] = Leaf(values=values)
-                if self.lowest_is_node:
-                    leaf.taints = node.taints
-                    leaf.labels = node.labels
-            for name, amount in node.allocatable.items():
-                leaf.free[name] = leaf.free.get(name, 0) + amount
+            free = dict(node.allocatable)
             for pod in usage.get(node.name, ()):
-                _sub(leaf.free, pod)
-                leaf.free[PODS] = leaf.free.get(PODS, 0) - 1
-            self.node_leaf[node.name] = leaf_id
+                _sub(free, pod)
+                free[PODS] = free.get(PODS, 0) - 1
+            self._node_free[node.name] = free
+            if self._admits(node):
+                self._join(node)
         self.domains: dict[tuple[str, ...], Domain] = {}
         self.per_level: list[dict[tuple[str, ...], Domain]] = [{} for _ in self.levels]
         self.roots: list[Domain] = []
@@ -145,6 +142,23 @@ class TasSnapshot:
             return False
         return all(level in node.labels for level in self.levels)
 
+    def _join(self, node: TasNode) -> Leaf | None:
+        """Add the node's share to its leaf (made when new; not linked into the tree here)."""
+        values = tuple(node.labels[level] for level in self.levels)
+        leaf_id = values[-1] if self.lowest_is_node else "/".join(values)
+        leaf = self.leaves.get(leaf_id)
+        made = leaf is None
+        if leaf is None:
+            leaf = self.leaves[leaf_id] = Leaf(values=values, tas_usage=self._stash.pop(leaf_id, {}))
+            if self.lowest_is_node:
+                leaf.taints = node.taints
+                leaf.labels = node.labels
+        for name, amount in self._node_free[node.name].items():
+            leaf.free[name] = leaf.free.get(name, 0) + amount
+        self.node_leaf[node.name] = leaf_id
+        self._leaf_nodes.setdefault(leaf_id, set()).add(node.name)
+        return leaf if made else None
+
     def _link(self, domain: Domain) -> None:
         self.domains[domain.values] = domain
         self.per_level[len(domain.values) - 1][domain.values] = domain
@@ -159,21 +173,83 @@ class TasSnapshot:
         domain.parent = parent
         parent.children.append(domain)
 
+    def _unlink(self, domain: Domain) -> None:
+        """Take a domain out of the tree, and its parent when that is left without children."""
+        del self.domains[domain.values]
+        del self.per_level[len(domain.values) - 1][domain.values]
+        parent = domain.parent
+        if parent is None:
+            self.roots.remove(domain)
+            return
+        parent.children.remove(domain)
+        domain.parent = None
+        if not parent.children:
+            self._unlink(parent)
+
+    # -- nodes that come and go (kept incrementally: a run never rebuilds the tree) ----------------------
+    def add_node(self, node: TasNode) -> None:
+        """A node joins the flavor's tree (it became Ready and schedulable); a node of another flavor, or
+        one without every level's label, is ignored."""
+        if node.name in self.node_leaf:
+            return
+        self._node_free.setdefault(node.name, dict(node.allocatable))
+        if not self._admits(node):
+            return
+        made = self._join(node)
+        if made is not None:
+            self._link(made)
+
+    def remove_node(self, name: str) -> None:
+        """A node leaves the tree (NotReady, deleted or cordoned); its leaf goes with its last node, the
+        TAS usage it held kept aside until the leaf returns."""
+        leaf_id = self.node_leaf.pop(name, None)
+        if leaf_id is None:
+            return
+        leaf = self.leaves[leaf_id]
+        _sub(leaf.free, self._node_free[name])
+        members = self._leaf_nodes[leaf_id]
+        members.discard(name)
+        if members:
+            return
+        del self._leaf_nodes[leaf_id]
+        del self.leaves[leaf_id]
+        if any(leaf.tas_usage.values()):
+            self._stash[leaf_id] = leaf.tas_usage
+        self._unlink(leaf)
+
+    def node_usage(self, name: str, requests: Mapping[str, int], sign: int) -> None:
+        """A pod no TAS workload owns was bound (``sign`` 1) to the node, or left it (-1)."""
+        free = self._node_free.get(name)
+        if free is None:
+            return
+        change = {k: sign * v for k, v in requests.items()}
+        change[PODS] = change.get(PODS, 0) + sign
+        _sub(free, change)
+        leaf_id = self.node_leaf.get(name)
+        if leaf_id is not None:
+            _sub(self.leaves[leaf_id].free, change)
+
     # -- usage ------------------------------------------------------------------------------------------
     def leaf_of(self, values: Sequence[str]) -> Leaf | None:
         """The leaf an assignment's domain values name (a hostname, or the full level values)."""
         key = values[-1] if self.lowest_is_node else "/".join(values)
         return self.leaves.get(key)
 
-    def add_tas_usage(self, values: Sequence[str], requests: Mapping[str, int], pods: int) -> None:
-        """Count ``pods`` pods of an admitted TAS workload on a leaf (skipped when the leaf is gone, as
-        Kueue does for a node deleted or NotReady since admission)."""
+    def add_tas_usage(
+        self, values: Sequence[str], requests: Mapping[str, int], pods: int, sign: int = 1
+    ) -> None:
+        """Count ``pods`` pods of an admitted TAS workload on a leaf (``sign`` -1: the workload finished or
+        was evicted). A leaf that is gone does not count it, as Kueue's snapshot skips a node deleted or
+        NotReady since admission, until it returns."""
         leaf = self.leaf_of(values)
-        if leaf is None:
-            return
+        if leaf is not None:
+            usage = leaf.tas_usage
+        else:
+            key = values[-1] if self.lowest_is_node else "/".join(values)
+            usage = self._stash.setdefault(key, {})
         for name, amount in requests.items():
-            leaf.tas_usage[name] = leaf.tas_usage.get(name, 0) + amount * pods
-        leaf.tas_usage[PODS] = leaf.tas_usage.get(PODS, 0) + pods
+            usage[name] = usage.get(name, 0) + sign * amount * pods
+        usage[PODS] = usage.get(PODS, 0) + sign * pods
 
     def remaining(self, leaf: Leaf, simulate_empty: bool) -> dict[str, int]:
         """Free capacity of a leaf, less TAS usage unless the search simulates an empty flavor."""

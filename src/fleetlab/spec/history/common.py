@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from fleetlab.model.gpus import GPU_MODELS
-from fleetlab.model.history import BILL_SCHEMA, JOB_SCHEMA, NODE_DOWN_SCHEMA, NODE_SCHEMA, History
+from fleetlab.model.history import BILL_SCHEMA, NODE_DOWN_SCHEMA, NODE_SCHEMA, History
 from fleetlab.model.history_policy import HistoryPolicy
 from fleetlab.spec.bounded import open_stream
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history.job_columns import check_ranges, finish_jobs, merge_jobs, records_table
 
 #: Times outside 1990..2100 are not from a real record (a zero or a millisecond value read as seconds).
 MIN_UNIX_S = 631_152_000.0
@@ -31,6 +33,9 @@ MAX_UNIX_S = 4_102_444_800.0
 #: Largest count, size or duration a reader accepts in one cell.
 MAX_COUNT = 10_000_000
 MAX_GPUS_PER_POD = 4096
+#: Rows one source may give (jobs or attempts, pods, kubectl objects, bill lines, Prometheus series):
+#: a year of a busy cluster; memory grows with them, so a larger export is split by time.
+MAX_SOURCE_ROWS = 2_000_000
 
 PRODUCT_TO_MODEL: dict[str, str] = {}
 for _name, _gpu in GPU_MODELS.items():
@@ -110,6 +115,8 @@ class SourceData:
     label: str  # what the user named: a file path or the Prometheus URL (never with credentials)
     kind: str  # kubectl, prometheus, slurm, focus, philly, swf
     jobs: list[JobRecord] = field(default_factory=list)
+    #: Jobs a reader parsed as columns (JOB_SCHEMA, absolute times) instead of records; None otherwise.
+    job_table: pa.Table | None = None
     nodes: list[NodeRecord] = field(default_factory=list)
     bill: pa.Table | None = None  # BILL_SCHEMA with absolute Unix seconds
     skipped: Counter[str] = field(default_factory=Counter)
@@ -122,6 +129,22 @@ class SourceData:
     def skip(self, reason: str, count: int = 1) -> None:
         """Count a row left out, under a reason a reader can act on."""
         self.skipped[f"{self.kind}: {reason}"] += count
+
+    def take_table(self) -> pa.Table:
+        """This source's jobs as JOB_SCHEMA columns (absolute times), handed over: the source keeps none,
+        so a million-row table is not held twice while it is shifted."""
+        table = self.job_table if self.job_table is not None else records_table(self.jobs)
+        self.job_table, self.jobs = None, []
+        return table
+
+    def count_rows(self, rows: int) -> None:
+        """Refuse a source past MAX_SOURCE_ROWS rows, with what to do instead."""
+        if rows > MAX_SOURCE_ROWS:
+            raise SpecError(
+                self.label,
+                [f"holds more than {MAX_SOURCE_ROWS:,} rows (jobs, pods, objects, bill lines or series); "
+                 "import a shorter time range (sacct -S/-E, a kubectl dump per week, a shorter --end)"],
+            )  # fmt: skip
 
     def saw(self, *times: float | None) -> None:
         """Note instants the record mentions, so the history's end covers them."""
@@ -276,14 +299,7 @@ RANGES: dict[str, tuple[float, float]] = {
 
 def _check_ranges(part: SourceData) -> None:
     """A SpecError naming the source, job, column, value and range for the first value out of range."""
-    for job in part.jobs:
-        for name, (lo, hi) in RANGES.items():
-            value = getattr(job, name)
-            if value is not None and not lo <= value <= hi:
-                raise SpecError(
-                    part.label,
-                    [f"job {job.job_id}: {name} {short(value)} is outside the allowed {lo:g}..{hi:g}"],
-                )
+    check_ranges(part.label, RANGES, part.jobs, part.job_table)
     for node in part.nodes:
         for name, hi in (("gpus", MAX_GPUS_PER_POD), ("cpu", 1e7), ("memory", 2.0**60)):
             value = getattr(node, name)
@@ -293,14 +309,16 @@ def _check_ranges(part: SourceData) -> None:
 
 def assemble(parts: list[SourceData], end: float | None = None) -> History:
     """One History from every source: merged by job id and node name, shifted to the epoch (the earliest
-    submit, else the earliest node or bill time, floored to a whole second), sorted for determinism."""
+    submit, else the earliest node or bill time, floored to a whole second), sorted for determinism. The
+    parts' jobs are handed over (:meth:`SourceData.take_table`)."""
     for part in parts:
         _check_ranges(part)
-    jobs = _merged([j for p in parts for j in p.jobs], "job_id")
+    jobs = merge_jobs([part.take_table() for part in parts])
     nodes = _merged([n for p in parts for n in p.nodes], "node")
     bills = [p.bill for p in parts if p.bill is not None and p.bill.num_rows]
     downs = [d for p in parts for d in p.node_down]
-    starts = [j.submit for j in jobs] or [n.created for n in nodes if n.created is not None]
+    first = pc.min(jobs.column("submit_s")).as_py() if jobs.num_rows else None
+    starts = [first] if first is not None else [n.created for n in nodes if n.created is not None]
     starts = starts or [d.start for d in downs]
     if not starts and bills:
         starts = [min(float(b.column("charge_start_s").to_numpy().min()) for b in bills)]
@@ -308,15 +326,16 @@ def assemble(parts: list[SourceData], end: float | None = None) -> History:
     ends = [p.end for p in parts if p.end is not None] + [p.latest for p in parts if p.latest is not None]
     end_abs = end if end is not None else (max(ends) if ends else epoch)
     end_abs = max(end_abs, epoch)
-    jobs.sort(key=lambda j: (j.submit, j.job_id))
     nodes.sort(key=lambda n: n.node)
     skipped: Counter[str] = Counter()
     policy = HistoryPolicy()
     for p in parts:
         skipped.update(p.skipped)
         policy = policy.merged(p.policy)
+    holder = [jobs]
+    del jobs  # finish_jobs takes it out of the holder: its absolute times are freed as they are shifted
     return History(
-        jobs=_job_table(jobs, epoch),
+        jobs=finish_jobs(holder, epoch),
         nodes=_node_table(nodes, epoch),
         bill=_bill_table(bills, epoch),
         epoch=iso_utc(epoch),
@@ -344,23 +363,6 @@ def _down_table(windows: list[NodeDownRecord], epoch: float, end: float) -> pa.T
         },
         schema=NODE_DOWN_SCHEMA,
     )
-
-
-_TIME_FIELDS = {"submit": "submit_s", "admitted": "admitted_s", "scheduled": "scheduled_s",
-                "running": "running_s", "end": "end_s"}  # fmt: skip
-
-
-def _job_table(jobs: list[JobRecord], epoch: float) -> pa.Table:
-    columns: dict[str, list[Any]] = {name: [] for name in JOB_SCHEMA.names}
-    plain = [f.name for f in fields(JobRecord) if f.name not in _TIME_FIELDS and f.name in columns]
-    for job in jobs:
-        if job.run_s is None and job.end is not None and job.running is not None:
-            job.run_s = job.end - job.running
-        for name in plain:
-            columns[name].append(getattr(job, name))
-        for attr, column in _TIME_FIELDS.items():
-            columns[column].append(_shift(getattr(job, attr), epoch))
-    return pa.Table.from_pydict(columns, schema=JOB_SCHEMA)
 
 
 def _node_table(nodes: list[NodeRecord], epoch: float) -> pa.Table:

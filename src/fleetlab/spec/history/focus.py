@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +24,11 @@ from typing import Any
 import pyarrow as pa
 
 from fleetlab.model.history import BILL_SCHEMA
+from fleetlab.model.limits import MAX_BILL_AMOUNT
 from fleetlab.spec.billing_export import read_billing_export
 from fleetlab.spec.bounded import csv_dict_reader, json_cell
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.history.common import SourceData, open_text, parse_naive_utc, short
+from fleetlab.spec.history.common import SourceData, bounded_number, open_text, parse_naive_utc, short
 
 REQUIRED = ("BilledCost", "EffectiveCost", "ChargePeriodStart", "ChargePeriodEnd", "BillingCurrency")
 #: Columns defined by FOCUS 1.0, 1.1 and 1.2 (focus_spec, specification/columns), plus pre-1.0 "Region".
@@ -61,19 +61,21 @@ ISO_4217 = frozenset(
 #: FOCUS 1.0-1.2 PricingCategory values (specification/columns/pricingcategory.md), then the 1.0-preview
 #: spellings earlier exports still write; values are kept as the file has them.
 PRICING_CATEGORIES = ("Standard", "Dynamic", "Committed", "Other", "On-Demand", "Commitment-Based")
-MAX_COST = 1e12
+#: FOCUS ChargeCategory values whose costs may be negative (refunds, credits, corrections).
+NEGATIVE_CATEGORIES = frozenset({"Credit", "Adjustment"})
 TIME_HINT = "an ISO 8601 UTC time such as 2024-05-01T00:00:00Z"
 
 
-def _cost(text: str, source: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
+def _cost(text: str, source: str, where: str, category: str) -> float:
+    """A cost cell within ±MAX_BILL_AMOUNT; negative only on a Credit or Adjustment line (FOCUS
+    ChargeCategory), since usage and purchases never cost less than nothing."""
+    value = bounded_number(text.strip(), source, where, -MAX_BILL_AMOUNT, MAX_BILL_AMOUNT)
+    if value < 0 and category not in NEGATIVE_CATEGORIES:
         raise SpecError(
-            source, [f"{where}: {short(text)} is not a number (costs are decimal numbers)"]
-        ) from None
-    if not math.isfinite(value) or abs(value) > MAX_COST:
-        raise SpecError(source, [f"{where}: {short(text)} is outside -1e12..1e12"])
+            source,
+            [f"{where}: {short(text)} on a ChargeCategory {category or '(blank)'!r} line; only "
+             f"{' and '.join(sorted(NEGATIVE_CATEGORIES))} lines may be negative"],
+        )  # fmt: skip
     return value
 
 
@@ -147,6 +149,7 @@ def focus_lines(
             header = [h.strip() for h in reader.fieldnames or []]
         except (csv.Error, UnicodeDecodeError) as exc:
             raise SpecError(source, [f"line 1: not a CSV header: {exc}"]) from None
+        reader.fieldnames = header  # the rows are keyed by the names as read, blanks around them dropped
         missing = [c for c in REQUIRED if c not in header]
         if missing:
             raise SpecError(
@@ -163,8 +166,10 @@ def focus_lines(
                 line = _line(row, number, source, region_col, data)
                 if line is not None:
                     yield line
-                if progress is not None and number % 65536 == 0:
-                    progress(fh.tell())
+                if number % 65536 == 0:
+                    data.count_rows(number)
+                    if progress is not None:  # the file's position (tell() is off while it is iterated)
+                        progress(fh.buffer.raw.tell() if hasattr(fh.buffer, "raw") else 0)
         except csv.Error as exc:
             raise SpecError(source, [f"line {reader.reader.line_num}: not valid CSV: {exc}"]) from None
         except UnicodeDecodeError as exc:
@@ -202,14 +207,15 @@ def _line(
                 + ", ".join(PRICING_CATEGORIES)
             ],
         )
+    charge = (row.get("ChargeCategory") or "").strip()
     line = FocusLine(
         line=number,
         start=start,
         end=end,
         pricing_category=category or None,
         region=((row.get(region_col) or "").strip() or None) if region_col else None,
-        billed_cost=_cost(row["BilledCost"], source, f"{where}, column BilledCost"),
-        effective_cost=_cost(row["EffectiveCost"], source, f"{where}, column EffectiveCost"),
+        billed_cost=_cost(row["BilledCost"], source, f"{where}, column BilledCost", charge),
+        effective_cost=_cost(row["EffectiveCost"], source, f"{where}, column EffectiveCost", charge),
         currency=currency,
         tags=_tags(row.get("Tags") or "", source, f"{where}, column Tags"),
         cells=row,

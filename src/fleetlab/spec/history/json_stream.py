@@ -14,10 +14,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from fleetlab.spec.bounded import MAX_DEPTH, STRICT_DECODER, check_depth
+from fleetlab.spec.bounded import (
+    FAST_STRICT_DECODER,
+    MAX_DEPTH,
+    STRICT_DECODER,
+    long_digits,
+    nested_deeper,
+)
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import open_text
-from fleetlab.spec.kube_objects import SECRET_KINDS, read_objects
+from fleetlab.spec.kube_objects import SECRET_KINDS, check_envelope, read_objects
 
 CHUNK_CHARS = 8 * 1024 * 1024
 #: One object (a pod, a Workload) larger than this is not from kubectl.
@@ -27,10 +33,24 @@ MAX_YAML_BYTES = 256 * 1024 * 1024
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-class _Reader:
-    """A growing text window over the file: ``pos`` is the next unread character."""
+class StreamReader:
+    """A growing text window over a stream: ``pos`` is the next unread character. Errors name the line of
+    a file (``source`` is its path) or, for other streams (``lines=False``: an HTTP answer), the
+    character."""
 
-    def __init__(self, fh: TextIO, source: str, progress: Callable[[int], None] | None) -> None:
+    def __init__(
+        self,
+        fh: TextIO,
+        source: str,
+        progress: Callable[[int], None] | None,
+        lines: bool = True,
+        shallow: bool = True,
+    ) -> None:
+        self.lines = lines
+        #: Refuse values nested deeper than MAX_DEPTH or holding integers of more than MAX_INT_DIGITS
+        #: digits, for consumers that recurse or keep integers; a reader that turns each value into floats
+        #: without recursion (Prometheus samples) may skip both (the C decoder still stops at its own limit).
+        self.shallow = shallow
         self.fh = fh
         self.source = source
         self.buf = ""
@@ -76,7 +96,13 @@ class _Reader:
         self.peek()
         while True:
             try:
-                value, end = STRICT_DECODER.raw_decode(self.buf, self.pos)
+                try:
+                    value, end = FAST_STRICT_DECODER.raw_decode(self.buf, self.pos)
+                    huge = self.shallow and long_digits(self.buf, self.pos, end)
+                except ValueError:  # past Python's own digit limit, or a real error: the strict decoder says
+                    huge = True
+                if huge:  # maybe an integer longer than allowed: decode with its check
+                    value, end = STRICT_DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
                 # Input cut off by the window fails at its end (or inside a string running past it);
                 # an error well before the end is in the file itself.
@@ -92,15 +118,16 @@ class _Reader:
                 raise self.error(f"invalid JSON: {exc}", truncated=False) from None
             if end == len(self.buf) and self.fill():
                 continue  # a number could go on in the next chunk
-            try:
-                check_depth(self.source, value)
-            except SpecError:
-                raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False) from None
+            if self.shallow and nested_deeper(self.buf, self.pos, end):
+                raise self.error(f"JSON nested deeper than {MAX_DEPTH} levels", truncated=False)
             self.pos = end
             return value
 
     def error(self, problem: str, at: int | None = None, truncated: bool = True) -> SpecError:
-        line = _line_of(self.source, self.offset + (self.pos if at is None else at))
+        offset = self.offset + (self.pos if at is None else at)
+        if not self.lines:
+            return SpecError(self.source, [f"character {offset + 1}: {problem}"])
+        line = _line_of(self.source, offset)
         hint = (
             " (is the file truncated? re-save it with `kubectl get ... -o json > FILE`)" if truncated else ""
         )
@@ -126,7 +153,7 @@ def _checked(obj: Any, source: str, where: str, default_kind: str | None) -> dic
             source, [f"{where}: expected a Kubernetes object (a mapping), got {type(obj).__name__}"]
         )
     kind = obj.get("kind") or default_kind
-    if kind in SECRET_KINDS:
+    if isinstance(kind, str) and kind in SECRET_KINDS:
         raise SpecError(
             source,
             [f"{where}: this file holds a Secret; nothing of its content was read or printed. Give pods, "
@@ -136,6 +163,7 @@ def _checked(obj: Any, source: str, where: str, default_kind: str | None) -> dic
         return None
     if obj.get("kind") != kind:
         obj["kind"] = kind
+    check_envelope(obj, source, where, kind)  # metadata, spec and status are mappings, labels text maps
     return obj
 
 
@@ -153,7 +181,7 @@ def stream_list(
     With ``many``, documents written one after another (``kubectl ... >> FILE``) follow in turn."""
     source = str(path)
     with open_text(path) as fh:
-        reader = _Reader(fh, source, progress)
+        reader = StreamReader(fh, source, progress)
         try:
             if reader.peek() == "":
                 raise SpecError(source, ["the file is empty; expected JSON"])
@@ -166,9 +194,9 @@ def stream_list(
             raise SpecError(source, [f"is not UTF-8 text ({exc.reason}); expected JSON"]) from None
 
 
-def _document(reader: _Reader, key: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _document(reader: StreamReader, key: str) -> Iterator[tuple[Any, dict[str, Any]]]:
     if reader.peek() == "[":
-        for item in _array(reader):
+        for item in array_items(reader):
             yield item, {}
         yield STREAM_END, {}
         return
@@ -182,7 +210,7 @@ def _document(reader: _Reader, key: str) -> Iterator[tuple[Any, dict[str, Any]]]
             raise reader.error("expected a field name")
         reader.expect(":", "':'")
         if name == key and reader.peek() == "[":
-            for item in _array(reader):
+            for item in array_items(reader):
                 yield item, top
             top[name] = STREAM_END
         else:
@@ -198,7 +226,7 @@ STREAM_END: Any = object()
 def _first_char(path: Path) -> str:
     with open_text(path) as fh:
         try:
-            return _Reader(fh, str(path), None).peek()
+            return StreamReader(fh, str(path), None).peek()
         except UnicodeDecodeError as exc:
             raise SpecError(str(path), [f"is not UTF-8 text ({exc.reason}); expected JSON"]) from None
 
@@ -244,7 +272,7 @@ def stream_objects(
             yield out
 
 
-def _array(reader: _Reader) -> Iterator[Any]:
+def array_items(reader: StreamReader) -> Iterator[Any]:
     reader.expect("[", "'['")
     first = True
     while reader.peek() != "]":
@@ -255,7 +283,7 @@ def _array(reader: _Reader) -> Iterator[Any]:
     reader.expect("]", "']'")
 
 
-def _end(reader: _Reader) -> None:
+def _end(reader: StreamReader) -> None:
     if reader.peek() != "":
         raise reader.error("unexpected text after the end of the JSON document")
 

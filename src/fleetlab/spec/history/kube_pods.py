@@ -17,7 +17,7 @@ from typing import Any
 from fleetlab.model.cluster import GPU_PRODUCT_LABEL
 from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.spec.history.common import JobRecord, SourceData, gpu_model_of, parse_rfc3339
-from fleetlab.spec.kube_objects import check_container_lists
+from fleetlab.spec.kube_objects import check_container_lists, field_list, field_map
 from fleetlab.spec.kube_requests import pod_requests
 from fleetlab.spec.kube_snapshot import GROUP_KEYS, QUEUE_LABEL
 
@@ -42,7 +42,9 @@ def owner_of(meta: dict[str, Any]) -> tuple[str, str, str | None]:
     labels = meta.get("labels") or {}
     if labels.get(LWS_LABEL):
         return "LeaderWorkerSet", str(labels[LWS_LABEL]), None
-    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+    owners = [
+        o for o in field_list(meta.get("ownerReferences"), "metadata.ownerReferences") if isinstance(o, dict)
+    ]
     controller = next((o for o in owners if o.get("controller")), owners[0] if owners else None)
     if controller is not None and controller.get("kind") and controller.get("name"):
         uid = controller.get("uid")
@@ -219,13 +221,13 @@ def _container_times(
     last: float | None = None
     restarts = 0
     reason: str | None = None
-    for i, cs in enumerate(status.get("containerStatuses") or []):
+    for i, cs in enumerate(field_list(status.get("containerStatuses"), "status.containerStatuses")):
         if not isinstance(cs, dict):
             continue
         here = f"{where}.status.containerStatuses[{i}]"
         restarts += int(cs.get("restartCount") or 0) if isinstance(cs.get("restartCount"), int) else 0
         for state_key in ("lastState", "state"):
-            state = cs.get(state_key) or {}
+            state = field_map(cs.get(state_key), f"status.containerStatuses[{i}].{state_key}")
             for kind in ("running", "terminated"):
                 detail = state.get(kind)
                 if not isinstance(detail, dict):
@@ -250,7 +252,7 @@ def pod_times(obj: dict[str, Any], source: str, where: str) -> PodTimes:
     status = obj.get("status") or {}
     scheduled = None
     disrupted = status.get("reason") == "Evicted"
-    for i, cond in enumerate(status.get("conditions") or []):
+    for i, cond in enumerate(field_list(status.get("conditions"), "status.conditions")):
         if not isinstance(cond, dict):
             continue
         if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
@@ -258,7 +260,7 @@ def pod_times(obj: dict[str, Any], source: str, where: str) -> PodTimes:
                 cond.get("lastTransitionTime"), source, f"{where}.status.conditions[{i}].lastTransitionTime"
             )
         if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
-            disrupted = disrupted or cond.get("reason") in DISRUPTION_REASONS
+            disrupted = disrupted or str(cond.get("reason")) in DISRUPTION_REASONS
     started, finished, restarts, reason = _container_times(status, source, where)
     if status.get("phase") == "Failed" and status.get("reason"):
         reason = str(status["reason"])  # Evicted, DeadlineExceeded, ... (the pod-level cause)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import SourceData, parse_rfc3339
@@ -26,12 +26,17 @@ from fleetlab.spec.history.kueue_history import (
     read_workload,
     tally_event,
 )
-from fleetlab.spec.kube_objects import object_name
+from fleetlab.spec.kube_objects import ShapeError, field_list, field_map, object_name
 
 #: Owner kinds whose own objects carry the job's creation time and outcome.
 OWNER_KINDS = frozenset({"Job", "JobSet", "PyTorchJob", "TFJob", "MPIJob", "LeaderWorkerSet", "RayJob"})
 #: Kinds read but not used for jobs (counted, not errors: a `kubectl get all` dump has them).
 IGNORED_KINDS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "Service", "ConfigMap", "DaemonSet"})
+
+
+def _whole(value: Any, negative: bool = False) -> TypeGuard[int]:
+    """A whole number in a Kubernetes object, not negative unless allowed (``true`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and (negative or value >= 0)
 
 
 class KubeHistory(KubeJobs):
@@ -42,30 +47,48 @@ class KubeHistory(KubeJobs):
         self.events = EventTally()
         self.workloads: list[WorkloadFacts] = []
         self.policy = KubePolicy()  # queues, quotas, priority classes, node outages
+        self.objects = 0  # objects read, all files together (the source's row count)
 
     def read(self, path: Path, progress: Callable[[int], None] | None = None) -> None:
         """Stream one file's objects into the history."""
         source = str(path)
         for obj in stream_objects(path, progress, lambda: self.data.skip("object without kind")):
-            kind = obj["kind"]
-            if kind == "Pod":
-                self._pod(obj, source)
-            elif kind in OWNER_KINDS:
-                self._owner(obj, source)
-            elif kind == "Workload":
-                self.workloads.append(read_workload(obj, source, self.data))
-            elif kind == "Event":
-                if not self.policy.event(obj, source, self.data):
-                    tally_event(self.events, obj, source, self.data)
-            elif kind == "Node":
-                self.data.nodes.append(node_record(obj, source))
-                self.policy.node_status(obj, source)
-            elif kind in POLICY_KINDS:
-                self.policy.take(obj, source)
-            elif kind in IGNORED_KINDS:
-                self.data.skip(f"{kind} objects are not read")
-            else:
-                self.data.skip(f"unknown kind {kind[:40]}")
+            self.objects += 1
+            self.data.count_rows(self.objects)
+            try:
+                self._object(obj, source)
+            except ShapeError as exc:  # a field of the wrong JSON type, named (never its value)
+                raise SpecError(source, [f"{obj['kind']} {object_name(obj)}: {exc}"]) from None
+            except (TypeError, AttributeError, KeyError, OverflowError) as exc:  # one not named yet
+                raise SpecError(
+                    source,
+                    [
+                        f"{obj['kind']} {object_name(obj)}: a field has a value of the wrong JSON type or "
+                        f"size ({type(exc).__name__}); expected the object as kubectl writes it"
+                    ],
+                ) from None
+
+    def _object(self, obj: dict[str, Any], source: str) -> None:
+        """One object into the history, by kind."""
+        kind = obj["kind"]
+        if kind == "Pod":
+            self._pod(obj, source)
+        elif kind in OWNER_KINDS:
+            self._owner(obj, source)
+        elif kind == "Workload":
+            self.workloads.append(read_workload(obj, source, self.data))
+        elif kind == "Event":
+            if not self.policy.event(obj, source, self.data):
+                tally_event(self.events, obj, source, self.data)
+        elif kind == "Node":
+            self.data.nodes.append(node_record(obj, source))
+            self.policy.node_status(obj, source)
+        elif kind in POLICY_KINDS:
+            self.policy.take(obj, source)
+        elif kind in IGNORED_KINDS:
+            self.data.skip(f"{kind} objects are not read")
+        else:
+            self.data.skip(f"unknown kind {kind[:40]}")
 
     def _pod(self, obj: dict[str, Any], source: str) -> None:
         meta = obj.get("metadata") or {}
@@ -88,7 +111,7 @@ class KubeHistory(KubeJobs):
         job.take_min("running", times.started)
         job.take_max("end", times.finished)
         self.data.saw(times.created, times.scheduled, times.started, times.finished)
-        if isinstance(spec.get("priority"), int):
+        if _whole(spec.get("priority"), negative=True):
             job.priority = max(
                 job.priority if job.priority is not None else spec["priority"], spec["priority"]
             )
@@ -126,16 +149,18 @@ class KubeHistory(KubeJobs):
         if kind == "Job":
             parallelism = spec.get("parallelism", 1)
             completions = spec.get("completions")
-            if isinstance(parallelism, int) and parallelism >= 0:
-                if isinstance(completions, int) and completions >= 0:
+            if _whole(parallelism):
+                if _whole(completions):
                     parallelism = min(parallelism, completions)
                 job.parallelism = max(parallelism, 1)
-            template = (spec.get("template") or {}).get("spec") or {}
+            template = field_map(
+                field_map(spec.get("template"), "spec.template").get("spec"), "spec.template.spec"
+            )
             job.take_requests(template, f"{where}.spec.template.spec", source)
             failed = status.get("failed")
-            if isinstance(failed, int) and failed > 0:
+            if _whole(failed) and failed > 0:
                 job.replaced_pods += failed
-        for i, cond in enumerate(status.get("conditions") or []):
+        for i, cond in enumerate(field_list(status.get("conditions"), "status.conditions")):
             if not isinstance(cond, dict) or cond.get("status") != "True":
                 continue
             at = parse_rfc3339(

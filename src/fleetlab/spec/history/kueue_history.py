@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from fleetlab.spec.history.common import SourceData, go_duration_s, parse_rfc3339
 from fleetlab.spec.history.kube_pods import CLASS_LABEL, TEAM_LABELS, JobAcc, KubeJobs, owner_of
-from fleetlab.spec.kube_objects import object_name
+from fleetlab.spec.kube_objects import field_list, field_map, object_name
 from fleetlab.spec.kube_snapshot import QUEUE_LABEL
 
 #: kubelet's Pulled message: `Successfully pulled image "x" in 2.345s (2.345s including waiting)...`.
@@ -62,14 +62,14 @@ class EventTally:
 
 def _event_count(obj: dict[str, Any]) -> int:
     for value in (obj.get("count"), (obj.get("series") or {}).get("count"), obj.get("deprecatedCount")):
-        if isinstance(value, int) and 0 < value < 10_000_000:
+        if _is_int(value) and 0 < value < 10_000_000:
             return value
     return 1
 
 
 def tally_event(tally: EventTally, obj: dict[str, Any], source: str, data: SourceData) -> None:
     """Record one Event if it is one the history uses; others are counted as skipped by reason."""
-    target = obj.get("involvedObject") or obj.get("regarding") or {}
+    target = field_map(obj.get("involvedObject") or obj.get("regarding"), "involvedObject")
     reason = str(obj.get("reason") or "")
     kind = target.get("kind")
     key = f"{target.get('namespace') or 'default'}/{target.get('name')}"
@@ -98,7 +98,9 @@ def _conditions(
     obj: dict[str, Any], source: str, where: str
 ) -> dict[str, tuple[str, str, str, float | None]]:
     out: dict[str, tuple[str, str, str, float | None]] = {}
-    for i, cond in enumerate((obj.get("status") or {}).get("conditions") or []):
+    for i, cond in enumerate(
+        field_list(field_map(obj.get("status"), "status").get("conditions"), "status.conditions")
+    ):
         if isinstance(cond, dict) and cond.get("type"):
             at = parse_rfc3339(
                 cond.get("lastTransitionTime"), source, f"{where}.status.conditions[{i}].lastTransitionTime"
@@ -127,6 +129,11 @@ class WorkloadFacts:
     deactivated: tuple[float | None] | None  # (when it was evicted as inactive) for spec.active false
 
 
+def _is_int(value: Any) -> TypeGuard[int]:
+    """A whole number of a Kubernetes object (``true`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> WorkloadFacts:
     """The facts of one Workload; its instants count toward the history's end at once."""
     meta = obj.get("metadata") or {}
@@ -140,10 +147,11 @@ def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> Workloa
         kind, owner_name = "Workload", name
     shape = JobAcc(key="", kind=kind, namespace=namespace, name=owner_name)
     counts = 0
-    for i, pod_set in enumerate(spec.get("podSets") or []):
+    for i, pod_set in enumerate(field_list(spec.get("podSets"), "spec.podSets")):
         if not isinstance(pod_set, dict):
             continue
-        template = (pod_set.get("template") or {}).get("spec") or {}
+        here = f"spec.podSets[{i}].template"
+        template = field_map(field_map(pod_set.get("template"), here).get("spec"), f"{here}.spec")
         count = pod_set.get("count", 1) if isinstance(pod_set.get("count"), int) else 1
         shape.take_requests(template, f"{where}.spec.podSets[{i}].template.spec", source, count)
         counts += count
@@ -152,7 +160,7 @@ def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> Workloa
     conds = _conditions(obj, source, where)
     data.saw(created, *(at for _, _, _, at in conds.values()))
     reserved = conds.get("QuotaReserved") or conds.get("Admitted")
-    requeues = (status.get("requeueState") or {}).get("count")
+    requeues = field_map(status.get("requeueState"), "status.requeueState").get("count")
     finished = conds.get("Finished")
     labels = meta.get("labels") or {}
     return WorkloadFacts(
@@ -162,10 +170,10 @@ def read_workload(obj: dict[str, Any], source: str, data: SourceData) -> Workloa
         created=created,
         labels={str(k): str(v) for k, v in labels.items() if k in LABELS_USED},
         queue=str(spec["queueName"]) if spec.get("queueName") else None,
-        priority=spec["priority"] if isinstance(spec.get("priority"), int) else None,
+        priority=spec["priority"] if _is_int(spec.get("priority")) else None,
         shape=shape,
         admitted=reserved[3] if reserved and reserved[0] == "True" else None,
-        requeues=requeues if isinstance(requeues, int) and 0 <= requeues < 10_000_000 else 0,
+        requeues=requeues if _is_int(requeues) and 0 <= requeues < 10_000_000 else 0,
         # Kueue adds the Evicted condition only when it evicts; on re-admission it sets it False and keeps
         # it, so its presence means at least one eviction. Preempted counts while True.
         evicted="Evicted" in conds or conds.get("Preempted", ("",))[0] == "True",

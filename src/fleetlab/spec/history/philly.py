@@ -63,6 +63,7 @@ def _read_summary(path: Path) -> SourceData:
             )  # fmt: skip
         try:
             for number, row in enumerate(reader, start=2):
+                data.count_rows(number)
                 where = f"line {number}"
                 if any(row.get(c) is None for c in SUMMARY_COLUMNS):
                     raise SpecError(source, [f"{where}: fewer fields than the header (truncated?)"])
@@ -100,6 +101,7 @@ def _read_log(path: Path, progress: Callable[[int], None] | None) -> SourceData:
     for index, (job, _) in enumerate(stream_list(path, "jobs", progress)):
         if job is STREAM_END:
             break
+        data.count_rows(index + 1)
         record = _log_job(job, source, f"[{index}]", data)
         if record is not None:
             data.jobs.append(record)
@@ -139,8 +141,11 @@ def _log_job(job: Any, source: str, where: str, data: SourceData) -> JobRecord |
         ends += [end] if end is not None else []
         detail = attempt.get("detail") or []
         if isinstance(detail, list):  # every attempt's machines; the shape of the widest attempt
-            here_machines = [str(d.get("ip")) for d in detail if isinstance(d, dict) and d.get("ip")]
-            here_gpus = sum(len(d.get("gpus") or []) for d in detail if isinstance(d, dict))
+            hosts = [d for d in detail if isinstance(d, dict)]
+            if any(not isinstance(d.get("gpus") or [], list) for d in hosts):
+                raise SpecError(source, [f"{here}.detail[].gpus: expected a list of GPU names"])
+            here_machines = [str(d.get("ip")) for d in hosts if d.get("ip")]
+            here_gpus = sum(len(d.get("gpus") or []) for d in hosts)
             every.update(here_machines)
             if here_gpus > gpus or (here_gpus == gpus and len(here_machines) > len(machines)):
                 machines, gpus = here_machines, here_gpus

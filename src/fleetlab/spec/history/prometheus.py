@@ -9,21 +9,21 @@ before image pulls finish), ``kube_pod_completion_time`` (end); ``kube_pod_statu
 ``kube_node_status_allocatable``, ``kube_node_labels`` and ``kube_node_created`` (nodes; a node whose
 series stop before the range ends was deleted at its last sample). DCGM: ``DCGM_FI_DEV_GPU_UTIL`` (percent,
 mean over samples -> ``gpu_util_mean``) and ``DCGM_FI_DEV_FB_USED`` (MiB, max -> ``gpu_mem_used_max``),
-matched to pods by their ``pod``/``namespace`` labels (``exported_*`` first). The token is sent as
-``Authorization: Bearer``; it never appears in output, files or errors.
+matched to pods by their ``pod``/``namespace`` labels (``exported_*`` first). The HTTP side (no redirects,
+deadlines, a streamed and capped answer, a token that never appears in output, files or errors) is
+:mod:`.prometheus_api`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.common import (
@@ -32,11 +32,17 @@ from fleetlab.spec.history.common import (
     checked_unix,
     gpu_model_of,
     labels_json,
+    short,
 )
 from fleetlab.spec.history.kube_pods import JobAcc, job_record
+from fleetlab.spec.history.prometheus_api import (
+    DEFAULT_IMPORT_DEADLINE_S,
+    PrometheusClient,
+)
 
-#: Largest response body read for one query; beyond it the query range or step must change.
-MAX_RESPONSE_BYTES = 512 * 1024 * 1024
+FloatArray = NDArray[np.float64]
+#: Steps one import may span (a year at the default 60 s step).
+MAX_RANGE_POINTS = 600_000
 #: Prometheus refuses more than 11,000 points per series; stay under it.
 MAX_POINTS = 10_000
 DEFAULT_STEP_S = 60.0
@@ -71,93 +77,41 @@ class PromPod:
     fb_max: float | None = None
 
 
-class PrometheusClient:
-    """query_range calls with a bounded body, a timeout and errors that name the URL, never the token."""
-
-    def __init__(self, url: str, token: str | None, timeout_s: float) -> None:
-        parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise SpecError(
-                f"--prometheus {url}", ["expected an http:// or https:// URL of a Prometheus server"]
-            )
-        if parsed.username or parsed.password:
-            raise SpecError(
-                "--prometheus",
-                ["the URL holds credentials; give a bearer token with --token-env or --token-file instead"],
-            )
-        self.base = url.rstrip("/")
-        self.token = token
-        self.timeout_s = timeout_s
-
-    def query_range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        """The ``matrix`` result of one range query."""
-        params = urllib.parse.urlencode({"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                                         "step": f"{step:g}"})  # fmt: skip
-        request = urllib.request.Request(f"{self.base}/api/v1/query_range?{params}")
-        if self.token:
-            request.add_header("Authorization", f"Bearer {self.token}")
-        where = f"Prometheus {self.base}, query {query}"
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                body = response.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            raise SpecError(where, [_http_problem(exc)]) from None
-        except urllib.error.URLError as exc:
-            reason = getattr(exc.reason, "strerror", None) or str(exc.reason)
-            raise SpecError(
-                where, [f"cannot reach the server ({reason}); check --prometheus and that Prometheus is up"]
-            ) from None
-        except TimeoutError:
-            raise SpecError(
-                where, [f"no answer within {self.timeout_s:g}s; try a shorter range or --step"]
-            ) from None
-        except OSError as exc:
-            raise SpecError(where, [f"connection failed: {exc.strerror or exc}"]) from None
-        if len(body) > MAX_RESPONSE_BYTES:
-            raise SpecError(
-                where,
-                [f"the answer is larger than {MAX_RESPONSE_BYTES // 2**20} MiB; import a shorter range"],
-            )
-        return _matrix(body, where)
-
-
-def _http_problem(exc: urllib.error.HTTPError) -> str:
-    if exc.code in (401, 403):
-        return f"HTTP {exc.code}: not authorised; check the token given with --token-env or --token-file"
+def _pair(pair: Any, where: str) -> tuple[float, float]:
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise SpecError(where, [f"a sample is not [time, value]: {short(pair)}"])
     try:
-        payload = json.loads(exc.read(1 << 16))
-        detail = f"{payload.get('errorType', 'error')}: {str(payload.get('error', ''))[:300]}"
-    except (ValueError, OSError, AttributeError):
-        detail = str(exc.reason)[:300]
-    return f"HTTP {exc.code}: {detail}"
+        t, v = float(pair[0]), float(pair[1])
+    except (TypeError, ValueError, OverflowError):
+        raise SpecError(where, [f"a sample is not numeric: {short(pair)}"]) from None
+    if not math.isfinite(t):
+        raise SpecError(where, [f"a sample's time is not a finite number: {short(pair)}"])
+    return t, v
 
 
-def _matrix(body: bytes, where: str) -> list[dict[str, Any]]:
+def _samples(values: list[Any], where: str) -> FloatArray:
+    """The finite values of every sample (Prometheus writes stale markers and gaps as NaN), converted by
+    numpy in one call; a sample that is not ``[time, value]`` goes through :func:`_pair` for the error."""
     try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError):
-        raise SpecError(
-            where, ["the answer is not JSON; is --prometheus the Prometheus server's URL?"]
-        ) from None
-    if not isinstance(payload, dict) or payload.get("status") != "success":
-        error = payload.get("error") if isinstance(payload, dict) else None
-        raise SpecError(where, [f"Prometheus answered with an error: {str(error)[:300]}"])
-    data = payload.get("data") or {}
-    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
-        raise SpecError(where, ["expected a range-query matrix in the answer"])
-    return [s for s in data["result"] if isinstance(s, dict)]
+        pairs = np.array(values, dtype=np.float64)
+    except (ValueError, TypeError, OverflowError):
+        pairs = np.empty((0, 0))
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.isfinite(pairs[:, 0]).all():
+        if values:
+            pairs = np.array([_pair(p, where) for p in values], dtype=np.float64)
+        else:
+            return np.empty(0)
+    kept: FloatArray = pairs[:, 1][np.isfinite(pairs[:, 1])]
+    return kept
 
 
-def _samples(series: dict[str, Any], where: str) -> Iterator[tuple[float, float]]:
-    for pair in series.get("values") or []:
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise SpecError(where, [f"a sample is not [time, value]: {str(pair)[:80]}"])
-        try:
-            t, v = float(pair[0]), float(pair[1])
-        except (TypeError, ValueError):
-            raise SpecError(where, [f"a sample is not numeric: {str(pair)[:80]}"]) from None
+def _last(values: list[Any], where: str) -> tuple[float, float] | None:
+    """The latest sample with a finite value (most queries need only it: no list of every sample)."""
+    for pair in reversed(values):
+        t, v = _pair(pair, where)
         if math.isfinite(v):
-            yield t, v
+            return t, v
+    return None
 
 
 def _pod_key(labels: dict[str, str]) -> tuple[str, str] | None:
@@ -183,6 +137,7 @@ class PromHistory:
         # Whole steps per window; windows [a, a + window - step] do not share an evaluation instant.
         self.window = max(round(window / self.step), 1) * self.step
         self.data = SourceData(label=client.base, kind="prometheus", end=end)
+        self.series = 0  # series read so far, all queries together (the source's row count)
         self.pods: dict[tuple[str, str], PromPod] = {}
         self.job_owner: dict[tuple[str, str], tuple[str, str]] = {}
 
@@ -192,14 +147,16 @@ class PromHistory:
             found = self.pods[key] = PromPod(key[0], key[1])
         return found
 
-    def each(self, query: str) -> Iterator[tuple[dict[str, str], list[tuple[float, float]], str]]:
+    def each(self, query: str) -> Iterator[tuple[dict[str, str], list[Any], str]]:
+        """Every series of ``query`` over the range, window by window: labels, raw values, error place."""
         where = f"Prometheus {self.client.base}, query {query}"
         at = self.start
         while at <= self.end:
             last = min(at + self.window - self.step, self.end)
             for series in self.client.query_range(query, at, last, self.step):
-                labels = {str(k): str(v) for k, v in (series.get("metric") or {}).items()}
-                yield labels, list(_samples(series, where)), where
+                self.series += 1
+                self.data.count_rows(self.series)
+                yield series["metric"], series["values"], where
             at += self.window
 
     def read(self, progress: Callable[[int], None] | None = None) -> SourceData:
@@ -213,37 +170,36 @@ class PromHistory:
 
     def _times(self) -> None:
         for attr, metric in TIME_METRICS.items():
-            for labels, samples, where in self.each(metric):
-                key = _pod_key(labels)
-                if key is None or not samples:
+            for labels, values, where in self.each(metric):
+                key, sample = _pod_key(labels), _last(values, where)
+                if key is None or sample is None:
                     self.data.skip(f"{metric} series without namespace/pod or samples")
                     continue
                 pod = self.pod(key)
-                pod.times[attr] = checked_unix(samples[-1][1], where, f"pod {key[0]}/{key[1]}")
-                last = samples[-1][0]
-                pod.last_seen = last if pod.last_seen is None else max(pod.last_seen, last)
+                pod.times[attr] = checked_unix(sample[1], where, f"pod {key[0]}/{key[1]}")
+                pod.last_seen = sample[0] if pod.last_seen is None else max(pod.last_seen, sample[0])
 
     def _phases(self) -> None:
-        for labels, samples, _ in self.each("kube_pod_status_phase == 1"):
+        for labels, values, where in self.each("kube_pod_status_phase == 1"):
             key = _pod_key(labels)
-            if key is None or not samples or key not in self.pods:
+            sample = _last(values, where) if key in self.pods else None
+            if key is None or sample is None:
                 continue
             pod = self.pods[key]
-            last = samples[-1][0]
-            if last > pod.phase_at:
-                pod.phase, pod.phase_at = labels.get("phase"), last
+            if sample[0] > pod.phase_at:
+                pod.phase, pod.phase_at = labels.get("phase"), sample[0]
 
     def _owners(self) -> None:
         for labels, _, _ in self.each('kube_job_owner{owner_is_controller="true"}'):
-            if (
-                labels.get("namespace")
-                and labels.get("job_name")
-                and labels.get("owner_name") not in (None, "<none>")
-            ):
-                self.job_owner[(labels["namespace"], labels["job_name"])] = (
-                    labels["owner_kind"],
-                    labels["owner_name"],
+            owner = (labels.get("owner_kind"), labels.get("owner_name"))
+            if not (labels.get("namespace") and labels.get("job_name")):
+                continue
+            if owner[0] in (None, "", "<none>") or owner[1] in (None, "", "<none>"):
+                self.data.skip(
+                    "kube_job_owner series without owner_kind or owner_name (the Job is its own owner)"
                 )
+                continue
+            self.job_owner[(labels["namespace"], labels["job_name"])] = (str(owner[0]), str(owner[1]))
         for labels, _, _ in self.each("kube_pod_owner"):
             key = _pod_key(labels)
             if key is None or key not in self.pods or labels.get("owner_kind") in (None, "", "<none>"):
@@ -254,46 +210,54 @@ class PromHistory:
 
     def _requests(self) -> None:
         query = "kube_pod_container_resource_requests"
-        for labels, samples, _ in self.each(query):
+        for labels, values, where in self.each(query):
             key = _pod_key(labels)
             raw = labels.get("resource", "")
             mig = _KSM_MIG.match(raw)
             resource = f"mig{mig.group(1)}" if mig else KSM_RESOURCES.get(raw)
-            if key is None or key not in self.pods or resource is None or not samples:
+            sample = _last(values, where) if key in self.pods and resource is not None else None
+            if key is None or sample is None:
                 continue
             pod = self.pods[key]
             name = f"{resource}:{labels.get('container', '')}"
-            pod.requests[name] = max(pod.requests.get(name, 0.0), samples[-1][1])
+            pod.requests[name] = max(pod.requests.get(name, 0.0), sample[1])
             if labels.get("node"):
                 pod.node = labels["node"]
 
     def _dcgm(self) -> None:
-        for labels, samples, _ in self.each("DCGM_FI_DEV_GPU_UTIL"):
+        for labels, values, where in self.each("DCGM_FI_DEV_GPU_UTIL"):
             key = _pod_key(labels)
             if key is None or key not in self.pods:
                 continue
             pod = self.pods[key]
-            pod.util_sum += sum(v for _, v in samples)
+            samples = _samples(values, where)
+            pod.util_sum += float(samples.sum())
             pod.util_n += len(samples)
-        for labels, samples, _ in self.each("DCGM_FI_DEV_FB_USED"):
+        for labels, values, where in self.each("DCGM_FI_DEV_FB_USED"):
             key = _pod_key(labels)
-            if key is None or key not in self.pods or not samples:
+            samples = _samples(values, where) if key in self.pods else np.empty(0)
+            if key is None or not len(samples):
                 continue
             pod = self.pods[key]
-            top = max(v for _, v in samples) * 2**20
+            top = float(samples.max()) * 2**20
             pod.fb_max = top if pod.fb_max is None else max(pod.fb_max, top)
 
     def _nodes(self) -> None:
         nodes: dict[str, NodeRecord] = {}
         last_seen: dict[str, float] = {}
-        for labels, samples, _ in self.each("kube_node_status_allocatable"):
+        for labels, values, where in self.each("kube_node_status_allocatable"):
             name = labels.get("node")
-            if not name or not samples:
+            sample = _last(values, where) if name else None
+            if not name or sample is None:
                 continue
             node = nodes.setdefault(name, NodeRecord(node=name))
-            last_seen[name] = max(last_seen.get(name, samples[-1][0]), samples[-1][0])
-            value = samples[-1][1]
+            last_seen[name] = max(last_seen.get(name, sample[0]), sample[0])
+            value = sample[1]
             resource = labels.get("resource")
+            if not 0 <= value <= 2.0**60:
+                raise SpecError(
+                    where, [f"node {name}: allocatable {resource} {short(value)} is outside 0..2^60"]
+                )
             if resource == "nvidia_com_gpu":
                 node.gpus = int(value)
             elif resource == "cpu":
@@ -312,10 +276,11 @@ class PromHistory:
             node.zone = node_labels.get("topology_kubernetes_io_zone")
             node.capacity_type = node_labels.get("karpenter_sh_capacity_type")
             node.pool = node_labels.get("cloud_google_com_gke_nodepool") or node.instance_type
-        for labels, samples, where in self.each("kube_node_created"):
+        for labels, values, where in self.each("kube_node_created"):
             found = nodes.get(labels.get("node", ""))
-            if found is not None and samples:
-                found.created = checked_unix(samples[-1][1], where, f"node {found.node}")
+            sample = _last(values, where) if found is not None else None
+            if found is not None and sample is not None:
+                found.created = checked_unix(sample[1], where, f"node {found.node}")
         for name, seen in last_seen.items():
             if seen < self.end - 2 * self.step:  # its series stopped: the node went away
                 nodes[name].deleted = seen
@@ -398,14 +363,23 @@ class PromHistory:
 def read_prometheus(
     url: str, start: float, end: float, token: str | None = None, step_s: float = DEFAULT_STEP_S,
     timeout_s: float = 30.0, progress: Callable[[int], None] | None = None,
-    window_s: float = DEFAULT_WINDOW_S,
+    window_s: float = DEFAULT_WINDOW_S, deadline_s: float = DEFAULT_IMPORT_DEADLINE_S,
 ) -> SourceData:  # fmt: skip
-    """Pods, jobs and nodes between ``start`` and ``end`` (Unix seconds) from a Prometheus server."""
+    """Pods, jobs and nodes between ``start`` and ``end`` (Unix seconds) from a Prometheus server, each
+    query within ``timeout_s`` and all of them within ``deadline_s``."""
+    for value, name in ((start, "--start"), (end, "--end")):
+        checked_unix(value, name, "the range")
     if not end > start:
         raise SpecError("--prometheus", [f"the range must have end after start (got {start:g} .. {end:g})"])
-    if not 0 < step_s <= 86400:
+    if not 1 <= step_s <= 86400:
         raise SpecError("--step", [f"{step_s:g}s: allowed 1s..1d"])
-    client = PrometheusClient(url, token, timeout_s)
+    if not (end - start) / step_s <= MAX_RANGE_POINTS:
+        raise SpecError(
+            "--prometheus",
+            [f"the range holds {(end - start) / step_s:,.0f} steps of {step_s:g}s; at most "
+             f"{MAX_RANGE_POINTS:,} (import a shorter range or a larger --step)"],
+        )  # fmt: skip
+    client = PrometheusClient(url, token, timeout_s, deadline_s)
     if not window_s >= step_s:
         raise SpecError("--prometheus", [f"the query window ({window_s:g}s) must be at least one step"])
     return PromHistory(client, start, end, step_s, window_s).read(progress)

@@ -76,6 +76,8 @@ def _number(text: str, source: str, where: str, whole: bool) -> float | None:
         return None
     try:
         value = float(int(text)) if whole else float(text)
+    except OverflowError:  # a whole number past float range
+        value = math.inf
     except ValueError:
         raise SpecError(
             source, [f"{where}: {short(text)} is not a {'whole ' if whole else ''}number"]
@@ -106,7 +108,10 @@ def parse_tres_limits(text: str, source: str, where: str) -> dict[str, int]:
             match = _MEM.match(value)
             if match is None:
                 raise SpecError(source, [f"{where}: mem={short(value)} is not a size such as 64G"])
-            out["mem"] = int(float(match.group(1)) * _MEM_UNITS[match.group(2)])
+            size = float(match.group(1)) * _MEM_UNITS[match.group(2)]
+            if not size <= 2**62:  # also inf from a run of digits
+                raise SpecError(source, [f"{where}: mem={short(value)} is over 2^62 bytes"])
+            out["mem"] = int(size)
         elif name in ("cpu", "node", "gres/gpu"):
             out[name] = _int(value, source, f"{where} {name}") or 0
         elif name.startswith("gres/gpu:"):

@@ -12,14 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleetlab.model.history import History
+from fleetlab.spec.credentials import public_url
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.checks import check_history
 from fleetlab.spec.history.common import SourceData, assemble, head_bytes
 from fleetlab.spec.history.focus import read_focus, read_gcp_export
+from fleetlab.spec.history.job_columns import returned_memory
 from fleetlab.spec.history.kubectl import KubeHistory, read_kubectl
 from fleetlab.spec.history.opencost import read_opencost
 from fleetlab.spec.history.philly import read_philly
 from fleetlab.spec.history.prometheus import DEFAULT_STEP_S, DEFAULT_WINDOW_S, read_prometheus
+from fleetlab.spec.history.prometheus_api import DEFAULT_IMPORT_DEADLINE_S
 from fleetlab.spec.history.slurm import read_slurm
 from fleetlab.spec.history.swf import SwfNodes, read_swf
 
@@ -52,9 +55,10 @@ class PrometheusSource:
     step_s: float = DEFAULT_STEP_S
     timeout_s: float = 30.0
     window_s: float = DEFAULT_WINDOW_S
+    deadline_s: float = DEFAULT_IMPORT_DEADLINE_S
 
-    def __repr__(self) -> str:  # keep the token out of any log or traceback
-        return f"PrometheusSource(url={self.url!r}, start={self.start}, end={self.end})"
+    def __repr__(self) -> str:  # keep the token (and any credentials in the URL) out of logs and tracebacks
+        return f"PrometheusSource(url={public_url(self.url)!r}, start={self.start}, end={self.end})"
 
 
 def split_source(text: str) -> tuple[str | None, Path]:
@@ -180,6 +184,19 @@ def import_sources(
     progress: Progress | None = None,
     swf_nodes: SwfNodes | None = None,
 ) -> History:
+    """:func:`_import_sources` with freed memory returned at once (``job_columns.returned_memory``)."""
+    with returned_memory():
+        return _import_sources(sources, prometheus, end, swf_processors, progress, swf_nodes)
+
+
+def _import_sources(
+    sources: Sequence[str | Path],
+    prometheus: PrometheusSource | None = None,
+    end: float | None = None,
+    swf_processors: str = "cpus",
+    progress: Progress | None = None,
+    swf_nodes: SwfNodes | None = None,
+) -> History:
     """One History from files (``[FORMAT:]PATH``) and, optionally, a Prometheus server.
 
     ``end`` (Unix seconds) is when the record ends; by default the latest instant any source mentions
@@ -212,13 +229,22 @@ def import_sources(
             read_prometheus(
                 prometheus.url, prometheus.start, prometheus.end, prometheus.token, prometheus.step_s,
                 prometheus.timeout_s, (lambda done: progress("prometheus", done, 6)) if progress else None,
-                prometheus.window_s,
+                prometheus.window_s, prometheus.deadline_s,
             )
         )  # fmt: skip
     for fmt, path in others:
         parts.append(read_source(fmt, path, progress, swf_processors, swf_nodes))
-    label = ", ".join(str(s) for s in sources) or (prometheus.url if prometheus else "import")
-    return check_history(assemble(parts, end), label)
+    label = ", ".join(str(s) for s in sources) or (public_url(prometheus.url) if prometheus else "import")
+    history = assemble(parts, end)
+    parts.clear()  # the sources' own tables (absolute times) are not needed past this point
+    if not (history.jobs.num_rows or history.nodes.num_rows or history.bill.num_rows):
+        left_out = "; ".join(f"{reason}: {count}" for reason, count in list(history.skipped.items())[:4])
+        raise SpecError(
+            label,
+            ["holds no job, node or bill line to import" + (f" (left out: {left_out})" if left_out else "")
+             + "; check the files (or the range and queries of --prometheus)"],
+        )  # fmt: skip
+    return check_history(history, label)
 
 
 def _read_kube(paths: list[Path], tick: Callable[[int], None], offsets: list[int]) -> SourceData:

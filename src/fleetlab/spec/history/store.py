@@ -7,15 +7,18 @@ it back with every column and the record checked.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from fleetlab.model.history import JOB_STATES, History
 from fleetlab.spec.atomic_dir import atomic_dir
 from fleetlab.spec.bounded import load_json, read_text_file
 from fleetlab.spec.errors import SpecError
 from fleetlab.spec.history.folder import read_history_folder, write_history_folder
+from fleetlab.spec.history.job_columns import returned_memory
 
 FORMAT = "fleetlab-history/1"
 IMPORT_HINT = "write one with `fleetlab import SOURCE... --out DIR`"
@@ -23,7 +26,8 @@ IMPORT_HINT = "write one with `fleetlab import SOURCE... --out DIR`"
 
 def jobs_by_state(history: History) -> dict[str, int]:
     """Job counts for every state in JOB_STATES (zeros included), in that order."""
-    counts = Counter(history.jobs.column("state").to_pylist())
+    counted = pc.value_counts(history.jobs.column("state")).to_pylist()
+    counts = {item["values"]: item["counts"] for item in counted}
     return {state: counts.get(state, 0) for state in JOB_STATES}
 
 
@@ -50,16 +54,18 @@ def wait_unmeasured(history: History) -> int:
     """Jobs that ran (not pending, not cancelled before starting) with no recorded start instant: their
     wait is not measured (SWF logs without wait times, summaries that give only a duration). The
     baseline's ``wait_unmeasured`` counts the same jobs."""
-    state = history.jobs.column("state").to_pylist()
-    scheduled = history.jobs.column("scheduled_s").to_pylist()
-    ran = (sc is None and st not in ("pending", "cancelled") for st, sc in zip(state, scheduled, strict=True))
-    return sum(ran)
+    jobs = history.jobs
+    if not jobs.num_rows:
+        return 0
+    ran = pc.invert(pc.is_in(jobs.column("state"), value_set=pa.array(["pending", "cancelled"])))
+    unmeasured = pc.and_(pc.is_null(jobs.column("scheduled_s")), ran)  # in Arrow: no Python object per job
+    return int(pc.sum(unmeasured.cast("int64")).as_py() or 0)
 
 
 def write_history(history: History, out: Path) -> None:
     """Write the history folder at ``out`` atomically (the old folder stays whole until the new one is),
     with the richer history.json of :func:`history_meta`."""
-    with atomic_dir(out) as staging:
+    with atomic_dir(out) as staging, returned_memory():
         write_history_folder(history, staging)
         text = json.dumps(history_meta(history), indent=2, sort_keys=True, allow_nan=False)
         (staging / "history.json").write_text(text + "\n", encoding="utf-8")

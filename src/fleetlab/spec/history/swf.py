@@ -117,6 +117,7 @@ def read_swf(
                         [f"line {number}: a job line before the '; UnixStartTime: N' header line; SWF times "
                          "are seconds from it"],
                     )  # fmt: skip
+                data.count_rows(number)
                 try:
                     record = _job(text, number, state, path, processors_as, data, partials)
                 except _Corrupt as bad:

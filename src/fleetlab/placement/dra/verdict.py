@@ -1,6 +1,6 @@
-"""The DRA part of a pending pod's verdict: which of its ResourceClaims cannot be satisfied, and how many
-devices in the cluster match each request (the DynamicResources plugin's PreFilter / Filter reasons,
-plus the counts kube-scheduler does not print)."""
+"""The DRA part of a pending pod's verdict, for ``diagnose`` and the simulator's pending table: which of
+its ResourceClaims cannot be satisfied, and how many devices in the cluster match each request (the
+DynamicResources plugin's PreFilter / Filter reasons, plus the counts kube-scheduler does not print)."""
 
 from __future__ import annotations
 
