@@ -105,3 +105,45 @@ def assert_accounting_checks(run: Any) -> None:
         report = check_run(out)
     assert report.ok, "\n".join(report.mismatches[:20])
     assert report.checked > 0
+
+
+def kueue_queue(gpus: int, **cq_spec: Any) -> list[dict[str, Any]]:
+    """Kueue objects for one queue: flavor ``f``, ClusterQueue ``cq`` of 64 CPUs, 512Gi and ``gpus`` GPUs
+    (``cq_spec`` adds spec fields), LocalQueue ``lq`` in namespace default."""
+    api = "kueue.x-k8s.io/v1beta2"
+    resources = [
+        {"name": "cpu", "nominalQuota": "64"},
+        {"name": "memory", "nominalQuota": "512Gi"},
+        {"name": "nvidia.com/gpu", "nominalQuota": gpus},
+    ]
+    group = {
+        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+        "flavors": [{"name": "f", "resources": resources}],
+    }
+    return [
+        {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": "f"}},
+        {
+            "apiVersion": api,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {"resourceGroups": [group], **cq_spec},
+        },
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "default"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ]
+
+
+def provisioning_check(name: str = "prov", config: str = "p") -> dict[str, Any]:
+    """An AdmissionCheck of Kueue's provisioning controller naming ProvisioningRequestConfig ``config``."""
+    params = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": config}
+    spec = {"controllerName": "kueue.x-k8s.io/provisioning-request", "parameters": params}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": spec,
+    }

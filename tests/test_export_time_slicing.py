@@ -1,4 +1,5 @@
-"""``fleetlab export`` for time-sliced pools: the device plugin config gains ``sharing.timeSlicing`` in the
+"""``fleetlab export`` for time-sliced and MPS pools: the device plugin config gains ``sharing.timeSlicing``
+(or ``sharing.mps``) in the
 NVIDIA k8s-device-plugin's config file format (``api/config/v1``: Config, Sharing, ReplicatedResources,
 ReplicatedResource), the ConfigMap passes ``kubernetes-validate``, and what the plugin would advertise from
 it equals what fleetlab's pool advertises."""
@@ -32,7 +33,7 @@ def _check_fields(config: dict[str, Any]) -> None:
     assert set(config["flags"]) <= FIELDS["Flags"]
     if "sharing" in config:
         assert set(config["sharing"]) <= FIELDS["Sharing"]
-        sliced = config["sharing"]["timeSlicing"]
+        (sliced,) = config["sharing"].values()
         assert set(sliced) <= FIELDS["ReplicatedResources"]
         for resource in sliced["resources"]:
             assert set(resource) <= FIELDS["ReplicatedResource"]
@@ -42,7 +43,8 @@ def _check_fields(config: dict[str, Any]) -> None:
 def _advertised(config: dict[str, Any], gpus: int) -> dict[str, int]:
     """What the plugin advertises per node from a config: each listed resource × replicas, renamed
     ``<name>.shared`` under renameByDefault (or to ``rename``); plain GPUs otherwise."""
-    sliced = config.get("sharing", {}).get("timeSlicing")
+    sharing = config.get("sharing", {})
+    sliced = sharing.get("timeSlicing") or sharing.get("mps")
     if sliced is None:
         return {"nvidia.com/gpu": gpus}
     out: dict[str, int] = {}
@@ -64,6 +66,7 @@ def test_time_sliced_pools_export_their_sharing_config(tmp_path: Path) -> None:
             gpus=2,
             time_slicing={"replicas": 3, "renameByDefault": True, "failRequestsGreaterThanOne": True},
         ),
+        pool("mps", count=1, gpus=2, mps={"replicas": 4}),
     ]
     scenario = Scenario.model_validate({"cluster": {"pools": pools}, "workload": {"jobs": []}})
     export_scenario(scenario, tmp_path / "out")
@@ -82,6 +85,10 @@ def test_time_sliced_pools_export_their_sharing_config(tmp_path: Path) -> None:
         "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
     }
     assert configs["renamed"]["sharing"]["timeSlicing"]["failRequestsGreaterThanOne"] is True
+    # MPS (device plugin v0.15+): no failRequestsGreaterThanOne to set, the plugin forces it on
+    assert configs["mps"]["sharing"] == {
+        "mps": {"renameByDefault": False, "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}
+    }
     for node_pool in scenario.cluster.pools:
         expected = {k: v for k, v in node_pool.device_resources().items() if v}
         assert _advertised(configs[node_pool.name], node_pool.gpus_per_node) == expected

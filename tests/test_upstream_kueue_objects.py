@@ -115,12 +115,12 @@ def test_other_kueue_kinds_are_accepted_with_one_warning_each() -> None:
             },
         )
     )
-    notes = config.notes
-    assert len(notes) == 4
+    notes = config.notes  # AdmissionCheck and ProvisioningRequestConfig act in the run: no note
+    assert len(notes) == 2
     assert notes[0] == (  # no ResourceFlavor names the Topology (a TAS flavor would make the run use it)
         'kueue: Topology "default" accepted; no ResourceFlavor names it in topologyName, so nothing uses it'
     )
-    assert notes[2] == (
+    assert notes[1] == (
         'kueue: MultiKueueCluster "w1", "w2" accepted but not modelled: '
         "workloads run in this cluster, not dispatched to workers"
     )
@@ -167,9 +167,7 @@ def test_admission_checks_and_strategy_are_exclusive() -> None:
     del objects[1]["spec"]["admissionChecks"]
     objects[1]["spec"]["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
     config = queue_config_from_objects(objects)
-    assert config.notes == [
-        'kueue: ClusterQueue "q": admissionChecksStrategy, admissionScope accepted but not modelled (ignored)'
-    ]
+    assert config.notes == ['kueue: ClusterQueue "q": admissionScope accepted but not modelled (ignored)']
 
 
 def test_workload_priority_class_sets_the_job_priority() -> None:

@@ -17,6 +17,8 @@ import pytest
 
 from fleetlab.admission.limit_range import apply_limit_ranges, defaulted_item
 from fleetlab.admission.resource_quota import (
+    JOB_CONTROLLER_BACKOFF,
+    ControllerBackoff,
     admit_pod,
     creation_retry_delay_s,
     pod_constraints,
@@ -240,6 +242,28 @@ def test_controller_retries_with_client_go_backoff() -> None:
     assert [creation_retry_delay_s(n) for n in (1, 2, 3)] == [0.005, 0.01, 0.02]
     assert creation_retry_delay_s(18) == pytest.approx(655.36)
     assert creation_retry_delay_s(19) == 1000.0
+
+
+def test_item_exponential_failure_rate_limiter() -> None:
+    """kubernetes/kubernetes ``staging/src/k8s.io/client-go/util/workqueue/default_rate_limiters_test.go``
+    at 78fc8e44052f699bf598f84b697b41e5a328c9c5, ``TestItemExponentialFailureRateLimiter``: base 1 ms,
+    max 1 s: the failures of one item wait 1, 2, 4, 8, 16 ms (5 requeues); another item starts again at
+    1 ms, 2 ms; once forgotten (a successful sync) an item starts at 1 ms again."""
+    limiter = ControllerBackoff(0.001, 1.0)
+    assert [limiter.delay_s(n) for n in range(1, 6)] == [0.001, 0.002, 0.004, 0.008, 0.016]
+    assert [limiter.delay_s(n) for n in (1, 2)] == [0.001, 0.002]  # "two", counted on its own
+    assert limiter.delay_s(1) == 0.001  # after Forget
+    assert limiter.delay_s(11) == 1.0  # 1 ms · 2^10 = 1.024 s: capped
+    with pytest.raises(ValueError):
+        limiter.delay_s(0)
+
+
+def test_job_controller_backs_off_from_one_second_to_a_minute() -> None:
+    """kubernetes/kubernetes ``pkg/controller/job/job_controller.go`` at
+    6ae037f1db843e99547258d7dd292301a74ba0eb: the Job queue's rate limiter is
+    ``NewTypedItemExponentialFailureRateLimiter(DefaultJobApiBackOff = 1 s, MaxJobApiBackOff = 1 min)``
+    and a sync whose pod creation failed is requeued rate-limited: 1, 2, 4, 8, 16, 32 s, then 60 s."""
+    assert [JOB_CONTROLLER_BACKOFF.delay_s(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
 
 
 def test_limit_range_defaults_and_bounds() -> None:

@@ -11,8 +11,11 @@ extended resources (``requests.nvidia.com/gpu``).
 Admission refuses a pod that would take any quota of its namespace over its hard limit ("exceeded
 quota"), and — the old compatibility rule — a pod with a container that does not set cpu or memory when a
 quota limits that resource ("must specify"). Only quotas whose scopes match the pod count it. The pod's
-controller then retries the creation with client-go's default controller rate limiter: 5 ms · 2^n, at
-most 1000 s.
+controller then syncs again after its work queue's per-item exponential backoff (client-go
+``ItemExponentialFailureRateLimiter``): base · 2^(n−1) after the n-th failed sync in a row, capped —
+1 s to 1 min for the Job controller (``DefaultJobApiBackOff`` / ``MaxJobApiBackOff``, Kubernetes 1.36;
+older releases used 10 s to 6 min), 5 ms to 1000 s for the ReplicaSet controller (client-go's
+``DefaultControllerRateLimiter``).
 
 Quantities are exact (fractions): quota arithmetic never rounds.
 """
@@ -30,12 +33,18 @@ from fleetlab.model.resource_quota import ResourceQuota, ScopedRequirement
 from fleetlab.spec.kube_requests import add_into, containers_total
 
 __all__ = [
+    "JOB_CONTROLLER_BACKOFF",
+    "REPLICASET_CONTROLLER_BACKOFF",
+    "ControllerBackoff",
+    "QuotaCharge",
     "QuotaDecision",
+    "admit_charges",
     "admit_pod",
     "creation_retry_delay_s",
     "pod_constraints",
     "pod_totals",
     "pod_usage",
+    "quota_charges",
     "quota_matches",
     "status_used",
     "usage_stats",
@@ -219,6 +228,57 @@ class QuotaDecision:
     charged: Mapping[str, Usage] | None = None
 
 
+@dataclass(frozen=True)
+class QuotaCharge:
+    """What one pod would add to one quota that matches it (``delta``, the resources the quota limits),
+    the quota's hard limits, and the "must specify" problem that refuses the pod whatever the usage."""
+
+    quota: str
+    hard: Mapping[str, Fraction]
+    delta: Mapping[str, Fraction]
+    problem: str | None = None
+
+
+def quota_charges(
+    pod: Mapping[str, Any], quotas: Sequence[ResourceQuota], now: datetime | None = None
+) -> list[QuotaCharge]:
+    """Per quota of the pod's namespace that matches it (by name), what admitting it would charge: the
+    part of the admission check that depends on the pod alone, computed once per pod shape."""
+    usage = pod_usage(pod, now)
+    out: list[QuotaCharge] = []
+    for quota in sorted(quotas, key=lambda q: q.metadata.name):
+        if not quota_matches(quota, pod):
+            continue
+        hard = {k: parse_quantity(v) for k, v in quota.spec.hard.items()}
+        delta = {k: v for k, v in usage.items() if k in hard}
+        out.append(QuotaCharge(quota.metadata.name, hard, delta, pod_constraints(hard, pod)))
+    return out
+
+
+def admit_charges(
+    charges: Sequence[QuotaCharge], used: Mapping[str, Mapping[str, Fraction]]
+) -> QuotaDecision:
+    """The ResourceQuota admission check of a pod whose charges are ``charges`` against what each quota
+    uses now (``used``: per quota name its ``status.used``): refused at the first quota (by name) it
+    breaks, with the API server's message."""
+    charged: dict[str, Usage] = {}
+    for charge in charges:
+        if charge.problem is not None:
+            return QuotaDecision(False, f"failed quota: {charge.quota}: {charge.problem}")
+        delta, hard = charge.delta, charge.hard
+        now_used = used.get(charge.quota, {})
+        over = [k for k, v in delta.items() if now_used.get(k, Fraction(0)) + v > hard[k]]
+        if over:
+            return QuotaDecision(
+                False,
+                f"exceeded quota: {charge.quota}, requested: {_pretty({k: delta[k] for k in over})}, "
+                f"used: {_pretty({k: now_used.get(k, Fraction(0)) for k in over})}, "
+                f"limited: {_pretty({k: hard[k] for k in over})}",
+            )
+        charged[charge.quota] = dict(delta)
+    return QuotaDecision(True, charged=charged)
+
+
 def admit_pod(
     pod: Mapping[str, Any],
     quotas: Sequence[ResourceQuota],
@@ -227,32 +287,34 @@ def admit_pod(
 ) -> QuotaDecision:
     """The ResourceQuota admission check of one new pod against the quotas of its namespace (``used``:
     per quota name its current ``status.used``)."""
-    usage = pod_usage(pod, now)
-    charged: dict[str, Usage] = {}
-    for quota in sorted(quotas, key=lambda q: q.metadata.name):
-        if not quota_matches(quota, pod):
-            continue
-        hard = {k: parse_quantity(v) for k, v in quota.spec.hard.items()}
-        problem = pod_constraints(hard, pod)
-        if problem is not None:
-            return QuotaDecision(False, f"failed quota: {quota.metadata.name}: {problem}")
-        delta = {k: v for k, v in usage.items() if k in hard}
-        now_used = used.get(quota.metadata.name, {})
-        over = [k for k, v in delta.items() if now_used.get(k, Fraction(0)) + v > hard[k]]
-        if over:
-            return QuotaDecision(
-                False,
-                f"exceeded quota: {quota.metadata.name}, requested: {_pretty({k: delta[k] for k in over})}, "
-                f"used: {_pretty({k: now_used.get(k, Fraction(0)) for k in over})}, "
-                f"limited: {_pretty({k: hard[k] for k in over})}",
-            )
-        charged[quota.metadata.name] = delta
-    return QuotaDecision(True, charged=charged)
+    return admit_charges(quota_charges(pod, quotas, now), used)
+
+
+@dataclass(frozen=True)
+class ControllerBackoff:
+    """A controller work queue's per-item exponential failure backoff (client-go
+    ``ItemExponentialFailureRateLimiter``): the n-th failed sync in a row waits base · 2^(n−1), at most
+    ``max_s``; a successful sync forgets the count."""
+
+    base_s: float
+    max_s: float
+
+    def delay_s(self, failures: int) -> float:
+        """Seconds before the next sync after ``failures`` (≥ 1) failed syncs in a row."""
+        if failures < 1:
+            raise ValueError("failures are counted from 1")
+        return float(min(self.base_s * 2.0 ** min(failures - 1, 62), self.max_s))
+
+
+#: kubernetes/kubernetes pkg/controller/job/job_controller.go: ``DefaultJobApiBackOff`` 1 s,
+#: ``MaxJobApiBackOff`` 1 min (a sync that failed to create pods is requeued rate-limited).
+JOB_CONTROLLER_BACKOFF = ControllerBackoff(1.0, 60.0)
+#: client-go ``DefaultControllerRateLimiter``'s per-item part (the ReplicaSet controller's queue).
+REPLICASET_CONTROLLER_BACKOFF = ControllerBackoff(0.005, 1000.0)
 
 
 def creation_retry_delay_s(failures: int) -> float:
-    """The controller's wait before creating the pod again after ``failures`` refusals (client-go
-    ``DefaultControllerRateLimiter``'s per-item exponential part: 5 ms · 2^(failures−1), at most 1000 s)."""
-    if failures < 1:
-        raise ValueError("failures are counted from 1")
-    return float(min(0.005 * 2.0 ** min(failures - 1, 40), 1000.0))
+    """The ReplicaSet controller's wait before creating the pod again after ``failures`` refusals
+    (client-go ``DefaultControllerRateLimiter``'s per-item exponential part: 5 ms · 2^(failures−1), at
+    most 1000 s)."""
+    return REPLICASET_CONTROLLER_BACKOFF.delay_s(failures)

@@ -199,7 +199,11 @@ SUMMARY_FIELDS = tuple(f.name for f in fields(Summary) if f.name != "policy")
 #: run_summary's column types come from Summary's declared fields, never from the values seen (a float
 #: figure that happens to be whole in every run stays DOUBLE).
 _SUMMARY_HINTS = get_type_hints(Summary)
-_SUMMARY_TYPES: dict[Any, tuple[pa.DataType, Any]] = {int: (pa.int64(), int), float: (pa.float64(), float)}
+_SUMMARY_TYPES: dict[Any, tuple[pa.DataType, Any]] = {
+    int: (pa.int64(), int),
+    float: (pa.float64(), float),
+    float | None: (pa.float64(), float),  # a wait bucket only some runs have (null in the others)
+}
 
 
 def _summary_table(records: Sequence[dict[str, Any]], changes: dict[str, str], baseline: str) -> pa.Table:

@@ -37,7 +37,8 @@ def gpu_pools(cluster: Cluster) -> list[NodePool]:
 
 
 def device_plugin_config(pool: NodePool) -> dict[str, Any]:
-    """The device plugin config file for one pool: its MIG strategy (``none`` without MIG)."""
+    """The device plugin config file for one pool: its MIG strategy (``none`` without MIG) and its
+    ``sharing.timeSlicing`` or ``sharing.mps``."""
     strategy = "none" if pool.mig is None else pool.mig.strategy
     config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": strategy}}
     sliced = pool.time_slicing
@@ -47,6 +48,13 @@ def device_plugin_config(pool: NodePool) -> dict[str, Any]:
                 "renameByDefault": sliced.rename_by_default,
                 "failRequestsGreaterThanOne": sliced.fail_requests_greater_than_one,
                 "resources": [{"name": GPU, "replicas": sliced.replicas}],
+            }
+        }
+    if pool.mps is not None:  # the plugin always refuses requests above one replica under MPS
+        config["sharing"] = {
+            "mps": {
+                "renameByDefault": pool.mps.rename_by_default,
+                "resources": [{"name": GPU, "replicas": pool.mps.replicas}],
             }
         }
     return config

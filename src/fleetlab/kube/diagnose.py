@@ -36,9 +36,8 @@ from fleetlab.kube.verdicts import NodeGroup, Verdicts, per_node_verdicts, rule_
 from fleetlab.model.resources import GPU, format_amount, is_extended
 from fleetlab.placement.dra.verdict import dra_block
 from fleetlab.placement.framework import PodSpec
-from fleetlab.placement.rule_blame import room_rule_block
 from fleetlab.placement.state import BoolArray
-from fleetlab.sim.pending import classify, classify_gang
+from fleetlab.sim.pending import classify_blamed, classify_gang
 from fleetlab.spec.kube_snapshot import KubeNode, KubePod
 
 #: What the gang verdict says when every waiting pod of the group fits at once.
@@ -227,14 +226,8 @@ def _placement(live: LiveCluster, pod: KubePod, spec: PodSpec) -> _Placement:
     scheduler = live.scheduler
     compiled = scheduler.compile(spec)
     verdicts = per_node_verdicts(scheduler, compiled)
-    blocked_by, detail = classify(scheduler, spec)
-    capacity = ""
-    if blocked_by in ("shortage", "fragmentation"):
-        # Free room a rule keeps away is the rule's doing: the constraint whose removal opens room.
-        opened = room_rule_block(scheduler, compiled)
-        if opened is not None:
-            capacity = blocked_by
-            blocked_by, detail = opened[0], f"{opened[1]}; on the nodes it may use: {blocked_by}, {detail}"
+    # Free room a rule keeps away is the rule's doing: the constraint whose removal opens room.
+    blocked_by, detail, capacity = classify_blamed(scheduler, spec)
     if blocked_by in ("constraints", "too-large"):
         ruled = rule_block(scheduler, compiled, verdicts)
         if ruled is not None:

@@ -53,7 +53,7 @@ def queue_rows(result: SimulationResult) -> list[QueueRow]:
     for k, (cq, fr) in enumerate(samples.keys):
         mine = (queue_of == cq) & started
         quota_wait = jobs.quota_wait_ms[mine] / 1000.0
-        node_wait = (jobs.queue_wait_ms - jobs.quota_wait_ms)[mine] / 1000.0
+        node_wait = jobs.node_wait_ms()[mine] / 1000.0
         rows.append(
             QueueRow(
                 cluster_queue=cq,

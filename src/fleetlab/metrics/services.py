@@ -6,6 +6,11 @@ servers and per-server rate. A sample meets the SLO when every target given is m
 traffic meets it trivially. *Late requests* are ``∫ rps·P(T > target) dt`` — the request-seconds served
 late — against the p99 target when one is given, else the p50 target; a saturated sample (no ready
 replica, or more traffic than the replicas can serve) counts all its requests as late.
+
+On a cluster where replicas can share GPUs the samples carry the replicas' mean speed, and each service
+also reports the latency variation sharing causes (``services/sharing.latency_spread``): the time-weighted
+standard deviation of p99 over unsaturated samples, the saturated share of its time and the time-weighted
+mean replica speed.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from numpy.typing import NDArray
 
 from fleetlab.model.service import Service
 from fleetlab.services.queueing import Discipline, response_percentile, response_tail
+from fleetlab.services.sharing import latency_spread
 from fleetlab.sim.result import JobTable, SimulationResult
 from fleetlab.sim.service_record import ServiceSamples
 from fleetlab.sim.service_replicas import is_service_job
@@ -50,10 +56,23 @@ class ServiceSummary:
     replicas_lost_to_failures: int
     replicas_lost_to_preemption: int
     replicas_lost_to_spot: int
+    #: Under GPU sharing only (None otherwise, and left out of the JSON): the time-weighted standard
+    #: deviation of p99 over unsaturated samples, % of the time saturated, and the time-weighted mean speed
+    #: of the serving replicas (null when no sample had a finite p99 / a serving replica).
+    p99_ms_std: float | None = None
+    saturated_pct: float | None = None
+    replica_speed_mean: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
-        return asdict(self)
+        """Plain dict for JSON (the sharing figures only when the run recorded replica speeds)."""
+        out = asdict(self)
+        if self.saturated_pct is None:  # no replica speeds recorded: the cluster shares no GPU
+            for key in SHARING_KEYS:
+                out.pop(key)
+        return out
+
+
+SHARING_KEYS = ("p99_ms_std", "saturated_pct", "replica_speed_mean")
 
 
 def _discipline(service: Service) -> Discipline:
@@ -111,6 +130,14 @@ def _eviction_causes(result: SimulationResult, pods: NDArray[np.int64]) -> tuple
     return fails, other, spot
 
 
+def _serving_mean(speed: FloatArray, duration_s: FloatArray) -> float | None:
+    """Time-weighted mean replica speed over the samples where some replica served (None: never)."""
+    serving = np.isfinite(speed) & (duration_s > 0)
+    if not serving.any():
+        return None
+    return float(np.average(speed[serving], weights=duration_s[serving]))
+
+
 def service_rows(result: SimulationResult) -> list[ServiceSummary]:
     """One summary per service (empty without services)."""
     record = result.services
@@ -125,6 +152,14 @@ def service_rows(result: SimulationResult) -> list[ServiceSummary]:
         late = float(lat.late_requests.sum())
         finite = np.isfinite(lat.p99_ms)
         fails, preempted, spot = _eviction_causes(result, samples.pods)
+        sharing: dict[str, float | None] = {}
+        if samples.speed is not None:
+            _, std, saturated = latency_spread(lat.p99_ms, lat.duration_s, samples.rps <= 0)
+            sharing = {
+                "p99_ms_std": None if std != std else std,
+                "saturated_pct": saturated,
+                "replica_speed_mean": _serving_mean(samples.speed, lat.duration_s),
+            }
         out.append(
             ServiceSummary(
                 service=samples.name,
@@ -139,6 +174,7 @@ def service_rows(result: SimulationResult) -> list[ServiceSummary]:
                 replicas_lost_to_failures=fails,
                 replicas_lost_to_preemption=preempted,
                 replicas_lost_to_spot=spot,
+                **sharing,
             )
         )
     return out
@@ -164,6 +200,9 @@ def service_columns(result: SimulationResult) -> dict[str, Any]:
     record = result.services
     if record is None:
         return cols
+    shared = any(samples.speed is not None for samples in record.services)
+    if shared:
+        cols["replica_speed"] = []
     for samples in record.services:
         lat = sample_latency(samples, samples.spec, result.end_ms)
         cols["time_s"].extend((samples.t_ms / 1000.0).tolist())
@@ -176,6 +215,9 @@ def service_columns(result: SimulationResult) -> dict[str, Any]:
         cols["p99_ms"].extend(lat.p99_ms.tolist())
         cols["slo_met"].extend(lat.slo_met.tolist())
         cols["late_requests"].extend(lat.late_requests.tolist())
+        if shared:
+            speed = samples.speed if samples.speed is not None else np.ones(len(samples.t_ms))
+            cols["replica_speed"].extend(speed.tolist())
     return cols
 
 
@@ -193,7 +235,9 @@ def workload_jobs(jobs: JobTable) -> JobTable:
     picked: dict[str, Any] = {}
     for f in fields(jobs):
         value = getattr(jobs, f.name)
-        if isinstance(value, list):
+        if value is None:  # a wait bucket the run does not have
+            picked[f.name] = None
+        elif isinstance(value, list):
             picked[f.name] = [v for v, k in zip(value, keep, strict=True) if k]
         else:
             picked[f.name] = value[keep]

@@ -46,6 +46,10 @@ def sharing_summary(result: SimulationResult) -> dict[str, Any]:
     }
 
 
+#: Summary fields present only in runs that have the wait bucket.
+OPTIONAL_BUCKETS = frozenset({"provisioning_wait_mean_s", "namespace_quota_wait_mean_s"})
+
+
 @dataclass(frozen=True)
 class Summary:
     """One row of the comparison table (seconds, hours and dollars as floats)."""
@@ -139,11 +143,19 @@ class Summary:
     #: Over every job that did not fail, unfinished ones with their time in system up to the end.
     completion_mean_s_lower_bound: float = 0.0
     completion_p95_s_lower_bound: float = 0.0
+    #: Parts of the queue wait beside Kueue's quota wait, over jobs not pending at the end: Kueue admission
+    #: checks (ProvisioningRequests) and pods refused at creation by namespace policies; None (and left out
+    #: of ``as_dict``) in a run without them.
+    provisioning_wait_mean_s: float | None = None
+    namespace_quota_wait_mean_s: float | None = None
 
     def as_dict(self) -> dict[str, float | int | str | None]:
-        """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null)."""
+        """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null); a wait bucket
+        the run does not have is left out."""
         out: dict[str, float | int | str | None] = {}
         for key, value in asdict(self).items():
+            if value is None and key in OPTIONAL_BUCKETS:
+                continue
             out[key] = None if isinstance(value, float) and value != value else value
         return out
 
@@ -186,6 +198,8 @@ def summarize(result: SimulationResult) -> Summary:
         queue_wait_p95_s=percentile(waits, 95),
         queue_wait_p99_s=percentile(waits, 99),
         quota_wait_mean_s=mean(jobs.quota_wait_ms[known] / 1000.0),
+        provisioning_wait_mean_s=_mean_known(jobs.provisioning_wait_ms, known),
+        namespace_quota_wait_mean_s=_mean_known(jobs.namespace_quota_wait_ms, known),
         prep_mean_s=mean(prep),
         completion_mean_s=mean(censored.completion_known_s),
         completion_p95_s=percentile(censored.completion_known_s, 95),
@@ -234,6 +248,11 @@ def summarize(result: SimulationResult) -> Summary:
         **service_totals(result),
         **censored_figures(censored),
     )
+
+
+def _mean_known(wait_ms: NDArray[np.int64] | None, known: NDArray[np.bool_]) -> float | None:
+    """Mean of a wait bucket in seconds over the jobs whose wait is known (None without the bucket)."""
+    return None if wait_ms is None else mean(wait_ms[known] / 1000.0)
 
 
 def censored_figures(censored: Censored) -> dict[str, Any]:

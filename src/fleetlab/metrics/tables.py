@@ -53,7 +53,8 @@ def job_columns(result: SimulationResult) -> Columns:
         "queue_wait_s": _seconds(jobs.queue_wait_ms, known),
         "queue_wait_so_far_s": jobs.queue_wait_ms / 1000.0,
         "quota_wait_s": _seconds(jobs.quota_wait_ms, known),
-        "node_wait_s": _seconds(jobs.queue_wait_ms - jobs.quota_wait_ms, known),
+        **_admission_wait_columns(result, known),
+        "node_wait_s": _seconds(jobs.node_wait_ms(), known),
         "cluster_queue": list(jobs.cluster_queue),
         "prep_s": _seconds(jobs.running_ms - jobs.last_bound_ms, running & bound),
         "compute_s": _seconds(jobs.end_ms - jobs.running_ms, done),
@@ -69,6 +70,18 @@ def job_columns(result: SimulationResult) -> Columns:
         **job_sharing_columns(result),
         **job_interference_columns(result),
     }
+
+
+def _admission_wait_columns(result: SimulationResult, known: np.ndarray) -> Columns:
+    """``provisioning_wait_s`` with admission checks, ``namespace_quota_wait_s`` with namespace
+    policies (the buckets a run without them does not have)."""
+    jobs = result.jobs
+    out: Columns = {}
+    if jobs.provisioning_wait_ms is not None:
+        out["provisioning_wait_s"] = _seconds(jobs.provisioning_wait_ms, known)
+    if jobs.namespace_quota_wait_ms is not None:
+        out["namespace_quota_wait_s"] = _seconds(jobs.namespace_quota_wait_ms, known)
+    return out
 
 
 def node_columns(result: SimulationResult) -> Columns:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fleetlab.model.billing_rules import PoolBilling
-from fleetlab.model.gpu_share import TimeSlicing
+from fleetlab.model.gpu_share import MpsSharing, TimeSlicing
 from fleetlab.model.gpus import GPU_MODELS, check_gpu_model
 from fleetlab.model.interruptions import SpotInterruptions
 from fleetlab.model.kube import Taint
@@ -85,6 +85,9 @@ class NodePool(SpecModel):
     autoscaling: PoolAutoscaling | None = None
     failures: NodeFailures | None = None
     time_slicing: TimeSlicing | None = None
+    #: The device plugin's ``sharing.mps``: each GPU as ``replicas`` devices, each client confined to
+    #: 1/replicas of its compute and memory.
+    mps: MpsSharing | None = None
 
     @field_validator("gpu_model")
     @classmethod
@@ -132,6 +135,10 @@ class NodePool(SpecModel):
                     )
         if self.time_slicing is not None and (self.gpu_model is None or self.mig is not None):
             raise ValueError("time_slicing needs gpu_model and gpus_per_node, and is not modelled with mig")
+        if self.mps is not None and (self.gpu_model is None or self.mig is not None):
+            raise ValueError("mps needs gpu_model and gpus_per_node, and is not modelled with mig")
+        if self.mps is not None and self.time_slicing is not None:
+            raise ValueError("give time_slicing or mps, not both (the device plugin uses one strategy)")
         if self.mig is not None:
             if self.gpu_model is None:
                 raise ValueError("mig needs gpu_model and gpus_per_node")
@@ -146,10 +153,16 @@ class NodePool(SpecModel):
                 )
         return self
 
+    @property
+    def replicated(self) -> TimeSlicing | MpsSharing | None:
+        """The device plugin's replicated sharing of this pool's GPUs (time-slicing or MPS), if any."""
+        return self.time_slicing if self.time_slicing is not None else self.mps
+
     def device_resources(self) -> dict[str, int]:
         """GPU resources a node advertises: whole GPUs, or MIG instances as the device plugin names them."""
-        if self.time_slicing is not None:  # each GPU advertised as `replicas` devices
-            shared = {self.time_slicing.resource: self.gpus_per_node * self.time_slicing.replicas}
+        replicated = self.replicated
+        if replicated is not None:  # each GPU advertised as `replicas` devices
+            shared = {replicated.resource: self.gpus_per_node * replicated.replicas}
             return {"nvidia.com/gpu": 0, **shared}
         if self.mig is None or self.gpu_model is None:
             return {"nvidia.com/gpu": self.gpus_per_node}
@@ -193,10 +206,11 @@ class NodePool(SpecModel):
             labels[GPU_PRESENT_LABEL] = "true"
             labels[GPU_PRODUCT_LABEL] = GPU_MODELS[self.gpu_model].product
             labels[GPU_COUNT_LABEL] = str(self.gpus_per_node)
-            if self.time_slicing is not None:  # GFD with a sharing strategy
-                labels["nvidia.com/gpu.replicas"] = str(self.time_slicing.replicas)
-                labels["nvidia.com/gpu.sharing-strategy"] = "time-slicing"
-                if not self.time_slicing.rename_by_default:
+            replicated = self.replicated
+            if replicated is not None:  # GFD with a sharing strategy
+                labels["nvidia.com/gpu.replicas"] = str(replicated.replicas)
+                labels["nvidia.com/gpu.sharing-strategy"] = "mps" if self.mps is not None else "time-slicing"
+                if not replicated.rename_by_default:
                     labels[GPU_PRODUCT_LABEL] += "-SHARED"
             mem = self.gpu_memory_bytes
             if mem is not None:

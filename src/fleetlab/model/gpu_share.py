@@ -8,6 +8,9 @@ whole GPU and becomes ``nvidia.com/gpu: 1``.
 
 Time-slicing (device plugin ``sharing.timeSlicing``) is node configuration: each GPU is advertised as
 ``replicas`` devices, with no memory or fault isolation between the pods that get replicas of one GPU.
+MPS (device plugin ``sharing.mps``) advertises GPUs the same way, but each client is confined to
+1/``replicas`` of the GPU's compute (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``) and memory
+(``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``), whatever the other clients do.
 """
 
 from __future__ import annotations
@@ -50,6 +53,26 @@ class TimeSlicing(BaseModel):
     def slowdown(self, pods_on_gpu: int) -> float:
         """Wall time per unit of work for a pod on a GPU shared by ``pods_on_gpu`` running pods."""
         return 1.0 + self.slowdown_per_extra_pod * max(0, pods_on_gpu - 1)
+
+
+class MpsSharing(BaseModel):
+    """A pool's ``sharing.mps`` for ``nvidia.com/gpu`` as the NVIDIA device plugin (v0.15+) reads it: each
+    GPU is ``replicas`` devices, each client limited to 1/replicas of its compute and memory; a request for
+    more than one replica is refused (the plugin sets ``failRequestsGreaterThanOne`` for MPS)."""
+
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid", populate_by_name=True)
+
+    replicas: int = Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)
+    rename_by_default: bool = Field(default=False, alias="renameByDefault")
+
+    @property
+    def resource(self) -> str:
+        """The advertised resource name: ``nvidia.com/gpu``, or ``nvidia.com/gpu.shared`` when renamed."""
+        return SHARED_GPU if self.rename_by_default else GPU
+
+    def slowdown(self, pods_on_gpu: int) -> float:
+        """Wall time per unit of work: a client computes at 1/replicas of the GPU whoever else runs."""
+        return float(self.replicas)
 
 
 def kai_share(annotations: Mapping[str, Any]) -> tuple[int | None, int | None]:

@@ -7,9 +7,9 @@ dump loads unchanged (``kueue.x-k8s.io`` v1beta2, v1beta1 and v1alpha1).
   flavor, and ``simulate`` admits through Kueue's topology assignment (``placement/tas``,
   ``sim/kueue_tas.py``).
 * ``AdmissionCheck`` and ``ProvisioningRequestConfig`` are checked as their v1beta2 CRDs and Kueue's
-  provisioning controller read them (``admission/provisioning.py`` models the check's states), but
-  ``simulate`` admits workloads as if every check were Ready; ``MultiKueueConfig`` and
-  ``MultiKueueCluster`` are accepted and ignored.
+  provisioning controller read them; ``simulate`` holds a workload of a ClusterQueue with a provisioning
+  check until its ProvisioningRequest is Provisioned (sim/admission_checks.py; checks of other
+  controllers count as Ready). ``MultiKueueConfig`` and ``MultiKueueCluster`` are accepted and ignored.
 
 :func:`unmodelled_notes` turns what is accepted but not modelled into one warning line per topic.
 """
@@ -43,12 +43,12 @@ _QUALIFIED = (
 )
 ExtraApiVersion = Literal["kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1alpha1"]
 
+#: Kinds kept with the ignored ones that ``simulate`` acts on (sim/admission_checks.py): no note.
+MODELLED_KINDS = frozenset({"AdmissionCheck", "ProvisioningRequestConfig"})
 #: Kinds accepted and ignored, with what that means for a run.
 IGNORED_KINDS: dict[str, str] = {
-    "AdmissionCheck": "simulate admits workloads as if every admission check were Ready",
-    "ProvisioningRequestConfig": (
-        "simulate makes no ProvisioningRequest; capacity comes from the scenario's pools"
-    ),
+    "AdmissionCheck": "provisioning checks hold workloads in the run; other controllers count as Ready",
+    "ProvisioningRequestConfig": "its ProvisioningRequests are answered by the autoscaler model",
     "MultiKueueConfig": "workloads run in this cluster, not dispatched to workers",
     "MultiKueueCluster": "workloads run in this cluster, not dispatched to workers",
 }
@@ -239,7 +239,7 @@ def unmodelled_notes(
         notes.append(
             f"kueue: {names} accepted; no ResourceFlavor names it in topologyName, so nothing uses it"
         )
-    for kind in sorted({o.kind for o in ignored}):
+    for kind in sorted({o.kind for o in ignored} - MODELLED_KINDS):
         names = ", ".join(f'"{o.name}"' for o in ignored if o.kind == kind)
         notes.append(f"kueue: {kind} {names} accepted but not modelled: {IGNORED_KINDS[kind]}")
     notes += check_wiring_notes(ignored)
@@ -263,6 +263,7 @@ def check_wiring_notes(
             named = "no parameters" if params is None else f"{params.kind} {params.name!r}"
             notes.append(
                 f'kueue: AdmissionCheck "{check.name}" ({PROVISIONING_CONTROLLER}) names {named}, which is '
-                "not a ProvisioningRequestConfig of the scenario: Kueue keeps the check inactive"
+                "not a ProvisioningRequestConfig of the scenario: Kueue keeps the check inactive (simulate "
+                "counts it as Ready)"
             )
     return notes

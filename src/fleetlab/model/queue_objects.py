@@ -199,7 +199,8 @@ class ClusterQueueSpec(KubeModel):
     preemption: ClusterQueuePreemption = Field(default_factory=ClusterQueuePreemption)
     fair_sharing: FairSharing | None = Field(default=None, alias="fairSharing")
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = Field(default=None, alias="stopPolicy")
-    # Accepted as applied, not modelled (see ``unmodelled_fields``).
+    # Provisioning checks act in the run (sim/admission_checks.py); the fields below them are accepted as
+    # applied, not modelled (see ``unmodelled_fields``).
     admission_checks: tuple[str, ...] = Field(default=(), alias="admissionChecks")
     admission_checks_strategy: dict[str, Any] | None = Field(default=None, alias="admissionChecksStrategy")
     admission_scope: dict[str, Any] | None = Field(default=None, alias="admissionScope")
@@ -214,8 +215,6 @@ class ClusterQueueSpec(KubeModel):
         out = [
             alias
             for alias, value in (
-                ("admissionChecks", self.admission_checks),
-                ("admissionChecksStrategy", self.admission_checks_strategy),
                 ("admissionScope", self.admission_scope),
                 ("concurrentAdmissionPolicy", self.concurrent_admission_policy),
                 ("concurrentAdmission", self.concurrent_admission),

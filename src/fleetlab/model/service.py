@@ -129,6 +129,11 @@ class Service(SpecModel):
     gpus_per_replica: Int = Field(default=1, ge=0)
     #: Only nodes of this GPU model (a nodeSelector on nvidia.com/gpu.product).
     gpu_model: str | None = None
+    #: Each replica takes a share of one GPU (thousandths, as a job's ``gpu_milli``) instead of whole GPUs.
+    gpu_milli: int | None = Field(default=None, ge=1, le=999)
+    #: Each replica takes ``gpus_per_replica`` instances of this MIG profile (``nvidia.com/mig-<profile>``,
+    #: the device plugin's mixed strategy) instead of whole GPUs.
+    mig_profile: str | None = Field(default=None, pattern=r"^[1-7]g\.[0-9]+gb(\+me)?$")
     cpu_per_replica: MilliCpu = 8000
     memory_per_replica: Bytes = 64 * 1024**3
     performance: dict[str, ReplicaPerformance] = Field(min_length=1)
@@ -183,6 +188,12 @@ class Service(SpecModel):
             and (DEFAULT_PERF not in self.performance)
         ):
             raise ValueError(f"performance gives no entry for gpu_model {self.gpu_model!r} (nor 'default')")
+        if self.gpu_milli is not None and self.mig_profile is not None:
+            raise ValueError("give gpu_milli (a share of one GPU) or mig_profile (MIG instances), not both")
+        if (self.gpu_milli is not None or self.mig_profile is not None) and self.gpus_per_replica < 1:
+            raise ValueError("gpu_milli and mig_profile need gpus_per_replica >= 1")
+        if self.gpu_milli is not None and self.gpus_per_replica != 1:
+            raise ValueError("gpu_milli is a share of one GPU: gpus_per_replica must be 1")
         return self
 
     def perf_on(self, gpu_model: str | None) -> ReplicaPerformance | None:

@@ -328,12 +328,14 @@ def build_devices(pools: Sequence[NodePool], node_pool: IntArray) -> GpuDevices:
         if not len(rows) or g == 0:
             continue
         devices.mem_cap[np.ix_(rows, np.arange(g))] = pool.gpu_memory_bytes or 0
-        if pool.time_slicing is not None:
+        replicated = pool.replicated  # time-slicing or MPS: replicas of each GPU handed out alike
+        if replicated is not None:
             devices.kind[rows] = TIME_SLICED
-            devices.replica_cap[np.ix_(rows, np.arange(g))] = pool.time_slicing.replicas
+            devices.replica_cap[np.ix_(rows, np.arange(g))] = replicated.replicas
             for r in rows:
-                devices.sliced_resource[int(r)] = pool.time_slicing.resource
-            devices.fail_over_one[rows] = pool.time_slicing.fail_requests_greater_than_one
+                devices.sliced_resource[int(r)] = replicated.resource
+            sliced = pool.time_slicing
+            devices.fail_over_one[rows] = sliced is None or sliced.fail_requests_greater_than_one
             continue
         mig_gpus = 0
         if pool.mig is not None and pool.gpu_model is not None:

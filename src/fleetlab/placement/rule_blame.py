@@ -3,9 +3,9 @@
 kube-scheduler stops at the first failing filter per node; to blame a constraint, every rule filter
 (cordon, taints, nodeSelector/affinity, topology spread, inter-pod affinity) runs on every candidate node, so
 a node failing two rules counts for both. A pod whose nodes with room are all ruled out is blocked by a
-constraint, not by a shortage: free capacity a taint keeps away is the taint's doing. Used by ``diagnose``
-and meant for the simulator's pending table (``sim/pending.classify`` calls :func:`room_rule_block` before
-it reports a shortage or fragmentation).
+constraint, not by a shortage: free capacity a taint keeps away is the taint's doing. ``diagnose`` and the
+simulator's pending table both ask :func:`room_rule_block` before they report a shortage or fragmentation
+(``sim/pending.classify_blamed``).
 """
 
 from __future__ import annotations

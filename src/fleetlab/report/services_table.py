@@ -26,6 +26,15 @@ _ROWS: list[tuple[str, Callable[[ServiceSummary], str]]] = [
         ),
     ),
 ]
+#: Rows shown when some run recorded replica speeds (a cluster whose GPUs replicas can share).
+_SHARING_ROWS: list[tuple[str, Callable[[ServiceSummary], str]]] = [
+    ("p99 spread under sharing, std (ms)", lambda s: _ms(s.p99_ms_std)),
+    ("saturated (% of time)", lambda s: "—" if s.saturated_pct is None else f"{s.saturated_pct:.1f}"),
+    (
+        "replica speed under sharing (mean)",
+        lambda s: "—" if s.replica_speed_mean is None else f"{s.replica_speed_mean:.2f}",
+    ),
+]
 
 
 def services_table(runs: Sequence[Run]) -> Table | None:
@@ -38,8 +47,9 @@ def services_table(runs: Sequence[Run]) -> Table | None:
     table.add_column("metric", style="bold")
     for run in runs:
         table.add_column(run.label, justify="right")
+    shared = any(row.saturated_pct is not None for rows in per_run for row in rows.values())
     for name in names:
-        for label, cell in _ROWS:
+        for label, cell in _ROWS + (_SHARING_ROWS if shared else []):
             table.add_row(
                 f"{name}: {label}", *(cell(rows[name]) if name in rows else "—" for rows in per_run)
             )

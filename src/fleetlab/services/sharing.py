@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from fleetlab.services.queueing import Discipline, response_percentile
 
@@ -34,6 +35,7 @@ __all__ = [
     "MIG_COMPUTE_SLICES",
     "ServiceStretch",
     "SharingOutcome",
+    "latency_spread",
     "pool_rate",
     "replica_speed",
     "sharing_outcome",
@@ -112,18 +114,29 @@ def sharing_outcome(
         p99 = response_percentile(0.99, lam, mu, c, discipline) * 1000.0
     idle = lam <= 0
     met = idle | (p99 <= p99_target_ms)
-    finite = np.isfinite(p99) & ~idle
     total = float(dur.sum())
-    mean = std = math.nan
-    if finite.any() and dur[finite].sum() > 0:
-        mean = float(np.average(p99[finite], weights=dur[finite]))
-        std = float(math.sqrt(np.average((p99[finite] - mean) ** 2, weights=dur[finite])))
-    saturated = ~np.isfinite(p99) & ~idle
+    mean, std, saturated_pct = latency_spread(p99, dur, idle)
     return SharingOutcome(
         p99_ms=tuple(float(x) for x in p99),
         slo_met=tuple(bool(x) for x in met),
         slo_attainment_pct=100.0 * float(dur[met].sum()) / total if total else 0.0,
         p99_ms_mean=mean,
         p99_ms_std=std,
-        saturated_pct=100.0 * float(dur[saturated].sum()) / total if total else 0.0,
+        saturated_pct=saturated_pct,
     )
+
+
+def latency_spread(
+    p99_ms: NDArray[np.float64], duration_s: NDArray[np.float64], idle: NDArray[np.bool_]
+) -> tuple[float, float, float]:
+    """(time-weighted mean of the finite p99s, their time-weighted standard deviation, % of the time
+    saturated) over stretches of ``duration_s``; stretches without traffic (``idle``) count in the time
+    only. NaN mean and deviation when no stretch has a finite p99."""
+    finite = np.isfinite(p99_ms) & ~idle
+    total = float(duration_s.sum())
+    mean = std = math.nan
+    if finite.any() and duration_s[finite].sum() > 0:
+        mean = float(np.average(p99_ms[finite], weights=duration_s[finite]))
+        std = float(math.sqrt(np.average((p99_ms[finite] - mean) ** 2, weights=duration_s[finite])))
+    saturated = ~np.isfinite(p99_ms) & ~idle
+    return mean, std, 100.0 * float(duration_s[saturated].sum()) / total if total else 0.0

@@ -368,7 +368,21 @@ class Autoscaler:
         options = [o for p in self.pool_nodes if (o := self._option(p, entries, quota)) is not None]
         if not options:
             return
-        choice = self._expand(options)
+        self._grow(self._expand(options), now)
+
+    def provision(self, job: int, compiled: CompiledPod, pods: list[int]) -> bool:
+        """The scale-up of a best-effort-atomic-scale-up ProvisioningRequest (sim/admission_checks.py): the
+        nodes all ``pods`` need, in the one pool the expander picks, or nothing (max size, GPU quota,
+        back-off, stockout). True when the nodes were requested."""
+        sim = self.sim
+        scheduler = sim.schedulers[sim.spec_profile[sim.spec_of(job)]]
+        entry = _Pending(pods, job, compiled, self._template_mask(compiled, scheduler))
+        quota = self._quota_room()
+        options = [o for p in self.pool_nodes if (o := self._option(p, [entry], quota)) is not None]
+        return bool(options) and self._grow(self._expand(options), sim.now)
+
+    def _grow(self, choice: _Option, now: int) -> bool:
+        """Request the chosen pool's nodes (False: stocked out, the pool backs off)."""
         pool = self.sim.pools[choice.pool]
         pods = sum(len(e.pods) for e in choice.helped)
         if self._stocked_out(choice.pool):
@@ -380,7 +394,7 @@ class Autoscaler:
             )
             self.arm(now + self.interval)
             self.arm(now + wait)
-            return
+            return False
         self.backoff_ms.pop(choice.pool, None)
         limit = to_ms(self.cfg.max_node_provision_time)
         for slot in choice.slots:
@@ -390,6 +404,7 @@ class Autoscaler:
             self.blocked.pop(e.job, None)
         self.last_scale_up_ms = now
         self.life.record.scale_events.append(ScaleEvent(now, pool.name, "up", len(choice.slots), pods))
+        return True
 
     def settle_waits(self, now: int, final: bool = False) -> None:
         """Pods marked as waiting for capacity that are now bound (or the run ended) stop waiting."""

@@ -38,6 +38,7 @@ from fleetlab.sim.events import (
 )
 from fleetlab.sim.handle import (
     BindHook,
+    CreateHook,
     MakeRoom,
     PodHook,
     PodNodeHook,
@@ -46,6 +47,7 @@ from fleetlab.sim.handle import (
     TimeHook,
 )
 from fleetlab.sim.job_arrays import NO_CHECKPOINT, JobArrays, job_arrays
+from fleetlab.sim.limit_range_defaults import with_limit_range_defaults
 from fleetlab.sim.pod_constraints import job_label_sets, selects_other_jobs
 from fleetlab.sim.pod_preemption import preempt_for
 from fleetlab.sim.prebound import bind_prebound
@@ -63,6 +65,7 @@ class Engine:
 
     def __init__(self, resolved: ResolvedScenario, profile: Profile, seed: int | None = None) -> None:
         resolved = with_service_replicas(resolved)  # services' replicas are jobs (sim/service_replicas.py)
+        resolved = with_limit_range_defaults(resolved)  # the API server's LimitRange defaults on requests
         self.resolved = resolved
         self.profile = profile
         scenario = resolved.scenario
@@ -98,6 +101,8 @@ class Engine:
         self._on_evict: tuple[TakeHook, ...] = ()
         self._make_room: tuple[MakeRoom, ...] = ()
         self._after_step: tuple[TimeHook, ...] = ()
+        self._on_create: tuple[CreateHook, ...] = ()
+        self._on_gone: tuple[PodHook, ...] = ()
         #: Nodes a bind or release touched in this step, and pods that fail at its end.
         self.touched: set[int] = set()
         self.failing: list[int] = []
@@ -211,6 +216,10 @@ class Engine:
         members = self.unfinished_pods(job) if pods is None else pods
         if not members:
             return
+        for create in self._on_create:  # the API server admits the pods (namespace ResourceQuota)
+            members = create(job, members)
+            if not members:
+                return
         stamp = self.now
         self.queue_changed = True
         priority = self._priority[job]
@@ -371,6 +380,8 @@ class Engine:
         book.end_ms_at[pod] = now
         book.done_fraction_at[pod] = 1.0
         self.last_completion_ms = now
+        for gone in self._on_gone:
+            gone(pod)
         job_index = self._pod_job[pod]
         done = self._pods_done_at[job_index] + 1
         self._pods_done_at[job_index] = done
@@ -419,6 +430,10 @@ class Engine:
                 evicted.append(p)
             elif drop_unbound:
                 book.attempt[p] += 1
+            else:
+                continue
+            for gone in self._on_gone:  # deleted; its controller creates it again when requeued
+                gone(p)
         return evicted
 
     # -- scheduling ----------------------------------------------------------------------------------
@@ -505,6 +520,8 @@ class Engine:
                     book.attempt[p] += 1
                 book.stop_pending(p, self.now)  # a failed pod waits for nothing any more
                 book.failed[p] = True
+                for gone in self._on_gone:
+                    gone(p)
             for hook in self._on_job_failed:
                 hook(job_index)
 
@@ -520,6 +537,8 @@ class Engine:
             self.queue.remove(self.group_of(book.job_at[pod]), {pod})
         book.stop_pending(pod, self.now)  # a deleted pod waits for nothing
         book.attempt[pod] += 1  # drops the pod's pending prep-done / finish events
+        for gone in self._on_gone:
+            gone(pod)
 
     def schedule(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
         """An event of a feature's kind at ``time_ms``."""
@@ -542,6 +561,7 @@ class Engine:
         self._on_stop, self._on_release = tuple(on.stop), tuple(on.release)
         self._on_job_failed, self._make_room = tuple(on.job_failed), tuple(on.make_room)
         self._after_step = tuple(on.after_step)
+        self._on_create, self._on_gone = tuple(on.create), tuple(on.gone)
         self._on_job_done, self._on_evict = tuple(on.job_done), tuple(on.evict)
         if on.optional_kinds:  # events that alone must not keep the run going (spot interruptions)
             assert not len(self.events), "features schedule their first events at run_start"

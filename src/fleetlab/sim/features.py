@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetlab.sim.admission_checks import AdmissionChecks, provisioning_checks
 from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.dra_claims import DraClaims, uses_dra
@@ -24,6 +25,7 @@ from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.kueue_dra import DraQuota
 from fleetlab.sim.kueue_tas import KueueTopology, uses_tas
 from fleetlab.sim.maintenance import Maintenance
+from fleetlab.sim.namespace_quota import NamespaceQuota
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.services import ServiceController
@@ -53,6 +55,8 @@ class Features:
     services: ServiceController | None
     topology: KueueTopology | None
     kueue: KueueBridge | None
+    namespace_quota: NamespaceQuota | None = None
+    admission_checks: AdmissionChecks | None = None
 
 
 def build_features(sim: EngineHandle) -> Features:
@@ -60,7 +64,7 @@ def build_features(sim: EngineHandle) -> Features:
     scenario = sim.resolved.scenario
     usage = UsageMeter(sim)
     dra = DraClaims(sim, usage) if uses_dra(sim) else None  # right after the meter: it counts DRA GPUs busy
-    paced = scenario.interference is not None or any(p.time_slicing is not None for p in sim.pools)
+    paced = scenario.interference is not None or any(p.replicated is not None for p in sim.pools)
     pace = PodPace(sim, usage.set_slowdown) if paced else None
     tenancy = GpuTenancy(sim, pace)
     interference = (
@@ -81,7 +85,7 @@ def build_features(sim: EngineHandle) -> Features:
         failures = FailureModel(sim, lifecycle) if any(p.failures for p in pools) else None
         spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
     maintenance = Maintenance(sim) if scenario.maintenance else None
-    services = ServiceController(sim) if scenario.services else None
+    services = ServiceController(sim, tenancy) if scenario.services else None
     topology = kueue = None
     if scenario.kueue is not None and scenario.kueue.cluster_queues:  # no ClusterQueue: nothing to admit
         if uses_tas(scenario.kueue):  # before the bridge: its tick syncs the trees before admission
@@ -92,6 +96,9 @@ def build_features(sim: EngineHandle) -> Features:
         mapped = dra is not None and resources is not None and bool(resources.device_class_mappings)
         quota = DraQuota(dra.objects, resources.resource_of()) if mapped and dra and resources else None
         kueue = KueueBridge(scenario.kueue, sim, topology, quota)
+    namespace_quota = NamespaceQuota(sim) if scenario.namespace_policies else None
+    checks = provisioning_checks(scenario.kueue) if kueue is not None and scenario.kueue is not None else {}
+    admission_checks = AdmissionChecks(sim, kueue, checks, autoscaler) if kueue and checks else None
     return Features(
         usage=usage,
         dra=dra,
@@ -110,4 +117,6 @@ def build_features(sim: EngineHandle) -> Features:
         services=services,
         topology=topology,
         kueue=kueue,
+        namespace_quota=namespace_quota,
+        admission_checks=admission_checks,
     )

@@ -13,7 +13,11 @@ time-sliced nodes two more things happen, because the device plugin isolates not
   settled at the old speed and their finish events are rescheduled at the new one (sim/pod_pace.py,
   shared with the node-level interference model).
 
-Subscribes to ``bind``, ``release`` and ``run_end``; on time-sliced clusters also ``start`` and ``stop``.
+MPS (``sharing.mps``) hands out replicas the same way but isolates its clients: each computes at 1/n of
+the GPU (n = replicas) whoever else runs, and only a pod declaring more than 1/n of the GPU's memory is
+OOM-killed (its own limit, ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, is exceeded).
+
+Subscribes to ``bind``, ``release`` and ``run_end``; with time-sliced or MPS GPUs also ``start`` and ``stop``.
 May change: GPU devices, the nvidia.com/gpu column and GPU counters; asks to ``fail`` OOM-killed pods.
 """
 
@@ -52,6 +56,8 @@ class GpuTenancy:
         #: Whether any node time-slices its GPUs (node kinds are fixed); without one ``started`` does nothing.
         self.time_sliced = bool((self.devices.kind == TIME_SLICED).any())
         self.alpha = [p.time_slicing.slowdown_per_extra_pod if p.time_slicing else 0.0 for p in sim.pools]
+        #: Per pool its MPS replicas (0: not MPS): an MPS client computes at 1/replicas, isolated.
+        self.mps = [p.mps.replicas if p.mps else 0 for p in sim.pools]
         n_pods = sim.book.n_pods
         self.holdings: dict[int, list[Holding]] = {}
         #: Per pod the GPU indices it last held, as a code into ``gpu_names`` (few distinct strings).
@@ -149,9 +155,14 @@ class GpuTenancy:
         sim = self.sim
         node, gpus = int(sim.book.node[pod]), tuple(sorted(set(holdings[0].gpus)))
         memory = sim.jobs[int(sim.book.job[pod])].gpu_memory or 0
+        mps = self.mps[int(sim.state.pool[node])]
         for gpu in gpus:
-            used = sum(self.runs[p].memory for p in self.on_gpu.get((node, gpu), ()))
-            if used + memory > int(self.devices.mem_cap[node, gpu]) > 0:
+            if mps:  # isolated: only the client's own limit, 1/replicas of the GPU's memory, counts
+                used, cap = 0, int(self.devices.mem_cap[node, gpu]) // mps
+            else:
+                used = sum(self.runs[p].memory for p in self.on_gpu.get((node, gpu), ()))
+                cap = int(self.devices.mem_cap[node, gpu])
+            if used + memory > cap > 0:
                 self.oom_kills[pod] += 1
                 sim.fail(pod)  # the newest pod's allocation fails: it dies at the end of the step
                 return
@@ -179,12 +190,17 @@ class GpuTenancy:
         """New speeds for the pods on ``gpus`` of ``node``; reschedule the finish of those that changed."""
         pace = self.pace
         assert pace is not None
-        alpha = self.alpha[int(self.sim.state.pool[node])]
+        pool = int(self.sim.state.pool[node])
+        alpha, mps = self.alpha[pool], self.mps[pool]
         affected = sorted({p for gpu in gpus for p in self.on_gpu.get((node, gpu), ())})
         for pod in affected:
             run = self.runs[pod]
             k = max(len(self.on_gpu[(node, gpu)]) for gpu in run.gpus)
-            pace.set_factors(pod, slicing=1.0 + alpha * (k - 1))
+            pace.set_factors(pod, slicing=float(mps) if mps else 1.0 + alpha * (k - 1))
+
+    def pods_on(self, node: int, gpu: int) -> int:
+        """Computing pods on one time-sliced or MPS GPU (the k of the slowdown)."""
+        return len(self.on_gpu.get((node, gpu), ()))
 
     # -- results -----------------------------------------------------------------------------------
     def finish(self, parts: ResultParts) -> None:

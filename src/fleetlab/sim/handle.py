@@ -51,6 +51,7 @@ MakeRoom = Callable[[int, CompiledPod, Scheduler], int]
 NextTime = Callable[[int | None, int | None], int | None]
 TimeHook = Callable[[int], None]
 EventHandler = Callable[[int, int], None]
+CreateHook = Callable[[int, list[int]], list[int]]
 StaleTest = Callable[[int, int], bool]
 
 
@@ -62,6 +63,13 @@ class Subscriptions:
         #: A job arrives: ``(job, now) -> True`` when the subscriber holds it (Kueue keeps its jobs until it
         #: admits them); a job nobody holds has its pods queued.
         self.arrive: list[Callable[[int, int], bool]] = []
+        #: Pods are created (their controller creates them, or creates them again after an eviction) and
+        #: are about to join the scheduling queue: ``(job, pods) -> the pods the API server admits now``.
+        #: The subscriber holds the others and queues them later (``enqueue``); a gang is admitted whole or
+        #: not at all (the namespace ResourceQuota refuses pods over the quota).
+        self.create: list[CreateHook] = []
+        #: A pod object is gone: it succeeded or failed, or was evicted or deleted, bound or not: ``(pod)``.
+        self.gone: list[PodHook] = []
         #: A pod was bound: ``(pod, node, compiled pod, whole GPUs per pod)``.
         self.bind: list[BindHook] = []
         #: A pod starts computing: ``(pod, wall ms it needs at full speed)``.
@@ -350,6 +358,12 @@ class ResultParts:
     #: Kueue, per job: when it was last admitted (-1: never), its quota wait up to the end, its ClusterQueue.
     admitted_ms: IntArray | None = None
     quota_wait_ms: IntArray | None = None
+    #: Kueue admission checks, per job: time from quota reservation to admission, summed, a wait still
+    #: open running to the end (sim/admission_checks.py); None without admission checks.
+    provisioning_wait_ms: IntArray | None = None
+    #: Namespace ResourceQuota / LimitRange, per job: the longest time one of its pods was refused at
+    #: creation (sim/namespace_quota.py); None without namespace policies.
+    namespace_quota_wait_ms: IntArray | None = None
     cluster_queue_of: dict[int, str] | None = None
     queue_samples: QueueSamples | None = None
     interruptions: InterruptionLog | None = None

@@ -17,7 +17,7 @@ May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``h
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -98,8 +98,8 @@ class KueueBridge:
         self._podsets: dict[tuple[int, int], PodSetRequest] = {}
         self.cluster_queue_of: dict[int, str] = {}
         n_jobs = len(sim.job_table)
-        #: Per job, how often Kueue admitted it, and when its workload was first created (-1: never).
-        self.admissions = np.zeros(n_jobs, dtype=np.int64)
+        self.admissions: dict[int, int] = {}
+        #: Per job, when its workload was first created (-1: never).
         self.created_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.requeues: dict[int, int] = {}
         self.deactivated: dict[int, str] = {}
@@ -138,6 +138,9 @@ class KueueBridge:
         self.quota_since_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: (spec key, admitted flavors) -> the pod spec Kueue's flavors turn the job's spec into.
         self._admitted_spec: dict[tuple[int, tuple[str, ...]], PodSpec] = {}
+        #: Admission checks (sim/admission_checks.py): ``(job, admission) -> True`` when they hold the job
+        #: after its quota reservation; they call ``reserve`` and later ``start``.
+        self.gate: Callable[[int, Admission], bool] | None = None
         on = sim.on
         self.timeout_kind = on.event_kind(self.timed_out, stale=self.timeout_is_stale)
         self.requeue_kind = on.event_kind(self.requeue)
@@ -188,6 +191,12 @@ class KueueBridge:
 
     def admitted(self, job_index: int, admission: Admission) -> None:
         """Kueue admitted the job: inject its flavors and send its pods to kube-scheduler."""
+        self.reserve(job_index, admission)
+        self.start(job_index)
+
+    def reserve(self, job_index: int, admission: Admission) -> None:
+        """Kueue reserved quota for the job: its flavors join its pod spec and its quota wait ends (its
+        admission checks may still hold it: sim/admission_checks.py)."""
         sim = self.sim
         flavors = self.flavor_names(admission)
         key = (int(sim.job_columns.spec_key[job_index]), flavors)
@@ -199,14 +208,19 @@ class KueueBridge:
             spec = self.topology.placed_spec(job_index, spec)
         sim.respec(job_index, spec)
         now = sim.now
-        self.admitted_ms[job_index] = now
         if self.quota_since_ms[job_index] >= 0:
             self.quota_waited_ms[job_index] += now - self.quota_since_ms[job_index]
             self.quota_since_ms[job_index] = -1
+
+    def start(self, job_index: int) -> None:
+        """The job is admitted: its pods go to kube-scheduler (and waitForPodsReady's timer starts)."""
+        sim = self.sim
+        now = sim.now
+        self.admitted_ms[job_index] = now
         sim.enqueue(job_index)
         timeout = self.pods_ready_timeout_ms
         if timeout is not None:
-            sim.schedule(now + timeout, self.timeout_kind, job_index, int(self.admissions[job_index]))
+            sim.schedule(now + timeout, self.timeout_kind, job_index, self.admissions[job_index])
 
     def submit(self, job_index: int, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload, read from the job table's columns and its
@@ -290,8 +304,9 @@ class KueueBridge:
             for admission in admissions:
                 job_index = self.job_by_id[admission.workload_id]
                 self.cluster_queue_of[job_index] = admission.cluster_queue
-                self.admissions[job_index] += 1
-                self.admitted(job_index, admission)
+                self.admissions[job_index] = self.admissions.get(job_index, 0) + 1
+                if self.gate is None or not self.gate(job_index, admission):  # admission checks
+                    self.admitted(job_index, admission)
             for request in preemptions:
                 for victim in request.victims:
                     self._evict(self.job_by_id[victim])
@@ -328,7 +343,7 @@ class KueueBridge:
     def timeout_is_stale(self, job_index: int, token: int) -> bool:
         """A waitForPodsReady timeout that can no longer fire: a later admission, or the job is done."""
         sim = self.sim
-        return int(self.admissions[job_index]) != token or sim.pods_done[job_index] == self._pods[job_index]
+        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == self._pods[job_index]
 
     def requeue(self, job_index: int, _: int) -> None:
         """waitForPodsReady: a workload's backoff has passed; it returns to its queue."""

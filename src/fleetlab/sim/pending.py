@@ -1,7 +1,10 @@
-"""Why pods are still pending: kube-scheduler's message plus what it cannot say (shortage vs fragmentation).
+"""Why pods are still pending: kube-scheduler's message plus what it cannot say (shortage vs fragmentation,
+and which rule keeps a pod off free room).
 
 The message comes from the same filters that made the decision (``Scheduler.explain``); the
-classification looks at free capacity on the nodes that pass the static filters.
+classification looks at free capacity on the nodes that pass the static filters, and free room that only
+a rule keeps away (a taint, a selector, a cordon) is blamed on that rule (``placement.rule_blame``), not
+reported as a shortage.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import numpy as np
 from fleetlab.model.job import Job
 from fleetlab.model.resources import format_amount
 from fleetlab.placement.framework import CompiledPod, PodSpec
+from fleetlab.placement.rule_blame import room_rule_block
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray
 from fleetlab.sim.handle import EngineHandle, ResultParts
@@ -82,6 +86,20 @@ def classify(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str]:
     return "fragmentation", "no single node has every requested resource free at once"
 
 
+def classify_blamed(scheduler: Scheduler, spec: PodSpec) -> tuple[str, str, str]:
+    """:func:`classify`, then the constraint whose removal opens room: when the nodes the pod may use are
+    short or fragmented but a ready node has its requests free and only rules keep the pod off it, the
+    verdict is that rule (``taint``, ``cordoned``, ``selector/affinity``...) with the capacity verdict
+    appended to the detail. Returns (blocked_by, detail, the capacity verdict a rule replaced or "")."""
+    blocked_by, detail = classify(scheduler, spec)
+    if blocked_by not in ("shortage", "fragmentation"):
+        return blocked_by, detail, ""
+    opened = room_rule_block(scheduler, scheduler.compile(spec))
+    if opened is None:
+        return blocked_by, detail, ""
+    return opened[0], f"{opened[1]}; on the nodes it may use: {blocked_by}, {detail}", blocked_by
+
+
 def _excluded_big_nodes(scheduler: Scheduler, pod: CompiledPod, static: BoolArray) -> str | None:
     """When only filtered-out nodes are big enough: which filter keeps the pod off them (else None)."""
     state = scheduler.state
@@ -147,7 +165,7 @@ def explain_pending(
     for j, (count, spec) in per_job.items():
         if spec not in explained:
             error = scheduler.explain(scheduler.compile(spec))
-            blocked_by, detail = classify(scheduler, spec)
+            blocked_by, detail, _ = classify_blamed(scheduler, spec)
             explained[spec] = (error.message, blocked_by, detail)
         message, blocked_by, detail = explained[spec]
         job = jobs[j]

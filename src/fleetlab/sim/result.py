@@ -72,6 +72,21 @@ class JobTable:
     #: Kueue: time spent waiting for admission, summed over admissions; a wait still open runs to the end
     #: (0 for jobs not managed by Kueue). Part of queue_wait_ms.
     quota_wait_ms: IntArray
+    #: Kueue admission checks: time from quota reservation to admission (ProvisioningRequests), summed;
+    #: None when the run has no admission checks. Part of queue_wait_ms.
+    provisioning_wait_ms: IntArray | None = None
+    #: Namespace ResourceQuota / LimitRange: the longest time one of the job's pods was refused at creation;
+    #: None when the run has no namespace policies. Part of queue_wait_ms.
+    namespace_quota_wait_ms: IntArray | None = None
+
+    def node_wait_ms(self) -> IntArray:
+        """The queue wait left once the job could have pods on nodes: minus the Kueue quota wait, the
+        admission-check (provisioning) wait and the namespace-quota wait."""
+        wait = self.queue_wait_ms - self.quota_wait_ms
+        for part in (self.provisioning_wait_ms, self.namespace_quota_wait_ms):
+            if part is not None:
+                wait = wait - part
+        return np.asarray(wait, dtype=np.int64)
 
 
 @dataclass

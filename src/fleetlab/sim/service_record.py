@@ -27,6 +27,9 @@ class ServiceSamples:
     rps: FloatArray
     #: Replica pod indices (the simulator's pod numbering), to attribute evictions afterwards.
     pods: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: Mean speed of the serving replicas under GPU sharing (1 = a GPU of their own; sim/replica_speed.py;
+    #: NaN while no replica serves); None on a cluster where no replica can share a GPU.
+    speed: FloatArray | None = None
 
     @property
     def name(self) -> str:

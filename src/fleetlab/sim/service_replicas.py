@@ -34,7 +34,9 @@ def is_service_job(job_id: str) -> bool:
 def replica_jobs(service: Service, horizon_s: float) -> list[Job]:
     """The slot jobs of one service, slot 0 first."""
     requests: dict[str, str | int] = {CPU: f"{service.cpu_per_replica}m", MEMORY: service.memory_per_replica}
-    if service.gpus_per_replica:
+    if service.mig_profile is not None:
+        requests[f"nvidia.com/mig-{service.mig_profile}"] = service.gpus_per_replica
+    elif service.gpus_per_replica and service.gpu_milli is None:  # a share is the job's gpu_milli
         requests[GPU] = service.gpus_per_replica
     selector = dict(service.node_selector)
     if service.gpu_model is not None:
@@ -60,6 +62,7 @@ def replica_jobs(service: Service, horizon_s: float) -> list[Job]:
             preemptible=service.preemptible,
             image=service.image,
             data_size=service.data_size,
+            gpu_milli=service.gpu_milli,
         )
         for slot in range(service.replicas.upper)
     ]

@@ -1,12 +1,16 @@
-"""Inference services in the event loop: every evaluation step, count each service's ready replicas,
-read its request rate and (when it autoscales) let the HPA set its replica count.
+"""Inference services in the event loop: every evaluation step, count each service's ready replicas and
+how fast each serves on the GPU it holds now, read the request rate and (when it autoscales) let the HPA
+set its replica count.
 
 Replicas are the slot jobs of sim/service_replicas.py, placed, evicted and requeued by the simulator
 like any pod. A replica is *ready* while its pod is running (bound and past its image pull and data
 download). Slots beyond the current replica count are inactive: their pods are taken out of the
 scheduling queue, or off their node, as a ReplicaSet deletes pods when it is scaled down — pending pods
 first, then pods not yet running, then the newest running ones. The latency of each sample is computed
-afterwards from the recorded (rps, servers, rate) columns (metrics/services.py), all at once.
+afterwards from the recorded (rps, servers, rate) columns (metrics/services.py), all at once. On a cluster
+whose GPUs can be shared (time-slicing, MPS, MIG, GPU shares) each ready replica's throughput is scaled by
+its speed now (sim/replica_speed.py: co-tenants on its GPU slow it, an MPS client or a MIG instance gets
+its part), so the per-server rate, and with it latency and SLO attainment, moves with co-tenancy.
 
 Subscribes to ``next_time`` and ``tick`` (evaluation ticks) and ``run_end``; built only with services.
 May change: queues replica pods (``enqueue``) and deletes those scaled away (``delete_pod``).
@@ -22,7 +26,9 @@ from fleetlab.model.service import ReplicaPerformance, Service
 from fleetlab.services.hpa import HpaState, desired_replicas
 from fleetlab.services.rates import rate_at
 from fleetlab.sim.events import to_ms
+from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.handle import EngineHandle, ResultParts
+from fleetlab.sim.replica_speed import ReplicaSpeeds, shares_gpus
 from fleetlab.sim.service_record import ServiceRecord, ServiceSamples
 from fleetlab.sim.service_replicas import replica_job_id
 
@@ -44,7 +50,8 @@ class _Unit:
             else None
         )
         self.perf: dict[str | None, ReplicaPerformance | None] = {}
-        self.samples: list[tuple[int, int, int, int, float, float]] = []
+        #: (t, ready, desired, servers, rate, rps, mean speed of the serving replicas).
+        self.samples: list[tuple[int, int, int, int, float, float, float]] = []
         self.unlisted: set[str] = set()
 
     def perf_on(self, model: str | None) -> ReplicaPerformance | None:
@@ -56,8 +63,10 @@ class _Unit:
 class ServiceController:
     """Evaluation ticks of every service, merged into the event loop's clock."""
 
-    def __init__(self, sim: EngineHandle) -> None:
+    def __init__(self, sim: EngineHandle, tenancy: GpuTenancy) -> None:
         self.sim = sim
+        #: Replica speeds under sharing; None on a cluster where no replica can share a GPU.
+        self.speeds = ReplicaSpeeds(sim, tenancy) if shares_gpus(sim) else None
         scenario = sim.resolved.scenario
         assert scenario.horizon_s is not None
         self.horizon_ms = to_ms(scenario.horizon_s)
@@ -93,7 +102,8 @@ class ServiceController:
         book, state = self.sim.book, self.sim.state
         pods = unit.pods
         running = unit.active & (book.node[pods] >= 0) & (book.start_ms[pods] >= 0) & (book.end_ms[pods] < 0)
-        servers, throughput = 0, 0.0
+        servers, throughput, speed_sum, serving = 0, 0.0, 0.0, 0
+        speeds = self.speeds
         for pod in pods[running].tolist():
             model = state.gpu_model[int(book.node[pod])]
             perf = unit.perf_on(model)
@@ -101,7 +111,10 @@ class ServiceController:
                 unit.unlisted.add(model or "CPU-only")
                 continue
             servers += perf.servers()
-            throughput += perf.throughput_rps
+            speed = 1.0 if speeds is None else speeds.speed(pod)
+            throughput += perf.throughput_rps * speed
+            speed_sum += speed
+            serving += 1
         rps = float(rate_at(unit.service.rate, now / 1000.0))
         ready = int(np.count_nonzero(running))
         scaling = unit.service.autoscaling
@@ -121,7 +134,8 @@ class ServiceController:
             )
             self._scale(unit, desired)
         rate = throughput / servers if servers else 1.0
-        unit.samples.append((now, ready, int(np.count_nonzero(unit.active)), servers, rate, rps))
+        speed_mean = speed_sum / serving if serving else float("nan")  # no replica serves
+        unit.samples.append((now, ready, int(np.count_nonzero(unit.active)), servers, rate, rps, speed_mean))
 
     def _scale(self, unit: _Unit, target: int) -> None:
         current = int(np.count_nonzero(unit.active))
@@ -155,7 +169,7 @@ class ServiceController:
         """The samples of every service, as columns."""
         out = ServiceRecord()
         for unit in self.units:
-            rows = np.asarray(unit.samples, dtype=np.float64).reshape(-1, 6)
+            rows = np.asarray(unit.samples, dtype=np.float64).reshape(-1, 7)
             out.services.append(
                 ServiceSamples(
                     spec=unit.service,
@@ -166,6 +180,7 @@ class ServiceController:
                     server_rate=rows[:, 4].copy(),
                     rps=rows[:, 5].copy(),
                     pods=unit.pods.copy(),
+                    speed=None if self.speeds is None else rows[:, 6].copy(),
                 )
             )
             if unit.unlisted:

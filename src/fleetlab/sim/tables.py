@@ -58,6 +58,7 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
     queues = parts.cluster_queue_of
     admitted = sim.submit_ms if parts.admitted_ms is None else parts.admitted_ms  # Kueue's admissions
     quota_wait = np.zeros(n, dtype=np.int64) if parts.quota_wait_ms is None else parts.quota_wait_ms
+    provisioning, refused = parts.provisioning_wait_ms, parts.namespace_quota_wait_ms
     return JobTable(
         ids=table.ids.to_pylist(),
         job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
@@ -78,6 +79,8 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
         quota_wait_ms=quota_wait[inverse],
+        provisioning_wait_ms=None if provisioning is None else provisioning[inverse],
+        namespace_quota_wait_ms=None if refused is None else refused[inverse],
     )
 
 

@@ -22,7 +22,6 @@ from fleetlab.spec.bounded import load_yaml, read_text_file
 from fleetlab.spec.dra_objects import check_dra_selectors
 from fleetlab.spec.errors import SpecError, problems_from_validation
 from fleetlab.spec.interruption_trace import resolve_interruption_traces
-from fleetlab.spec.namespace_policies import policy_notes
 from fleetlab.spec.pools import catalog_warnings, resolve_catalog_pools
 from fleetlab.spec.service_trace import resolve_service_traces
 
@@ -166,7 +165,6 @@ def resolve(scenario: Scenario, label: str = "<scenario>", base: Path | None = N
     if scenario.kueue is not None:
         warnings.extend(scenario.kueue.notes)
     warnings.extend(scenario.kueue_configuration.notes)
-    warnings.extend(policy_notes(scenario.namespace_policies))
     if scenario.dra is not None:
         check_dra_selectors(scenario.dra.dra_objects(), source)
         warnings.extend(scenario.dra.notes)

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from fleetlab.model.resource_quota import LimitRange, ResourceQuota
 from fleetlab.spec.errors import SpecError, problems_from_validation
 
-__all__ = ["NAMESPACE_POLICY_KINDS", "policy_notes", "read_namespace_policies"]
+__all__ = ["NAMESPACE_POLICY_KINDS", "read_namespace_policies"]
 
 NAMESPACE_POLICY_KINDS = frozenset({"ResourceQuota", "LimitRange"})
 NamespacePolicy = ResourceQuota | LimitRange
@@ -37,14 +37,3 @@ def read_namespace_policies(objects: Sequence[Mapping[str, Any]], source: str) -
     if problems:
         raise SpecError(source, problems)
     return tuple(out)
-
-
-def policy_notes(policies: Sequence[NamespacePolicy]) -> list[str]:
-    """What a run does with the objects: read, checked and exported; not yet enforced by simulate."""
-    if not policies:
-        return []
-    quotas = sum(isinstance(p, ResourceQuota) for p in policies)
-    return [
-        f"namespace_policies: {quotas} ResourceQuota(s) and {len(policies) - quotas} LimitRange(s) read and "
-        "exported; simulate does not yet refuse pods over a quota or apply LimitRange defaults"
-    ]
