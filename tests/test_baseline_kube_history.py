@@ -72,7 +72,11 @@ def test_calibration_of_the_imported_kubernetes_history(kube_history: History) -
     # Teams are recorded, so per-team limits are tried; every node was there from the start: no boot time
     # to fit; the scheduling latency is fitted, and the first-pull time since kubelet's Pulled events gave
     # measured pulls.
-    assert c.fitted == ["limit_quantile", "scheduling_latency_s", "image_pull_s"] and c.validation is None
+    assert (
+        c.fitted
+        == ["limit_quantile", "job_limit_quantile", "scheduling_latency_s", "queueing", "image_pull_s"]
+        and c.validation is None
+    )
     # train-1's one Pulled event: 112.5 s (the only measured pull), replayed as a first pull of 112.5 s
     # with its data download the rest of its 117 s preparation.
     assert [p for p in kube_history.jobs.column("image_pull_s").to_pylist() if p is not None] == [112.5]

@@ -129,9 +129,15 @@ def test_fit_recovers_a_scheduling_latency_added_to_the_history() -> None:
         0.0
     )
     assert {row["value"] for row in c.fit if row["knob"] == "scheduling_latency_s"} >= {0.0, 5.0}
-    # Teams a and b: per-team limits were tried first and none chosen (the run had none); no node joined,
-    # so no boot time to fit.
-    assert c.fitted == ["limit_quantile", "scheduling_latency_s"] and c.knobs.limit_quantile is None
+    # Teams a and b: per-team limits (resources, then running jobs) were tried first and, fitted again
+    # with the latency, none chosen (the run had none); the queueing discipline stays kube-scheduler's; no
+    # node joined, so no boot time to fit.
+    assert c.fitted == ["limit_quantile", "job_limit_quantile", "scheduling_latency_s", "queueing"]
+    assert (c.knobs.limit_quantile, c.knobs.job_limit_quantile, c.knobs.queueing) == (
+        None,
+        None,
+        "best-effort-fifo",
+    )
 
 
 def test_fit_recovers_the_first_pull_time_of_an_image_from_measured_pulls() -> None:
@@ -151,7 +157,13 @@ def test_fit_recovers_the_first_pull_time_of_an_image_from_measured_pulls() -> N
     assert np.count_nonzero((measured > 0) & (measured < 40)) == 1  # joined a pull under way
     assert np.count_nonzero(measured == 0.0) == 19  # cached
     c = calibrate(h)
-    assert c.fitted == ["limit_quantile", "scheduling_latency_s", "image_pull_s"]
+    assert c.fitted == [
+        "limit_quantile",
+        "job_limit_quantile",
+        "scheduling_latency_s",
+        "queueing",
+        "image_pull_s",
+    ]
     assert (c.knobs.limit_quantile, c.knobs.scheduling_latency_s, c.knobs.image_pull_s) == (None, 0.0, 40.0)
     grid = [row["value"] for row in c.fit if row["knob"] == "image_pull_s"]
     assert grid[0] == 0.0 and grid[-1] == 40.0
@@ -169,7 +181,8 @@ def test_fit_recovers_the_first_pull_time_of_an_image_from_measured_pulls() -> N
     assert replayed.image is not None and replayed.image.size == 40 * 2**30 and replayed.data_size == 0
     assert {p.image_pull_bandwidth for p in c.scenario.cluster.pools} == {2**30}
     payload = calibration_payload(c)
-    assert payload["fitted"] == {"limit_quantile": None, "scheduling_latency_s": 0.0, "image_pull_s": 40.0}
+    assert payload["fitted"] == {"limit_quantile": None, "job_limit_quantile": None, "scheduling_latency_s": 0.0,
+                                 "queueing": "best-effort-fifo", "image_pull_s": 40.0}  # fmt: skip
     assert "image_pull_s" not in payload["not_fitted"]
 
 
@@ -200,7 +213,7 @@ def test_fit_recovers_the_boot_time_of_nodes_that_joined_during_the_history() ->
     # remove it at that time (its own autoscaler scales down), and a note says so.
     assert h.nodes.column("deleted_s").to_pylist() == [None, None, None, 3600.0] and h.end_s == 4300.0
     c = calibrate(h)
-    assert c.fitted == ["scheduling_latency_s", "node_boot_time_s"]
+    assert c.fitted == ["scheduling_latency_s", "queueing", "node_boot_time_s"]
     assert (c.knobs.scheduling_latency_s, c.knobs.node_boot_time_s) == (0.0, 120.0)
     rows = {(r.job_class, r.metric): r for r in c.rows}
     assert rows[("all", "wait_ks")].error == pytest.approx(0.0, abs=1e-9) and c.verdict == "pass"
@@ -339,7 +352,8 @@ def test_cli_calibrates_an_openb_pod_list_directly_as_json(tmp_path: Path) -> No
     assert (
         rows[("all", "wait_p99_s")]["measured"] == 100.0 and rows[("all", "wait_p99_s")]["simulated"] == 100.0
     )
-    assert payload["fitted"] == {"scheduling_latency_s": 0.0} and payload["verdict"] == "pass"
+    fitted = {"scheduling_latency_s": 0.0, "queueing": "best-effort-fifo"}
+    assert payload["fitted"] == fitted and payload["verdict"] == "pass"
 
 
 def test_priced_nodes_make_the_replay_cost_comparable() -> None:

@@ -182,7 +182,8 @@ def test_down_windows_fail_nodes_and_what_is_not_replayed_is_kept() -> None:
     nodes = [{"node": "x1", "pool": "p"}, {"node": "x2", "pool": "p"}]
     down = pa.Table.from_pylist(
         [{"node": "x2", "start_s": 20.0, "end_s": 80.0, "state": "down", "reason": "NODE_FAIL", "source": "t"},
-         {"node": "x1", "start_s": 50.0, "end_s": None, "state": "drain", "reason": "upgrade", "source": "t"}],
+         {"node": "x1", "start_s": 50.0, "end_s": None, "state": "drain", "reason": "upgrade", "source": "t"},
+         {"node": "ghost", "start_s": 5.0, "end_s": 9.0, "state": "drain", "reason": "?", "source": "t"}],
         schema=NODE_DOWN_SCHEMA,
     )  # fmt: skip
     h = dataclasses.replace(history(jobs, nodes, end_s=200.0), node_down=down)
@@ -194,7 +195,8 @@ def test_down_windows_fail_nodes_and_what_is_not_replayed_is_kept() -> None:
     recorded = scenario.recorded
     assert recorded is not None
     assert recorded.walltime_s == {"a": 3600.0} and recorded.withdraw_s == {"b": 40.0}
-    # x1's drain window is kept (no cordon in the replay yet), naming x1 as the replay does: p-0.
+    # x1's drain window is kept (the replay cordons it), naming x1 as the replay does: p-0; the window of
+    # "ghost", a node the history does not list, is left out (the replay has no such node).
     assert [(w.node, w.start_s, w.end_s, w.state) for w in recorded.windows] == [("p-0", 50.0, None, "drain")]
 
 

@@ -62,11 +62,18 @@ def test_hpc2n_replays_every_job_on_its_real_nodes(seth: History) -> None:
 @pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~25 s)")
 def test_hpc2n_fit_and_out_of_sample_validation(seth: History) -> None:
     c = calibrate(seth)
-    assert (c.knobs.limit_quantile, c.knobs.scheduling_latency_s) == (0.75, 401.0)
+    # Per-user limits of CPUs (quantile 0.9) and of running jobs (0.75), a 1 s latency; the queueing
+    # discipline makes no difference under them (best-effort kept). The fit part is close (KS 0.198, p95
+    # within 7 %), but the limits read from it hold the later users back far longer than they waited.
+    knobs = c.knobs
+    assert (knobs.limit_quantile, knobs.job_limit_quantile, knobs.scheduling_latency_s) == (0.9, 0.75, 1.0)
+    assert knobs.queueing == "best-effort-fifo"
     assert c.policy is not None and c.policy.grouping == "user"
+    earlier = {(r.job_class, r.metric): r for r in c.rows}
+    assert earlier[("all", "wait_ks")].error == pytest.approx(0.198, abs=0.01)
     later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
-    assert later[("all", "wait_ks")].error == pytest.approx(0.290, abs=0.01)
-    assert later[("all", "makespan_s")].within
+    assert later[("all", "wait_ks")].error == pytest.approx(0.259, abs=0.01)
+    assert not later[("all", "wait_p95_s")].within and not later[("all", "makespan_s")].within
 
 
 @needs_openb

@@ -221,7 +221,8 @@ def test_slurm_account_limits_become_cluster_queues_weighted_by_shares(tmp_path:
     # GrpTRES cpu=96 -> 96,000 milli-cores, gres/gpu=8 -> 8 GPUs, lent to no one; weight NormShares 0.75.
     assert (resources["cpu"]["nominalQuota"], resources["cpu"]["borrowingLimit"]) == ("96000m", "0")
     assert physics["fairSharing"] == {"weight": "750m"}
-    assert any("job-count limits (MaxJobs, MaxSubmit)" in n for n in replay.notes)
+    # alice's MaxJobs 10 / MaxSubmit 50 are replayed as a job limit (tests/test_history_batch.py).
+    assert [(j.name, j.max_running, j.max_submitted) for j in replay.job_limits] == [("alice", 10, 50)]
 
 
 @pytest.mark.parametrize(

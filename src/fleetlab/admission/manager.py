@@ -351,6 +351,10 @@ class AdmissionManager:
         tracked.message = f"Requeued after eviction at {now_ms} ms"
         self._queues[tracked.cluster_queue].push(tracked)
 
+    def tracks(self, workload_id: str) -> bool:
+        """Whether the workload is queued or admitted (submitted and not finished)."""
+        return workload_id in self._tracked
+
     def _get(self, workload_id: str) -> _Tracked:
         try:
             return self._tracked[workload_id]

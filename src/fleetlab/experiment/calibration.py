@@ -79,6 +79,8 @@ DISAGREEMENTS = 10
 #: A later candidate replaces the best so far only when it lowers the score by more than this share of it
 #: (the grids start at the simplest value: no limit, no latency), so noise does not pick a knob.
 MIN_GAIN = 0.02
+#: Knobs fitted a second time, after the others (``_fit``).
+REFITTED = ("limit_quantile", "job_limit_quantile")
 
 
 @dataclass
@@ -134,9 +136,11 @@ class _Setup:
     def policy(self, knobs: Knobs) -> ReplayPolicy | None:
         if self.recorded is not None:
             return self.recorded
-        if self.grouping is None or knobs.limit_quantile is None:
+        if self.grouping is None or (knobs.limit_quantile is None and knobs.job_limit_quantile is None):
             return None
-        return inferred_policy(self.history, self.grouping, knobs.limit_quantile, self.source)
+        return inferred_policy(
+            self.history, self.grouping, knobs.limit_quantile, self.source, knobs.job_limit_quantile
+        )
 
     def scenario(self, knobs: Knobs, horizon: float | None = None) -> tuple[Scenario, ReplayPolicy | None]:
         policy = self.policy(knobs)
@@ -148,6 +152,8 @@ class _Setup:
             self.history, knobs, jobs=self.jobs[queued],
             kueue=policy.objects if queued and policy else None,
             fair_sharing=bool(policy and policy.fair_sharing),
+            job_limits=policy.job_limits if policy else (),
+            fair_share=policy.fair_share if policy else None,
         )  # fmt: skip
         if horizon is not None:
             scenario = scenario.model_copy(update={"horizon_s": horizon})
@@ -207,11 +213,21 @@ def latency_grid(history: History) -> list[float]:
     return sorted(grid)
 
 
+def queueing_grid(history: History) -> list[str]:
+    """The queueing disciplines worth trying: kube-scheduler's own first (the default wins ties), strict
+    FIFO, and EASY backfill when the history recorded requested wall times to plan with."""
+    walltimes = history.jobs.column("walltime_s")
+    backfill = ["easy-backfill"] if walltimes.null_count < len(walltimes) else []
+    return ["best-effort-fifo", "fifo", *backfill]
+
+
 def _grids(fit_history: History, setup: _Setup) -> list[tuple[str, list[Any], str]]:
     grids: list[tuple[str, list[Any], str]] = []
     if setup.recorded is None and setup.grouping is not None:
         grids.append(("limit_quantile", list(LIMIT_GRID), "wait_ks"))
+        grids.append(("job_limit_quantile", list(LIMIT_GRID), "wait_ks"))
     grids.append(("scheduling_latency_s", latency_grid(fit_history), "wait_ks"))
+    grids.append(("queueing", queueing_grid(fit_history), "wait_ks"))
     if has_node_arrivals(fit_history):
         grids.append(("node_boot_time_s", list(BOOT_GRID_S), "wait_ks"))
     if has_measured_pulls(fit_history):
@@ -227,8 +243,11 @@ def _fit(
     progress: Callable[[int, int], None] | None,
 ) -> tuple[Knobs, list[dict[str, Any]], list[str]]:
     """Each knob in turn on its grid, by the lowest score on the fit part: a candidate replaces the best
-    so far only when it scores more than MIN_GAIN lower (ties and noise keep the earlier, simpler value)."""
-    grids = _grids(fit_history, setup)
+    so far only when it scores more than MIN_GAIN lower (ties and noise keep the earlier, simpler value).
+    The policy knobs are fitted first (so a latency does not soak up waits a limit explains) and once more
+    after the others, which they were chosen without."""
+    first = _grids(fit_history, setup)
+    grids = first + [g for g in first if g[0] in REFITTED]
     measured = Measured.of(fit_history)
     total = sum(len(g) for _, g, _ in grids) or 1
     knobs = Knobs()
@@ -252,7 +271,7 @@ def _fit(
                 progress(done, total)
         assert best is not None
         knobs = replace(knobs, **{knob: best[1]})
-    return knobs, tried, [knob for knob, _, _ in grids]
+    return knobs, tried, [knob for knob, _, _ in first]
 
 
 def _flags(knobs: Knobs, fitted: list[str], fit_history: History, max_latency_s: float | None) -> list[str]:

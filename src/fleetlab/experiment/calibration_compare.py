@@ -140,7 +140,8 @@ class Simulated:
 
     @classmethod
     def of(cls, run: Run, ids: Sequence[str], gpus: FloatArray, cpus: FloatArray) -> Simulated:
-        """The replay's waits (pending jobs censored at the run's end) and held resources per job."""
+        """The replay's waits (pending jobs censored at the run's end, withdrawn ones at their withdrawal)
+        and held resources per job."""
         jobs = run.result.jobs
         position = {job_id: i for i, job_id in enumerate(jobs.ids)}
         order = np.asarray([position[j] for j in ids], dtype=np.int64)
@@ -148,7 +149,9 @@ class Simulated:
         bound = jobs.last_bound_ms[order]
         started = bound >= 0
         end = run.result.end_ms / 1000.0
-        waits = np.maximum(np.where(started, bound / 1000.0 - submit, end - submit), 0.0)
+        withdrawn = jobs.withdrawn_ms[order]
+        censored_at = np.where(withdrawn >= 0, withdrawn / 1000.0, end)
+        waits = np.maximum(np.where(started, bound / 1000.0 - submit, censored_at - submit), 0.0)
         stop = np.where(jobs.end_ms[order] >= 0, jobs.end_ms[order] / 1000.0, end)
         held = np.where(started, np.maximum(stop - bound / 1000.0, 0.0), 0.0)
         return cls(waits, started, submit, np.where(started, stop, np.nan), gpus * held, cpus * held)

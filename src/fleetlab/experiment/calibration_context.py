@@ -37,9 +37,10 @@ PLAUSIBLE: dict[str, tuple[float, float, str]] = {
     "node_boot_time_s": (30.0, 1200.0, "a cloud GPU node joins in about 1 to 20 minutes"),
     "image_pull_s": (0.0, 1800.0, "a first pull of a large image takes minutes, not hours"),
     "limit_quantile": (0.0, 1.0, "the quantile of each group's recorded concurrency taken as its limit"),
+    "job_limit_quantile": (0.0, 1.0, "the quantile of each group's recorded running jobs taken as its cap"),
 }
 #: Fitted knobs that are not durations (shown without a unit).
-UNITLESS = frozenset({"limit_quantile"})
+UNITLESS = frozenset({"limit_quantile", "job_limit_quantile"})
 #: What a change to each fitted knob names in scenario data (a variant that changes one undoes the fit).
 KNOB_PATHS = {
     "scheduling_latency_s": "scheduling_latency_s",

@@ -1,13 +1,13 @@
-"""What a history recorded that a replay either turns into node failures or keeps for later features
+"""What a history recorded of its nodes and jobs beyond their shapes and times, for the replay
 (docs/calibration.md, "Down windows, wall times, withdrawals").
 
 * A recorded ``down`` window of a node of a fixed pool becomes a ``failures.trace`` event of that pool:
   the node fails at the window's start (its pods are evicted) and is repaired at its end (or the record's
   end). Windows of every node (``node`` null) fail each node.
-* What the simulator does not model yet is kept in the scenario's ``recorded`` section: each job's requested
-  wall time (for EASY backfill), the instant a user withdrew a job that never started (for withdrawal of
-  pending jobs), drain windows and the down windows of autoscaled pools or unknown nodes (for cordon
-  windows).
+* The rest goes to the scenario's ``recorded`` section, which the simulator applies: each job's requested
+  wall time (EASY backfill plans with it), the instant a user withdrew a job that never started (it leaves
+  the queue then, cancelled), drain windows (cordons) and the down windows of autoscaled nodes (one node
+  of their pool, cordoned and evicted). Windows of nodes the replay does not have are left out.
 """
 
 from __future__ import annotations
@@ -55,12 +55,16 @@ def failure_events(
 
 
 def recorded_behaviour(
-    history: History, replayed_windows: set[int], replay_names: dict[str, str] | None = None
+    history: History,
+    replayed_windows: set[int],
+    replay_names: dict[str, str] | None = None,
+    autoscaled: dict[str, str] | None = None,
 ) -> RecordedBehaviour | None:
-    """The history facts a replay does not model yet (see the module docstring); None when there are none.
-    A window names its node as the replay does (``replay_names``: history name -> ``POOL-INDEX``), else by
-    its history name."""
+    """The ``recorded`` section (see the module docstring); None when there is nothing to record. A window
+    names its node as the replay does (``replay_names``: history name -> ``POOL-INDEX``), or the pool of an
+    autoscaled node (``autoscaled``: history name -> pool); a window of any other node is left out."""
     names = replay_names or {}
+    pools = autoscaled or {}
     jobs = history.jobs
     ids = jobs.column("job_id").to_pylist()
     walltime = jobs.column("walltime_s").to_pylist()
@@ -78,14 +82,15 @@ def recorded_behaviour(
     windows = tuple(
         RecordedWindow.model_validate(
             {
-                "node": names.get(node, node) if node is not None else None,
+                "node": names.get(node) if node is not None else None,
+                "pool": pools.get(node) if node is not None else None,
                 "start_s": start,
                 "end_s": None if stop >= history.end_s else stop,
                 "state": kind,
             }
         )
         for k, (node, start, stop, kind) in enumerate(down_windows(history))
-        if k not in replayed_windows
+        if k not in replayed_windows and (node is None or node in names or node in pools)
     )
     if not walltimes and not withdrawn and not windows:
         return None

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from fleetlab.experiment.history_batch import inferred_job_limits, recorded_fair_share, recorded_job_limits
 from fleetlab.metrics.baseline import UNSET, job_columns
 from fleetlab.metrics.policy_evidence import (
     CEILING_RESOURCES,
@@ -41,6 +42,7 @@ from fleetlab.metrics.policy_evidence import (
     overtakes,
 )
 from fleetlab.metrics.wait_causes import time_while_running
+from fleetlab.model.batch_policy import FairShare, JobLimit
 from fleetlab.model.history import History
 from fleetlab.model.queues import QueueConfigError, queue_config_from_objects
 from fleetlab.model.resources import CPU, GPU, MEMORY, parse_amount
@@ -72,6 +74,12 @@ class ReplayPolicy:
     #: Between groups: how often a job of one started before an earlier waiting job of another.
     order: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Job-count limits (recorded Slurm limits, or inferred ceilings) and fair-share ordering
+    #: (``history_batch``): the scenario's ``job_limits`` and ``scheduler.fair_share``.
+    job_limits: list[JobLimit] = field(default_factory=list)
+    fair_share: FairShare | None = None
+    #: Inferred job-count ceilings: group -> the most jobs it may run at once.
+    job_ceilings: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         """What calibration.json shows under ``policy``."""
@@ -84,6 +92,9 @@ class ReplayPolicy:
             "limits": [c.as_dict() for c in self.evidence],
             "queueing": self.strategies,
             "order": self.order,
+            "job_limits": [limit.model_dump(exclude_none=True) for limit in self.job_limits],
+            "job_ceilings": dict(self.job_ceilings),
+            "fair_share": None if self.fair_share is None else self.fair_share.model_dump(),
             "notes": list(self.notes),
         }
 
@@ -245,19 +256,11 @@ def _slurm(history: History) -> ReplayPolicy:
         for q in policy.slurm_qos
         if q.limits.max_tres_per_user
     }
-    counts = [name for q in policy.slurm_qos for name, v in (("MaxJobsPU", q.limits.max_jobs_per_user),
-              ("MaxSubmitPU", q.limits.max_submit_per_user)) if v is not None]  # fmt: skip
-    for a in policy.slurm_associations:
-        given = (
-            ("MaxJobs", a.limits.max_jobs),
-            ("MaxSubmit", a.limits.max_submit),
-            ("GrpJobs", a.limits.grp_jobs),
-        )
-        counts += [name for name, v in given if v is not None]
-    if counts:
-        kinds = ", ".join(sorted(set(counts)))
-        notes.append(f"Slurm job-count limits ({kinds}) are recorded but not replayed: Kueue quotas count "
-                     "resources, not jobs")  # fmt: skip
+    job_limits, limit_notes = recorded_job_limits(history)
+    notes += limit_notes
+    if job_limits:
+        notes.append(f"{len(job_limits)} recorded Slurm job-count limit(s) replayed as job_limits")
+    ordering = recorded_fair_share(history)
     if accounts:
         labels = group_labels(history, "team")
         objects, assignment = _grouped(history, labels, accounts, {}, "account", shares if fair else None)
@@ -265,7 +268,16 @@ def _slurm(history: History) -> ReplayPolicy:
             notes.append(
                 "QOS per-user limits (MaxTRESPU) are recorded but not replayed next to account limits"
             )
-        return ReplayPolicy("slurm", objects, assignment, fair_sharing=fair, grouping="team", notes=notes)
+        return ReplayPolicy(
+            "slurm",
+            objects,
+            assignment,
+            fair_sharing=fair,
+            grouping="team",
+            notes=notes,
+            job_limits=job_limits,
+            fair_share=ordering,
+        )
     if per_user:
         qos_of = {(a.account, a.user): a.qos for a in policy.slurm_associations if a.user}
         users = group_labels(history, "user")
@@ -278,7 +290,17 @@ def _slurm(history: History) -> ReplayPolicy:
                 merged = {r: min(c[r] for c in chosen if r in c) for r in {k for c in chosen for k in c}}
                 limits[user] = merged
         objects, assignment = _grouped(history, users, limits, {}, "user")
-        return ReplayPolicy("slurm", objects, assignment, grouping="user", notes=notes)
+        return ReplayPolicy(
+            "slurm",
+            objects,
+            assignment,
+            grouping="user",
+            notes=notes,
+            job_limits=job_limits,
+            fair_share=ordering,
+        )
+    if job_limits or ordering is not None:
+        return ReplayPolicy("slurm", notes=notes, job_limits=job_limits, fair_share=ordering)
     return ReplayPolicy(
         "none", notes=[*notes, "the recorded Slurm limits set no resource limit a replay uses"]
     )
@@ -304,10 +326,15 @@ def choose_grouping(history: History, spans: JobSpans) -> str | None:
 
 
 def inferred_policy(
-    history: History, grouping: str, quantile: float, source: History | None = None
+    history: History,
+    grouping: str,
+    quantile: float | None,
+    source: History | None = None,
+    job_quantile: float | None = None,
 ) -> ReplayPolicy:
-    """Per-group CPU and GPU limits at ``quantile`` (see the module docstring), read from ``source`` (the
-    fit part; the history itself by default) and applied to ``history``'s jobs, with their evidence."""
+    """Per-group CPU and GPU limits at ``quantile`` (None: none; see the module docstring) and running-job
+    ceilings at ``job_quantile`` (None: none; ``history_batch``), read from ``source`` (the fit part; the
+    history itself by default) and applied to ``history``'s jobs, with their evidence."""
     source = source or history
     spans = JobSpans.of(source)
     labels = group_labels(source, grouping)
@@ -317,6 +344,8 @@ def inferred_policy(
     levels: dict[str, dict[str, float]] = {}
     limits: dict[str, dict[str, float]] = {}
     for group in sorted(set(labels.tolist()) - {UNSET}):
+        if quantile is None:
+            break
         mine = labels == group
         for resource in ("cpu", "gpu"):
             if not np.any(totals[resource][mine] > 0):
@@ -345,9 +374,16 @@ def inferred_policy(
                 if name in wanted:
                     wanted[name] = max(wanted[name], float(np.nan_to_num(column[mine]).max()) * scale)
     objects, assignment = _grouped(history, target, limits, strategies, grouping)
+    job_limits: list[JobLimit] = []
+    job_ceilings: dict[str, float] = {}
+    if job_quantile is not None:
+        namespaces = {str(g): _name(grouping, str(g)) for g in set(labels.tolist()) - {UNSET}}
+        job_limits, job_ceilings = inferred_job_limits(source, grouping, job_quantile, namespaces, spans)
+        for group, cap in job_ceilings.items():
+            levels.setdefault(group, {})["jobs"] = cap
     return ReplayPolicy(
         "inferred", objects, assignment, grouping=grouping,
         evidence=ceilings_at(source, grouping, levels, spans),
         strategies={g: {"strategy": strategies[g], **o.as_dict()} for g, o in rates.items()},
-        order=order_between(labels, spans),
+        order=order_between(labels, spans), job_limits=job_limits, job_ceilings=job_ceilings,
     )  # fmt: skip

@@ -37,6 +37,7 @@ from fleetlab.experiment.history_gangs import Shape, node_sized
 from fleetlab.export.kueue_objects import kueue_objects
 from fleetlab.metrics.baseline import job_columns, job_times
 from fleetlab.metrics.baseline_cost import catalog_price, offers_by_type
+from fleetlab.model.batch_policy import FairShare, JobLimit
 from fleetlab.model.cluster import Cluster, NodePool
 from fleetlab.model.gpus import GPU_MODELS
 from fleetlab.model.history import History
@@ -71,6 +72,10 @@ class Knobs:
     #: Level of inferred per-group limits (``history_policy``): the quantile of what each group held while
     #: it had work waiting (1: the most it ever held); None: no inferred limit.
     limit_quantile: float | None = None
+    #: Level of inferred per-group running-job ceilings (``history_batch``); None: none.
+    job_limit_quantile: float | None = None
+    #: The scheduling queue's discipline (``scheduler.queueing``): best-effort-fifo, fifo, easy-backfill.
+    queueing: str = "best-effort-fifo"
 
 
 def _pool_name(raw: str | None, index: int) -> str:
@@ -195,7 +200,7 @@ def history_cluster(history: History, knobs: Knobs | None = None) -> Cluster:
 
 def cluster_and_downtime(
     history: History, knobs: Knobs | None = None
-) -> tuple[Cluster, set[int], dict[str, str]]:
+) -> tuple[Cluster, set[int], dict[str, str], dict[str, str]]:
     """The imported nodes as pools, one per (pool, GPU model, GPUs, CPU, memory, labels, capacity type).
 
     A pool whose nodes all exist from the start is fixed. One that gained nodes during the history becomes
@@ -203,8 +208,8 @@ def cluster_and_downtime(
     the most nodes it ever had at once, and new nodes take ``knobs.node_boot_time_s`` to boot (a Node
     object is created when the machine registers, so histories do not show how long booting took).
     Recorded ``down`` windows of a fixed pool's nodes become its failure trace (``history_downtime``);
-    the indexes of the windows so replayed come back with the cluster, and the replay's name
-    (``POOL-INDEX``) of every node of a fixed pool by its history name."""
+    the indexes of the windows so replayed come back with the cluster, the replay's name (``POOL-INDEX``)
+    of every node of a fixed pool by its history name, and the pool of every autoscaled node."""
     nodes, _ = complete_nodes(history)
     end = float(history.end_s)
     offers = offers_by_type()
@@ -223,6 +228,7 @@ def cluster_and_downtime(
     used: set[str] = set()
     replayed: set[int] = set()
     replay_names: dict[str, str] = {}
+    autoscaled: dict[str, str] = {}
     for index, (key, spans) in enumerate(groups.items()):
         name = _pool_name(key[0], index)
         if name in used:
@@ -233,8 +239,10 @@ def cluster_and_downtime(
         replayed |= windows
         if fixed:
             replay_names.update({node: f"{name}-{i}" for i, node in enumerate(names[key])})
+        else:
+            autoscaled.update({node: name for node in names[key]})
         pools.append(_node_pool(name, key, spans, knobs or Knobs(), failures))
-    return Cluster(pools=tuple(pools)), replayed, replay_names
+    return Cluster(pools=tuple(pools)), replayed, replay_names, autoscaled
 
 
 def removal_notes(history: History) -> list[str]:
@@ -291,7 +299,7 @@ def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None 
     prep = np.where(measured_prep, np.maximum(cols.running - cols.scheduled, 0.0), 0.0)
     labelled = any(GPU_MODEL_LABEL in (n or "") for n in history.nodes.column("labels_json").to_pylist())
     shapes = node_shapes(history)
-    wanted = ["job_id", "job_class", "team", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod"]
+    wanted = ["job_id", "job_class", "team", "user", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod"]
     rows = t.select([*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model", "owner_kind"]).to_pylist()
     jobs: list[Job] = []
     templates: dict[str, Job] = {}
@@ -309,6 +317,7 @@ def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None 
             "submit_s": float(cols.submit[i]),
             "class": row["job_class"],
             "team": row["team"] or "default",
+            **({"user": str(row["user"])} if row["user"] else {}),
             "priority": row["priority"] or 0,
             "pods": plan.pods,
             "runtime": max(float(runtime), MIN_RUNTIME_S),
@@ -385,25 +394,37 @@ def history_scenario(
     jobs: tuple[Job, ...] | None = None,
     kueue: list[dict[str, Any]] | None = None,
     fair_sharing: bool = False,
+    job_limits: Sequence[JobLimit] = (),
+    fair_share: FairShare | None = None,
 ) -> Scenario:
     """The replay scenario with the given knobs (everything else at fleetlab's defaults); ``jobs``, when
     given, are ``history_jobs(history, ...)`` built once for several replays; ``kueue``: the Kueue objects
-    the jobs' queues name (``history_policy``), with fair sharing on when ``fair_sharing``."""
+    the jobs' queues name (``history_policy``), with fair sharing on when ``fair_sharing``; ``job_limits``
+    and ``fair_share``: a batch scheduler's job-count limits and fair-share ordering (``history_batch``)."""
     built = jobs if jobs is not None else tuple(history_jobs(history))
-    cluster, replayed, replay_names = cluster_and_downtime(history, knobs)
+    cluster, replayed, replay_names, autoscaled = cluster_and_downtime(history, knobs)
     data: dict[str, Any] = {}
     if kueue:
         data["kueue"] = kueue
         if fair_sharing:
             data["kueue_configuration"] = {"fairSharing": {"enable": True}}
+    if job_limits:
+        data["job_limits"] = tuple(job_limits)
+    scheduler = SchedulerConfig.model_validate(
+        {
+            "scheduling_latency_s": knobs.scheduling_latency_s,
+            "queueing": knobs.queueing,
+            "fair_share": fair_share,
+        }
+    )
     return Scenario.model_validate(
         {
             "name": name,
             "description": f"replay of a measured history ({', '.join(history.sources) or 'unknown source'})",
             "cluster": cluster,
             "workload": Workload(jobs=with_image_pulls(history, built, knobs.image_pull_s)),
-            "scheduler": SchedulerConfig(scheduling_latency_s=knobs.scheduling_latency_s),
-            "recorded": recorded_behaviour(history, replayed, replay_names),
+            "scheduler": scheduler,
+            "recorded": recorded_behaviour(history, replayed, replay_names, autoscaled),
             **data,
         }
     )

@@ -288,8 +288,18 @@ def _check_jobs(
     np.logical_or.at(unplaced, pod_job, ~placed & (pod_end < 0))
     written_state = [str(s) for s in jobs["state"]]
     failed = np.asarray([s == "failed" for s in written_state], dtype=bool) & ~completed
+    # A withdrawn job never had a pod placed: the files say when only through its written wait.
+    ever_placed = np.zeros(n, dtype=bool)
+    np.logical_or.at(ever_placed, pod_job, placed | (pod_end >= 0))
+    seg_pods = np.asarray(tables["segments"]["pod"], dtype=np.int64)
+    ever_placed[pod_job[seg_pods]] = True
+    cancelled = np.asarray([s == "cancelled" for s in written_state], dtype=bool) & ~ever_placed & ~failed
     state = np.where(
-        completed, "completed", np.where(failed, "failed", np.where(unplaced, "pending", "running"))
+        completed,
+        "completed",
+        np.where(
+            failed, "failed", np.where(cancelled, "cancelled", np.where(unplaced, "pending", "running"))
+        ),
     )
     workload = np.asarray([not i.startswith(SERVICE_PREFIX) for i in ids], dtype=bool)
     for i in np.flatnonzero(workload).tolist():
@@ -301,24 +311,26 @@ def _check_jobs(
     report.checked += int(workload.sum())
     counts = {
         s: int(np.count_nonzero(workload & (state == s)))
-        for s in ("completed", "running", "pending", "failed")
+        for s in ("completed", "running", "pending", "failed", "cancelled")
     }
     report.same("jobs", float(workload.sum()), summary.get("jobs"))
     report.same("jobs_completed", counts["completed"], summary.get("jobs_completed"))
     report.same("jobs_running_at_end", counts["running"], summary.get("jobs_running_at_end"))
     report.same("jobs_pending_at_end", counts["pending"], summary.get("jobs_pending_at_end"))
     report.same("jobs_failed", counts["failed"], summary.get("jobs_failed"))
+    report.same("jobs_cancelled", counts["cancelled"], summary.get("jobs_cancelled", 0))
     waits_pod = pod_waits(tables, end_ms, str(folder / "segments.parquet"))
     wait_ms = np.zeros(n, dtype=np.int64)
     np.maximum.at(wait_ms, pod_job, waits_pod)
     written_wait = _ms(_column(jobs, "queue_wait_so_far_s", source))
+    wait_ms[cancelled] = np.minimum(written_wait[cancelled], wait_ms[cancelled])  # ended at the withdrawal
     for i in np.flatnonzero(workload & (wait_ms != written_wait)).tolist():
         report.mismatches.append(
             f"job {ids[i]}: queue wait recomputed {wait_ms[i]} ms, written {written_wait[i]} ms"
         )
     report.checked += int(workload.sum())
     waits = wait_ms / 1000.0
-    known = workload & (state != "pending")
+    known = workload & (state != "pending") & (state != "cancelled")
     _stat(report, "queue_wait_mean_s", waits[known], None, summary)
     for q in (50, 95, 99):
         _stat(report, f"queue_wait_p{q}_s", waits[known], q, summary)
@@ -331,8 +343,9 @@ def _check_jobs(
     _stat(report, "completion_mean_s", (last_end - submit)[done] / 1000.0, None, summary)
     _stat(report, "completion_p95_s", (last_end - submit)[done] / 1000.0, 95, summary)
     so_far = np.where(completed, last_end, np.maximum(end_ms, submit)) - submit
-    _stat(report, "completion_mean_s_lower_bound", so_far[workload & ~failed] / 1000.0, None, summary)
-    _stat(report, "completion_p95_s_lower_bound", so_far[workload & ~failed] / 1000.0, 95, summary)
+    may_complete = workload & ~failed & ~cancelled
+    _stat(report, "completion_mean_s_lower_bound", so_far[may_complete] / 1000.0, None, summary)
+    _stat(report, "completion_p95_s_lower_bound", so_far[may_complete] / 1000.0, 95, summary)
     if end_ms < int(last_end.max(initial=-1)):
         report.mismatches.append(f"makespan_s: a pod ended at {last_end.max() / 1000} s, after the run's end")
 

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
-from fleetlab.metrics.censoring import Censored, censor, mean, percentile
+from fleetlab.metrics.censoring import Censored, censor, mean, percentile, wait_known
 from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.metrics.services import service_totals, workload_jobs
 from fleetlab.metrics.usage_columns import time_weighted_mean, usage_summary
@@ -135,6 +135,9 @@ class Summary:
     #: pod bound (preparing or computing), and some pod still waiting for a node (metrics/censoring.py).
     jobs_running_at_end: int = 0
     jobs_pending_at_end: int = 0
+    #: Jobs withdrawn before they started (recorded withdrawals, refused by a job limit); their waits are
+    #: censored at the withdrawal (metrics/censoring.py).
+    jobs_cancelled: int = 0
     #: Over every job, pending ones with their wait so far: lower bounds of the figures had they all started.
     queue_wait_mean_s_lower_bound: float = 0.0
     queue_wait_p50_s_lower_bound: float = 0.0
@@ -151,12 +154,15 @@ class Summary:
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null); a wait bucket
-        the run does not have is left out."""
+        the run does not have is left out, and ``jobs_cancelled`` when no job was cancelled (a run without
+        withdrawals keeps its summary as it was)."""
         out: dict[str, float | int | str | None] = {}
         for key, value in asdict(self).items():
             if value is None and key in OPTIONAL_BUCKETS:
                 continue
             out[key] = None if isinstance(value, float) and value != value else value
+        if not self.jobs_cancelled:
+            del out["jobs_cancelled"]
         return out
 
 
@@ -177,7 +183,7 @@ def summarize(result: SimulationResult) -> Summary:
     """Compute the comparison row for one run."""
     jobs = workload_jobs(result.jobs)  # service replicas are summarised per service
     censored = censor(jobs, result.end_ms)
-    known = ~jobs.waiting_at_end
+    known = wait_known(jobs)
     waits = censored.waits_known_s
     prep = (jobs.running_ms - jobs.last_bound_ms)[jobs.running_ms >= 0] / 1000.0
     cost = node_costs(result)
@@ -262,6 +268,7 @@ def censored_figures(censored: Censored) -> dict[str, Any]:
         "jobs_failed": censored.failed,
         "jobs_running_at_end": censored.running,
         "jobs_pending_at_end": censored.pending,
+        "jobs_cancelled": censored.cancelled,
         "queue_wait_mean_s_lower_bound": mean(lower),
         "queue_wait_p50_s_lower_bound": percentile(lower, 50),
         "queue_wait_p95_s_lower_bound": percentile(lower, 95),

@@ -14,7 +14,7 @@ from fleetlab.cost.billing import (
     lost_unit_ms_per_job,
     node_costs,
 )
-from fleetlab.metrics.censoring import PENDING, RUNNING, end_states
+from fleetlab.metrics.censoring import CANCELLED, PENDING, RUNNING, end_states
 from fleetlab.metrics.dra_columns import node_dra_columns, pod_dra_columns
 from fleetlab.metrics.sharing_columns import (
     job_sharing_columns,
@@ -39,7 +39,7 @@ def job_columns(result: SimulationResult) -> Columns:
     done = jobs.completed
     ends = end_states(jobs)
     state = np.where((ends == RUNNING) & ~running, "preparing", ends)
-    known = ends != PENDING
+    known = (ends != PENDING) & (ends != CANCELLED)  # censored: still waiting, or withdrawn while waiting
     pending_by_id = {p.job_id: p for p in result.pending}
     return {
         "job_id": list(jobs.ids),

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from fleetlab.cost.billing import MS_PER_HOUR, eviction_delay_ms, lost_unit_ms_per_job
-from fleetlab.metrics.censoring import mean
+from fleetlab.metrics.censoring import mean, wait_known
 from fleetlab.metrics.services import workload_jobs, workload_mask
 from fleetlab.sim.result import SimulationResult
 
@@ -42,7 +42,7 @@ def team_rows(result: SimulationResult) -> list[TeamRow]:
     keep = workload_mask(result.jobs)
     jobs = workload_jobs(result.jobs)
     teams = np.asarray(jobs.team, dtype=object)
-    known = ~jobs.waiting_at_end
+    known = wait_known(jobs)
     lost = (lost_unit_ms_per_job(result) * (result.jobs.gpus_per_pod > 0))[keep]
     delay = eviction_delay_ms(result)[keep]
     rows = []

@@ -6,18 +6,22 @@ fit and of the out-of-sample validation and, per compared metric, the error meas
 and ``report`` read it to show the model's error beside every wait figure and to call a what-if whose
 effect is smaller than the validation error "within model error" (:meth:`CalibrationRecord.model_error`).
 
-A calibrated scenario also carries, under ``recorded``, what its history holds that the replay does not
-use yet (requested wall times, the instants users withdrew pending jobs, drain windows): the inputs of
-simulator features still to come, kept so that a scenario written today can use them then.
+A calibrated scenario also carries, under ``recorded``, what its history holds of the jobs and nodes beyond
+their shapes and times: requested wall times (EASY backfill plans with them, sim/queue_discipline.py), the
+instants users withdrew pending jobs (sim/withdrawal.py) and node down and drain windows
+(sim/maintenance.py). Any scenario may give them.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from fleetlab.model.cluster import SpecModel
+from fleetlab.model.cluster import NodePool, SpecModel
+from fleetlab.model.limits import MAX_SECONDS
 
 __all__ = [
     "EXPERIMENT_METRIC_ERRORS",
@@ -25,6 +29,7 @@ __all__ = [
     "MetricError",
     "RecordedBehaviour",
     "RecordedWindow",
+    "check_recorded",
 ]
 
 #: How an error is expressed: ``absolute`` in the metric's own unit (seconds for wait quantiles, a
@@ -91,19 +96,68 @@ class CalibrationRecord(SpecModel):
 
 
 class RecordedWindow(SpecModel):
-    """A window a node (or every node, ``node`` None) took no new work, in replay seconds; ``node`` is the
-    replay's name of it (``POOL-INDEX``) where the replay has it, else the history's."""
+    """A window in which a node took no new work (``drain``: cordoned, its pods ran on) or was unavailable
+    (``down``: cordoned and its pods evicted), in replay seconds, to ``end_s`` (None: the run's end).
 
-    node: str | None = None
+    ``node`` names the replay's node (``POOL-INDEX``); with ``pool`` instead, the window takes one node of
+    that pool (a node of an autoscaled pool, whose slots a history cannot name); with neither it holds every
+    node."""
+
+    node: str | None = Field(default=None, min_length=1)
+    pool: str | None = Field(default=None, min_length=1)
     start_s: float = Field(ge=0)
     end_s: float | None = Field(default=None, ge=0)
     state: Literal["down", "drain"]
 
+    @model_validator(mode="after")
+    def _ordered(self) -> RecordedWindow:
+        if self.end_s is not None and self.end_s < self.start_s:
+            raise ValueError(f"end_s ({self.end_s:g}) is before start_s ({self.start_s:g})")
+        if self.node is not None and self.pool is not None:
+            raise ValueError("a window names a node or a pool, not both")
+        return self
+
 
 class RecordedBehaviour(SpecModel):
-    """History facts the replay does not model yet, by job id: the inputs of simulator features to come
-    (EASY backfill reads ``walltime_s``, pending-job withdrawal ``withdraw_s``, cordons ``windows``)."""
+    """History facts the replay uses, by job id: requested wall times (``walltime_s``: EASY backfill plans
+    with them), when a user withdrew a job that never started (``withdraw_s``: the job leaves the queue
+    then, cancelled) and node windows (``windows``)."""
 
     walltime_s: dict[str, float] = Field(default_factory=dict)
     withdraw_s: dict[str, float] = Field(default_factory=dict)
     windows: tuple[RecordedWindow, ...] = ()
+
+    @model_validator(mode="after")
+    def _finite(self) -> RecordedBehaviour:
+        for name, values in (("walltime_s", self.walltime_s), ("withdraw_s", self.withdraw_s)):
+            bad = [k for k, v in values.items() if not (math.isfinite(v) and 0 <= v <= MAX_SECONDS)]
+            if bad:
+                raise ValueError(
+                    f"recorded.{name}: {', '.join(bad[:3])} must be seconds in [0, {MAX_SECONDS:g}]"
+                )
+        return self
+
+
+def check_recorded(recorded: RecordedBehaviour, pools: Sequence[NodePool], job_ids: list[str] | None) -> None:
+    """Every window names a node or pool of the cluster and every job id a job of the workload (when the
+    workload lists its jobs)."""
+    slots = {pool.name: {pool.node_name(i) for i in range(pool.node_slots)} for pool in pools}
+    nodes = set().union(*slots.values()) if slots else set()
+    for k, window in enumerate(recorded.windows):
+        if window.node is not None and window.node not in nodes:
+            raise ValueError(f"recorded.windows[{k}].node {window.node!r} is not a node of the cluster")
+        if window.pool is not None and window.pool not in slots:
+            raise ValueError(
+                f"recorded.windows[{k}].pool {window.pool!r} is not a pool of the cluster "
+                f"(pools: {', '.join(sorted(slots))})"
+            )
+    if job_ids is None:
+        return
+    known = set(job_ids)
+    for name, values in (("walltime_s", recorded.walltime_s), ("withdraw_s", recorded.withdraw_s)):
+        unknown = [job for job in values if job not in known]
+        if unknown:
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+            raise ValueError(
+                f"recorded.{name} names job(s) not in the workload: {', '.join(unknown[:3])}{more}"
+            )

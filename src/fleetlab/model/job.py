@@ -66,6 +66,8 @@ class Job(SpecModel):
     job_class: JobClass = Field(default=JobClass.BATCH, alias="class")
     priority: Priority = 0
     team: str = "default"
+    #: Who submitted the job (Slurm User, SWF user): job-count limits and fair share may count per user.
+    user: str | None = Field(default=None, min_length=1)
     pods: Int = Field(default=1, ge=1, le=MAX_PODS_PER_JOB)
     requests: ResourceList
     tolerations: tuple[Toleration, ...] = ()

@@ -7,7 +7,8 @@ from typing import Annotated, Any, overload
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from fleetlab.model.calibration_record import CalibrationRecord, RecordedBehaviour
+from fleetlab.model.batch_policy import JobLimit, check_job_limits
+from fleetlab.model.calibration_record import CalibrationRecord, RecordedBehaviour, check_recorded
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.dra_config import DraConfig
 from fleetlab.model.interference import InterferenceModel
@@ -55,10 +56,13 @@ class Scenario(SpecModel):
     namespace_policies: tuple[Annotated[ResourceQuota | LimitRange, Field(discriminator="kind")], ...] = ()
     #: Written by ``fleetlab calibrate``: verdicts and per-metric errors of the replay against its history.
     calibration: CalibrationRecord | None = None
-    #: Written by ``fleetlab calibrate``: history facts the replay does not model yet (wall times, ...).
+    #: Written by ``fleetlab calibrate``: per job its requested wall time and when it was withdrawn while
+    #: pending, and node down and drain windows, as the history recorded them (the replay uses them).
     recorded: RecordedBehaviour | None = None
     #: Node drain windows (model/maintenance.py): cordon, evict after a grace period, uncordon.
     maintenance: tuple[MaintenanceWindow, ...] = ()
+    #: Caps on the jobs a user, team, queue or the cluster runs or submits (model/batch_policy.py).
+    job_limits: tuple[JobLimit, ...] = ()
     #: Workload API objects (scheduling.k8s.io/v1alpha2 Workload, PodGroup): jobs naming a PodGroup in
     #: ``schedulingGroup`` take its gang and topology constraint (model/pod_group_jobs.py).
     workload_api: tuple[Annotated[ApiWorkload | PodGroup, Field(discriminator="kind")], ...] = Field(
@@ -115,6 +119,12 @@ class Scenario(SpecModel):
     @model_validator(mode="after")
     def _maintenance_nodes_known(self) -> Scenario:
         check_maintenance(self.maintenance, self.cluster.pools)
+        check_job_limits(self.job_limits)
+        if self.recorded is not None:
+            jobs = self.workload.jobs
+            ids = None if jobs is None else (jobs.ids.to_pylist() if isinstance(jobs, JobTable) else
+                                               [j.id for j in jobs])  # fmt: skip
+            check_recorded(self.recorded, self.cluster.pools, ids)
         return self
 
     @model_validator(mode="after")

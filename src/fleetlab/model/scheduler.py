@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from fleetlab.model.batch_policy import FairShare
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.limits import Int, PluginWeight
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
@@ -14,6 +15,11 @@ from fleetlab.model.units import Seconds
 
 StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
 KubernetesVersion = Literal["1.34", "1.35", "1.36"]
+#: How the scheduling queue offers its pods (docs/scenario.md, "Queueing disciplines"): kube-scheduler's own
+#: best-effort order (a pod that does not fit is skipped, later ones may start), strict
+#: first-come-first-served (nothing starts before the first waiting job), or EASY backfill on the requested
+#: wall times.
+Queueing = Literal["best-effort-fifo", "fifo", "easy-backfill"]
 
 #: Policy presets (defined in fleetlab.placement.profiles); named here so a scenario is checked on load.
 PRESET_NAMES: tuple[str, ...] = ("default", "least-allocated", "most-allocated", "bin-packing")
@@ -134,6 +140,12 @@ class SchedulerConfig(SpecModel):
     pod_topology_spread: PodTopologySpreadArgs = Field(
         default_factory=PodTopologySpreadArgs, alias="podTopologySpread"
     )
+    #: The queueing discipline (``Queueing``); ``easy-backfill`` plans with ``recorded.walltime_s``.
+    queueing: Queueing = "best-effort-fifo"
+    #: EASY backfill: queued entries after the blocked head a cycle may try (Slurm's bf_max_job_test).
+    backfill_depth: Int = Field(default=100, ge=1, le=1_000_000)
+    #: Fair-share priority ordering the queue (Slurm multifactor); None: pod priority, then submit time.
+    fair_share: FairShare | None = None
 
     @field_validator("policy")
     @classmethod

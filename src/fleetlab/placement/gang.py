@@ -96,15 +96,21 @@ class GangPlacer:
         all_codes = state.labels.codes(key)
         return [feasible & (all_codes == d) for d in domains]
 
-    def plan(self, pod: CompiledPod, count: int, topology: TopologyRequest) -> list[int] | None:
-        """Node per pod (not yet bound), or None when the gang cannot be placed now."""
+    def plan(
+        self, pod: CompiledPod, count: int, topology: TopologyRequest, allowed: BoolArray | None = None
+    ) -> list[int] | None:
+        """Node per pod (not yet bound; only ``allowed`` nodes when given), or None when the gang cannot be
+        placed now."""
         if pod.spec.topology_assignment:  # Kueue TAS pinned the pods to domains at admission
-            return self._plan_assignment(pod)
+            plan = self._plan_assignment(pod)
+            return plan if plan is None or allowed is None or all(allowed[n] for n in plan) else None
         if not self.scheduler.fit_count(pod):
             return None  # no node fits even one pod: no domain holds the gang, the first select fails
         if topology.required is None and topology.preferred is None:
-            return self._plan_by_score(pod, count, None)  # no domain to choose: no feasibility mask needed
+            return self._plan_by_score(pod, count, allowed)  # no domain to choose: no feasibility mask
         feasible = self.scheduler.fits_now(pod).copy()
+        if allowed is not None:
+            feasible &= allowed
         if topology.required is not None:
             for mask in self._domain_masks(topology.required, feasible, pod, count):
                 plan = self._plan_in(pod, count, mask)
@@ -118,7 +124,7 @@ class GangPlacer:
                     plan = self._plan_in(pod, count, mask)
                     if plan is not None:
                         return plan
-        return self._plan_by_score(pod, count, None)
+        return self._plan_by_score(pod, count, allowed)
 
     def _plan_in(self, pod: CompiledPod, count: int, mask: BoolArray) -> list[int] | None:
         if pod.spec.pod_dependent or pod.spec.claims is not None:

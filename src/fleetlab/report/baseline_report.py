@@ -190,7 +190,9 @@ def _value(kind: str, value: float | None) -> str:
 
 
 def _knob(value: Any) -> str:
-    return "none" if value is None else f"{value:g}"
+    if value is None:
+        return "none"
+    return value if isinstance(value, str) else f"{value:g}"
 
 
 def calibration_table(payload: dict[str, Any], title: str) -> Table:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -24,7 +24,8 @@ from fleetlab.placement.element_views import int_elements
 from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
-from fleetlab.placement.state import ClusterState
+from fleetlab.placement.state import BoolArray, ClusterState
+from fleetlab.sim import held_jobs
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.counters import Counters
 from fleetlab.sim.events import (
@@ -103,6 +104,8 @@ class Engine:
         self._after_step: tuple[TimeHook, ...] = ()
         self._on_create: tuple[CreateHook, ...] = ()
         self._on_gone: tuple[PodHook, ...] = ()
+        #: Per job withdrawn before it started, when (``withdraw_job``).
+        self.withdrawn: dict[int, int] = {}
         #: Nodes a bind or release touched in this step, and pods that fail at its end.
         self.touched: set[int] = set()
         self.failing: list[int] = []
@@ -441,12 +444,7 @@ class Engine:
         """One scheduling attempt for a queue entry: a pod, or a whole gang."""
         compiled, scheduler, placer, gang_size, topology, preempts = self._group_plan[group_id]
         if gang_size:
-            plan = placer.plan(compiled, gang_size, topology)
-            if plan is None:
-                return False
-            for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
-                self.bind(member, node)
-            return True
+            return self._bind_gang(pod, placer.plan(compiled, gang_size, topology))
         node = scheduler.select(compiled)
         if node < 0:
             if preempts:
@@ -460,6 +458,35 @@ class Engine:
                     return False
         self.bind(pod, node)
         return True
+
+    def try_place_on(self, group_id: int, pod: int, allowed: BoolArray) -> bool:
+        """``try_place`` on the ``allowed`` nodes only, without preemption (a backfill that must leave a
+        reservation's nodes alone)."""
+        compiled, scheduler, placer, gang_size, topology, _ = self._group_plan[group_id]
+        if gang_size:
+            return self._bind_gang(pod, placer.plan(compiled, gang_size, topology, allowed))
+        node = scheduler.select(compiled, allowed)
+        if node < 0:
+            return False
+        self.bind(pod, node)
+        return True
+
+    def _bind_gang(self, pod: int, plan: list[int] | None) -> bool:
+        """Bind the unfinished pods of ``pod``'s job to the nodes of ``plan`` (None: it found none)."""
+        if plan is None:
+            return False
+        for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
+            self.bind(member, node)
+        return True
+
+    # -- arrivals held and withdrawn (sim/held_jobs.py) ------------------------------------------------
+    def hand_on(self, job: int, holder: Callable[[int, int], bool]) -> None:
+        """A job an ``arrive`` subscriber held goes on."""
+        held_jobs.hand_on(self, job, holder)
+
+    def withdraw_job(self, job: int) -> None:
+        """The job leaves before any pod of it was bound."""
+        held_jobs.withdraw_job(self, job)
 
     # -- the run -------------------------------------------------------------------------------------
     def start_run(self) -> None:

@@ -16,11 +16,13 @@ from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.dra_claims import DraClaims, uses_dra
 from fleetlab.sim.failures import FailureModel
+from fleetlab.sim.fair_share import FairShare
 from fleetlab.sim.gpu_fragments import FragmentationMeter
 from fleetlab.sim.gpu_tenancy import GpuTenancy
 from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import Interruptions
+from fleetlab.sim.job_limits import JobLimitGate
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.kueue_dra import DraQuota
 from fleetlab.sim.kueue_tas import KueueTopology, uses_tas
@@ -28,10 +30,12 @@ from fleetlab.sim.maintenance import Maintenance
 from fleetlab.sim.namespace_quota import NamespaceQuota
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
+from fleetlab.sim.queue_discipline import QueueDiscipline
 from fleetlab.sim.services import ServiceController
 from fleetlab.sim.stranded import StrandedMeter
 from fleetlab.sim.timeline import TimelineRecorder
 from fleetlab.sim.usage_meter import UsageMeter
+from fleetlab.sim.withdrawal import Withdrawal
 
 
 @dataclass
@@ -52,6 +56,10 @@ class Features:
     failures: FailureModel | None
     spot: Interruptions | None
     maintenance: Maintenance | None
+    withdrawal: Withdrawal | None
+    job_limits: JobLimitGate | None
+    fair_share: FairShare | None
+    discipline: QueueDiscipline | None
     services: ServiceController | None
     topology: KueueTopology | None
     kueue: KueueBridge | None
@@ -84,7 +92,16 @@ def build_features(sim: EngineHandle) -> Features:
         autoscaler = Autoscaler(sim, lifecycle) if any(p.autoscaling for p in pools) else None
         failures = FailureModel(sim, lifecycle) if any(p.failures for p in pools) else None
         spot = Interruptions(sim, lifecycle) if any(p.interruptions for p in pools) else None
-    maintenance = Maintenance(sim) if scenario.maintenance else None
+    recorded = scenario.recorded
+    windows = scenario.maintenance or (recorded is not None and recorded.windows)
+    maintenance = Maintenance(sim) if windows else None
+    # Before Kueue: their ``arrive`` holds a job before Kueue sees it.
+    withdrawal = Withdrawal(sim) if recorded is not None and recorded.withdraw_s else None
+    job_limits = JobLimitGate(sim) if scenario.job_limits else None
+    fair = sim.config.fair_share
+    fair_share = FairShare(sim, fair) if fair is not None else None
+    ordered = fair_share is not None or sim.config.queueing != "best-effort-fifo"
+    discipline = QueueDiscipline(sim, fair_share) if ordered else None
     services = ServiceController(sim, tenancy) if scenario.services else None
     topology = kueue = None
     if scenario.kueue is not None and scenario.kueue.cluster_queues:  # no ClusterQueue: nothing to admit
@@ -114,6 +131,10 @@ def build_features(sim: EngineHandle) -> Features:
         failures=failures,
         spot=spot,
         maintenance=maintenance,
+        withdrawal=withdrawal,
+        job_limits=job_limits,
+        fair_share=fair_share,
+        discipline=discipline,
         services=services,
         topology=topology,
         kueue=kueue,

@@ -95,6 +95,11 @@ class Subscriptions:
         self.tick: list[TimeHook] = []
         #: After each step, its scheduling cycle included: ``(now)``. Meters and recorders sample here.
         self.after_step: list[TimeHook] = []
+        #: A job left before any pod of it was bound — withdrawn by its user, refused at submit: ``(job)``.
+        self.withdraw: list[PodHook] = []
+        #: A queueing discipline that runs each scheduling cycle instead of the queue's own (at most one;
+        #: ``take_cycle``): ``(release generation) -> pods bound``.
+        self.scheduling_cycle: Callable[[int], int] | None = None
         #: The run starts, before the first node is ready: ``()``. The first events are scheduled here.
         self.run_start: list[Callable[[], None]] = []
         #: The run ended: ``(parts)``, in reverse order (a feature closes before those it was built on).
@@ -106,6 +111,12 @@ class Subscriptions:
         #: nothing (spot interruptions on an idle cluster).
         self.optional_kinds: set[int] = set()
         self.quiet: list[Callable[[], bool]] = []
+
+    def take_cycle(self, cycle: Callable[[int], int]) -> None:
+        """Run the scheduling cycles with ``cycle`` (a queueing discipline); only one feature may."""
+        if self.scheduling_cycle is not None:
+            raise RuntimeError("internal error: two queueing disciplines for one run")
+        self.scheduling_cycle = cycle
 
     def event_kind(
         self, handler: EventHandler, stale: StaleTest | None = None, quiet: Callable[[], bool] | None = None
@@ -246,6 +257,10 @@ class EngineHandle(Protocol):
         """Jobs still to arrive."""
 
     @property
+    def withdrawn(self) -> dict[int, int]:
+        """Per job withdrawn before it started (``withdraw_job``), when."""
+
+    @property
     def last_completion_ms(self) -> int:
         """When a pod last succeeded."""
 
@@ -301,12 +316,27 @@ class EngineHandle(Protocol):
     def base_spec(self, job: int) -> PodSpec:
         """The pod spec the job's own fields give."""
 
+    def try_place(self, group_id: int, pod: int) -> bool:
+        """One scheduling attempt for a queue entry (a pod, or a whole gang); True when it was bound."""
+
+    def try_place_on(self, group_id: int, pod: int, allowed: BoolArray) -> bool:
+        """``try_place`` on the ``allowed`` nodes only, without preemption (a backfill that leaves a
+        reservation's nodes alone)."""
+
     # -- asks ------------------------------------------------------------------------------------------------
     def schedule(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
         """An event of a kind the feature registered (``Subscriptions.event_kind``) at ``time_ms``."""
 
     def enqueue(self, job: int, pods: list[int] | None = None) -> None:
         """Queue the job's unfinished pods (or ``pods``) for placement."""
+
+    def hand_on(self, job: int, holder: Callable[[int, int], bool]) -> None:
+        """A job the ``arrive`` subscriber ``holder`` held goes on: to the subscribers after it (Kueue),
+        else to the scheduling queue."""
+
+    def withdraw_job(self, job: int) -> None:
+        """The job, no pod of it ever bound, leaves: out of the queue, done waiting, never started
+        (``withdraw`` subscribers hear it)."""
 
     def evict_job_pods(self, pod: int) -> None:
         """Evict a pod (a gang job's: every pod of its job) and requeue what was evicted."""

@@ -10,7 +10,8 @@ Two optional helpers plug in: Kueue TAS (sim/kueue_tas.py: the topology gate of 
 assignment in the admitted pod spec, node replacement) and Kueue's DRA quota (sim/kueue_dra.py: device
 claims charged as mapped resources).
 
-Subscribes to ``arrive``, ``evict``, ``job_done``, ``job_failed``, ``tick``, two event kinds, ``run_end``.
+Subscribes to ``arrive``, ``evict``, ``job_done``, ``job_failed``, ``withdraw``, ``tick``, two event kinds,
+``run_end``.
 May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``halt`` on a preemption loop.
 """
 
@@ -148,6 +149,7 @@ class KueueBridge:
         on.evict.append(self.evicting)
         on.job_done.append(self.released)
         on.job_failed.append(self.released)
+        on.withdraw.append(self.withdrawn)
         on.tick.append(self.step)
         on.run_end.append(self.finish)
 
@@ -176,6 +178,19 @@ class KueueBridge:
         """A Kueue job finished (its last pod succeeded, or its pods failed): its quota is released."""
         if self._managed[job_index]:
             self.finished_at(job_index, self.sim.now)
+
+    def withdrawn(self, job_index: int) -> None:
+        """A Kueue job withdrawn before it started leaves its ClusterQueue, or gives back the quota it was
+        admitted with while its pods waited for nodes; its quota wait ends now."""
+        workload = self.workload_id.get(job_index)
+        if not self._managed[job_index] or workload is None or not self.manager.tracks(workload):
+            return  # not submitted to Kueue yet (or between a waitForPodsReady requeue's tries)
+        now = self.sim.now
+        self.manager.finish(workload)
+        if self.quota_since_ms[job_index] >= 0:
+            self.quota_waited_ms[job_index] += now - self.quota_since_ms[job_index]
+            self.quota_since_ms[job_index] = -1
+        self.sample(now)
 
     def _assign_topology(self, workload: Workload, cluster_queue: str, flavors: Any) -> str | None:
         assert self.topology is not None

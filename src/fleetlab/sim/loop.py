@@ -36,6 +36,7 @@ def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
     horizon = sim.horizon_ms
     on = sim.on
     arrive, ticks, merges = tuple(on.arrive), tuple(on.tick), tuple(on.next_time)
+    discipline = on.scheduling_cycle  # a queueing discipline's cycle (None: the queue's own)
     handlers, stale_of = list(on.handlers), list(on.stale)
     #: A plain heap (no optional event kinds): peek and pop it directly.
     heap = events.heap if type(events) is EventQueue else None
@@ -110,7 +111,10 @@ def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
         sim.queue_changed = False
         if len(queue) and (submitted or state.release_generation != last_generation):
             last_generation = state.release_generation
-            queue.cycle(last_generation, sim.try_place)
+            if discipline is None:
+                queue.cycle(last_generation, sim.try_place)
+            else:
+                discipline(last_generation)
         record()
         steps += 1
         if progress is not None and steps % 4096 == 0:

@@ -96,6 +96,14 @@ class SchedulingQueue:
         del self._groups[group]
         return None
 
+    def entries(self) -> list[tuple[QueueKey, int]]:
+        """Every waiting entry with its group, unordered: a queueing discipline orders them its own way."""
+        return [(key, group) for group, heap in self._groups.items() for key in heap]
+
+    def take(self, group: int, key: QueueKey) -> None:
+        """Take out an entry a queueing discipline just placed."""
+        self._take_placed(group, key)
+
     def remove(self, group: int, pods: set[int]) -> None:
         """Take pods out of the queue (their job was evicted from its quota and waits again)."""
         heap = self._groups.get(group)

@@ -72,6 +72,9 @@ class JobTable:
     #: Kueue: time spent waiting for admission, summed over admissions; a wait still open runs to the end
     #: (0 for jobs not managed by Kueue). Part of queue_wait_ms.
     quota_wait_ms: IntArray
+    #: When the job was withdrawn before it started (cancelled: sim/withdrawal.py, sim/job_limits.py);
+    #: NEVER for the others. Its queue wait ends there, censored.
+    withdrawn_ms: IntArray
     #: Kueue admission checks: time from quota reservation to admission (ProvisioningRequests), summed;
     #: None when the run has no admission checks. Part of queue_wait_ms.
     provisioning_wait_ms: IntArray | None = None

@@ -58,6 +58,9 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
     queues = parts.cluster_queue_of
     admitted = sim.submit_ms if parts.admitted_ms is None else parts.admitted_ms  # Kueue's admissions
     quota_wait = np.zeros(n, dtype=np.int64) if parts.quota_wait_ms is None else parts.quota_wait_ms
+    withdrawn = np.full(n, NEVER, dtype=np.int64)
+    for job, at in sim.withdrawn.items():
+        withdrawn[job] = at
     provisioning, refused = parts.provisioning_wait_ms, parts.namespace_quota_wait_ms
     return JobTable(
         ids=table.ids.to_pylist(),
@@ -79,6 +82,7 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
         quota_wait_ms=quota_wait[inverse],
+        withdrawn_ms=withdrawn[inverse],
         provisioning_wait_ms=None if provisioning is None else provisioning[inverse],
         namespace_quota_wait_ms=None if refused is None else refused[inverse],
     )

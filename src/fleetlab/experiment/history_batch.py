@@ -1,0 +1,163 @@
+"""What a batch scheduler's recorded policy adds to a replay beyond Kueue quotas (docs/calibration.md,
+"Job-count limits and fair share").
+
+* **Job-count limits** (the scenario's ``job_limits``, sim/job_limits.py). Slurm: an account
+  association's ``GrpJobs`` / ``GrpSubmit`` cap the account's jobs (per team, named); a user association's
+  ``MaxJobs`` / ``MaxSubmit`` cap that user's jobs, and an account association's ``MaxJobs`` /
+  ``MaxSubmit`` — which Slurm's user associations inherit — cap each user of the account; QOS
+  ``MaxJobsPU`` / ``MaxSubmitPU`` cap each user of the QOS (every user when no association names QOSes).
+  Where a user falls under several, the smallest holds.
+* **Fair share** (``scheduler.fair_share``, sim/fair_share.py) when Slurm ran ``priority/multifactor``
+  with ``PriorityWeightFairshare`` > 0: per user when ``sshare`` recorded user rows, else per account,
+  shares from ``sshare`` NormShares (RawShares when no NormShares), a user without a row of its own
+  taking its account's (1 where nothing is known), the recorded fair-share and age weights; Slurm's
+  defaults for what the record lacks (a 7-day half-life and max age).
+* **Inferred job-count ceilings**: per group of an inferred policy, the ``quantile`` level of the jobs the
+  group ran while it had work waiting (``history_policy``), never below 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from fleetlab.metrics.baseline import UNSET
+from fleetlab.metrics.policy_evidence import CEILING_RESOURCES, JobSpans, group_labels, level_while_waiting
+from fleetlab.model.batch_policy import FairShare, JobLimit
+from fleetlab.model.history import History
+from fleetlab.model.history_policy import SlurmLimits
+
+__all__ = ["inferred_job_limits", "recorded_fair_share", "recorded_job_limits"]
+
+_JOBS = CEILING_RESOURCES.index("jobs")
+
+
+def _merge(limits: dict[tuple[str, str | None], list[int | None]], per: str, name: str | None,
+           running: int | None, submitted: int | None) -> None:  # fmt: skip
+    """Add a cap; where one of the same scope and name is there, the smaller of each holds."""
+    if running is None and submitted is None:
+        return
+    old = limits.setdefault((per, name), [None, None])
+    for k, value in enumerate((running, submitted)):
+        if value is not None:
+            old[k] = value if old[k] is None else min(old[k], value)  # type: ignore[type-var]
+
+
+def _job_limit(per: str, name: str | None, running: int | None, submitted: int | None) -> JobLimit:
+    if running is not None and submitted is not None and submitted < running:
+        submitted = running  # Slurm counts running jobs among the submitted ones
+    return JobLimit.model_validate(
+        {"per": per, "name": name, "max_running": running and max(running, 1),
+         "max_submitted": submitted and max(submitted, 1)}
+    )  # fmt: skip
+
+
+def _users_of(history: History) -> dict[str, set[str]]:
+    """Per account (team), the users the history's jobs name."""
+    out: dict[str, set[str]] = {}
+    users = history.jobs.column("user").to_pylist()
+    teams = history.jobs.column("team").to_pylist()
+    for user, team in zip(users, teams, strict=True):
+        if user is not None:
+            out.setdefault(str(team or "default"), set()).add(str(user))
+    return out
+
+
+def recorded_job_limits(history: History) -> tuple[list[JobLimit], list[str]]:
+    """The recorded Slurm job-count limits (module docstring) and notes on what was left out."""
+    policy = history.policy
+    limits: dict[tuple[str, str | None], list[int | None]] = {}
+    notes: list[str] = []
+    users_of = _users_of(history)
+    qos_limits = {q.name: q.limits for q in policy.slurm_qos}
+    qos_of: dict[str, set[str]] = {}
+    for a in policy.slurm_associations:
+        lim = a.limits
+        if a.user is None:
+            _merge(limits, "team", a.account, lim.grp_jobs, lim.grp_submit)
+            for user in sorted(users_of.get(a.account, ())):
+                _merge(limits, "user", user, lim.max_jobs, lim.max_submit)
+        else:
+            _merge(limits, "user", a.user, lim.max_jobs, lim.max_submit)
+            qos_of.setdefault(a.user, set()).update(a.qos)
+        if lim.max_jobs is not None and a.user is None and not users_of.get(a.account):
+            notes.append(f"account {a.account}: MaxJobs applies to its users, and no job names one")
+    per_user = {n: q for n, q in qos_limits.items() if _counts(q)}
+    if per_user:
+        if qos_of:
+            for user, names in sorted(qos_of.items()):
+                for name in sorted(names & set(per_user)):
+                    _merge(limits, "user", user, *_counts(per_user[name]))
+        else:
+            for q in per_user.values():
+                _merge(limits, "user", None, *_counts(q))
+    out = [_job_limit(per, name, *caps) for (per, name), caps in sorted(limits.items(), key=_order)]
+    return out, notes
+
+
+def _order(item: tuple[tuple[str, str | None], list[int | None]]) -> tuple[str, str]:
+    (per, name), _ = item
+    return per, name or ""
+
+
+def _counts(limits: SlurmLimits) -> tuple[int | None, int | None]:
+    return limits.max_jobs_per_user, limits.max_submit_per_user
+
+
+def recorded_fair_share(history: History) -> FairShare | None:
+    """Slurm's fair-share ordering as recorded (module docstring); None when fair share is not weighted."""
+    policy = history.policy
+    weights = policy.priority_weights
+    multifactor = policy.priority_type in (None, "priority/multifactor")
+    if not multifactor or weights.get("PriorityWeightFairshare", 0) <= 0:
+        return None
+    rows = policy.fair_share
+    by_user = any(r.user is not None for r in rows)
+    users: dict[str, float] = {}
+    accounts: dict[str, float] = {}
+    for r in rows:
+        share = r.norm_shares if r.norm_shares else (float(r.raw_shares) if r.raw_shares else None)
+        if share is None or not (share > 0 and math.isfinite(share)):
+            continue
+        if r.user is None:
+            accounts[r.account] = accounts.get(r.account, 0.0) + share
+        else:
+            users[r.user] = users.get(r.user, 0.0) + share
+    shares = users if by_user else accounts
+    if by_user:  # a user without a row of its own ("parent" shares) has its account's
+        for account, members in _users_of(history).items():
+            for user in members:
+                if account in accounts and user not in shares:
+                    shares[user] = accounts[account]
+    return FairShare.model_validate(
+        {
+            "by": "user" if by_user else "team",
+            "weight_fairshare": weights["PriorityWeightFairshare"],
+            "weight_age": weights.get("PriorityWeightAge", 0),
+            "shares": shares,
+        }
+    )
+
+
+def inferred_job_limits(
+    source: History, grouping: str, quantile: float, namespaces: dict[str, str], spans: JobSpans | None = None
+) -> tuple[list[JobLimit], dict[str, float]]:
+    """Per group (``grouping`` of ``source``, the fit part) a cap on its running jobs at the ``quantile``
+    level of what it ran while it had work waiting, as a limit on the namespace its jobs are replayed in
+    (``namespaces``: group -> namespace), and the levels."""
+    spans = spans or JobSpans.of(source)
+    labels = group_labels(source, grouping)
+    limits: list[JobLimit] = []
+    levels: dict[str, float] = {}
+    for group in _groups(labels.tolist()):
+        if group not in namespaces:
+            continue
+        level = level_while_waiting(spans, labels == group, _JOBS, quantile)
+        cap = max(math.floor(level + 1e-9), 1)
+        levels[group] = float(cap)
+        limits.append(JobLimit(per="namespace", name=namespaces[group], max_running=cap))
+    return limits, levels
+
+
+def _groups(labels: Iterable[object]) -> list[str]:
+    return sorted({str(g) for g in labels} - {UNSET})

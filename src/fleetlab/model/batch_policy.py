@@ -1,0 +1,96 @@
+"""What a batch scheduler adds to kube-scheduler's queue when a replay needs it: job-count limits and
+fair-share priority (docs/scenario.md, "Batch scheduler policy").
+
+* ``job_limits`` (a scenario section): caps on how many jobs of one user, team, queue or the whole cluster
+  run at once and how many may be submitted — Slurm's association ``MaxJobs`` / ``MaxSubmit``, QOS
+  ``MaxJobsPU`` / ``MaxSubmitPU``, ``GrpJobs`` / ``GrpSubmit`` and Maui's ``MAXJOB``. The simulator's side
+  is sim/job_limits.py.
+* ``scheduler.fair_share``: Slurm's multifactor priority with a fair-share factor that decays with a
+  half-life and an age factor; it orders the scheduling queue (sim/queue_discipline.py, sim/fair_share.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from fleetlab.model.cluster import SpecModel
+from fleetlab.model.limits import Float, Int
+from fleetlab.model.units import Seconds
+
+__all__ = ["JOB_LIMIT_SCOPES", "FairShare", "JobLimit", "LimitScope", "check_job_limits"]
+
+#: Whose jobs a limit counts: the job's ``user``, ``team`` (a Slurm account), Kueue LocalQueue
+#: (``namespace/queue``), ``namespace``, or every job of the ``cluster``.
+LimitScope = Literal["user", "team", "queue", "namespace", "cluster"]
+JOB_LIMIT_SCOPES: tuple[str, ...] = ("user", "team", "queue", "namespace", "cluster")
+WEEK_S = 7 * 86400.0
+
+
+class JobLimit(SpecModel):
+    """A cap on the jobs of each user (team, queue, namespace) or of one named one.
+
+    ``max_running``: jobs admitted and not yet finished (Slurm ``MaxJobs``, ``MaxJobsPU``, ``GrpJobs``; Maui
+    ``MAXJOB``); a job over it waits at submit until one of its scope's jobs ends. ``max_submitted``: jobs
+    admitted or waiting (Slurm ``MaxSubmit``, ``MaxSubmitPU``, ``GrpSubmit``); a job over it is refused at
+    submit and counts as cancelled, never started."""
+
+    per: LimitScope
+    #: Only this user (team, ...); None: each one separately (``cluster`` has one).
+    name: str | None = Field(default=None, min_length=1)
+    max_running: Int | None = Field(default=None, ge=1, le=10_000_000)
+    max_submitted: Int | None = Field(default=None, ge=1, le=10_000_000)
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> JobLimit:
+        if self.max_running is None and self.max_submitted is None:
+            raise ValueError("a job limit needs max_running, max_submitted or both")
+        running, submitted = self.max_running, self.max_submitted
+        if running is not None and submitted is not None and submitted < running:
+            raise ValueError(
+                f"max_submitted ({submitted}) must be at least max_running ({running}):"
+                " submitted jobs include the running ones"
+            )
+        if self.per == "cluster" and self.name is not None:
+            raise ValueError("a cluster-wide limit names no one (drop name)")
+        return self
+
+
+def check_job_limits(limits: Sequence[JobLimit]) -> None:
+    """No two limits of the same scope and name (the second would silently win)."""
+    seen: set[tuple[str, str | None]] = set()
+    for k, limit in enumerate(limits):
+        key = (limit.per, limit.name)
+        if key in seen:
+            who = f" {limit.name!r}" if limit.name is not None else ""
+            raise ValueError(f"job_limits[{k}]: a second limit per {limit.per}{who}; merge the two")
+        seen.add(key)
+
+
+class FairShare(SpecModel):
+    """Slurm's ``priority/multifactor`` with the classic fair-share factor, ordering the scheduling queue.
+
+    Each ``by`` (user or team) accrues usage while its pods run — ``cpu_weight`` per CPU core and
+    ``gpu_weight`` per GPU, per second (Slurm's TRES billing weights) — decayed with ``half_life_s``
+    (``PriorityDecayHalfLife``; 0: never decayed). Its fair-share factor is ``2^(-U/S)``: U its share of
+    all decayed usage, S its share of the ``shares`` (``sshare`` RawShares or NormShares; 1 each where not
+    given). A pending job's multifactor priority is ``weight_fairshare × factor + weight_age ×
+    min(age / max_age_s, 1)``; the queue orders by the pod priority (PriorityClass) first, then by it."""
+
+    by: Literal["user", "team"] = "user"
+    half_life_s: Seconds = Field(default=WEEK_S, ge=0)
+    weight_fairshare: Int = Field(default=10_000, ge=0, le=1_000_000_000)
+    weight_age: Int = Field(default=0, ge=0, le=1_000_000_000)
+    max_age_s: Seconds = Field(default=WEEK_S, gt=0)
+    cpu_weight: Float = Field(default=1.0, ge=0, le=1e6)
+    gpu_weight: Float = Field(default=0.0, ge=0, le=1e6)
+    shares: dict[str, Float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _positive_shares(self) -> FairShare:
+        bad = sorted(name for name, share in self.shares.items() if not share > 0)
+        if bad:
+            raise ValueError(f"fair_share.shares must be > 0; not so for {', '.join(bad[:5])}")
+        return self

@@ -1,0 +1,194 @@
+"""Queueing disciplines for replaying batch schedulers (``scheduler.queueing``, ``scheduler.fair_share``).
+
+Without this feature the scheduling queue is kube-scheduler's: pods in PrioritySort order, a pod that does
+not fit is skipped and later ones may start (``best-effort-fifo``). This module runs the scheduling cycle
+instead when a scenario asks for another discipline or for fair-share ordering:
+
+* **order**: the pod priority (PriorityClass), then — with fair share — the multifactor priority
+  (sim/fair_share.py), then the time the entry was queued;
+* ``best-effort-fifo``: every entry in that order; a spec that failed is not tried again this cycle;
+* ``fifo``: entries in order until one does not fit; nothing behind it starts (an entry wider than the
+  whole cluster is passed over: it could never start);
+* ``easy-backfill``: EASY backfilling (Lifka 1995; Mu'alem & Feitelson 2001) on nodes. The first entry that
+  does not fit gets a reservation: its *shadow time* is the first instant the running pods' planned ends
+  (start + requested wall time, ``recorded.walltime_s``; a job without one is planned with its own runtime;
+  a pod past its plan is planned to end now) free enough of its eligible nodes for it, and its *reserved
+  nodes* are the fewest nodes that then hold it, taking those freed last first. A later entry (at most
+  ``backfill_depth`` of them) starts now if it fits now and either ends by the shadow time (now + its wall
+  time) or fits on nodes outside the reservation — so no backfilled job delays the head. This is the
+  node-granular variant (Slurm's backfill plans on nodes too): the textbook's "extra processors" are the
+  nodes the reservation leaves out.
+
+Volcano's ``backfill`` action is the Kubernetes counterpart in name: it places pods that request nothing
+(BestEffort) on any node that passes the predicates, with no reservation and no wall time
+(volcano-sh/volcano pkg/scheduler/actions/backfill/backfill.go @0bf0d51).
+
+Each cycle orders the queue afresh (O(Q log Q) for Q waiting entries) and a reservation walks the running
+pods (O(R log R)): costs only scenarios that choose a discipline pay; per pod nothing is added.
+
+Subscribes to the scheduling cycle (``take_cycle``).
+May change: places queue entries (``try_place``, ``try_place_on``) and takes them out of the queue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fleetlab.placement.state import BoolArray
+from fleetlab.sim.events import to_ms
+from fleetlab.sim.fair_share import FairShare
+from fleetlab.sim.handle import EngineHandle
+
+QueueKey = tuple[int, int, int]
+
+
+class Reservation:
+    """The blocked head's start: when (``shadow_ms``) and the nodes others may use meanwhile (``allowed``)."""
+
+    def __init__(self, shadow_ms: int, allowed: BoolArray) -> None:
+        self.shadow_ms = shadow_ms
+        self.allowed = allowed
+
+
+class QueueDiscipline:
+    """Runs each scheduling cycle in the scenario's discipline and order."""
+
+    def __init__(self, sim: EngineHandle, fair_share: FairShare | None) -> None:
+        self.sim = sim
+        self.mode = sim.config.queueing
+        self.depth = sim.config.backfill_depth
+        self.fair_share = fair_share
+        recorded = sim.resolved.scenario.recorded
+        walltime = recorded.walltime_s if recorded is not None else {}
+        runtime = sim.job_table.column("runtime_s")
+        #: Per job (submit order) the time the scheduler plans it to run: its wall time, else its runtime.
+        self.plan_ms: list[int] = [
+            to_ms(walltime[job_id]) if job_id in walltime else to_ms(float(runtime[job]))
+            for job, job_id in enumerate(sim.job_table.ids.to_pylist())
+        ]
+        #: Per queue group: could it ever fit, on the whole cluster empty (None: not asked yet)?
+        self._ever_fits: dict[int, bool] = {}
+        sim.on.take_cycle(self.cycle)
+
+    # -- order -----------------------------------------------------------------------------------------
+    def ordered(self) -> list[tuple[QueueKey, int]]:
+        """The waiting entries in the discipline's order."""
+        entries = self.sim.queue.entries()
+        if self.fair_share is None:
+            entries.sort()
+            return entries
+        job_at = self.sim.book.job_at
+        priorities = self.fair_share.priorities([job_at[key[2]] for key, _ in entries], self.sim.now)
+        ranked = sorted(
+            zip(entries, priorities, strict=True), key=lambda e: (e[0][0][0], -e[1], e[0][0][1], e[0][0][2])
+        )
+        return [entry for entry, _ in ranked]
+
+    # -- the cycle ---------------------------------------------------------------------------------------
+    def cycle(self, _: int) -> int:
+        """One scheduling cycle; returns the entries placed."""
+        sim = self.sim
+        queue, try_place = sim.queue, sim.try_place
+        bound = 0
+        failed: set[tuple[int, bool]] = set()  # (group, outside a reservation) that did not fit this cycle
+        reservation: Reservation | None = None
+        tried = 0
+        for key, group in self.ordered():
+            pod = key[2]
+            if reservation is None:
+                if (group, False) not in failed and try_place(group, pod):
+                    queue.take(group, key)
+                    bound += 1
+                    continue
+                failed.add((group, False))
+                if self.mode == "best-effort-fifo" or not self.ever_fits(group):
+                    continue
+                if self.mode == "fifo":
+                    break
+                reservation = self.reserve(group)
+                if reservation is None:
+                    continue  # cannot be planned (its nodes are not there): it holds nothing back
+                continue
+            tried += 1
+            if tried > self.depth:
+                break
+            ends_in_time = sim.now + self.plan_ms[sim.book.job_at[pod]] <= reservation.shadow_ms
+            memo = (group, not ends_in_time)
+            if memo in failed:
+                continue
+            if ends_in_time:
+                placed = try_place(group, pod)
+            else:
+                placed = sim.try_place_on(group, pod, reservation.allowed)
+            if placed:
+                queue.take(group, key)
+                bound += 1
+            else:
+                failed.add(memo)
+        return bound
+
+    def ever_fits(self, group: int) -> bool:
+        """Whether the entry's pods fit the cluster's nodes were they all empty (else it never starts and
+        blocks nobody)."""
+        known = self._ever_fits.get(group)
+        if known is None:
+            sim = self.sim
+            spec = sim.groups[group]
+            compiled = sim.compiled[spec.spec_id]
+            cols = compiled.request_cols
+            capacity = sim.state.allocatable[:, cols] // np.maximum(compiled.request[cols], 1)
+            known = int(capacity.min(axis=1).sum()) >= max(spec.gang_size, 1) if len(cols) else True
+            self._ever_fits[group] = known
+        return known
+
+    def reserve(self, group: int) -> Reservation | None:
+        """The head's shadow time and the nodes outside its reservation (see the module docstring); None
+        when the running pods' ends never free enough of its eligible nodes."""
+        sim = self.sim
+        state, book, now = sim.state, sim.book, sim.now
+        spec = sim.groups[group]
+        compiled = sim.compiled[spec.spec_id]
+        scheduler = sim.schedulers[sim.spec_profile[spec.spec_id]]
+        count = max(spec.gang_size, 1)
+        cols = compiled.request_cols
+        request = np.maximum(compiled.request[cols], 1)
+        nodes = np.flatnonzero(scheduler.static_mask(compiled)).tolist()
+        position = {node: k for k, node in enumerate(nodes)}
+        free = state.free[nodes][:, cols].copy()
+        fit = (free // request).min(axis=1) if len(cols) else np.zeros(len(nodes), dtype=np.int64)
+        total = int(fit.sum())
+        freed_at = [now] * len(nodes)
+        shadow = now if total >= count else None
+        if shadow is None:
+            ends = []
+            job_at, plan_ms = book.job_at, self.plan_ms
+            for node in nodes:
+                for p in sim.node_pods[node]:
+                    job = job_at[p]
+                    ends.append((max(book.bound_ms_at[p] + plan_ms[job], now), node, job))
+            ends.sort()
+            k = 0
+            while k < len(ends) and shadow is None:
+                t = ends[k][0]
+                while k < len(ends) and ends[k][0] == t:
+                    _, node, job = ends[k]
+                    row = position[node]
+                    free[row] += sim.compiled[sim.spec_of(job)].request[cols]
+                    new_fit = int((free[row] // request).min())
+                    total += new_fit - int(fit[row])
+                    fit[row] = new_fit
+                    freed_at[row] = t
+                    k += 1
+                if total >= count:
+                    shadow = t
+        if shadow is None:
+            return None
+        allowed = np.ones(state.n, dtype=bool)
+        left = count
+        for row in sorted(range(len(nodes)), key=lambda r: (-freed_at[r], nodes[r])):
+            if left <= 0:
+                break
+            if fit[row] > 0:
+                allowed[nodes[row]] = False
+                left -= int(fit[row])
+        return Reservation(shadow, allowed)
