@@ -100,10 +100,15 @@ def quantities_fit_in_quota(
     usage, and what is left for the parent once ``node``'s local (unlendable) quota is used."""
     fits = True
     remaining: dict[FlavorResource, int] = {}
+    usage, local_quota = node.usage, node.local_quota
     for fr, value in requests.items():
-        if node.usage.get(fr, 0) + value > node.subtree_quota.get(fr, 0):
+        used = usage.get(fr, 0)
+        if used + value > node.subtree_quota.get(fr, 0):
             fits = False
-        remaining[fr] = max(0, value - tree.local_available(node, fr))
+        local_available = local_quota.get(fr, 0) - used if local_quota else 0
+        if local_available > 0:
+            value = value - local_available if value > local_available else 0
+        remaining[fr] = value
     return fits, remaining
 
 

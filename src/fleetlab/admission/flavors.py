@@ -112,10 +112,14 @@ class AssignmentMode(IntEnum):
     FIT = 2
 
 
-def _assignment_mode(mode: PreemptionMode) -> AssignmentMode:
-    if mode == PreemptionMode.FIT:
-        return AssignmentMode.FIT
-    return AssignmentMode.NO_FIT if mode == PreemptionMode.NO_FIT else AssignmentMode.PREEMPT
+#: Upstream ``FlavorAssignmentMode`` of each granular mode, indexed by it.
+_ASSIGNMENT_MODE = (
+    AssignmentMode.NO_FIT,  # NO_FIT
+    AssignmentMode.PREEMPT,  # NO_CANDIDATES
+    AssignmentMode.PREEMPT,  # PREEMPT
+    AssignmentMode.PREEMPT,  # RECLAIM
+    AssignmentMode.FIT,  # FIT
+)
 
 
 class GranularMode(NamedTuple):
@@ -271,10 +275,14 @@ class Assignment:
     borrowing: int
     failed: bool = False  # a podset got no flavor at all; the rest were not assigned
     no_fit_reason: str = ""
+    #: The mode, once :func:`assign_flavors` has finished the assignment (it is read several times a cycle).
+    final_mode: AssignmentMode | None = field(default=None, repr=False, compare=False)
 
     @property
     def mode(self) -> AssignmentMode:
         """Worst mode over the podsets (upstream ``RepresentativeMode``)."""
+        if self.final_mode is not None:
+            return self.final_mode
         if not self.podsets or self.failed:
             return AssignmentMode.NO_FIT
         return min(ps.mode for ps in self.podsets)
@@ -336,6 +344,18 @@ def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetReques
     return None
 
 
+#: Per flavor name, its (flavor, resource) pairs, built once each: flavor assignment asks for them per
+#: resource of every head.
+_PAIRS: dict[str, dict[str, FlavorResource]] = {}
+
+
+def _pairs_of(flavor: str) -> dict[str, FlavorResource]:
+    pairs = _PAIRS.get(flavor)
+    if pairs is None:
+        pairs = _PAIRS[flavor] = {}
+    return pairs
+
+
 def _fits_resource_quota(
     tree: ResourceTree,
     node: Node,
@@ -346,7 +366,9 @@ def _fits_resource_quota(
     can_preempt: CanPreempt,
 ) -> tuple[PreemptionMode, int, str | None, str]:
     """Mode, borrowing level, reason and QuotaReserved reason for ``assumed + request`` of ``fr``."""
-    maximum = tree.potential_available(node, fr)
+    maximum = node.potential.get(fr)
+    if maximum is None:
+        maximum = tree.potential_available(node, fr)
     res = fr.resource
     if assumed + request > maximum:
         reason = (
@@ -400,12 +422,16 @@ def _find_flavor(
             if not least_severe or _SEVERITY[NO_MATCHING_FLAVOR] < _SEVERITY[least_severe]:
                 least_severe = NO_MATCHING_FLAVOR
             continue
-        too_small = [
-            f"insufficient quota for {r} in flavor {flavor}, one pod per zero-count podset request "
-            f"({format_amount(r, v)}) > maximum capacity ({format_amount(r, cap)})"
-            for r, v in sorted((probe or {}).items())
-            if r in covered and (cap := tree.potential_available(node, FlavorResource(flavor, r))) < v
-        ]
+        too_small = (
+            [
+                f"insufficient quota for {r} in flavor {flavor}, one pod per zero-count podset request "
+                f"({format_amount(r, v)}) > maximum capacity ({format_amount(r, cap)})"
+                for r, v in sorted(probe.items())
+                if r in covered and (cap := tree.potential_available(node, FlavorResource(flavor, r))) < v
+            ]
+            if probe
+            else None
+        )
         if too_small:
             reasons += too_small
             if not least_severe or _SEVERITY[EXCEEDS_MAX_QUOTA] < _SEVERITY[least_severe]:
@@ -414,21 +440,23 @@ def _find_flavor(
         assignments: dict[str, ResourceAssignment] = {}
         mode = _BEST
         flavor_reason = ""
+        pairs = _pairs_of(flavor)
         for resource, request in wanted:
-            fr = FlavorResource(flavor, resource)
+            fr = pairs.get(resource) or pairs.setdefault(resource, FlavorResource(flavor, resource))
             pmode, borrow, reason, no_fit = _fits_resource_quota(
                 tree, node, rules, fr, usage.get(fr, 0), request, can_preempt
             )
             if reason is not None:
                 reasons.append(reason)
-            if _SEVERITY[no_fit] > _SEVERITY[flavor_reason]:
+            if no_fit and _SEVERITY[no_fit] > _SEVERITY[flavor_reason]:
                 flavor_reason = no_fit
-            candidate = GranularMode(pmode, borrow)
-            if is_preferred(mode, candidate, rules.fungibility):
-                mode = candidate
-            if mode.preemption == PreemptionMode.NO_FIT:
-                break
-            assignments[resource] = ResourceAssignment(flavor, _assignment_mode(pmode), borrow)
+            if pmode != PreemptionMode.FIT or borrow:  # a plain fit is never worse than ``mode``
+                candidate = GranularMode(pmode, borrow)
+                if is_preferred(mode, candidate, rules.fungibility):
+                    mode = candidate
+                if mode.preemption == PreemptionMode.NO_FIT:
+                    break
+            assignments[resource] = ResourceAssignment(flavor, _ASSIGNMENT_MODE[pmode], borrow)
         if mode.preemption == PreemptionMode.NO_FIT and (
             not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]
         ):
@@ -490,12 +518,20 @@ def assign_flavors(
             psa.flavors.update(chosen)
         if psa.reasons and not psa.flavors:
             worst_reason = max(worst_reason, psa.no_fit_reason, key=lambda r: _SEVERITY[r])
-            return Assignment(out, usage, borrowing, failed=True, no_fit_reason=worst_reason)
+            return Assignment(
+                out,
+                usage,
+                borrowing,
+                failed=True,
+                no_fit_reason=worst_reason,
+                final_mode=AssignmentMode.NO_FIT,
+            )
         for resource, chosen_flavor in psa.flavors.items():
             fr = FlavorResource(chosen_flavor.flavor, resource)
             usage[fr] = usage.get(fr, 0) + totals[resource]
             borrowing = max(borrowing, chosen_flavor.borrow)
     assignment = Assignment(out, usage, borrowing)
-    if assignment.mode == AssignmentMode.NO_FIT:
+    assignment.final_mode = assignment.mode
+    if assignment.final_mode == AssignmentMode.NO_FIT:
         assignment.no_fit_reason = WAITING_FOR_QUOTA
     return assignment

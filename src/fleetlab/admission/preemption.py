@@ -260,8 +260,9 @@ def _nothing_to_take(
         while subtree is not None:
             if advantage:
                 return False
-            fits, remaining = quantities_fit_in_quota(tree, subtree, remaining)
-            advantage = fits
+            if subtree.parent is None:
+                break  # a fit at the root is no hierarchical advantage
+            advantage, remaining = quantities_fit_in_quota(tree, subtree, remaining)
             subtree = subtree.parent
     return True
 

@@ -55,7 +55,20 @@ class Quota:
 class Node:
     """A ClusterQueue or Cohort in the tree: static quotas plus the mutable Usage."""
 
-    __slots__ = ("children", "is_cohort", "local_quota", "name", "parent", "quotas", "subtree_quota", "usage")
+    __slots__ = (
+        "borrowing_limits",
+        "children",
+        "descent",
+        "is_cohort",
+        "local_quota",
+        "name",
+        "parent",
+        "potential",
+        "quotas",
+        "subtree_quota",
+        "top",
+        "usage",
+    )
 
     def __init__(self, name: str, is_cohort: bool, quotas: Mapping[FlavorResource, Quota]) -> None:
         self.name = name
@@ -63,9 +76,19 @@ class Node:
         self.parent: Node | None = None
         self.children: list[Node] = []
         self.quotas: dict[FlavorResource, Quota] = dict(quotas)
+        #: The borrowingLimits that are set (most pairs have none).
+        self.borrowing_limits: dict[FlavorResource, int] = {
+            fr: q.borrowing_limit for fr, q in self.quotas.items() if q.borrowing_limit is not None
+        }
         self.subtree_quota: dict[FlavorResource, int] = {}
         self.local_quota: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
+        #: potentialAvailable per pair, remembered by :meth:`ResourceTree.potential_available`.
+        self.potential: dict[FlavorResource, int] = {}
+        #: The root, and the path from below it down to this node (set when the tree is linked; the
+        #: structure is static in a run): ``available`` walks them without rebuilding the path.
+        self.top: Node = self
+        self.descent: tuple[Node, ...] = ()
 
     def __repr__(self) -> str:
         return f"{'Cohort' if self.is_cohort else 'ClusterQueue'}({self.name!r})"
@@ -132,8 +155,10 @@ class ResourceTree:
                 seen.add(id(anc))
         for root in self.roots():
             self._accumulate(root)
+        for node in (*self.cohorts.values(), *self.cluster_queues.values()):
+            path = [n for n in node.path_to_root() if n.parent is not None]
+            node.top, node.descent = node.root(), tuple(reversed(path))
         #: potentialAvailable and node heights are static (quotas and structure never change in a run).
-        self._potential: dict[tuple[int, FlavorResource], int] = {}
         self._heights: dict[int, int] = {}
         #: A count of usage changes (see :meth:`restored`): answers read from the tree can be remembered
         #: while it stays the same.
@@ -191,32 +216,28 @@ class ResourceTree:
 
         Upstream's recursion (the parent's available, capped by a borrowing limit, plus the node's own
         LocalAvailable) computed from the root down."""
-        path: list[Node] = []
-        top = node
-        while top.parent is not None:
-            path.append(top)
-            top = top.parent
+        top = node.top
         avail = top.subtree_quota.get(fr, 0) - top.usage.get(fr, 0)
-        for current in reversed(path):
+        for current in node.descent:
             local = current.local_quota.get(fr, 0)
             used = current.usage.get(fr, 0)
-            quota = current.quotas.get(fr)
-            if quota is not None and quota.borrowing_limit is not None:
+            limit = current.borrowing_limits.get(fr)
+            if limit is not None:
                 stored_in_parent = current.subtree_quota.get(fr, 0) - local
                 used_in_parent = used - local if used > local else 0
-                cap = stored_in_parent - used_in_parent + quota.borrowing_limit
+                cap = stored_in_parent - used_in_parent + limit
                 if cap < avail:
                     avail = cap
-            avail += local - used if local > used else 0
+            if local > used:
+                avail += local - used
         return avail
 
     def potential_available(self, node: Node, fr: FlavorResource) -> int:
         """The most of ``fr`` ``node`` could ever use (zero usage everywhere), respecting borrowingLimits
         (static: computed once per node and pair)."""
-        key = (id(node), fr)
-        known = self._potential.get(key)
+        known = node.potential.get(fr)
         if known is None:
-            known = self._potential[key] = self._potential_available(node, fr)
+            known = node.potential[fr] = self._potential_available(node, fr)
         return known
 
     def _potential_available(self, node: Node, fr: FlavorResource) -> int:
@@ -250,8 +271,11 @@ class ResourceTree:
         self.version += 1
         current: Node | None = node
         while current is not None and value > 0:
-            local_avail = self.local_available(current, fr)
-            current.usage[fr] = current.usage.get(fr, 0) + value
+            used = current.usage.get(fr, 0)
+            local_avail = current.local_quota.get(fr, 0) - used
+            current.usage[fr] = used + value
+            if local_avail < 0:
+                local_avail = 0
             if value <= local_avail:
                 return
             value -= local_avail

@@ -17,6 +17,7 @@ May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``h
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -97,8 +98,10 @@ class KueueBridge:
         self._pods = sim.job_table.column("pods")
         self._podsets: dict[tuple[int, int], PodSetRequest] = {}
         self.cluster_queue_of: dict[int, str] = {}
+        n_jobs = len(sim.job_table)
         self.admissions: dict[int, int] = {}
-        self.created_ms: dict[int, int] = {}
+        #: Per job, when its workload was first created (-1: never).
+        self.created_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.requeues: dict[int, int] = {}
         self.deactivated: dict[int, str] = {}
         #: Jobs Kueue cannot charge for their DRA claims (never admitted), with the reason.
@@ -125,9 +128,10 @@ class KueueBridge:
         #: Every node of the tree (cohorts too) for every flavor/resource a ClusterQueue has quota for.
         self._frs = sorted({fr for _, fr in self._columns}, key=str)
         self._tree_columns = [(node, fr) for node in tree.all_nodes() for fr in self._frs]
-        self._times: list[int] = []
-        self._usage: list[tuple[int, ...]] = []
-        n_jobs = len(sim.job_table)
+        #: The samples, in columns of machine integers (a row of ``_tree_columns`` per time): tuples of
+        #: Python ints cost about 1 KB a sample, several samples a job.
+        self._times = array("q")
+        self._usage = array("q")
         self._managed: list[bool] = sim.job_columns.kueue_managed.tolist()
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: Time spent waiting for admission, summed over admissions, and since when it waits now.
@@ -242,7 +246,8 @@ class KueueBridge:
         if job_id is None:
             job_id = self.workload_id[job_index] = table.ids[job_index].as_py()
         self.job_by_id[job_id] = job_index
-        self.created_ms.setdefault(job_index, now)
+        if self.created_ms[job_index] < 0:
+            self.created_ms[job_index] = now
         template = table.templates[int(self._template[job_index])]
         assert template.queue is not None
         podset = self._podset(int(self._template[job_index]), int(self._pods[job_index]))
@@ -358,7 +363,7 @@ class KueueBridge:
     def requeue(self, job_index: int, _: int) -> None:
         """waitForPodsReady: a workload's backoff has passed; it returns to its queue."""
         now = self.sim.now
-        self.submit(job_index, self.created_ms[job_index] if self._keep_creation else now)
+        self.submit(job_index, int(self.created_ms[job_index]) if self._keep_creation else now)
 
     def pods_ready(self, job_index: int) -> bool:
         """Kueue's PodsReady: every pod of the job is bound and past its image pull and data download."""
@@ -450,16 +455,17 @@ class KueueBridge:
         computed from these samples at the end (``CohortTree.lent_series``), and the time-weighted means
         integrate every change.
         """
-        usage = tuple(node.usage.get(fr, 0) for node, fr in self._tree_columns)
+        usage = array("q", [node.usage.get(fr, 0) for node, fr in self._tree_columns])
         if self._times and self._times[-1] == now:
-            self._usage[-1] = usage
+            if usage:
+                self._usage[-len(usage) :] = usage
         else:
             self._times.append(now)
-            self._usage.append(usage)
+            self._usage.extend(usage)
 
     def samples(self) -> QueueSamples:
         """The recorded usage as arrays, and what each ClusterQueue lent at every sample."""
-        everything = np.asarray(self._usage, dtype=np.int64).reshape(-1, len(self._tree_columns))
+        everything = np.array(self._usage, dtype=np.int64).reshape(len(self._times), len(self._tree_columns))
         series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
         lent_by_key = self.manager.tree.lent_series(self._frs, series)
         usage = np.stack([series[(id(node), fr)] for node, fr in self._columns], axis=1)
@@ -471,7 +477,7 @@ class KueueBridge:
             subtree_quota=np.asarray(
                 [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
             ),
-            t_ms=np.asarray(self._times, dtype=np.int64),
+            t_ms=np.array(self._times, dtype=np.int64),
             usage=usage.astype(np.int64).reshape(-1, len(self._columns)),
             lent=lent.astype(np.int64).reshape(-1, len(self._columns)),
         )
