@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from builders import assert_accounting_checks, assert_cost_split_exact, by_job, job, pool, scenario
+from fleetlab.cost.ledger import ledger_columns
 from fleetlab.experiment.run import profile_for, run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import node_columns
@@ -66,6 +67,20 @@ def test_the_background_bucket_is_billed_apart_from_the_jobs_compute() -> None:
     columns = node_columns(result)
     assert list(columns["gpu_hours_background"]) == [pytest.approx(4.0)]
     assert list(columns["cost_background_usd"]) == [pytest.approx(4.0)]
+
+
+def test_the_ledger_has_a_background_row_and_still_adds_up_to_the_bill() -> None:
+    """The same run's ledger: one node row ``background`` of 4 GPU-h at 1 $ per GPU-hour = 4 $; every row
+    together is the 8.2222 $ bill."""
+    jobs = [job("wide", gpus=8, runtime=100), job("half", gpus=4, runtime=100)]
+    resolved = scenario([pool("gpu")], jobs, background=_steps((0, 4), (3600, 0)))
+    result = run_one(resolved, None).result
+    ledger = ledger_columns(resolved.scenario.cluster.pools, result, "r")
+    rows = [i for i, c in enumerate(ledger["category"]) if c == "background"]
+    assert len(rows) == 1 and ledger["job_id"][rows[0]] in ("", None)
+    assert int(ledger["unit_ms"][rows[0]]) == 4 * HOUR_MS
+    assert ledger["cost_usd"][rows[0]] == pytest.approx(4.0)
+    assert sum(ledger["cost_usd"]) == pytest.approx(8 * 3700 / 3600)
 
 
 def test_a_run_without_background_has_no_bucket_and_no_summary_field() -> None:
