@@ -69,3 +69,16 @@ def test_calibrate_says_why_it_left_the_share_at_zero() -> None:
     assert result.knobs.background_share == 0.0 and "background_share" not in result.fitted
     assert any(n.startswith("background_share left at 0") for n in result.notes)
     assert not result.scenario.background
+
+
+def test_an_offered_share_that_does_not_help_is_left_at_zero_with_its_scores() -> None:
+    """Eight 8-GPU nodes (64 GPUs), pairs of 1-GPU jobs where the second waits 100 s: peak use 1/64,
+    capacity explains 0, so the share is offered. Even the largest share, 0.9, holds ⌊0.9 × 64⌋ = 57
+    GPUs and leaves 7: both jobs of a pair run at once (waits 0, 0: KS 0.5), as with no share at all. No
+    candidate scores better, so the share stays 0 and a note gives the scores."""
+    nodes = [{"node": f"n{i}", "gpus": 8, "gpu_model": "H100", "cpu": 64.0} for i in range(8)]
+    result = calibrate(history(_pairs(6, 1.0), nodes, end_s=6000.0))
+    assert any(n.startswith("background_share offered") for n in result.notes)
+    assert result.knobs.background_share == 0.0
+    kept = [n for n in result.notes if n.startswith("background_share tried and left at 0")]
+    assert len(kept) == 1 and "0.9: " in kept[0]

@@ -144,3 +144,29 @@ def test_the_written_run_passes_the_accounting_checks_with_the_bucket() -> None:
 def test_bad_background_sections_are_refused_with_their_place(load: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         scenario([pool("gpu")], [job("a")], background=[load])
+
+
+def test_the_experiment_cost_split_shows_the_bucket_only_when_a_run_had_it() -> None:
+    """Two variants, one seed each: ``plain`` has no background column values (null), ``bg`` 4 $ of it."""
+    import duckdb
+
+    from fleetlab.cost.billing import BUCKETS
+    from fleetlab.report.experiment_data import cost_split
+
+    con = duckdb.connect()
+    names = ", ".join(f"cost_{b}_usd DOUBLE" for b in (*BUCKETS, "background"))
+    con.execute(f"CREATE TABLE costs (variant VARCHAR, seed BIGINT, {names})")
+    plain = [1.0] * len(BUCKETS)
+    con.execute("INSERT INTO costs VALUES (?, ?, " + ", ".join("?" * (len(BUCKETS) + 1)) + ")",
+                ["plain", 0, *plain, None])  # fmt: skip
+    con.execute("INSERT INTO costs VALUES (?, ?, " + ", ".join("?" * (len(BUCKETS) + 1)) + ")",
+                ["bg", 0, *plain, 4.0])  # fmt: skip
+    split = cost_split(con)
+    assert split["bg"]["background"] == 4.0 and split["plain"]["background"] == 0.0
+    assert sum(split["bg"].values()) == len(BUCKETS) + 4.0
+    bare = duckdb.connect()
+    bare.execute("CREATE TABLE costs (variant VARCHAR, seed BIGINT, " + names.rsplit(",", 1)[0] + ")")
+    bare.execute(
+        "INSERT INTO costs VALUES (?, ?, " + ", ".join("?" * len(BUCKETS)) + ")", ["plain", 0, *plain]
+    )
+    assert list(cost_split(bare)["plain"]) == list(BUCKETS)

@@ -12,6 +12,8 @@ queue order) can make the same waits, which is why a fitted share is flagged, ne
 
 from __future__ import annotations
 
+from typing import Any
+
 from fleetlab.metrics.wait_causes import WaitCauses
 
 #: The listed jobs' peak use of the nodes below which the record may list only part of the work.
@@ -57,4 +59,14 @@ def background_flag(share: float, evidence: str) -> str:
         f"background_share {share:g} fitted: {share:.0%} of every fixed pool is held by work the record "
         f"does not list, inferred from the waits alone, not measured ({evidence}); check it against the "
         "cluster's own utilisation before trusting a what-if on capacity"
+    )
+
+
+def background_kept_at_zero(tried: list[dict[str, Any]], min_gain: float) -> str:
+    """Why an offered share stayed 0: no candidate scored enough better than none (the fit's own rows)."""
+    scores = ", ".join(f"{r['value']:g}: {r['score']:.3g}" for r in tried)
+    return (
+        f"background_share tried and left at 0: no share scored more than {min_gain:.0%} better than none "
+        f"(score by share: {scores}); holding room for unlisted work does not bring the replay's waits "
+        "closer, so what the record does not show is its policy, not its capacity"
     )

@@ -23,7 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from fleetlab.experiment.background_fit import BACKGROUND_GRID, background_evidence, background_flag
+from fleetlab.experiment.background_fit import (
+    BACKGROUND_GRID,
+    background_evidence,
+    background_flag,
+    background_kept_at_zero,
+)
 from fleetlab.experiment.calibration_compare import (
     DEFAULT_TOLERANCES,
     Measured,
@@ -348,6 +353,8 @@ def calibrate(
     flags = _flags(knobs, fitted, fit_history, max_latency_s)
     if knobs.background_share > 0:
         flags.append(background_flag(knobs.background_share, background_words))
+    elif "background_share" in fitted:
+        notes.append(background_kept_at_zero([r for r in tried if r["knob"] == "background_share"], MIN_GAIN))
     result = Calibration(
         rows, knobs, tried, _disagreements(measured, simulated), scenario, run, notes, fitted,
         wait_causes=causes, policy=policy, validation=validation,
