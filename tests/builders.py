@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetlab.cost.billing import BUCKETS, NodeCost, node_costs
+from fleetlab.cost.billing import NodeCost, node_costs
 from fleetlab.metrics.tables import job_columns
 from fleetlab.model.scenario import ResolvedScenario, Scenario
 from fleetlab.sim.result import SimulationResult
@@ -76,11 +76,11 @@ def assert_cost_split_exact(result: SimulationResult) -> NodeCost:
     """The node bills' split, checked: no bucket negative, the unit-ms buckets add up to each node's total
     and the dollar buckets to its bill exactly (the invariant every property test holds the run to)."""
     cost = node_costs(result)
-    for bucket in BUCKETS:
+    for bucket in cost.buckets:
         assert np.all(cost.units[bucket] >= 0), bucket
-    assert np.array_equal(sum(cost.units[b] for b in BUCKETS), cost.unit_total)
+    assert np.array_equal(sum(cost.units[b] for b in cost.buckets), cost.unit_total)
     for i, billed in enumerate(cost.billed):
-        assert sum(cost.dollars[b][i] for b in BUCKETS) == billed
+        assert sum(cost.dollars[b][i] for b in cost.buckets) == billed
     return cost
 
 

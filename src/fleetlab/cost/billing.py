@@ -6,9 +6,10 @@ work later lost to an eviction (lost), held by a pod pulling its image or downlo
 by a pod waiting for the rest of its gang (wait), the node booting after it was requested — by the
 autoscaler, or as the replacement of a node reclaimed by a spot interruption (boot; billed from the request,
 see sim/node_lifecycle.py), the node down for repair after a failure (down), billed only because a VM start
-is billed a minimum time (minimum; model/billing_rules.py), or unallocated (idle). The split is kept in
-exact integer units (micro-dollars per hour × unit-milliseconds), so the buckets add up to the bill
-exactly; dollars are derived at the end.
+is billed a minimum time (minimum; model/billing_rules.py), held by work the job history does not list
+(background; sim/background.py — a bucket only runs with a background load have), or unallocated (idle).
+The split is kept in exact integer units (micro-dollars per hour × unit-milliseconds), so the buckets add
+up to the bill exactly; dollars are derived at the end.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from fleetlab.sim.result import SimulationResult
 MS_PER_HOUR = 3_600_000
 MICRO = 1_000_000
 BUCKETS = ("compute", "lost", "prep", "wait", "boot", "down", "minimum", "idle")
+#: The bucket of room held by a background load; present only in runs that have one.
+BACKGROUND = "background"
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class NodeCost:
     units: dict[str, NDArray[np.int64]]
     dollars: dict[str, list[Fraction]]
     billed: list[Fraction]
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        """The buckets of this run: BUCKETS, and ``background`` when the run had a background load."""
+        return (*BUCKETS, BACKGROUND) if BACKGROUND in self.units else BUCKETS
 
     @property
     def total_billed(self) -> Fraction:
@@ -92,14 +100,16 @@ def node_costs(result: SimulationResult) -> NodeCost:
             np.zeros(n, dtype=np.int64) if node_ms is None else node_ms.astype(np.int64)
         )
     units["minimum"] = capacity * topup_ms
-    units["idle"] = unit_total - sum((units[b] for b in BUCKETS if b != "idle"), np.zeros(n, dtype=np.int64))
-    dollars: dict[str, list[Fraction]] = {b: [] for b in BUCKETS}
+    if nodes.background_unit_ms is not None:
+        units[BACKGROUND] = nodes.background_unit_ms.astype(np.int64)
+    units["idle"] = unit_total - sum((units[b] for b in units if b != "idle"), np.zeros(n, dtype=np.int64))
+    dollars: dict[str, list[Fraction]] = {b: [] for b in units}
     billed: list[Fraction] = []
     for i in range(n):
         price = price_micro_per_hour(float(nodes.price_per_hour[i]))
         denominator = int(capacity[i]) * MS_PER_HOUR * MICRO if capacity[i] > 0 else 1
         billed.append(Fraction(price * int(unit_total[i]), denominator))
-        for bucket in BUCKETS:
+        for bucket in units:
             dollars[bucket].append(Fraction(price * int(units[bucket][i]), denominator))
     return NodeCost(unit_total, units, dollars, billed)
 

@@ -1,9 +1,10 @@
 """The cost ledger of one run: every billed dollar as one row, in the terms a bill uses.
 
 Rows are node x job x category for what pods held (compute, lost, prep, wait), node x category for what
-no pod held (boot, down, minimum, idle), job x category for data charges (data_transfer, storage) and
-pool rows for commitments beyond a pool's nodes (commitment_unused). Each row carries cloud, region,
-machine type, GPU model and count, billing mode (on-demand, spot or committed; per second), currency,
+no pod held (boot, down, minimum, idle; background in a run with a background load), job x category for
+data charges (data_transfer, storage) and pool rows for commitments beyond a pool's nodes
+(commitment_unused). Each row carries cloud, region, machine type, GPU model and count, billing mode
+(on-demand, spot or committed; per second), currency,
 whether tax is included, and who pays (team as project, job). Node rows keep their exact integer inputs
 (``unit_ms``, ``price_micro_per_hour``, ``node_units``), the same ones ``billing.node_costs`` bills with,
 so the ledger reconciles exactly with the run's bill; data and commitment rows carry the run's own
@@ -22,7 +23,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.cost.billing import BUCKETS, MICRO, MS_PER_HOUR, node_costs, price_micro_per_hour, segment_units
+from fleetlab.cost.billing import (
+    BACKGROUND,
+    BUCKETS,
+    MICRO,
+    MS_PER_HOUR,
+    node_costs,
+    price_micro_per_hour,
+    segment_units,
+)
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult, names_at
 from fleetlab.spec.catalog import BUILTIN_FILES, builtin_catalog
@@ -33,7 +42,8 @@ HELD = ("compute", "lost", "prep", "wait")
 #: Node rows: every bucket of the bill split that no pod holds (boot, down, minimum, idle, ...).
 NODE_ONLY = tuple(b for b in BUCKETS if b not in HELD)
 EXTRA = ("data_transfer", "storage", "commitment_unused")
-CATEGORIES = (*HELD, *NODE_ONLY, *EXTRA)
+#: Background (sim/background.py) comes last: only runs with a background load have it.
+CATEGORIES = (*HELD, *NODE_ONLY, *EXTRA, BACKGROUND)
 IntArray = NDArray[np.int64]
 
 
@@ -107,12 +117,12 @@ def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: 
     nodes = result.nodes
     node, job, cat, unit_ms, first, last = _held_rows(result)
     cost = node_costs(result)
-    for offset, name in enumerate(NODE_ONLY):
+    for name in (*NODE_ONLY, BACKGROUND) if BACKGROUND in cost.units else NODE_ONLY:
         units = cost.units[name]
         where = np.flatnonzero(units > 0)
         node = np.concatenate([node, where])
         job = np.concatenate([job, np.full(len(where), -1, dtype=np.int64)])
-        cat = np.concatenate([cat, np.full(len(where), len(HELD) + offset, dtype=np.int64)])
+        cat = np.concatenate([cat, np.full(len(where), CATEGORIES.index(name), dtype=np.int64)])
         unit_ms = np.concatenate([unit_ms, units[where]])
         first = np.concatenate([first, nodes.billed_start_ms[where]])
         last = np.concatenate([last, np.maximum(nodes.billed_end_ms[where], nodes.billed_start_ms[where])])

@@ -23,6 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from fleetlab.experiment.background_fit import (
+    BACKGROUND_GRID,
+    background_evidence,
+    background_flag,
+    background_kept_at_zero,
+)
 from fleetlab.experiment.calibration_compare import (
     DEFAULT_TOLERANCES,
     Measured,
@@ -221,7 +227,7 @@ def queueing_grid(history: History) -> list[str]:
     return ["best-effort-fifo", "fifo", *backfill]
 
 
-def _grids(fit_history: History, setup: _Setup) -> list[tuple[str, list[Any], str]]:
+def _grids(fit_history: History, setup: _Setup, background: bool) -> list[tuple[str, list[Any], str]]:
     grids: list[tuple[str, list[Any], str]] = []
     if setup.recorded is None and setup.grouping is not None:
         grids.append(("limit_quantile", list(LIMIT_GRID), "wait_ks"))
@@ -230,6 +236,8 @@ def _grids(fit_history: History, setup: _Setup) -> list[tuple[str, list[Any], st
     grids.append(("queueing", queueing_grid(fit_history), "wait_ks"))
     if has_node_arrivals(fit_history):
         grids.append(("node_boot_time_s", list(BOOT_GRID_S), "wait_ks"))
+    if background:  # background_fit: only where the record suggests it lists part of the work
+        grids.append(("background_share", list(BACKGROUND_GRID), "wait_ks"))
     if has_measured_pulls(fit_history):
         grids.append(("image_pull_s", pull_grid(fit_history), "image_pull_ks"))
     return grids
@@ -241,12 +249,13 @@ def _fit(
     horizon: float | None,
     tol: dict[str, float],
     progress: Callable[[int, int], None] | None,
+    background: bool = False,
 ) -> tuple[Knobs, list[dict[str, Any]], list[str]]:
     """Each knob in turn on its grid, by the lowest score on the fit part: a candidate replaces the best
     so far only when it scores more than MIN_GAIN lower (ties and noise keep the earlier, simpler value).
     The policy knobs are fitted first (so a latency does not soak up waits a limit explains) and once more
     after the others, which they were chosen without."""
-    first = _grids(fit_history, setup)
+    first = _grids(fit_history, setup, background)
     grids = first + [g for g in first if g[0] in REFITTED]
     measured = Measured.of(fit_history)
     total = sum(len(g) for _, g, _ in grids) or 1
@@ -315,10 +324,13 @@ def calibrate(
     can_fit = fit and bool(np.any(measured_fit.known))
     if fit and not can_fit:
         notes.append("nothing fitted: the fit part has no measured wait to fit against")
+    offer_background, background_words = background_evidence(causes)
+    notes.append(background_words)
     grouping = choose_grouping(fit_history, fit_spans) if recorded is None and can_fit else None
     fit_setup = _Setup(fit_history, recorded_policy(fit_history) if recorded else None, grouping, fit_spans)
     if can_fit:
-        knobs, tried, fitted = _fit(fit_history, fit_setup, split if split < end else None, tol, progress)
+        horizon = split if split < end else None
+        knobs, tried, fitted = _fit(fit_history, fit_setup, horizon, tol, progress, offer_background)
     else:
         knobs, tried, fitted = Knobs(), [], []
     whole = _Setup(history, recorded, grouping, JobSpans.of(history), source=fit_history)
@@ -339,6 +351,10 @@ def calibrate(
     rows += _whole_rows(history, run, measured, knobs, tol, scenario, notes)
     notes += policy.notes if policy else []
     flags = _flags(knobs, fitted, fit_history, max_latency_s)
+    if knobs.background_share > 0:
+        flags.append(background_flag(knobs.background_share, background_words))
+    elif "background_share" in fitted:
+        notes.append(background_kept_at_zero([r for r in tried if r["knob"] == "background_share"], MIN_GAIN))
     result = Calibration(
         rows, knobs, tried, _disagreements(measured, simulated), scenario, run, notes, fitted,
         wait_causes=causes, policy=policy, validation=validation,

@@ -38,9 +38,10 @@ PLAUSIBLE: dict[str, tuple[float, float, str]] = {
     "image_pull_s": (0.0, 1800.0, "a first pull of a large image takes minutes, not hours"),
     "limit_quantile": (0.0, 1.0, "the quantile of each group's recorded concurrency taken as its limit"),
     "job_limit_quantile": (0.0, 1.0, "the quantile of each group's recorded running jobs taken as its cap"),
+    "background_share": (0.0, 1.0, "the share of every fixed pool held by work the record does not list"),
 }
 #: Fitted knobs that are not durations (shown without a unit).
-UNITLESS = frozenset({"limit_quantile", "job_limit_quantile"})
+UNITLESS = frozenset({"limit_quantile", "job_limit_quantile", "background_share"})
 #: What a change to each fitted knob names in scenario data (a variant that changes one undoes the fit).
 KNOB_PATHS = {
     "scheduling_latency_s": "scheduling_latency_s",

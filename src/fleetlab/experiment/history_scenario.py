@@ -76,6 +76,8 @@ class Knobs:
     job_limit_quantile: float | None = None
     #: The scheduling queue's discipline (``scheduler.queueing``): best-effort-fifo, fifo, easy-backfill.
     queueing: str = "best-effort-fifo"
+    #: Share of every fixed pool held by work the record does not list (the scenario's ``background``).
+    background_share: float = 0.0
 
 
 def _pool_name(raw: str | None, index: int) -> str:
@@ -387,6 +389,16 @@ def with_image_pulls(history: History, jobs: Sequence[Job], pull_s: float) -> tu
     return tuple(out)
 
 
+def background_loads(cluster: Cluster, share: float) -> list[dict[str, Any]]:
+    """A constant ``share`` of every pool of fixed, unshared nodes (model/background.py)."""
+    return [
+        {"pool": p.name, "share": share}
+        for p in cluster.pools
+        if p.autoscaling is None and p.failures is None and p.interruptions is None
+        and p.replicated is None and p.mig is None
+    ]  # fmt: skip
+
+
 def history_scenario(
     history: History,
     knobs: Knobs,
@@ -410,6 +422,8 @@ def history_scenario(
             data["kueue_configuration"] = {"fairSharing": {"enable": True}}
     if job_limits:
         data["job_limits"] = tuple(job_limits)
+    if knobs.background_share > 0:
+        data["background"] = background_loads(cluster, knobs.background_share)
     scheduler = SchedulerConfig.model_validate(
         {
             "scheduling_latency_s": knobs.scheduling_latency_s,

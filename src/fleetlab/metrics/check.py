@@ -175,8 +175,10 @@ def _check_bills(report: CheckReport, nodes: dict[str, Any], summary: dict[str, 
     bill = _column(nodes, "cost_billed_usd", source)
     gpus = _column(nodes, "gpus", source, np.int64)
     names = list(nodes.get("node", []))
-    dollars = {b: _column(nodes, f"cost_{b}_usd", source) for b in BUCKETS}
-    hours = {b: _column(nodes, f"gpu_hours_{b}", source) for b in BUCKETS}
+    # A run with a background load (sim/background.py) has its bucket too.
+    buckets = (*BUCKETS, "background") if "cost_background_usd" in nodes else BUCKETS
+    dollars = {b: _column(nodes, f"cost_{b}_usd", source) for b in buckets}
+    hours = {b: _column(nodes, f"gpu_hours_{b}", source) for b in buckets}
     hours_billed = _column(nodes, "gpu_hours_billed", source)
     for i, name in enumerate(names):
         lifetime = price[i] * billed_s[i] / 3600.0
@@ -186,10 +188,10 @@ def _check_bills(report: CheckReport, nodes: dict[str, Any], summary: dict[str, 
             bill[i] - dollars["minimum"][i],
         )
         report.same(
-            f"node {name}: Σ cost buckets = bill", sum(float(dollars[b][i]) for b in BUCKETS), bill[i]
+            f"node {name}: Σ cost buckets = bill", sum(float(dollars[b][i]) for b in buckets), bill[i]
         )
         report.same(
-            f"node {name}: Σ GPU-hour buckets", sum(float(hours[b][i]) for b in BUCKETS), hours_billed[i]
+            f"node {name}: Σ GPU-hour buckets", sum(float(hours[b][i]) for b in buckets), hours_billed[i]
         )
         if gpus[i] > 0:
             expected = gpus[i] * billed_s[i] / 3600.0 + hours["minimum"][i]
@@ -198,7 +200,7 @@ def _check_bills(report: CheckReport, nodes: dict[str, Any], summary: dict[str, 
         float(summary.get(k) or 0.0) for k in ("cost_commitment_unused", "cost_data_transfer", "cost_storage")
     )
     report.same("cost_total", float(bill.sum()) + extras, summary.get("cost_total"))
-    for b in BUCKETS:
+    for b in buckets:
         report.same(f"cost_{b}", float(dollars[b].sum()), summary.get(f"cost_{b}"))
         key = SUMMARY_HOURS.get(b, f"gpu_hours_{b}")
         if key in summary:

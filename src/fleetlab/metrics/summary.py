@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.cost.billing import MS_PER_HOUR, extra_lines, node_costs
+from fleetlab.cost.billing import BACKGROUND, MS_PER_HOUR, extra_lines, node_costs
 from fleetlab.metrics.censoring import Censored, censor, mean, percentile, wait_known
 from fleetlab.metrics.dynamics import summarize_dynamics
 from fleetlab.metrics.services import service_totals, workload_jobs
@@ -47,7 +47,9 @@ def sharing_summary(result: SimulationResult) -> dict[str, Any]:
 
 
 #: Summary fields present only in runs that have the wait bucket.
-OPTIONAL_BUCKETS = frozenset({"provisioning_wait_mean_s", "namespace_quota_wait_mean_s"})
+OPTIONAL_BUCKETS = frozenset(
+    {"provisioning_wait_mean_s", "namespace_quota_wait_mean_s", "gpu_hours_background", "cost_background"}
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,10 @@ class Summary:
     #: of ``as_dict``) in a run without them.
     provisioning_wait_mean_s: float | None = None
     namespace_quota_wait_mean_s: float | None = None
+    #: GPU-hours and dollars of room held by work the history does not list (the background load,
+    #: sim/background.py), apart from the jobs' compute; None (left out) in a run without one.
+    gpu_hours_background: float | None = None
+    cost_background: float | None = None
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         """Plain dict for JSON (NaN, e.g. cost per job with no job completed, becomes null); a wait bucket
@@ -194,6 +200,7 @@ def summarize(result: SimulationResult) -> Summary:
     end_ms = result.end_ms
     log = result.interruptions
     life = summarize_dynamics(result)
+    background = BACKGROUND in cost.units
     return Summary(
         policy=result.policy,
         jobs=len(jobs.ids),
@@ -221,6 +228,8 @@ def summarize(result: SimulationResult) -> Summary:
         gpu_hours_idle=_gpu_hours(cost.units["idle"], gpu_nodes),
         gpu_hours_boot=_gpu_hours(cost.units["boot"], gpu_nodes),
         gpu_hours_down=_gpu_hours(cost.units["down"], gpu_nodes),
+        gpu_hours_background=_gpu_hours(cost.units[BACKGROUND], gpu_nodes) if background else None,
+        cost_background=float(cost.total(BACKGROUND)) if background else None,
         evictions=int(jobs.evictions.sum()),
         cost_total=total,
         cost_compute=float(cost.total("compute")),

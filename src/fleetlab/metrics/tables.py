@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from fleetlab.cost.billing import (
-    BUCKETS,
     MS_PER_HOUR,
     eviction_delay_ms,
     job_costs,
@@ -103,9 +102,9 @@ def node_columns(result: SimulationResult) -> Columns:
         / 1000.0,
         "ready_s": np.where(nodes.ready_ms >= 0, nodes.ready_ms / 1000.0, np.nan),
         "gpu_hours_billed": cost.unit_total * unit_hours,
-        **{f"gpu_hours_{b}": cost.units[b] * unit_hours for b in BUCKETS},
+        **{f"gpu_hours_{b}": cost.units[b] * unit_hours for b in cost.buckets},
         "cost_billed_usd": np.asarray([float(x) for x in cost.billed]),
-        **{f"cost_{b}_usd": np.asarray([float(x) for x in cost.dollars[b]]) for b in BUCKETS},
+        **{f"cost_{b}_usd": np.asarray([float(x) for x in cost.dollars[b]]) for b in cost.buckets},
         **node_dra_columns(result),
     }
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, overload
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from fleetlab.model.background import BackgroundLoad, check_background
 from fleetlab.model.batch_policy import JobLimit, check_job_limits
 from fleetlab.model.calibration_record import CalibrationRecord, RecordedBehaviour, check_recorded
 from fleetlab.model.cluster import Cluster, SpecModel
@@ -63,6 +64,8 @@ class Scenario(SpecModel):
     maintenance: tuple[MaintenanceWindow, ...] = ()
     #: Caps on the jobs a user, team, queue or the cluster runs or submits (model/batch_policy.py).
     job_limits: tuple[JobLimit, ...] = ()
+    #: Room held on a pool's nodes by work the job history does not list (model/background.py).
+    background: tuple[BackgroundLoad, ...] = Field(default=(), max_length=1_000)
     #: Workload API objects (scheduling.k8s.io/v1alpha2 Workload, PodGroup): jobs naming a PodGroup in
     #: ``schedulingGroup`` take its gang and topology constraint (model/pod_group_jobs.py).
     workload_api: tuple[Annotated[ApiWorkload | PodGroup, Field(discriminator="kind")], ...] = Field(
@@ -119,6 +122,7 @@ class Scenario(SpecModel):
     @model_validator(mode="after")
     def _maintenance_nodes_known(self) -> Scenario:
         check_maintenance(self.maintenance, self.cluster.pools)
+        check_background(self.background, self.cluster.pools)
         check_job_limits(self.job_limits)
         if self.recorded is not None:
             jobs = self.workload.jobs

@@ -188,6 +188,18 @@ class ClusterState:
         self.changes.append(node)
         self.usage_key[node] = None
 
+    def hold(self, node: int, delta: IntArray) -> None:
+        """Take (``delta`` > 0) or give back room that no pod holds (a background load): placement sees it
+        as requested; no pod is counted."""
+        requested, free, counted = self._usage_rows[node]
+        requested += delta
+        free -= delta
+        counted[0] += int(delta[self.cpu_col])
+        if (delta < 0).any():
+            self.release_generation += 1
+        self.changes.append(node)
+        self.usage_key[node] = None
+
     def node_usage_key(self, node: int) -> UsageKey:
         """The node's UsageKey, computed once per change of its usage and shared by every pod spec. Code
         that adjusts ``requested`` outside ``bind``/``release`` does it right after one of them, before any

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fleetlab.cost.billing import BUCKETS
+from fleetlab.cost.billing import BACKGROUND, BUCKETS
 from fleetlab.experiment.results import ExperimentResults
 from fleetlab.experiment.stats import Interval
 from fleetlab.report import experiment_data as data
@@ -29,6 +29,7 @@ _BUCKET_COLOURS = {
     "idle": "#adb5bd",
     "lost": "#e76f51",
     "wait": "#8d99ae",
+    BACKGROUND: "#6d597a",
 }
 
 
@@ -261,7 +262,8 @@ def cost_split(costs: dict[str, dict[str, float]], order: Sequence[str]) -> Char
 
     variants = [v for v in order if v in costs]
     figure = _figure("Cost split per run, mean over seeds", "variant", "USD per run", barmode="stack")
-    for bucket in BUCKETS:
+    present = (*BUCKETS, BACKGROUND) if any(BACKGROUND in costs[v] for v in variants) else BUCKETS
+    for bucket in present:
         figure.add_trace(
             go.Bar(
                 x=[_e(v) for v in variants],
@@ -274,6 +276,8 @@ def cost_split(costs: dict[str, dict[str, float]], order: Sequence[str]) -> Char
         "compute: GPU time of work that counted; lost: compute thrown away by evictions; prep: image pull "
         "and data download; wait: held by gang pods waiting for peers; idle: nothing bound."
     )
+    if BACKGROUND in present:
+        note += " background: held by work the history does not list (the scenario's background load)."
     return ChartSection("cost_split", "Cost split", figure, note)
 
 

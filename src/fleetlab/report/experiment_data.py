@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fleetlab.cost.billing import BUCKETS
+from fleetlab.cost.billing import BACKGROUND, BUCKETS
 from fleetlab.experiment.stats import Interval, mean_interval
 from fleetlab.experiment.store import DATABASE, TABLES
 from fleetlab.spec.errors import SpecError
@@ -193,14 +193,23 @@ def timeline_series(con: Any, points: int = TIMELINE_POINTS) -> TimelineSeries:
 
 
 def cost_split(con: Any) -> dict[str, dict[str, float]]:
-    """Mean cost per run (USD) of each bill bucket per variant; the buckets add up to what is billed."""
-    sums = ", ".join(f"sum(cost_{b}_usd) AS {b}" for b in BUCKETS)
-    means = ", ".join(f"avg({b})" for b in BUCKETS)
+    """Mean cost per run (USD) of each bill bucket per variant; the buckets add up to what is billed. The
+    background bucket is there when some run had a background load (0 in the runs that had none)."""
+    columns = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'costs'"
+    ).fetchall()
+    background = f"cost_{BACKGROUND}_usd" in {str(c[0]) for c in columns}
+    buckets = (*BUCKETS, BACKGROUND) if background else BUCKETS
+    sums = ", ".join(
+        f"coalesce(sum(cost_{b}_usd), 0) AS {b}" if b == BACKGROUND else f"sum(cost_{b}_usd) AS {b}"
+        for b in buckets
+    )
+    means = ", ".join(f"avg({b})" for b in buckets)
     rows = con.execute(
         f"SELECT variant, {means} FROM (SELECT variant, seed, {sums} FROM costs GROUP BY variant, seed) "
         "GROUP BY variant ORDER BY variant"
     ).fetchall()
-    return {str(r[0]): {b: float(r[k + 1]) for k, b in enumerate(BUCKETS)} for r in rows}
+    return {str(r[0]): {b: float(r[k + 1]) for k, b in enumerate(buckets)} for r in rows}
 
 
 @dataclass(frozen=True)

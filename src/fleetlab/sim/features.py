@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fleetlab.sim.admission_checks import AdmissionChecks, provisioning_checks
 from fleetlab.sim.autoscaler import Autoscaler
+from fleetlab.sim.background import Background
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.dra_claims import DraClaims, uses_dra
 from fleetlab.sim.failures import FailureModel
@@ -65,6 +66,7 @@ class Features:
     kueue: KueueBridge | None
     namespace_quota: NamespaceQuota | None = None
     admission_checks: AdmissionChecks | None = None
+    background: Background | None = None
 
 
 def build_features(sim: EngineHandle) -> Features:
@@ -95,6 +97,7 @@ def build_features(sim: EngineHandle) -> Features:
     recorded = scenario.recorded
     windows = scenario.maintenance or (recorded is not None and recorded.windows)
     maintenance = Maintenance(sim) if windows else None
+    background = Background(sim) if scenario.background else None  # after GPU tenancy: it takes devices
     # Before Kueue: their ``arrive`` holds a job before Kueue sees it.
     withdrawal = Withdrawal(sim) if recorded is not None and recorded.withdraw_s else None
     job_limits = JobLimitGate(sim) if scenario.job_limits else None
@@ -140,4 +143,5 @@ def build_features(sim: EngineHandle) -> Features:
         kueue=kueue,
         namespace_quota=namespace_quota,
         admission_checks=admission_checks,
+        background=background,
     )

@@ -416,3 +416,6 @@ class ResultParts:
     consolidation_evictions: int = 0
     #: What DRA allocated (sim/dra_claims.py); its job GPUs count in ``gpus_per_pod``.
     dra: DraTable | None = None
+    #: Per node the billing units (GPUs, or milli-CPU on a CPU-only node) × ms held by the background
+    #: load (sim/background.py); None without one.
+    background_unit_ms: IntArray | None = None

@@ -125,6 +125,9 @@ class NodeTable:
     #: Billed ms spent booting (requested, not yet ready) and down for repair after a failure.
     boot_ms: IntArray | None = None
     down_ms: IntArray | None = None
+    #: Billing units (GPUs; milli-CPU on a CPU-only node) × ms held by the background load (work the
+    #: history does not list, sim/background.py); None: the scenario has none.
+    background_unit_ms: IntArray | None = None
 
 
 @dataclass

@@ -125,7 +125,11 @@ def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
 
 
 def node_table(
-    sim: EngineHandle, end_ms: int, record: LifecycleRecord | None, first_ready: dict[int, int]
+    sim: EngineHandle,
+    end_ms: int,
+    record: LifecycleRecord | None,
+    first_ready: dict[int, int],
+    background: IntArray | None = None,
 ) -> NodeTable:
     """Fixed nodes are billed from the start of the run (boot included) to its end; nodes of autoscaled
     pools from their request to their removal (see sim/node_lifecycle.py)."""
@@ -152,6 +156,7 @@ def node_table(
         billed_ms=billed,
         boot_ms=boot,
         down_ms=down,
+        background_unit_ms=background,
     )
 
 
@@ -244,7 +249,7 @@ def build_result(sim: EngineHandle, parts: ResultParts, wall_s: float) -> Simula
             data_ms=book.data_ms.copy(),
             evictions=book.evictions.copy(),
         ),
-        nodes=node_table(sim, end_ms, parts.lifecycle, parts.first_ready_ms),
+        nodes=node_table(sim, end_ms, parts.lifecycle, parts.first_ready_ms, parts.background_unit_ms),
         timeline=parts.timeline,
         segments=segments,
         pending=pending,
