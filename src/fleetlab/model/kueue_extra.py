@@ -16,7 +16,7 @@ dump loads unchanged (``kueue.x-k8s.io`` v1beta2, v1beta1 and v1alpha1).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -60,6 +60,18 @@ class ExtraMeta(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     name: str = Field(min_length=1, max_length=253, pattern=_NAME)
+
+
+class NamedByMetadata:
+    """Objects whose name is ``metadata.name`` (each model declares its own ``metadata`` field)."""
+
+    if TYPE_CHECKING:  # not a field here: the models keep their own field order
+        metadata: ExtraMeta
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return self.metadata.name
 
 
 class TopologyLevel(KubeModel):
@@ -124,7 +136,7 @@ class AdmissionCheckSpec(KubeModel):
     retry_delay_minutes: int | None = Field(default=None, alias="retryDelayMinutes", ge=0)  # v1beta1 only
 
 
-class AdmissionCheck(KubeModel):
+class AdmissionCheck(NamedByMetadata, KubeModel):
     """An AdmissionCheck: a controller that must mark a workload Ready before it is admitted."""
 
     api_version: ExtraApiVersion = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
@@ -132,11 +144,6 @@ class AdmissionCheck(KubeModel):
     metadata: ExtraMeta
     spec: AdmissionCheckSpec
     status: Any = None
-
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return self.metadata.name
 
 
 class RetryStrategy(KubeModel):
@@ -182,7 +189,7 @@ class ProvisioningRequestConfigSpec(KubeModel):
         return self
 
 
-class ProvisioningRequestConfig(KubeModel):
+class ProvisioningRequestConfig(NamedByMetadata, KubeModel):
     """The ProvisioningRequest a provisioning AdmissionCheck makes: class, parameters, retries."""
 
     api_version: ExtraApiVersion = Field(default="kueue.x-k8s.io/v1beta2", alias="apiVersion")
@@ -191,13 +198,8 @@ class ProvisioningRequestConfig(KubeModel):
     spec: ProvisioningRequestConfigSpec
     status: Any = None
 
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return self.metadata.name
 
-
-class IgnoredKueueObject(BaseModel):
+class IgnoredKueueObject(NamedByMetadata, BaseModel):
     """An object of one of :data:`IGNORED_KINDS`: kept by kind and name only."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -208,11 +210,6 @@ class IgnoredKueueObject(BaseModel):
     kind: Literal["MultiKueueConfig", "MultiKueueCluster"]
     metadata: ExtraMeta
     spec: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return self.metadata.name
 
 
 EXTRA_KINDS: dict[str, type[BaseModel]] = {

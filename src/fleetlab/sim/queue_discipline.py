@@ -105,9 +105,8 @@ class QueueDiscipline:
                     continue
                 if self.mode == "fifo":
                     break
+                # None when it cannot be planned (its nodes are not there): then it holds nothing back
                 reservation = self.reserve(group)
-                if reservation is None:
-                    continue  # cannot be planned (its nodes are not there): it holds nothing back
                 continue
             tried += 1
             if tried > self.depth:
