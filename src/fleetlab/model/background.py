@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pydantic import Field, model_validator
 
 from fleetlab.model.cluster import NodePool, SpecModel
-from fleetlab.model.limits import Int
+from fleetlab.model.limits import Float, Int
 from fleetlab.model.units import MilliCpu, Seconds
 
 #: Steps one pool's background may have (a reader's bound, not a modelling limit).
@@ -37,7 +37,7 @@ class BackgroundLoad(SpecModel):
     pool: str = Field(min_length=1)
     #: Held from the start to the end of the run: this share (0-1) of the pool's GPUs (of its CPUs on a
     #: CPU-only pool), rounded down to whole GPUs (milli-CPU).
-    share: float | None = Field(default=None, ge=0.0, le=1.0)
+    share: Float | None = Field(default=None, ge=0.0, le=1.0)
     steps: tuple[BackgroundStep, ...] = Field(default=(), max_length=MAX_BACKGROUND_STEPS)
 
     @model_validator(mode="after")

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from fleetlab.model.cluster import NodePool, SpecModel
-from fleetlab.model.limits import MAX_SECONDS
+from fleetlab.model.limits import MAX_SECONDS, Float
 
 __all__ = [
     "EXPERIMENT_METRIC_ERRORS",
@@ -105,8 +105,8 @@ class RecordedWindow(SpecModel):
 
     node: str | None = Field(default=None, min_length=1)
     pool: str | None = Field(default=None, min_length=1)
-    start_s: float = Field(ge=0)
-    end_s: float | None = Field(default=None, ge=0)
+    start_s: Float = Field(ge=0)
+    end_s: Float | None = Field(default=None, ge=0)
     state: Literal["down", "drain"]
 
     @model_validator(mode="after")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from fleetlab.model.kube import KubeModel, NodeSelector
+from fleetlab.model.limits import Int
 
 __all__ = [
     "API_VERSION",
@@ -110,7 +111,7 @@ class DeviceToleration(KubeModel):
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "NoExecute"] = ""
-    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
+    toleration_seconds: Int | None = Field(default=None, alias="tolerationSeconds")
 
 
 class CapacityRequirements(KubeModel):
@@ -125,7 +126,7 @@ class ExactDeviceRequest(KubeModel):
     device_class_name: str = Field(alias="deviceClassName", min_length=1)
     selectors: tuple[DeviceSelector, ...] = ()
     allocation_mode: Literal["ExactCount", "All"] = Field(default="ExactCount", alias="allocationMode")
-    count: int = Field(default=1, ge=1)
+    count: Int = Field(default=1, ge=1)
     admin_access: bool | None = Field(default=None, alias="adminAccess")
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
@@ -138,7 +139,7 @@ class DeviceSubRequest(KubeModel):
     device_class_name: str = Field(alias="deviceClassName", min_length=1)
     selectors: tuple[DeviceSelector, ...] = ()
     allocation_mode: Literal["ExactCount", "All"] = Field(default="ExactCount", alias="allocationMode")
-    count: int = Field(default=1, ge=1)
+    count: Int = Field(default=1, ge=1)
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
 

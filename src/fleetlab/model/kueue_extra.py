@@ -133,7 +133,9 @@ class CheckParameters(KubeModel):
 class AdmissionCheckSpec(KubeModel):
     controller_name: str = Field(alias="controllerName", min_length=1, max_length=253)
     parameters: CheckParameters | None = None
-    retry_delay_minutes: int | None = Field(default=None, alias="retryDelayMinutes", ge=0)  # v1beta1 only
+    retry_delay_minutes: Int | None = Field(
+        default=None, alias="retryDelayMinutes", ge=0, le=_INT32
+    )  # v1beta1 only
 
 
 class AdmissionCheck(NamedByMetadata, KubeModel):
@@ -150,9 +152,9 @@ class RetryStrategy(KubeModel):
     """``retryStrategy``: how often a failed or expired ProvisioningRequest is retried (delay
     ``base·2^(n−1)`` capped at ``max``; after ``backoffLimitCount`` retries the check is Rejected)."""
 
-    backoff_limit_count: int = Field(default=3, alias="backoffLimitCount", ge=0, le=_INT32)
-    backoff_base_seconds: int = Field(default=60, alias="backoffBaseSeconds", ge=0, le=_INT32)
-    backoff_max_seconds: int = Field(default=1800, alias="backoffMaxSeconds", ge=0, le=_INT32)
+    backoff_limit_count: Int = Field(default=3, alias="backoffLimitCount", ge=0, le=_INT32)
+    backoff_base_seconds: Int = Field(default=60, alias="backoffBaseSeconds", ge=0, le=_INT32)
+    backoff_max_seconds: Int = Field(default=1800, alias="backoffMaxSeconds", ge=0, le=_INT32)
 
 
 class NodeSelectorUpdate(KubeModel):
