@@ -22,6 +22,7 @@ __all__ = [
     "NODE_DOWN_SCHEMA",
     "NODE_DOWN_STATES",
     "NODE_SCHEMA",
+    "NODE_USAGE_SCHEMA",
     "History",
     "HistoryPolicy",
     "empty_history",
@@ -99,6 +100,17 @@ NODE_DOWN_SCHEMA: Final[pa.Schema] = pa.schema(
         pa.field("source", pa.string(), nullable=False),
     ]
 )
+#: One row per node and instant a node-usage snapshot recorded what was allocated on the node (``scontrol
+#: show node``: CPUAlloc, AllocTRES gres/gpu, AllocMem) — whoever held it, listed jobs or not.
+NODE_USAGE_SCHEMA: Final[pa.Schema] = pa.schema(
+    [
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("time_s", pa.float64(), nullable=False),
+        pa.field("cpu", pa.float64(), nullable=False),  # cores allocated
+        pa.field("gpus", pa.int64(), nullable=False),
+        pa.field("memory", pa.int64(), nullable=False),  # bytes
+    ]
+)
 #: The states a node-down window may have.
 NODE_DOWN_STATES: Final[tuple[str, ...]] = ("down", "drain")
 
@@ -139,6 +151,8 @@ class History:
     node_down: pa.Table = field(default_factory=NODE_DOWN_SCHEMA.empty_table)
     policy: HistoryPolicy = field(default_factory=HistoryPolicy)
     notes: tuple[str, ...] = ()
+    #: Recorded node allocation over time (NODE_USAGE_SCHEMA); empty when no source recorded it.
+    node_usage: pa.Table = field(default_factory=NODE_USAGE_SCHEMA.empty_table)
 
 
 def empty_history(epoch: str = "1970-01-01T00:00:00Z") -> History:

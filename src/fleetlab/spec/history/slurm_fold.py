@@ -27,7 +27,7 @@ FAILED = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "TIMEOUT", "BOOT_FAI
 EVICTED = frozenset({"PREEMPTED", "NODE_FAIL", "REQUEUED"})
 WAITING = frozenset({"PENDING", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"})
 MAX_NODES_LISTED = 10_000
-_MODELS_LOWER = {name.lower().replace("-", ""): name for name in GPU_MODELS}
+MODELS_LOWER = {name.lower().replace("-", ""): name for name in GPU_MODELS}
 _MEM = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
 _MEM_UNITS = {"": 1 << 20, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 #: A number the fast path reads as Python's float() would (anything else goes through bounded_number).
@@ -157,7 +157,7 @@ def _gpu_model(kinds: pa.Array) -> pa.Array:
     model), or null."""
     encoded = _array(pc.dictionary_encode(kinds))
     names = [
-        _MODELS_LOWER.get(k.lower().replace("-", "").replace("_", ""), k)
+        MODELS_LOWER.get(k.lower().replace("-", "").replace("_", ""), k)
         for k in encoded.dictionary.to_pylist()
     ]
     return pa.DictionaryArray.from_arrays(encoded.indices, pa.array(names, pa.string()))
