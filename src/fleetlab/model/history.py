@@ -66,6 +66,7 @@ JOB_SCHEMA: Final[pa.Schema] = pa.schema(
         pa.field("run_s", pa.float64()),  # measured run time: end_s - running_s
         pa.field("user", pa.string()),  # who submitted it: Slurm User, SWF user number, pod's user label
         pa.field("walltime_s", pa.float64()),  # requested wall time (SWF field 9, Slurm Timelimit)
+        pa.field("qos", pa.string()),  # Slurm QOS the job ran under (null elsewhere)
     ]
 )
 

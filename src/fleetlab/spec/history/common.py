@@ -76,6 +76,7 @@ class JobRecord:
     run_s: float | None = None  # end - running, filled in when the tables are built
     user: str | None = None
     walltime_s: float | None = None  # requested wall time
+    qos: str | None = None  # Slurm QOS
 
 
 @dataclass(slots=True)

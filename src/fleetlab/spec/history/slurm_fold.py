@@ -63,6 +63,7 @@ ATTEMPT_SCHEMA = pa.schema(
         pa.field("restarts", pa.int32()),  # at most MAX_COUNT
         pa.field("user", pa.string()),
         pa.field("timelimit", pa.float64()),  # requested wall time, seconds (null: none or unlimited)
+        pa.field("qos", pa.string()),
     ]
 )
 
@@ -302,6 +303,7 @@ def job_rows(attempts: pa.Table, source: str) -> pa.Table:
         "nodes": _few(_node_names(_array(attempts.column("nodes")))),
         "user": _few(_blank_null(_array(attempts.column("user")))),
         "walltime_s": attempts.column("timelimit"),
+        "qos": _few(_blank_null(_array(attempts.column("qos")))),
         "gpu_util_mean": no_float,
         "gpu_mem_used_max": no_float,
         "image_pull_s": no_float,
