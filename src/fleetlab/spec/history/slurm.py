@@ -54,7 +54,17 @@ from fleetlab.spec.history.slurm_fold import (
 __all__ = ["expand_hostlist", "parse_tres", "read_slurm"]
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State")
-OPTIONAL = ("AllocTRES", "ReqTRES", "Partition", "Account", "Priority", "NodeList", "User", "Timelimit", "QOS")
+OPTIONAL = (
+    "AllocTRES",
+    "ReqTRES",
+    "Partition",
+    "Account",
+    "Priority",
+    "NodeList",
+    "User",
+    "Timelimit",
+    "QOS",
+)
 TIME_HINT = "YYYY-MM-DDTHH:MM:SS (run `TZ=UTC sacct --parsable2 ...`)"
 MAX_LINE_CHARS = 1 << 20
 #: Rows read at a time (Arrow's block size in bytes): memory holds one block's text.
