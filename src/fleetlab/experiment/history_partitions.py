@@ -124,14 +124,20 @@ class SlurmPlacement:
             out["labels"] = labels
         return out
 
-    def notes(self) -> list[str]:
-        """What the replay could not place as recorded."""
-        if not self.unknown:
-            return []
-        return [
-            f"{self.unknown} job(s) name a partition that `scontrol show partition` did not record: they "
-            "replay on any node"
-        ]
+
+def partition_notes(history: History) -> list[str]:
+    """A note counting the jobs that name a partition the record does not have (they replay anywhere)."""
+    placement = SlurmPlacement(history)
+    if not placement.partitions:
+        return []
+    for queue in history.jobs.column("queue").to_pylist():
+        placement.names(queue)
+    if not placement.unknown:
+        return []
+    return [
+        f"{placement.unknown} job(s) name a partition that `scontrol show partition` did not record: they "
+        "replay on any node"
+    ]
 
 
 def tier_classes(history: History) -> list[dict[str, Any]]:
