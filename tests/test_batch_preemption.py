@@ -10,16 +10,21 @@ node, L2 (QOS low, 100 s) at 5 on the other; H (QOS high, 10 s) arrives at 20 an
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from builders import by_job, scenario
+from fleetlab.experiment.history_partitions import backfill_settings, batch_preemption
+from fleetlab.experiment.history_scenario import history_jobs
 from fleetlab.experiment.run import profile_for
 from fleetlab.model.batch_policy import BatchPreemption as Rules
 from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.simulator import Simulator
+from fleetlab.spec.history.sources import import_sources
 
+POLICY = Path(__file__).parent / "data" / "history" / "policy"
 NODES = {"name": "p", "count": 2, "cpu": "4", "memory": "8Gi", "price_per_hour": 1.0}
 
 
@@ -80,3 +85,27 @@ def test_no_preemption_when_the_victim_qos_is_off_or_not_listed(mode: str, preem
 def test_a_class_must_preempt_known_classes() -> None:
     with pytest.raises(ValueError, match="preempts nobody, which no class names"):
         Rules.model_validate({"classes": [{"name": "a", "preempts": ["nobody"]}]})
+
+
+def test_recorded_qos_preemption_reaches_the_calibrated_scenario(tmp_path: Path) -> None:
+    """``sacctmgr show qos``: normal (Priority 0, PreemptMode cluster), long (Priority 100, Preempt normal,
+    PreemptMode cluster); ``scontrol show config``: PreemptType preempt/qos, PreemptMode REQUEUE. So long
+    preempts normal and both requeue (the cluster's mode); each job carries its sacct QOS as a label."""
+    config = tmp_path / "config.txt"
+    config.write_text("Configuration data as of 2024-05-01T12:00:00\nPreemptType = preempt/qos\n"
+                      "PreemptMode = REQUEUE\nSchedulerType = sched/builtin\n")  # fmt: skip
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|User|Account|QOS|State|Submit|Start|End|AllocTRES|NodeList\n"
+        "1|alice|physics|long|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:10:00|cpu=4,node=1|n1\n"
+        "2|bob|physics|normal|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:10:00|cpu=4,node=1|n1\n"
+    )  # fmt: skip
+    h = import_sources([str(sacct), str(POLICY / "qos.txt"), str(config)])
+    rules = batch_preemption(h)
+    assert rules is not None and rules.label == "fleetlab.io/qos"
+    assert {c.name: (c.priority, c.preempts, c.mode) for c in rules.classes} == {
+        "normal": (0, (), "requeue"), "long": (100, ("normal",), "requeue"),
+    }  # fmt: skip
+    jobs = history_jobs(h)
+    assert [j.labels for j in jobs] == [{"fleetlab.io/qos": "long"}, {"fleetlab.io/qos": "normal"}]
+    assert backfill_settings(h) == {}  # sched/builtin: no backfill passes

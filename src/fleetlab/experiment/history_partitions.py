@@ -95,9 +95,7 @@ class SlurmPlacement:
     def fields(self, queue: str | None, qos: str | None, gpu_term: dict[str, Any] | None) -> dict[str, Any]:
         """The job fields: ``nodeSelector`` or ``affinity`` (``gpu_term``, the GPU model expression, joined
         to each partition term), ``priorityClassName`` and ``labels``."""
-        if not self.partitions:
-            return {}
-        names = self.names(queue)
+        names = self.names(queue) if self.partitions else []
         out: dict[str, Any] = {}
         if len(names) == 1:
             out["nodeSelector"] = {partition_key(names[0]): "true"}
