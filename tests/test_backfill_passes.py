@@ -10,7 +10,10 @@ backfill pass plans a reservation for it and starts later jobs that do not delay
 
 from __future__ import annotations
 
-from test_queue_discipline import _protecting, _run, _starts, _textbook
+from builders import scenario
+from fleetlab.experiment.run import profile_for
+from fleetlab.sim.simulator import Simulator
+from test_queue_discipline import NODES, _job, _protecting, _run, _starts, _textbook
 
 WALL_TEXTBOOK = {"J1": 10, "J2": 5, "J3": 5, "J4": 20, "J5": 20}
 
@@ -54,3 +57,19 @@ def test_a_head_beyond_the_window_gets_no_reservation() -> None:
     assert _starts(narrow) == {"J1": 0, "J2": 22, "J3": 2, "J4": 10, "J5": 10}
     _, wide = _run(_protecting(), "easy-backfill", wall, backfill_window_s=10)
     assert _starts(wide) == {"J1": 0, "J2": 10, "J3": 15, "J4": 3, "J5": 4}
+
+
+def test_the_main_scheduler_blocks_a_partition_not_the_whole_queue() -> None:
+    """The textbook jobs on partition p (10 nodes labelled part=p) and a second partition q (2 nodes): R
+    (1 node of q, 5 s) arrives at 2, while J3 waits behind the blocked J2 of p. Slurm's main scheduler
+    leaves p's later jobs waiting but starts R at once; p's starts are those of the first test (passes
+    every 5 s)."""
+    pools = [{**NODES, "labels": {"part": "p"}}, {**NODES, "name": "q", "count": 2, "labels": {"part": "q"}}]
+    jobs = [{**j, "nodeSelector": {"part": "p"}} for j in _textbook()]
+    jobs.append(_job("R", 1, 2, 5, nodeSelector={"part": "q"}))
+    resolved = scenario(
+        pools, jobs, scheduler={"queueing": "easy-backfill", "tie_break": "first", "backfill_interval_s": 5},
+        recorded={"walltime_s": {**WALL_TEXTBOOK, "R": 5}},
+    )  # fmt: skip
+    result = Simulator(resolved, profile_for(resolved, None)).run()
+    assert _starts(result) == {"J1": 0, "J2": 10, "J3": 5, "J4": 5, "J5": 10, "R": 2}

@@ -20,8 +20,9 @@ instead when a scenario asks for another discipline or for fair-share ordering:
   nodes the reservation leaves out.
 
 With ``backfill_interval_s`` (Slurm's ``bf_interval``) the two halves of Slurm's scheduling run apart: at
-every event the main scheduler starts entries in order and stops at the first that does not fit (as
-``fifo``); the reservation and the starts behind it happen only on the backfill passes, at every whole
+every event the main scheduler starts entries in order, and once an entry of a partition is left waiting
+no later entry of that partition starts (Slurm's sched_config.html; a partition here is the set of nodes
+an entry may use); the reservation and the starts behind it happen only on the backfill passes, at every whole
 multiple of the interval since the run began (a pass wakes the run only when a main cycle left entries
 behind a blocked head). ``backfill_window_s`` (``bf_window``) bounds how far ahead a pass plans: a head
 whose shadow time lies further gets no reservation and holds no one back.
@@ -76,6 +77,8 @@ class QueueDiscipline:
         ]
         #: Per queue group: could it ever fit, on the whole cluster empty (None: not asked yet)?
         self._ever_fits: dict[int, bool] = {}
+        #: Per queue group the nodes its pods may use (``partition_of``).
+        self._partition: dict[int, bytes] = {}
         interval, window = sim.config.backfill_interval_s, sim.config.backfill_window_s
         self.window_ms = None if window is None else to_ms(window)
         #: Backfill passes apart from the main cycles (``backfill_interval_s``; None: every cycle backfills).
@@ -108,7 +111,7 @@ class QueueDiscipline:
     def cycle(self, _: int) -> int:
         """One scheduling cycle (the main scheduler's alone with a backfill interval); returns the entries
         placed."""
-        return self.run_cycle(backfill=self.interval_ms is None)
+        return self.run_cycle() if self.interval_ms is None else self.main_cycle()
 
     def tick(self, now: int) -> None:
         """A backfill pass when one is due (``backfill_interval_s``)."""
@@ -119,7 +122,7 @@ class QueueDiscipline:
         self.behind_head = False
         if len(self.sim.queue):
             self.passes += 1
-            self.run_cycle(backfill=True)
+            self.run_cycle()
 
     def next_time(self, t_event: int | None, _: int | None) -> int | None:
         """The next pass, while a main cycle left entries behind a blocked head (else it waits for the
@@ -128,16 +131,45 @@ class QueueDiscipline:
             return t_event
         return self.next_pass_ms
 
-    def run_cycle(self, backfill: bool) -> int:
-        """Place entries in order; at the first blocked head reserve and backfill (``backfill``) or stop."""
+    def main_cycle(self) -> int:
+        """Slurm's main scheduler between backfill passes: entries in order; once an entry of a partition
+        (the nodes its pods may use) is left waiting, no later entry of that partition starts (an entry that
+        could never fit blocks nothing)."""
+        sim = self.sim
+        blocked: set[bytes] = set()
+        bound = 0
+        for key, group in self.ordered():
+            partition = self.partition_of(group)
+            if partition in blocked:
+                self.behind_head = True
+                continue
+            if sim.try_place(group, key[2]):
+                sim.queue.take(group, key)
+                bound += 1
+            elif self.ever_fits(group):
+                blocked.add(partition)
+        return bound
+
+    def partition_of(self, group: int) -> bytes:
+        """The nodes the group's pods may use, as a key (memoised per group)."""
+        known = self._partition.get(group)
+        if known is None:
+            sim = self.sim
+            spec_id = sim.groups[group].spec_id
+            mask = sim.schedulers[sim.spec_profile[spec_id]].static_mask(sim.compiled[spec_id])
+            known = self._partition[group] = np.packbits(mask).tobytes()
+        return known
+
+    def run_cycle(self) -> int:
+        """Place entries in order; the first that does not fit is the head: stop (``fifo``) or reserve its
+        start and backfill behind it (``easy-backfill``)."""
         sim = self.sim
         queue, try_place = sim.queue, sim.try_place
         bound = 0
         failed: set[tuple[int, bool]] = set()  # (group, outside a reservation) that did not fit this cycle
         reservation: Reservation | None = None
         tried = 0
-        ordered = self.ordered()
-        for index, (key, group) in enumerate(ordered):
+        for key, group in self.ordered():
             pod = key[2]
             if reservation is None:
                 if (group, False) not in failed and try_place(group, pod):
@@ -148,9 +180,6 @@ class QueueDiscipline:
                 if self.mode == "best-effort-fifo" or not self.ever_fits(group):
                     continue
                 if self.mode == "fifo":
-                    break
-                if not backfill:
-                    self.behind_head = self.behind_head or index + 1 < len(ordered)
                     break
                 # None when it cannot be planned (its nodes are not there): then it holds nothing back
                 reservation = self.reserve(group)
