@@ -141,3 +141,27 @@ def test_replay_keeps_jobs_on_their_partition_and_tier_preempts_lower_tier() -> 
     assert sorted(by_job(result, "evictions").values()) == [0, 0, 0, 1]
     feature = sim.features.batch_preemption
     assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (1, 20.0)
+
+
+def test_the_multi_line_form_and_node_records_with_spaces(tmp_path: Path) -> None:
+    """``scontrol show partition`` without ``--oneliner`` indents each record's further lines; a node's
+    ``OS`` and ``Reason`` hold spaces. n[1-2] of 64 CPUs, 4 A100s (``Gres=gpu:a100:4(S:0-1)``)."""
+    parts = tmp_path / "p.txt"
+    parts.write_text(
+        "PartitionName=debug\n   AllowGroups=ALL Default=YES\n   MaxTime=30:00 Nodes=n[1-2]\n"
+        "   PriorityTier=5 PreemptMode=CANCEL\n\nPartitionName=long\n   Nodes=n2 MaxTime=7-00:00:00\n"
+    )  # fmt: skip
+    nodes = tmp_path / "n.txt"
+    nodes.write_text(
+        "NodeName=n1 CPUTot=64 Gres=gpu:a100:4(S:0-1) RealMemory=1024 OS=Linux 5.14.0 #1 SMP "
+        "Partitions=debug Reason=fan broken [root@2024-05-01T09:00:00] AllocTRES=cpu=8,gres/gpu=2\n"
+        "NodeName=n2 CPUTot=64 Gres=gpu:a100:4 RealMemory=1024 Partitions=debug,long\n"
+    )  # fmt: skip
+    h = import_sources([str(parts), str(nodes)])
+    p = {x.name: x for x in h.policy.slurm_partitions}
+    assert (p["debug"].nodes, p["debug"].max_time_s, p["debug"].priority_tier) == (("n1", "n2"), 1800, 5)
+    assert (p["debug"].preempt_mode, p["long"].nodes, p["long"].priority_tier) == ("CANCEL", ("n2",), 1)
+    rows = {r["node"]: r for r in h.nodes.to_pylist()}
+    assert (rows["n1"]["cpu"], rows["n1"]["gpus"], rows["n1"]["memory"]) == (64, 4, 1024 << 20)
+    assert rows["n1"]["gpu_model"] == rows["n2"]["gpu_model"] and rows["n1"]["pool"] == "debug"
+    assert h.node_usage.num_rows == 0  # no time line: shapes only
