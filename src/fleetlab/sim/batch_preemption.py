@@ -21,7 +21,7 @@ not come through this hook). The search costs O(pods on the eligible nodes) per 
 may preempt, nothing otherwise.
 
 Subscribes to ``make_room``; registers a wake-up event kind.
-May change: evicts (``evict_job_pods``) or fails (``fail``) the victims' pods.
+May change: nothing itself; asks to evict (``evict_job_pods``) or fail (``fail``) the victims' pods.
 """
 
 from __future__ import annotations
