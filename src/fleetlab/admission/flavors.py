@@ -393,6 +393,7 @@ def _find_flavor(
     fungibility = rules.fungibility
     nominal = rules.nominal
     potential = node.potential
+    rooted, node_usage, node_quota = node.parent is not None, node.usage, node.subtree_quota
     # Taints and node constraints can only exclude a flavor when either side has some.
     matching = podset is not None and bool(
         rules.flavor_taints or podset.node_selector or podset.required_terms
@@ -442,7 +443,10 @@ def _find_flavor(
                 mode = _NO_FIT_UNBORROWED
                 break
             available = tree.available(node, fr)
-            borrow, may_reclaim_in_hierarchy = tree.borrowing_height(node, fr, value)
+            if rooted and node_usage.get(fr, 0) + value <= node_quota.get(fr, 0):
+                borrow, may_reclaim_in_hierarchy = 0, True  # ``borrowing_height``'s answer when not borrowing
+            else:
+                borrow, may_reclaim_in_hierarchy = tree.borrowing_height(node, fr, value)
             if value <= available:
                 if borrow:
                     candidate = GranularMode(PreemptionMode.FIT, borrow)

@@ -91,15 +91,17 @@ class KueueBridge:
             topology.wake = self.manager.wake
         self.sim = sim
         self.flavors = {f.name: f for f in config.resource_flavors}
+        #: Per job submitted and not finished (submit order), its workload's id (the job's id), and back:
+        #: a finished job's entries are dropped, so these grow with the jobs in Kueue, not with the run.
         self.job_by_id: dict[str, int] = {}
-        #: Per submitted job (submit order), its workload's id: the job's id.
         self.workload_id: dict[int, str] = {}
         self._template = sim.job_table.column("template")
         self._pods = sim.job_table.column("pods")
         self._podsets: dict[tuple[int, int], PodSetRequest] = {}
         self.cluster_queue_of: dict[int, str] = {}
         n_jobs = len(sim.job_table)
-        self.admissions: dict[int, int] = {}
+        #: Per job, how many times Kueue admitted it (the token of its waitForPodsReady timeout).
+        self.admissions = np.zeros(n_jobs, dtype=np.int64)
         #: Per job, when its workload was first created (-1: never).
         self.created_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.requeues: dict[int, int] = {}
@@ -235,7 +237,7 @@ class KueueBridge:
         sim.enqueue(job_index)
         timeout = self.pods_ready_timeout_ms
         if timeout is not None:
-            sim.schedule(now + timeout, self.timeout_kind, job_index, self.admissions[job_index])
+            sim.schedule(now + timeout, self.timeout_kind, job_index, int(self.admissions[job_index]))
 
     def submit(self, job_index: int, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload, read from the job table's columns and its
@@ -319,7 +321,7 @@ class KueueBridge:
             for admission in admissions:
                 job_index = self.job_by_id[admission.workload_id]
                 self.cluster_queue_of[job_index] = admission.cluster_queue
-                self.admissions[job_index] = self.admissions.get(job_index, 0) + 1
+                self.admissions[job_index] += 1
                 if self.gate is None or not self.gate(job_index, admission):  # admission checks
                     self.admitted(job_index, admission)
             for request in preemptions:
@@ -358,7 +360,7 @@ class KueueBridge:
     def timeout_is_stale(self, job_index: int, token: int) -> bool:
         """A waitForPodsReady timeout that can no longer fire: a later admission, or the job is done."""
         sim = self.sim
-        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == self._pods[job_index]
+        return int(self.admissions[job_index]) != token or sim.pods_done[job_index] == self._pods[job_index]
 
     def requeue(self, job_index: int, _: int) -> None:
         """waitForPodsReady: a workload's backoff has passed; it returns to its queue."""
@@ -423,7 +425,9 @@ class KueueBridge:
         """Release the quota of the job at ``job_index`` (submit order), which has finished."""
         if self.topology is not None:
             self.topology.release(job_index)
-        self.manager.finish(self.workload_id[job_index])
+        workload_id = self.workload_id.pop(job_index)
+        del self.job_by_id[workload_id]
+        self.manager.finish(workload_id)
         self.sample(now)
 
     def evicted(self, job_index: int, now: int) -> None:
@@ -471,13 +475,15 @@ class KueueBridge:
             len(self._times), len(self._tree_columns)
         )
         series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
-        lent_by_key = self.manager.tree.lent_series(self._frs, series)
         position = {(id(node), fr): k for k, (node, fr) in enumerate(self._tree_columns)}
         usage = everything[:, [position[(id(node), fr)] for node, fr in self._columns]]
         lent = np.empty_like(usage)
-        for k, (node, fr) in enumerate(self._columns):
-            lent[:, k] = lent_by_key[(id(node), fr)]
-        del lent_by_key, series, everything
+        column_of = {(id(node), fr): k for k, (node, fr) in enumerate(self._columns)}
+        for key, series_lent in self.manager.tree.lent_series(self._frs, series):
+            k = column_of.get(key)
+            if k is not None:
+                lent[:, k] = series_lent
+        del series, everything
         return QueueSamples(
             keys=[(node.name, str(fr)) for node, fr in self._columns],
             nominal=np.asarray([node.quotas[fr].nominal for node, fr in self._columns], dtype=np.int64),
