@@ -98,8 +98,12 @@ class KueueBridge:
         self._template = sim.job_table.column("template")
         self._pods = sim.job_table.column("pods")
         self._podsets: dict[tuple[int, int], PodSetRequest] = {}
-        self.cluster_queue_of: dict[int, str] = {}
+        #: Per job, the ClusterQueue of its last admission as an index into ``_queue_names`` (0: never
+        #: admitted): a column, not a dict of a million entries.
+        self._queue_names = ["", *sorted(cq.name for cq in config.cluster_queues)]
+        self._queue_code = {name: code for code, name in enumerate(self._queue_names)}
         n_jobs = len(sim.job_table)
+        self.cluster_queue_code = np.zeros(n_jobs, dtype=np.int32)
         #: Per job, how many times Kueue admitted it (the token of its waitForPodsReady timeout).
         self.admissions = np.zeros(n_jobs, dtype=np.int64)
         #: Per job, when its workload was first created (-1: never).
@@ -320,7 +324,7 @@ class KueueBridge:
             preemptions = manager.take_preemptions()
             for admission in admissions:
                 job_index = self.job_by_id[admission.workload_id]
-                self.cluster_queue_of[job_index] = admission.cluster_queue
+                self.cluster_queue_code[job_index] = self._queue_code[admission.cluster_queue]
                 self.admissions[job_index] += 1
                 if self.gate is None or not self.gate(job_index, admission):  # admission checks
                     self.admitted(job_index, admission)
@@ -506,4 +510,5 @@ class KueueBridge:
         parts.quota_wait_ms = self.quota_waited_ms + np.where(
             since >= 0, np.maximum(parts.end_ms - since, 0), 0
         )
-        parts.cluster_queue_of = self.cluster_queue_of
+        names = self._queue_names
+        parts.cluster_queue_of = [names[code] for code in self.cluster_queue_code.tolist()]
