@@ -62,18 +62,24 @@ def test_hpc2n_replays_every_job_on_its_real_nodes(seth: History) -> None:
 @pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~25 s)")
 def test_hpc2n_fit_and_out_of_sample_validation(seth: History) -> None:
     c = calibrate(seth)
-    # Per-user limits of CPUs (quantile 0.9) and of running jobs (0.75), a 1 s latency; the queueing
-    # discipline makes no difference under them (best-effort kept). The fit part is close (KS 0.198, p95
-    # within 7 %), but the limits read from it hold the later users back far longer than they waited.
+    # Candidates are scored on the fit part's later third (704 jobs) with limits read from its earlier two
+    # thirds (rolling origin): the in-sample levels (0.9 CPU, 0.75 jobs: fit KS 0.198) let a backlog grow
+    # on jobs they were not read from (p95 11.9 x the measured), so the hard ceilings win (quantile 1 of
+    # CPUs and of running jobs), with a 401 s latency and strict FIFO.
+    assert c.fit_scoring is not None and c.fit_scoring.method == "rolling-origin"
+    assert (c.fit_scoring.read_until_s, c.fit_scoring.scored_jobs) == (2_569_660.0, 704)
     knobs = c.knobs
-    assert (knobs.limit_quantile, knobs.job_limit_quantile, knobs.scheduling_latency_s) == (0.9, 0.75, 1.0)
-    assert knobs.queueing == "best-effort-fifo"
+    assert (knobs.limit_quantile, knobs.job_limit_quantile, knobs.scheduling_latency_s) == (1.0, 1.0, 401.0)
+    assert knobs.queueing == "fifo"
     assert c.policy is not None and c.policy.grouping == "user"
     earlier = {(r.job_class, r.metric): r for r in c.rows}
-    assert earlier[("all", "wait_ks")].error == pytest.approx(0.198, abs=0.01)
+    assert earlier[("all", "wait_ks")].error == pytest.approx(0.309, abs=0.01)
     later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
-    assert later[("all", "wait_ks")].error == pytest.approx(0.259, abs=0.01)
-    assert not later[("all", "wait_p95_s")].within and not later[("all", "makespan_s")].within
+    # The later part: KS 0.290 (before: 0.259), p95 58,263 s against 92,738 measured (-37 %; before
+    # +357 %), makespan within 2 % (before +92 %): no runaway backlog, but the waits are too short.
+    assert later[("all", "wait_ks")].error == pytest.approx(0.290, abs=0.01)
+    assert later[("all", "wait_p95_s")].simulated == pytest.approx(58_263, rel=0.02)
+    assert not later[("all", "wait_p95_s")].within and later[("all", "makespan_s")].within
 
 
 @needs_openb
@@ -93,3 +99,21 @@ def test_alibaba_waits_are_not_capacity_waits_and_the_record_lacks_the_rest() ->
         "the record lacks its queueing policy" in words
         and "never held more than 1.1 % of the nodes' GPUs" in words
     )
+
+
+@needs_openb
+@pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~60 s)")
+def test_alibaba_held_out_check_keeps_its_verdict_and_does_not_get_worse() -> None:
+    history = import_sources(
+        [str(OPENB / "openb_pod_list_default.csv"), str(OPENB / "openb_node_list_gpu_node.csv")]
+    )
+    c = calibrate(history)
+    assert c.wait_causes is not None
+    row = c.wait_causes.row()
+    assert row is not None and row.capacity_explained_wait_share is not None
+    assert row.capacity_explained_wait_share <= 0.10
+    # Per-team limits scored out of sample keep none; the later part's wait KS 0.553 (0.622 when scored in
+    # sample); capacity still explains none of the waiting.
+    assert (c.knobs.limit_quantile, c.knobs.job_limit_quantile) == (None, None)
+    later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
+    assert later[("all", "wait_ks")].error == pytest.approx(0.553, abs=0.01)

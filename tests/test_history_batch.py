@@ -79,19 +79,17 @@ def test_no_fair_share_without_a_fair_share_weight(tmp_path: Path) -> None:
 
 def test_inferred_running_job_ceiling_recovers_a_one_job_limit() -> None:
     """LIMITED (tests/test_calibration_policy.py): u1 runs its eight 4-CPU jobs one at a time while it has
-    jobs waiting, so its ceiling at quantile 1 (and 0.5) is 1 job; u2 never waited: the most it ran, 1."""
+    jobs waiting, so its ceiling at quantile 1 (and 0.5) is 1 job; u2 never waited, so nothing shows a cap
+    of its own: it gets none (its one job is its demand, not a limit)."""
     h = history(LIMITED, ONE_NODE, end_s=800.0)
     limits, levels = inferred_job_limits(h, "user", 1.0, {"u1": "user-u1", "u2": "user-u2"})
-    assert levels == {"u1": 1.0, "u2": 1.0}
-    assert limits == [
-        JobLimit(per="namespace", name="user-u1", max_running=1),
-        JobLimit(per="namespace", name="user-u2", max_running=1),
-    ]
+    assert levels == {"u1": 1.0}
+    assert limits == [JobLimit(per="namespace", name="user-u1", max_running=1)]
     policy = inferred_policy(h, "user", None, job_quantile=0.5)
-    assert [c.as_dict()["value"] for c in policy.evidence if c.as_dict()["resource"] == "jobs"] == [1.0, 1.0]
+    assert [c.as_dict()["value"] for c in policy.evidence if c.as_dict()["resource"] == "jobs"] == [1.0]
     # Replayed with the job ceilings alone (no CPU quota), u1's job k starts at 100 k s, as recorded.
     scenario, _ = _Setup(h, None, "user", JobSpans.of(h)).scenario(Knobs(job_limit_quantile=1.0))
-    assert {limit.name for limit in scenario.job_limits} == {"user-u1", "user-u2"}
+    assert {limit.name for limit in scenario.job_limits} == {"user-u1"}
     run = run_one(resolve(scenario, label="t"), None)
     waits, submits = by_job(run.result, "queue_wait_so_far_s"), by_job(run.result, "submit_s")
     assert {k: submits[k] + waits[k] for k in waits} == {

@@ -9,7 +9,9 @@ earlier part, and judge the replay on the later part (docs/calibration.md).
    ``--fit-until``), each on a fixed grid by the lowest score (the worse of the waits' KS distance and
    their p95 relative error, each over its tolerance; ties: the earlier candidate): the limit level, the
    scheduling latency, the boot time of nodes that joined, the first-pull time of the image (by the KS
-   distance of the pulls).
+   distance of the pulls). With an inferred policy each candidate is scored out of sample inside the fit
+   part (``fit_scoring``: limits read from its earlier two thirds, judged on the rest), as the
+   validation judges the final fit.
 4. The whole history is replayed once with what was fitted: ``rows`` compare the fit part's jobs,
    ``validation`` the later part's, each with its own verdict. A fitted latency longer than the median
    compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain.
@@ -31,6 +33,7 @@ from fleetlab.experiment.background_fit import (
 )
 from fleetlab.experiment.calibration_compare import (
     DEFAULT_TOLERANCES,
+    BoolArray,
     Measured,
     MetricRow,
     Side,
@@ -87,6 +90,62 @@ DISAGREEMENTS = 10
 MIN_GAIN = 0.02
 #: Knobs fitted a second time, after the others (``_fit``).
 REFITTED = ("limit_quantile", "job_limit_quantile")
+#: With an inferred policy the fit scores its candidates out of sample (``fit_scoring``): limits read from
+#: this share of the fit part's submissions, judged on the fit part's jobs submitted after them ...
+INNER_FIT_SHARE = 2.0 / 3.0
+#: ... when at least this many of those have a measured wait (else in sample, on every job of the fit part).
+MIN_SCORED_WAITS = 20
+
+
+@dataclass(frozen=True)
+class FitScoring:
+    """Which jobs of the fit part score a candidate, and where an inferred policy is read for it."""
+
+    #: ``in-sample`` (every job of the fit part, limits read from the fit part) or ``rolling-origin``.
+    method: str
+    #: Rolling origin: limits are read from what the record showed at this instant (seconds from the epoch)
+    #: and the jobs of the fit part submitted at or after it score the candidates.
+    read_until_s: float | None
+    scored_jobs: int
+    reason: str
+    #: The inner part limits are read from (rolling origin only).
+    source: History | None = field(default=None, compare=False, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What calibration.json shows under ``fit_scoring``."""
+        return {"method": self.method, "read_until_s": self.read_until_s, "scored_jobs": self.scored_jobs,
+                "reason": self.reason}  # fmt: skip
+
+    def scored(self, measured: Measured) -> BoolArray | None:
+        """The mask of the scored jobs (None: every job)."""
+        return None if self.read_until_s is None else measured.submit >= self.read_until_s
+
+
+def fit_scoring(fit_history: History, inferred: bool) -> FitScoring:
+    """Rolling origin where the policy is inferred: a limit read from the record is judged on jobs it was
+    not read from, as the validation judges it, so a level that only describes the weeks it was read from
+    (a backlog that grows once demand changes) loses to one that carries over. In sample otherwise: a
+    recorded policy or a latency reads nothing from the jobs, and every job of the fit part scores."""
+    measured = Measured.of(fit_history)
+    every = len(measured.ids)
+    if not inferred:
+        return FitScoring("in-sample", None, every, "no inferred policy: nothing is read from the jobs")
+    inner = split_instant(fit_history, INNER_FIT_SHARE)
+    later = (measured.submit >= inner) & measured.known
+    earlier = (measured.submit < inner) & measured.known
+    if inner >= float(fit_history.end_s) or int(later.sum()) < MIN_SCORED_WAITS or not earlier.any():
+        return FitScoring(
+            "in-sample", None, every,
+            f"fewer than {MIN_SCORED_WAITS} measured waits after the fit part's earlier "
+            f"{INNER_FIT_SHARE:.0%} of submissions: scored on every job of the fit part",
+        )  # fmt: skip
+    return FitScoring(
+        "rolling-origin", inner, int((measured.submit >= inner).sum()),
+        f"inferred limits read from the fit part's earlier {INNER_FIT_SHARE:.0%} of submissions (before "
+        f"{inner:.0f} s), each candidate judged on the {int((measured.submit >= inner).sum())} later job(s) "
+        "of the fit part",
+        source=history_until(fit_history, inner),
+    )  # fmt: skip
 
 
 @dataclass
@@ -121,6 +180,8 @@ class Calibration:
     fit_until_s: float | None = None
     #: Fitted knobs that absorb waiting capacity does not explain (never a silent fit).
     flags: list[str] = field(default_factory=list)
+    #: How the fit scored its candidates (None: nothing fitted).
+    fit_scoring: FitScoring | None = None
 
     @property
     def verdict(self) -> str:
@@ -170,24 +231,36 @@ def _replay(scenario: Scenario) -> Run:
     return run_one(resolve(scenario, label="<calibrated scenario>"), None)
 
 
-def _wait_score(measured: Measured, run: Run, tol: dict[str, float]) -> dict[str, float]:
-    """The fit's objective for a candidate: the worse of its KS distance and its p95 relative error, each
-    over its tolerance (a p95 that is a lower bound on either side counts only through KS)."""
+def _wait_score(
+    measured: Measured, run: Run, tol: dict[str, float], scored: BoolArray | None = None
+) -> dict[str, float]:
+    """The fit's objective for a candidate: the worse of its KS distance and its p95 relative error
+    (``p95_rel_error``), each over its tolerance, over the ``scored`` jobs (every job by default)."""
     simulated = Simulated.of(run, measured.ids, measured.gpus, measured.cpus)
-    every = np.ones(len(measured.ids), dtype=bool)
+    every = np.ones(len(measured.ids), dtype=bool) if scored is None else scored
     rows = {
         r.metric: r for r in compare_class("all", measured.side(every), simulated.side(every, measured), tol)
     }
     ks = rows["wait_ks"].error or 0.0
-    p95 = rows["wait_p95_s"]
-    rel = None
-    if p95.error is not None and not p95.measured_lower_bound and not p95.simulated_lower_bound:
-        rel = p95.error / p95.measured if p95.measured else (0.0 if not p95.error else 1.0)
+    rel = p95_rel_error(rows["wait_p95_s"])
     score = max(ks / tol["wait_ks"], (rel or 0.0) / tol["wait_quantile_rel"])
     out = {"wait_ks": ks, "score": score}
     if rel is not None:
         out["wait_p95_rel"] = rel
     return out
+
+
+def p95_rel_error(p95: MetricRow) -> float | None:
+    """|replayed − measured| / measured p95. A replayed p95 that is a lower bound (the replay left more
+    than 5 % of the jobs waiting at its end) at or above the measured one is at least that far off and
+    counts so — else a backlog that never clears would be judged by KS alone; any other lower bound, on
+    either side, gives None (the p95 then counts only through KS)."""
+    m, s = p95.measured, p95.simulated
+    if m is None or s is None or p95.measured_lower_bound:
+        return None
+    if not p95.simulated_lower_bound:
+        return abs(s - m) / m if m else (0.0 if s == m else 1.0)
+    return (s - m) / m if m and s >= m else None
 
 
 def _pull_ks(history: History, measured: Measured, run: Run, knobs: Knobs) -> float:
@@ -250,11 +323,12 @@ def _fit(
     tol: dict[str, float],
     progress: Callable[[int, int], None] | None,
     background: bool = False,
+    scored: BoolArray | None = None,
 ) -> tuple[Knobs, list[dict[str, Any]], list[str]]:
     """Each knob in turn on its grid, by the lowest score on the fit part: a candidate replaces the best
     so far only when it scores more than MIN_GAIN lower (ties and noise keep the earlier, simpler value).
     The policy knobs are fitted first (so a latency does not soak up waits a limit explains) and once more
-    after the others, which they were chosen without."""
+    after the others, which they were chosen without. ``scored``: the jobs that score (every job: None)."""
     first = _grids(fit_history, setup, background)
     grids = first + [g for g in first if g[0] in REFITTED]
     measured = Measured.of(fit_history)
@@ -268,7 +342,7 @@ def _fit(
             candidate = replace(knobs, **{knob: value})
             scenario, _ = setup.scenario(candidate, horizon)
             run = _replay(scenario)
-            row: dict[str, Any] = {"knob": knob, "value": value, **_wait_score(measured, run, tol)}
+            row: dict[str, Any] = {"knob": knob, "value": value, **_wait_score(measured, run, tol, scored)}
             score = row["score"]
             if metric == "image_pull_ks":
                 score = row["image_pull_ks"] = _pull_ks(fit_history, measured, run, candidate)
@@ -327,10 +401,17 @@ def calibrate(
     offer_background, background_words = background_evidence(causes)
     notes.append(background_words)
     grouping = choose_grouping(fit_history, fit_spans) if recorded is None and can_fit else None
-    fit_setup = _Setup(fit_history, recorded_policy(fit_history) if recorded else None, grouping, fit_spans)
+    scoring = fit_scoring(fit_history, grouping is not None)
+    fit_setup = _Setup(
+        fit_history, recorded_policy(fit_history) if recorded else None, grouping, fit_spans, scoring.source
+    )
+    if can_fit and scoring.method == "rolling-origin":
+        notes.append(f"fit scored out of sample (rolling origin): {scoring.reason}")
     if can_fit:
         horizon = split if split < end else None
-        knobs, tried, fitted = _fit(fit_history, fit_setup, horizon, tol, progress, offer_background)
+        knobs, tried, fitted = _fit(
+            fit_history, fit_setup, horizon, tol, progress, offer_background, scoring.scored(measured_fit)
+        )
     else:
         knobs, tried, fitted = Knobs(), [], []
     whole = _Setup(history, recorded, grouping, JobSpans.of(history), source=fit_history)
@@ -359,6 +440,7 @@ def calibrate(
         rows, knobs, tried, _disagreements(measured, simulated), scenario, run, notes, fitted,
         wait_causes=causes, policy=policy, validation=validation,
         fit_until_s=split if validation is not None else None, flags=flags,
+        fit_scoring=scoring if can_fit else None,
     )  # fmt: skip
     record = calibration_record(
         rows, validation.rows if validation else None, result.fit_until_s, flags, history.epoch

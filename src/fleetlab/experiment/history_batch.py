@@ -13,7 +13,8 @@
   taking its account's (1 where nothing is known), the recorded fair-share and age weights; Slurm's
   defaults for what the record lacks (a 7-day half-life and max age).
 * **Inferred job-count ceilings**: per group of an inferred policy, the ``quantile`` level of the jobs the
-  group ran while it had work waiting (``history_policy``), never below 1.
+  group ran while it had work waiting (``history_policy``; where that is 0, the most it ran while waiting),
+  and none for a group that never ran a job while another of its jobs waited.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import math
 from collections.abc import Iterable
 
 from fleetlab.metrics.baseline import UNSET
-from fleetlab.metrics.policy_evidence import CEILING_RESOURCES, JobSpans, group_labels, level_while_waiting
+from fleetlab.metrics.policy_evidence import CEILING_RESOURCES, JobSpans, group_labels, limit_level
 from fleetlab.model.batch_policy import FairShare, JobLimit
 from fleetlab.model.history import History
 from fleetlab.model.history_policy import SlurmLimits
@@ -152,7 +153,9 @@ def inferred_job_limits(
     for group in _groups(labels.tolist()):
         if group not in namespaces:
             continue
-        level = level_while_waiting(spans, labels == group, _JOBS, quantile)
+        level = limit_level(spans, labels == group, _JOBS, quantile)
+        if level is None:  # it never ran a job while another of its jobs waited: no evidence of a cap
+            continue
         cap = max(math.floor(level + 1e-9), 1)
         levels[group] = float(cap)
         limits.append(JobLimit(per="namespace", name=namespaces[group], max_running=cap))

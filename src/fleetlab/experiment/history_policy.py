@@ -11,8 +11,10 @@ In order of preference:
    QOS ``MaxTRESPU`` (a ClusterQueue per user).
 3. **Inferred limits** (``limit_quantile``, fitted): a ClusterQueue per user, team or queue (the grouping
    during whose waits the same group most often had work running) whose CPU and GPU quota is the
-   ``limit_quantile`` level of what the group held while it had work waiting (1: the most it ever held),
-   never below its largest job (a job that ran proves the limit was at least its size); queueing
+   ``limit_quantile`` level of what the group held while it had work waiting (1: the most it ever held;
+   where the level is 0, the most it held while waiting), never below its largest job (a job that ran
+   proves the limit was at least its size), and none for a group that held nothing while it had work
+   waiting (its waits show no limit of its own); queueing
    ``StrictFIFO`` where the group's jobs (almost) never overtook each other.
 
 Every ClusterQueue is in cohort ``history`` and lends nothing it limits (``borrowingLimit: 0``); resources
@@ -37,7 +39,7 @@ from fleetlab.metrics.policy_evidence import (
     JobSpans,
     ceilings_at,
     group_labels,
-    level_while_waiting,
+    limit_level,
     order_between,
     overtakes,
 )
@@ -350,10 +352,10 @@ def inferred_policy(
         for resource in ("cpu", "gpu"):
             if not np.any(totals[resource][mine] > 0):
                 continue
-            index = CEILING_RESOURCES.index(resource)
-            level = max(
-                level_while_waiting(spans, mine, index, quantile), float(totals[resource][mine].max())
-            )
+            found = limit_level(spans, mine, CEILING_RESOURCES.index(resource), quantile)
+            if found is None:  # it held none while it had work waiting: its waits show no quota of its own
+                continue
+            level = max(found, float(totals[resource][mine].max()))
             levels.setdefault(str(group), {})[resource] = level
             name, scale = units[resource]
             limits.setdefault(str(group), {})[name] = level * scale

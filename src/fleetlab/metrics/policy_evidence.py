@@ -168,26 +168,52 @@ def ceilings_at(
     return out
 
 
+def _while_waiting(
+    spans: JobSpans, mine: NDArray[np.bool_], resource: int
+) -> tuple[float, FloatArray, FloatArray]:
+    """The most a group ever held of ``resource``, and what it held over the pieces of time it had a job
+    waiting with their lengths (both empty when it never waited)."""
+    held = steps(spans.held_from[mine], spans.held_to[mine], spans.need[mine])
+    empty = np.zeros(0)
+    if not len(held.times):
+        return 0.0, empty, empty
+    top = float(held.levels[:, resource].max())
+    waiting = steps(spans.submit[mine], spans.start[mine])
+    if not len(waiting.times):
+        return top, empty, empty
+    times, (level, queued) = merge(held, waiting)
+    pieces = queued[:-1] > 0
+    return top, level[:-1, resource][pieces], np.diff(times)[pieces]
+
+
 def level_while_waiting(spans: JobSpans, mine: NDArray[np.bool_], resource: int, q: float) -> float:
     """The q-quantile of what a group held of ``resource`` over the time it had a job waiting (time-
     weighted); the most it ever held for q = 1 or when it never waited."""
-    held = steps(spans.held_from[mine], spans.held_to[mine], spans.need[mine])
-    if not len(held.times):
-        return 0.0
-    top = float(held.levels[:, resource].max())
-    waiting = steps(spans.submit[mine], spans.start[mine])
-    if q >= 1.0 or not len(waiting.times):
+    top, values, weights = _while_waiting(spans, mine, resource)
+    if q >= 1.0 or not len(values):
         return top
-    times, (level, queued) = merge(held, waiting)
-    width = np.diff(times)
-    pieces = queued[:-1] > 0
-    if not np.any(pieces):
-        return top
-    values = level[:-1, resource][pieces]
-    weights = width[pieces]
     order = np.argsort(values, kind="stable")
     cumulative = np.cumsum(weights[order]) / weights.sum()
     return float(values[order][min(int(np.searchsorted(cumulative, q - 1e-12)), len(values) - 1)])
+
+
+def peak_while_waiting(spans: JobSpans, mine: NDArray[np.bool_], resource: int) -> float:
+    """The most a group held of ``resource`` at any time it had a job waiting (0 when it never held any
+    while waiting: its waits show no limit of its own)."""
+    _, values, _ = _while_waiting(spans, mine, resource)
+    return float(values.max()) if len(values) else 0.0
+
+
+def limit_level(spans: JobSpans, mine: NDArray[np.bool_], resource: int, q: float) -> float | None:
+    """The level of a group's inferred limit on ``resource``: ``level_while_waiting`` at q, or, where that
+    is 0 (for a q share of its waiting it held none), the most it held while waiting; None when it never
+    held any while it had a job waiting — its waits were not made by a limit of its own (a group that
+    only ever ran one job at a time and never waited behind it shows its demand, not a limit)."""
+    peak = peak_while_waiting(spans, mine, resource)
+    if peak <= 0:
+        return None
+    level = level_while_waiting(spans, mine, resource, q)
+    return level if level > 0 else peak
 
 
 def overtakes(labels: NDArray[np.object_], spans: JobSpans) -> dict[str, Overtakes]:

@@ -71,6 +71,7 @@ def calibration_payload(calibration: Any) -> dict[str, Any]:
         "fitted": {k: getattr(calibration.knobs, k) for k in calibration.fitted},
         "not_fitted": _not_fitted(calibration),
         "search": calibration.fit,
+        "fit_scoring": None if calibration.fit_scoring is None else calibration.fit_scoring.as_dict(),
         "policy": policy,
         "fit_until_s": calibration.fit_until_s,
         "rows": [row.as_dict() for row in calibration.rows],
