@@ -8,13 +8,15 @@ earlier part, and judge the replay on the later part (docs/calibration.md).
 3. Knobs are fitted one after the other on the *fit part* (``history_split``: what the record showed at
    ``--fit-until``), each on a fixed grid by the lowest score (the worse of the waits' KS distance and
    their p95 relative error, each over its tolerance; ties: the earlier candidate): the limit level, the
-   scheduling latency, the boot time of nodes that joined, the first-pull time of the image (by the KS
+   scheduling latency or instead a delay drawn per job from the waits the record leaves unexplained
+   (``delay_fit``), the boot time of nodes that joined, the first-pull time of the image (by the KS
    distance of the pulls). With an inferred policy each candidate is scored out of sample inside the fit
    part (``fit_scoring``: limits read from its earlier two thirds, judged on the rest), as the
    validation judges the final fit.
 4. The whole history is replayed once with what was fitted: ``rows`` compare the fit part's jobs,
    ``validation`` the later part's, each with its own verdict. A fitted latency longer than the median
-   compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain.
+   compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain; so
+   is a fitted drawn delay, always, with the share of the waiting it absorbs.
 """
 
 from __future__ import annotations
