@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from builders import assert_accounting_checks, assert_cost_split_exact, by_job, job, pool, scenario
-from fleetlab.cost.ledger import ledger_columns
+from fleetlab.cost.ledger_io import ledger_table
 from fleetlab.experiment.run import profile_for, run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import node_columns
@@ -75,7 +75,7 @@ def test_the_ledger_has_a_background_row_and_still_adds_up_to_the_bill() -> None
     jobs = [job("wide", gpus=8, runtime=100), job("half", gpus=4, runtime=100)]
     resolved = scenario([pool("gpu")], jobs, background=_steps((0, 4), (3600, 0)))
     result = run_one(resolved, None).result
-    ledger = ledger_columns(resolved.scenario.cluster.pools, result, "r")
+    ledger = ledger_table(resolved.scenario.cluster.pools, result, "r").to_pydict()
     rows = [i for i, c in enumerate(ledger["category"]) if c == "background"]
     assert len(rows) == 1 and ledger["job_id"][rows[0]] in ("", None)
     assert int(ledger["unit_ms"][rows[0]]) == 4 * HOUR_MS

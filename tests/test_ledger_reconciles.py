@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from builders import scenario
 from fleetlab import cli
 from fleetlab.cost.billing import BUCKETS, MICRO, MS_PER_HOUR, extra_lines, node_costs
-from fleetlab.cost.ledger import CATEGORIES, ledger_columns
+from fleetlab.cost.ledger import CATEGORIES
+from fleetlab.cost.ledger_io import ledger_table
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.spec.loader import load
@@ -92,7 +93,7 @@ def _exact(ledger: dict[str, Any], i: int) -> Fraction:
 @given(billed_worlds())
 def test_ledger_reconciles_exactly_with_the_bill(resolved: Any) -> None:
     result = run_one(resolved).result
-    ledger = ledger_columns(resolved.scenario.cluster.pools, result, "r")
+    ledger = ledger_table(resolved.scenario.cluster.pools, result, "r").to_pydict()
     cost = node_costs(result)
     rows = range(len(ledger["cost_usd"]))
     exact: dict[str, Fraction] = defaultdict(Fraction)
@@ -156,7 +157,7 @@ def test_data_charges_are_compared_with_the_bill_storage_and_egress() -> None:
         [{"id": "a", "team": "t", "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 8},
           "runtime": 3600, "data_size": 10_000_000_000}],
     )  # fmt: skip
-    ledger = ledger_columns(resolved.scenario.cluster.pools, run_one(resolved).result, "r")
+    ledger = ledger_table(resolved.scenario.cluster.pools, run_one(resolved).result, "r").to_pydict()
     assert {"data_transfer", "storage"} <= set(ledger["category"])
     header = "service.description,sku.description,usage_start_time,usage_end_time,project.id,labels,cost,currency,cost_type\n"
     bill = parse_billing_export(

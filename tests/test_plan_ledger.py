@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fleetlab import cli
-from fleetlab.cost.ledger import gpu_price_share, ledger_columns
+from fleetlab.cost.ledger import gpu_price_share
+from fleetlab.cost.ledger_io import ledger_table
 from fleetlab.cost.reconcile import category, reconcile, spread
 from fleetlab.experiment.run import run_one
 from fleetlab.metrics.summary import summarize
@@ -40,7 +41,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_ledger_adds_up_to_the_bill_split() -> None:
     resolved = load(str(SCENARIO))
     run = run_one(resolved)
-    ledger = ledger_columns(resolved.scenario.cluster.pools, run.result, "t")
+    ledger = ledger_table(resolved.scenario.cluster.pools, run.result, "t").to_pydict()
     summary = summarize(run.result)
     assert sum(ledger["cost_usd"]) == pytest.approx(summary.cost_total, rel=1e-12)
     idle = sum(c for c, b in zip(ledger["cost_usd"], ledger["category"], strict=True) if b == "idle")

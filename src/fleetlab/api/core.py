@@ -12,8 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from fleetlab.api.frames import Frame, to_frame
-from fleetlab.cost.ledger import ledger_columns
-from fleetlab.cost.ledger_io import run_id_of
+from fleetlab.cost.ledger_io import ledger_table, run_id_of
 from fleetlab.experiment.output import write_results
 from fleetlab.experiment.run import DEFAULT_COMPARE, Run, compare, run_one
 from fleetlab.metrics.summary import summarize
@@ -105,7 +104,7 @@ class Result:
     def ledger(self) -> pa.Table:
         """The cost ledger (ledger.parquet): one row per node window and cost category."""
         run = self.run_
-        return pa.table(ledger_columns(run.pools, run.result, run_id_of(run.result, run.label)))
+        return ledger_table(run.pools, run.result, run_id_of(run.result, run.label))
 
     @property
     def warnings(self) -> list[str]:

@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from fleetlab.cost.billing import (
@@ -33,7 +34,7 @@ from fleetlab.cost.billing import (
     segment_units,
 )
 from fleetlab.model.cluster import NodePool
-from fleetlab.sim.result import SimulationResult, names_at
+from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.catalog import BUILTIN_FILES, builtin_catalog
 
 CURRENCY = "USD"
@@ -105,6 +106,17 @@ def _held_rows(result: SimulationResult) -> tuple[IntArray, IntArray, IntArray, 
     return a, b, c, d, e, f
 
 
+def coded(values: Sequence[str | None], codes: IntArray, missing: str = "") -> Any:
+    """``values[i]`` for each i of ``codes`` (``missing`` where i is -1) as an Arrow string column, decoded
+    from a dictionary of the few distinct values: the column pa.table builds from the same strings as a
+    list, without a Python string per row (a ledger has a row per node, job and category)."""
+    table = [*values, missing]
+    if not all(isinstance(v, str) for v in table):
+        return [missing if c < 0 else values[c] for c in codes.tolist()]  # None among them: as a list
+    indices = np.where(codes < 0, len(values), codes).astype(np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(table, pa.string())).dictionary_decode()
+
+
 def _committed(pool: NodePool, node_name: str) -> bool:
     """Whether the node is one of its pool's first ``committed_nodes`` (named ``<pool>-<index>``)."""
     billing = pool.billing
@@ -134,12 +146,13 @@ def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: 
     out = _node_rows(pools, result, node[order], job[order], cat[order], unit_ms[order])
     out.update(period_start_s=first[order] / 1000.0, period_end_s=last[order] / 1000.0)
     k = len(order)
+    same = np.zeros(k, dtype=np.int64)
     out.update(
-        run_id=[run_id] * k,
-        scenario=[result.scenario] * k,
+        run_id=coded([run_id], same),
+        scenario=coded([result.scenario], same),
         seed=np.full(k, result.seed, dtype=np.int64),
-        policy=[result.policy] * k,
-        currency=[CURRENCY] * k,
+        policy=coded([result.policy], same),
+        currency=coded([CURRENCY], same),
         tax_included=np.zeros(k, dtype=bool),
     )
     rest: dict[str, list[Any]] = {name: [] for name in COLUMNS}
@@ -152,6 +165,8 @@ def _concat(values: Any, more: list[Any]) -> Any:
     """A computed column followed by the per-row values of the data and commitment rows."""
     if isinstance(values, list):
         return values + more
+    if isinstance(values, pa.Array):
+        return pa.concat_arrays([values, pa.array(more, values.type)]) if more else values
     return np.concatenate([values, np.asarray(more, dtype=values.dtype)]) if more else values
 
 
@@ -203,37 +218,35 @@ def _node_rows(
     job_cpu = jobs.cpu_milli_per_pod[at_job] if len(jobs.cpu_milli_per_pod) else np.zeros_like(job)
     held = np.where(has_job, np.where(gpu_node, job_gpus, job_cpu), cap)
 
-    def per_pool(values: list[str]) -> NDArray[np.object_]:
-        return np.asarray(values, dtype=object)[pool]
-
     return {
-        "pool": per_pool([p.name for p in pools]).tolist(),
-        "cloud": per_pool([p.cloud or "" for p in pools]).tolist(),
-        "region": per_pool([p.region or "" for p in pools]).tolist(),
-        "instance_type": per_pool([p.instance_type or "" for p in pools]).tolist(),
-        "capacity_type": per_pool([p.capacity_type for p in pools]).tolist(),
-        "billing_mode": np.where(
-            committed[node], "committed", per_pool([p.capacity_type for p in pools])
-        ).tolist(),
-        "unit": np.where(gpu_node, "gpu", "cpu").tolist(),
+        "pool": coded([p.name for p in pools], pool),
+        "cloud": coded([p.cloud or "" for p in pools], pool),
+        "region": coded([p.region or "" for p in pools], pool),
+        "instance_type": coded([p.instance_type or "" for p in pools], pool),
+        "capacity_type": coded([p.capacity_type for p in pools], pool),
+        "billing_mode": coded(
+            [*(p.capacity_type for p in pools), "committed"],
+            np.where(committed[node], len(pools), pool),
+        ),
+        "unit": coded(["cpu", "gpu"], gpu_node.astype(np.int64)),
         "cost_usd": dollars,
         "gpu_cost_usd": gpu_part,
         "host_cost_usd": dollars - gpu_part,
-        "price_split": np.where(split_known, "catalog", "bundled").tolist(),
-        "node": names_at(nodes.names, node),
-        "gpu_model": names_at(nodes.gpu_model, node),
+        "price_split": coded(["bundled", "catalog"], split_known.astype(np.int64)),
+        "node": coded(nodes.names, node),
+        "gpu_model": coded(nodes.gpu_model, node),
         "node_gpus": nodes.gpus[node].astype(np.int64),
         "job_gpus": job_gpus.astype(np.int64),
-        "category": np.asarray(CATEGORIES, dtype=object)[cat].tolist(),
+        "category": coded(CATEGORIES, cat),
         "seconds": np.where(held > 0, ms / np.maximum(held, 1) / 1000.0, 0.0),
         "unit_hours": ms / MS_PER_HOUR / np.where(gpu_node, 1.0, 1000.0),
         "unit_ms": ms.astype(np.int64),
         "price_micro_per_hour": price.astype(np.int64),
         "node_units": cap.astype(np.int64),
-        "job_id": names_at(jobs.ids, job),
-        "job_class": names_at(jobs.job_class, job),
-        "team": names_at(jobs.team, job),
-        "project": [t or UNALLOCATED for t in names_at(jobs.team, job)],
+        "job_id": coded(jobs.ids, job),
+        "job_class": coded(jobs.job_class, job),
+        "team": coded(jobs.team, job),
+        "project": coded([t or UNALLOCATED for t in jobs.team], job, missing=UNALLOCATED),
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -76,7 +77,8 @@ class _Incremental:
     #: is a max over this one array.
     best: IntArray
     #: The pod's (column, amount) requests, its share of one GPU (None: whole GPUs or none), and its
-    #: usage-key memo (kept across rebuilds in ``pod.cache``).
+    #: usage-key memo (kept across rebuilds in ``pod.cache``): per node usage, whether the pod fits by its
+    #: resources and the value ``best`` takes there.
     wanted: list[tuple[int, int]]
     share: tuple[int, int] | None
     memo: dict[UsageKey, tuple[bool, int]]
@@ -356,20 +358,22 @@ class Scheduler:
                 devices = state.devices
                 usage_key, node_usage_key, memo_get = state.usage_key, state.node_usage_key, memo.get
                 n_fit = inc.n_fit
+                share_fits = (  # pods that take a share of one GPU: does a GPU of the node have it
+                    partial(devices.share_fits_one, milli=share[0], memory=share[1])
+                    if share is not None and devices is not None
+                    else None
+                )
                 for node in changed:
                     if not static[node]:
                         continue
                     memo_key = usage_key[node] or node_usage_key(node)
                     hit = memo_get(memo_key)
                     if hit is None:
-                        hit = self._score_node(pod, node, inc.wanted)
-                        if len(memo) >= MEMO_ENTRIES:
-                            memo.clear()
-                        memo[memo_key] = hit
-                    ok, score = hit
-                    if share is not None and ok and devices is not None:
-                        ok = devices.share_fits_one(node, *share)
-                    best_view[node] = score if ok else UNFIT
+                        hit = self._memo_entry(pod, node, inc.wanted, memo, memo_key)
+                    ok, best = hit
+                    if share_fits is not None and ok and not share_fits(node):
+                        ok, best = False, UNFIT
+                    best_view[node] = best
                     if ok != fits_view[node]:
                         fits_view[node] = ok
                         n_fit += 1 if ok else -1
@@ -442,6 +446,23 @@ class Scheduler:
         key = id(pod)
         self._cached[key] = pod
         self._cached.move_to_end(key)
+
+    def _memo_entry(
+        self,
+        pod: CompiledPod,
+        node: int,
+        wanted: list[tuple[int, int]],
+        memo: dict[UsageKey, tuple[bool, int]],
+        memo_key: UsageKey,
+    ) -> tuple[bool, int]:
+        """(fits by resources, ``best`` value: the weighted per-node score, UNFIT where it does not fit)
+        of the node's usage, remembered for the next node in the same usage."""
+        ok, score = self._score_node(pod, node, wanted)
+        hit = (ok, score if ok else UNFIT)
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        memo[memo_key] = hit
+        return hit
 
     def _score_node(self, pod: CompiledPod, node: int, wanted: list[tuple[int, int]]) -> tuple[bool, int]:
         """Whether the pod fits ``node`` by its resources, and the node's weighted per-node score."""

@@ -194,8 +194,9 @@ class Engine:
         self._data_size: list[int] = columns.data_size.tolist()
         self._checkpoint_interval: list[int] = columns.checkpoint_interval_ms.tolist()
         self._checkpoint_write: list[int] = columns.checkpoint_write_ms.tolist()
-        #: Per pod its job, per job its pods' label set, per node its pool (fixed for the run).
-        self._pod_job: list[int] = self.book.job.tolist()
+        #: Per pod its job (the book's element view: a list would hold an int object per pod), per job its
+        #: pods' label set, per node its pool (fixed for the run).
+        self._pod_job: memoryview[int] = self.book.job_at
         self._label_set: list[int] = self.label_sets.tolist()
         self._node_pool = [self.pools[p] for p in self.state.pool.tolist()]
         self._prebound: list[bool] = columns.prebound.tolist()

@@ -147,6 +147,10 @@ class FragmentationMeter:
         self._ready = state.ready.data
         self._cpu_col = state.cpu_col
         self._used = state.devices.milli_used
+        #: No node has a GPU of any kind (a CPU-only cluster; slots are fixed for the run): every term of
+        #: every node is zero, so a touched node needs no update.
+        devices = state.devices
+        self._no_gpu_slots = not (devices.milli_cap.any() or devices.replica_cap.any() or devices.mig_slots)
         sim.on.after_step.append(self.sample)
         sim.on.run_end.append(self.finish)
 
@@ -250,6 +254,8 @@ class FragmentationMeter:
         to do when no node was touched since the last sample (the totals are unchanged)."""
         if self._state.topology_generation != self.generation:
             self._rebuild()
+        elif self.dirty and self._no_gpu_slots:
+            pass  # every term stays zero; the step is still recorded, as below
         elif self.dirty:
             # As numpy's ``(new - old)[ready].sum(axis=0)`` over the sorted rows: a left fold, row by row
             # (one node, the common step: one bind or release, needs no sort).
