@@ -182,3 +182,17 @@ def test_a_skipped_look_still_wakes_when_the_pools_back_off_ends() -> None:
     checks = sim.features.admission_checks
     assert checks is not None
     assert (checks.looks, checks.skipped_looks) == (3, 28)
+
+
+def test_a_run_with_nothing_else_left_does_not_end_before_the_look_at_the_back_off_end() -> None:
+    """The world of the test above without ``keep``: nothing else runs, so from 10 s the only events left
+    are ``g``'s looks. The back-off ends at 300 s, the instant of a look: that look must still run (it
+    requests the scale-up), so the run does not end at 300 s with ``g`` pending. As above: Provisioned at
+    300 s, the node boots 300 → 360 s, ``g`` runs 360 → 410 s."""
+    stockout = {"windows": [{"start_s": 0, "end_s": 100}]}
+    auto = pool("auto", count=0, boot_time_s=60, autoscaling={"min": 0, "max": 1, "stockout": stockout})
+    _, result = _run(
+        [auto, pool("cpu", gpus=0)], [job("g", gpus=8, runtime=50, queue="lq")], _kueue(8, ATOMIC)
+    )
+    assert by_job(result, "provisioning_wait_s") == {"g": 300.0}
+    assert by_job(result, "completion_s") == {"g": 410.0}

@@ -339,14 +339,15 @@ class AdmissionChecks:
 
     def quiet(self) -> bool:
         """Looks can change nothing: a run without a horizon has nothing left to arrive, bound, queued or
-        booting, no pool is backed off, and every waiting request's last look met the cluster as it is now
-        and left it waiting with no retry in progress."""
+        booting, no pool is backed off (or comes out of it now), and every waiting request's last look met
+        the cluster as it is now and left it waiting with no retry in progress."""
         sim = self.sim
         if sim.horizon_ms is not None or sim.submissions_left or sim.bound_pods or len(sim.queue):
             return False
         if sim.booting:
             return False
-        if self.autoscaler is not None and any(t > sim.now for t in self.autoscaler.backoff_until.values()):
+        # A back-off ending at this very instant still counts: the look due now must see it ended.
+        if self.autoscaler is not None and any(t >= sim.now for t in self.autoscaler.backoff_until.values()):
             return False
         key = self._cluster_key()
         return all(w.rejected or w.settled == key for w in self.waiting.values())
