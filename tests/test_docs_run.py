@@ -59,6 +59,8 @@ PLACEHOLDERS = {
     "events.txt": "tests/data/history/policy/events.txt",
     "sshare.txt": "tests/data/history/policy/sshare.txt",
     "config.txt": "tests/data/history/policy/config.txt",
+    "partitions.txt": "tests/data/history/slurm_partitions/partitions.txt",
+    "nodes.txt": "tests/data/history/slurm_partitions/nodes.txt",
     "my.yaml": "examples/two-teams/baseline.yaml",
     "snapshot.json": "tests/fixtures/kube/snapshot.json",
     "s.json": "tests/fixtures/kube/snapshot.json",

@@ -149,6 +149,7 @@ def _never(_cq: str, _amounts: Mapping[FlavorResource, int]) -> PreemptionOutcom
 
 _BEST = GranularMode(PreemptionMode.FIT, 0)
 _WORST = GranularMode(PreemptionMode.NO_FIT, 1 << 62)
+_NO_FIT_UNBORROWED = GranularMode(PreemptionMode.NO_FIT, 0)
 
 
 def is_preferred(a: GranularMode, b: GranularMode, fungibility: FlavorFungibility) -> bool:
@@ -356,42 +357,13 @@ def _pairs_of(flavor: str) -> dict[str, FlavorResource]:
     return pairs
 
 
-def _fits_resource_quota(
-    tree: ResourceTree,
-    node: Node,
-    rules: ClusterQueueRules,
-    fr: FlavorResource,
-    assumed: int,
-    request: int,
-    can_preempt: CanPreempt,
-) -> tuple[PreemptionMode, int, str | None, str]:
-    """Mode, borrowing level, reason and QuotaReserved reason for ``assumed + request`` of ``fr``."""
-    maximum = node.potential.get(fr)
-    if maximum is None:
-        maximum = tree.potential_available(node, fr)
-    res = fr.resource
-    if assumed + request > maximum:
-        reason = (
-            f"insufficient quota for {res} in flavor {fr.flavor}, previously considered podsets requests "
-            f"({format_amount(res, assumed)}) + current podset request ({format_amount(res, request)}) "
-            f"> maximum capacity ({format_amount(res, maximum)})"
-        )
-        return PreemptionMode.NO_FIT, 0, reason, EXCEEDS_MAX_QUOTA
-    value = assumed + request
-    available = tree.available(node, fr)
-    borrow, may_reclaim_in_hierarchy = tree.borrowing_height(node, fr, value)
-    if value <= available:
-        return PreemptionMode.FIT, borrow, None, ""
-    reason = (
-        f"insufficient unused quota for {res} in flavor {fr.flavor}, "
-        f"{format_amount(res, value - available)} more needed"
-    )
-    if rules.nominal.get(fr, 0) >= value or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
-        outcome = can_preempt(rules.name, {fr: value})
-        if outcome is None:
-            return PreemptionMode.NO_CANDIDATES, borrow, reason, ""
-        return outcome.mode, outcome.borrowing, reason, ""
-    return PreemptionMode.NO_FIT, borrow, reason, WAITING_FOR_QUOTA
+def _pair(flavor: str, resource: str) -> FlavorResource:
+    """The one :class:`FlavorResource` of ``flavor`` and ``resource``."""
+    pairs = _pairs_of(flavor)
+    fr = pairs.get(resource)
+    if fr is None:
+        fr = pairs[resource] = FlavorResource(flavor, resource)
+    return fr
 
 
 def _find_flavor(
@@ -407,6 +379,9 @@ def _find_flavor(
 ) -> tuple[dict[str, ResourceAssignment], list[str], str]:
     """Best flavor of resource group ``group`` for a podset's ``requests`` (``findFlavorForPodSets``).
 
+    Per (flavor, resource) the mode is upstream's ``fitsResourceQuota`` (the module docstring), written
+    out in the loop: it runs for every resource of every head nominated.
+
     ``probe`` (a zero-count podset's per-pod requests) skips flavors whose maximum capacity could not hold
     one pod, so the podset lands where it could grow."""
     covered, flavor_names = rules.groups[group]
@@ -415,8 +390,16 @@ def _find_flavor(
     best: dict[str, ResourceAssignment] = {}
     best_mode = _WORST
     least_severe = ""
+    fungibility = rules.fungibility
+    nominal = rules.nominal
+    potential = node.potential
+    rooted, node_usage, node_quota = node.parent is not None, node.usage, node.subtree_quota
+    # Taints and node constraints can only exclude a flavor when either side has some.
+    matching = podset is not None and bool(
+        rules.flavor_taints or podset.node_selector or podset.required_terms
+    )
     for flavor in flavor_names:
-        mismatch = _flavor_mismatch(rules, flavor, podset)
+        mismatch = _flavor_mismatch(rules, flavor, podset) if matching else None
         if mismatch is not None:
             reasons.append(mismatch)
             if not least_severe or _SEVERITY[NO_MATCHING_FLAVOR] < _SEVERITY[least_severe]:
@@ -443,16 +426,51 @@ def _find_flavor(
         pairs = _pairs_of(flavor)
         for resource, request in wanted:
             fr = pairs.get(resource) or pairs.setdefault(resource, FlavorResource(flavor, resource))
-            pmode, borrow, reason, no_fit = _fits_resource_quota(
-                tree, node, rules, fr, usage.get(fr, 0), request, can_preempt
+            assumed = usage.get(fr, 0) if usage else 0
+            value = assumed + request
+            maximum = potential.get(fr)
+            if maximum is None:
+                maximum = tree.potential_available(node, fr)
+            if value > maximum:  # NoFit, ExceedsMaxQuota: the worst mode, so the flavor is done
+                reasons.append(
+                    f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets "
+                    f"requests ({format_amount(resource, assumed)}) + current podset request "
+                    f"({format_amount(resource, request)}) > maximum capacity "
+                    f"({format_amount(resource, maximum)})"
+                )
+                if _SEVERITY[EXCEEDS_MAX_QUOTA] > _SEVERITY[flavor_reason]:
+                    flavor_reason = EXCEEDS_MAX_QUOTA
+                mode = _NO_FIT_UNBORROWED
+                break
+            available = tree.available(node, fr)
+            if rooted and node_usage.get(fr, 0) + value <= node_quota.get(fr, 0):
+                borrow, may_reclaim_in_hierarchy = 0, True  # ``borrowing_height``'s answer when not borrowing
+            else:
+                borrow, may_reclaim_in_hierarchy = tree.borrowing_height(node, fr, value)
+            if value <= available:
+                if borrow:
+                    candidate = GranularMode(PreemptionMode.FIT, borrow)
+                    if is_preferred(mode, candidate, fungibility):
+                        mode = candidate
+                assignments[resource] = ResourceAssignment(flavor, AssignmentMode.FIT, borrow)
+                continue
+            reasons.append(
+                f"insufficient unused quota for {resource} in flavor {flavor}, "
+                f"{format_amount(resource, value - available)} more needed"
             )
-            if reason is not None:
-                reasons.append(reason)
-            if no_fit and _SEVERITY[no_fit] > _SEVERITY[flavor_reason]:
-                flavor_reason = no_fit
+            if nominal.get(fr, 0) >= value or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
+                outcome = can_preempt(rules.name, {fr: value})
+                if outcome is None:
+                    pmode = PreemptionMode.NO_CANDIDATES
+                else:
+                    pmode, borrow = outcome.mode, outcome.borrowing
+            else:
+                pmode = PreemptionMode.NO_FIT
+                if _SEVERITY[WAITING_FOR_QUOTA] > _SEVERITY[flavor_reason]:
+                    flavor_reason = WAITING_FOR_QUOTA
             if pmode != PreemptionMode.FIT or borrow:  # a plain fit is never worse than ``mode``
                 candidate = GranularMode(pmode, borrow)
-                if is_preferred(mode, candidate, rules.fungibility):
+                if is_preferred(mode, candidate, fungibility):
                     mode = candidate
                 if mode.preemption == PreemptionMode.NO_FIT:
                     break
@@ -461,10 +479,10 @@ def _find_flavor(
             not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]
         ):
             least_severe = flavor_reason
-        if not should_try_next_flavor(mode, rules.fungibility):
+        if not should_try_next_flavor(mode, fungibility):
             best, best_mode = assignments, mode
             break
-        if is_preferred(mode, best_mode, rules.fungibility):
+        if is_preferred(mode, best_mode, fungibility):
             best, best_mode = assignments, mode
     if best_mode.preemption == PreemptionMode.FIT:
         return best, [], ""
@@ -506,7 +524,7 @@ def assign_flavors(
             if group in done:
                 continue
             done.add(group)
-            probe = _zero_count_probe(ps, PODS in rules.group_of)
+            probe = _zero_count_probe(ps, PODS in rules.group_of) if ps.count == 0 else None
             chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps, probe)
             if probe is not None and not chosen:  # the probe is a preference, not a barrier
                 chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps)
@@ -527,7 +545,7 @@ def assign_flavors(
                 final_mode=AssignmentMode.NO_FIT,
             )
         for resource, chosen_flavor in psa.flavors.items():
-            fr = FlavorResource(chosen_flavor.flavor, resource)
+            fr = _pair(chosen_flavor.flavor, resource)
             usage[fr] = usage.get(fr, 0) + totals[resource]
             borrowing = max(borrowing, chosen_flavor.borrow)
     assignment = Assignment(out, usage, borrowing)

@@ -76,6 +76,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from fleetlab.admission.admitted_index import AdmittedIndex
@@ -88,6 +89,7 @@ from fleetlab.admission.fair_sharing import (
 from fleetlab.admission.flavors import (
     Assignment,
     AssignmentMode,
+    CanPreempt,
     ClusterQueueRules,
     PodSetRequest,
     PreemptionOutcome,
@@ -416,10 +418,7 @@ class AdmissionManager:
     def _assign(self, tracked: _Tracked) -> tuple[Assignment, tuple[str, ...]]:
         """Flavor assignment and, when it needs preemption, the targets."""
         wl, cq, tree = tracked.workload, tracked.cluster_queue, self.tree
-
-        def hook(cluster_queue: str, amounts: Mapping[FlavorResource, int]) -> PreemptionOutcome | None:
-            return self._preemption.can_preempt(self, wl, cluster_queue, amounts)
-
+        hook: CanPreempt = partial(self._preemption.can_preempt, self, wl)
         with tree.restored():  # searches remove and re-add usage: the state they leave is the same
             assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
             if assignment.mode != AssignmentMode.PREEMPT:

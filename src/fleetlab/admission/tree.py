@@ -427,30 +427,35 @@ class ResourceTree:
         return out
 
     def lent_series(
-        self, frs: list[FlavorResource], usage: dict[tuple[int, FlavorResource], NDArray[np.int64]]
-    ) -> dict[tuple[int, FlavorResource], NDArray[np.int64]]:
+        self, frs: list[FlavorResource], usage: Mapping[tuple[int, FlavorResource], NDArray[np.int64]]
+    ) -> Iterator[tuple[tuple[int, FlavorResource], NDArray[np.int64]]]:
         """``lent`` over many recorded states at once: ``usage`` maps (id(node), fr) of every node of
-        ``all_nodes`` to a numpy array of that node's usage per sample; the result maps the same keys to
-        arrays of lent (the scalar formula of ``lent``, vectorised, parents first)."""
-        out: dict[tuple[int, FlavorResource], NDArray[np.int64]] = {}
+        ``all_nodes`` to a numpy array of that node's usage per sample; yields the same keys with arrays of
+        lent (the scalar formula of ``lent``, vectorised, parents first). Only the series a child still
+        needs (those of cohorts below a root) are kept: a caller storing what it reads holds the rest."""
+        parents: dict[tuple[int, FlavorResource], NDArray[np.int64]] = {}
         for node in self.all_nodes():
             for fr in frs:
-                u = usage[(id(node), fr)]
+                key = (id(node), fr)
+                u = usage[key]
                 parent = node.parent
                 if parent is None:
-                    out[(id(node), fr)] = np.zeros(len(u), dtype=np.int64)
+                    yield key, np.zeros(len(u), dtype=np.int64)
                     continue
                 local = node.local_quota.get(fr, 0)
                 contribution = node.subtree_quota.get(fr, 0) - local
                 used = np.maximum(0, u - local)
                 unused = np.maximum(0, contribution - used)
                 consumed = usage[(id(parent), fr)] + (
-                    out[(id(parent), fr)] if parent.parent is not None else 0
+                    parents[(id(parent), fr)] if parent.parent is not None else 0
                 )
                 excess = consumed - used - (parent.subtree_quota.get(fr, 0) - contribution)
-                lent = np.where(unused == 0, 0, np.minimum(unused, np.maximum(0, excess)))
-                out[(id(node), fr)] = np.asarray(lent, dtype=np.int64)
-        return out
+                lent = np.asarray(
+                    np.where(unused == 0, 0, np.minimum(unused, np.maximum(0, excess))), dtype=np.int64
+                )
+                if node.children:
+                    parents[key] = lent
+                yield key, lent
 
     def cq_status(self, cq: str) -> dict[str, dict[str, int]]:
         """Per ``"flavor/resource"``: nominal, usage, borrowed, lent, and the limits that are set."""

@@ -90,7 +90,8 @@ def import_cmd(
         list[str] | None,
         typer.Argument(
             help="Files to import, each as [FORMAT:]PATH with FORMAT one of kubectl, slurm, focus, "
-            "gcp-billing, opencost, philly, swf, alibaba, sacctmgr, sshare, scontrol (detected from the file "
+            "gcp-billing, opencost, philly, swf, alibaba, sacctmgr, sshare, scontrol, scontrol-partition, "
+            "scontrol-node (detected from the file "
             "when left out). kubectl files may hold pods, Jobs, JobSets, Kueue Workloads and queues, "
             "ResourceQuotas, PriorityClasses, events and nodes; opencost is an /allocation API response "
             "(JSON) or OpenCost's CSV export.",

@@ -1,10 +1,12 @@
 """Whether calibrate offers a ``background_share`` (room held by work the record does not list), and the
 evidence it prints in words either way (docs/calibration.md, "Work the record does not list").
 
-A history may list only part of what ran on its nodes (one tenant's pods, one partition's jobs). The record
-carries no node-level usage beyond its jobs (no utilisation or allocation series of the nodes), so the only
-sign it can give is indirect: the listed jobs never filled the nodes (their peak use is under
-``PEAK_USE_BELOW`` of what the nodes offer) and yet they waited, mostly while the listed work left room
+A history may list only part of what ran on its nodes (one tenant's pods, one partition's jobs). Where a
+node-usage import recorded the nodes' allocation (``scontrol show node`` snapshots), the room it shows held
+beyond what the listed jobs held is measured (metrics/unlisted_use.py): at ``MEASURED_AT_LEAST`` of the
+nodes' capacity or more the knob is offered with the measured share among its candidates; below it, not.
+Without such a record the only sign is indirect: the listed jobs never filled the nodes (their peak use is
+under ``PEAK_USE_BELOW`` of what the nodes offer) and yet they waited, mostly while the listed work left room
 for them (``capacity_explained_wait_share`` under ``CAPACITY_EXPLAINED_BELOW``). Then, and only then, the
 fit tries a constant share of every fixed pool held by unlisted work (``BACKGROUND_GRID``); policy (limits,
 queue order) can make the same waits, which is why a fitted share is flagged, never silent.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleetlab.metrics.unlisted_use import UnlistedUse
 from fleetlab.metrics.wait_causes import WaitCauses
 
 #: The listed jobs' peak use of the nodes below which the record may list only part of the work.
@@ -22,14 +25,42 @@ PEAK_USE_BELOW = 0.5
 CAPACITY_EXPLAINED_BELOW = 0.5
 #: Candidate shares of every fixed pool held by unlisted work (0 first: the simplest value wins ties).
 BACKGROUND_GRID = (0.0, 0.25, 0.5, 0.75, 0.9)
+#: A measured share of the nodes held by unlisted work below which it is taken for snapshot noise (a job
+#: starting or ending between the snapshot and the accounting record).
+MEASURED_AT_LEAST = 0.02
 
 
 def _pct(value: float) -> str:
     return f"{100 * value:.1f} %"
 
 
-def background_evidence(causes: WaitCauses) -> tuple[bool, str]:
-    """(offer the knob, the evidence in words)."""
+def background_grid(use: UnlistedUse | None) -> list[float]:
+    """The candidate shares: ``BACKGROUND_GRID`` and, when measured, the measured share (to 0.01)."""
+    grid = set(BACKGROUND_GRID)
+    if use is not None and use.unlisted_share >= MEASURED_AT_LEAST:
+        grid.add(round(min(use.unlisted_share, 0.99), 2))
+    return sorted(grid)
+
+
+def _measured(use: UnlistedUse) -> tuple[bool, str]:
+    seen = (
+        f"the nodes' recorded allocation ({use.samples:,} snapshot rows of {use.nodes:,} nodes) held "
+        f"{_pct(use.recorded_share)} of their {use.resource.upper()}s, the listed jobs "
+        f"{_pct(use.listed_share)}, "
+        f"work the record does not list {_pct(use.unlisted_share)}"
+    )
+    if use.unlisted_share < MEASURED_AT_LEAST:
+        return False, f"background_share left at 0: {seen} (under {_pct(MEASURED_AT_LEAST)})"
+    return True, (
+        f"background_share offered: {seen}, measured; the fit tries it ({round(use.unlisted_share, 2):g}) "
+        "among the candidates"
+    )
+
+
+def background_evidence(causes: WaitCauses, use: UnlistedUse | None = None) -> tuple[bool, str]:
+    """(offer the knob, the evidence in words); ``use``: what a node-usage import measured."""
+    if use is not None:
+        return _measured(use)
     lacks = "the record carries no node-level usage (utilisation or allocation of its nodes) beyond its jobs"
     row = causes.row()
     peak, what = causes.peak_use_share, causes.peak_use_resource.upper()
@@ -53,8 +84,13 @@ def background_evidence(causes: WaitCauses) -> tuple[bool, str]:
     )
 
 
-def background_flag(share: float, evidence: str) -> str:
+def background_flag(share: float, evidence: str, measured: bool = False) -> str:
     """The flag of a fitted share above 0: what it stands for and what it rests on."""
+    if measured:
+        return (
+            f"background_share {share:g} fitted: {share:.0%} of every fixed pool is held by work the record "
+            f"does not list, chosen with the nodes' recorded allocation in view ({evidence})"
+        )
     return (
         f"background_share {share:g} fitted: {share:.0%} of every fixed pool is held by work the record "
         f"does not list, inferred from the waits alone, not measured ({evidence}); check it against the "

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from fleetlab.experiment.background_fit import (
-    BACKGROUND_GRID,
     background_evidence,
     background_flag,
+    background_grid,
     background_kept_at_zero,
 )
 from fleetlab.experiment.calibration_compare import (
@@ -45,6 +45,7 @@ from fleetlab.experiment.calibration_compare import (
     verdict,
 )
 from fleetlab.experiment.calibration_record import calibration_record, pull_row
+from fleetlab.experiment.history_partitions import partition_notes
 from fleetlab.experiment.history_policy import ReplayPolicy, choose_grouping, inferred_policy, recorded_policy
 from fleetlab.experiment.history_scenario import (
     Knobs,
@@ -60,6 +61,7 @@ from fleetlab.metrics.baseline import job_columns, job_times
 from fleetlab.metrics.baseline_cost import cluster_cost, idle_capacity
 from fleetlab.metrics.policy_evidence import JobSpans
 from fleetlab.metrics.summary import summarize
+from fleetlab.metrics.unlisted_use import unlisted_use
 from fleetlab.metrics.wait_causes import WaitCauses, diagnose_waits
 from fleetlab.model.history import History
 from fleetlab.model.job import Job
@@ -310,7 +312,7 @@ def _grids(fit_history: History, setup: _Setup, background: bool) -> list[tuple[
     if has_node_arrivals(fit_history):
         grids.append(("node_boot_time_s", list(BOOT_GRID_S), "wait_ks"))
     if background:  # background_fit: only where the record suggests it lists part of the work
-        grids.append(("background_share", list(BACKGROUND_GRID), "wait_ks"))
+        grids.append(("background_share", background_grid(unlisted_use(fit_history)), "wait_ks"))
     if has_measured_pulls(fit_history):
         grids.append(("image_pull_s", pull_grid(fit_history), "image_pull_ks"))
     return grids
@@ -398,7 +400,8 @@ def calibrate(
     can_fit = fit and bool(np.any(measured_fit.known))
     if fit and not can_fit:
         notes.append("nothing fitted: the fit part has no measured wait to fit against")
-    offer_background, background_words = background_evidence(causes)
+    use = unlisted_use(history)
+    offer_background, background_words = background_evidence(causes, use)
     notes.append(background_words)
     grouping = choose_grouping(fit_history, fit_spans) if recorded is None and can_fit else None
     scoring = fit_scoring(fit_history, grouping is not None)
@@ -433,7 +436,7 @@ def calibrate(
     notes += policy.notes if policy else []
     flags = _flags(knobs, fitted, fit_history, max_latency_s)
     if knobs.background_share > 0:
-        flags.append(background_flag(knobs.background_share, background_words))
+        flags.append(background_flag(knobs.background_share, background_words, measured=use is not None))
     elif "background_share" in fitted:
         notes.append(background_kept_at_zero([r for r in tried if r["knob"] == "background_share"], MIN_GAIN))
     result = Calibration(
@@ -459,6 +462,7 @@ def _whole_rows(
     held = job_times(cols, float(history.end_s)).held
     _, idle_notes = idle_capacity(history, cols.scheduled, held, cols.gpus, cols.nodes)
     notes += [n for n in idle_notes if "node list" in n] + complete_nodes(history)[1] + removal_notes(history)
+    notes += partition_notes(history)
     skipped = sum(history.skipped.values())
     if skipped:
         notes.append(

@@ -17,7 +17,10 @@ run times on the imported nodes, under the default kube-scheduler profile (docs/
 * a job's ``gpu_model`` (models joined by ``|``) becomes a required node affinity on
   ``fleetlab.io/gpu-model`` when the nodes carry that label;
 * a job whose pod asks for more than any node offers becomes a gang of node-sized pods, and a batch
-  scheduler's multi-node job a gang (``history_gangs``).
+  scheduler's multi-node job a gang (``history_gangs``);
+* Slurm's recorded partitions, tiers, preemption and backfill settings become node labels, node
+  selectors, PriorityClasses, ``batch_preemption`` and the scheduler's backfill fields
+  (``history_partitions``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,14 @@ from pydantic import ValidationError
 
 from fleetlab.experiment.history_downtime import failure_events, recorded_behaviour
 from fleetlab.experiment.history_gangs import Shape, node_sized
+from fleetlab.experiment.history_partitions import (
+    SlurmPlacement,
+    backfill_settings,
+    batch_preemption,
+    label_partition_nodes,
+    slurm_preempts,
+    tier_classes,
+)
 from fleetlab.export.kueue_objects import kueue_objects
 from fleetlab.metrics.baseline import job_columns, job_times
 from fleetlab.metrics.baseline_cost import catalog_price, offers_by_type
@@ -213,6 +224,7 @@ def cluster_and_downtime(
     the indexes of the windows so replayed come back with the cluster, the replay's name (``POOL-INDEX``)
     of every node of a fixed pool by its history name, and the pool of every autoscaled node."""
     nodes, _ = complete_nodes(history)
+    label_partition_nodes(nodes, history.policy.slurm_partitions)
     end = float(history.end_s)
     offers = offers_by_type()
     groups: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
@@ -277,9 +289,13 @@ def has_node_arrivals(history: History) -> bool:
     return any(c is not None and c > 0 for c in created)
 
 
-def _affinity(models: str) -> dict[str, Any]:
+def _model_expression(models: str) -> dict[str, Any]:
     values = sorted({m.strip() for m in models.split("|") if m.strip()})
-    term = {"matchExpressions": [{"key": GPU_MODEL_LABEL, "operator": "In", "values": values}]}
+    return {"key": GPU_MODEL_LABEL, "operator": "In", "values": values}
+
+
+def _affinity(models: str) -> dict[str, Any]:
+    term = {"matchExpressions": [_model_expression(models)]}
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
@@ -302,7 +318,10 @@ def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None 
     labelled = any(GPU_MODEL_LABEL in (n or "") for n in history.nodes.column("labels_json").to_pylist())
     shapes = node_shapes(history)
     wanted = ["job_id", "job_class", "team", "user", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod"]
-    rows = t.select([*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model", "owner_kind"]).to_pylist()
+    rows = t.select(
+        [*wanted, "cpu_per_pod", "memory_per_pod", "gpu_model", "owner_kind", "queue", "qos"]
+    ).to_pylist()
+    slurm = SlurmPlacement(history)
     jobs: list[Job] = []
     templates: dict[str, Job] = {}
     for i, row in enumerate(rows):
@@ -338,6 +357,8 @@ def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None 
             data["gpu_utilization"] = min(max(float(cols.util[i]), 0.0), 1.0)
         if row["gpu_model"] and labelled:
             data["affinity"] = _affinity(row["gpu_model"])
+        gpu_term = _model_expression(row["gpu_model"]) if row["gpu_model"] and labelled else None
+        data.update(slurm.fields(row["queue"], row["qos"], gpu_term))
         jobs.append(_job(data, templates))
     return jobs
 
@@ -424,11 +445,19 @@ def history_scenario(
         data["job_limits"] = tuple(job_limits)
     if knobs.background_share > 0:
         data["background"] = background_loads(cluster, knobs.background_share)
+    classes = tier_classes(history)
+    if classes:
+        data["priority_classes"] = classes
+    rules = batch_preemption(history)
+    if rules is not None:
+        data["batch_preemption"] = rules
     scheduler = SchedulerConfig.model_validate(
         {
             "scheduling_latency_s": knobs.scheduling_latency_s,
             "queueing": knobs.queueing,
             "fair_share": fair_share,
+            **({"preemption": False} if slurm_preempts(history) else {}),
+            **backfill_settings(history),
         }
     )
     return Scenario.model_validate(

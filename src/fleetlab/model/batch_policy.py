@@ -7,6 +7,9 @@ fair-share priority (docs/scenario.md, "Batch scheduler policy").
   is sim/job_limits.py.
 * ``scheduler.fair_share``: Slurm's multifactor priority with a fair-share factor that decays with a
   half-life and an age factor; it orders the scheduling queue (sim/queue_discipline.py, sim/fair_share.py).
+* ``batch_preemption`` (a scenario section): Slurm's preemption by QOS (``PreemptType=preempt/qos``) or by
+  partition tier (``preempt/partition_prio``): which class's running jobs a job of another class may stop,
+  and what becomes of them (sim/batch_preemption.py).
 """
 
 from __future__ import annotations
@@ -20,13 +23,26 @@ from fleetlab.model.cluster import SpecModel
 from fleetlab.model.limits import Float, Int
 from fleetlab.model.units import Seconds
 
-__all__ = ["JOB_LIMIT_SCOPES", "FairShare", "JobLimit", "LimitScope", "check_job_limits"]
+__all__ = [
+    "JOB_LIMIT_SCOPES",
+    "PARTITION_LABEL",
+    "QOS_LABEL",
+    "BatchPreemption",
+    "FairShare",
+    "JobLimit",
+    "LimitScope",
+    "PreemptionClass",
+    "check_job_limits",
+]
 
 #: Whose jobs a limit counts: the job's ``user``, ``team`` (a Slurm account), Kueue LocalQueue
 #: (``namespace/queue``), ``namespace``, or every job of the ``cluster``.
 LimitScope = Literal["user", "team", "queue", "namespace", "cluster"]
 JOB_LIMIT_SCOPES: tuple[str, ...] = ("user", "team", "queue", "namespace", "cluster")
 WEEK_S = 7 * 86400.0
+#: The job label naming a job's Slurm QOS (and, for partition tiers, ``PARTITION_LABEL`` its partition).
+QOS_LABEL = "fleetlab.io/qos"
+PARTITION_LABEL = "fleetlab.io/partition"
 
 
 class JobLimit(SpecModel):
@@ -93,4 +109,37 @@ class FairShare(SpecModel):
         bad = sorted(name for name, share in self.shares.items() if not share > 0)
         if bad:
             raise ValueError(f"fair_share.shares must be > 0; not so for {', '.join(bad[:5])}")
+        return self
+
+
+class PreemptionClass(SpecModel):
+    """A Slurm QOS (or partition) as preemption sees it: ``preempts`` names the classes whose running jobs
+    a job of this class may stop to start (QOS ``Preempt``; for partitions, those of a lower
+    ``PriorityTier``), ``mode`` what becomes of this class's own jobs when they are preempted (QOS or
+    partition ``PreemptMode``, else the cluster's): ``requeue`` (off their nodes, back in the queue, their
+    work since the start lost), ``cancel`` (ended, never finished), ``suspend`` (replayed as ``requeue``,
+    see docs/scenario.md), ``off`` (never preempted). ``priority`` orders victims: lower first."""
+
+    name: str = Field(min_length=1, max_length=253)
+    priority: Int = Field(default=0, ge=0, le=2**32)
+    preempts: tuple[str, ...] = Field(default=(), max_length=1_000)
+    mode: Literal["off", "cancel", "requeue", "suspend"] = "requeue"
+
+
+class BatchPreemption(SpecModel):
+    """Slurm's preemption: each job's class is the value of its label ``label`` (a job without it is in no
+    class: it neither preempts nor is preempted)."""
+
+    label: str = Field(default=QOS_LABEL, min_length=1, max_length=317)
+    classes: tuple[PreemptionClass, ...] = Field(min_length=1, max_length=10_000)
+
+    @model_validator(mode="after")
+    def _known(self) -> BatchPreemption:
+        names = [c.name for c in self.classes]
+        if len(set(names)) != len(names):
+            raise ValueError("each preemption class name may appear once")
+        for c in self.classes:
+            unknown = sorted(set(c.preempts) - set(names))
+            if unknown:
+                raise ValueError(f"class {c.name!r} preempts {', '.join(unknown)}, which no class names")
         return self

@@ -22,6 +22,7 @@ __all__ = [
     "NODE_DOWN_SCHEMA",
     "NODE_DOWN_STATES",
     "NODE_SCHEMA",
+    "NODE_USAGE_SCHEMA",
     "History",
     "HistoryPolicy",
     "empty_history",
@@ -65,6 +66,7 @@ JOB_SCHEMA: Final[pa.Schema] = pa.schema(
         pa.field("run_s", pa.float64()),  # measured run time: end_s - running_s
         pa.field("user", pa.string()),  # who submitted it: Slurm User, SWF user number, pod's user label
         pa.field("walltime_s", pa.float64()),  # requested wall time (SWF field 9, Slurm Timelimit)
+        pa.field("qos", pa.string()),  # Slurm QOS the job ran under (null elsewhere)
     ]
 )
 
@@ -97,6 +99,17 @@ NODE_DOWN_SCHEMA: Final[pa.Schema] = pa.schema(
         pa.field("state", pa.string(), nullable=False),  # down | drain
         pa.field("reason", pa.string()),
         pa.field("source", pa.string(), nullable=False),
+    ]
+)
+#: One row per node and instant a node-usage snapshot recorded what was allocated on the node (``scontrol
+#: show node``: CPUAlloc, AllocTRES gres/gpu, AllocMem) — whoever held it, listed jobs or not.
+NODE_USAGE_SCHEMA: Final[pa.Schema] = pa.schema(
+    [
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("time_s", pa.float64(), nullable=False),
+        pa.field("cpu", pa.float64(), nullable=False),  # cores allocated
+        pa.field("gpus", pa.int64(), nullable=False),
+        pa.field("memory", pa.int64(), nullable=False),  # bytes
     ]
 )
 #: The states a node-down window may have.
@@ -139,6 +152,8 @@ class History:
     node_down: pa.Table = field(default_factory=NODE_DOWN_SCHEMA.empty_table)
     policy: HistoryPolicy = field(default_factory=HistoryPolicy)
     notes: tuple[str, ...] = ()
+    #: Recorded node allocation over time (NODE_USAGE_SCHEMA); empty when no source recorded it.
+    node_usage: pa.Table = field(default_factory=NODE_USAGE_SCHEMA.empty_table)
 
 
 def empty_history(epoch: str = "1970-01-01T00:00:00Z") -> History:

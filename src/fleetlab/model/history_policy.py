@@ -6,8 +6,9 @@ yet (docs/calibration.md, "Imported policy"):
 * Kueue objects (ClusterQueue, LocalQueue, Cohort, ResourceFlavor, WorkloadPriorityClass) exactly as
   dumped, less ``status`` and ``managedFields``: the calibrated scenario's ``kueue`` section;
 * Kubernetes namespace ``ResourceQuota`` hard limits and ``PriorityClass`` objects;
-* Slurm association and QOS limits (``sacctmgr show assoc|qos --parsable2``), fair share (``sshare``) and
-  the multifactor priority weights (``scontrol show config``).
+* Slurm association and QOS limits (``sacctmgr show assoc|qos --parsable2``), fair share (``sshare``), the
+  multifactor priority weights, the scheduler, backfill and preemption settings (``scontrol show config``)
+  and the partitions (``scontrol show partition --oneliner``).
 
 Amounts are kept in the units fleetlab uses elsewhere: TRES ``cpu`` in cores, ``mem`` in bytes, GPUs and
 nodes whole; a limit Slurm leaves unset is None (never 0, which would mean "nothing allowed").
@@ -25,7 +26,9 @@ __all__ = [
     "NamespaceQuota",
     "PriorityClassRecord",
     "SlurmAssociation",
+    "SlurmBackfill",
     "SlurmLimits",
+    "SlurmPartition",
     "SlurmQos",
 ]
 
@@ -78,6 +81,29 @@ class SlurmQos(_Record):
     limits: SlurmLimits = Field(default_factory=SlurmLimits)
 
 
+class SlurmPartition(_Record):
+    """One partition of ``scontrol show partition``: a named set of nodes (partitions may share nodes)."""
+
+    name: str
+    nodes: tuple[str, ...] = ()
+    priority_tier: int = 1  # PriorityTier: a higher tier's jobs are considered first (and may preempt)
+    preempt_mode: str | None = None  # PreemptMode (OFF, CANCEL, REQUEUE, SUSPEND[,GANG])
+    max_time_s: float | None = None  # MaxTime (None: UNLIMITED)
+    default: bool = False  # Default=YES: jobs that name no partition run here
+
+
+class SlurmBackfill(_Record):
+    """``SchedulerType`` and the backfill ``SchedulerParameters`` of ``scontrol show config`` (None: not
+    written there, Slurm's default applies)."""
+
+    scheduler_type: str | None = None  # sched/backfill | sched/builtin
+    interval_s: float | None = None  # bf_interval (s)
+    window_s: float | None = None  # bf_window (written in minutes)
+    max_job_test: int | None = None  # bf_max_job_test
+    preempt_type: str | None = None  # PreemptType: preempt/none | preempt/qos | preempt/partition_prio
+    preempt_mode: str | None = None  # PreemptMode (cluster-wide)
+
+
 class FairShareRow(_Record):
     """One row of ``sshare``: an account (``user`` None) or a user's association."""
 
@@ -119,6 +145,8 @@ class HistoryPolicy(_Record):
     #: ``PriorityWeightAge``, ``PriorityWeightFairshare``, ... from ``scontrol show config`` (name as there).
     priority_weights: dict[str, int] = Field(default_factory=dict)
     priority_type: str | None = None  # priority/multifactor, priority/basic
+    slurm_partitions: tuple[SlurmPartition, ...] = ()
+    slurm_scheduler: SlurmBackfill = Field(default_factory=SlurmBackfill)
 
     def is_empty(self) -> bool:
         """No source recorded any policy."""
@@ -138,6 +166,10 @@ class HistoryPolicy(_Record):
                 "slurm qos": len(self.slurm_qos),
                 "sshare row": len(self.fair_share),
                 "priority weight": len(self.priority_weights),
+                "slurm partition": len(self.slurm_partitions),
+                "slurm scheduler setting": sum(
+                    v is not None for v in self.slurm_scheduler.model_dump().values()
+                ),
             }
         )
         return {k: v for k, v in sorted(kinds.items()) if v}
@@ -153,4 +185,9 @@ class HistoryPolicy(_Record):
             fair_share=self.fair_share + other.fair_share,
             priority_weights={**other.priority_weights, **self.priority_weights},
             priority_type=self.priority_type or other.priority_type,
-        )
+            slurm_partitions=self.slurm_partitions + other.slurm_partitions,
+            slurm_scheduler=SlurmBackfill.model_validate(
+                {**other.slurm_scheduler.model_dump(exclude_none=True),
+                 **self.slurm_scheduler.model_dump(exclude_none=True)}
+            ),
+        )  # fmt: skip

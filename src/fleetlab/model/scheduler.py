@@ -11,7 +11,7 @@ from fleetlab.model.batch_policy import FairShare
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.limits import Int, PluginWeight
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
-from fleetlab.model.units import Seconds
+from fleetlab.model.units import PositiveSeconds, Seconds
 
 StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
 KubernetesVersion = Literal["1.34", "1.35", "1.36"]
@@ -144,6 +144,12 @@ class SchedulerConfig(SpecModel):
     queueing: Queueing = "best-effort-fifo"
     #: EASY backfill: queued entries after the blocked head a cycle may try (Slurm's bf_max_job_test).
     backfill_depth: Int = Field(default=100, ge=1, le=1_000_000)
+    #: EASY backfill: seconds between backfill passes (Slurm's bf_interval): the blocked head's reservation
+    #: and the starts behind it happen on the passes only, in-order starts at every event. None: every cycle.
+    backfill_interval_s: PositiveSeconds | None = None
+    #: EASY backfill: how far ahead a pass plans (Slurm's bf_window): a head whose shadow time lies further
+    #: gets no reservation and holds no one back. None: no bound.
+    backfill_window_s: PositiveSeconds | None = None
     #: Fair-share priority ordering the queue (Slurm multifactor); None: pod priority, then submit time.
     fair_share: FairShare | None = None
 

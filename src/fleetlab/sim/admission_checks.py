@@ -156,7 +156,7 @@ class AdmissionChecks:
             return False
         kueue, now = self.kueue, self.sim.now
         kueue.reserve(job, admission)
-        waiting = _Waiting(checks, kueue.admissions[job], {c.name: 1 for c in checks})
+        waiting = _Waiting(checks, int(kueue.admissions[job]), {c.name: 1 for c in checks})
         self.waiting[job] = waiting
         self.requests += len(checks)
         self.since_ms[job] = now

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from fleetlab.sim.admission_checks import AdmissionChecks, provisioning_checks
 from fleetlab.sim.autoscaler import Autoscaler
 from fleetlab.sim.background import Background
+from fleetlab.sim.batch_preemption import BatchPreemption
 from fleetlab.sim.consolidation import Consolidator
 from fleetlab.sim.dra_claims import DraClaims, uses_dra
 from fleetlab.sim.failures import FailureModel
@@ -67,6 +68,7 @@ class Features:
     namespace_quota: NamespaceQuota | None = None
     admission_checks: AdmissionChecks | None = None
     background: Background | None = None
+    batch_preemption: BatchPreemption | None = None
 
 
 def build_features(sim: EngineHandle) -> Features:
@@ -85,6 +87,8 @@ def build_features(sim: EngineHandle) -> Features:
     fragmentation = FragmentationMeter(sim)  # after GPU tenancy: it reads the GPU devices
     stranded = StrandedMeter(sim, fragmentation)
     consolidation = Consolidator(sim) if sim.config.consolidation else None
+    rules = scenario.batch_preemption  # after consolidation: its make_room is tried first
+    batch_preemption = BatchPreemption(sim, rules) if rules is not None else None
     timeline = TimelineRecorder(sim, usage)
     pools = sim.pools
     dynamic = any(p.autoscaling or p.failures or p.interruptions for p in pools)
@@ -144,4 +148,5 @@ def build_features(sim: EngineHandle) -> Features:
         namespace_quota=namespace_quota,
         admission_checks=admission_checks,
         background=background,
+        batch_preemption=batch_preemption,
     )

@@ -398,7 +398,8 @@ class ResultParts:
     #: Namespace ResourceQuota / LimitRange, per job: the longest time one of its pods was refused at
     #: creation (sim/namespace_quota.py); None without namespace policies.
     namespace_quota_wait_ms: IntArray | None = None
-    cluster_queue_of: dict[int, str] | None = None
+    #: Kueue: per job (submit order), the ClusterQueue of its last admission ("": never admitted).
+    cluster_queue_of: list[str] | None = None
     queue_samples: QueueSamples | None = None
     interruptions: InterruptionLog | None = None
     #: Node slots whose first node was replaced (spot reclaims): when the first one became ready.

@@ -91,15 +91,21 @@ class KueueBridge:
             topology.wake = self.manager.wake
         self.sim = sim
         self.flavors = {f.name: f for f in config.resource_flavors}
+        #: Per job submitted and not finished (submit order), its workload's id (the job's id), and back:
+        #: a finished job's entries are dropped, so these grow with the jobs in Kueue, not with the run.
         self.job_by_id: dict[str, int] = {}
-        #: Per submitted job (submit order), its workload's id: the job's id.
         self.workload_id: dict[int, str] = {}
         self._template = sim.job_table.column("template")
         self._pods = sim.job_table.column("pods")
         self._podsets: dict[tuple[int, int], PodSetRequest] = {}
-        self.cluster_queue_of: dict[int, str] = {}
+        #: Per job, the ClusterQueue of its last admission as an index into ``_queue_names`` (0: never
+        #: admitted): a column, not a dict of a million entries.
+        self._queue_names = ["", *sorted(cq.name for cq in config.cluster_queues)]
+        self._queue_code = {name: code for code, name in enumerate(self._queue_names)}
         n_jobs = len(sim.job_table)
-        self.admissions: dict[int, int] = {}
+        self.cluster_queue_code = np.zeros(n_jobs, dtype=np.int32)
+        #: Per job, how many times Kueue admitted it (the token of its waitForPodsReady timeout).
+        self.admissions = np.zeros(n_jobs, dtype=np.int64)
         #: Per job, when its workload was first created (-1: never).
         self.created_ms = np.full(n_jobs, -1, dtype=np.int64)
         self.requeues: dict[int, int] = {}
@@ -235,7 +241,7 @@ class KueueBridge:
         sim.enqueue(job_index)
         timeout = self.pods_ready_timeout_ms
         if timeout is not None:
-            sim.schedule(now + timeout, self.timeout_kind, job_index, self.admissions[job_index])
+            sim.schedule(now + timeout, self.timeout_kind, job_index, int(self.admissions[job_index]))
 
     def submit(self, job_index: int, now: int) -> None:
         """Hand a queued job to Kueue as a one-podset workload, read from the job table's columns and its
@@ -318,8 +324,8 @@ class KueueBridge:
             preemptions = manager.take_preemptions()
             for admission in admissions:
                 job_index = self.job_by_id[admission.workload_id]
-                self.cluster_queue_of[job_index] = admission.cluster_queue
-                self.admissions[job_index] = self.admissions.get(job_index, 0) + 1
+                self.cluster_queue_code[job_index] = self._queue_code[admission.cluster_queue]
+                self.admissions[job_index] += 1
                 if self.gate is None or not self.gate(job_index, admission):  # admission checks
                     self.admitted(job_index, admission)
             for request in preemptions:
@@ -358,7 +364,7 @@ class KueueBridge:
     def timeout_is_stale(self, job_index: int, token: int) -> bool:
         """A waitForPodsReady timeout that can no longer fire: a later admission, or the job is done."""
         sim = self.sim
-        return self.admissions.get(job_index) != token or sim.pods_done[job_index] == self._pods[job_index]
+        return int(self.admissions[job_index]) != token or sim.pods_done[job_index] == self._pods[job_index]
 
     def requeue(self, job_index: int, _: int) -> None:
         """waitForPodsReady: a workload's backoff has passed; it returns to its queue."""
@@ -423,7 +429,9 @@ class KueueBridge:
         """Release the quota of the job at ``job_index`` (submit order), which has finished."""
         if self.topology is not None:
             self.topology.release(job_index)
-        self.manager.finish(self.workload_id[job_index])
+        workload_id = self.workload_id.pop(job_index)
+        del self.job_by_id[workload_id]
+        self.manager.finish(workload_id)
         self.sample(now)
 
     def evicted(self, job_index: int, now: int) -> None:
@@ -465,11 +473,21 @@ class KueueBridge:
 
     def samples(self) -> QueueSamples:
         """The recorded usage as arrays, and what each ClusterQueue lent at every sample."""
-        everything = np.array(self._usage, dtype=np.int64).reshape(len(self._times), len(self._tree_columns))
+        # A view of the recorded columns, not a copy: at a million jobs the samples are hundreds of MB, and
+        # each copy made here raised the run's peak memory by as much.
+        everything = np.frombuffer(self._usage, dtype=np.int64).reshape(
+            len(self._times), len(self._tree_columns)
+        )
         series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
-        lent_by_key = self.manager.tree.lent_series(self._frs, series)
-        usage = np.stack([series[(id(node), fr)] for node, fr in self._columns], axis=1)
-        lent = np.stack([lent_by_key[(id(node), fr)] for node, fr in self._columns], axis=1)
+        position = {(id(node), fr): k for k, (node, fr) in enumerate(self._tree_columns)}
+        usage = everything[:, [position[(id(node), fr)] for node, fr in self._columns]]
+        lent = np.empty_like(usage)
+        column_of = {(id(node), fr): k for k, (node, fr) in enumerate(self._columns)}
+        for key, series_lent in self.manager.tree.lent_series(self._frs, series):
+            k = column_of.get(key)
+            if k is not None:
+                lent[:, k] = series_lent
+        del series, everything
         return QueueSamples(
             keys=[(node.name, str(fr)) for node, fr in self._columns],
             nominal=np.asarray([node.quotas[fr].nominal for node, fr in self._columns], dtype=np.int64),
@@ -478,8 +496,8 @@ class KueueBridge:
                 [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
             ),
             t_ms=np.array(self._times, dtype=np.int64),
-            usage=usage.astype(np.int64).reshape(-1, len(self._columns)),
-            lent=lent.astype(np.int64).reshape(-1, len(self._columns)),
+            usage=usage,
+            lent=lent,
         )
 
     def finish(self, parts: ResultParts) -> None:
@@ -492,4 +510,5 @@ class KueueBridge:
         parts.quota_wait_ms = self.quota_waited_ms + np.where(
             since >= 0, np.maximum(parts.end_ms - since, 0), 0
         )
-        parts.cluster_queue_of = self.cluster_queue_of
+        names = self._queue_names
+        parts.cluster_queue_of = [names[code] for code in self.cluster_queue_code.tolist()]

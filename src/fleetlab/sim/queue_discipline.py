@@ -19,6 +19,14 @@ instead when a scenario asks for another discipline or for fair-share ordering:
   node-granular variant (Slurm's backfill plans on nodes too): the textbook's "extra processors" are the
   nodes the reservation leaves out.
 
+With ``backfill_interval_s`` (Slurm's ``bf_interval``) the two halves of Slurm's scheduling run apart: at
+every event the main scheduler starts entries in order, and once an entry of a partition is left waiting
+no later entry of that partition starts (Slurm's sched_config.html; a partition here is the set of nodes
+an entry may use); the reservation and the starts behind it happen only on the backfill passes, at every whole
+multiple of the interval since the run began (a pass wakes the run only when a main cycle left entries
+behind a blocked head). ``backfill_window_s`` (``bf_window``) bounds how far ahead a pass plans: a head
+whose shadow time lies further gets no reservation and holds no one back.
+
 Volcano's ``backfill`` action is the Kubernetes counterpart in name: it places pods that request nothing
 (BestEffort) on any node that passes the predicates, with no reservation and no wall time
 (volcano-sh/volcano pkg/scheduler/actions/backfill/backfill.go @0bf0d51).
@@ -26,7 +34,8 @@ Volcano's ``backfill`` action is the Kubernetes counterpart in name: it places p
 Each cycle orders the queue afresh (O(Q log Q) for Q waiting entries) and a reservation walks the running
 pods (O(R log R)): costs only scenarios that choose a discipline pay; per pod nothing is added.
 
-Subscribes to the scheduling cycle (``take_cycle``).
+Subscribes to the scheduling cycle (``take_cycle``); with a backfill interval also to ``tick`` and
+``next_time``.
 May change: places queue entries (``try_place``, ``try_place_on``) and takes them out of the queue.
 """
 
@@ -68,7 +77,21 @@ class QueueDiscipline:
         ]
         #: Per queue group: could it ever fit, on the whole cluster empty (None: not asked yet)?
         self._ever_fits: dict[int, bool] = {}
+        #: Per queue group the nodes its pods may use (``partition_of``).
+        self._partition: dict[int, bytes] = {}
+        interval, window = sim.config.backfill_interval_s, sim.config.backfill_window_s
+        self.window_ms = None if window is None else to_ms(window)
+        #: Backfill passes apart from the main cycles (``backfill_interval_s``; None: every cycle backfills).
+        self.interval_ms = to_ms(interval) if interval is not None and self.mode == "easy-backfill" else None
+        self.next_pass_ms = self.interval_ms or 0
+        #: A main cycle stopped at a blocked head with entries behind it since the last pass.
+        self.behind_head = False
+        #: Backfill passes run (``backfill_interval_s``).
+        self.passes = 0
         sim.on.take_cycle(self.cycle)
+        if self.interval_ms is not None:
+            sim.on.tick.append(self.tick)
+            sim.on.next_time.append(self.next_time)
 
     # -- order -----------------------------------------------------------------------------------------
     def ordered(self) -> list[tuple[QueueKey, int]]:
@@ -86,7 +109,60 @@ class QueueDiscipline:
 
     # -- the cycle ---------------------------------------------------------------------------------------
     def cycle(self, _: int) -> int:
-        """One scheduling cycle; returns the entries placed."""
+        """One scheduling cycle (the main scheduler's alone with a backfill interval); returns the entries
+        placed."""
+        return self.run_cycle() if self.interval_ms is None else self.main_cycle()
+
+    def tick(self, now: int) -> None:
+        """A backfill pass when one is due (``backfill_interval_s``)."""
+        interval = self.interval_ms
+        if interval is None or now < self.next_pass_ms:
+            return
+        self.next_pass_ms = (now // interval + 1) * interval
+        self.behind_head = False
+        if len(self.sim.queue):
+            self.passes += 1
+            self.run_cycle()
+
+    def next_time(self, t_event: int | None, _: int | None) -> int | None:
+        """The next pass, while a main cycle left entries behind a blocked head (else it waits for the
+        next event)."""
+        if not self.behind_head or (t_event is not None and t_event <= self.next_pass_ms):
+            return t_event
+        return self.next_pass_ms
+
+    def main_cycle(self) -> int:
+        """Slurm's main scheduler between backfill passes: entries in order; once an entry of a partition
+        (the nodes its pods may use) is left waiting, no later entry of that partition starts (an entry that
+        could never fit blocks nothing)."""
+        sim = self.sim
+        blocked: set[bytes] = set()
+        bound = 0
+        for key, group in self.ordered():
+            partition = self.partition_of(group)
+            if partition in blocked:
+                self.behind_head = True
+                continue
+            if sim.try_place(group, key[2]):
+                sim.queue.take(group, key)
+                bound += 1
+            elif self.ever_fits(group):
+                blocked.add(partition)
+        return bound
+
+    def partition_of(self, group: int) -> bytes:
+        """The nodes the group's pods may use, as a key (memoised per group)."""
+        known = self._partition.get(group)
+        if known is None:
+            sim = self.sim
+            spec_id = sim.groups[group].spec_id
+            mask = sim.schedulers[sim.spec_profile[spec_id]].static_mask(sim.compiled[spec_id])
+            known = self._partition[group] = np.packbits(mask).tobytes()
+        return known
+
+    def run_cycle(self) -> int:
+        """Place entries in order; the first that does not fit is the head: stop (``fifo``) or reserve its
+        start and backfill behind it (``easy-backfill``)."""
         sim = self.sim
         queue, try_place = sim.queue, sim.try_place
         bound = 0
@@ -180,7 +256,7 @@ class QueueDiscipline:
                     k += 1
                 if total >= count:
                     shadow = t
-        if shadow is None:
+        if shadow is None or (self.window_ms is not None and shadow - now > self.window_ms):
             return None
         allowed = np.ones(state.n, dtype=bool)
         left = count

@@ -225,6 +225,7 @@ def load_alibaba_history(pod_csv: Path, node_csv: Path | None = None) -> History
             ],
             "user": [None] * rows,
             "walltime_s": [None] * rows,
+            "qos": [None] * rows,
         },
         schema=JOB_SCHEMA,
     )

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fleetlab.model.gpus import GPU_MODELS
-from fleetlab.model.history import BILL_SCHEMA, NODE_DOWN_SCHEMA, NODE_SCHEMA, History
+from fleetlab.model.history import BILL_SCHEMA, NODE_DOWN_SCHEMA, NODE_SCHEMA, NODE_USAGE_SCHEMA, History
 from fleetlab.model.history_policy import HistoryPolicy
 from fleetlab.spec.bounded import open_stream
 from fleetlab.spec.errors import SpecError
@@ -76,6 +76,7 @@ class JobRecord:
     run_s: float | None = None  # end - running, filled in when the tables are built
     user: str | None = None
     walltime_s: float | None = None  # requested wall time
+    qos: str | None = None  # Slurm QOS
 
 
 @dataclass(slots=True)
@@ -108,6 +109,17 @@ class NodeDownRecord:
     source: str
 
 
+@dataclass(slots=True)
+class NodeUsageRecord:
+    """A node's recorded allocation at one instant (NODE_USAGE_SCHEMA; absolute Unix seconds)."""
+
+    node: str
+    time: float
+    cpu: float
+    gpus: int
+    memory: int
+
+
 @dataclass
 class SourceData:
     """What one reader produced from one input: records, bill lines, skips and the latest time it saw."""
@@ -123,6 +135,7 @@ class SourceData:
     latest: float | None = None  # the latest instant any record mentions
     end: float | None = None  # when the record itself ends (a query's end), if the source says
     node_down: list[NodeDownRecord] = field(default_factory=list)
+    node_usage: list[NodeUsageRecord] = field(default_factory=list)
     policy: HistoryPolicy = field(default_factory=HistoryPolicy)
     notes: list[str] = field(default_factory=list)  # what the reader assumed (shown with the history)
 
@@ -345,7 +358,19 @@ def assemble(parts: list[SourceData], end: float | None = None) -> History:
         node_down=_down_table(downs, epoch, end_abs),
         policy=policy,
         notes=tuple(n for p in parts for n in p.notes),
+        node_usage=_usage_table([u for p in parts for u in p.node_usage], epoch),
     )
+
+
+def _usage_table(samples: list[NodeUsageRecord], epoch: float) -> pa.Table:
+    """The node-usage samples shifted to the epoch, by time then node."""
+    samples.sort(key=lambda u: (u.time, u.node))
+    return pa.Table.from_pydict(
+        {"node": [u.node for u in samples], "time_s": [u.time - epoch for u in samples],
+         "cpu": [u.cpu for u in samples], "gpus": [u.gpus for u in samples],
+         "memory": [u.memory for u in samples]},
+        schema=NODE_USAGE_SCHEMA,
+    )  # fmt: skip
 
 
 def _down_table(windows: list[NodeDownRecord], epoch: float, end: float) -> pa.Table:

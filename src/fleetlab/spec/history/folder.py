@@ -1,5 +1,5 @@
 """A history folder on disk: ``jobs.parquet``, ``nodes.parquet``, ``bill.parquet``, ``node_down.parquet``,
-``policy.json`` and ``history.json``.
+``node_usage.parquet`` (only when a source recorded node usage), ``policy.json`` and ``history.json``.
 
 ``history.json`` holds ``epoch``, ``end_s``, ``sources``, ``skipped`` and ``notes``; ``policy.json`` the
 recorded queueing policy (:class:`fleetlab.model.history_policy.HistoryPolicy`). Reading checks every table
@@ -25,6 +25,7 @@ from fleetlab.model.history import (
     NODE_DOWN_SCHEMA,
     NODE_DOWN_STATES,
     NODE_SCHEMA,
+    NODE_USAGE_SCHEMA,
     History,
 )
 from fleetlab.model.history_policy import HistoryPolicy
@@ -36,7 +37,8 @@ from fleetlab.spec.inputs_read import note_input
 
 __all__ = ["HISTORY_FILES", "read_history_folder", "write_history_folder"]
 
-HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA, "node_down": NODE_DOWN_SCHEMA}
+HISTORY_FILES = {"jobs": JOB_SCHEMA, "nodes": NODE_SCHEMA, "bill": BILL_SCHEMA, "node_down": NODE_DOWN_SCHEMA,
+                 "node_usage": NODE_USAGE_SCHEMA}  # fmt: skip
 #: history.json is small; anything larger is not one.
 MAX_META_BYTES = 1 << 20
 #: policy.json holds a cluster's queues and limits: thousands of objects at most.
@@ -119,6 +121,7 @@ def read_history_folder(folder: Path) -> History:
         sources=tuple(sources),
         skipped={str(k): int(v) for k, v in skipped.items()},
         node_down=_read_down(folder / "node_down.parquet"),
+        node_usage=_read_table(folder / "node_usage.parquet", NODE_USAGE_SCHEMA, False),
         policy=_read_policy(folder / "policy.json"),
         notes=tuple(notes),
     )
@@ -150,9 +153,11 @@ def write_history_folder(history: History, folder: Path) -> None:
     """Write the four files into ``folder`` (which the caller stages and renames into place)."""
     folder.mkdir(parents=True, exist_ok=True)
     tables = (("jobs", history.jobs), ("nodes", history.nodes), ("bill", history.bill),
-              ("node_down", history.node_down))  # fmt: skip
+              ("node_down", history.node_down), ("node_usage", history.node_usage))  # fmt: skip
     for name, table in tables:  # plain encoding: a dictionary per row group of unique job ids cost more
         # memory (50 MB at a million jobs) and made a larger file than zstd alone
+        if name == "node_usage" and not table.num_rows:
+            continue
         pq.write_table(
             table,
             folder / f"{name}.parquet",

@@ -54,7 +54,17 @@ from fleetlab.spec.history.slurm_fold import (
 __all__ = ["expand_hostlist", "parse_tres", "read_slurm"]
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State")
-OPTIONAL = ("AllocTRES", "ReqTRES", "Partition", "Account", "Priority", "NodeList", "User", "Timelimit")
+OPTIONAL = (
+    "AllocTRES",
+    "ReqTRES",
+    "Partition",
+    "Account",
+    "Priority",
+    "NodeList",
+    "User",
+    "Timelimit",
+    "QOS",
+)
 TIME_HINT = "YYYY-MM-DDTHH:MM:SS (run `TZ=UTC sacct --parsable2 ...`)"
 MAX_LINE_CHARS = 1 << 20
 #: Rows read at a time (Arrow's block size in bytes): memory holds one block's text.
@@ -201,6 +211,7 @@ def _parsable_batch(batch: pa.RecordBatch, where: Callable[[int], str], source: 
             "restarts": pa.array(np.zeros(batch.num_rows, dtype=np.int32)),
             "user": pc.utf8_trim_whitespace(_column(batch, "User")),
             "timelimit": _walls(_column(batch, "Timelimit"), place, source),
+            "qos": pc.utf8_trim_whitespace(_column(batch, "QOS")),
         },
         schema=ATTEMPT_SCHEMA,
     )
@@ -370,6 +381,7 @@ def _json_job(job: Any, index: int, source: str) -> tuple[Any, ...]:
         int(restarts),
         _text(job, "user", source, where),
         _limit_minutes(times.get("limit")),
+        _text(job, "qos", source, where),
     )
 
 

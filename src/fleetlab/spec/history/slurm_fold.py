@@ -27,7 +27,7 @@ FAILED = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "TIMEOUT", "BOOT_FAI
 EVICTED = frozenset({"PREEMPTED", "NODE_FAIL", "REQUEUED"})
 WAITING = frozenset({"PENDING", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"})
 MAX_NODES_LISTED = 10_000
-_MODELS_LOWER = {name.lower().replace("-", ""): name for name in GPU_MODELS}
+MODELS_LOWER = {name.lower().replace("-", ""): name for name in GPU_MODELS}
 _MEM = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
 _MEM_UNITS = {"": 1 << 20, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 #: A number the fast path reads as Python's float() would (anything else goes through bounded_number).
@@ -63,6 +63,7 @@ ATTEMPT_SCHEMA = pa.schema(
         pa.field("restarts", pa.int32()),  # at most MAX_COUNT
         pa.field("user", pa.string()),
         pa.field("timelimit", pa.float64()),  # requested wall time, seconds (null: none or unlimited)
+        pa.field("qos", pa.string()),
     ]
 )
 
@@ -157,7 +158,7 @@ def _gpu_model(kinds: pa.Array) -> pa.Array:
     model), or null."""
     encoded = _array(pc.dictionary_encode(kinds))
     names = [
-        _MODELS_LOWER.get(k.lower().replace("-", "").replace("_", ""), k)
+        MODELS_LOWER.get(k.lower().replace("-", "").replace("_", ""), k)
         for k in encoded.dictionary.to_pylist()
     ]
     return pa.DictionaryArray.from_arrays(encoded.indices, pa.array(names, pa.string()))
@@ -302,6 +303,7 @@ def job_rows(attempts: pa.Table, source: str) -> pa.Table:
         "nodes": _few(_node_names(_array(attempts.column("nodes")))),
         "user": _few(_blank_null(_array(attempts.column("user")))),
         "walltime_s": attempts.column("timelimit"),
+        "qos": _few(_blank_null(_array(attempts.column("qos")))),
         "gpu_util_mean": no_float,
         "gpu_mem_used_max": no_float,
         "image_pull_s": no_float,

@@ -8,7 +8,9 @@
   state is a down window, one in a ``DRAIN``/``DRAINING``/``DRAINED`` state a drain window; cluster
   events (no node) are not node windows;
 * ``sshare --parsable2`` (Account, User, RawShares, NormShares, RawUsage, EffectvUsage, FairShare);
-* ``scontrol show config`` (``PriorityType`` and the whole-number ``PriorityWeight*`` lines).
+* ``scontrol show config`` (``PriorityType``, the whole-number ``PriorityWeight*`` lines, ``SchedulerType``,
+  ``SchedulerParameters``' ``bf_interval``/``bf_window``/``bf_max_job_test``, ``PreemptType``,
+  ``PreemptMode``).
 
 TRES amounts keep ``cpu`` (cores), ``mem`` (bytes; K/M/G/T/P, M when no unit), ``node`` and ``gres/gpu``
 (the typed ``gres/gpu:MODEL`` counts summed when no plain count is given). An empty cell is "not set".
@@ -25,6 +27,7 @@ from fleetlab.model.history_policy import (
     FairShareRow,
     HistoryPolicy,
     SlurmAssociation,
+    SlurmBackfill,
     SlurmLimits,
     SlurmQos,
 )
@@ -242,11 +245,32 @@ def read_sshare(path: Path) -> SourceData:
     return data
 
 
+def _scheduler_parameters(text: str, source: str, where: str) -> dict[str, float | int]:
+    """The backfill settings of ``SchedulerParameters`` (``bf_interval`` s, ``bf_window`` minutes,
+    ``bf_max_job_test``); the other parameters are not replayed."""
+    out: dict[str, float | int] = {}
+    for part in text.split(","):
+        name, _, value = part.strip().partition("=")
+        if name in ("bf_interval", "bf_window", "bf_max_job_test"):
+            number = _int(value, source, f"{where} {name}")
+            if number is None or number <= 0 or number > 1_000_000_000:
+                raise SpecError(source, [f"{where}: {name}={short(value)} is not a whole number in 1..10^9"])
+            if name == "bf_interval":
+                out["interval_s"] = float(number)
+            elif name == "bf_window":
+                out["window_s"] = 60.0 * number
+            else:
+                out["max_job_test"] = number
+    return out
+
+
 def read_scontrol_config(path: Path) -> SourceData:
-    """``PriorityType`` and the ``PriorityWeight*`` whole numbers of ``scontrol show config``."""
+    """``PriorityType``, the ``PriorityWeight*`` whole numbers, ``SchedulerType``, the backfill
+    ``SchedulerParameters``, ``PreemptType`` and ``PreemptMode`` of ``scontrol show config``."""
     source = str(path)
     weights: dict[str, int] = {}
     kind: str | None = None
+    scheduler: dict[str, object] = {}
     with open_text(path) as fh:
         for number, line in enumerate(iter(lambda: fh.readline(MAX_LINE_CHARS), ""), start=1):
             name, sep, value = line.partition("=")
@@ -257,8 +281,21 @@ def read_scontrol_config(path: Path) -> SourceData:
                 kind = value
             elif name.startswith("PriorityWeight") and value.isdigit():
                 weights[name] = _int(value, source, f"line {number} {name}") or 0
-    if kind is None and not weights:
-        raise SpecError(source, ["no PriorityType or PriorityWeight* line; expected `scontrol show config`"])
+            elif name == "SchedulerType":
+                scheduler["scheduler_type"] = value
+            elif name == "SchedulerParameters" and value != "(null)":
+                scheduler.update(_scheduler_parameters(value, source, f"line {number} SchedulerParameters"))
+            elif name == "PreemptType":
+                scheduler["preempt_type"] = value
+            elif name == "PreemptMode":
+                scheduler["preempt_mode"] = value.upper()
+    if kind is None and not weights and not scheduler:
+        raise SpecError(
+            source, ["no PriorityType, PriorityWeight*, SchedulerType or Preempt* line; expected "
+                     "`scontrol show config`"]
+        )  # fmt: skip
     data = SourceData(label=source, kind="scontrol")
-    data.policy = HistoryPolicy(priority_weights=weights, priority_type=kind)
+    data.policy = HistoryPolicy(
+        priority_weights=weights, priority_type=kind, slurm_scheduler=SlurmBackfill.model_validate(scheduler)
+    )
     return data

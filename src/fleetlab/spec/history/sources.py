@@ -7,6 +7,7 @@ Workloads and events in others. Prometheus is read over HTTP from :class:`Promet
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +39,12 @@ FORMATS = (
     "sacctmgr",
     "sshare",
     "scontrol",
+    "scontrol-partition",
+    "scontrol-node",
 )
 HEAD_BYTES = 64 * 1024
+#: The time line that starts a ``scontrol show node`` snapshot (``date -u +%FT%T``).
+_SNAPSHOT_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d$")
 #: (label, done, total) — the CLI's progress bar.
 Progress = Callable[[str, int, int], None]
 
@@ -109,6 +114,12 @@ def detect_format(path: Path) -> str:
         return "sacctmgr"
     elif stripped.startswith("Configuration data as of") or "\nPriorityType" in head:
         return "scontrol"
+    elif first_line.startswith("PartitionName="):
+        return "scontrol-partition"
+    elif first_line.startswith("NodeName=") or (
+        _SNAPSHOT_TIME.match(first_line.strip()) and "\nNodeName=" in head
+    ):
+        return "scontrol-node"
     elif "BilledCost" in first_line:
         return "focus"
     elif "TotalCost" in first_line and "Namespace" in first_line:
@@ -167,6 +178,15 @@ def read_source(
         from fleetlab.spec.history.alibaba import read_alibaba
 
         return read_alibaba(path)
+    if fmt in ("scontrol-partition", "scontrol-node"):
+        from fleetlab.spec.history import slurm_nodes
+
+        read = (
+            slurm_nodes.read_scontrol_partitions
+            if fmt == "scontrol-partition"
+            else slurm_nodes.read_scontrol_nodes
+        )
+        return read(path)
     if fmt in ("sacctmgr", "sshare", "scontrol"):
         from fleetlab.spec.history import slurm_policy
 

@@ -1,0 +1,111 @@
+"""Slurm preemption by QOS (the scenario's ``batch_preemption``, sim/batch_preemption.py), worked out by
+hand after Slurm's documentation: https://slurm.schedmd.com/preempt.html (a job whose QOS may preempt stops
+preemptable running jobs; they are cancelled or requeued per the ``PreemptMode`` of the *preempted* job's
+QOS; SUSPEND with preempt/qos is replayed as requeue) and https://slurm.schedmd.com/qos.html (a QOS's
+``Preempt`` list names the QOSes it may preempt; ``PreemptMode`` OFF: its jobs are never preempted).
+
+World: two nodes of 4 CPUs; every job one 4-CPU pod (a whole node). L1 (QOS low, 100 s) starts at 0 on one
+node, L2 (QOS low, 100 s) at 5 on the other; H (QOS high, 10 s) arrives at 20 and finds no room."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import by_job, scenario
+from fleetlab.experiment.history_partitions import backfill_settings, batch_preemption
+from fleetlab.experiment.history_scenario import history_jobs
+from fleetlab.experiment.run import profile_for
+from fleetlab.model.batch_policy import BatchPreemption as Rules
+from fleetlab.sim.result import SimulationResult
+from fleetlab.sim.simulator import Simulator
+from fleetlab.spec.history.sources import import_sources
+
+POLICY = Path(__file__).parent / "data" / "history" / "policy"
+NODES = {"name": "p", "count": 2, "cpu": "4", "memory": "8Gi", "price_per_hour": 1.0}
+
+
+def _job(job_id: str, qos: str, submit: float, runtime: float) -> dict[str, Any]:
+    return {"id": job_id, "submit_s": submit, "runtime": runtime, "labels": {"fleetlab.io/qos": qos},
+            "requests": {"cpu": "4", "memory": "1Gi"}}  # fmt: skip
+
+
+def _run(low_mode: str, preempts: tuple[str, ...] = ("low",)) -> tuple[Simulator, SimulationResult]:
+    jobs = [_job("L1", "low", 0, 100), _job("L2", "low", 5, 100), _job("H", "high", 20, 10)]
+    rules = {"classes": [{"name": "high", "priority": 100, "preempts": list(preempts)},
+                         {"name": "low", "priority": 10, "mode": low_mode}]}  # fmt: skip
+    resolved = scenario([NODES], jobs, scheduler={"tie_break": "first"}, batch_preemption=rules)
+    sim = Simulator(resolved, profile_for(resolved, None))
+    return sim, sim.run()
+
+
+def _ends(result: SimulationResult) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in by_job(result, "completion_s").items()}
+
+
+def test_requeue_stops_the_youngest_victim_and_restarts_it_after_the_preemptor() -> None:
+    """H at 20 may preempt QOS low: the candidates, youngest first, are L2 (started 5) then L1 (0); taking
+    L2 frees its node, so L2 alone is preempted. H runs 20 → 30 on L2's node. L2 (REQUEUE) waits, starts
+    again at 30 from the beginning and ends at 130; it had run 20 − 5 = 15 s, lost. L1 ends at 100."""
+    sim, result = _run("requeue")
+    ends = _ends(result)
+    assert ends["H"] == 30 - 20 and ends["L1"] == 100 - 0 and ends["L2"] == 130 - 5  # completion from submit
+    feature = sim.features.batch_preemption
+    assert feature is not None
+    assert (feature.preempted_jobs, feature.cancelled_jobs, feature.lost_pod_s) == (1, 0, 15.0)
+    assert by_job(result, "evictions") == {"L1": 0, "L2": 1, "H": 0}
+
+
+def test_cancel_ends_the_victim_and_the_preemptor_starts_in_the_same_instant() -> None:
+    """PreemptMode CANCEL for QOS low: L2 is stopped at 20 and never finishes; H still starts at 20 (the
+    room frees at the end of the step and H is tried again at once) and ends at 30. Lost: 15 s."""
+    sim, result = _run("cancel")
+    ends = _ends(result)
+    assert ends["H"] == 10 and ends["L1"] == 100
+    assert math.isnan(ends["L2"]) and by_job(result, "state")["L2"] == "failed"  # never completed
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.preempted_jobs, feature.cancelled_jobs, feature.lost_pod_s) == (
+        1, 1, 15.0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("mode", "preempts"), [("off", ("low",)), ("requeue", ())])
+def test_no_preemption_when_the_victim_qos_is_off_or_not_listed(mode: str, preempts: tuple[str, ...]) -> None:
+    """QOS low with PreemptMode OFF, or QOS high listing no QOS in Preempt: H waits for L1 to end at 100
+    and runs 100 → 110 (completion 90 after its submit); nothing is preempted."""
+    sim, result = _run(mode, preempts)
+    assert _ends(result) == {"L1": 100, "L2": 100, "H": 90}
+    feature = sim.features.batch_preemption
+    assert feature is not None and feature.preempted_jobs == 0
+
+
+def test_a_class_must_preempt_known_classes() -> None:
+    with pytest.raises(ValueError, match="preempts nobody, which no class names"):
+        Rules.model_validate({"classes": [{"name": "a", "preempts": ["nobody"]}]})
+
+
+def test_recorded_qos_preemption_reaches_the_calibrated_scenario(tmp_path: Path) -> None:
+    """``sacctmgr show qos``: normal (Priority 0, PreemptMode cluster), long (Priority 100, Preempt normal,
+    PreemptMode cluster); ``scontrol show config``: PreemptType preempt/qos, PreemptMode REQUEUE. So long
+    preempts normal and both requeue (the cluster's mode); each job carries its sacct QOS as a label."""
+    config = tmp_path / "config.txt"
+    config.write_text("Configuration data as of 2024-05-01T12:00:00\nPreemptType = preempt/qos\n"
+                      "PreemptMode = REQUEUE\nSchedulerType = sched/builtin\n")  # fmt: skip
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|User|Account|QOS|State|Submit|Start|End|AllocTRES|NodeList\n"
+        "1|alice|physics|long|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:10:00|cpu=4,node=1|n1\n"
+        "2|bob|physics|normal|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:10:00|cpu=4,node=1|n1\n"
+    )  # fmt: skip
+    h = import_sources([str(sacct), str(POLICY / "qos.txt"), str(config)])
+    rules = batch_preemption(h)
+    assert rules is not None and rules.label == "fleetlab.io/qos"
+    assert {c.name: (c.priority, c.preempts, c.mode) for c in rules.classes} == {
+        "normal": (0, (), "requeue"), "long": (100, ("normal",), "requeue"),
+    }  # fmt: skip
+    jobs = history_jobs(h)
+    assert [j.labels for j in jobs] == [{"fleetlab.io/qos": "long"}, {"fleetlab.io/qos": "normal"}]
+    assert backfill_settings(h) == {}  # sched/builtin: no backfill passes
