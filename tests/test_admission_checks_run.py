@@ -144,3 +144,41 @@ def test_a_reservation_preempted_while_it_waits_counts_its_provisioning_wait_up_
     assert by_job(result, "quota_wait_s") == {"busy": 0.0, "low": 980.0, "high": 0.0}
     assert by_job(result, "node_wait_s") == {"busy": 0.0, "low": 0.0, "high": 0.0}
     assert by_job(result, "queue_wait_s")["low"] == 1010.0
+
+
+def test_a_request_waiting_on_a_pool_at_max_size_reads_the_cluster_only_when_it_changed() -> None:
+    """Pool ``auto`` is at its max size of 1 node (8 GPUs). ``a`` (8 GPUs, 10,000 s) and ``b`` (8 GPUs,
+    50 s) reserve quota at 0. The loop at 0 Provisions ``a`` (its pod takes the node once bound) and finds
+    nothing for ``b``: no room, and no scale-up past the max. ``b``'s request is due a look every 10 s,
+    0, 10, …, 10,000 s: 1,001 looks. Only three read the cluster: 0 (first), 10 (a's pod was bound at 0
+    after b's look) and 10,000 (a's end freed the node: Provisioned). The 998 between meet the same
+    cluster, bookings and back-offs, so they are skipped: 1 + 3 looks for a and b, 998 skipped. The
+    answer is as if each look read the cluster: b is admitted at 10,000 (provisioning wait 10,000 s) and
+    runs 10,000 → 10,050 s."""
+    auto = pool("auto", count=1, autoscaling={"min": 0, "max": 1})
+    jobs = [job("a", gpus=8, runtime=10_000, queue="lq"), job("b", gpus=8, runtime=50, queue="lq")]
+    sim, result = _run([auto], jobs, _kueue(16, ATOMIC))
+    assert by_job(result, "provisioning_wait_s") == {"a": 0.0, "b": 10_000.0}
+    assert by_job(result, "completion_s") == {"a": 10_000.0, "b": 10_050.0}
+    checks = sim.features.admission_checks
+    assert checks is not None
+    assert (checks.looks, checks.skipped_looks) == (4, 998)
+
+
+def test_a_skipped_look_still_wakes_when_the_pools_back_off_ends() -> None:
+    """Pool ``auto`` (0 nodes, at most 1, boot 60 s) is stocked out from 0 to 100 s; ``keep`` runs on a
+    CPU node 0 → 1,000 s so the run goes on. ``g`` (8 GPUs, 50 s) reserves quota at 0; the loop at 0 asks
+    for a node: stockout, the pool backs off 5 min (to 300 s). The look at 10 finds it backed off and
+    changes nothing; the looks at 20 … 290 meet the same cluster and are skipped (28), but not the one at
+    300: the back-off has ended (nothing else changed) and so has the stockout window, so the scale-up is
+    requested and ``g`` is Provisioned at 300 s (provisioning wait 300 s); its node boots 300 → 360 s and
+    it runs 360 → 410 s. Looks that read the cluster: 0, 10 and 300."""
+    stockout = {"windows": [{"start_s": 0, "end_s": 100}]}
+    auto = pool("auto", count=0, boot_time_s=60, autoscaling={"min": 0, "max": 1, "stockout": stockout})
+    jobs = [job("g", gpus=8, runtime=50, queue="lq"), job("keep", gpus=0, runtime=1000)]
+    sim, result = _run([auto, pool("cpu", gpus=0)], jobs, _kueue(8, ATOMIC))
+    assert by_job(result, "provisioning_wait_s") == {"g": 300.0, "keep": 0.0}
+    assert by_job(result, "completion_s") == {"g": 410.0, "keep": 1000.0}
+    checks = sim.features.admission_checks
+    assert checks is not None
+    assert (checks.looks, checks.skipped_looks) == (3, 28)

@@ -1,6 +1,6 @@
 """Calibration on real logs from ../shared/traces (skipped when absent): why the HPC2N "Seth" log and the
 Alibaba 2023 pod list waited, and the HPC2N replay on its real 120 x 2-CPU nodes. Figures are those
-docs/calibration.md quotes; the full fit (about 25 s) runs with FLEETLAB_SLOW_TESTS=1."""
+docs/calibration.md quotes; the full fits (about 60 s each) run with FLEETLAB_SLOW_TESTS=1."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import pytest
 
 from fleetlab.experiment.calibration import calibrate
+from fleetlab.experiment.delay_fit import UNEXPLAINED
 from fleetlab.metrics.wait_causes import diagnose_waits
 from fleetlab.model.history import History
 from fleetlab.report.calibration_text import cause_lines
@@ -59,27 +60,38 @@ def test_hpc2n_replays_every_job_on_its_real_nodes(seth: History) -> None:
 
 
 @needs_hpc2n
-@pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~25 s)")
+@pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~60 s)")
 def test_hpc2n_fit_and_out_of_sample_validation(seth: History) -> None:
     c = calibrate(seth)
     # Candidates are scored on the fit part's later third (704 jobs) with limits read from its earlier two
     # thirds (rolling origin): the in-sample levels (0.9 CPU, 0.75 jobs: fit KS 0.198) let a backlog grow
-    # on jobs they were not read from (p95 11.9 x the measured), so the hard ceilings win (quantile 1 of
-    # CPUs and of running jobs), with a 401 s latency and strict FIFO.
+    # on jobs they were not read from (p95 11.9 x the measured), so the hard CPU ceilings win (quantile 1).
     assert c.fit_scoring is not None and c.fit_scoring.method == "rolling-origin"
     assert (c.fit_scoring.read_until_s, c.fit_scoring.scored_jobs) == (2_569_660.0, 704)
+    tried = {(r["knob"], r["value"]): r["score"] for r in c.fit}
+    # The best constant latency (401 s) scores 3.20; a delay drawn per job from the 286 unexplained waits
+    # of the inner part (room on their nodes, no job of the same user running) 2.64: it replaces it. Then
+    # strict FIFO (2.34); no running-job ceiling scores 2 % better than none.
+    assert tried[("scheduling_delay", None)] == pytest.approx(3.20, abs=0.01)
+    assert tried[("scheduling_delay", UNEXPLAINED)] == pytest.approx(2.64, abs=0.01)
     knobs = c.knobs
-    assert (knobs.limit_quantile, knobs.job_limit_quantile, knobs.scheduling_latency_s) == (1.0, 1.0, 401.0)
-    assert knobs.queueing == "fifo"
+    assert (knobs.limit_quantile, knobs.job_limit_quantile, knobs.scheduling_latency_s) == (1.0, None, 0.0)
+    assert knobs.scheduling_delay == UNEXPLAINED and knobs.queueing == "fifo"
     assert c.policy is not None and c.policy.grouping == "user"
+    delay = c.scenario.scheduler.scheduling_delay
+    assert delay is not None and "the 422 started job(s)" in delay.source
+    flag = next(f for f in c.flags if f.startswith("scheduling_delay"))
+    assert "absorbs 31.2 % of the fit part's measured waiting" in flag
     earlier = {(r.job_class, r.metric): r for r in c.rows}
-    assert earlier[("all", "wait_ks")].error == pytest.approx(0.309, abs=0.01)
+    assert earlier[("all", "wait_ks")].error == pytest.approx(0.198, abs=0.01)
     later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
-    # The later part: KS 0.290 (before: 0.259), p95 58,263 s against 92,738 measured (-37 %; before
-    # +357 %), makespan within 2 % (before +92 %): no runaway backlog, but the waits are too short.
-    assert later[("all", "wait_ks")].error == pytest.approx(0.290, abs=0.01)
-    assert later[("all", "wait_p95_s")].simulated == pytest.approx(58_263, rel=0.02)
-    assert not later[("all", "wait_p95_s")].within and later[("all", "makespan_s")].within
+    # The later part: KS 0.116 (constant 401 s latency: 0.290), p95 74,923 s against 92,738 measured
+    # (-19 %; before -37 %), makespan within 2 %: within issue 27's targets (KS <= 0.15, p95 within 30 %)
+    # with the scenario's seed 0; the delays are drawn, and seeds 1 to 5 give KS 0.15 to 0.18 and p95
+    # 53,078 to 73,798 s (docs/calibration.md).
+    assert later[("all", "wait_ks")].error == pytest.approx(0.116, abs=0.01)
+    assert later[("all", "wait_p95_s")].simulated == pytest.approx(74_923, rel=0.02)
+    assert later[("all", "wait_p95_s")].within and later[("all", "makespan_s")].within
 
 
 @needs_openb
@@ -113,7 +125,11 @@ def test_alibaba_held_out_check_keeps_its_verdict_and_does_not_get_worse() -> No
     assert row is not None and row.capacity_explained_wait_share is not None
     assert row.capacity_explained_wait_share <= 0.10
     # Per-team limits scored out of sample keep none; the later part's wait KS 0.553 (0.622 when scored in
-    # sample); capacity still explains none of the waiting.
+    # sample); capacity still explains none of the waiting. The delay drawn from the 1,285 unexplained
+    # waits of the inner part (98.5 % of them at most 1 s: a longer wait nearly always overlaps a job of
+    # the same team) scores 7.69 against the 4 s latency's 5.16: the constant is kept.
     assert (c.knobs.limit_quantile, c.knobs.job_limit_quantile) == (None, None)
+    assert (c.knobs.scheduling_latency_s, c.knobs.scheduling_delay) == (4.0, None)
+    assert any("1285 started job(s)" in n and "the constant latency is kept" in n for n in c.notes)
     later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
     assert later[("all", "wait_ks")].error == pytest.approx(0.553, abs=0.01)

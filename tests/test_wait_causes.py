@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from fleetlab.metrics.intervals import steps, time_short, time_where
-from fleetlab.metrics.wait_causes import diagnose_waits
+from fleetlab.metrics.wait_causes import diagnose_waits, unexplained_waits
 from fleetlab.model.history import NODE_DOWN_SCHEMA
 from history_builders import history
 
@@ -103,6 +103,30 @@ def test_without_a_node_list_capacity_is_not_measured() -> None:
     causes = diagnose_waits(history(JOBS, [], end_s=100.0))
     row = causes.row()
     assert row is not None and row.capacity_explained_wait_share is None and not causes.capacity_known
+    assert unexplained_waits(history(JOBS, [], end_s=100.0)) is None  # room is not measurable
+
+
+def test_unexplained_waits_had_room_and_no_job_of_their_group_running() -> None:
+    # j1 started at once (wait 0: nothing held it); j2 had no room all 40 s (and u1's j1 ran): out; j3 had
+    # room for all 40 s and no other u2 job ran: in; j4 waited 10 s with nothing running: in; j5 never
+    # started (its wait is censored): out. In job order: 0, 40, 10.
+    h = history(JOBS, NODES, end_s=100.0)
+    waits = unexplained_waits(h)
+    assert waits is not None and waits.tolist() == [0.0, 40.0, 10.0]
+    # With n2 down from 55 s, j3 has no room 55..60: out.
+    down = pa.Table.from_pylist(
+        [{"node": "n2", "start_s": 55.0, "end_s": 65.0, "state": "down", "reason": "x", "source": "t"}],
+        schema=NODE_DOWN_SCHEMA,
+    )
+    waits = unexplained_waits(dataclasses.replace(h, node_down=down))
+    assert waits is not None and waits.tolist() == [0.0, 10.0]
+    # Grouped by team, with j2 and j3 in team t: j2 runs 50..80 while j3 waits to 60, so j3 is out; by
+    # user alone (the default) it stays in.
+    teams = [{**j, "team": "t"} if j["job_id"] in ("j2", "j3") else j for j in JOBS]
+    by_team = unexplained_waits(history(teams, NODES, end_s=100.0), "team")
+    by_user = unexplained_waits(history(teams, NODES, end_s=100.0), "user")
+    assert by_team is not None and by_team.tolist() == [0.0, 10.0]
+    assert by_user is not None and by_user.tolist() == [0.0, 40.0, 10.0]
 
 
 def test_step_functions_and_window_times_by_hand() -> None:

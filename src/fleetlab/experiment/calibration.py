@@ -8,13 +8,15 @@ earlier part, and judge the replay on the later part (docs/calibration.md).
 3. Knobs are fitted one after the other on the *fit part* (``history_split``: what the record showed at
    ``--fit-until``), each on a fixed grid by the lowest score (the worse of the waits' KS distance and
    their p95 relative error, each over its tolerance; ties: the earlier candidate): the limit level, the
-   scheduling latency, the boot time of nodes that joined, the first-pull time of the image (by the KS
+   scheduling latency or instead a delay drawn per job from the waits the record leaves unexplained
+   (``delay_fit``), the boot time of nodes that joined, the first-pull time of the image (by the KS
    distance of the pulls). With an inferred policy each candidate is scored out of sample inside the fit
    part (``fit_scoring``: limits read from its earlier two thirds, judged on the rest), as the
    validation judges the final fit.
 4. The whole history is replayed once with what was fitted: ``rows`` compare the fit part's jobs,
    ``validation`` the later part's, each with its own verdict. A fitted latency longer than the median
-   compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain.
+   compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain; so
+   is a fitted drawn delay, always, with the share of the waiting it absorbs.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from fleetlab.experiment.calibration_compare import (
     verdict,
 )
 from fleetlab.experiment.calibration_record import calibration_record, pull_row
+from fleetlab.experiment.delay_fit import UNEXPLAINED, delay_flag, delay_note, unexplained_delay
 from fleetlab.experiment.history_partitions import partition_notes
 from fleetlab.experiment.history_policy import ReplayPolicy, choose_grouping, inferred_policy, recorded_policy
 from fleetlab.experiment.history_scenario import (
@@ -66,6 +69,7 @@ from fleetlab.metrics.wait_causes import WaitCauses, diagnose_waits
 from fleetlab.model.history import History
 from fleetlab.model.job import Job
 from fleetlab.model.scenario import Scenario
+from fleetlab.model.scheduling_delay import SchedulingDelay
 from fleetlab.spec.loader import resolve
 
 __all__ = [
@@ -199,8 +203,15 @@ class _Setup:
     recorded: ReplayPolicy | None
     grouping: str | None
     spans: JobSpans
-    source: History | None = None  # where inferred limits are read (the fit part)
+    source: History | None = None  # where inferred limits and the drawn delay are read (the fit part)
     jobs: dict[bool, tuple[Job, ...]] = field(default_factory=dict)
+    _delay: tuple[SchedulingDelay | None, str] | None = field(default=None, init=False, repr=False)
+
+    def drawn_delay(self) -> tuple[SchedulingDelay | None, str]:
+        """The delay drawn per job, read once from where the limits are read (``delay_fit``)."""
+        if self._delay is None:
+            self._delay = unexplained_delay(self.source or self.history, self.grouping)
+        return self._delay
 
     def policy(self, knobs: Knobs) -> ReplayPolicy | None:
         if self.recorded is not None:
@@ -223,6 +234,7 @@ class _Setup:
             fair_sharing=bool(policy and policy.fair_sharing),
             job_limits=policy.job_limits if policy else (),
             fair_share=policy.fair_share if policy else None,
+            scheduling_delay=self.drawn_delay()[0] if knobs.scheduling_delay == UNEXPLAINED else None,
         )  # fmt: skip
         if horizon is not None:
             scenario = scenario.model_copy(update={"horizon_s": horizon})
@@ -308,6 +320,8 @@ def _grids(fit_history: History, setup: _Setup, background: bool) -> list[tuple[
         grids.append(("limit_quantile", list(LIMIT_GRID), "wait_ks"))
         grids.append(("job_limit_quantile", list(LIMIT_GRID), "wait_ks"))
     grids.append(("scheduling_latency_s", latency_grid(fit_history), "wait_ks"))
+    if setup.drawn_delay()[0] is not None:  # the alternative to the constant: a delay drawn per job
+        grids.append(("scheduling_delay", [None, UNEXPLAINED], "wait_ks"))
     grids.append(("queueing", queueing_grid(fit_history), "wait_ks"))
     if has_node_arrivals(fit_history):
         grids.append(("node_boot_time_s", list(BOOT_GRID_S), "wait_ks"))
@@ -338,25 +352,36 @@ def _fit(
     knobs = Knobs()
     tried: list[dict[str, Any]] = []
     done = 0
+    seen: dict[tuple[Knobs, str], dict[str, float]] = {}  # a candidate met again is not replayed again
     for knob, grid, metric in grids:
         best: tuple[float, Any] | None = None
         for value in grid:
-            candidate = replace(knobs, **{knob: value})
-            scenario, _ = setup.scenario(candidate, horizon)
-            run = _replay(scenario)
-            row: dict[str, Any] = {"knob": knob, "value": value, **_wait_score(measured, run, tol, scored)}
-            score = row["score"]
-            if metric == "image_pull_ks":
-                score = row["image_pull_ks"] = _pull_ks(fit_history, measured, run, candidate)
-            tried.append(row)
+            candidate = _candidate(knobs, knob, value)
+            scores = seen.get((candidate, metric))
+            if scores is None:
+                scenario, _ = setup.scenario(candidate, horizon)
+                run = _replay(scenario)
+                scores = _wait_score(measured, run, tol, scored)
+                if metric == "image_pull_ks":
+                    scores["image_pull_ks"] = _pull_ks(fit_history, measured, run, candidate)
+                seen[(candidate, metric)] = scores
+            tried.append({"knob": knob, "value": value, **scores})
+            score = scores[metric] if metric == "image_pull_ks" else scores["score"]
             if best is None or score < best[0] * (1 - MIN_GAIN) - 1e-12:
                 best = (score, value)
             done += 1
             if progress is not None:
                 progress(done, total)
         assert best is not None
-        knobs = replace(knobs, **{knob: best[1]})
+        knobs = _candidate(knobs, knob, best[1])
     return knobs, tried, [knob for knob, _, _ in first]
+
+
+def _candidate(knobs: Knobs, knob: str, value: Any) -> Knobs:
+    """The knobs with one changed; a drawn delay replaces the constant latency (an alternative to it)."""
+    if knob == "scheduling_delay" and value is not None:
+        return replace(knobs, scheduling_delay=value, scheduling_latency_s=0.0)
+    return replace(knobs, **{knob: value})
 
 
 def _flags(knobs: Knobs, fitted: list[str], fit_history: History, max_latency_s: float | None) -> list[str]:
@@ -435,6 +460,11 @@ def calibrate(
     rows += _whole_rows(history, run, measured, knobs, tol, scenario, notes)
     notes += policy.notes if policy else []
     flags = _flags(knobs, fitted, fit_history, max_latency_s)
+    if can_fit:
+        chosen = knobs.scheduling_delay == UNEXPLAINED
+        notes.append(delay_note(fit_setup.drawn_delay()[1], tried, chosen, MIN_GAIN))
+    drawn = delay_flag(scenario, measured, earlier)
+    flags += [drawn] if drawn else []
     if knobs.background_share > 0:
         flags.append(background_flag(knobs.background_share, background_words, measured=use is not None))
     elif "background_share" in fitted:

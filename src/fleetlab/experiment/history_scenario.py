@@ -57,6 +57,7 @@ from fleetlab.model.lifecycle import FailureEvent
 from fleetlab.model.limits import MAX_PODS_PER_JOB
 from fleetlab.model.scenario import Scenario
 from fleetlab.model.scheduler import SchedulerConfig
+from fleetlab.model.scheduling_delay import SchedulingDelay
 from fleetlab.model.workload import Workload
 from fleetlab.spec.errors import SpecError, problems_from_validation
 
@@ -89,6 +90,9 @@ class Knobs:
     queueing: str = "best-effort-fifo"
     #: Share of every fixed pool held by work the record does not list (the scenario's ``background``).
     background_share: float = 0.0
+    #: A delay drawn per job instead of the constant latency (``delay_fit``): ``unexplained-waits`` draws
+    #: it from the waits the record leaves unexplained; None: none.
+    scheduling_delay: str | None = None
 
 
 def _pool_name(raw: str | None, index: int) -> str:
@@ -429,11 +433,13 @@ def history_scenario(
     fair_sharing: bool = False,
     job_limits: Sequence[JobLimit] = (),
     fair_share: FairShare | None = None,
+    scheduling_delay: SchedulingDelay | None = None,
 ) -> Scenario:
     """The replay scenario with the given knobs (everything else at fleetlab's defaults); ``jobs``, when
     given, are ``history_jobs(history, ...)`` built once for several replays; ``kueue``: the Kueue objects
     the jobs' queues name (``history_policy``), with fair sharing on when ``fair_sharing``; ``job_limits``
-    and ``fair_share``: a batch scheduler's job-count limits and fair-share ordering (``history_batch``)."""
+    and ``fair_share``: a batch scheduler's job-count limits and fair-share ordering (``history_batch``);
+    ``scheduling_delay``: the delay each job draws (``delay_fit``)."""
     built = jobs if jobs is not None else tuple(history_jobs(history))
     cluster, replayed, replay_names, autoscaled = cluster_and_downtime(history, knobs)
     data: dict[str, Any] = {}
@@ -458,6 +464,7 @@ def history_scenario(
             "fair_share": fair_share,
             **({"preemption": False} if slurm_preempts(history) else {}),
             **backfill_settings(history),
+            "scheduling_delay": scheduling_delay,
         }
     )
     return Scenario.model_validate(

@@ -261,15 +261,24 @@ def _behind_earlier(queues: NDArray[np.object_], a: FloatArray, b: FloatArray) -
     return out
 
 
-def diagnose_waits(history: History) -> WaitCauses:
-    """The causes of waiting the record itself shows, overall and per class, team, user and queue."""
+@dataclass(frozen=True)
+class _Windows:
+    """Per job its waiting window ``[a, b)``, when it held its resources and how much of each it asked."""
+
+    cols: JobColumns
+    known: BoolArray
+    started: BoolArray
+    a: FloatArray
+    b: FloatArray
+    held: tuple[FloatArray, FloatArray]
+    need: FloatArray
+
+
+def _windows(history: History) -> _Windows:
     cols = job_columns(history)
     end = float(history.end_s)
     times = job_times(cols, end)
-    n = len(cols.job_id)
     known = times.wait_known
-    a = cols.submit
-    b = np.where(known, cols.submit + times.waits, cols.submit)
     started = times.started
     walltime = _floats(history, "walltime_s")
     stop = np.where(
@@ -277,9 +286,38 @@ def diagnose_waits(history: History) -> WaitCauses:
         np.minimum(cols.end, end),
         np.where(times.held_known, end, np.minimum(cols.scheduled + np.nan_to_num(walltime, nan=end), end)),
     )
-    held = (np.where(started, cols.scheduled, 0.0), np.where(started, stop, 0.0))
     memory = _floats(history, "pods") * _floats(history, "memory_per_pod")
-    need = np.column_stack((np.nan_to_num(cols.cpus), np.nan_to_num(cols.gpus), memory))
+    return _Windows(
+        cols, known, started, cols.submit, np.where(known, cols.submit + times.waits, cols.submit),
+        (np.where(started, cols.scheduled, 0.0), np.where(started, stop, 0.0)),
+        np.column_stack((np.nan_to_num(cols.cpus), np.nan_to_num(cols.gpus), memory)),
+    )  # fmt: skip
+
+
+def unexplained_waits(history: History, grouping: str | None = None) -> FloatArray | None:
+    """The measured waits of the started jobs that capacity and a per-group limit leave unexplained: for
+    their whole wait the recorded running work left room on their eligible nodes and no other job of the
+    same user (nor of the same ``grouping``: ``team`` or ``queue``, where recorded) was running. Jobs that
+    started at once are among them (a wait of 0). None without a node list (room is not measurable)."""
+    if not history.nodes.num_rows:
+        return None
+    w = _windows(history)
+    blocked, _ = _capacity_blocked(history, w.cols, (w.a, w.b), w.held, w.need)
+    free = w.known & w.started & (blocked <= 0)
+    labels = [_labels(history, "user")]
+    if grouping in ("team", "queue"):
+        labels.append(np.asarray(getattr(w.cols, grouping), dtype=object))
+    for label in labels:
+        running, _ = time_while_running(label, w.held, w.a, w.b)
+        free &= running <= 0
+    return np.asarray(w.b[free] - w.a[free], dtype=np.float64)
+
+
+def diagnose_waits(history: History) -> WaitCauses:
+    """The causes of waiting the record itself shows, overall and per class, team, user and queue."""
+    w = _windows(history)
+    cols, known, started, a, b, held, need = w.cols, w.known, w.started, w.a, w.b, w.held, w.need
+    n = len(cols.job_id)
     capacity_known = history.nodes.num_rows > 0
     blocked, downed = (
         _capacity_blocked(history, cols, (a, b), held, need) if capacity_known else (np.zeros(len(a)),) * 2

@@ -11,6 +11,7 @@ from fleetlab.model.batch_policy import FairShare
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.limits import Int, PluginWeight
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
+from fleetlab.model.scheduling_delay import SchedulingDelay
 from fleetlab.model.units import PositiveSeconds, Seconds
 
 StrategyType = Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
@@ -136,6 +137,9 @@ class SchedulerConfig(SpecModel):
     #: Time from a pod's creation to its first scheduling attempt (controllers, admission webhooks, the
     #: scheduler's queue); real clusters hide it, ``fleetlab calibrate`` fits it. Waits count from submit.
     scheduling_latency_s: Seconds = Field(default=0.0, ge=0)
+    #: A delay drawn per job on top of ``scheduling_latency_s`` (a distribution, not one constant);
+    #: ``fleetlab calibrate`` reads it from the waits its record leaves unexplained. None: none.
+    scheduling_delay: SchedulingDelay | None = None
     #: Default spreading for pods a Service / ReplicaSet selects (jobs with ``service``).
     pod_topology_spread: PodTopologySpreadArgs = Field(
         default_factory=PodTopologySpreadArgs, alias="podTopologySpread"

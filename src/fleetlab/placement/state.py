@@ -132,6 +132,8 @@ class ClusterState:
         self.binds_can_help = False
         #: Bumped whenever node membership, readiness or cordon state changes (static masks go stale).
         self.topology_generation = 0
+        #: Bumped whenever room no pod holds is taken or given back (``hold``: a background load).
+        self.hold_generation = 0
         self.gpu_col = self.column[GPU]
         self.cpu_col = self.column[CPU]
         self.mem_col = self.column[MEMORY]
@@ -203,6 +205,7 @@ class ClusterState:
         requested += delta
         free -= delta
         counted[0] += int(delta[self.cpu_col])
+        self.hold_generation += 1
         if (delta < 0).any():
             self.release_generation += 1
         self.changes.append(node)

@@ -88,6 +88,11 @@ class _Waiting:
     #: The cluster as the last look found it when every request was left waiting with no retry in
     #: progress (None otherwise): the next look can only answer the same while it is unchanged.
     settled: tuple[int, ...] | None = None
+    #: What the last look read (``_look_key``), when the look changed none of it and left every request
+    #: waiting, and until when that answer holds (the next booking expiry or pool back-off end): a look
+    #: meeting the same key before then would answer the same, so it is skipped.
+    unchanged: tuple[object, ...] | None = None
+    unchanged_until_ms: int = 0
 
 
 def provisioning_checks(config: QueueConfig) -> dict[str, tuple[ProvisioningCheck, ...]]:
@@ -142,6 +147,11 @@ class AdmissionChecks:
         #: ProvisioningRequests made and those the autoscaler Provisioned (counted once each).
         self.requests = 0
         self.provisioned = 0
+        #: Bumped when a booking is made: a new booking takes room other requests counted on.
+        self.booking_generation = 0
+        #: Looks that read the cluster, and those skipped because nothing they read had changed.
+        self.looks = 0
+        self.skipped_looks = 0
         kueue.gate = self.gate
         on = sim.on
         self.look_kind = on.event_kind(self.look, stale=self.look_is_stale, quiet=self.quiet)
@@ -195,7 +205,14 @@ class AdmissionChecks:
         waiting = self.waiting[job]
         sim = self.sim
         delay_ms = self.interval_ms
+        key = self._look_key()
+        if waiting.unchanged == key and sim.now < waiting.unchanged_until_ms:
+            self.skipped_looks += 1
+            self._look_at(job, sim.now + delay_ms)
+            return
+        self.looks += 1
         waiting.settled = None
+        waiting.unchanged = None
         settled = True
         for check in waiting.checks:
             if check.name in waiting.ready:
@@ -215,6 +232,7 @@ class AdmissionChecks:
                 waiting.ready.add(check.name)
                 self.provisioned += 1
                 self.booked[job] = sim.now + round(BOOKING_S * 1000)
+                self.booking_generation += 1
             elif state == "Retry":
                 settled = False
                 waiting.attempts[check.name] = attempt + 1
@@ -234,7 +252,24 @@ class AdmissionChecks:
             return
         if settled:
             waiting.settled = self._cluster_key()
+            if self._look_key() == key:
+                waiting.unchanged = key
+                waiting.unchanged_until_ms = self._answer_until()
         self._look_at(job, sim.now + delay_ms)
+
+    def _look_key(self) -> tuple[object, ...]:
+        """All a waiting look reads besides the clock: the cluster (``_cluster_key``), room held by no pod,
+        the bookings made, and the pools' back-offs."""
+        backoff = tuple(self.autoscaler.backoff_until.items()) if self.autoscaler is not None else ()
+        return (*self._cluster_key(), self.sim.state.hold_generation, self.booking_generation, backoff)
+
+    def _answer_until(self) -> int:
+        """When the clock alone changes a look's answer: the next booking expiry or back-off end."""
+        now = self.sim.now
+        ends = [until for until in self.booked.values() if until > now]
+        if self.autoscaler is not None:
+            ends.extend(t for t in self.autoscaler.backoff_until.values() if t > now)
+        return min(ends, default=1 << 62)
 
     def _cluster_key(self) -> tuple[int, ...]:
         """What a look depends on: binds, releases, node changes, the scheduling queue, booting nodes."""

@@ -33,6 +33,7 @@ from fleetlab.sim.namespace_quota import NamespaceQuota
 from fleetlab.sim.node_lifecycle import NodeLifecycle
 from fleetlab.sim.pod_pace import PodPace
 from fleetlab.sim.queue_discipline import QueueDiscipline
+from fleetlab.sim.scheduling_delay import DrawnDelay
 from fleetlab.sim.services import ServiceController
 from fleetlab.sim.stranded import StrandedMeter
 from fleetlab.sim.timeline import TimelineRecorder
@@ -69,6 +70,7 @@ class Features:
     admission_checks: AdmissionChecks | None = None
     background: Background | None = None
     batch_preemption: BatchPreemption | None = None
+    scheduling_delay: DrawnDelay | None = None
 
 
 def build_features(sim: EngineHandle) -> Features:
@@ -102,6 +104,9 @@ def build_features(sim: EngineHandle) -> Features:
     windows = scenario.maintenance or (recorded is not None and recorded.windows)
     maintenance = Maintenance(sim) if windows else None
     background = Background(sim) if scenario.background else None  # after GPU tenancy: it takes devices
+    # The first ``arrive`` subscriber: no one sees a job before its drawn delay has passed.
+    delay = sim.config.scheduling_delay
+    scheduling_delay = DrawnDelay(sim, delay) if delay is not None else None
     # Before Kueue: their ``arrive`` holds a job before Kueue sees it.
     withdrawal = Withdrawal(sim) if recorded is not None and recorded.withdraw_s else None
     job_limits = JobLimitGate(sim) if scenario.job_limits else None
@@ -149,4 +154,5 @@ def build_features(sim: EngineHandle) -> Features:
         admission_checks=admission_checks,
         background=background,
         batch_preemption=batch_preemption,
+        scheduling_delay=scheduling_delay,
     )
