@@ -1,7 +1,8 @@
 """All-or-nothing placement of a pod group, optionally inside one topology domain.
 
 A gang is placed by trial: every pod is chosen and provisionally bound in turn; if one pod finds no node,
-every trial bind is rolled back and the gang stays pending, so no GPU is ever held by half a job. With a
+every trial bind is rolled back and the gang stays pending, so no GPU is ever held by half a job (a whole
+plan's trial binds may stay as the real binds where that is the same: sim/gang_binds.py). With a
 topology constraint the domain is chosen first, like Kueue's topology-aware scheduling: for a required
 level, the domain of that level with the least capacity that still holds every pod (BestFit); for a
 preferred level, that level, then one level up at a time, then anywhere. Inside the chosen domain pods go
@@ -97,17 +98,28 @@ class GangPlacer:
         return [feasible & (all_codes == d) for d in domains]
 
     def plan(
-        self, pod: CompiledPod, count: int, topology: TopologyRequest, allowed: BoolArray | None = None
-    ) -> list[int] | None:
-        """Node per pod (not yet bound; only ``allowed`` nodes when given), or None when the gang cannot be
-        placed now."""
+        self,
+        pod: CompiledPod,
+        count: int,
+        topology: TopologyRequest,
+        allowed: BoolArray | None = None,
+        keep: bool = False,
+    ) -> tuple[list[int] | None, bool]:
+        """Node per pod (only ``allowed`` nodes when given), or None when the gang cannot be placed now; and
+        whether the plan's pods are bound in the state already: with ``keep``, the trial binds of a plan
+        chosen pod by pod stay (``ClusterState.keep_trial``) instead of being rolled back for the caller to
+        bind again. Only for a pod without devices or a pod label set, whose trial bind and release touch
+        nothing but the node's sums."""
+        keep = keep and pod.spec.claims is None and pod.label_set < 0
         if pod.spec.topology_assignment:  # Kueue TAS pinned the pods to domains at admission
             plan = self._plan_assignment(pod)
-            return plan if plan is None or allowed is None or all(allowed[n] for n in plan) else None
+            return (plan if plan is None or allowed is None or all(allowed[n] for n in plan) else None), False
         if not self.scheduler.fit_count(pod):
-            return None  # no node fits even one pod: no domain holds the gang, the first select fails
+            return None, False  # no node fits even one pod: no domain holds the gang, the first select fails
         if topology.required is None and topology.preferred is None:
-            return self._plan_by_score(pod, count, allowed)  # no domain to choose: no feasibility mask
+            # no domain to choose: no feasibility mask
+            plan = self._trial(pod, [(count, allowed)], keep)
+            return plan, keep and plan is not None
         feasible = self.scheduler.fits_now(pod).copy()
         if allowed is not None:
             feasible &= allowed
@@ -115,16 +127,16 @@ class GangPlacer:
             for mask in self._domain_masks(topology.required, feasible, pod, count):
                 plan = self._plan_in(pod, count, mask)
                 if plan is not None:
-                    return plan
-            return None
+                    return plan, False
+            return None, False
         if topology.preferred is not None:
             start = self.levels.index(topology.preferred) if topology.preferred in self.levels else 0
             for level in reversed(self.levels[: start + 1]):
                 for mask in self._domain_masks(level, feasible, pod, count):
                     plan = self._plan_in(pod, count, mask)
                     if plan is not None:
-                        return plan
-        return self._plan_by_score(pod, count, allowed)
+                        return plan, False
+        return self._plan_by_score(pod, count, allowed), False
 
     def _plan_in(self, pod: CompiledPod, count: int, mask: BoolArray) -> list[int] | None:
         if pod.spec.pod_dependent or pod.spec.claims is not None:
@@ -149,13 +161,28 @@ class GangPlacer:
         """kube-scheduler's own choice pod by pod, with trial binds rolled back before returning."""
         return self._trial(pod, [(count, mask)])
 
-    def _trial(self, pod: CompiledPod, parts: Sequence[tuple[int, BoolArray | None]]) -> list[int] | None:
+    def _trial(
+        self, pod: CompiledPod, parts: Sequence[tuple[int, BoolArray | None]], keep: bool = False
+    ) -> list[int] | None:
         """Choose and trial-bind ``count`` pods among each part's nodes in turn (their devices reserved
-        too, so the next member sees them taken); everything is rolled back before returning."""
+        too, so the next member sees them taken); everything is rolled back before returning, except a
+        whole plan's binds with ``keep``."""
         state = self.state
         dra = self.scheduler.dra if pod.spec.claims is not None else None
         chosen: list[int] = []
         held: list[PodClaims] = []
+        if keep:
+            for count, mask in parts:
+                for _ in range(count):
+                    node = self.scheduler.select(pod, mask)
+                    if node < 0:
+                        for taken in reversed(chosen):
+                            state.release(taken, pod.request, pod.nonzero)
+                        return None
+                    state.bind(node, pod.request, pod.nonzero)
+                    chosen.append(node)
+            state.keep_trial(chosen)
+            return chosen
         try:
             for count, mask in parts:
                 for _ in range(count):

@@ -190,6 +190,14 @@ class ClusterState:
         self.changes.append(node)
         self.usage_key[node] = None
 
+    def keep_trial(self, nodes: list[int]) -> None:
+        """Trial binds (without a label set) on ``nodes`` stay as the pods' real binds: what rolling them
+        back and binding them again would leave behind, without the sums that cancel (the change log and
+        the release generation move as they would, so every cache and scheduling cycle sees the same)."""
+        self.release_generation += len(nodes)
+        self.changes.extend(reversed(nodes))
+        self.changes.extend(nodes)
+
     def hold(self, node: int, delta: IntArray) -> None:
         """Take (``delta`` > 0) or give back room that no pod holds (a background load): placement sees it
         as requested; no pod is counted."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.element_views import int_elements
+from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
@@ -37,6 +38,7 @@ from fleetlab.sim.events import (
     to_ms,
     transfer_ms,
 )
+from fleetlab.sim.gang_binds import gpus_before_each, trial_binds_stay
 from fleetlab.sim.handle import (
     BindHook,
     CreateHook,
@@ -58,7 +60,7 @@ from fleetlab.sim.result import NEVER
 from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.spec_table import SpecTable
-from fleetlab.sim.specs import build_nodes
+from fleetlab.sim.specs import build_nodes, initially_present
 
 
 class Engine:
@@ -165,15 +167,7 @@ class Engine:
         self.bound_by_priority: defaultdict[int, set[int]] = defaultdict(set)
         self.image_ready: list[dict[str, int]] = [{} for _ in range(self.state.n)]
         self.ready_ms = np.full(self.state.n, -1, dtype=np.int64)
-        #: A pool's first ``count`` node slots exist when the run starts (the rest only when autoscaled).
-        first_slot: dict[int, int] = {}
-        self.initially_present = np.asarray(
-            [
-                node - first_slot.setdefault(info.pool, node) < self.pools[info.pool].count
-                for node, info in enumerate(self.node_infos)
-            ],
-            dtype=bool,
-        ).reshape(-1)
+        self.initially_present = initially_present(self.node_infos, resolved)
         self.runtime_ms = self.work.runtime_ms
         #: Pods were queued since the last scheduling cycle (the loop then runs one).
         self.queue_changed = False
@@ -266,8 +260,9 @@ class Engine:
         self.state.set_unschedulable(node, unschedulable)
 
     # -- pod lifecycle -------------------------------------------------------------------------------
-    def bind(self, pod: int, node: int) -> None:
-        """Bind a pod: take its resources, start its image pull (unless cached) and data download."""
+    def bind(self, pod: int, node: int, gpus_before: int = -1) -> None:
+        """Bind a pod: take its resources, start its image pull (unless cached) and data download;
+        ``gpus_before`` >= 0: a kept trial bind took them, when the node held that many GPUs."""
         state, book, c = self.state, self.book, self.counters
         node_at = book.node_at
         if node_at[pod] >= 0 and book.end_ms_at[pod] < 0:
@@ -276,8 +271,9 @@ class Engine:
         sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         g = self._spec_gpus[sid]
-        gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
-        state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
+        if gpus_before < 0:
+            gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
+            state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
         for hook in self._on_bind:
             hook(pod, node, compiled, g)
         self.touched.add(node)
@@ -443,9 +439,9 @@ class Engine:
     # -- scheduling ----------------------------------------------------------------------------------
     def try_place(self, group_id: int, pod: int) -> bool:
         """One scheduling attempt for a queue entry: a pod, or a whole gang."""
-        compiled, scheduler, placer, gang_size, topology, preempts = self._group_plan[group_id]
+        compiled, scheduler, _, gang_size, _, preempts = self._group_plan[group_id]
         if gang_size:
-            return self._bind_gang(pod, placer.plan(compiled, gang_size, topology))
+            return self._place_gang(group_id, pod, None)
         node = scheduler.select(compiled)
         if node < 0:
             if preempts:
@@ -463,21 +459,28 @@ class Engine:
     def try_place_on(self, group_id: int, pod: int, allowed: BoolArray) -> bool:
         """``try_place`` on the ``allowed`` nodes only, without preemption (a backfill that must leave a
         reservation's nodes alone)."""
-        compiled, scheduler, placer, gang_size, topology, _ = self._group_plan[group_id]
+        compiled, scheduler, _, gang_size, _, _ = self._group_plan[group_id]
         if gang_size:
-            return self._bind_gang(pod, placer.plan(compiled, gang_size, topology, allowed))
+            return self._place_gang(group_id, pod, allowed)
         node = scheduler.select(compiled, allowed)
         if node < 0:
             return False
         self.bind(pod, node)
         return True
 
-    def _bind_gang(self, pod: int, plan: list[int] | None) -> bool:
-        """Bind the unfinished pods of ``pod``'s job to the nodes of ``plan`` (None: it found none)."""
+    def _place_gang(self, group_id: int, pod: int, allowed: BoolArray | None) -> bool:
+        """Plan the gang of ``pod``'s job and bind its unfinished pods to the plan's nodes (its trial binds
+        kept where sim/gang_binds.py says they may stay); False when no plan was found."""
+        compiled, _, placer, count, topology, _ = self._group_plan[group_id]
+        job = self._pod_job[pod]
+        keep = trial_binds_stay(self._bind_state_blind, len(self._on_bind), compiled, self._label_set[job])
+        plan, kept = placer.plan(compiled, count, topology, allowed, keep)
         if plan is None:
             return False
-        for member, node in zip(self.unfinished_pods(self._pod_job[pod]), plan, strict=True):
-            self.bind(member, node)
+        gpus = self._spec_gpus[self.spec_of(job)]
+        before = gpus_before_each(self.state, plan, gpus) if kept else [-1] * len(plan)
+        for member, node, held in zip(self.unfinished_pods(job), plan, before, strict=True):
+            self.bind(member, node, held)
         return True
 
     # -- arrivals held and withdrawn (sim/held_jobs.py) ------------------------------------------------
@@ -586,6 +589,7 @@ class Engine:
         """Turn the subscriptions into the tuples the lifecycle methods loop over (at the run's start)."""
         on = self.on
         self._on_bind, self._on_start = tuple(on.bind), tuple(on.start)
+        self._bind_state_blind: tuple[Callable[[CompiledPod], bool], ...] = tuple(on.bind_state_blind)
         self._on_stop, self._on_release = tuple(on.stop), tuple(on.release)
         self._on_job_failed, self._make_room = tuple(on.job_failed), tuple(on.make_room)
         self._after_step = tuple(on.after_step)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetlab.model.resources import GPU
-from fleetlab.placement.devices import MIG, TIME_SLICED, Holding, build_devices
+from fleetlab.placement.devices import MIG, PLAIN, TIME_SLICED, Holding, build_devices
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.pod_pace import PodPace
@@ -68,8 +68,11 @@ class GpuTenancy:
         self.runs: dict[int, _Run] = {}
         self.on_gpu: dict[tuple[int, int], set[int]] = {}
         self.share_view = attach_share_view(sim)
+        #: Whether every node's GPUs are plain (fixed, like ``time_sliced``).
+        self.all_plain = bool((self.devices.kind == PLAIN).all())
         on = sim.on
         on.bind.append(self.bound)
+        on.bind_state_blind.append(self.state_blind)
         on.release.append(self.released)
         if self.time_sliced:
             on.start.append(self.started)
@@ -77,6 +80,10 @@ class GpuTenancy:
         on.run_end.append(self.finish)
 
     # -- bind / release ------------------------------------------------------------------------------
+    def state_blind(self, compiled: CompiledPod) -> bool:
+        """``bound`` takes whole GPUs of plain nodes only (or nothing) for this spec: the devices alone."""
+        return self.all_plain and self.share_view is None and not any(compiled.spec.gpu_share)
+
     def bound(self, pod: int, node: int, compiled: CompiledPod, whole_gpus: int) -> None:
         """Take GPUs for a pod the simulator just bound to ``node`` (``whole_gpus``: its request's
         nvidia.com/gpu, which the simulator keeps per spec)."""

@@ -72,6 +72,10 @@ class Subscriptions:
         self.gone: list[PodHook] = []
         #: A pod was bound: ``(pod, node, compiled pod, whole GPUs per pod)``.
         self.bind: list[BindHook] = []
+        #: Per ``bind`` subscriber that can run between a gang's binds, ``(compiled pod) -> True`` when its
+        #: hook neither reads nor changes the cluster state's sums for a pod of that spec. A gang's trial
+        #: binds stay as its real binds only when every ``bind`` subscriber answers here, with True.
+        self.bind_state_blind: list[Callable[[CompiledPod], bool]] = []
         #: A pod starts computing: ``(pod, wall ms it needs at full speed)``.
         self.start: list[PodNodeHook] = []
         #: A pod stops computing or never will (it finished, was evicted, deleted or failed): ``(pod)``.

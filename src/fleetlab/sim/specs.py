@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from fleetlab.model.cluster import GPU_MEMORY_LABEL
 from fleetlab.model.dra import PodClaimRef, PodClaims
 from fleetlab.model.job import Job
@@ -15,7 +17,7 @@ from fleetlab.model.kube import (
 from fleetlab.model.resources import EPHEMERAL_STORAGE, MEMORY, PODS
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.framework import PodSpec
-from fleetlab.placement.state import NodeInfo
+from fleetlab.placement.state import BoolArray, NodeInfo
 from fleetlab.sim.pod_constraints import pod_constraints_of
 
 
@@ -116,3 +118,15 @@ def build_nodes(resolved: ResolvedScenario) -> list[NodeInfo]:
                 )
             )
     return nodes
+
+
+def initially_present(nodes: list[NodeInfo], resolved: ResolvedScenario) -> BoolArray:
+    """Per node slot, whether it exists when the run starts: a pool's first ``count`` slots (the rest
+    only when autoscaled)."""
+    pools = resolved.scenario.cluster.pools
+    first_slot: dict[int, int] = {}
+    present = [
+        node - first_slot.setdefault(info.pool, node) < pools[info.pool].count
+        for node, info in enumerate(nodes)
+    ]
+    return np.asarray(present, dtype=bool).reshape(-1)
