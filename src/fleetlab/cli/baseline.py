@@ -189,7 +189,9 @@ def calibrate_cmd(
     seeds: Annotated[
         int,
         typer.Option(
-            "--seeds", min=1, max=100,
+            "--seeds",
+            min=1,
+            max=100,
             help="Replay the calibrated scenario under this many seeds (each part is judged on the mean); "
             "once when nothing in it is drawn at random.",
         ),

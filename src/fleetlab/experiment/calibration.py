@@ -461,7 +461,9 @@ def calibrate(
         progress(1, 1)
     rows = mean_rows([r.rows for r in replays])
     validation = (
-        Validation(mean_rows([r.validation or [] for r in replays]), int(later.sum())) if later.any() else None
+        Validation(mean_rows([r.validation or [] for r in replays]), int(later.sum()))
+        if later.any()
+        else None
     )
     if validation is None:
         notes.append("no validation: --fit-until is at or after the last submission, nothing was held out")
@@ -499,7 +501,9 @@ def _seed_replays(
     parts = random_parts(scenario)
     count = seeds if parts else 1
     if not parts:
-        notes.append("replayed once: nothing in the calibrated scenario is drawn at random, every seed is alike")
+        notes.append(
+            "replayed once: nothing in the calibrated scenario is drawn at random, every seed is alike"
+        )
     elif seeds > 1:
         notes.append(
             f"replayed under {seeds} seeds ({scenario.seed}..{scenario.seed + seeds - 1}): the scenario "

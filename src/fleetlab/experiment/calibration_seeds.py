@@ -45,8 +45,8 @@ class SeedReplay:
 
     def as_dict(self) -> dict[str, Any]:
         """What calibration.json shows under ``seeds``."""
-        return {"seed": self.seed, "rows": [r.as_dict() for r in self.rows],
-                "validation_rows": None if self.validation is None else [r.as_dict() for r in self.validation]}  # fmt: skip
+        later = None if self.validation is None else [r.as_dict() for r in self.validation]
+        return {"seed": self.seed, "rows": [r.as_dict() for r in self.rows], "validation_rows": later}
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -91,7 +91,7 @@ def seed_summary(replays: Sequence[SeedReplay], part: str) -> list[dict[str, Any
             {"part": part, "job_class": rows[0].job_class, "metric": rows[0].metric,
              "measured": rows[0].measured, "tolerance": rows[0].tolerance,
              "seeds": [r.seed for r in replays], "errors": errors,
-             "mean": _mean(errors), "min": min(known) if known else None, "max": max(known) if known else None,
+             "mean": _mean(errors), "min": min(known, default=None), "max": max(known, default=None),
              "within_seeds": sum(r.within is True for r in rows),
              "judged_seeds": sum(r.within is not None for r in rows)}
         )  # fmt: skip

@@ -122,9 +122,8 @@ def seed_lines(summary: list[dict[str, Any]]) -> list[str]:
     for part in ("fit", "validation"):
         figures = []
         for metric, words in SEED_FIGURES:
-            row = next(
-                (r for r in summary if (r["part"], r["job_class"], r["metric"]) == (part, "all", metric)), None
-            )
+            key = (part, "all", metric)
+            row = next((r for r in summary if (r["part"], r["job_class"], r["metric"]) == key), None)
             if row is None or row["mean"] is None:
                 continue
             unit = " s" if metric != "wait_ks" else ""
