@@ -97,6 +97,11 @@ def test_a_replay_that_draws_nothing_runs_once_and_says_so() -> None:
     assert any(
         n.startswith("replayed once: nothing in the calibrated scenario is drawn at random") for n in c.notes
     )
+    # No spread to show: each part's line gives the one replay's figure. Every job replays with no wait
+    # against waits half 0 s and half 1,000 s: KS 0.5 on both parts, not within 0.10.
+    lines = calibration_payload(c)["seed_verdict"]
+    assert lines[0].startswith("fit: KS 0.500 (one replay), not within 0.100")
+    assert lines[1].startswith("validation: KS 0.500 (one replay), not within 0.100")
 
 
 def _row(error: float | None, within: bool | None, simulated: float) -> MetricRow:

@@ -128,10 +128,15 @@ def seed_lines(summary: list[dict[str, Any]]) -> list[str]:
                 continue
             unit = " s" if metric != "wait_ks" else ""
             fmt = "{:.3f}" if metric == "wait_ks" else "{:,.0f}"
+            tolerance = f"{fmt.format(row['tolerance'])}{unit}"
+            if len(row["seeds"]) == 1:  # replayed once: nothing drawn at random, there is no spread
+                within = "within" if row["within_seeds"] else "not within"
+                figures.append(f"{words} {fmt.format(row['mean'])}{unit} (one replay), {within} {tolerance}")
+                continue
             figures.append(
                 f"{words} mean {fmt.format(row['mean'])}{unit} ({fmt.format(row['min'])}–"
                 f"{fmt.format(row['max'])}{unit}), {row['within_seeds']} of {len(row['seeds'])} seed(s) "
-                f"within {fmt.format(row['tolerance'])}{unit}"
+                f"within {tolerance}"
             )
         if figures:
             lines.append(f"{part}: " + "; ".join(figures))
