@@ -82,16 +82,27 @@ def test_hpc2n_fit_and_out_of_sample_validation(seth: History) -> None:
     assert delay is not None and "the 422 started job(s)" in delay.source
     flag = next(f for f in c.flags if f.startswith("scheduling_delay"))
     assert "absorbs 31.2 % of the fit part's measured waiting" in flag
+    # The drawn delays make the replay differ by seed: it is replayed under seeds 0..4 and each part is
+    # judged on the mean. Seed 0 (replay/): fit KS 0.198, validation KS 0.116 and p95 74,923 s against
+    # 92,738 measured (-19 %). Over the five seeds the validation KS is 0.116, 0.152, 0.180, 0.160, 0.155
+    # (mean 0.153: issue 27's 0.15 not met) and the p95 within 30 % on 2 of 5 seeds (mean error 30,618 s,
+    # 33 %: not met); the makespan is within 5 % on every seed (docs/calibration.md).
+    assert [r.seed for r in c.seed_replays] == [0, 1, 2, 3, 4]
+    first = {(r.job_class, r.metric): r for r in c.seed_replays[0].validation or []}
+    assert first[("all", "wait_ks")].error == pytest.approx(0.116, abs=0.01)
+    assert first[("all", "wait_p95_s")].simulated == pytest.approx(74_923, rel=0.02)
     earlier = {(r.job_class, r.metric): r for r in c.rows}
-    assert earlier[("all", "wait_ks")].error == pytest.approx(0.198, abs=0.01)
+    assert earlier[("all", "wait_ks")].error == pytest.approx(0.206, abs=0.01)
     later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
-    # The later part: KS 0.116 (constant 401 s latency: 0.290), p95 74,923 s against 92,738 measured
-    # (-19 %; before -37 %), makespan within 2 %: within issue 27's targets (KS <= 0.15, p95 within 30 %)
-    # with the scenario's seed 0; the delays are drawn, and seeds 1 to 5 give KS 0.15 to 0.18 and p95
-    # 53,078 to 73,798 s (docs/calibration.md).
-    assert later[("all", "wait_ks")].error == pytest.approx(0.116, abs=0.01)
-    assert later[("all", "wait_p95_s")].simulated == pytest.approx(74_923, rel=0.02)
-    assert later[("all", "wait_p95_s")].within and later[("all", "makespan_s")].within
+    assert later[("all", "wait_ks")].error == pytest.approx(0.153, abs=0.01)
+    assert later[("all", "wait_p95_s")].error == pytest.approx(30_618, rel=0.03)
+    assert not later[("all", "wait_p95_s")].within and later[("all", "makespan_s")].within
+    ks = [next(r.error for r in s.validation or [] if (r.job_class, r.metric) == ("all", "wait_ks"))
+          for s in c.seed_replays]  # fmt: skip
+    assert later[("all", "wait_ks")].error == pytest.approx(sum(e or 0.0 for e in ks) / 5)
+    p95 = [next(r for r in s.validation or [] if (r.job_class, r.metric) == ("all", "wait_p95_s"))
+           for s in c.seed_replays]  # fmt: skip
+    assert sum(abs((r.simulated or 0.0) / 92_738 - 1) <= 0.30 for r in p95) == 2
 
 
 @needs_openb
@@ -133,3 +144,6 @@ def test_alibaba_held_out_check_keeps_its_verdict_and_does_not_get_worse() -> No
     assert any("1285 started job(s)" in n and "the constant latency is kept" in n for n in c.notes)
     later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
     assert later[("all", "wait_ks")].error == pytest.approx(0.553, abs=0.01)
+    # A constant latency and no drawn part: the replay is the same under every seed, so it runs once.
+    assert [r.seed for r in c.seed_replays] == [0]
+    assert any(n.startswith("replayed once: nothing in the calibrated scenario") for n in c.notes)

@@ -186,6 +186,16 @@ def calibrate_cmd(
         float | None,
         typer.Option("--max-latency", help="Flag a fitted scheduling latency longer than this (seconds)."),
     ] = None,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            "--seeds",
+            min=1,
+            max=100,
+            help="Replay the calibrated scenario under this many seeds (each part is judged on the mean); "
+            "once when nothing in it is drawn at random.",
+        ),
+    ] = 5,
 ) -> None:
     """Say why jobs waited, replay the history on its own nodes with its policy, fit on the earlier part
     and validate on the later part, metric by metric."""
@@ -205,14 +215,15 @@ def calibrate_cmd(
         with DelayedProgress(err_console) as progress:
             result = calibrate(
                 loaded, tolerances, fit=not no_fit, progress=lambda d, t: progress("fit", d, t),
-                fit_until=fit_until, max_latency_s=max_latency,
+                fit_until=fit_until, max_latency_s=max_latency, seeds=seeds,
             )  # fmt: skip
     except SpecError as exc:
         raise fail(str(exc)) from None
     title = history_title(loaded, "calibration")
     payload = calibration_payload(result)
     if not json_out:
-        for line in [*payload["why"], *(f"flag: {f}" for f in payload["flags"])]:
+        lines = [*payload["why"], *payload["seed_verdict"], *(f"flag: {f}" for f in payload["flags"])]
+        for line in lines:
             out_console.print(line, highlight=False, markup=False)
     _publish(
         out,

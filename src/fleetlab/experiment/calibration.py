@@ -13,8 +13,10 @@ earlier part, and judge the replay on the later part (docs/calibration.md).
    distance of the pulls). With an inferred policy each candidate is scored out of sample inside the fit
    part (``fit_scoring``: limits read from its earlier two thirds, judged on the rest), as the
    validation judges the final fit.
-4. The whole history is replayed once with what was fitted: ``rows`` compare the fit part's jobs,
-   ``validation`` the later part's, each with its own verdict. A fitted latency longer than the median
+4. The whole history is replayed with what was fitted, under ``seeds`` seeds where the scenario draws at
+   random (once where it does not; ``calibration_seeds``): ``rows`` compare the fit part's jobs,
+   ``validation`` the later part's, each the mean over the seeds with its own verdict on that mean; the
+   knob search itself replays under the scenario's seed only. A fitted latency longer than the median
    compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain; so
    is a fitted drawn delay, always, with the share of the waiting it absorbs.
 """
@@ -47,6 +49,7 @@ from fleetlab.experiment.calibration_compare import (
     verdict,
 )
 from fleetlab.experiment.calibration_record import calibration_record, pull_row
+from fleetlab.experiment.calibration_seeds import DEFAULT_SEEDS, SeedReplay, mean_rows, random_parts
 from fleetlab.experiment.delay_fit import UNEXPLAINED, delay_flag, delay_note, unexplained_delay
 from fleetlab.experiment.history_partitions import partition_notes
 from fleetlab.experiment.history_policy import ReplayPolicy, choose_grouping, inferred_policy, recorded_policy
@@ -188,6 +191,9 @@ class Calibration:
     flags: list[str] = field(default_factory=list)
     #: How the fit scored its candidates (None: nothing fitted).
     fit_scoring: FitScoring | None = None
+    #: Each seed's rows (the first: the scenario's seed, whose replay is ``run``); ``rows`` and
+    #: ``validation`` hold their means.
+    seed_replays: list[SeedReplay] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -241,8 +247,8 @@ class _Setup:
         return scenario, policy
 
 
-def _replay(scenario: Scenario) -> Run:
-    return run_one(resolve(scenario, label="<calibrated scenario>"), None)
+def _replay(scenario: Scenario, seed: int | None = None) -> Run:
+    return run_one(resolve(scenario, label="<calibrated scenario>"), None, seed)
 
 
 def _wait_score(
@@ -410,6 +416,7 @@ def calibrate(
     progress: Callable[[int, int], None] | None = None,
     fit_until: str | float | None = None,
     max_latency_s: float | None = None,
+    seeds: int = DEFAULT_SEEDS,
 ) -> Calibration:
     """Diagnose, fit on the earlier part, replay the whole history and compare each part (module doc)."""
     tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
@@ -445,15 +452,18 @@ def calibrate(
     whole = _Setup(history, recorded, grouping, JobSpans.of(history), source=fit_history)
     scenario, policy = whole.scenario(knobs)
     run = _replay(scenario)
-    if progress is not None:
-        progress(1, 1)
     measured = Measured.of(history)
     simulated = Simulated.of(run, measured.ids, measured.gpus, measured.cpus)
     earlier = measured.submit < split
-    rows = compare(measured, simulated, earlier, tol)
     later = ~earlier
+    replays = _seed_replays(scenario, run, measured, earlier, tol, seeds, notes)
+    if progress is not None:
+        progress(1, 1)
+    rows = mean_rows([r.rows for r in replays])
     validation = (
-        Validation(compare(measured, simulated, later, tol), int(later.sum())) if later.any() else None
+        Validation(mean_rows([r.validation or [] for r in replays]), int(later.sum()))
+        if later.any()
+        else None
     )
     if validation is None:
         notes.append("no validation: --fit-until is at or after the last submission, nothing was held out")
@@ -473,13 +483,42 @@ def calibrate(
         rows, knobs, tried, _disagreements(measured, simulated), scenario, run, notes, fitted,
         wait_causes=causes, policy=policy, validation=validation,
         fit_until_s=split if validation is not None else None, flags=flags,
-        fit_scoring=scoring if can_fit else None,
+        fit_scoring=scoring if can_fit else None, seed_replays=replays,
     )  # fmt: skip
     record = calibration_record(
         rows, validation.rows if validation else None, result.fit_until_s, flags, history.epoch
     )
     result.scenario = scenario.model_copy(update={"calibration": record})
     return result
+
+
+def _seed_replays(
+    scenario: Scenario, run: Run, measured: Measured, earlier: BoolArray, tol: dict[str, float], seeds: int,
+    notes: list[str],
+) -> list[SeedReplay]:  # fmt: skip
+    """The replay under the scenario's seed (``run``) and, where the scenario draws at random, under the
+    next ``seeds`` − 1 seeds; each seed's fit and validation rows."""
+    parts = random_parts(scenario)
+    count = seeds if parts else 1
+    if not parts:
+        notes.append(
+            "replayed once: nothing in the calibrated scenario is drawn at random, every seed is alike"
+        )
+    elif seeds > 1:
+        notes.append(
+            f"replayed under {seeds} seeds ({scenario.seed}..{scenario.seed + seeds - 1}): the scenario "
+            f"draws {' and '.join(parts)}; each verdict judges the mean over the seeds (replay/: seed "
+            f"{scenario.seed})"
+        )
+    out = []
+    for k in range(count):
+        seed = scenario.seed + k
+        replayed = run if k == 0 else _replay(scenario, seed)
+        simulated = Simulated.of(replayed, measured.ids, measured.gpus, measured.cpus)
+        later = ~earlier
+        out.append(SeedReplay(seed, compare(measured, simulated, earlier, tol),
+                              compare(measured, simulated, later, tol) if later.any() else None))  # fmt: skip
+    return out
 
 
 def _whole_rows(

@@ -59,7 +59,11 @@ def write_baseline_files(baseline: Baseline, folder: Path, title: str) -> None:
 def calibration_payload(calibration: Any) -> dict[str, Any]:
     """What calibration.json holds: why jobs waited, verdict, fitted knobs and the search, the policy, the
     fit rows, the validation (later part) with its own verdict, flags, disagreements, notes."""
-    from fleetlab.report.calibration_text import cause_lines, policy_lines
+    from fleetlab.experiment.calibration_seeds import seed_summary
+    from fleetlab.report.calibration_text import cause_lines, policy_lines, seed_lines
+
+    replays = calibration.seed_replays
+    summary = seed_summary(replays, "fit") + seed_summary(replays, "validation") if replays else []
 
     causes = calibration.wait_causes.as_dict() if calibration.wait_causes is not None else None
     policy = calibration.policy.describe() if calibration.policy is not None else {"source": "none"}
@@ -82,6 +86,9 @@ def calibration_payload(calibration: Any) -> dict[str, Any]:
             "jobs": validation.jobs,
             "rows": [r.as_dict() for r in validation.rows],
         },
+        "seed_verdict": seed_lines(summary),
+        "seed_summary": summary,
+        "seeds": [r.as_dict() for r in calibration.seed_replays],
         "flags": list(calibration.flags),
         "disagreements": calibration.disagreements,
         "notes": list(calibration.notes),

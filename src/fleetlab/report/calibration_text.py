@@ -109,3 +109,35 @@ def policy_lines(policy: dict[str, Any] | None) -> list[str]:
     if len(limits) > SHOWN_LIMITS:
         lines.append(f"  and {len(limits) - SHOWN_LIMITS} more limit(s) in calibration.json (policy.limits)")
     return lines
+
+
+#: The figures each part's seed line states: (metric, words).
+SEED_FIGURES = (("wait_ks", "KS"), ("wait_p95_s", "p95 error"))
+
+
+def seed_lines(summary: list[dict[str, Any]]) -> list[str]:
+    """Per part, the wait KS and p95 error over the seeds (calibration.json ``seed_summary``, class
+    ``all``): the mean, min–max and how many seeds are within the tolerance — never one seed's figure."""
+    lines = []
+    for part in ("fit", "validation"):
+        figures = []
+        for metric, words in SEED_FIGURES:
+            key = (part, "all", metric)
+            row = next((r for r in summary if (r["part"], r["job_class"], r["metric"]) == key), None)
+            if row is None or row["mean"] is None:
+                continue
+            unit = " s" if metric != "wait_ks" else ""
+            fmt = "{:.3f}" if metric == "wait_ks" else "{:,.0f}"
+            tolerance = f"{fmt.format(row['tolerance'])}{unit}"
+            if len(row["seeds"]) == 1:  # replayed once: nothing drawn at random, there is no spread
+                within = "within" if row["within_seeds"] else "not within"
+                figures.append(f"{words} {fmt.format(row['mean'])}{unit} (one replay), {within} {tolerance}")
+                continue
+            figures.append(
+                f"{words} mean {fmt.format(row['mean'])}{unit} ({fmt.format(row['min'])}–"
+                f"{fmt.format(row['max'])}{unit}), {row['within_seeds']} of {len(row['seeds'])} seed(s) "
+                f"within {tolerance}"
+            )
+        if figures:
+            lines.append(f"{part}: " + "; ".join(figures))
+    return lines
