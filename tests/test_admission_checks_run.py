@@ -165,6 +165,15 @@ def test_a_request_waiting_on_a_pool_at_max_size_reads_the_cluster_only_when_it_
     assert (checks.looks, checks.skipped_looks) == (4, 998)
 
 
+def _stocked_out(others: list[dict[str, Any]]) -> tuple[Simulator, SimulationResult]:
+    """Pool ``auto`` (0 nodes, at most 1, boot 60 s) stocked out from 0 to 100 s, a CPU pool, and ``g``
+    (8 GPUs, 50 s) in LocalQueue ``lq`` behind an atomic scale-up check, with ``others`` beside it."""
+    stockout = {"windows": [{"start_s": 0, "end_s": 100}]}
+    auto = pool("auto", count=0, boot_time_s=60, autoscaling={"min": 0, "max": 1, "stockout": stockout})
+    jobs = [job("g", gpus=8, runtime=50, queue="lq"), *others]
+    return _run([auto, pool("cpu", gpus=0)], jobs, _kueue(8, ATOMIC))
+
+
 def test_a_skipped_look_still_wakes_when_the_pools_back_off_ends() -> None:
     """Pool ``auto`` (0 nodes, at most 1, boot 60 s) is stocked out from 0 to 100 s; ``keep`` runs on a
     CPU node 0 → 1,000 s so the run goes on. ``g`` (8 GPUs, 50 s) reserves quota at 0; the loop at 0 asks
@@ -173,10 +182,7 @@ def test_a_skipped_look_still_wakes_when_the_pools_back_off_ends() -> None:
     300: the back-off has ended (nothing else changed) and so has the stockout window, so the scale-up is
     requested and ``g`` is Provisioned at 300 s (provisioning wait 300 s); its node boots 300 → 360 s and
     it runs 360 → 410 s. Looks that read the cluster: 0, 10 and 300."""
-    stockout = {"windows": [{"start_s": 0, "end_s": 100}]}
-    auto = pool("auto", count=0, boot_time_s=60, autoscaling={"min": 0, "max": 1, "stockout": stockout})
-    jobs = [job("g", gpus=8, runtime=50, queue="lq"), job("keep", gpus=0, runtime=1000)]
-    sim, result = _run([auto, pool("cpu", gpus=0)], jobs, _kueue(8, ATOMIC))
+    sim, result = _stocked_out([job("keep", gpus=0, runtime=1000)])
     assert by_job(result, "provisioning_wait_s") == {"g": 300.0, "keep": 0.0}
     assert by_job(result, "completion_s") == {"g": 410.0, "keep": 1000.0}
     checks = sim.features.admission_checks
@@ -189,10 +195,6 @@ def test_a_run_with_nothing_else_left_does_not_end_before_the_look_at_the_back_o
     are ``g``'s looks. The back-off ends at 300 s, the instant of a look: that look must still run (it
     requests the scale-up), so the run does not end at 300 s with ``g`` pending. As above: Provisioned at
     300 s, the node boots 300 → 360 s, ``g`` runs 360 → 410 s."""
-    stockout = {"windows": [{"start_s": 0, "end_s": 100}]}
-    auto = pool("auto", count=0, boot_time_s=60, autoscaling={"min": 0, "max": 1, "stockout": stockout})
-    _, result = _run(
-        [auto, pool("cpu", gpus=0)], [job("g", gpus=8, runtime=50, queue="lq")], _kueue(8, ATOMIC)
-    )
+    _, result = _stocked_out([])
     assert by_job(result, "provisioning_wait_s") == {"g": 300.0}
     assert by_job(result, "completion_s") == {"g": 410.0}

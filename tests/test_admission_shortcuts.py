@@ -81,6 +81,19 @@ class Forgetful(NominationCache[Any]):
         return {}
 
 
+def apply_op(m: AdmissionManager, now: int, op: tuple[Any, ...]) -> None:
+    """One operation of a drawn world at ``now``: submit workload ``w{now}``, or finish / evict an admitted
+    workload picked by the op's index (nothing when none is admitted)."""
+    if op[0] == "submit":
+        _, q, gpus, priority, count = op
+        m.submit(wl(f"w{now}", f"q{q}", gpus, priority=priority, t=now, count=count))
+        return
+    admitted = sorted(m.admitted_workloads())
+    if admitted:
+        victim = admitted[op[1] % len(admitted)]
+        m.finish(victim) if op[0] == "finish" else m.evict(victim, now)
+
+
 def step(m: AdmissionManager, now: int) -> list[tuple[Any, ...]]:
     """One cycle, then the requested victims evicted; what happened, comparable between managers."""
     admitted = [(a.workload_id, a.cluster_queue, a.flavors, a.borrowing) for a in m.cycle(now)]
@@ -102,14 +115,7 @@ def test_shortcuts_give_the_answers_of_the_long_way(
     slow._nominations = Forgetful()
     for now, op in enumerate(ops, start=1):
         for m in (fast, slow):
-            if op[0] == "submit":
-                _, q, gpus, priority, count = op
-                m.submit(wl(f"w{now}", f"q{q}", gpus, priority=priority, t=now, count=count))
-            else:
-                admitted = sorted(m.admitted_workloads())
-                if admitted:
-                    victim = admitted[op[1] % len(admitted)]
-                    m.finish(victim) if op[0] == "finish" else m.evict(victim, now)
+            apply_op(m, now, op)
         for _ in range(2):
             got = step(fast, now)
             with mock.patch.object(preemption, "_nothing_to_take", return_value=False):

@@ -17,7 +17,7 @@ from fleetlab.admission.manager import AdmissionManager
 from fleetlab.admission.preemption import ClassicPreemption
 from fleetlab.admission.tree import FlavorResource, ResourceTree
 from test_admission import cohort, config, cq, quota, wl, worlds
-from test_admission_shortcuts import step
+from test_admission_shortcuts import apply_op, step
 
 
 def _frs(tree: ResourceTree) -> list[FlavorResource]:
@@ -80,14 +80,7 @@ def test_lent_series_equals_the_scalar_lent_at_every_recorded_state(
     usage_rows: list[list[int]] = []
     lent_rows: list[list[int]] = []
     for now, op in enumerate(ops, start=1):
-        if op[0] == "submit":
-            _, q, gpus, priority, count = op
-            m.submit(wl(f"w{now}", f"q{q}", gpus, priority=priority, t=now, count=count))
-        else:
-            admitted = sorted(m.admitted_workloads())
-            if admitted:
-                victim = admitted[op[1] % len(admitted)]
-                m.finish(victim) if op[0] == "finish" else m.evict(victim, now)
+        apply_op(m, now, op)
         step(m, now)
         _record(m.tree, usage_rows, lent_rows)
     _check_recorded(m.tree, usage_rows, lent_rows)
