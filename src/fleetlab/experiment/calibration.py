@@ -16,7 +16,8 @@ earlier part, and judge the replay on the later part (docs/calibration.md).
 4. The whole history is replayed with what was fitted, under ``seeds`` seeds where the scenario draws at
    random (once where it does not; ``calibration_seeds``): ``rows`` compare the fit part's jobs,
    ``validation`` the later part's, each the mean over the seeds with its own verdict on that mean; the
-   knob search itself replays under the scenario's seed only. A fitted latency longer than the median
+   knob search scores a candidate that draws at random on the mean over the first of those seeds
+   (``_seed_scores``), as that verdict judges. A fitted latency longer than the median
    compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain; so
    is a fitted drawn delay, always, with the share of the waiting it absorbs.
 """
@@ -104,8 +105,9 @@ REFITTED = ("limit_quantile", "job_limit_quantile")
 INNER_FIT_SHARE = 2.0 / 3.0
 #: ... when at least this many of those have a measured wait (else in sample, on every job of the fit part).
 MIN_SCORED_WAITS = 20
-#: Most seeds a candidate that draws at random is scored on (the first of the seeds the validation uses).
-FIT_SEEDS = 5
+#: Most seeds a candidate that draws at random is scored on (the first of the seeds the validation uses;
+#: the default --seeds, so a larger --seeds does not multiply the search).
+FIT_SEEDS = DEFAULT_SEEDS
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,11 @@ DELAY_POINTS = 101
 
 def product_limit(waits: FloatArray, started: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray]:
     """The Kaplan–Meier estimate of the wait distribution: the sorted waits of the started jobs (and the
-    longest wait when it is censored) and the probability mass at each (summing to 1). At a tie the starts come before the censored waits (a job
-    censored at t was still waiting at t); each start takes S/n of the surviving share S, n being the jobs
-    still waiting just before it, and a censored wait passes its share on to the longer ones. When the
-    longest wait is censored, what survives it is put there (the tail is at least that long)."""
+    longest wait when it is censored) and the probability mass at each (summing to 1). At a tie the
+    starts come before the censored waits (a job censored at t was still waiting at t); each start takes
+    S/n of the surviving share S, n being the jobs still waiting just before it, and a censored wait
+    passes its share on to the longer ones. When the longest wait is censored, what survives it is put
+    there (the tail is at least that long)."""
     order = np.lexsort((~started, waits))
     times = waits[order]
     event = started[order].copy()
