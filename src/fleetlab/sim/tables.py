@@ -95,9 +95,11 @@ def _gpus_per_pod(sim: EngineHandle, parts: ResultParts) -> IntArray:
 
 
 def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
-    """Closed stays plus the stays still open at the end of the run (closed there)."""
+    """Closed stays plus the stays still open at the end of the run (closed there). Each column is made
+    once, from a view of the log's column and the open stays' values (a gang-heavy run logs millions of
+    stays: every extra copy of a column was part of the run's peak of memory)."""
     book = sim.book
-    closed, closed_evicted = book.segments.arrays()
+    log = book.segments
     open_pods = np.flatnonzero((book.node >= 0) & (book.end_ms < 0))
     n_open = len(open_pods)
     opened = [
@@ -110,15 +112,19 @@ def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
         np.zeros(n_open, dtype=np.int64),
     ]
     pod, node, bound, ready, start, end, lost = (
-        np.concatenate([a, b]).astype(np.int64) for a, b in zip(closed, opened, strict=True)
+        np.concatenate([np.frombuffer(column, dtype=np.int64), more], dtype=np.int64)
+        for column, more in zip(log.columns, opened, strict=True)
     )
+    for times in (bound, ready, start, end):
+        np.minimum(times, end_ms, out=times)
+    closed_evicted = np.frombuffer(log.evicted, dtype=np.uint8).astype(bool)
     return SegmentTable(
         pod=pod,
         node=node,
-        bound_ms=np.minimum(bound, end_ms),
-        ready_ms=np.minimum(ready, end_ms),
-        start_ms=np.minimum(start, end_ms),
-        end_ms=np.minimum(end, end_ms),
+        bound_ms=bound,
+        ready_ms=ready,
+        start_ms=start,
+        end_ms=end,
         lost_ms=lost,
         evicted=np.concatenate([closed_evicted, np.zeros(n_open, dtype=bool)]),
     )
