@@ -27,7 +27,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*\Z")
 #: A key longer than this is written as a complex key (``? key``) by the emitter (its limit is 128).
 _KEY_MAX = 100
-_RESOLVER = yaml.resolver.Resolver()
+_RESOLVER: Any = yaml.resolver.Resolver()  # PyYAML is untyped
 
 
 class _NotPlain(Exception):
