@@ -103,6 +103,8 @@ def _held_rows(result: SimulationResult) -> tuple[IntArray, IntArray, IntArray, 
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, empty, empty, empty
+    if len(parts) == 1:  # one category held (compute, most often): its columns as they are, no copy
+        return parts[0]
     a, b, c, d, e, f = (np.concatenate([p[i] for p in parts]) for i in range(6))
     return a, b, c, d, e, f
 
@@ -145,8 +147,8 @@ class LedgerRows:
 def ledger_rows(pools: Sequence[NodePool], result: SimulationResult) -> LedgerRows:
     """Every row's keys, node rows sorted by node, job, category (node rows as whole numpy columns)."""
     nodes = result.nodes
+    cost = node_costs(result)  # before the held rows: its per-segment arrays are gone before theirs are made
     node, job, cat, unit_ms, first, last = _held_rows(result)
-    cost = node_costs(result)
     for name in (*NODE_ONLY, BACKGROUND) if BACKGROUND in cost.units else NODE_ONLY:
         units = cost.units[name]
         where = np.flatnonzero(units > 0)
@@ -157,8 +159,15 @@ def ledger_rows(pools: Sequence[NodePool], result: SimulationResult) -> LedgerRo
         first = np.concatenate([first, nodes.billed_start_ms[where]])
         last = np.concatenate([last, np.maximum(nodes.billed_end_ms[where], nodes.billed_start_ms[where])])
     order = np.lexsort((cat, job, node))
+    # each column sorted in turn, its unsorted self dropped at once (millions of rows: a column is tens of MB)
+    node = node[order]
+    job = job[order]
+    cat = cat[order]
+    unit_ms = unit_ms[order]
+    first = first[order]
+    last = last[order]
     extra = extra_rows({p.name: p for p in pools}, result)
-    return LedgerRows(node[order], job[order], cat[order], unit_ms[order], first[order], last[order], extra)
+    return LedgerRows(node, job, cat, unit_ms, first, last, extra)
 
 
 def ledger_columns(
