@@ -104,8 +104,9 @@ def _held_rows(result: SimulationResult) -> tuple[IntArray, IntArray, IntArray, 
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, empty, empty, empty
     if len(parts) == 1:  # one category held (compute, most often): its columns as they are, no copy
-        return parts[0]
-    a, b, c, d, e, f = (np.concatenate([p[i] for p in parts]) for i in range(6))
+        a, b, c, d, e, f = parts[0]
+    else:
+        a, b, c, d, e, f = (np.concatenate([p[i] for p in parts]) for i in range(6))
     return a, b, c, d, e, f
 
 
