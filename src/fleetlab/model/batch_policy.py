@@ -117,13 +117,22 @@ class FairShare(SpecModel):
     cpu_weight: Float = Field(default=1.0, ge=0, le=1e6)
     gpu_weight: Float = Field(default=0.0, ge=0, le=1e6)
     shares: dict[str, Float] = Field(default_factory=dict)
+    #: ``PriorityWeightJobSize``: times the job-size factor (nodes and cores over the cluster's).
     weight_job_size: Int = Field(default=0, ge=0, le=1_000_000_000)
+    #: ``PriorityWeightPartition``: times the job's partition's ``PriorityJobFactor`` over the largest.
     weight_partition: Int = Field(default=0, ge=0, le=1_000_000_000)
+    #: ``PriorityWeightQOS``: times the job's QOS ``Priority`` over the largest.
     weight_qos: Int = Field(default=0, ge=0, le=1_000_000_000)
+    #: ``PriorityFavorSmall=YES``: the job-size factor grows as the job shrinks.
     favor_small: bool = False
+    #: ``PriorityFlags=SMALL_RELATIVE_TO_TIME``: job size over its time limit in minutes.
     small_relative_to_time: bool = False
+    #: Per partition (the job's ``fleetlab.io/partition`` label) its ``PriorityJobFactor``.
     partition_job_factors: dict[str, Int] = Field(default_factory=dict)
+    #: Per QOS (the job's ``fleetlab.io/qos`` label) its ``Priority``.
     qos_priorities: dict[str, Int] = Field(default_factory=dict)
+    #: ``PriorityCalcPeriod``: whole-number priorities set at queueing and recomputed only every period
+    #: (the queue order changes only then); None: recomputed at every scheduling cycle.
     calc_period_s: PositiveSeconds | None = None
 
     @model_validator(mode="after")
@@ -186,7 +195,9 @@ class PartitionTime(SpecModel):
     ``MaxTime``)."""
 
     name: str = Field(min_length=1, max_length=253)
+    #: ``MaxTime``: the longest limit a job of the partition may ask (None: UNLIMITED).
     max_time_s: PositiveSeconds | None = None
+    #: ``DefaultTime``: the limit of a job that asks none (None: ``max_time_s``).
     default_time_s: PositiveSeconds | None = None
 
 
@@ -198,9 +209,13 @@ class TimeLimits(SpecModel):
     default: reason ``PartitionTimeLimit``). With ``kill_at_limit`` a job still running when its limit has
     passed since it started is ended there, failed (``TIMEOUT``; ``OverTimeLimit`` 0)."""
 
+    #: The job label naming the job's partition.
     label: str = Field(default=PARTITION_LABEL, min_length=1, max_length=317)
     partitions: tuple[PartitionTime, ...] = Field(min_length=1, max_length=10_000)
+    #: ``EnforcePartLimits`` ALL/ANY/YES: a job over ``max_time_s`` is refused at submit; false (NO): it
+    #: stays pending for good (``PartitionTimeLimit``).
     enforce_at_submit: bool = False
+    #: A job still running when its limit has passed since it started is ended, failed (``TIMEOUT``).
     kill_at_limit: bool = True
 
     @model_validator(mode="after")
