@@ -65,7 +65,10 @@ def test_the_settings_are_read(tmp_path: Path) -> None:
     assert (sched.calc_period_s, sched.max_age_s, sched.decay_half_life_s, sched.preempt_exempt_time_s) == (
         300.0, 86_400.0, 1_209_600.0, 120.0,
     )  # fmt: skip
-    assert sched.favor_small is True and sched.priority_flags == ("SMALL_RELATIVE_TO_TIME", "CALCULATE_RUNNING")
+    assert sched.favor_small is True and sched.priority_flags == (
+        "SMALL_RELATIVE_TO_TIME",
+        "CALCULATE_RUNNING",
+    )
     assert sched.enforce_part_limits == "ALL"
     parts = {p.name: p for p in h.policy.slurm_partitions}
     assert (parts["cpu"].default_time_s, parts["cpu"].priority_job_factor, parts["cpu"].grace_time_s) == (

@@ -157,8 +157,9 @@ class JobPriority:
             if self.recalculated is not None:
                 self.recalculated(0)
 
-    def next_time(self, t_event: int | None, _: int | None) -> int | None:
-        """The next recalculation, while jobs wait and something else is still due."""
-        if t_event is None or t_event <= self.next_calc_ms or not len(self.sim.queue):
+    def next_time(self, t_event: int | None, t_job: int | None) -> int | None:
+        """The next recalculation, while jobs wait and something else (an event, an arrival) is still due."""
+        due = min((t for t in (t_event, t_job) if t is not None), default=None)
+        if due is None or due <= self.next_calc_ms or not len(self.sim.queue):
             return t_event
         return self.next_calc_ms
