@@ -168,3 +168,20 @@ def test_a_victim_that_finishes_in_its_grace_time_is_not_preempted() -> None:
     assert _ends(result) == {"L1": 100, "L2": 30, "H": 25}
     feature = sim.features.batch_preemption
     assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (0, 0.0)
+
+
+def test_a_gang_victim_gets_its_grace_time_and_is_requeued_whole() -> None:
+    """G (QOS low, a gang of two 4-CPU pods, 100 s) holds both nodes 0 → 100; H (QOS high) arrives at 20.
+    With GraceTime 30 s, G is signalled at 20 and requeued whole at 50 (both pods off their nodes); H runs
+    50 → 60; G starts again at 60 on both nodes and ends at 160. Lost: 2 pods × (50 − 0) s = 100 pod-s."""
+    gang = {**_job("G", "low", 0, 100), "pods": 2, "gang": True}
+    rules = {"classes": [{"name": "high", "priority": 100, "preempts": ["low"]},
+                         {"name": "low", "priority": 10, "grace_time_s": 30}]}  # fmt: skip
+    resolved = scenario(
+        [NODES], [gang, _job("H", "high", 20, 10)], scheduler={"tie_break": "first"}, batch_preemption=rules
+    )
+    sim = Simulator(resolved, profile_for(resolved, None))
+    result = sim.run()
+    assert _ends(result) == {"G": 160, "H": 40}
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (1, 100.0)
