@@ -43,6 +43,7 @@ from fleetlab.experiment.history_partitions import (
     label_partition_nodes,
     slurm_preempts,
     tier_classes,
+    time_limits,
 )
 from fleetlab.export.kueue_objects import kueue_objects
 from fleetlab.metrics.baseline import job_columns, job_times
@@ -457,6 +458,9 @@ def history_scenario(
     rules = batch_preemption(history)
     if rules is not None:
         data["batch_preemption"] = rules
+    limits = time_limits(history)
+    if limits is not None:
+        data["time_limits"] = limits
     scheduler = SchedulerConfig.model_validate(
         {
             "scheduling_latency_s": knobs.scheduling_latency_s,
