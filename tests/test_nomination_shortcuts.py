@@ -98,10 +98,10 @@ def test_notes_and_kept_rows_give_the_answers_of_the_long_way(
 
 
 def test_a_head_without_victims_gets_no_search_for_its_targets() -> None:
-    """A borrowing-free queue of 4 GPUs holds a 4-GPU workload of priority 1; a 6-GPU head of priority 0
-    cannot fit (6 > 4 available... 0 available) and its queue holds nothing of lower priority: the early
-    test answers "no victims" for the GPUs, so the targets are empty without a search (the search is
-    never entered), and the head waits with upstream's message."""
+    """A queue of 8 GPUs without a cohort holds a 4-GPU workload of priority 1; a 6-GPU head of priority
+    0 does not fit (8 − 4 = 4 available) and the queue holds nothing of lower priority: the early test
+    answers "no victims" for the GPUs, so the targets are empty without a candidate search, and the head
+    waits with upstream's message."""
     m = AdmissionManager(
         config(cq("a", None, {"default": quota(8)}, preemption={"withinClusterQueue": "LowerPriority"})),
         preemption=ClassicPreemption(),
