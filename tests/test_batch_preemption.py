@@ -109,3 +109,79 @@ def test_recorded_qos_preemption_reaches_the_calibrated_scenario(tmp_path: Path)
     jobs = history_jobs(h)
     assert [j.labels for j in jobs] == [{"fleetlab.io/qos": "long"}, {"fleetlab.io/qos": "normal"}]
     assert backfill_settings(h) == {}  # sched/builtin: no backfill passes
+
+
+def _run_with(low: dict[str, Any], section: dict[str, Any] | None = None,
+              l2_runtime: float = 100) -> tuple[Simulator, SimulationResult]:  # fmt: skip
+    """The module's world with QOS low's class given ``low`` and the section ``section``."""
+    jobs = [_job("L1", "low", 0, 100), _job("L2", "low", 5, l2_runtime), _job("H", "high", 20, 10)]
+    rules = {"classes": [{"name": "high", "priority": 100, "preempts": ["low"]},
+                         {"name": "low", "priority": 10, **low}], **(section or {})}  # fmt: skip
+    resolved = scenario([NODES], jobs, scheduler={"tie_break": "first"}, batch_preemption=rules)
+    sim = Simulator(resolved, profile_for(resolved, None))
+    return sim, sim.run()
+
+
+def test_preempt_exempt_time_spares_the_jobs_that_ran_less() -> None:
+    """PreemptExemptTime 18 s (slurm.conf; https://slurm.schedmd.com/slurm.conf.html): at 20 L2 has run
+    20 − 5 = 15 s < 18, exempt; L1 has run 20 ≥ 18, so L1 is the victim although it is the older one. H runs
+    20 → 30 on L1's node; L1 (requeued) runs again 30 → 130 (lost 20 s); L2 ends at 105."""
+    sim, result = _run_with({"mode": "requeue"}, {"exempt_time_s": 18})
+    assert _ends(result) == {"L1": 130, "L2": 100, "H": 10}
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (1, 20.0)
+
+
+def test_a_qos_exempt_time_overrides_the_cluster_one_and_may_spare_everyone() -> None:
+    """QOS low's PreemptExemptTime 25 s overrides the cluster's 0: at 20 neither L1 (20 s) nor L2 (15 s) may
+    be preempted; H waits for L1's end at 100 and runs 100 → 110 (completion 90)."""
+    sim, result = _run_with({"mode": "requeue", "exempt_time_s": 25})
+    assert _ends(result) == {"L1": 100, "L2": 100, "H": 90}
+    feature = sim.features.batch_preemption
+    assert feature is not None and feature.preempted_jobs == 0
+
+
+def test_grace_time_lets_the_victim_run_on_before_it_is_requeued() -> None:
+    """QOS low GraceTime 30 s (preempt.html: the victim's end is set to now + GraceTime, SIGTERM now): L2,
+    chosen at 20, runs on to 50 and is requeued then; H starts at 50 on its node and ends at 60 (completion
+    40); L2 starts again at 60 (H's node is free) and ends at 160 (completion 155); lost 50 − 5 = 45 s."""
+    sim, result = _run_with({"mode": "requeue", "grace_time_s": 30})
+    assert _ends(result) == {"L1": 100, "L2": 155, "H": 40}
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (1, 45.0)
+
+
+def test_grace_time_with_cancel_ends_the_victim_at_the_grace_end() -> None:
+    """CANCEL with GraceTime 30 s: L2 is cancelled at 50 (never completes, lost 45 s); H starts in that
+    instant and ends at 60 (completion 40)."""
+    sim, result = _run_with({"mode": "cancel", "grace_time_s": 30})
+    ends = _ends(result)
+    assert ends["H"] == 40 and ends["L1"] == 100 and math.isnan(ends["L2"])
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.cancelled_jobs, feature.lost_pod_s) == (1, 45.0)
+
+
+def test_a_victim_that_finishes_in_its_grace_time_is_not_preempted() -> None:
+    """L2 runs 30 s (5 → 35); chosen at 20 with GraceTime 60 s it completes at 35, before its grace ends:
+    nothing is lost, and H takes its node at 35 (completion 25)."""
+    sim, result = _run_with({"mode": "requeue", "grace_time_s": 60}, l2_runtime=30)
+    assert _ends(result) == {"L1": 100, "L2": 30, "H": 25}
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (0, 0.0)
+
+
+def test_a_gang_victim_gets_its_grace_time_and_is_requeued_whole() -> None:
+    """G (QOS low, a gang of two 4-CPU pods, 100 s) holds both nodes 0 → 100; H (QOS high) arrives at 20.
+    With GraceTime 30 s, G is signalled at 20 and requeued whole at 50 (both pods off their nodes); H runs
+    50 → 60; G starts again at 60 on both nodes and ends at 160. Lost: 2 pods × (50 − 0) s = 100 pod-s."""
+    gang = {**_job("G", "low", 0, 100), "pods": 2, "gang": True}
+    rules = {"classes": [{"name": "high", "priority": 100, "preempts": ["low"]},
+                         {"name": "low", "priority": 10, "grace_time_s": 30}]}  # fmt: skip
+    resolved = scenario(
+        [NODES], [gang, _job("H", "high", 20, 10)], scheduler={"tie_break": "first"}, batch_preemption=rules
+    )
+    sim = Simulator(resolved, profile_for(resolved, None))
+    result = sim.run()
+    assert _ends(result) == {"G": 160, "H": 40}
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (1, 100.0)

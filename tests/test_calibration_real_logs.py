@@ -1,6 +1,6 @@
 """Calibration on real logs from ../shared/traces (skipped when absent): why the HPC2N "Seth" log and the
 Alibaba 2023 pod list waited, and the HPC2N replay on its real 120 x 2-CPU nodes. Figures are those
-docs/calibration.md quotes; the full fits (about 60 s each) run with FLEETLAB_SLOW_TESTS=1."""
+docs/calibration.md quotes; the full fits (about 170 s and 50 s) run with FLEETLAB_SLOW_TESTS=1."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import os
 import pytest
 
 from fleetlab.experiment.calibration import calibrate
-from fleetlab.experiment.delay_fit import UNEXPLAINED
-from fleetlab.metrics.wait_causes import diagnose_waits
+from fleetlab.experiment.delay_fit import UNEXPLAINED, unexplained_delay
+from fleetlab.experiment.history_split import history_until, split_instant
+from fleetlab.metrics.wait_causes import diagnose_waits, free_waits
 from fleetlab.model.history import History
 from fleetlab.report.calibration_text import cause_lines
 from fleetlab.spec.history.sources import import_sources
@@ -60,7 +61,7 @@ def test_hpc2n_replays_every_job_on_its_real_nodes(seth: History) -> None:
 
 
 @needs_hpc2n
-@pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~60 s)")
+@pytest.mark.skipif(os.environ.get("FLEETLAB_SLOW_TESTS") != "1", reason="set FLEETLAB_SLOW_TESTS=1 (~170 s)")
 def test_hpc2n_fit_and_out_of_sample_validation(seth: History) -> None:
     c = calibrate(seth)
     # Candidates are scored on the fit part's later third (704 jobs) with limits read from its earlier two
@@ -68,41 +69,59 @@ def test_hpc2n_fit_and_out_of_sample_validation(seth: History) -> None:
     # on jobs they were not read from (p95 11.9 x the measured), so the hard CPU ceilings win (quantile 1).
     assert c.fit_scoring is not None and c.fit_scoring.method == "rolling-origin"
     assert (c.fit_scoring.read_until_s, c.fit_scoring.scored_jobs) == (2_569_660.0, 704)
-    tried = {(r["knob"], r["value"]): r["score"] for r in c.fit}
-    # The best constant latency (401 s) scores 3.20; a delay drawn per job from the 286 unexplained waits
-    # of the inner part (room on their nodes, no job of the same user running) 2.64: it replaces it. Then
-    # strict FIFO (2.34); no running-job ceiling scores 2 % better than none.
-    assert tried[("scheduling_delay", None)] == pytest.approx(3.20, abs=0.01)
-    assert tried[("scheduling_delay", UNEXPLAINED)] == pytest.approx(2.64, abs=0.01)
+    tried = {(r["knob"], r["value"]): r for r in c.fit}
+    # The best constant latency (401 s) scores 3.20 (one replay: it draws nothing); a delay drawn per job
+    # from the 286 unexplained waits of the inner part (room on their nodes, no job of the same user
+    # running; none censored) 2.74 on the mean over seeds 0..4: it replaces it. Then strict FIFO (2.46);
+    # the limits again, now scored on the mean over seeds: CPU level 0.75 (2.32, 5 % better than 1's
+    # 2.46) and a running-job ceiling at level 1 (2.24, 3 % better than none).
+    assert tried[("scheduling_delay", None)]["score"] == pytest.approx(3.20, abs=0.01)
+    assert "seeds" not in tried[("scheduling_delay", None)]
+    drawn = tried[("scheduling_delay", UNEXPLAINED)]
+    assert drawn["score"] == pytest.approx(2.74, abs=0.01) and drawn["seeds"] == 5
     knobs = c.knobs
-    assert (knobs.limit_quantile, knobs.job_limit_quantile, knobs.scheduling_latency_s) == (1.0, None, 0.0)
+    assert (knobs.limit_quantile, knobs.job_limit_quantile, knobs.scheduling_latency_s) == (0.75, 1.0, 0.0)
     assert knobs.scheduling_delay == UNEXPLAINED and knobs.queueing == "fifo"
     assert c.policy is not None and c.policy.grouping == "user"
     delay = c.scenario.scheduler.scheduling_delay
-    assert delay is not None and "the 422 started job(s)" in delay.source
+    assert delay is not None and "the 422 started job(s)" in delay.source and "censored" not in delay.source
     flag = next(f for f in c.flags if f.startswith("scheduling_delay"))
     assert "absorbs 31.2 % of the fit part's measured waiting" in flag
-    # The drawn delays make the replay differ by seed: it is replayed under seeds 0..4 and each part is
-    # judged on the mean. Seed 0 (replay/): fit KS 0.198, validation KS 0.116 and p95 74,923 s against
-    # 92,738 measured (-19 %). Over the five seeds the validation KS is 0.116, 0.152, 0.180, 0.160, 0.155
-    # (mean 0.153: issue 27's 0.15 not met) and the p95 within 30 % on 2 of 5 seeds (mean error 30,618 s,
-    # 33 %: not met); the makespan is within 5 % on every seed (docs/calibration.md).
+    # Replayed under seeds 0..4, each part judged on the mean (docs/calibration.md): validation KS 0.119,
+    # 0.155, 0.091, 0.112, 0.097 (mean 0.115: issue 27's 0.15 met), p95 119,000, 115,232, 116,282,
+    # 115,512, 130,511 s against 92,738 measured (+24 % to +41 %, within 30 % on 4 of 5 seeds; mean error
+    # 26,569 s = 28.6 %: met); the makespan is within 5 % on every seed.
     assert [r.seed for r in c.seed_replays] == [0, 1, 2, 3, 4]
     first = {(r.job_class, r.metric): r for r in c.seed_replays[0].validation or []}
-    assert first[("all", "wait_ks")].error == pytest.approx(0.116, abs=0.01)
-    assert first[("all", "wait_p95_s")].simulated == pytest.approx(74_923, rel=0.02)
+    assert first[("all", "wait_ks")].error == pytest.approx(0.119, abs=0.01)
+    assert first[("all", "wait_p95_s")].simulated == pytest.approx(119_000, rel=0.02)
     earlier = {(r.job_class, r.metric): r for r in c.rows}
-    assert earlier[("all", "wait_ks")].error == pytest.approx(0.206, abs=0.01)
+    assert earlier[("all", "wait_ks")].error == pytest.approx(0.156, abs=0.01)
     later = {(r.job_class, r.metric): r for r in c.validation.rows} if c.validation else {}
-    assert later[("all", "wait_ks")].error == pytest.approx(0.153, abs=0.01)
-    assert later[("all", "wait_p95_s")].error == pytest.approx(30_618, rel=0.03)
-    assert not later[("all", "wait_p95_s")].within and later[("all", "makespan_s")].within
+    assert later[("all", "wait_ks")].error == pytest.approx(0.115, abs=0.01)
+    assert later[("all", "wait_ks")].error <= 0.15
+    assert later[("all", "wait_p95_s")].error == pytest.approx(26_569, rel=0.03)
+    assert later[("all", "wait_p95_s")].error <= 0.30 * 92_738 and later[("all", "makespan_s")].within
     ks = [next(r.error for r in s.validation or [] if (r.job_class, r.metric) == ("all", "wait_ks"))
           for s in c.seed_replays]  # fmt: skip
     assert later[("all", "wait_ks")].error == pytest.approx(sum(e or 0.0 for e in ks) / 5)
     p95 = [next(r for r in s.validation or [] if (r.job_class, r.metric) == ("all", "wait_p95_s"))
            for s in c.seed_replays]  # fmt: skip
-    assert sum(abs((r.simulated or 0.0) / 92_738 - 1) <= 0.30 for r in p95) == 2
+    assert sum(abs((r.simulated or 0.0) / 92_738 - 1) <= 0.30 for r in p95) == 4
+
+
+@needs_hpc2n
+def test_hpc2n_drawn_delay_reads_the_censored_waits(seth: History) -> None:
+    # At the fit part's end (3,846,134 s) 12 jobs had not started; each had another job of its user
+    # running for 89-100 % of its wait, so none is in the sample: the 422 started waits carry it alone,
+    # masses 1/422 (the product limit with nothing censored). At the inner point (2,569,660 s) likewise
+    # 286 started and none of the 32 waiting (all with a job of their user running).
+    split = split_instant(seth, None)
+    for instant, started in ((split, 422), (split_instant(history_until(seth, split), None), 286)):
+        free = free_waits(history_until(seth, instant), "user")
+        assert free is not None and (int(free[1].sum()), int((~free[1]).sum())) == (started, 0)
+    delay, words = unexplained_delay(history_until(seth, split), "user")
+    assert delay is not None and "the 422 started job(s)" in words and "censored" not in words
 
 
 @needs_openb
@@ -138,7 +157,8 @@ def test_alibaba_held_out_check_keeps_its_verdict_and_does_not_get_worse() -> No
     # Per-team limits scored out of sample keep none; the later part's wait KS 0.553 (0.622 when scored in
     # sample); capacity still explains none of the waiting. The delay drawn from the 1,285 unexplained
     # waits of the inner part (98.5 % of them at most 1 s: a longer wait nearly always overlaps a job of
-    # the same team) scores 7.69 against the 4 s latency's 5.16: the constant is kept.
+    # the same team; 5 more censored, cancelled while pending) scores 7.67 on the mean over seeds 0..4
+    # against the 4 s latency's 5.16: the constant is kept.
     assert (c.knobs.limit_quantile, c.knobs.job_limit_quantile) == (None, None)
     assert (c.knobs.scheduling_latency_s, c.knobs.scheduling_delay) == (4.0, None)
     assert any("1285 started job(s)" in n and "the constant latency is kept" in n for n in c.notes)

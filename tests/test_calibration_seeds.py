@@ -7,11 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fleetlab.experiment import calibration
 from fleetlab.experiment.calibration import calibrate
 from fleetlab.experiment.calibration_compare import MetricRow
 from fleetlab.experiment.calibration_seeds import mean_rows
 from fleetlab.experiment.delay_fit import UNEXPLAINED
 from fleetlab.model.history import History
+from fleetlab.model.scheduling_delay import SchedulingDelay
 from fleetlab.report.baseline_files import calibration_payload
 from fleetlab.sim.scheduling_delay import drawn_delays_s
 from history_builders import history
@@ -38,7 +40,10 @@ def _ks_by_hand(draws: np.ndarray) -> float:
     return float(np.max(np.abs(replayed - measured)))
 
 
-def test_the_validation_is_the_mean_over_seeds_with_its_pass_count() -> None:
+def test_the_validation_is_the_mean_over_seeds_with_its_pass_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The search's own seeds are another test's (below): here candidates are scored on one seed, to keep
+    # the test short; the validation is replayed under four.
+    monkeypatch.setattr(calibration, "FIT_SEEDS", 1)
     c = calibrate(_world(), seeds=4)
     assert c.knobs.scheduling_delay == UNEXPLAINED
     delay = c.scenario.scheduler.scheduling_delay
@@ -118,3 +123,23 @@ def test_mean_rows_by_hand() -> None:
     # A seed with no judgeable error (None) is left out of the mean: (300 + 400) / 2 = 350 > 250, out.
     rows = mean_rows([[_row(None, None, 900.0)], [_row(300.0, False, 700.0)], [_row(400.0, False, 600.0)]])
     assert rows[0].error == pytest.approx(350.0) and rows[0].within is False
+
+
+def test_a_candidate_that_draws_at_random_is_scored_on_the_mean_over_seeds() -> None:
+    # Fitted on the whole record (--fit-until 1): by rolling origin the candidates are scored on jobs
+    # 100..149 (waits half 0 s, half 1,000 s), the delay read from jobs 0..99 as they stood at 10,000 s:
+    # 50 of 0 s, 45 of 1,000 s and 91, 93, ..., 99 censored at 900..100 s, so its 95 points are 47 zeros,
+    # 444.444 s and 47 x 1,000 s (test_delay_calibration). Never short of room, each scored job replays
+    # with exactly its drawn delay; the candidate draws at random, so it is scored on seeds 0 and 1.
+    c = calibrate(_world(), seeds=2, fit_until=1.0)
+    assert c.fit_scoring is not None and c.fit_scoring.read_until_s == 10_000.0
+    drawn = next(r for r in c.fit if (r["knob"], r["value"]) == ("scheduling_delay", UNEXPLAINED))
+    delay = SchedulingDelay(quantiles_s=(0.0,) * 47 + (444.444,) + (1000.0,) * 47, source="inner")
+    by_hand = [_ks_by_hand(drawn_delays_s(delay, k, np.arange(100, 150))) for k in range(2)]
+    assert drawn["seeds"] == 2 and drawn["wait_ks"] == pytest.approx(sum(by_hand) / 2)
+    # The score is the worse of the mean KS over 0.10 and the mean p95 relative error over 0.25.
+    p95 = drawn.get("wait_p95_rel", 0.0)
+    assert drawn["score"] == pytest.approx(max(sum(by_hand) / 2 / 0.10, p95 / 0.25))
+    # A constant latency draws nothing: one replay, no seed count.
+    constant = next(r for r in c.fit if (r["knob"], r["value"]) == ("scheduling_latency_s", 0.0))
+    assert "seeds" not in constant and constant["wait_ks"] == pytest.approx(0.5)

@@ -8,8 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from fleetlab.experiment.history_split import history_until
 from fleetlab.metrics.intervals import steps, time_short, time_where
-from fleetlab.metrics.wait_causes import diagnose_waits, unexplained_waits
+from fleetlab.metrics.wait_causes import diagnose_waits, free_waits, unexplained_waits
 from fleetlab.model.history import NODE_DOWN_SCHEMA
 from history_builders import history
 
@@ -113,6 +114,15 @@ def test_unexplained_waits_had_room_and_no_job_of_their_group_running() -> None:
     h = history(JOBS, NODES, end_s=100.0)
     waits = unexplained_waits(h)
     assert waits is not None and waits.tolist() == [0.0, 40.0, 10.0]
+    # With the censored waits beside them: j5 (deleted while pending at 40) had room (2 of 8 CPUs free
+    # after j1's 6, it asks 2) and no other u3 job for its 10 s: in, censored at 10 s (not started).
+    free = free_waits(h)
+    assert free is not None and free[0].tolist() == [0.0, 40.0, 10.0, 10.0]
+    assert free[1].tolist() == [True, True, True, False]
+    # Cut at 90 s, j4 (submitted 85) has not started: censored at 90 − 85 = 5 s, nothing running, in.
+    cut = free_waits(history_until(h, 90.0))
+    assert cut is not None and cut[0].tolist() == [0.0, 40.0, 5.0, 10.0]
+    assert cut[1].tolist() == [True, True, False, False]
     # With n2 down from 55 s, j3 has no room 55..60: out.
     down = pa.Table.from_pylist(
         [{"node": "n2", "start_s": 55.0, "end_s": 65.0, "state": "down", "reason": "x", "source": "t"}],

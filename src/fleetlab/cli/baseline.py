@@ -193,7 +193,8 @@ def calibrate_cmd(
             min=1,
             max=100,
             help="Replay the calibrated scenario under this many seeds (each part is judged on the mean); "
-            "once when nothing in it is drawn at random.",
+            "once when nothing in it is drawn at random. Knob candidates that draw at random are scored "
+            "on the mean over the first 5 at most.",
         ),
     ] = 5,
 ) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -102,7 +103,10 @@ def _held_rows(result: SimulationResult) -> tuple[IntArray, IntArray, IntArray, 
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, empty, empty, empty
-    a, b, c, d, e, f = (np.concatenate([p[i] for p in parts]) for i in range(6))
+    if len(parts) == 1:  # one category held (compute, most often): its columns as they are, no copy
+        a, b, c, d, e, f = parts[0]
+    else:
+        a, b, c, d, e, f = (np.concatenate([p[i] for p in parts]) for i in range(6))
     return a, b, c, d, e, f
 
 
@@ -123,12 +127,29 @@ def _committed(pool: NodePool, node_name: str) -> bool:
     return billing is not None and int(node_name.rsplit("-", 1)[1]) < billing.committed_nodes
 
 
-def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: str) -> dict[str, Any]:
-    """The ledger as columns (see the module docstring); rows sorted by node, job, category. Node rows
-    are computed as whole columns (numpy arrays; strings as lists); data and commitment rows follow."""
+@dataclass(frozen=True)
+class LedgerRows:
+    """The ledger's rows before their columns: the node rows' keys in ledger order and the data and
+    commitment rows after them (what every column of any run of rows is computed from)."""
+
+    node: IntArray
+    job: IntArray
+    cat: IntArray
+    unit_ms: IntArray
+    first_ms: IntArray
+    last_ms: IntArray
+    extra: list[dict[str, Any]]
+
+    @property
+    def count(self) -> int:
+        return len(self.node) + len(self.extra)
+
+
+def ledger_rows(pools: Sequence[NodePool], result: SimulationResult) -> LedgerRows:
+    """Every row's keys, node rows sorted by node, job, category (node rows as whole numpy columns)."""
     nodes = result.nodes
+    cost = node_costs(result)  # before the held rows: its per-segment arrays are gone before theirs are made
     node, job, cat, unit_ms, first, last = _held_rows(result)
-    cost = node_costs(result)
     for name in (*NODE_ONLY, BACKGROUND) if BACKGROUND in cost.units else NODE_ONLY:
         units = cost.units[name]
         where = np.flatnonzero(units > 0)
@@ -139,25 +160,48 @@ def ledger_columns(pools: Sequence[NodePool], result: SimulationResult, run_id: 
         first = np.concatenate([first, nodes.billed_start_ms[where]])
         last = np.concatenate([last, np.maximum(nodes.billed_end_ms[where], nodes.billed_start_ms[where])])
     order = np.lexsort((cat, job, node))
-    by_name = {p.name: p for p in pools}
-    extra = extra_rows(by_name, result)
-    if not len(order) and not extra:
+    # each column sorted in turn, its unsorted self dropped at once (millions of rows: a column is tens of MB)
+    node = node[order]
+    job = job[order]
+    cat = cat[order]
+    unit_ms = unit_ms[order]
+    first = first[order]
+    last = last[order]
+    extra = extra_rows({p.name: p for p in pools}, result)
+    return LedgerRows(node, job, cat, unit_ms, first, last, extra)
+
+
+def ledger_columns(
+    pools: Sequence[NodePool],
+    result: SimulationResult,
+    run_id: str,
+    rows: LedgerRows | None = None,
+    start: int = 0,
+    stop: int | None = None,
+) -> dict[str, Any]:
+    """The ledger as columns (see the module docstring), its rows ``start`` to ``stop`` (all by default)
+    of ``rows`` (computed here when not given). Node rows are computed as whole columns (numpy arrays,
+    strings as Arrow arrays); data and commitment rows follow."""
+    keys = rows if rows is not None else ledger_rows(pools, result)
+    if not keys.count:
         return {name: [] for name in COLUMNS}  # no row: untyped columns, as an empty ledger always had
-    out = _node_rows(pools, result, node[order], job[order], cat[order], unit_ms[order])
-    out.update(period_start_s=first[order] / 1000.0, period_end_s=last[order] / 1000.0)
-    k = len(order)
-    same = np.zeros(k, dtype=np.int64)
+    k = len(keys.node)
+    stop = keys.count if stop is None else min(stop, keys.count)
+    a, b = min(start, k), min(stop, k)
+    out = _node_rows(pools, result, keys.node[a:b], keys.job[a:b], keys.cat[a:b], keys.unit_ms[a:b])
+    out.update(period_start_s=keys.first_ms[a:b] / 1000.0, period_end_s=keys.last_ms[a:b] / 1000.0)
+    same = np.zeros(b - a, dtype=np.int64)
     out.update(
         run_id=coded([run_id], same),
         scenario=coded([result.scenario], same),
-        seed=np.full(k, result.seed, dtype=np.int64),
+        seed=np.full(b - a, result.seed, dtype=np.int64),
         policy=coded([result.policy], same),
         currency=coded([CURRENCY], same),
-        tax_included=np.zeros(k, dtype=bool),
+        tax_included=np.zeros(b - a, dtype=bool),
     )
     rest: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    for row in extra:
-        _append(rest, row, result, run_id)
+    for row in keys.extra[max(start, k) - k : max(stop, k) - k]:
+        _append(rest, dict(row), result, run_id)
     return {name: _concat(out[name], rest[name]) for name in COLUMNS}
 
 

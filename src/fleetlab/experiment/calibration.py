@@ -16,7 +16,8 @@ earlier part, and judge the replay on the later part (docs/calibration.md).
 4. The whole history is replayed with what was fitted, under ``seeds`` seeds where the scenario draws at
    random (once where it does not; ``calibration_seeds``): ``rows`` compare the fit part's jobs,
    ``validation`` the later part's, each the mean over the seeds with its own verdict on that mean; the
-   knob search itself replays under the scenario's seed only. A fitted latency longer than the median
+   knob search scores a candidate that draws at random on the mean over the first of those seeds
+   (``_seed_scores``), as that verdict judges. A fitted latency longer than the median
    compute (or a bound the user sets) is flagged: it absorbs waiting that capacity does not explain; so
    is a fitted drawn delay, always, with the share of the waiting it absorbs.
 """
@@ -104,6 +105,9 @@ REFITTED = ("limit_quantile", "job_limit_quantile")
 INNER_FIT_SHARE = 2.0 / 3.0
 #: ... when at least this many of those have a measured wait (else in sample, on every job of the fit part).
 MIN_SCORED_WAITS = 20
+#: Most seeds a candidate that draws at random is scored on (the first of the seeds the validation uses;
+#: the default --seeds, so a larger --seeds does not multiply the search).
+FIT_SEEDS = DEFAULT_SEEDS
 
 
 @dataclass(frozen=True)
@@ -283,6 +287,31 @@ def p95_rel_error(p95: MetricRow) -> float | None:
     return (s - m) / m if m and s >= m else None
 
 
+def _seed_scores(
+    fit_history: History, measured: Measured, scenario: Scenario, candidate: Knobs, metric: str,
+    tol: dict[str, float], scored: BoolArray | None, seeds: int,
+) -> dict[str, float]:  # fmt: skip
+    """A candidate's score: from its one replay when it draws nothing at random, else from the means over
+    ``seeds`` seeds (the scenario's and the next ones, as the validation replays them) of its KS distance
+    and p95 relative error (over the seeds that have one), as the validation judges the mean of each."""
+    count = seeds if random_parts(scenario) else 1
+    per_seed = []
+    for k in range(count):
+        run = _replay(scenario, None if k == 0 else scenario.seed + k)
+        scores = _wait_score(measured, run, tol, scored)
+        if metric == "image_pull_ks":
+            scores["image_pull_ks"] = _pull_ks(fit_history, measured, run, candidate)
+        per_seed.append(scores)
+    if count == 1:
+        return per_seed[0]
+    keys = [k for k in ("wait_ks", "wait_p95_rel", "image_pull_ks") if any(k in s for s in per_seed)]
+    out = {key: float(np.mean([s[key] for s in per_seed if key in s])) for key in keys}
+    rel = out.get("wait_p95_rel", 0.0)
+    out["score"] = max(out["wait_ks"] / tol["wait_ks"], rel / tol["wait_quantile_rel"])
+    out["seeds"] = count
+    return out
+
+
 def _pull_ks(history: History, measured: Measured, run: Run, knobs: Knobs) -> float:
     return pull_row(history, run, measured.ids, knobs, DEFAULT_TOLERANCES).error or 0.0
 
@@ -346,11 +375,13 @@ def _fit(
     progress: Callable[[int, int], None] | None,
     background: bool = False,
     scored: BoolArray | None = None,
+    seeds: int = 1,
 ) -> tuple[Knobs, list[dict[str, Any]], list[str]]:
     """Each knob in turn on its grid, by the lowest score on the fit part: a candidate replaces the best
     so far only when it scores more than MIN_GAIN lower (ties and noise keep the earlier, simpler value).
     The policy knobs are fitted first (so a latency does not soak up waits a limit explains) and once more
-    after the others, which they were chosen without. ``scored``: the jobs that score (every job: None)."""
+    after the others, which they were chosen without. ``scored``: the jobs that score (every job: None);
+    ``seeds``: how many seeds a candidate that draws at random is scored on (``_seed_scores``)."""
     first = _grids(fit_history, setup, background)
     grids = first + [g for g in first if g[0] in REFITTED]
     measured = Measured.of(fit_history)
@@ -366,10 +397,7 @@ def _fit(
             scores = seen.get((candidate, metric))
             if scores is None:
                 scenario, _ = setup.scenario(candidate, horizon)
-                run = _replay(scenario)
-                scores = _wait_score(measured, run, tol, scored)
-                if metric == "image_pull_ks":
-                    scores["image_pull_ks"] = _pull_ks(fit_history, measured, run, candidate)
+                scores = _seed_scores(fit_history, measured, scenario, candidate, metric, tol, scored, seeds)
                 seen[(candidate, metric)] = scores
             tried.append({"knob": knob, "value": value, **scores})
             score = scores[metric] if metric == "image_pull_ks" else scores["score"]
@@ -445,8 +473,9 @@ def calibrate(
     if can_fit:
         horizon = split if split < end else None
         knobs, tried, fitted = _fit(
-            fit_history, fit_setup, horizon, tol, progress, offer_background, scoring.scored(measured_fit)
-        )
+            fit_history, fit_setup, horizon, tol, progress, offer_background, scoring.scored(measured_fit),
+            min(seeds, FIT_SEEDS),
+        )  # fmt: skip
     else:
         knobs, tried, fitted = Knobs(), [], []
     whole = _Setup(history, recorded, grouping, JobSpans.of(history), source=fit_history)

@@ -7,11 +7,15 @@
   ``MaxSubmit`` — which Slurm's user associations inherit — cap each user of the account; QOS
   ``MaxJobsPU`` / ``MaxSubmitPU`` cap each user of the QOS (every user when no association names QOSes).
   Where a user falls under several, the smallest holds.
-* **Fair share** (``scheduler.fair_share``, sim/fair_share.py) when Slurm ran ``priority/multifactor``
-  with ``PriorityWeightFairshare`` > 0: per user when ``sshare`` recorded user rows, else per account,
-  shares from ``sshare`` NormShares (RawShares when no NormShares), a user without a row of its own
-  taking its account's (1 where nothing is known), the recorded fair-share and age weights; Slurm's
-  defaults for what the record lacks (a 7-day half-life and max age).
+* **Fair share and the multifactor priority** (``scheduler.fair_share``, sim/fair_share.py,
+  sim/job_priority.py) when Slurm ran ``priority/multifactor`` with a fair-share, age, job-size, partition
+  or QOS weight > 0: per user when ``sshare`` recorded user rows, else per account, shares from ``sshare``
+  NormShares (RawShares when no NormShares), a user without a row of its own taking its account's (1 where
+  nothing is known), the recorded weights, ``PriorityDecayHalfLife``, ``PriorityMaxAge``,
+  ``PriorityCalcPeriod``, ``PriorityFavorSmall`` and ``PriorityFlags=SMALL_RELATIVE_TO_TIME``, the
+  partitions' ``PriorityJobFactor`` and the QOS ``Priority`` values; Slurm's defaults for what the record
+  lacks (a 7-day half-life and max age), and the priority recomputed at every cycle when it records no
+  ``PriorityCalcPeriod``.
 * **Inferred job-count ceilings**: per group of an inferred policy, the ``quantile`` level of the jobs the
   group ran while it had work waiting (``history_policy``; where that is 0, the most it ran while waiting),
   and none for a group that never ran a job while another of its jobs waited.
@@ -31,6 +35,9 @@ from fleetlab.model.history_policy import SlurmLimits
 __all__ = ["inferred_job_limits", "recorded_fair_share", "recorded_job_limits"]
 
 _JOBS = CEILING_RESOURCES.index("jobs")
+#: The ``PriorityWeight*`` lines whose factors the replay computes (sim/fair_share.py, sim/job_priority.py).
+WEIGHTS = ("PriorityWeightFairshare", "PriorityWeightAge", "PriorityWeightJobSize", "PriorityWeightPartition",
+           "PriorityWeightQOS")  # fmt: skip
 
 
 def _merge(limits: dict[tuple[str, str | None], list[int | None]], per: str, name: str | None,
@@ -110,7 +117,7 @@ def recorded_fair_share(history: History) -> FairShare | None:
     policy = history.policy
     weights = policy.priority_weights
     multifactor = policy.priority_type in (None, "priority/multifactor")
-    if not multifactor or weights.get("PriorityWeightFairshare", 0) <= 0:
+    if not multifactor or not any(weights.get(name, 0) > 0 for name in WEIGHTS):
         return None
     rows = policy.fair_share
     by_user = any(r.user is not None for r in rows)
@@ -133,11 +140,37 @@ def recorded_fair_share(history: History) -> FairShare | None:
     return FairShare.model_validate(
         {
             "by": "user" if by_user else "team",
-            "weight_fairshare": weights["PriorityWeightFairshare"],
+            "weight_fairshare": weights.get("PriorityWeightFairshare", 0),
             "weight_age": weights.get("PriorityWeightAge", 0),
             "shares": shares,
+            **multifactor_settings(history),
         }
     )
+
+
+def multifactor_settings(history: History) -> dict[str, object]:
+    """The multifactor fields beyond fair share and age, only those the record sets (module docstring)."""
+    policy = history.policy
+    weights, recorded = policy.priority_weights, policy.slurm_scheduler
+    out: dict[str, object] = {}
+    for name, field in (("PriorityWeightJobSize", "weight_job_size"), ("PriorityWeightPartition",
+                        "weight_partition"), ("PriorityWeightQOS", "weight_qos")):  # fmt: skip
+        if weights.get(name, 0) > 0:
+            out[field] = weights[name]
+    if out.get("weight_job_size"):
+        if recorded.favor_small:
+            out["favor_small"] = True
+        if "SMALL_RELATIVE_TO_TIME" in (recorded.priority_flags or ()):
+            out["small_relative_to_time"] = True
+    if out.get("weight_partition"):
+        out["partition_job_factors"] = {p.name: p.priority_job_factor for p in policy.slurm_partitions}
+    if out.get("weight_qos"):
+        out["qos_priorities"] = {q.name: q.priority or 0 for q in policy.slurm_qos}
+    for field, value in (("half_life_s", recorded.decay_half_life_s), ("max_age_s", recorded.max_age_s),
+                         ("calc_period_s", recorded.calc_period_s)):  # fmt: skip
+        if value is not None and (value > 0 or field == "half_life_s"):
+            out[field] = value
+    return out
 
 
 def inferred_job_limits(

@@ -15,10 +15,15 @@ scheduler's backfill fields.
   (fair share when recorded, then submit time).
 * **Preemption** (``PreemptType`` of ``scontrol show config``): ``preempt/qos`` becomes
   ``batch_preemption`` with a class per recorded QOS (its ``Preempt`` list, ``Priority`` and
-  ``PreemptMode``, else the cluster's) and each job labelled ``fleetlab.io/qos`` with its QOS;
+  ``PreemptMode``, else the cluster's, ``GraceTime`` and ``PreemptExemptTime``) and each job
+  labelled ``fleetlab.io/qos`` with its QOS; the cluster's ``PreemptExemptTime`` is the section's;
   ``preempt/partition_prio`` a class per partition that preempts the partitions of lower tiers (their
-  ``PreemptMode``, else the cluster's), jobs labelled ``fleetlab.io/partition``. With either, the
-  replay's kube-scheduler priority preemption is off (Slurm preempts by these rules only).
+  ``PreemptMode``, else the cluster's; ``GraceTime``), jobs labelled ``fleetlab.io/partition``. With
+  either, the replay's kube-scheduler priority preemption is off (Slurm preempts by these rules only).
+* **Time limits** (``MaxTime``, ``DefaultTime``, ``EnforcePartLimits``): a ``time_limits`` section with
+  each partition that limits time, jobs labelled ``fleetlab.io/partition`` (their first partition); a
+  job asking more than its partition's ``MaxTime`` waits for good (``NO``) or is refused
+  (``ALL``/``ANY``/``YES``), and running jobs end at their limit (sim/time_limits.py).
 * **Backfill** (``SchedulerType=sched/backfill``): the scenario's ``backfill_interval_s``,
   ``backfill_window_s`` and ``backfill_depth`` from ``bf_interval``, ``bf_window``, ``bf_max_job_test``,
   Slurm's defaults (30 s, 1440 min, 500; slurm.conf(5)) where the record gives none. They apply when the
@@ -31,7 +36,7 @@ import json
 import re
 from typing import Any
 
-from fleetlab.model.batch_policy import PARTITION_LABEL, QOS_LABEL, BatchPreemption
+from fleetlab.model.batch_policy import PARTITION_LABEL, QOS_LABEL, BatchPreemption, TimeLimits
 from fleetlab.model.history import History
 from fleetlab.model.history_policy import SlurmPartition
 
@@ -80,6 +85,14 @@ class SlurmPlacement:
         self.preempt_type = (policy.slurm_scheduler.preempt_type or "").lower()
         self.by_qos = self.preempt_type == "preempt/qos" and bool(policy.slurm_qos)
         self.by_partition = self.preempt_type == "preempt/partition_prio" and self.tiered
+        weights = policy.priority_weights
+        #: Jobs carry their QOS / partition label where preemption, the multifactor priority or the
+        #: partition time limits read it.
+        self.qos_label = self.by_qos or (weights.get("PriorityWeightQOS", 0) > 0 and bool(policy.slurm_qos))
+        self.partition_label = (
+            self.by_partition or (weights.get("PriorityWeightPartition", 0) > 0 and bool(self.partitions))
+            or any(p.max_time_s is not None or p.default_time_s is not None for p in policy.slurm_partitions)
+        )  # fmt: skip
         self.unknown = 0
 
     def names(self, queue: str | None) -> list[str]:
@@ -114,9 +127,9 @@ class SlurmPlacement:
             tier = max(self.partitions[n].priority_tier for n in names)
             out["priorityClassName"] = f"{TIER_CLASS_PREFIX}{tier}"
         labels = {}
-        if self.by_qos and qos:
+        if self.qos_label and qos:
             labels[QOS_LABEL] = qos
-        if self.by_partition and names:
+        if self.partition_label and names:
             labels[PARTITION_LABEL] = names[0]
         if labels:
             out["labels"] = labels
@@ -159,27 +172,38 @@ def _mode(text: str | None, cluster: str | None) -> str:
     return _MODES.get(word, "off")
 
 
+def _grace(grace_s: float | None, exempt_s: float | None) -> dict[str, float]:
+    """A class's ``GraceTime`` and ``PreemptExemptTime`` fields, where the record sets them."""
+    out = {"grace_time_s": grace_s} if grace_s else {}
+    if exempt_s is not None:
+        out["exempt_time_s"] = exempt_s
+    return out
+
+
 def batch_preemption(history: History) -> BatchPreemption | None:
     """The recorded preemption rules (module docstring), or None."""
     policy = history.policy
     placement = SlurmPlacement(history)
     cluster = policy.slurm_scheduler.preempt_mode
+    exempt_s = policy.slurm_scheduler.preempt_exempt_time_s
+    exempt = {"exempt_time_s": exempt_s} if exempt_s else {}
     if placement.by_qos:
         names = {q.name for q in policy.slurm_qos}
         classes = [
             {"name": q.name, "priority": q.priority or 0, "mode": _mode(q.preempt_mode, cluster),
-             "preempts": sorted(set(q.preempt) & names)}
+             "preempts": sorted(set(q.preempt) & names), **_grace(q.grace_time_s, q.preempt_exempt_time_s)}
             for q in policy.slurm_qos
         ]  # fmt: skip
-        return BatchPreemption.model_validate({"label": QOS_LABEL, "classes": classes})
+        return BatchPreemption.model_validate({"label": QOS_LABEL, "classes": classes, **exempt})
     if placement.by_partition:
         parts = policy.slurm_partitions
         classes = [
             {"name": p.name, "priority": p.priority_tier, "mode": _mode(p.preempt_mode, cluster),
-             "preempts": sorted(o.name for o in parts if o.priority_tier < p.priority_tier)}
+             "preempts": sorted(o.name for o in parts if o.priority_tier < p.priority_tier),
+             **_grace(p.grace_time_s, None)}
             for p in parts
         ]  # fmt: skip
-        return BatchPreemption.model_validate({"label": PARTITION_LABEL, "classes": classes})
+        return BatchPreemption.model_validate({"label": PARTITION_LABEL, "classes": classes, **exempt})
     return None
 
 
@@ -198,3 +222,17 @@ def backfill_settings(history: History) -> dict[str, Any]:
 def slurm_preempts(history: History) -> bool:
     """Whether the record names Slurm's preemption type (then kube-scheduler's is not replayed)."""
     return history.policy.slurm_scheduler.preempt_type is not None
+
+
+def time_limits(history: History) -> TimeLimits | None:
+    """The partitions' ``MaxTime`` / ``DefaultTime`` (those that set either) and ``EnforcePartLimits``
+    (ALL, ANY, YES: refused at submit), or None when no partition limits time."""
+    parts = [
+        {"name": p.name, "max_time_s": p.max_time_s or None, "default_time_s": p.default_time_s or None}
+        for p in history.policy.slurm_partitions
+        if p.max_time_s or p.default_time_s
+    ]
+    if not parts:
+        return None
+    enforce = history.policy.slurm_scheduler.enforce_part_limits in ("ALL", "ANY", "YES")
+    return TimeLimits.model_validate({"partitions": parts, "enforce_at_submit": enforce})

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import ValidationError
 
 from fleetlab.experiment.history_downtime import failure_events, recorded_behaviour
@@ -44,6 +43,7 @@ from fleetlab.experiment.history_partitions import (
     label_partition_nodes,
     slurm_preempts,
     tier_classes,
+    time_limits,
 )
 from fleetlab.export.kueue_objects import kueue_objects
 from fleetlab.metrics.baseline import job_columns, job_times
@@ -60,6 +60,7 @@ from fleetlab.model.scheduler import SchedulerConfig
 from fleetlab.model.scheduling_delay import SchedulingDelay
 from fleetlab.model.workload import Workload
 from fleetlab.spec.errors import SpecError, problems_from_validation
+from fleetlab.spec.yaml_block import block_list, dump
 
 #: Node label the openb importer sets and a job's ``gpu_model`` constraint selects on.
 GPU_MODEL_LABEL = "fleetlab.io/gpu-model"
@@ -457,6 +458,9 @@ def history_scenario(
     rules = batch_preemption(history)
     if rules is not None:
         data["batch_preemption"] = rules
+    limits = time_limits(history)
+    if limits is not None:
+        data["time_limits"] = limits
     scheduler = SchedulerConfig.model_validate(
         {
             "scheduling_latency_s": knobs.scheduling_latency_s,
@@ -517,12 +521,8 @@ YAML_CHUNK = 2000
 
 def scenario_yaml(scenario: Scenario) -> Iterator[str]:
     """:func:`scenario_document` as YAML text, a piece at a time: everything but the jobs, then the jobs
-    in chunks (a 190,000-job history never sits in memory as one document)."""
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where installed
-
-    def dump(data: Any) -> str:
-        return str(yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=120))
-
+    in chunks (a 190,000-job history never sits in memory as one document), each job's block written by
+    spec/yaml_block.py as PyYAML would write it."""
     doc = _document_without_jobs(scenario)
     jobs = scenario.workload.jobs
     if jobs is None:
@@ -533,5 +533,4 @@ def scenario_yaml(scenario: Scenario) -> Iterator[str]:
     yield dump({"workload": workload}) if workload else ""
     yield "workload:\n  jobs:\n" if not workload else "  jobs:\n"
     for start in range(0, len(jobs), YAML_CHUNK):
-        text = dump([_job_document(j) for j in jobs[start : start + YAML_CHUNK]])
-        yield "".join("  " + line for line in text.splitlines(keepends=True))
+        yield block_list((_job_document(j) for j in jobs[start : start + YAML_CHUNK]), indent=2)

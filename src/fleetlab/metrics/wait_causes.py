@@ -272,6 +272,8 @@ class _Windows:
     b: FloatArray
     held: tuple[FloatArray, FloatArray]
     need: FloatArray
+    #: Every job's wait: to its start, or censored at its end or the record's end when it never started.
+    waits: FloatArray
 
 
 def _windows(history: History) -> _Windows:
@@ -290,7 +292,7 @@ def _windows(history: History) -> _Windows:
     return _Windows(
         cols, known, started, cols.submit, np.where(known, cols.submit + times.waits, cols.submit),
         (np.where(started, cols.scheduled, 0.0), np.where(started, stop, 0.0)),
-        np.column_stack((np.nan_to_num(cols.cpus), np.nan_to_num(cols.gpus), memory)),
+        np.column_stack((np.nan_to_num(cols.cpus), np.nan_to_num(cols.gpus), memory)), times.waits,
     )  # fmt: skip
 
 
@@ -299,18 +301,28 @@ def unexplained_waits(history: History, grouping: str | None = None) -> FloatArr
     their whole wait the recorded running work left room on their eligible nodes and no other job of the
     same user (nor of the same ``grouping``: ``team`` or ``queue``, where recorded) was running. Jobs that
     started at once are among them (a wait of 0). None without a node list (room is not measurable)."""
+    free = free_waits(history, grouping)
+    return None if free is None else free[0][free[1]]
+
+
+def free_waits(history: History, grouping: str | None = None) -> tuple[FloatArray, BoolArray] | None:
+    """The unexplained waits (``unexplained_waits``) with the censored ones beside them: every job that
+    had room and no job of its group running for its whole wait, started or not, and whether it started.
+    A job that never started waited at least to its end (a cancellation) or the record's end: dropping
+    it would leave only the waits that ended in time, a sample biased short. None without a node list."""
     if not history.nodes.num_rows:
         return None
     w = _windows(history)
-    blocked, _ = _capacity_blocked(history, w.cols, (w.a, w.b), w.held, w.need)
-    free = w.known & w.started & (blocked <= 0)
+    stop = w.a + w.waits  # to the start, or censored at the job's end or the record's end
+    blocked, _ = _capacity_blocked(history, w.cols, (w.a, stop), w.held, w.need)
+    free = blocked <= 0
     labels = [_labels(history, "user")]
     if grouping in ("team", "queue"):
         labels.append(np.asarray(getattr(w.cols, grouping), dtype=object))
     for label in labels:
-        running, _ = time_while_running(label, w.held, w.a, w.b)
+        running, _ = time_while_running(label, w.held, w.a, stop)
         free &= running <= 0
-    return np.asarray(w.b[free] - w.a[free], dtype=np.float64)
+    return np.asarray(w.waits[free], dtype=np.float64), np.asarray(w.started[free], dtype=bool)
 
 
 def diagnose_waits(history: History) -> WaitCauses:

@@ -10,6 +10,9 @@ fair-share priority (docs/scenario.md, "Batch scheduler policy").
 * ``batch_preemption`` (a scenario section): Slurm's preemption by QOS (``PreemptType=preempt/qos``) or by
   partition tier (``preempt/partition_prio``): which class's running jobs a job of another class may stop,
   and what becomes of them (sim/batch_preemption.py).
+* ``time_limits`` (a scenario section): Slurm's partition ``MaxTime`` / ``DefaultTime``: a job asking for
+  more than its partition allows waits or is refused, a job asking nothing gets the default, and a running
+  job is ended at its limit (sim/time_limits.py).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pydantic import Field, model_validator
 
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.limits import Float, Int
-from fleetlab.model.units import Seconds
+from fleetlab.model.units import PositiveSeconds, Seconds
 
 __all__ = [
     "JOB_LIMIT_SCOPES",
@@ -31,7 +34,9 @@ __all__ = [
     "FairShare",
     "JobLimit",
     "LimitScope",
+    "PartitionTime",
     "PreemptionClass",
+    "TimeLimits",
     "check_job_limits",
 ]
 
@@ -93,7 +98,16 @@ class FairShare(SpecModel):
     (``PriorityDecayHalfLife``; 0: never decayed). Its fair-share factor is ``2^(-U/S)``: U its share of
     all decayed usage, S its share of the ``shares`` (``sshare`` RawShares or NormShares; 1 each where not
     given). A pending job's multifactor priority is ``weight_fairshare × factor + weight_age ×
-    min(age / max_age_s, 1)``; the queue orders by the pod priority (PriorityClass) first, then by it."""
+    min(age / max_age_s, 1)``; the queue orders by the pod priority (PriorityClass) first, then by it.
+
+    The other multifactor terms (all 0 by default; sim/job_priority.py): ``weight_job_size`` × the job-size
+    factor (``favor_small``: PriorityFavorSmall; ``small_relative_to_time``: PriorityFlags
+    SMALL_RELATIVE_TO_TIME), ``weight_partition`` × the job's partition's ``PriorityJobFactor`` over the
+    largest (``partition_job_factors``, partition from the job's ``fleetlab.io/partition`` label),
+    ``weight_qos`` × its QOS ``Priority`` over the largest (``qos_priorities``, QOS from the job's
+    ``fleetlab.io/qos`` label). With ``calc_period_s`` (PriorityCalcPeriod) a job's priority is a whole
+    number (Slurm's uint32, at least 1) set when it is queued and recomputed only every period since the
+    run began, so the queue order changes only then; None: recomputed at every scheduling cycle."""
 
     by: Literal["user", "team"] = "user"
     half_life_s: Seconds = Field(default=WEEK_S, ge=0)
@@ -103,12 +117,34 @@ class FairShare(SpecModel):
     cpu_weight: Float = Field(default=1.0, ge=0, le=1e6)
     gpu_weight: Float = Field(default=0.0, ge=0, le=1e6)
     shares: dict[str, Float] = Field(default_factory=dict)
+    #: ``PriorityWeightJobSize``: times the job-size factor (nodes and cores over the cluster's).
+    weight_job_size: Int = Field(default=0, ge=0, le=1_000_000_000)
+    #: ``PriorityWeightPartition``: times the job's partition's ``PriorityJobFactor`` over the largest.
+    weight_partition: Int = Field(default=0, ge=0, le=1_000_000_000)
+    #: ``PriorityWeightQOS``: times the job's QOS ``Priority`` over the largest.
+    weight_qos: Int = Field(default=0, ge=0, le=1_000_000_000)
+    #: ``PriorityFavorSmall=YES``: the job-size factor grows as the job shrinks.
+    favor_small: bool = False
+    #: ``PriorityFlags=SMALL_RELATIVE_TO_TIME``: job size over its time limit in minutes.
+    small_relative_to_time: bool = False
+    #: Per partition (the job's ``fleetlab.io/partition`` label) its ``PriorityJobFactor``.
+    partition_job_factors: dict[str, Int] = Field(default_factory=dict)
+    #: Per QOS (the job's ``fleetlab.io/qos`` label) its ``Priority``.
+    qos_priorities: dict[str, Int] = Field(default_factory=dict)
+    #: ``PriorityCalcPeriod``: whole-number priorities set at queueing and recomputed only every period
+    #: (the queue order changes only then); None: recomputed at every scheduling cycle.
+    calc_period_s: PositiveSeconds | None = None
 
     @model_validator(mode="after")
     def _positive_shares(self) -> FairShare:
         bad = sorted(name for name, share in self.shares.items() if not share > 0)
         if bad:
             raise ValueError(f"fair_share.shares must be > 0; not so for {', '.join(bad[:5])}")
+        for name, table in (("partition_job_factors", self.partition_job_factors),
+                            ("qos_priorities", self.qos_priorities)):  # fmt: skip
+            bad = sorted(k for k, v in table.items() if not 0 <= v <= 2**32)
+            if bad:
+                raise ValueError(f"fair_share.{name} must be in 0..2^32; not so for {', '.join(bad[:5])}")
         return self
 
 
@@ -124,6 +160,12 @@ class PreemptionClass(SpecModel):
     priority: Int = Field(default=0, ge=0, le=2**32)
     preempts: tuple[str, ...] = Field(default=(), max_length=1_000)
     mode: Literal["off", "cancel", "requeue", "suspend"] = "requeue"
+    #: QOS ``GraceTime``: a job of this class chosen as a victim gets SIGTERM and runs on this long before it
+    #: is cancelled or requeued (0: at once).
+    grace_time_s: Seconds = Field(default=0.0, ge=0)
+    #: QOS ``PreemptExemptTime``: a job of this class is not a victim before it has run this long (None: the
+    #: section's ``exempt_time_s``).
+    exempt_time_s: Seconds | None = Field(default=None, ge=0)
 
 
 class BatchPreemption(SpecModel):
@@ -132,6 +174,8 @@ class BatchPreemption(SpecModel):
 
     label: str = Field(default=QOS_LABEL, min_length=1, max_length=317)
     classes: tuple[PreemptionClass, ...] = Field(min_length=1, max_length=10_000)
+    #: ``PreemptExemptTime`` (slurm.conf): no job is a victim before it has run this long.
+    exempt_time_s: Seconds = Field(default=0.0, ge=0)
 
     @model_validator(mode="after")
     def _known(self) -> BatchPreemption:
@@ -142,4 +186,41 @@ class BatchPreemption(SpecModel):
             unknown = sorted(set(c.preempts) - set(names))
             if unknown:
                 raise ValueError(f"class {c.name!r} preempts {', '.join(unknown)}, which no class names")
+        return self
+
+
+class PartitionTime(SpecModel):
+    """A partition's time limits (``scontrol show partition``): ``max_time_s`` (``MaxTime``; None:
+    UNLIMITED) and ``default_time_s`` (``DefaultTime``, the limit of a job that asks for none; None: the
+    ``MaxTime``)."""
+
+    name: str = Field(min_length=1, max_length=253)
+    #: ``MaxTime``: the longest limit a job of the partition may ask (None: UNLIMITED).
+    max_time_s: PositiveSeconds | None = None
+    #: ``DefaultTime``: the limit of a job that asks none (None: ``max_time_s``).
+    default_time_s: PositiveSeconds | None = None
+
+
+class TimeLimits(SpecModel):
+    """Slurm's partition time limits. A job's partition is the value of its label ``label``; its time limit
+    is the wall time it asked for (``recorded.walltime_s``), else its partition's ``default_time_s``, else
+    its ``max_time_s``. A job asking for more than its partition's ``max_time_s`` is refused at submit
+    (``enforce_at_submit``: ``EnforcePartLimits`` ALL/ANY/YES) or stays pending for good (``NO``, Slurm's
+    default: reason ``PartitionTimeLimit``). With ``kill_at_limit`` a job still running when its limit has
+    passed since it started is ended there, failed (``TIMEOUT``; ``OverTimeLimit`` 0)."""
+
+    #: The job label naming the job's partition.
+    label: str = Field(default=PARTITION_LABEL, min_length=1, max_length=317)
+    partitions: tuple[PartitionTime, ...] = Field(min_length=1, max_length=10_000)
+    #: ``EnforcePartLimits`` ALL/ANY/YES: a job over ``max_time_s`` is refused at submit; false (NO): it
+    #: stays pending for good (``PartitionTimeLimit``).
+    enforce_at_submit: bool = False
+    #: A job still running when its limit has passed since it started is ended, failed (``TIMEOUT``).
+    kill_at_limit: bool = True
+
+    @model_validator(mode="after")
+    def _unique(self) -> TimeLimits:
+        names = [p.name for p in self.partitions]
+        if len(set(names)) != len(names):
+            raise ValueError("each time_limits partition name may appear once")
         return self

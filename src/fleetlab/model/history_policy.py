@@ -79,6 +79,8 @@ class SlurmQos(_Record):
     preempt_mode: str | None = None
     usage_factor: float | None = None
     limits: SlurmLimits = Field(default_factory=SlurmLimits)
+    grace_time_s: float | None = None  # GraceTime: a preempted job's SIGTERM-to-kill time
+    preempt_exempt_time_s: float | None = None  # PreemptExemptTime: not preempted before it ran this long
 
 
 class SlurmPartition(_Record):
@@ -90,11 +92,14 @@ class SlurmPartition(_Record):
     preempt_mode: str | None = None  # PreemptMode (OFF, CANCEL, REQUEUE, SUSPEND[,GANG])
     max_time_s: float | None = None  # MaxTime (None: UNLIMITED)
     default: bool = False  # Default=YES: jobs that name no partition run here
+    default_time_s: float | None = None  # DefaultTime: the limit of a job asking none (None: MaxTime)
+    priority_job_factor: int = 1  # PriorityJobFactor: the multifactor partition factor's numerator
+    grace_time_s: float | None = None  # GraceTime (seconds): preempted jobs' SIGTERM-to-kill time
 
 
 class SlurmBackfill(_Record):
-    """``SchedulerType`` and the backfill ``SchedulerParameters`` of ``scontrol show config`` (None: not
-    written there, Slurm's default applies)."""
+    """``SchedulerType``, the backfill ``SchedulerParameters``, the preemption, multifactor and partition
+    limit settings of ``scontrol show config`` (None: not written there, Slurm's default applies)."""
 
     scheduler_type: str | None = None  # sched/backfill | sched/builtin
     interval_s: float | None = None  # bf_interval (s)
@@ -102,6 +107,13 @@ class SlurmBackfill(_Record):
     max_job_test: int | None = None  # bf_max_job_test
     preempt_type: str | None = None  # PreemptType: preempt/none | preempt/qos | preempt/partition_prio
     preempt_mode: str | None = None  # PreemptMode (cluster-wide)
+    preempt_exempt_time_s: float | None = None  # PreemptExemptTime
+    calc_period_s: float | None = None  # PriorityCalcPeriod
+    max_age_s: float | None = None  # PriorityMaxAge
+    decay_half_life_s: float | None = None  # PriorityDecayHalfLife
+    favor_small: bool | None = None  # PriorityFavorSmall (Yes/No)
+    priority_flags: tuple[str, ...] | None = None  # PriorityFlags (SMALL_RELATIVE_TO_TIME, ...)
+    enforce_part_limits: str | None = None  # EnforcePartLimits: NO | ALL | ANY | YES
 
 
 class FairShareRow(_Record):

@@ -8,7 +8,7 @@ from typing import Annotated, Any, overload
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from fleetlab.model.background import BackgroundLoad, check_background
-from fleetlab.model.batch_policy import BatchPreemption, JobLimit, check_job_limits
+from fleetlab.model.batch_policy import BatchPreemption, JobLimit, TimeLimits, check_job_limits
 from fleetlab.model.calibration_record import CalibrationRecord, RecordedBehaviour, check_recorded
 from fleetlab.model.cluster import Cluster, SpecModel
 from fleetlab.model.dra_config import DraConfig
@@ -66,6 +66,8 @@ class Scenario(SpecModel):
     job_limits: tuple[JobLimit, ...] = ()
     #: Slurm preemption by QOS or partition tier (model/batch_policy.py); None: none.
     batch_preemption: BatchPreemption | None = None
+    #: Slurm partition MaxTime / DefaultTime and TIMEOUT kills (model/batch_policy.py); None: none.
+    time_limits: TimeLimits | None = None
     #: Room held on a pool's nodes by work the job history does not list (model/background.py).
     background: tuple[BackgroundLoad, ...] = Field(default=(), max_length=1_000)
     #: Workload API objects (scheduling.k8s.io/v1alpha2 Workload, PodGroup): jobs naming a PodGroup in

@@ -50,6 +50,10 @@ CACHE_BUDGET_BYTES = 256 * 1024 * 1024
 FULL_RESCORE_FRACTION = 8
 #: Per pod spec, remembered (fits, score) per distinct node usage; cleared when full.
 MEMO_ENTRIES = 4096
+#: A catch-up goes node by node unless more than 1/FULL_RESCORE_FRACTION of this many nodes (or of the
+#: cluster, if larger) changed: on a small cluster a rebuild's vector pass per scorer costs more than a
+#: usage-memo lookup for every node (128 one-CPU nodes of a gang-heavy replay: rebuilds were 11 % of it).
+REBUILD_FROM = 1024
 #: The change log is cleared (and every cache rebuilt on next use) once it grows this long.
 MAX_CHANGE_LOG = 2_000_000
 #: ``_Incremental.best`` of a node where the pod does not fit (below every weighted score).
@@ -349,7 +353,7 @@ class Scheduler:
                 and self._catch_up_together(inc.log_pos, changed)
             ):
                 pass  # every spec behind, this one included, is up to date
-            elif len(changed) * FULL_RESCORE_FRACTION > state.n:
+            elif len(changed) * FULL_RESCORE_FRACTION > max(state.n, REBUILD_FROM):
                 inc = self._rebuild(pod)
                 rebuilt = True
             else:

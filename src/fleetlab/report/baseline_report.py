@@ -238,18 +238,41 @@ def _wait(seconds: float, started: bool) -> str:
 CALIBRATION_COLUMNS = ("class", "metric", "measured", "simulated", "error", "tolerance", "within")
 
 
+#: Beside the mean over seeds on calibration.html: each seed's error and how many seeds are within.
+SEED_COLUMNS = ("error per seed", "seeds within")
+
+
+def seed_cells(summary: dict[str, Any] | None, kind: str) -> list[str]:
+    """A row's spread over the seeds (calibration.json ``seed_summary``): each seed's error (``seed: e``,
+    ``—`` where it has none) and ``k of n`` seeds within the tolerance (of those judged)."""
+    if summary is None:
+        return ["—", "—"]
+    pairs = zip(summary["seeds"], summary["errors"], strict=True)
+    errors = " · ".join(f"{seed}: {_value(kind, err)}" for seed, err in pairs)
+    judged = summary["judged_seeds"]
+    return [errors, f"{summary['within_seeds']} of {judged}" if judged else "—"]
+
+
+def _calibration_body(rows: list[dict[str, Any]], part: str, summary: list[dict[str, Any]]) -> str:
+    by_row = {(s["job_class"], s["metric"]): s for s in summary if s["part"] == part}
+    return "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in [
+            *_calibration_cells(r), *seed_cells(by_row.get((r["job_class"], r["metric"])), r["error_kind"])
+        ]) + "</tr>"
+        for r in rows
+    )  # fmt: skip
+
+
 def calibration_html(payload: dict[str, Any], title: str) -> str:
-    """A standalone page: verdict, fitted knobs and the search, the comparison table, the disagreements."""
+    """A standalone page: verdict, fitted knobs and the search, the comparison tables (each row the mean
+    over the seeds, with each seed's error and how many are within), the disagreements."""
     e = html.escape
-    head = "".join(f"<th>{name}</th>" for name in CALIBRATION_COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>" for r in payload["rows"]
-    )
+    head = "".join(f"<th>{name}</th>" for name in (*CALIBRATION_COLUMNS, *SEED_COLUMNS))
+    summary = payload.get("seed_summary") or []
+    body = _calibration_body(payload["rows"], "fit", summary)
     validation = payload.get("validation") or {}
-    later = "".join(
-        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in _calibration_cells(r)) + "</tr>"
-        for r in validation.get("rows", [])
-    )
+    later = _calibration_body(validation.get("rows", []), "validation", summary)
+    spread = "".join(f"<li>{e(line)}</li>" for line in payload.get("seed_verdict") or [])
     why = "".join(f"<li>{e(line)}</li>" for line in [*payload.get("why", []), *payload.get("flags", [])])
     search = "".join(
         f"<tr><td>{e(row['knob'])}</td><td>{e(_knob(row['value']))}</td><td>{row['wait_ks']:.3f}</td>"
@@ -275,7 +298,7 @@ def calibration_html(payload: dict[str, Any], title: str) -> str:
         title,
         f"<section id='calibration'><h1>{e(title)}</h1><h2>Why jobs waited</h2><ul>{why}</ul>"
         f"<p>Verdict on the fit part: <b>{e(payload['verdict'])}</b>.{held_out} Fitted: {e(fitted)}.</p>"
-        f"<ul>{not_fitted}{notes}</ul>"
+        f"<ul>{not_fitted}{notes}</ul><h2>Over the seeds</h2><ul id='seeds'>{spread}</ul>"
         f"<table><caption>Measured vs simulated: fit part</caption><thead><tr>{head}</tr></thead>"
         f"<tbody>{body}</tbody></table>"
         f"<table><caption>Measured vs simulated: validation (later part)</caption><thead><tr>{head}</tr>"

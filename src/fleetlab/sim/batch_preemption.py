@@ -15,12 +15,21 @@ first, then youngest first (the latest started), as Slurm's preempt plugins orde
 node would hold the pod; the victims are those taken on that node (the others are not needed, as Slurm
 drops preemptees outside the allocation). A requeued victim is evicted at once and
 the pod is bound; a cancelled one fails at the end of the step and the pod is tried again at once (a
-wake-up in the same instant). Every preempted job is counted, with the pod-seconds and GPU-seconds it had
+wake-up in the same instant).
+
+``PreemptExemptTime`` (slurm.conf, or the victim's QOS): a job that has run less than that since it was
+bound is not a candidate. ``GraceTime`` (the victim's QOS; preempt.html: "its end time is set to the current
+time plus GraceTime", SIGTERM at once, SIGKILL at that end): a victim with a grace keeps running, its end
+event is scheduled at now + grace, and the preemptor waits; at that end the victim is cancelled or requeued
+as above (if it finished meanwhile, it is not preempted), and the pod is tried again in that step's cycle.
+A signalled victim is taken first for any later preemptor (its room is on its way) and never signalled
+twice. Every preempted job is counted, with the pod-seconds and GPU-seconds it had
 run (the work lost). Multi-node (gang) jobs can be victims; a gang preempting is not modelled (its pods do
 not come through this hook). The search costs O(pods on the eligible nodes) per failed attempt of a job that
 may preempt, nothing otherwise.
 
-Subscribes to ``make_room``; registers a wake-up event kind.
+Subscribes to ``make_room`` (and ``tick`` where a class has a grace time); registers a wake-up event kind
+and, with a grace time, the grace end's.
 May change: nothing itself; asks to evict (``evict_job_pods``) or fail (``fail``) the victims' pods.
 """
 
@@ -31,6 +40,7 @@ import numpy as np
 from fleetlab.model.batch_policy import BatchPreemption as Rules
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.scheduler import Scheduler
+from fleetlab.sim.events import to_ms
 from fleetlab.sim.handle import EngineHandle
 
 
@@ -58,6 +68,19 @@ class BatchPreemption:
         #: Cancelled victims (they fail at the end of the step they were chosen in).
         self.failing: set[int] = set()
         self._wake = sim.on.event_kind(lambda _i, _a: None)
+        #: Per class, how long its jobs run before they may be victims (ms; PreemptExemptTime).
+        self.exempt_ms = [
+            to_ms(rules.exempt_time_s if c.exempt_time_s is None else c.exempt_time_s) for c in rules.classes
+        ]
+        #: Per class its victims' grace (ms; GraceTime).
+        self.grace_ms = [to_ms(c.grace_time_s) for c in rules.classes]
+        #: Victims in their grace time: job -> the attempt of the pod whose end was set.
+        self.terminating: dict[int, int] = {}
+        #: A victim was cancelled at its grace end: wake the run once more in this instant, after the step.
+        self._rewake = False
+        if any(self.grace_ms):
+            self._end = sim.on.event_kind(self.grace_over, stale=self.grace_is_stale)
+            sim.on.tick.append(self._wake_after_cancel)
         sim.on.make_room.append(self.make_room)
 
     def make_room(self, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
@@ -72,12 +95,14 @@ class BatchPreemption:
         state = sim.state
         cols = compiled.request_cols
         want = compiled.request[cols]
-        job_at, bound_ms = book.job_at, book.bound_ms_at
+        job_at, bound_ms, now, exempt = book.job_at, book.bound_ms_at, sim.now, self.exempt_ms
+        ending = self.terminating
         candidates = sorted(
             (p for node in np.flatnonzero(scheduler.static_mask(compiled)).tolist()
              for p in sim.node_pods[node] if class_of[job_at[p]] in targets and job_at[p] != job
-             and job_at[p] not in self.failing),
-            key=lambda p: (self.priority[class_of[job_at[p]]], -bound_ms[p], p),
+             and job_at[p] not in self.failing
+             and (now - bound_ms[p] >= exempt[class_of[job_at[p]]] or job_at[p] in ending)),
+            key=lambda p: (job_at[p] not in ending, self.priority[class_of[job_at[p]]], -bound_ms[p], p),
         )  # fmt: skip
         freed: dict[int, tuple[np.ndarray, list[int]]] = {}
         chosen: list[int] = []
@@ -92,25 +117,67 @@ class BatchPreemption:
                 break
         if node < 0:
             return -1
-        cancelled = False
+        waiting = cancelled = False
         done: set[int] = set()
         for p in chosen:
             victim = book.job_at[p]
             if victim in done:
                 continue
             done.add(victim)
-            self._account(victim)
-            if self.mode[class_of[victim]] == "cancel":
-                cancelled = True
-                self.cancelled_jobs += 1
-                self.failing.add(victim)
-                sim.fail(p)
+            if victim in ending:  # signalled already: its room frees when its grace ends
+                waiting = True
+                continue
+            grace = self.grace_ms[class_of[victim]]
+            if grace > 0:  # SIGTERM now, cancelled or requeued when the grace ends
+                ending[victim] = int(book.attempt_at[p])
+                sim.schedule(now + grace, self._end, p, ending[victim])
+                waiting = True
             else:
-                sim.evict_job_pods(p)
+                cancelled = self._stop(p) or cancelled
         if cancelled:  # the room frees at the end of this step: try again in the same instant
-            sim.schedule(sim.now, self._wake, 0)
+            sim.schedule(now, self._wake, 0)
+        if waiting or cancelled:
             return -1
         return node if bool(scheduler.fits_now(compiled)[node]) else -1
+
+    def _stop(self, pod: int) -> bool:
+        """Cancel or requeue the pod's job now; True when its room frees only at the end of the step."""
+        sim = self.sim
+        victim = sim.book.job_at[pod]
+        self._account(victim)
+        if self.mode[self.class_of[victim]] == "cancel":
+            self.cancelled_jobs += 1
+            self.failing.add(victim)
+            sim.fail(pod)
+            return True
+        sim.evict_job_pods(pod)
+        return False
+
+    def grace_is_stale(self, pod: int, attempt: int) -> bool:
+        """The victim ended (finished, failed, evicted) during its grace time."""
+        book = self.sim.book
+        job = book.job_at[pod]
+        if attempt != book.attempt_at[pod] or book.end_ms_at[pod] >= 0 or bool(book.failed[pod]):
+            if self.terminating.get(job) == attempt:
+                del self.terminating[job]
+            return True
+        return False
+
+    def grace_over(self, pod: int, attempt: int) -> None:
+        """A victim's grace time is over: it is cancelled or requeued (the preemptor is tried again in this
+        step's cycle)."""
+        if self.grace_is_stale(pod, attempt):
+            return
+        self.terminating.pop(self.sim.book.job_at[pod], None)
+        if self._stop(pod):  # cancelled: its room frees at the end of this step
+            self._rewake = True
+
+    def _wake_after_cancel(self, now: int) -> None:
+        """After the events of a step in which a victim was cancelled: one more step in this instant, whose
+        cycle sees the room (an event scheduled while the step's events run would be taken in this step)."""
+        if self._rewake:
+            self._rewake = False
+            self.sim.schedule(now, self._wake, 0)
 
     def _account(self, victim: int) -> None:
         """Count a preempted job and the work its bound pods had done (lost: no checkpoint is kept)."""

@@ -70,11 +70,6 @@ class SegmentLog:
     def __iter__(self) -> Iterator[Segment]:
         return (self._segment(k) for k in range(len(self)))
 
-    def arrays(self) -> tuple[list[IntArray], NDArray[np.bool_]]:
-        """The columns as numpy arrays (copies), in SEGMENT_COLUMNS order, and the eviction flags."""
-        ints = [np.array(column, dtype=np.int64) for column in self.columns]
-        return ints, np.frombuffer(bytes(self.evicted), dtype=np.uint8).astype(bool)
-
 
 @dataclass
 class PodBook:

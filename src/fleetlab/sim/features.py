@@ -25,6 +25,7 @@ from fleetlab.sim.handle import EngineHandle
 from fleetlab.sim.interference import Interference
 from fleetlab.sim.interruptions import Interruptions
 from fleetlab.sim.job_limits import JobLimitGate
+from fleetlab.sim.job_priority import JobPriority
 from fleetlab.sim.kueue_bridge import KueueBridge
 from fleetlab.sim.kueue_dra import DraQuota
 from fleetlab.sim.kueue_tas import KueueTopology, uses_tas
@@ -36,6 +37,7 @@ from fleetlab.sim.queue_discipline import QueueDiscipline
 from fleetlab.sim.scheduling_delay import DrawnDelay
 from fleetlab.sim.services import ServiceController
 from fleetlab.sim.stranded import StrandedMeter
+from fleetlab.sim.time_limits import TimeLimitGate, job_time_limits_s
 from fleetlab.sim.timeline import TimelineRecorder
 from fleetlab.sim.usage_meter import UsageMeter
 from fleetlab.sim.withdrawal import Withdrawal
@@ -71,6 +73,8 @@ class Features:
     background: Background | None = None
     batch_preemption: BatchPreemption | None = None
     scheduling_delay: DrawnDelay | None = None
+    job_priority: JobPriority | None = None
+    time_limits: TimeLimitGate | None = None
 
 
 def build_features(sim: EngineHandle) -> Features:
@@ -109,11 +113,23 @@ def build_features(sim: EngineHandle) -> Features:
     scheduling_delay = DrawnDelay(sim, delay) if delay is not None else None
     # Before Kueue: their ``arrive`` holds a job before Kueue sees it.
     withdrawal = Withdrawal(sim) if recorded is not None and recorded.withdraw_s else None
+    time_limits = TimeLimitGate(sim, pace is not None) if scenario.time_limits is not None else None
     job_limits = JobLimitGate(sim) if scenario.job_limits else None
     fair = sim.config.fair_share
     fair_share = FairShare(sim, fair) if fair is not None else None
+    job_priority = None
+    if (
+        fair is not None
+        and fair_share is not None
+        and (
+            fair.weight_job_size or fair.weight_partition or fair.weight_qos or fair.calc_period_s is not None
+        )
+    ):
+        job_priority = JobPriority(sim, fair_share, job_time_limits_s(sim))
     ordered = fair_share is not None or sim.config.queueing != "best-effort-fifo"
-    discipline = QueueDiscipline(sim, fair_share) if ordered else None
+    discipline = QueueDiscipline(sim, job_priority or fair_share) if ordered else None
+    if job_priority is not None and discipline is not None:
+        job_priority.recalculated = discipline.cycle
     services = ServiceController(sim, tenancy) if scenario.services else None
     topology = kueue = None
     if scenario.kueue is not None and scenario.kueue.cluster_queues:  # no ClusterQueue: nothing to admit
@@ -155,4 +171,6 @@ def build_features(sim: EngineHandle) -> Features:
         background=background,
         batch_preemption=batch_preemption,
         scheduling_delay=scheduling_delay,
+        job_priority=job_priority,
+        time_limits=time_limits,
     )

@@ -41,14 +41,23 @@ May change: places queue entries (``try_place``, ``try_place_on``) and takes the
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from fleetlab.placement.state import BoolArray
 from fleetlab.sim.events import to_ms
-from fleetlab.sim.fair_share import FairShare
 from fleetlab.sim.handle import EngineHandle
+from fleetlab.sim.time_limits import job_time_limits_s
 
 QueueKey = tuple[int, int, int]
+
+
+class Priorities(Protocol):
+    """What orders the queue after the pod priority: the multifactor priority of waiting jobs
+    (sim/fair_share.py, sim/job_priority.py)."""
+
+    def priorities(self, jobs: list[int], now: int) -> list[float]: ...
 
 
 class Reservation:
@@ -62,18 +71,17 @@ class Reservation:
 class QueueDiscipline:
     """Runs each scheduling cycle in the scenario's discipline and order."""
 
-    def __init__(self, sim: EngineHandle, fair_share: FairShare | None) -> None:
+    def __init__(self, sim: EngineHandle, fair_share: Priorities | None) -> None:
         self.sim = sim
         self.mode = sim.config.queueing
         self.depth = sim.config.backfill_depth
         self.fair_share = fair_share
-        recorded = sim.resolved.scenario.recorded
-        walltime = recorded.walltime_s if recorded is not None else {}
         runtime = sim.job_table.column("runtime_s")
-        #: Per job (submit order) the time the scheduler plans it to run: its wall time, else its runtime.
+        #: Per job (submit order) the time the scheduler plans it to run: its time limit (the wall time it
+        #: requested, else its partition's default), else its runtime.
         self.plan_ms: list[int] = [
-            to_ms(walltime[job_id]) if job_id in walltime else to_ms(float(runtime[job]))
-            for job, job_id in enumerate(sim.job_table.ids.to_pylist())
+            to_ms(limit) if limit is not None else to_ms(float(runtime[job]))
+            for job, limit in enumerate(job_time_limits_s(sim))
         ]
         #: Per queue group: could it ever fit, on the whole cluster empty (None: not asked yet)?
         self._ever_fits: dict[int, bool] = {}

@@ -95,9 +95,12 @@ def _gpus_per_pod(sim: EngineHandle, parts: ResultParts) -> IntArray:
 
 
 def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
-    """Closed stays plus the stays still open at the end of the run (closed there)."""
+    """Closed stays plus the stays still open at the end of the run (closed there). Each column is made
+    once, from a view of the log's column and the open stays' values, or is the log's column itself where
+    no stay is open (a gang-heavy run logs millions of stays: every copy of a column was part of the
+    run's peak of memory; the run is over, so nothing appends to the log any more)."""
     book = sim.book
-    closed, closed_evicted = book.segments.arrays()
+    log = book.segments
     open_pods = np.flatnonzero((book.node >= 0) & (book.end_ms < 0))
     n_open = len(open_pods)
     opened = [
@@ -110,15 +113,21 @@ def segment_table(sim: EngineHandle, end_ms: int) -> SegmentTable:
         np.zeros(n_open, dtype=np.int64),
     ]
     pod, node, bound, ready, start, end, lost = (
-        np.concatenate([a, b]).astype(np.int64) for a, b in zip(closed, opened, strict=True)
+        np.concatenate([np.frombuffer(column, dtype=np.int64), more], dtype=np.int64)
+        if n_open
+        else np.frombuffer(column, dtype=np.int64)  # every stay closed: the log's own column
+        for column, more in zip(log.columns, opened, strict=True)
     )
+    for times in (bound, ready, start, end):
+        np.minimum(times, end_ms, out=times)
+    closed_evicted = np.frombuffer(log.evicted, dtype=np.uint8).astype(bool)
     return SegmentTable(
         pod=pod,
         node=node,
-        bound_ms=np.minimum(bound, end_ms),
-        ready_ms=np.minimum(ready, end_ms),
-        start_ms=np.minimum(start, end_ms),
-        end_ms=np.minimum(end, end_ms),
+        bound_ms=bound,
+        ready_ms=ready,
+        start_ms=start,
+        end_ms=end,
         lost_ms=lost,
         evicted=np.concatenate([closed_evicted, np.zeros(n_open, dtype=bool)]),
     )
@@ -177,16 +186,16 @@ def sharing_table(sim: EngineHandle, parts: ResultParts) -> SharingTable:
     )
     if parts.dra is not None:
         milli = milli + 1000 * parts.dra.job_gpus
-    unpaced = np.zeros(book.n_pods, dtype=np.float64)  # no pod ran on time-sliced GPUs
-    sliced = unpaced if parts.sliced_ms is None else parts.sliced_ms
-    extra = unpaced if parts.sliced_extra_ms is None else parts.sliced_extra_ms
+    unpaced = np.zeros(n, dtype=np.float64)  # no pod ran on time-sliced GPUs: no per-pod column of zeros
+    sliced = unpaced if parts.sliced_ms is None else per_job(parts.sliced_ms, np.add)
+    extra = unpaced if parts.sliced_extra_ms is None else per_job(parts.sliced_extra_ms, np.add)
     assert parts.oom_kills is not None and parts.pod_gpus is not None
     assert parts.fragmentation is not None and parts.stranded is not None
     return SharingTable(
         job_oom_kills=per_job(parts.oom_kills, np.add).astype(np.int64),
         job_failed=per_job(book.failed, np.logical_or).astype(bool),
-        job_extra_ms=per_job(extra, np.add).astype(np.float64),
-        job_sliced_ms=per_job(sliced, np.add).astype(np.float64),
+        job_extra_ms=extra.astype(np.float64),
+        job_sliced_ms=sliced.astype(np.float64),
         job_gpu_milli=milli,
         pod_gpus=parts.pod_gpus,
         fragmentation=parts.fragmentation,
@@ -239,15 +248,15 @@ def build_result(sim: EngineHandle, parts: ResultParts, wall_s: float) -> Simula
         seed=sim.seed,
         end_ms=end_ms,
         jobs=job_table(sim, parts),
-        pods=PodTable(
+        pods=PodTable(  # the finished run's own columns, not copies: nothing writes to the book any more
             job=order[book.job] if len(order) else book.job,
-            node=book.node.copy(),
-            bound_ms=book.bound_ms.copy(),
-            running_ms=book.start_ms.copy(),
-            end_ms=book.end_ms.copy(),
-            image_wait_ms=book.image_wait_ms.copy(),
-            data_ms=book.data_ms.copy(),
-            evictions=book.evictions.copy(),
+            node=book.node,
+            bound_ms=book.bound_ms,
+            running_ms=book.start_ms,
+            end_ms=book.end_ms,
+            image_wait_ms=book.image_wait_ms,
+            data_ms=book.data_ms,
+            evictions=book.evictions,
         ),
         nodes=node_table(sim, end_ms, parts.lifecycle, parts.first_ready_ms, parts.background_unit_ms),
         timeline=parts.timeline,

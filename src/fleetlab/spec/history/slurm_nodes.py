@@ -3,7 +3,7 @@ nodes").
 
 * ``scontrol show partition --oneliner`` (or without ``--oneliner``: a record per partition, its lines
   indented): ``PartitionName``, ``Nodes`` (a hostlist expression), ``PriorityTier``, ``PreemptMode``,
-  ``MaxTime``, ``Default``;
+  ``MaxTime``, ``DefaultTime``, ``PriorityJobFactor``, ``GraceTime`` (seconds), ``Default``;
 * ``scontrol show node --oneliner``: per node its shape (``CPUTot``, ``RealMemory`` in MiB, ``Gres``
   ``gpu[:TYPE]:N``) and, as a usage sample, what was allocated on it (``CPUAlloc``, ``AllocMem`` in MiB,
   ``AllocTRES`` ``gres/gpu``). A line holding only a time (``date -u +%FT%T``) starts a snapshot taken
@@ -175,6 +175,8 @@ def read_scontrol_partitions(path: Path) -> SourceData:
         seen.add(name)
         tier = row.get("PriorityTier", "1") or "1"
         mode = row.get("PreemptMode") or None
+        grace = _whole(row.get("GraceTime", "0") or "0", source, f"{where} GraceTime", 1 << 31)
+        factor = row.get("PriorityJobFactor", "1") or "1"
         partitions.append(
             SlurmPartition(
                 name=name, nodes=tuple(parse_hostlist(row.get("Nodes", ""), source, f"{where} Nodes")),
@@ -182,12 +184,20 @@ def read_scontrol_partitions(path: Path) -> SourceData:
                 preempt_mode=mode.upper() if mode else None,
                 max_time_s=parse_wall(row.get("MaxTime", ""), source, f"{where} MaxTime"),
                 default=row.get("Default", "NO").upper() == "YES",
+                default_time_s=parse_wall(_none(row.get("DefaultTime", "")), source, f"{where} DefaultTime"),
+                grace_time_s=float(grace) or None,
+                priority_job_factor=_whole(factor, source, f"{where} PriorityJobFactor", MAX_PRIORITY_TIER),
             )
         )  # fmt: skip
     if not partitions:
         raise SpecError(source, ["no PartitionName= record; expected `scontrol show partition --oneliner`"])
     data.policy = HistoryPolicy(slurm_partitions=tuple(partitions))
     return data
+
+
+def _none(text: str) -> str:
+    """``NONE`` (``DefaultTime`` not set) as empty."""
+    return "" if text.strip().upper() == "NONE" else text
 
 
 def _mib(text: str, source: str, where: str) -> int:

@@ -10,7 +10,9 @@
 * ``sshare --parsable2`` (Account, User, RawShares, NormShares, RawUsage, EffectvUsage, FairShare);
 * ``scontrol show config`` (``PriorityType``, the whole-number ``PriorityWeight*`` lines, ``SchedulerType``,
   ``SchedulerParameters``' ``bf_interval``/``bf_window``/``bf_max_job_test``, ``PreemptType``,
-  ``PreemptMode``).
+  ``PreemptMode``, ``PreemptExemptTime``, ``PriorityCalcPeriod``, ``PriorityMaxAge``,
+  ``PriorityDecayHalfLife``, ``PriorityFavorSmall``, ``PriorityFlags``, ``EnforcePartLimits``);
+  QOS rows also give ``GraceTime`` and ``PreemptExemptTime``.
 
 TRES amounts keep ``cpu`` (cores), ``mem`` (bytes; K/M/G/T/P, M when no unit), ``node`` and ``gres/gpu``
 (the typed ``gres/gpu:MODEL`` counts summed when no plain count is given). An empty cell is "not set".
@@ -180,6 +182,10 @@ def read_sacctmgr(path: Path) -> SourceData:
                 preempt=_names(row.get("Preempt", "")), preempt_mode=row.get("PreemptMode") or None,
                 usage_factor=_float(row.get("UsageFactor", ""), source, f"line {n} UsageFactor"),
                 limits=_limits(row, source, f"line {n}"),
+                grace_time_s=parse_wall(row.get("GraceTime", ""), source, f"line {n} GraceTime"),
+                preempt_exempt_time_s=parse_wall(
+                    row.get("PreemptExemptTime", ""), source, f"line {n} PreemptExemptTime"
+                ),
             )
             for n, row in rows
             if row.get("Name")
@@ -264,6 +270,36 @@ def _scheduler_parameters(text: str, source: str, where: str) -> dict[str, float
     return out
 
 
+#: ``scontrol show config`` lines holding a Slurm time (``[days-]hh:mm:ss``), and their field.
+_TIMES = {
+    "PreemptExemptTime": "preempt_exempt_time_s", "PriorityCalcPeriod": "calc_period_s",
+    "PriorityMaxAge": "max_age_s", "PriorityDecayHalfLife": "decay_half_life_s",
+}  # fmt: skip
+
+
+_UNIT_TIME = re.compile(r"^(\d{1,9}) ?(sec|min)$")
+
+
+def _config_time(value: str, source: str, where: str) -> float | None:
+    """A time of ``scontrol show config``: ``[days-]hh:mm:ss``, or ``N sec`` / ``N min`` as some lines
+    print it."""
+    match = _UNIT_TIME.match(value)
+    if match:
+        return float(match.group(1)) * (60.0 if match.group(2) == "min" else 1.0)
+    return parse_wall(value, source, where)
+
+
+def _choice(value: str, allowed: tuple[str, ...], source: str, where: str) -> str:
+    word = value.strip().upper()
+    if word not in allowed:
+        raise SpecError(source, [f"{where}: {short(value)} is not one of {', '.join(allowed)}"])
+    return word
+
+
+def _yes_no(value: str, source: str, where: str) -> bool:
+    return _choice(value, ("YES", "NO"), source, where) == "YES"
+
+
 def read_scontrol_config(path: Path) -> SourceData:
     """``PriorityType``, the ``PriorityWeight*`` whole numbers, ``SchedulerType``, the backfill
     ``SchedulerParameters``, ``PreemptType`` and ``PreemptMode`` of ``scontrol show config``."""
@@ -289,6 +325,18 @@ def read_scontrol_config(path: Path) -> SourceData:
                 scheduler["preempt_type"] = value
             elif name == "PreemptMode":
                 scheduler["preempt_mode"] = value.upper()
+            elif name in _TIMES and value not in ("", "(null)", "NONE"):
+                scheduler[_TIMES[name]] = _config_time(value, source, f"line {number} {name}")
+            elif name == "PriorityFavorSmall":
+                scheduler["favor_small"] = _yes_no(value, source, f"line {number} {name}")
+            elif name == "PriorityFlags":
+                scheduler["priority_flags"] = tuple(
+                    f.strip().upper() for f in value.split(",") if f.strip() and value != "(null)"
+                )
+            elif name == "EnforcePartLimits":
+                scheduler["enforce_part_limits"] = _choice(
+                    value, ("NO", "ALL", "ANY", "YES"), source, f"line {number} {name}"
+                )
     if kind is None and not weights and not scheduler:
         raise SpecError(
             source, ["no PriorityType, PriorityWeight*, SchedulerType or Preempt* line; expected "
