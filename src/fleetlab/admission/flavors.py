@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
+from fleetlab.admission.flavor_rows import pair, podset_totals, rows
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 from fleetlab.model.kube import (
     NodeSelectorRequirement,
@@ -345,27 +346,6 @@ def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetReques
     return None
 
 
-#: Per flavor name, its (flavor, resource) pairs, built once each: flavor assignment asks for them per
-#: resource of every head.
-_PAIRS: dict[str, dict[str, FlavorResource]] = {}
-
-
-def _pairs_of(flavor: str) -> dict[str, FlavorResource]:
-    pairs = _PAIRS.get(flavor)
-    if pairs is None:
-        pairs = _PAIRS[flavor] = {}
-    return pairs
-
-
-def _pair(flavor: str, resource: str) -> FlavorResource:
-    """The one :class:`FlavorResource` of ``flavor`` and ``resource``."""
-    pairs = _pairs_of(flavor)
-    fr = pairs.get(resource)
-    if fr is None:
-        fr = pairs[resource] = FlavorResource(flavor, resource)
-    return fr
-
-
 def _find_flavor(
     tree: ResourceTree,
     node: Node,
@@ -391,14 +371,13 @@ def _find_flavor(
     best_mode = _WORST
     least_severe = ""
     fungibility = rules.fungibility
-    nominal = rules.nominal
-    potential = node.potential
+    per_flavor = rows(tree, node, rules, group, flavor_names, wanted, requests, usage, rules.nominal)
     rooted, node_usage, node_quota = node.parent is not None, node.usage, node.subtree_quota
     # Taints and node constraints can only exclude a flavor when either side has some.
     matching = podset is not None and bool(
         rules.flavor_taints or podset.node_selector or podset.required_terms
     )
-    for flavor in flavor_names:
+    for flavor, flavor_rows in zip(flavor_names, per_flavor, strict=True):
         mismatch = _flavor_mismatch(rules, flavor, podset) if matching else None
         if mismatch is not None:
             reasons.append(mismatch)
@@ -423,14 +402,7 @@ def _find_flavor(
         assignments: dict[str, ResourceAssignment] = {}
         mode = _BEST
         flavor_reason = ""
-        pairs = _pairs_of(flavor)
-        for resource, request in wanted:
-            fr = pairs.get(resource) or pairs.setdefault(resource, FlavorResource(flavor, resource))
-            assumed = usage.get(fr, 0) if usage else 0
-            value = assumed + request
-            maximum = potential.get(fr)
-            if maximum is None:
-                maximum = tree.potential_available(node, fr)
+        for resource, request, assumed, value, fr, maximum, within_nominal in flavor_rows:
             if value > maximum:  # NoFit, ExceedsMaxQuota: the worst mode, so the flavor is done
                 reasons.append(
                     f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets "
@@ -458,7 +430,7 @@ def _find_flavor(
                 f"insufficient unused quota for {resource} in flavor {flavor}, "
                 f"{format_amount(resource, value - available)} more needed"
             )
-            if nominal.get(fr, 0) >= value or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
+            if within_nominal or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
                 outcome = can_preempt(rules.name, {fr: value})
                 if outcome is None:
                     pmode = PreemptionMode.NO_CANDIDATES
@@ -505,14 +477,13 @@ def assign_flavors(
     out: list[PodSetAssignment] = []
     borrowing = 0
     worst_reason = ""
+    pods = PODS if PODS in rules.group_of else None
     for ps in podsets:
-        totals = {r: v * ps.count for r, v in ps.requests.items()}
-        if PODS in rules.group_of:
-            totals[PODS] = ps.count
-        psa = PodSetAssignment(ps.name, ps.count, totals)
+        totals, resources = podset_totals(node, rules, ps, ps.requests, ps.count, pods)
+        psa = PodSetAssignment(ps.name, ps.count, dict(totals))
         out.append(psa)
         done: set[int] = set()
-        for resource in sorted(totals):
+        for resource in resources:
             group = rules.group_of.get(resource)
             if group is None:
                 if totals[resource] == 0:
@@ -545,7 +516,7 @@ def assign_flavors(
                 final_mode=AssignmentMode.NO_FIT,
             )
         for resource, chosen_flavor in psa.flavors.items():
-            fr = _pair(chosen_flavor.flavor, resource)
+            fr = pair(chosen_flavor.flavor, resource)
             usage[fr] = usage.get(fr, 0) + totals[resource]
             borrowing = max(borrowing, chosen_flavor.borrow)
     assignment = Assignment(out, usage, borrowing)

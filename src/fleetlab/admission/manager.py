@@ -233,7 +233,9 @@ class AdmissionManager:
             name: spec.spec.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
             for name, spec in self._specs.items()
         }
-        self.cycles = 0
+        self.cycles = self._assignments = 0
+        #: Inside :meth:`_assign`, a number no other assignment had (0 outside), for a strategy's notes.
+        self.assigning = 0
 
     # ---- views ---------------------------------------------------------------------------------------------
 
@@ -416,15 +418,22 @@ class AdmissionManager:
         return Nominee(wl, cq, tracked.timestamp_ms, answer[0], answer[1], seq=tracked.seq)
 
     def _assign(self, tracked: _Tracked) -> tuple[Assignment, tuple[str, ...]]:
-        """Flavor assignment and, when it needs preemption, the targets."""
+        """Flavor assignment and, when it needs preemption, the targets. Searches remove and re-add usage
+        (leaving the same state), so the tree's version is put back, as ``tree.restored()`` does."""
         wl, cq, tree = tracked.workload, tracked.cluster_queue, self.tree
         hook: CanPreempt = partial(self._preemption.can_preempt, self, wl)
-        with tree.restored():  # searches remove and re-add usage: the state they leave is the same
+        version = tree.version
+        self._assignments += 1
+        self.assigning = self._assignments
+        try:
             assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
             if assignment.mode != AssignmentMode.PREEMPT:
                 return assignment, ()
             nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
             return assignment, tuple(self._preemption.targets(self, nominee))
+        finally:
+            tree.version = version
+            self.assigning = 0
 
     def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:
         """Quota a preempting head without candidates holds for the rest of the cycle (upstream

@@ -46,6 +46,7 @@ from fleetlab.admission.classic_candidates import (
 from fleetlab.admission.fair_sharing import DominantResourceShare, dominant_resource_share
 from fleetlab.admission.flavors import AssignmentMode, PreemptionMode, PreemptionOutcome
 from fleetlab.admission.manager import AdmissionManager, Nominee, Workload
+from fleetlab.admission.no_victims import NoVictimNotes
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 
 __all__ = [
@@ -274,10 +275,13 @@ def preemption_targets(
     usage: Mapping[FlavorResource, int],
     frs: Collection[FlavorResource],
     preemptor_timestamp_ms: int,
+    *,
+    checked: bool = False,
 ) -> list[ClassifiedCandidate]:
     """Upstream classic ``classicalPreemptions``: one or two greedy passes (borrowing allowed or not, in the
-    order upstream picks), each with fill-back; [] when none finds victims. The tree is restored."""
-    if _nothing_to_take(manager, workload, cluster_queue, usage, frs):
+    order upstream picks), each with fill-back; [] when none finds victims. The tree is restored.
+    ``checked``: the caller already found :func:`_nothing_to_take` false."""
+    if not checked and _nothing_to_take(manager, workload, cluster_queue, usage, frs):
         return []
     cands = build_candidates(manager, workload, cluster_queue, frs, usage, preemptor_timestamp_ms)
     if cands.empty:
@@ -330,6 +334,16 @@ def simulate_preemption(
 class ClassicPreemption:
     """Kueue's classic preemption as a :class:`~fleetlab.admission.manager.PreemptionStrategy`."""
 
+    def __init__(self) -> None:
+        self._no_victims = NoVictimNotes()
+
+    @staticmethod
+    def _stamp(manager: AdmissionManager, workload: Workload, cluster_queue: str) -> tuple[object, ...]:
+        """Whose assignment, in which tree state (None outside an assignment: nothing is noted)."""
+        if not manager.assigning:
+            return (None,)
+        return (id(manager), manager.assigning, manager.tree.version, id(workload), cluster_queue)
+
     def can_preempt(
         self,
         manager: AdmissionManager,
@@ -338,15 +352,26 @@ class ClassicPreemption:
         amounts: Mapping[FlavorResource, int],
     ) -> PreemptionOutcome | None:
         """Upstream ``SimulatePreemption``: what victims that free ``amounts`` alone would mean."""
+        frs = set(amounts)
+        if _nothing_to_take(manager, workload, cluster_queue, amounts, frs):
+            if manager.assigning:
+                self._no_victims.note(self._stamp(manager, workload, cluster_queue), frs)
+            return None
         found = preemption_targets(
-            manager, workload, cluster_queue, amounts, set(amounts), workload.created_ms
+            manager, workload, cluster_queue, amounts, frs, workload.created_ms, checked=True
         )
         return simulate_preemption(manager.tree, cluster_queue, amounts, found)
 
     def targets(self, manager: AdmissionManager, nominee: Nominee) -> Sequence[str]:
-        """Victim ids for ``nominee``'s whole assignment (upstream ``GetTargets``)."""
+        """Victim ids for ``nominee``'s whole assignment (upstream ``GetTargets``); none at once when the
+        early test answered "no victims" for every pair needing preemption in this assignment
+        (:mod:`~fleetlab.admission.no_victims` says why that is exact)."""
         frs = resources_needing_preemption(nominee)
         if not frs:
+            return ()
+        if manager.assigning and self._no_victims.covers(
+            self._stamp(manager, nominee.workload, nominee.cluster_queue), frs
+        ):
             return ()
         found = preemption_targets(
             manager,

@@ -64,6 +64,7 @@ class Node:
         "name",
         "parent",
         "potential",
+        "prepared",
         "quotas",
         "subtree_quota",
         "top",
@@ -85,6 +86,9 @@ class Node:
         self.usage: dict[FlavorResource, int] = {}
         #: potentialAvailable per pair, remembered by :meth:`ResourceTree.potential_available`.
         self.potential: dict[FlavorResource, int] = {}
+        #: Static answers flavor assignment derives from this node's quotas per podset shape
+        #: (``admission/flavor_rows.py``), kept as long as the tree.
+        self.prepared: dict[object, object] = {}
         #: The root, and the path from below it down to this node (set when the tree is linked; the
         #: structure is static in a run): ``available`` walks them without rebuilding the path.
         self.top: Node = self

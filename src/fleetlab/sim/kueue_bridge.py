@@ -133,7 +133,12 @@ class KueueBridge:
         ]
         #: Every node of the tree (cohorts too) for every flavor/resource a ClusterQueue has quota for.
         self._frs = sorted({fr for _, fr in self._columns}, key=str)
-        self._tree_columns = [(node, fr) for node in tree.all_nodes() for fr in self._frs]
+        # The ClusterQueues' own columns first, so the result's usage is a view of the recorded samples.
+        reported = {(id(node), fr) for node, fr in self._columns}
+        self._tree_columns = [
+            *self._columns,
+            *((n, fr) for n in tree.all_nodes() for fr in self._frs if (id(n), fr) not in reported),
+        ]
         #: The samples, in columns of machine integers (a row of ``_tree_columns`` per time): tuples of
         #: Python ints cost about 1 KB a sample, several samples a job.
         self._times = array("q")
@@ -479,8 +484,7 @@ class KueueBridge:
             len(self._times), len(self._tree_columns)
         )
         series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
-        position = {(id(node), fr): k for k, (node, fr) in enumerate(self._tree_columns)}
-        usage = everything[:, [position[(id(node), fr)] for node, fr in self._columns]]
+        usage = everything[:, : len(self._columns)]  # the ClusterQueues' columns come first: a view
         lent = np.empty_like(usage)
         column_of = {(id(node), fr): k for k, (node, fr) in enumerate(self._columns)}
         for key, series_lent in self.manager.tree.lent_series(self._frs, series):
