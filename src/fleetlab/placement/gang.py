@@ -20,6 +20,7 @@ import numpy as np
 from fleetlab.model.dra import PodClaims
 from fleetlab.placement.dra.state import pod_instance
 from fleetlab.placement.framework import CompiledPod
+from fleetlab.placement.gang_select import select_and_bind
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 
@@ -173,14 +174,10 @@ class GangPlacer:
         held: list[PodClaims] = []
         if keep:
             for count, mask in parts:
-                for _ in range(count):
-                    node = self.scheduler.select(pod, mask)
-                    if node < 0:
-                        for taken in reversed(chosen):
-                            state.release(taken, pod.request, pod.nonzero)
-                        return None
-                    state.bind(node, pod.request, pod.nonzero)
-                    chosen.append(node)
+                if not select_and_bind(self.scheduler, pod, count, mask, chosen):
+                    for taken in reversed(chosen):
+                        state.release(taken, pod.request, pod.nonzero)
+                    return None
             state.keep_trial(chosen)
             return chosen
         try:

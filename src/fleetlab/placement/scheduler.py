@@ -517,26 +517,35 @@ class Scheduler:
         if by_best is None:
             by_best = inc.by_best = not (self._global_scorers(pod) or pod.spec.pod_dependent)
         if by_best and allowed is None:
-            # The fitting nodes with the highest per-node score, in node order (argmax: the first of them).
-            best = inc.best
-            first = best.argmax()
-            if self._first_of_ties:
-                return int(first)
-            tied = (best == best[first]).nonzero()[0]
-        else:
-            fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
-            nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
-            if len(nodes) <= 1:
-                return int(nodes[0]) if len(nodes) else -1
-            total = inc.best[nodes]  # every node in ``nodes`` fits: its per-node score
-            for plugin, weight in self._global_scorers(pod):
-                scores = plugin.score(self.state, pod, nodes)
-                if scores is not None and not isinstance(scores, int):  # uniform: cannot change the choice
-                    total = total + weight * scores
-            tied = nodes[total == total.max()]
+            return self.choose_by_best(inc.best)
+        fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
+        nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
+        if len(nodes) <= 1:
+            return int(nodes[0]) if len(nodes) else -1
+        total = inc.best[nodes]  # every node in ``nodes`` fits: its per-node score
+        for plugin, weight in self._global_scorers(pod):
+            scores = plugin.score(self.state, pod, nodes)
+            if scores is not None and not isinstance(scores, int):  # uniform: cannot change the choice
+                total = total + weight * scores
+        tied = nodes[total == total.max()]
         if len(tied) == 1 or self._first_of_ties:
             return int(tied[0])
         return int(tied[self.rng.integers(len(tied))])
+
+    def choose_by_best(self, best: IntArray) -> int:
+        """The fitting node with the highest per-node score: the first in node order (argmax) with
+        ``tie_break: first`` or when alone, else a random draw among the tied."""
+        first = best.argmax()
+        if self._first_of_ties:
+            return int(first)
+        tied = (best == best[first]).nonzero()[0]
+        if len(tied) == 1:
+            return int(tied[0])
+        return int(tied[self.rng.integers(len(tied))])
+
+    def caches_near_budget(self) -> bool:
+        """The cached pod specs near their budget: a catch-up then marks its spec most recently used."""
+        return len(self._cached) * 2 > self._max_cached
 
     def _global_scorers(self, pod: CompiledPod) -> list[tuple[ScorePlugin, int]]:
         """The global scorers that can change the pod's choice, decided once per pod spec: a plugin that

@@ -44,15 +44,22 @@ def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
     enqueue, record = sim.enqueue, sim.end_step
     heappop = heapq.heappop
     pod_events = (PREP_DONE, POD_FINISH)  # a local tuple: not rebuilt from globals at every test
+    prepared, finish = sim.prepared, sim.finish
+    more_of = events.more  # an entry's pod events after its first (sim/events.py)
     while True:
         if heap is not None:
             while heap:  # drop stale events (see drop_stale_events)
                 head = heap[0]
                 kind = head[2]
                 if kind in pod_events:
-                    if head[4] == attempt_of[head[3]]:
+                    if head[4] == attempt_of[head[3]] or (
+                        more_of and any_live(more_of.get(head[1]), attempt_of)
+                    ):
                         break
-                elif (stale := stale_of[kind]) is None or not stale(head[3], head[4]):
+                    heappop(heap)
+                    events.taken(head[1])
+                    continue
+                if (stale := stale_of[kind]) is None or not stale(head[3], head[4]):
                     break
                 heappop(heap)
             t_event = heap[0][0] if heap else None
@@ -90,15 +97,24 @@ def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
             submitted = True
         if heap is not None:
             while heap and heap[0][0] == t:
-                _, _, kind, index, attempt = heappop(heap)
+                _, seq, kind, index, attempt = heappop(heap)
                 if kind in pod_events:
-                    if attempt != attempt_of[index]:
-                        continue  # the pod was evicted since this event was scheduled
-                    if kind == PREP_DONE:
-                        sim.prepared(index)
-                    else:
-                        sim.finish(index)
-                        finished += 1
+                    if seq == events.open_seq:  # events.taken(seq), in line
+                        events.open_seq = -1
+                    more = more_of.pop(seq, None) if more_of else None
+                    handle = prepared if kind == PREP_DONE else finish
+                    handled = 0
+                    if attempt == attempt_of[index]:  # else evicted since this event was scheduled
+                        handle(index)
+                        handled = 1
+                    if more is not None:  # the same time's next events of this kind, in push order
+                        for k in range(0, len(more), 2):
+                            pod = more[k]
+                            if more[k + 1] == attempt_of[pod]:
+                                handle(pod)
+                                handled += 1
+                    if kind == POD_FINISH:
+                        finished += handled
                 else:
                     finished += _other_event(sim, handlers, kind, index, attempt)
         else:
@@ -121,6 +137,13 @@ def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
             progress(next_job + finished, total_work)
     if progress is not None:
         progress(total_work, total_work)
+
+
+def any_live(more: list[int] | None, attempt_of: memoryview[int]) -> bool:
+    """Whether any of an entry's (pod, attempt) pairs after its first is still the pod's attempt."""
+    if more is None:
+        return False
+    return any(more[k + 1] == attempt_of[more[k]] for k in range(0, len(more), 2))
 
 
 def drop_stale_events(sim: Engine, stale_of: list[StaleTest | None]) -> None:

@@ -1,0 +1,68 @@
+"""A gang's members chosen and trial-bound one after another in one call (the gang placer's kept plan).
+
+Choosing ``count`` identical pods pod by pod is ``count`` rounds of ``Scheduler.select`` and
+``ClusterState.bind``; after the first round, the only change the pod spec's cache has not seen is the node
+the previous member took. That one-node catch-up and the choice by the per-node score are done here
+without the general catch-up's tests and calls, writing exactly what ``select`` writes (the cache's fit
+mask, scores and log position, the same random tie-break draws); whenever the state is anything else (a
+mask of allowed nodes, a GPU share, a cache near its budget or rebuilt, global scorers) the round is an
+ordinary ``select``.
+"""
+
+from __future__ import annotations
+
+from fleetlab.placement.framework import CompiledPod
+from fleetlab.placement.scheduler import (
+    FULL_RESCORE_FRACTION,
+    MAX_CHANGE_LOG,
+    REBUILD_FROM,
+    Scheduler,
+)
+from fleetlab.placement.state import BoolArray
+
+
+def select_and_bind(
+    scheduler: Scheduler, pod: CompiledPod, count: int, mask: BoolArray | None, chosen: list[int]
+) -> bool:
+    """Choose a node for each of ``count`` pods of ``pod``'s spec among ``mask``'s nodes (all when None)
+    and bind it before the next is chosen, appending each to ``chosen``; False as soon as one finds no
+    node (the binds made stay for the caller to roll back)."""
+    state = scheduler.state
+    request, nonzero = pod.request, pod.nonzero
+    bind, select = state.bind, scheduler.select
+    log, usage_key, node_usage_key = state.changes, state.usage_key, state.node_usage_key
+    # One changed node never takes the batched catch-up or a rebuild (Scheduler._incremental's tests).
+    one_node_catch_up = state.n // FULL_RESCORE_FRACTION >= 1 and FULL_RESCORE_FRACTION <= REBUILD_FROM
+    plain = mask is None and pod.spec.claims is None and one_node_catch_up
+    for _ in range(count):
+        inc = pod.cache.get("incremental") if plain else None
+        if (
+            inc is not None
+            and inc.by_best
+            and inc.share is None
+            and len(log) == inc.log_pos + 1
+            and len(log) <= MAX_CHANGE_LOG
+            and inc.epoch == scheduler._epoch
+            and inc.topology == state.topology_generation
+            and not scheduler.caches_near_budget()
+        ):
+            node = log[-1]
+            if inc.static_view[node]:
+                memo_key = usage_key[node] or node_usage_key(node)
+                hit = inc.memo.get(memo_key)
+                if hit is None:
+                    hit = scheduler._memo_entry(pod, node, inc.wanted, inc.memo, memo_key)
+                ok, best = hit
+                inc.best_view[node] = best
+                if ok != inc.fits_view[node]:
+                    inc.fits_view[node] = ok
+                    inc.n_fit += 1 if ok else -1
+            inc.log_pos = len(log)
+            node = scheduler.choose_by_best(inc.best) if inc.n_fit else -1
+        else:
+            node = select(pod, mask)
+        if node < 0:
+            return False
+        bind(node, request, nonzero)
+        chosen.append(node)
+    return True
