@@ -133,12 +133,24 @@ def test_preempt_exempt_time_spares_the_jobs_that_ran_less() -> None:
 
 
 def test_a_qos_exempt_time_overrides_the_cluster_one_and_may_spare_everyone() -> None:
-    """QOS low's PreemptExemptTime 25 s overrides the cluster's 0: at 20 neither L1 (20 s) nor L2 (15 s) may
-    be preempted; H waits for L1's end at 100 and runs 100 → 110 (completion 90)."""
-    sim, result = _run_with({"mode": "requeue", "exempt_time_s": 25})
+    """QOS low's PreemptExemptTime 100 s overrides the cluster's 0: neither L1 nor L2 may be preempted
+    before it ends (at 0 + 100 = 100 for L1, the moment L1 ends anyway); H waits for L1's end at 100 and runs
+    100 → 110 (completion 90)."""
+    sim, result = _run_with({"mode": "requeue", "exempt_time_s": 100})
     assert _ends(result) == {"L1": 100, "L2": 100, "H": 90}
     feature = sim.features.batch_preemption
     assert feature is not None and feature.preempted_jobs == 0
+
+
+def test_a_waiting_preemptor_is_tried_again_when_the_first_exemption_ends() -> None:
+    """Exempt 25 s (QOS low): at 20 neither L1 (bound at 0, run 20 s) nor L2 (bound at 5, run 15 s) may be
+    taken; the soonest either may is 0 + 25 = 25, when H is tried again (nothing was released then): L1
+    (run 25 ≥ 25) is the only candidate, L2 (20 < 25) still exempt. H runs 25 → 35 (completion 15); L1 is
+    requeued and runs 35 → 135 (completion 135, lost 25 s); L2 ends at 105 (completion 100)."""
+    sim, result = _run_with({"mode": "requeue", "exempt_time_s": 25})
+    assert _ends(result) == {"L1": 135, "L2": 100, "H": 15}
+    feature = sim.features.batch_preemption
+    assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (1, 25.0)
 
 
 def test_grace_time_lets_the_victim_run_on_before_it_is_requeued() -> None:

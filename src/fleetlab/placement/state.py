@@ -190,6 +190,11 @@ class ClusterState:
         self.changes.append(node)
         self.usage_key[node] = None
 
+    def note_room(self) -> None:
+        """Room became reachable without a release (a running job stopped being exempt from preemption):
+        move the release generation so every waiting spec is tried again in this step's cycle."""
+        self.release_generation += 1
+
     def keep_trial(self, nodes: list[int]) -> None:
         """Trial binds (without a label set) on ``nodes`` stay as the pods' real binds: what rolling them
         back and binding them again would leave behind, without the sums that cancel (the change log and

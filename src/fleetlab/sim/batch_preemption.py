@@ -18,9 +18,11 @@ the pod is bound; a cancelled one fails at the end of the step and the pod is tr
 wake-up in the same instant).
 
 ``PreemptExemptTime`` (slurm.conf, or the victim's QOS): a job that has run less than that since it was
-bound is not a candidate. ``GraceTime`` (the victim's QOS; preempt.html: "its end time is set to the current
-time plus GraceTime", SIGTERM at once, SIGKILL at that end): a victim with a grace keeps running, its end
-event is scheduled at now + grace, and the preemptor waits; at that end the victim is cancelled or requeued
+bound is not a candidate; a preemptor that found no room is tried again when the soonest such job stops
+being exempt (Slurm's periodic scheduling passes try it again then, or within ``sched_interval``).
+``GraceTime`` (the victim's QOS; preempt.html: "its end time is set to the current time plus GraceTime",
+SIGTERM at once, SIGKILL at that end): a victim with a grace keeps running, its end event is scheduled at
+now + grace, and the preemptor waits; at that end the victim is cancelled or requeued
 as above (if it finished meanwhile, it is not preempted), and the pod is tried again in that step's cycle.
 A signalled victim is taken first for any later preemptor (its room is on its way) and never signalled
 twice. Every preempted job is counted, with the pod-seconds and GPU-seconds it had
@@ -28,9 +30,10 @@ run (the work lost). Multi-node (gang) jobs can be victims; a gang preempting is
 not come through this hook). The search costs O(pods on the eligible nodes) per failed attempt of a job that
 may preempt, nothing otherwise.
 
-Subscribes to ``make_room`` (and ``tick`` where a class has a grace time); registers a wake-up event kind
-and, with a grace time, the grace end's.
-May change: nothing itself; asks to evict (``evict_job_pods``) or fail (``fail``) the victims' pods.
+Subscribes to ``make_room`` (and ``tick`` where a class has a grace time); registers a wake-up event kind,
+an exemption end's and, with a grace time, the grace end's.
+May change: the state's release generation (``note_room``, at an exemption's end); asks to evict
+(``evict_job_pods``) or fail (``fail``) the victims' pods.
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ class BatchPreemption:
         #: Cancelled victims (they fail at the end of the step they were chosen in).
         self.failing: set[int] = set()
         self._wake = sim.on.event_kind(lambda _i, _a: None)
+        #: Moments a preemptor that found no room waits for: an exempt target stops being exempt (ms).
+        self._exempt_ends: set[int] = set()
+        self._exempt_over = sim.on.event_kind(self._exemption_ended)
         #: Per class, how long its jobs run before they may be victims (ms; PreemptExemptTime).
         self.exempt_ms = [
             to_ms(rules.exempt_time_s if c.exempt_time_s is None else c.exempt_time_s) for c in rules.classes
@@ -97,13 +103,21 @@ class BatchPreemption:
         want = compiled.request[cols]
         job_at, bound_ms, now, exempt = book.job_at, book.bound_ms_at, sim.now, self.exempt_ms
         ending = self.terminating
-        candidates = sorted(
-            (p for node in np.flatnonzero(scheduler.static_mask(compiled)).tolist()
-             for p in sim.node_pods[node] if class_of[job_at[p]] in targets and job_at[p] != job
-             and job_at[p] not in self.failing
-             and (now - bound_ms[p] >= exempt[class_of[job_at[p]]] or job_at[p] in ending)),
-            key=lambda p: (job_at[p] not in ending, self.priority[class_of[job_at[p]]], -bound_ms[p], p),
-        )  # fmt: skip
+        candidates: list[int] = []
+        exempt_until = -1  # the soonest a target exempt now may be taken (ms; -1: none)
+        for node in np.flatnonzero(scheduler.static_mask(compiled)).tolist():
+            for p in sim.node_pods[node]:
+                victim = job_at[p]
+                if class_of[victim] not in targets or victim == job or victim in self.failing:
+                    continue
+                until = int(bound_ms[p]) + exempt[class_of[victim]]
+                if until > now and victim not in ending:
+                    exempt_until = until if exempt_until < 0 else min(exempt_until, until)
+                    continue
+                candidates.append(p)
+        candidates.sort(
+            key=lambda p: (job_at[p] not in ending, self.priority[class_of[job_at[p]]], -bound_ms[p], p)
+        )
         freed: dict[int, tuple[np.ndarray, list[int]]] = {}
         chosen: list[int] = []
         node = -1
@@ -116,6 +130,9 @@ class BatchPreemption:
                 node, chosen = at, on_node
                 break
         if node < 0:
+            if exempt_until > 0 and exempt_until not in self._exempt_ends:  # try again when one may be taken
+                self._exempt_ends.add(exempt_until)
+                sim.schedule(exempt_until, self._exempt_over, 0)
             return -1
         waiting = cancelled = False
         done: set[int] = set()
@@ -139,6 +156,11 @@ class BatchPreemption:
         if waiting or cancelled:
             return -1
         return node if bool(scheduler.fits_now(compiled)[node]) else -1
+
+    def _exemption_ended(self, _index: int, _attempt: int) -> None:
+        """A target may be taken from now on: the waiting pods are tried again in this step's cycle."""
+        self._exempt_ends.discard(self.sim.now)
+        self.sim.state.note_room()
 
     def _stop(self, pod: int) -> bool:
         """Cancel or requeue the pod's job now; True when its room frees only at the end of the step."""
