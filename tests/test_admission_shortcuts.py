@@ -11,7 +11,7 @@ recursive definitions (``shared/reference/queues.md`` §1.2) at every step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 from unittest import mock
 
@@ -104,6 +104,19 @@ def apply_op(
         m.finish(victim) if op[0] == "finish" else m.evict(victim, now)
 
 
+def replayed(
+    ops: list[tuple[Any, ...]],
+    managers: tuple[AdmissionManager, ...],
+    workload: Callable[[str, tuple[Any, ...], int], Workload] = drawn_workload,
+) -> Iterator[int]:
+    """The ops of a drawn world applied to every manager at times 1, 2, ...; yields each time after its
+    op is applied."""
+    for now, op in enumerate(ops, start=1):
+        for m in managers:
+            apply_op(m, now, op, workload)
+        yield now
+
+
 def step(m: AdmissionManager, now: int) -> list[tuple[Any, ...]]:
     """One cycle, then the requested victims evicted; what happened, comparable between managers."""
     admitted = [(a.workload_id, a.cluster_queue, a.flavors, a.borrowing) for a in m.cycle(now)]
@@ -123,9 +136,7 @@ def test_shortcuts_give_the_answers_of_the_long_way(
     fast = AdmissionManager(config(*objects), preemption=ClassicPreemption())
     slow = AdmissionManager(config(*objects), preemption=ClassicPreemption())
     slow._nominations = Forgetful()
-    for now, op in enumerate(ops, start=1):
-        for m in (fast, slow):
-            apply_op(m, now, op)
+    for now in replayed(ops, (fast, slow)):
         for _ in range(2):
             got = step(fast, now)
             with mock.patch.object(preemption, "_nothing_to_take", return_value=False):

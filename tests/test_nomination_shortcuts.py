@@ -27,7 +27,7 @@ from fleetlab.admission.no_victims import NoVictimNotes
 from fleetlab.admission.preemption import ClassicPreemption
 from fleetlab.admission.tree import FlavorResource
 from test_admission import GPU, config, cq, quota
-from test_admission_shortcuts import Forgetful, apply_op, preempting_worlds, step
+from test_admission_shortcuts import Forgetful, preempting_worlds, replayed, step
 
 CPU = "cpu"
 
@@ -78,9 +78,7 @@ def test_notes_and_kept_rows_give_the_answers_of_the_long_way(
     fast = AdmissionManager(config(*objects), preemption=ClassicPreemption())
     slow = AdmissionManager(config(*objects), preemption=Fresh())
     slow._nominations = Forgetful()
-    for now, op in enumerate(ops, start=1):
-        for m in (fast, slow):
-            apply_op(m, now, op, workload)
+    for now in replayed(ops, (fast, slow), workload):
         for _ in range(2):
             for node in slow.tree.cluster_queues.values():
                 node.prepared.clear()
