@@ -11,7 +11,7 @@ recursive definitions (``shared/reference/queues.md`` §1.2) at every step.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 from unittest import mock
 
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetlab.admission import preemption
-from fleetlab.admission.manager import AdmissionManager
+from fleetlab.admission.manager import AdmissionManager, Workload
 from fleetlab.admission.nomination_cache import NominationCache
 from fleetlab.admission.preemption import ClassicPreemption
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
@@ -81,17 +81,40 @@ class Forgetful(NominationCache[Any]):
         return {}
 
 
-def apply_op(m: AdmissionManager, now: int, op: tuple[Any, ...]) -> None:
-    """One operation of a drawn world at ``now``: submit workload ``w{now}``, or finish / evict an admitted
-    workload picked by the op's index (nothing when none is admitted)."""
+def drawn_workload(wid: str, op: tuple[Any, ...], now: int) -> Workload:
+    """The workload a ``worlds`` submit op draws."""
+    _, q, gpus, priority, count = op
+    return wl(wid, f"q{q}", gpus, priority=priority, t=now, count=count)
+
+
+def apply_op(
+    m: AdmissionManager,
+    now: int,
+    op: tuple[Any, ...],
+    workload: Callable[[str, tuple[Any, ...], int], Workload] = drawn_workload,
+) -> None:
+    """One operation of a drawn world at ``now``: submit ``workload`` ``w{now}``, or finish / evict an
+    admitted workload picked by the op's index (nothing when none is admitted)."""
     if op[0] == "submit":
-        _, q, gpus, priority, count = op
-        m.submit(wl(f"w{now}", f"q{q}", gpus, priority=priority, t=now, count=count))
+        m.submit(workload(f"w{now}", op, now))
         return
     admitted = sorted(m.admitted_workloads())
     if admitted:
         victim = admitted[op[1] % len(admitted)]
         m.finish(victim) if op[0] == "finish" else m.evict(victim, now)
+
+
+def replayed(
+    ops: list[tuple[Any, ...]],
+    managers: tuple[AdmissionManager, ...],
+    workload: Callable[[str, tuple[Any, ...], int], Workload] = drawn_workload,
+) -> Iterator[int]:
+    """The ops of a drawn world applied to every manager at times 1, 2, ...; yields each time after its
+    op is applied."""
+    for now, op in enumerate(ops, start=1):
+        for m in managers:
+            apply_op(m, now, op, workload)
+        yield now
 
 
 def step(m: AdmissionManager, now: int) -> list[tuple[Any, ...]]:
@@ -113,9 +136,7 @@ def test_shortcuts_give_the_answers_of_the_long_way(
     fast = AdmissionManager(config(*objects), preemption=ClassicPreemption())
     slow = AdmissionManager(config(*objects), preemption=ClassicPreemption())
     slow._nominations = Forgetful()
-    for now, op in enumerate(ops, start=1):
-        for m in (fast, slow):
-            apply_op(m, now, op)
+    for now in replayed(ops, (fast, slow)):
         for _ in range(2):
             got = step(fast, now)
             with mock.patch.object(preemption, "_nothing_to_take", return_value=False):

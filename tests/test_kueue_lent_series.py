@@ -17,7 +17,7 @@ from fleetlab.admission.manager import AdmissionManager
 from fleetlab.admission.preemption import ClassicPreemption
 from fleetlab.admission.tree import FlavorResource, ResourceTree
 from test_admission import cohort, config, cq, quota, wl, worlds
-from test_admission_shortcuts import apply_op, step
+from test_admission_shortcuts import replayed, step
 
 
 def _frs(tree: ResourceTree) -> list[FlavorResource]:
@@ -79,8 +79,7 @@ def test_lent_series_equals_the_scalar_lent_at_every_recorded_state(
     m = AdmissionManager(config(*objects), preemption=ClassicPreemption())
     usage_rows: list[list[int]] = []
     lent_rows: list[list[int]] = []
-    for now, op in enumerate(ops, start=1):
-        apply_op(m, now, op)
+    for now in replayed(ops, (m,)):
         step(m, now)
         _record(m.tree, usage_rows, lent_rows)
     _check_recorded(m.tree, usage_rows, lent_rows)

@@ -27,7 +27,7 @@ from fleetlab.admission.no_victims import NoVictimNotes
 from fleetlab.admission.preemption import ClassicPreemption
 from fleetlab.admission.tree import FlavorResource
 from test_admission import GPU, config, cq, quota
-from test_admission_shortcuts import Forgetful, preempting_worlds, step
+from test_admission_shortcuts import Forgetful, preempting_worlds, replayed, step
 
 CPU = "cpu"
 
@@ -61,16 +61,6 @@ def workload(wid: str, op: tuple[Any, ...], now: int) -> Workload:
     return Workload(wid, "default", f"q{q}", priority, now, tuple(podsets))
 
 
-def apply_op(m: AdmissionManager, now: int, op: tuple[Any, ...]) -> None:
-    if op[0] == "submit":
-        m.submit(workload(f"w{now}", op, now))
-        return
-    admitted = sorted(m.admitted_workloads())
-    if admitted:
-        victim = admitted[op[1] % len(admitted)]
-        m.finish(victim) if op[0] == "finish" else m.evict(victim, now)
-
-
 class Fresh(ClassicPreemption):
     """Classic preemption that never reads its notes, on a tree whose kept rows are dropped per cycle."""
 
@@ -88,9 +78,7 @@ def test_notes_and_kept_rows_give_the_answers_of_the_long_way(
     fast = AdmissionManager(config(*objects), preemption=ClassicPreemption())
     slow = AdmissionManager(config(*objects), preemption=Fresh())
     slow._nominations = Forgetful()
-    for now, op in enumerate(ops, start=1):
-        for m in (fast, slow):
-            apply_op(m, now, op)
+    for now in replayed(ops, (fast, slow), workload):
         for _ in range(2):
             for node in slow.tree.cluster_queues.values():
                 node.prepared.clear()

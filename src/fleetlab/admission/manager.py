@@ -418,21 +418,19 @@ class AdmissionManager:
         return Nominee(wl, cq, tracked.timestamp_ms, answer[0], answer[1], seq=tracked.seq)
 
     def _assign(self, tracked: _Tracked) -> tuple[Assignment, tuple[str, ...]]:
-        """Flavor assignment and, when it needs preemption, the targets. Searches remove and re-add usage
-        (leaving the same state), so the tree's version is put back, as ``tree.restored()`` does."""
+        """Flavor assignment and, when it needs preemption, the targets."""
         wl, cq, tree = tracked.workload, tracked.cluster_queue, self.tree
         hook: CanPreempt = partial(self._preemption.can_preempt, self, wl)
-        version = tree.version
         self._assignments += 1
         self.assigning = self._assignments
         try:
-            assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
-            if assignment.mode != AssignmentMode.PREEMPT:
-                return assignment, ()
-            nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
-            return assignment, tuple(self._preemption.targets(self, nominee))
+            with tree.restored():  # searches remove and re-add usage: the state they leave is the same
+                assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
+                if assignment.mode != AssignmentMode.PREEMPT:
+                    return assignment, ()
+                nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
+                return assignment, tuple(self._preemption.targets(self, nominee))
         finally:
-            tree.version = version
             self.assigning = 0
 
     def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:

@@ -527,10 +527,7 @@ class Scheduler:
             scores = plugin.score(self.state, pod, nodes)
             if scores is not None and not isinstance(scores, int):  # uniform: cannot change the choice
                 total = total + weight * scores
-        tied = nodes[total == total.max()]
-        if len(tied) == 1 or self._first_of_ties:
-            return int(tied[0])
-        return int(tied[self.rng.integers(len(tied))])
+        return self._one_of(nodes[total == total.max()])
 
     def choose_by_best(self, best: IntArray) -> int:
         """The fitting node with the highest per-node score: the first in node order (argmax) with
@@ -538,8 +535,12 @@ class Scheduler:
         first = best.argmax()
         if self._first_of_ties:
             return int(first)
-        tied = (best == best[first]).nonzero()[0]
-        if len(tied) == 1:
+        return self._one_of((best == best[first]).nonzero()[0])
+
+    def _one_of(self, tied: IntArray) -> int:
+        """The tie-break among the best nodes (in node order): the first with ``tie_break: first`` or
+        when alone, else a random draw."""
+        if len(tied) == 1 or self._first_of_ties:
             return int(tied[0])
         return int(tied[self.rng.integers(len(tied))])
 
