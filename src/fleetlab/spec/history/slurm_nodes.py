@@ -96,13 +96,14 @@ def parse_hostlist(text: str, source: str, where: str) -> list[str]:
         return []
     names: list[str] = []
     for item in _split_top(text, source, where):
-        pieces = re.split(r"(\[[^\]]*\])", item)
-        choices = [_bracket(p[1:-1], source, where) if p.startswith("[") else [p] for p in pieces if p]
+        choices: list[list[str]] = []
         count = 1
-        for c in choices:
-            count *= len(c)
-        if len(names) + count > MAX_HOSTS:
-            raise SpecError(source, [f"{where}: {short(text)} names more than {MAX_HOSTS} hosts"])
+        for piece in re.split(r"(\[[^\]]*\])", item):
+            if piece:  # the product checked after each bracket: at most one is expanded past the bound
+                choices.append(_bracket(piece[1:-1], source, where) if piece.startswith("[") else [piece])
+                count *= len(choices[-1])
+                if len(names) + count > MAX_HOSTS:
+                    raise SpecError(source, [f"{where}: {short(text)} names more than {MAX_HOSTS} hosts"])
         names.extend("".join(combo) for combo in product(*choices))
     return names
 
