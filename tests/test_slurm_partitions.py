@@ -86,6 +86,25 @@ def test_a_hostlist_of_many_large_brackets_stops_at_the_bound_without_expanding_
     assert len(expanded) == 2
 
 
+def test_partitions_of_one_file_list_a_bounded_number_of_node_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bound 5: partitions a and b list 2 + 2 = 4 names, c brings it to 6 > 5, so line 3 is named.
+    monkeypatch.setattr(slurm_nodes, "MAX_PARTITION_HOSTS", 5)
+    bad = tmp_path / "partitions.txt"
+    bad.write_text(
+        "PartitionName=a Nodes=n[1-2]\nPartitionName=b Nodes=n[1-2]\nPartitionName=c Nodes=n[1-2]\n"
+    )
+    out = tmp_path / "h"
+    result = runner.invoke(app, ["import", str(bad), "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        str(bad) in result.output and "line 3 Nodes" in result.output and "list 6 node names" in result.output
+    )
+    assert "at most 5 in one file" in result.output
+    assert not out.exists()
+
+
 def test_detected_and_read() -> None:
     assert [detect_format(Path(f)) for f in FILES] == [
         "slurm",
