@@ -23,6 +23,7 @@ from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
 from fleetlab.sim.simulator import Simulator
 from fleetlab.spec.errors import SpecError
+from fleetlab.spec.history import slurm_nodes
 from fleetlab.spec.history.slurm_nodes import parse_hostlist
 from fleetlab.spec.history.sources import detect_format, import_sources
 from fleetlab.spec.loader import resolve
@@ -64,6 +65,43 @@ def test_a_bad_hostlist_is_one_paragraph_naming_file_line_and_value(
     out = tmp_path / "h"
     result = runner.invoke(app, ["import", str(bad), "--out", str(out)])
     assert result.exit_code == 2 and expected in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_a_hostlist_of_many_large_brackets_stops_at_the_bound_without_expanding_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 2,000 brackets of 99,999 names each: the product passes 100,000 at the second bracket, so only two are
+    # expanded (expanding all of them first was 200 million strings, minutes of work).
+    expanded: list[str] = []
+    original = slurm_nodes._bracket
+
+    def counting(body: str, source: str, where: str) -> list[str]:
+        expanded.append(body)
+        return original(body, source, where)
+
+    monkeypatch.setattr(slurm_nodes, "_bracket", counting)
+    with pytest.raises(SpecError, match="names more than 100000 hosts"):
+        parse_hostlist("x[0-99998]" * 2000, "f", "line 1 Nodes")
+    assert len(expanded) == 2
+
+
+def test_partitions_of_one_file_list_a_bounded_number_of_node_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bound 5: partitions a and b list 2 + 2 = 4 names, c brings it to 6 > 5, so line 3 is named.
+    monkeypatch.setattr(slurm_nodes, "MAX_PARTITION_HOSTS", 5)
+    bad = tmp_path / "partitions.txt"
+    bad.write_text(
+        "PartitionName=a Nodes=n[1-2]\nPartitionName=b Nodes=n[1-2]\nPartitionName=c Nodes=n[1-2]\n"
+    )
+    out = tmp_path / "h"
+    result = runner.invoke(app, ["import", str(bad), "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        str(bad) in result.output and "line 3 Nodes" in result.output and "list 6 node names" in result.output
+    )
+    assert "at most 5 in one file" in result.output
     assert not out.exists()
 
 

@@ -42,6 +42,8 @@ MAX_LINE_CHARS = 1 << 16
 #: Names one hostlist expression may stand for, and records one file may hold.
 MAX_HOSTS = 100_000
 MAX_RECORDS = 2_000_000
+#: Node names all partitions of one file may list together (partitions share nodes, so above MAX_HOSTS).
+MAX_PARTITION_HOSTS = 1_000_000
 MAX_PRIORITY_TIER = 65_533  # Slurm's PriorityTier is a uint16 below NO_VAL16 - 1
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/.:]*)=")
 _RANGE = re.compile(r"^(\d{1,9})(?:-(\d{1,9}))?$")
@@ -96,13 +98,14 @@ def parse_hostlist(text: str, source: str, where: str) -> list[str]:
         return []
     names: list[str] = []
     for item in _split_top(text, source, where):
-        pieces = re.split(r"(\[[^\]]*\])", item)
-        choices = [_bracket(p[1:-1], source, where) if p.startswith("[") else [p] for p in pieces if p]
+        choices: list[list[str]] = []
         count = 1
-        for c in choices:
-            count *= len(c)
-        if len(names) + count > MAX_HOSTS:
-            raise SpecError(source, [f"{where}: {short(text)} names more than {MAX_HOSTS} hosts"])
+        for piece in re.split(r"(\[[^\]]*\])", item):
+            if piece:  # the product checked after each bracket: at most one is expanded past the bound
+                choices.append(_bracket(piece[1:-1], source, where) if piece.startswith("[") else [piece])
+                count *= len(choices[-1])
+                if len(names) + count > MAX_HOSTS:
+                    raise SpecError(source, [f"{where}: {short(text)} names more than {MAX_HOSTS} hosts"])
         names.extend("".join(combo) for combo in product(*choices))
     return names
 
@@ -167,6 +170,7 @@ def read_scontrol_partitions(path: Path) -> SourceData:
     data = SourceData(label=source, kind="scontrol-partition")
     partitions: list[SlurmPartition] = []
     seen: set[str] = set()
+    listed = 0
     for number, _, row in _records(path, "PartitionName"):
         where = f"line {number}"
         name = row.get("PartitionName", "")
@@ -177,9 +181,16 @@ def read_scontrol_partitions(path: Path) -> SourceData:
         mode = row.get("PreemptMode") or None
         grace = _whole(row.get("GraceTime", "0") or "0", source, f"{where} GraceTime", 1 << 31)
         factor = row.get("PriorityJobFactor", "1") or "1"
+        nodes = tuple(parse_hostlist(row.get("Nodes", ""), source, f"{where} Nodes"))
+        listed += len(nodes)
+        if listed > MAX_PARTITION_HOSTS:
+            raise SpecError(
+                source, [f"{where} Nodes: the partitions up to here list {listed} node names together "
+                         f"(at most {MAX_PARTITION_HOSTS} in one file)"]
+            )  # fmt: skip
         partitions.append(
             SlurmPartition(
-                name=name, nodes=tuple(parse_hostlist(row.get("Nodes", ""), source, f"{where} Nodes")),
+                name=name, nodes=nodes,
                 priority_tier=_whole(tier, source, f"{where} PriorityTier", MAX_PRIORITY_TIER),
                 preempt_mode=mode.upper() if mode else None,
                 max_time_s=parse_wall(row.get("MaxTime", ""), source, f"{where} MaxTime"),
