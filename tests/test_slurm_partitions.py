@@ -181,6 +181,22 @@ def test_replay_keeps_jobs_on_their_partition_and_tier_preempts_lower_tier() -> 
     assert feature is not None and (feature.preempted_jobs, feature.lost_pod_s) == (1, 20.0)
 
 
+def test_a_record_spans_a_bounded_number_of_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bound 3: the record begun on line 1 holds lines 1-3; line 4, its fourth, is refused and named.
+    monkeypatch.setattr(slurm_nodes, "MAX_RECORD_LINES", 3)
+    bad = tmp_path / "partitions.txt"
+    bad.write_text("PartitionName=a\n   Nodes=n1\n   MaxTime=10\n   Default=YES\n")
+    out = tmp_path / "h"
+    result = runner.invoke(app, ["import", str(bad), "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        str(bad) in result.output
+        and "line 4" in result.output
+        and "line 1 spans more than 3" in result.output
+    )
+    assert not out.exists()
+
+
 def test_the_multi_line_form_and_node_records_with_spaces(tmp_path: Path) -> None:
     """``scontrol show partition`` without ``--oneliner`` indents each record's further lines; a node's
     ``OS`` and ``Reason`` hold spaces. n[1-2] of 64 CPUs, 4 A100s (``Gres=gpu:a100:4(S:0-1)``)."""

@@ -42,6 +42,8 @@ MAX_LINE_CHARS = 1 << 16
 #: Names one hostlist expression may stand for, and records one file may hold.
 MAX_HOSTS = 100_000
 MAX_RECORDS = 2_000_000
+#: Lines one record may span (``scontrol show`` without ``--oneliner`` prints a node in about 20).
+MAX_RECORD_LINES = 1_000
 #: Node names all partitions of one file may list together (partitions share nodes, so above MAX_HOSTS).
 MAX_PARTITION_HOSTS = 1_000_000
 MAX_PRIORITY_TIER = 65_533  # Slurm's PriorityTier is a uint16 below NO_VAL16 - 1
@@ -145,6 +147,12 @@ def _records(path: Path, first_key: str) -> Iterator[tuple[int, float | None, di
                             raise SpecError(source, [f"more than {MAX_RECORDS} records"])
                         current = (number, [line])
                 elif current is not None and raw[:1].isspace():
+                    if len(current[1]) >= MAX_RECORD_LINES:
+                        raise SpecError(
+                            source,
+                            [f"line {number}: the record begun on line {current[0]} spans more than "
+                             f"{MAX_RECORD_LINES} lines (`scontrol show` prints one in a few dozen)"],
+                        )  # fmt: skip
                     current[1].append(line)
                 else:
                     raise SpecError(
