@@ -485,7 +485,7 @@ def calibrate(
     simulated = Simulated.of(run, measured.ids, measured.gpus, measured.cpus)
     earlier = measured.submit < split
     later = ~earlier
-    replays = _seed_replays(scenario, run, measured, earlier, tol, seeds, notes)
+    replays = _seed_replays(scenario, simulated, measured, earlier, tol, seeds, notes)
     if progress is not None:
         progress(1, 1)
     rows = mean_rows([r.rows for r in replays])
@@ -522,11 +522,11 @@ def calibrate(
 
 
 def _seed_replays(
-    scenario: Scenario, run: Run, measured: Measured, earlier: BoolArray, tol: dict[str, float], seeds: int,
-    notes: list[str],
+    scenario: Scenario, simulated: Simulated, measured: Measured, earlier: BoolArray, tol: dict[str, float],
+    seeds: int, notes: list[str],
 ) -> list[SeedReplay]:  # fmt: skip
-    """The replay under the scenario's seed (``run``) and, where the scenario draws at random, under the
-    next ``seeds`` − 1 seeds; each seed's fit and validation rows."""
+    """The replay under the scenario's seed (``simulated``: its side, already read) and, where the
+    scenario draws at random, under the next ``seeds`` − 1 seeds; each seed's fit and validation rows."""
     parts = random_parts(scenario)
     count = seeds if parts else 1
     if not parts:
@@ -539,14 +539,17 @@ def _seed_replays(
             f"draws {' and '.join(parts)}; each verdict judges the mean over the seeds (replay/: seed "
             f"{scenario.seed})"
         )
+    later = ~earlier
     out = []
     for k in range(count):
         seed = scenario.seed + k
-        replayed = run if k == 0 else _replay(scenario, seed)
-        simulated = Simulated.of(replayed, measured.ids, measured.gpus, measured.cpus)
-        later = ~earlier
-        out.append(SeedReplay(seed, compare(measured, simulated, earlier, tol),
-                              compare(measured, simulated, later, tol) if later.any() else None))  # fmt: skip
+        side = (
+            simulated
+            if k == 0
+            else Simulated.of(_replay(scenario, seed), measured.ids, measured.gpus, measured.cpus)
+        )
+        out.append(SeedReplay(seed, compare(measured, side, earlier, tol),
+                              compare(measured, side, later, tol) if later.any() else None))  # fmt: skip
     return out
 
 

@@ -25,7 +25,7 @@ from fleetlab.metrics.wait_causes import free_waits
 from fleetlab.model.history import History
 from fleetlab.model.scenario import Scenario
 from fleetlab.model.scheduling_delay import SchedulingDelay
-from fleetlab.sim.scheduling_delay import drawn_delays_s
+from fleetlab.sim.scheduling_delay import delay_at, drawn_delays_s
 
 FloatArray = NDArray[np.float64]
 
@@ -117,9 +117,7 @@ def delay_flag(scenario: Scenario, measured: Measured, part: np.ndarray) -> str 
     share = absorbed_share(scenario, measured, part)
     if delay is None or share is None:
         return None
-    q = np.asarray(delay.quantiles_s)
-    levels = np.linspace(0.0, 1.0, len(q))
-    median, p95 = (float(np.interp(level, levels, q)) for level in (0.5, 0.95))
+    median, p95 = (float(q) for q in delay_at(delay, np.array([0.5, 0.95])))
     return (
         f"scheduling_delay is drawn per job from {delay.source} (median {median:,.0f} s, p95 {p95:,.0f} s): "
         f"it absorbs {100 * share:.1f} % of the fit part's measured waiting; it is not capacity and not a "

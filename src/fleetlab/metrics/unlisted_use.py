@@ -36,17 +36,6 @@ class UnlistedUse:
     listed_share: float
     unlisted_share: float
 
-    def as_dict(self) -> dict[str, float | int | str]:
-        """As calibration.json shows it."""
-        return {
-            "resource": self.resource,
-            "samples": self.samples,
-            "nodes": self.nodes,
-            "recorded_share": self.recorded_share,
-            "listed_share": self.listed_share,
-            "unlisted_share": self.unlisted_share,
-        }
-
 
 def _held_by_listed(history: History, resource: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per node the listed jobs' (start, end, amount) on it, sorted by start."""
