@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from fleetlab.sim.result import SimulationResult
 
@@ -45,26 +46,32 @@ def queue_rows(result: SimulationResult) -> list[QueueRow]:
     end = max(result.end_ms, int(t[-1]) + 1)
     widths = np.diff(np.append(t, end)).astype(np.float64)
     span = float(end - int(t[0]))
-    borrowed = np.maximum(samples.usage - samples.subtree_quota, 0)
     jobs = result.jobs
     started = (jobs.last_bound_ms >= 0) & ~jobs.waiting_at_end
     queue_of = np.asarray(jobs.cluster_queue, dtype=object)
+    node_waits = jobs.node_wait_ms()
+    started_in: dict[str, NDArray[np.bool_]] = {}  # per ClusterQueue (a row per flavor/resource of it)
     rows: list[QueueRow] = []
     for k, (cq, fr) in enumerate(samples.keys):
-        mine = (queue_of == cq) & started
+        # One column at a time: the whole (samples × columns) matrices were hundreds of MB at 1M jobs.
+        usage = samples.usage_steps.column(k)
+        borrowed = np.maximum(usage - samples.subtree_quota[k], 0)
+        mine = started_in.get(cq)
+        if mine is None:
+            mine = started_in[cq] = (queue_of == cq) & started
         quota_wait = jobs.quota_wait_ms[mine] / 1000.0
-        node_wait = jobs.node_wait_ms()[mine] / 1000.0
+        node_wait = node_waits[mine] / 1000.0
         rows.append(
             QueueRow(
                 cluster_queue=cq,
                 flavor_resource=fr,
                 nominal=int(samples.nominal[k]),
                 max_allowed=int(samples.max_allowed[k]),
-                usage_mean=float(np.dot(widths, samples.usage[:, k]) / span),
-                usage_max=int(samples.usage[:, k].max()),
-                borrowed_mean=float(np.dot(widths, borrowed[:, k]) / span),
-                borrowed_max=int(borrowed[:, k].max()),
-                lent_mean=float(np.dot(widths, samples.lent[:, k]) / span),
+                usage_mean=float(np.dot(widths, usage) / span),
+                usage_max=int(usage.max()),
+                borrowed_mean=float(np.dot(widths, borrowed) / span),
+                borrowed_max=int(borrowed.max()),
+                lent_mean=float(np.dot(widths, samples.lent_steps.column(k)) / span),
                 jobs=int(np.count_nonzero(mine)),
                 quota_wait_mean_s=float(quota_wait.mean()) if len(quota_wait) else 0.0,
                 node_wait_mean_s=float(node_wait.mean()) if len(node_wait) else 0.0,

@@ -17,8 +17,7 @@ May change: a job's pod spec (``respec``); queues and evicts its jobs' pods; ``h
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,6 +37,7 @@ from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.kueue_dra import DraQuota
 from fleetlab.sim.kueue_tas import KueueTopology
 from fleetlab.sim.result import PendingJob, QueueSamples
+from fleetlab.sim.step_columns import ChangeLog, StepColumns, changes_of
 
 PODSET = "main"
 MAX_CYCLES_PER_STEP = 16
@@ -69,6 +69,24 @@ def _max_allowed(node: Any, fr: Any) -> int:
     if quota.borrowing_limit is None:
         return -1
     return int(quota.nominal + quota.borrowing_limit)
+
+
+class _Written(Mapping[tuple[int, Any], Any]):
+    """The recorded series of each (id(node), flavor/resource), written out when read (``lent_series``
+    reads each once, a cohort's once per child)."""
+
+    def __init__(self, steps: StepColumns, column_of: dict[tuple[int, Any], int]) -> None:
+        self.steps = steps
+        self.column_of = column_of
+
+    def __getitem__(self, key: tuple[int, Any]) -> Any:
+        return self.steps.column(self.column_of[key])
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        return iter(self.column_of)
+
+    def __len__(self) -> int:
+        return len(self.column_of)
 
 
 class KueueBridge:
@@ -139,10 +157,9 @@ class KueueBridge:
             *self._columns,
             *((n, fr) for n in tree.all_nodes() for fr in self._frs if (id(n), fr) not in reported),
         ]
-        #: The samples, in columns of machine integers (a row of ``_tree_columns`` per time): tuples of
-        #: Python ints cost about 1 KB a sample, several samples a job.
-        self._times = array("q")
-        self._usage = array("q")
+        #: The samples (a row of ``_tree_columns`` per time), kept as the values each sample changes: a
+        #: sample changes a few of the tree's columns, and there are several samples a job.
+        self._samples = ChangeLog(len(self._tree_columns))
         self._managed: list[bool] = sim.job_columns.kueue_managed.tolist()
         self.admitted_ms = np.full(n_jobs, -1, dtype=np.int64)
         #: Time spent waiting for admission, summed over admissions, and since when it waits now.
@@ -468,30 +485,22 @@ class KueueBridge:
         computed from these samples at the end (``CohortTree.lent_series``), and the time-weighted means
         integrate every change.
         """
-        usage = array("q", [node.usage.get(fr, 0) for node, fr in self._tree_columns])
-        if self._times and self._times[-1] == now:
-            if usage:
-                self._usage[-len(usage) :] = usage
-        else:
-            self._times.append(now)
-            self._usage.extend(usage)
+        self._samples.record(now, [node.usage.get(fr, 0) for node, fr in self._tree_columns])
 
     def samples(self) -> QueueSamples:
-        """The recorded usage as arrays, and what each ClusterQueue lent at every sample."""
-        # A view of the recorded columns, not a copy: at a million jobs the samples are hundreds of MB, and
-        # each copy made here raised the run's peak memory by as much.
-        everything = np.frombuffer(self._usage, dtype=np.int64).reshape(
-            len(self._times), len(self._tree_columns)
-        )
-        series = {(id(node), fr): everything[:, k] for k, (node, fr) in enumerate(self._tree_columns)}
-        usage = everything[:, : len(self._columns)]  # the ClusterQueues' columns come first: a view
-        lent = np.empty_like(usage)
+        """The recorded usage, and what each ClusterQueue lent at every sample, as step columns: written
+        out whole they were two (samples × columns) matrices, hundreds of MB at a million jobs."""
+        steps = self._samples.steps()
+        times = np.array(self._samples.times, dtype=np.int64)
+        self._samples = ChangeLog(len(self._tree_columns))  # the run is over: only the steps are kept
+        rows = steps.rows
+        series = _Written(steps, {(id(node), fr): k for k, (node, fr) in enumerate(self._tree_columns)})
+        lent = {}
         column_of = {(id(node), fr): k for k, (node, fr) in enumerate(self._columns)}
         for key, series_lent in self.manager.tree.lent_series(self._frs, series):
             k = column_of.get(key)
             if k is not None:
-                lent[:, k] = series_lent
-        del series, everything
+                lent[k] = changes_of(series_lent, rows)
         return QueueSamples(
             keys=[(node.name, str(fr)) for node, fr in self._columns],
             nominal=np.asarray([node.quotas[fr].nominal for node, fr in self._columns], dtype=np.int64),
@@ -499,9 +508,9 @@ class KueueBridge:
             subtree_quota=np.asarray(
                 [node.subtree_quota.get(fr, 0) for node, fr in self._columns], dtype=np.int64
             ),
-            t_ms=np.array(self._times, dtype=np.int64),
-            usage=usage,
-            lent=lent,
+            t_ms=times,
+            usage_steps=StepColumns(rows, steps.changes[: len(self._columns)]),  # the ClusterQueues' first
+            lent_steps=StepColumns(rows, [lent[k] for k in range(len(self._columns))]),
         )
 
     def finish(self, parts: ResultParts) -> None:

@@ -15,6 +15,7 @@ from fleetlab.sim.interference_result import InterferenceTable
 from fleetlab.sim.interruption_log import InterruptionLog
 from fleetlab.sim.lifecycle_result import LifecycleRecord
 from fleetlab.sim.service_record import ServiceRecord
+from fleetlab.sim.step_columns import StepColumns
 
 IntArray = NDArray[np.int64]
 
@@ -171,8 +172,20 @@ class QueueSamples:
     max_allowed: IntArray
     subtree_quota: IntArray
     t_ms: IntArray
-    usage: IntArray
-    lent: IntArray
+    #: Per column, the usage and what the ClusterQueue lent at each sample, kept as their changes: a report
+    #: writes out one column at a time (``column(k)``).
+    usage_steps: StepColumns
+    lent_steps: StepColumns
+
+    @property
+    def usage(self) -> IntArray:
+        """Usage per sample and column (samples × columns), written out whole."""
+        return self.usage_steps.matrix()
+
+    @property
+    def lent(self) -> IntArray:
+        """What each ClusterQueue lent per sample and column (samples × columns), written out whole."""
+        return self.lent_steps.matrix()
 
 
 @dataclass
