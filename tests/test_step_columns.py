@@ -61,7 +61,7 @@ def test_random_logs_match_rows_written_out() -> None:
         again = StepColumns(len(rows), [changes_of(expected[:, k].copy(), len(rows)) for k in range(width)])
         assert again.matrix().tolist() == expected.tolist()
         for k in range(width):  # each change is a real change: no row repeats the value before it
-            at, values = again.changes[k]
+            values = again.changes[k][1]
             before = np.concatenate(([0], values[:-1]))
             assert (values != before).all()
         log.record(now + 1, [9] * width)  # the log grows again once the steps were taken

@@ -44,7 +44,6 @@ class StepColumns:
         return out
 
 
-
 def _row_dtype(rows: int) -> type[np.integer[Any]]:
     """Row numbers in 4 bytes where they fit."""
     return np.int32 if rows < 2**31 else np.int64
