@@ -398,8 +398,9 @@ class ResultParts:
     #: Namespace ResourceQuota / LimitRange, per job: the longest time one of its pods was refused at
     #: creation (sim/namespace_quota.py); None without namespace policies.
     namespace_quota_wait_ms: IntArray | None = None
-    #: Kueue: per job (submit order), the ClusterQueue of its last admission ("": never admitted).
-    cluster_queue_of: list[str] | None = None
+    #: Kueue: per job (submit order), the ClusterQueue of its last admission ("": never admitted), an
+    #: object array of the few names (a list built through ``tolist`` held an int per job on the way).
+    cluster_queue_of: NDArray[np.object_] | None = None
     queue_samples: QueueSamples | None = None
     interruptions: InterruptionLog | None = None
     #: Node slots whose first node was replaced (spot reclaims): when the first one became ready.

@@ -523,5 +523,4 @@ class KueueBridge:
         parts.quota_wait_ms = self.quota_waited_ms + np.where(
             since >= 0, np.maximum(parts.end_ms - since, 0), 0
         )
-        names = self._queue_names
-        parts.cluster_queue_of = [names[code] for code in self.cluster_queue_code.tolist()]
+        parts.cluster_queue_of = np.asarray(self._queue_names, dtype=object)[self.cluster_queue_code]

@@ -77,7 +77,7 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         completed=completed[inverse],
         evictions=evictions[inverse],
         admitted_ms=np.where(admitted >= 0, admitted, sim.submit_ms)[inverse],
-        cluster_queue=[queues[i] for i in inverse.tolist()] if queues is not None else [""] * n,
+        cluster_queue=queues[inverse].tolist() if queues is not None else [""] * n,
         queue_wait_ms=waited[inverse],
         waiting_at_end=waiting[inverse],
         failed=failed[inverse],
