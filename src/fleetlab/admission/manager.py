@@ -423,14 +423,17 @@ class AdmissionManager:
         hook: CanPreempt = partial(self._preemption.can_preempt, self, wl)
         self._assignments += 1
         self.assigning = self._assignments
+        # Searches remove and re-add usage, leaving the same state: the version is put back, so answers
+        # remembered before stay valid (written out, not a context manager: it runs for every fresh answer).
+        version = tree.version
         try:
-            with tree.restored():  # searches remove and re-add usage: the state they leave is the same
-                assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
-                if assignment.mode != AssignmentMode.PREEMPT:
-                    return assignment, ()
-                nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
-                return assignment, tuple(self._preemption.targets(self, nominee))
+            assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
+            if assignment.mode != AssignmentMode.PREEMPT:
+                return assignment, ()
+            nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
+            return assignment, tuple(self._preemption.targets(self, nominee))
         finally:
+            tree.version = version
             self.assigning = 0
 
     def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:

@@ -260,16 +260,6 @@ class ResourceTree:
             known = self._heights[id(node)] = node.height()
         return known
 
-    @contextmanager
-    def restored(self) -> Iterator[None]:
-        """For code that removes and re-adds usage and leaves every usage as it found it (a preemption
-        search): the version is put back on exit, so answers remembered before stay valid."""
-        version = self.version
-        try:
-            yield
-        finally:
-            self.version = version
-
     def add_usage(self, node: Node, fr: FlavorResource, value: int) -> None:
         """Add usage at ``node``; what exceeds its LocalAvailable bubbles up to the parent."""
         self.version += 1
