@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from itertools import compress
+from operator import ne
 from typing import Any
 
 import numpy as np
@@ -68,6 +70,7 @@ class ChangeLog:
         self._values = array("q")
         self._last = [0] * width
         self._before_last = [0] * width
+        self._numbers = range(width)
 
     def record(self, now: int, row: list[int]) -> None:
         """Append ``row`` at ``now``, or replace the last row when it was recorded at ``now`` too."""
@@ -80,9 +83,9 @@ class ChangeLog:
         else:
             base = self._before_last = self._last
             self.times.append(now)
-        changed = [k for k, (new, old) in enumerate(zip(row, base, strict=True)) if new != old]
-        self._columns.extend(changed)
-        self._values.extend([row[k] for k in changed])
+        differs = list(map(ne, row, base))
+        self._columns.extend(compress(self._numbers, differs))
+        self._values.extend(compress(row, differs))
         self._ends.append(len(self._columns))
         self._last = row
 
