@@ -26,14 +26,21 @@ def select_and_bind(
 ) -> bool:
     """Choose a node for each of ``count`` pods of ``pod``'s spec among ``mask``'s nodes (all when None)
     and bind it before the next is chosen, appending each to ``chosen``; False as soon as one finds no
-    node (the binds made stay for the caller to roll back)."""
+    node (the binds made stay for the caller to roll back).
+
+    Between rounds of one-node catch-ups the best nodes (``tied``, in node order, of score ``top``) are
+    kept: only the node just taken changed, and it was one of them, so they stay, lose that node, or
+    become that node alone; an array pass finds them again only when none is left."""
     state = scheduler.state
     request, nonzero = pod.request, pod.nonzero
-    bind, select = state.bind, scheduler.select
-    log, usage_key, node_usage_key = state.changes, state.usage_key, state.node_usage_key
+    bind, select, catch_up_node = state.bind, scheduler.select, scheduler.catch_up_node
+    log = state.changes
     # One changed node never takes the batched catch-up or a rebuild (Scheduler._incremental's tests).
     one_node_catch_up = state.n // FULL_RESCORE_FRACTION >= 1 and FULL_RESCORE_FRACTION <= REBUILD_FROM
     plain = mask is None and pod.spec.claims is None and one_node_catch_up
+    tied: list[int] = []
+    top = 0
+    kept: object = None  # the cache ``tied`` was read from
     for _ in range(count):
         inc = pod.cache.get("incremental") if plain else None
         if (
@@ -48,19 +55,27 @@ def select_and_bind(
         ):
             node = log[-1]
             if inc.static_view[node]:
-                memo_key = usage_key[node] or node_usage_key(node)
-                hit = inc.memo.get(memo_key)
-                if hit is None:
-                    hit = scheduler._memo_entry(pod, node, inc.wanted, inc.memo, memo_key)
-                ok, best = hit
-                inc.best_view[node] = best
-                if ok != inc.fits_view[node]:
-                    inc.fits_view[node] = ok
-                    inc.n_fit += 1 if ok else -1
+                catch_up_node(pod, inc, node)
             inc.log_pos = len(log)
-            node = scheduler.choose_by_best(inc.best) if inc.n_fit else -1
+            same = kept is inc
+            if not same or not chosen or node != chosen[-1]:
+                tied = []
+            elif (now := inc.best_view[node]) > top:
+                tied, top = [node], now
+            elif now < top:
+                tied.remove(node)
+            if not inc.n_fit:
+                node = -1
+            else:
+                if not tied:
+                    best = inc.best
+                    top = int(best[best.argmax()])
+                    tied = (best == top).nonzero()[0].tolist()
+                    kept = inc
+                node = scheduler.one_of_tied(tied)
         else:
             node = select(pod, mask)
+            kept = None
         if node < 0:
             return False
         bind(node, request, nonzero)
