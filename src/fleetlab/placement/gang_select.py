@@ -2,11 +2,11 @@
 
 Choosing ``count`` identical pods pod by pod is ``count`` rounds of ``Scheduler.select`` and
 ``ClusterState.bind``; after the first round, the only change the pod spec's cache has not seen is the node
-the previous member took. That one-node catch-up and the choice by the per-node score are done here
-without the general catch-up's tests and calls, writing exactly what ``select`` writes (the cache's fit
-mask, scores and log position, the same random tie-break draws); whenever the state is anything else (a
-mask of allowed nodes, a GPU share, a cache near its budget or rebuilt, global scorers) the round is an
-ordinary ``select``.
+the previous member took. That one-node catch-up (``Scheduler.catch_up_nodes``, the general catch-up's
+own) and the choice by the per-node score are done here without the general catch-up's tests, writing
+exactly what ``select`` writes (the cache's fit mask, scores and log position, the same random tie-break
+draws); whenever the state is anything else (a mask of allowed nodes, a GPU share, a cache near its budget
+or rebuilt, global scorers) the round is an ordinary ``select``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def select_and_bind(
     become that node alone; an array pass finds them again only when none is left."""
     state = scheduler.state
     request, nonzero = pod.request, pod.nonzero
-    bind, select, catch_up_node = state.bind, scheduler.select, scheduler.catch_up_node
+    bind, select, catch_up_nodes = state.bind, scheduler.select, scheduler.catch_up_nodes
     log = state.changes
     # One changed node never takes the batched catch-up or a rebuild (Scheduler._incremental's tests).
     one_node_catch_up = state.n // FULL_RESCORE_FRACTION >= 1 and FULL_RESCORE_FRACTION <= REBUILD_FROM
@@ -54,8 +54,7 @@ def select_and_bind(
             and not scheduler.caches_near_budget()
         ):
             node = log[-1]
-            if inc.static_view[node]:
-                catch_up_node(pod, inc, node)
+            catch_up_nodes(pod, inc, (node,))
             inc.log_pos = len(log)
             same = kept is inc
             if not same or not chosen or node != chosen[-1]:
