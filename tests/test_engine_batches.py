@@ -1,7 +1,8 @@
-"""The engine's calls for several pods at once (a gang's binds and starts, a shared finish entry's releases:
-``Engine.bind_each``, ``start_each``, ``finish_each``) and the usage meter's kept weight give the run that
-one call per pod gives: the same pod stays, segments, timeline and end, on small worlds with gangs that
-share nodes, data at unequal bandwidths, checkpoints, a node failure and random tie-breaks."""
+"""The engine's calls for several pods at once (a gang's binds and starts, a shared prep-done or
+finish entry's pods: ``Engine.bind_each``, ``start_each``, ``prepared_each``, ``finish_each``) and the
+usage meter's kept weight give the run that one call per pod gives: the same pod stays, segments,
+timeline and end, on small worlds with gangs that share nodes, data at unequal bandwidths, checkpoints,
+a node failure and random tie-breaks."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from fleetlab.sim.engine import Engine
 from fleetlab.sim.usage_meter import UsageMeter
 
 _bind_each, _start_each, _finish_each = Engine.bind_each, Engine.start_each, Engine.finish_each
+_prepared_each = Engine.prepared_each
 _started = UsageMeter.started
 
 
@@ -42,6 +44,15 @@ def _run(resolved: Any, batched: bool, monkeypatch: pytest.MonkeyPatch) -> tuple
             for p in pods:
                 _start_each(sim, (p,), total_ms)
 
+    def prepared_each(sim: Engine, pods: Sequence[int], attempts: Sequence[int]) -> None:
+        nonlocal several
+        several += len(pods) > 1
+        if batched:
+            _prepared_each(sim, pods, attempts)
+        else:
+            for p, a in zip(pods, attempts, strict=True):
+                _prepared_each(sim, (p,), (a,))
+
     def finish_each(sim: Engine, pods: Sequence[int], attempts: Sequence[int]) -> int:
         nonlocal several
         several += len(pods) > 1
@@ -56,6 +67,7 @@ def _run(resolved: Any, batched: bool, monkeypatch: pytest.MonkeyPatch) -> tuple
 
     monkeypatch.setattr(Engine, "bind_each", bind_each)
     monkeypatch.setattr(Engine, "start_each", start_each)
+    monkeypatch.setattr(Engine, "prepared_each", prepared_each)
     monkeypatch.setattr(Engine, "finish_each", finish_each)
     monkeypatch.setattr(UsageMeter, "started", started)
     return run_one(resolved, "default").result, several

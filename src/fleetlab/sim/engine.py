@@ -313,23 +313,37 @@ class Engine:
 
     def prepared(self, pod: int) -> None:
         """Image and data are there; start computing, or wait for the rest of a gang."""
-        book = self.book
-        node_at = book.node_at
-        book.ready_ms_at[pod] = self.now
-        job_index = self._pod_job[pod]
-        image = self._image_name[job_index]
-        if image is not None:
-            self.state.add_image(node_at[pod], image, self._image_size[job_index])
-        if self._multi_gang[job_index]:
-            book.job_ready_at[job_index] += 1
-            if book.job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
-                pods = self.unfinished_pods(job_index)
-                total = self.work.gang_ms(job_index, [node_at[p] for p in pods]) or max(
-                    self.runtime_ms(job_index, node_at[p]) for p in pods
-                )
-                self.start_each(pods, total)
-            return
-        self.start(pod, self.runtime_ms(job_index, node_at[pod]))
+        self.prepared_each((pod,), (-1,))
+
+    def prepared_each(self, pods: Sequence[int], attempts: Sequence[int]) -> None:
+        """``prepared`` for each of ``pods`` in turn (a shared prep-done entry's, in push order) whose
+        attempt is still the one in ``attempts`` (-1: not checked) when its turn comes."""
+        book, now, pod_job = self.book, self.now, self._pod_job
+        node_at, ready_ms_at, attempt_at, job_ready_at = (
+            book.node_at,
+            book.ready_ms_at,
+            book.attempt_at,
+            book.job_ready_at,
+        )
+        image_name, multi_gang = self._image_name, self._multi_gang
+        for pod, attempt in zip(pods, attempts, strict=True):
+            if attempt >= 0 and attempt != attempt_at[pod]:
+                continue  # evicted since its prep-done event was scheduled
+            ready_ms_at[pod] = now
+            job_index = pod_job[pod]
+            image = image_name[job_index]
+            if image is not None:
+                self.state.add_image(node_at[pod], image, self._image_size[job_index])
+            if multi_gang[job_index]:
+                job_ready_at[job_index] += 1
+                if job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
+                    members = self.unfinished_pods(job_index)
+                    total = self.work.gang_ms(job_index, [node_at[p] for p in members]) or max(
+                        self.runtime_ms(job_index, node_at[p]) for p in members
+                    )
+                    self.start_each(members, total)
+                continue
+            self.start_each((pod,), self.runtime_ms(job_index, node_at[pod]))
 
     def _checkpointing(self, job: int) -> tuple[int | None, int]:
         interval = self._checkpoint_interval[job]
@@ -435,8 +449,8 @@ class Engine:
                 done = pods_done_at[job_index] + 1
                 pods_done_at[job_index] = done
                 if done == self._pods[job_index]:
-                    for hook in self._on_job_done:
-                        hook(job_index)
+                    for job_done in self._on_job_done:
+                        job_done(job_index)
                 handled += 1
         return handled if finishing else lost
 
