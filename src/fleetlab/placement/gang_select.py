@@ -11,6 +11,11 @@ or rebuilt, global scorers) the round is an ordinary ``select``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.scheduler import (
     FULL_RESCORE_FRACTION,
@@ -19,6 +24,48 @@ from fleetlab.placement.scheduler import (
     Scheduler,
 )
 from fleetlab.placement.state import BoolArray
+
+
+class TieDraws:
+    """A gang's random tie-breaks drawn ahead in one call where each round's number of tied nodes can be
+    foreseen: one fewer each round, as the node taken leaves the best (``count``, ``count`` − 1, … 2).
+    numpy's Generator gives the same numbers from one call over several bounds as from one call per
+    bound, and leaves the same state (tests/test_tie_draws.py). A round with another count, an ordinary
+    ``select`` in between, or the gang's end first takes the unused draws back (``settle``): the generator
+    is then where the draws used so far, made one at a time, would have left it."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.bounds: list[int] = []
+        self.values: list[int] = []
+        self.used = 0
+        self.saved: Mapping[str, Any] | None = None
+
+    def draw(self, tied: int, rounds: int) -> int:
+        """The index among ``tied`` nodes (at least 2) for this round, with ``rounds`` rounds left in all
+        (this one included): ``rng.integers(tied)`` as the one-at-a-time choice draws it."""
+        used = self.used
+        if used < len(self.bounds) and self.bounds[used] == tied:
+            self.used = used + 1
+            return self.values[used]
+        self.settle()
+        ahead = min(rounds, tied - 1)
+        if ahead <= 1:
+            return int(self.rng.integers(tied))
+        self.saved = self.rng.bit_generator.state
+        self.bounds = list(range(tied, tied - ahead, -1))
+        self.values = self.rng.integers(0, self.bounds).tolist()
+        self.used = 1
+        return self.values[0]
+
+    def settle(self) -> None:
+        """Take back the draws not used: the generator as the used ones alone leave it."""
+        if self.used < len(self.bounds):
+            assert self.saved is not None
+            self.rng.bit_generator.state = self.saved
+            if self.used:
+                self.rng.integers(0, self.bounds[: self.used])
+        self.bounds, self.values, self.used, self.saved = [], [], 0, None
 
 
 def select_and_bind(
@@ -41,7 +88,9 @@ def select_and_bind(
     tied: list[int] = []
     top = 0
     kept: object = None  # the cache ``tied`` was read from
-    for _ in range(count):
+    first_of_ties = scheduler._first_of_ties
+    draws = TieDraws(scheduler.rng)
+    for k in range(count):
         inc = pod.cache.get("incremental") if plain else None
         if (
             inc is not None
@@ -71,12 +120,15 @@ def select_and_bind(
                     top = int(best[best.argmax()])
                     tied = (best == top).nonzero()[0].tolist()
                     kept = inc
-                node = scheduler.one_of_tied(tied)
+                node = tied[0] if len(tied) == 1 or first_of_ties else tied[draws.draw(len(tied), count - k)]
         else:
+            draws.settle()  # select draws from the same generator
             node = select(pod, mask)
             kept = None
         if node < 0:
+            draws.settle()
             return False
         bind(node, request, nonzero)
         chosen.append(node)
+    draws.settle()
     return True

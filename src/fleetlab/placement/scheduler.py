@@ -549,12 +549,6 @@ class Scheduler:
             return int(first)
         return self._one_of((best == best[first]).nonzero()[0])
 
-    def one_of_tied(self, tied: list[int]) -> int:
-        """``_one_of`` for the tied nodes as a list (in node order): the same node and the same draw."""
-        if len(tied) == 1 or self._first_of_ties:
-            return tied[0]
-        return tied[self.rng.integers(len(tied))]
-
     def _one_of(self, tied: IntArray) -> int:
         """The tie-break among the best nodes (in node order): the first with ``tie_break: first`` or
         when alone, else a random draw."""
