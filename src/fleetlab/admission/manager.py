@@ -423,8 +423,7 @@ class AdmissionManager:
         hook: CanPreempt = partial(self._preemption.can_preempt, self, wl)
         self._assignments += 1
         self.assigning = self._assignments
-        # Searches remove and re-add usage, leaving the same state: the version is put back, so answers
-        # remembered before stay valid (written out, not a context manager: it runs for every fresh answer).
+        # Searches remove and re-add usage, leaving it as it was: the version is put back (answers stay good).
         version = tree.version
         try:
             assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
