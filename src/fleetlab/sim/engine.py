@@ -471,10 +471,13 @@ class Engine:
     def _place_gang(self, group_id: int, pod: int, allowed: BoolArray | None) -> bool:
         """Plan the gang of ``pod``'s job and bind its unfinished pods to the plan's nodes (its trial binds
         kept where sim/gang_binds.py says they may stay); False when no plan was found."""
-        compiled, _, placer, count, topology, _ = self._group_plan[group_id]
+        compiled, scheduler, placer, count, topology, _ = self._group_plan[group_id]
         job = self._pod_job[pod]
         keep = trial_binds_stay(self._bind_state_blind, len(self._on_bind), compiled, self._label_set[job])
         plan, kept = placer.plan(compiled, count, topology, allowed, keep)
+        rooms = self.on.make_gang_room  # Slurm preemption by a multi-node job (sim/batch_preemption.py)
+        if plan is None and allowed is None and any(r(pod, count, compiled, scheduler) for r in rooms):
+            plan, kept = placer.plan(compiled, count, topology, allowed, keep)  # room was made: plan again
         if plan is None:
             return False
         gpus = self._spec_gpus[self.spec_of(job)]
