@@ -5,12 +5,10 @@ its backlog counted as the error it at least is."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from fleetlab.experiment.calibration import calibrate, fit_scoring, p95_rel_error
-from fleetlab.experiment.calibration_compare import DEFAULT_TOLERANCES, MetricRow, Side
-from fleetlab.experiment.calibration_scoring import pooled_side, pooled_wait_score
+from fleetlab.experiment.calibration_compare import MetricRow
 from fleetlab.experiment.history_batch import inferred_job_limits
 from fleetlab.experiment.history_policy import inferred_policy
 from fleetlab.metrics.policy_evidence import (
@@ -91,19 +89,15 @@ def test_candidates_are_scored_on_the_fit_parts_later_jobs_with_limits_read_befo
     c = calibrate(h)
     # 101 submissions sorted: 0, 0, 50, 150, ...; position i >= 1 is job k = i - 1 at 100 k - 50. The split
     # is position ceil(2/3 * 101) = 68: job 67 at 6,650 s; the fit part holds jobs 0..66 and u2's (68).
-    # Inside it the fit part's 68 submissions are cut in thirds: origins at positions ceil(68/3) = 23 (job
-    # 22 at 2,150 s) and ceil(2 * 68/3) = 46 (job 45 at 4,450 s). Fold 1 reads jobs 0..21 and u2's, replays
-    # up to 4,450 s and is judged on jobs 22..44 (23); fold 2 reads jobs 0..44 and u2's and is judged on
-    # jobs 45..66 (22 >= 20 with measured waits). 45 jobs score each candidate, pooled.
+    # Inside it the rolling origin is position ceil(2/3 * 68) = 46: job 45 at 4,450 s, and jobs 45..66
+    # (22 >= 20 with measured waits) score each candidate, with limits read from jobs 0..44 and u2's.
     assert c.fit_until_s == 6650.0
     assert c.fit_scoring is not None
     assert (c.fit_scoring.method, c.fit_scoring.read_until_s, c.fit_scoring.scored_jobs) == (
-        "rolling-origin", 4450.0, 45,
+        "rolling-origin", 4450.0, 22,
     )  # fmt: skip
-    folds = [(f.read_until_s, f.until_s, f.scored_jobs) for f in c.fit_scoring.folds]
-    assert folds == [(2150.0, 4450.0, 23), (4450.0, 6650.0, 22)]
     first = {row["value"]: row for row in c.fit if row["knob"] == "limit_quantile"}
-    # No limit: the 45 scored jobs start at once (0 s against 50 s measured): KS 1, p95 off by 100 %,
+    # No limit: the 22 scored jobs start at once (0 s against 50 s measured): KS 1, p95 off by 100 %,
     # score max(1 / 0.1, 1 / 0.25) = 10. One job at a time (u1's 4 CPUs) replays every wait: 0.
     assert first[None]["wait_ks"] == pytest.approx(1.0) and first[None]["score"] == pytest.approx(10.0)
     assert first[1.0]["score"] == pytest.approx(0.0)
@@ -141,25 +135,3 @@ def test_a_backlog_that_never_clears_counts_by_how_far_past_the_measured_p95_it_
     assert _p95(100.0, 80.0, simulated_bound=True) is None
     assert _p95(100.0, 150.0, measured_bound=True) is None
     assert _p95(0.0, 0.0) == 0.0 and _p95(0.0, 5.0) == 1.0
-
-
-def _side(waits: list[float]) -> Side:
-    return Side(np.array(waits), np.ones(len(waits), dtype=bool), 0.0, None, np.ones(len(waits), dtype=bool))
-
-
-def test_the_folds_scored_jobs_are_judged_together_so_a_quiet_stretch_weighs_by_its_jobs() -> None:
-    tol = dict(DEFAULT_TOLERANCES)
-    # Fold 1, a quiet stretch: measured 0, 0, 0, 100 s, replayed 0, 0, 0, 200 s (its own p95 100 against
-    # 200: 100 % off). Fold 2: measured and replayed four waits of 1,000 s.
-    quiet = (_side([0.0, 0.0, 0.0, 100.0]), _side([0.0, 0.0, 0.0, 200.0]))
-    busy = (_side([1000.0] * 4), _side([1000.0] * 4))
-    alone = pooled_wait_score([quiet], tol)
-    assert alone["wait_p95_rel"] == pytest.approx(1.0) and alone["score"] == pytest.approx(4.0)
-    # Pooled, eight jobs: the measured CDF is 3/8 from 0 s, 4/8 from 100 s, 1 from 1,000 s; the replayed
-    # 3/8, 4/8 from 200 s, 1: the widest gap is 1/8 on [100, 200). Both p95s are 1,000 s: error 0, so the
-    # score is KS 0.125 / 0.10 = 1.25 (the mean of the folds' own p95 errors, (1 + 0) / 2, would give 2).
-    both = pooled_wait_score([quiet, busy], tol)
-    assert both["wait_ks"] == pytest.approx(1 / 8) and both["wait_p95_rel"] == pytest.approx(0.0)
-    assert both["score"] == pytest.approx(1.25)
-    pooled = pooled_side([quiet[0], busy[0]])
-    assert pooled.waits.tolist() == [0.0, 0.0, 0.0, 100.0] + [1000.0] * 4 and pooled.makespan_s is None

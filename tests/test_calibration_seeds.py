@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fleetlab.experiment import calibration, calibration_scoring
+from fleetlab.experiment import calibration
 from fleetlab.experiment.calibration import calibrate
 from fleetlab.experiment.calibration_compare import MetricRow
 from fleetlab.experiment.calibration_seeds import mean_rows
@@ -125,12 +125,7 @@ def test_mean_rows_by_hand() -> None:
     assert rows[0].error == pytest.approx(350.0) and rows[0].within is False
 
 
-def test_a_candidate_that_draws_at_random_is_scored_on_the_mean_over_seeds(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The seeds are the subject here: one fold (the last origin alone); the mean over two folds is worked
-    # by hand in test_delay_calibration and test_calibration_out_of_sample.
-    monkeypatch.setattr(calibration_scoring, "FOLD_ORIGINS", (2.0 / 3.0,))
+def test_a_candidate_that_draws_at_random_is_scored_on_the_mean_over_seeds() -> None:
     # Fitted on the whole record (--fit-until 1): by rolling origin the candidates are scored on jobs
     # 100..149 (waits half 0 s, half 1,000 s), the delay read from jobs 0..99 as they stood at 10,000 s:
     # 50 of 0 s, 45 of 1,000 s and 91, 93, ..., 99 censored at 900..100 s, so its 95 points are 47 zeros,

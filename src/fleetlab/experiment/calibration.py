@@ -50,13 +50,6 @@ from fleetlab.experiment.calibration_compare import (
     verdict,
 )
 from fleetlab.experiment.calibration_record import calibration_record, pull_row
-from fleetlab.experiment.calibration_scoring import (
-    FitScoring,
-    ScoringFold,
-    fit_scoring,
-    p95_rel_error,
-    pooled_wait_score,
-)
 from fleetlab.experiment.calibration_seeds import DEFAULT_SEEDS, SeedReplay, mean_rows, random_parts
 from fleetlab.experiment.delay_fit import UNEXPLAINED, delay_flag, delay_note, unexplained_delay
 from fleetlab.experiment.history_partitions import partition_notes
@@ -90,9 +83,7 @@ __all__ = [
     "Side",
     "calibrate",
     "compare_class",
-    "fit_scoring",
     "ks_distance",
-    "p95_rel_error",
 ]
 
 #: Candidate scheduling latencies are these quantiles of the measured positive waits (plus 0).
@@ -109,9 +100,65 @@ DISAGREEMENTS = 10
 MIN_GAIN = 0.02
 #: Knobs fitted a second time, after the others (``_fit``).
 REFITTED = ("limit_quantile", "job_limit_quantile")
+#: With an inferred policy the fit scores its candidates out of sample (``fit_scoring``): limits read from
+#: this share of the fit part's submissions, judged on the fit part's jobs submitted after them ...
+INNER_FIT_SHARE = 2.0 / 3.0
+#: ... when at least this many of those have a measured wait (else in sample, on every job of the fit part).
+MIN_SCORED_WAITS = 20
 #: Most seeds a candidate that draws at random is scored on (the first of the seeds the validation uses;
 #: the default --seeds, so a larger --seeds does not multiply the search).
 FIT_SEEDS = DEFAULT_SEEDS
+
+
+@dataclass(frozen=True)
+class FitScoring:
+    """Which jobs of the fit part score a candidate, and where an inferred policy is read for it."""
+
+    #: ``in-sample`` (every job of the fit part, limits read from the fit part) or ``rolling-origin``.
+    method: str
+    #: Rolling origin: limits are read from what the record showed at this instant (seconds from the epoch)
+    #: and the jobs of the fit part submitted at or after it score the candidates.
+    read_until_s: float | None
+    scored_jobs: int
+    reason: str
+    #: The inner part limits are read from (rolling origin only).
+    source: History | None = field(default=None, compare=False, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What calibration.json shows under ``fit_scoring``."""
+        return {"method": self.method, "read_until_s": self.read_until_s, "scored_jobs": self.scored_jobs,
+                "reason": self.reason}  # fmt: skip
+
+    def scored(self, measured: Measured) -> BoolArray | None:
+        """The mask of the scored jobs (None: every job)."""
+        return None if self.read_until_s is None else measured.submit >= self.read_until_s
+
+
+def fit_scoring(fit_history: History, inferred: bool) -> FitScoring:
+    """Rolling origin where the policy is inferred: a limit read from the record is judged on jobs it was
+    not read from, as the validation judges it, so a level that only describes the weeks it was read from
+    (a backlog that grows once demand changes) loses to one that carries over. In sample otherwise: a
+    recorded policy or a latency reads nothing from the jobs, and every job of the fit part scores."""
+    measured = Measured.of(fit_history)
+    every = len(measured.ids)
+    if not inferred:
+        return FitScoring("in-sample", None, every, "no inferred policy: nothing is read from the jobs")
+    inner = split_instant(fit_history, INNER_FIT_SHARE)
+    later = (measured.submit >= inner) & measured.known
+    earlier = (measured.submit < inner) & measured.known
+    if inner >= float(fit_history.end_s) or int(later.sum()) < MIN_SCORED_WAITS or not earlier.any():
+        return FitScoring(
+            "in-sample", None, every,
+            f"fewer than {MIN_SCORED_WAITS} measured waits after the fit part's earlier "
+            f"{INNER_FIT_SHARE:.0%} of submissions: scored on every job of the fit part",
+        )  # fmt: skip
+    return FitScoring(
+        "rolling-origin", inner, int((measured.submit >= inner).sum()),
+        f"inferred limits read from the fit part's earlier {INNER_FIT_SHARE:.0%} of submissions (before "
+        f"{inner:.0f} s), each candidate judged on the {int((measured.submit >= inner).sum())} later job(s) "
+        "of the fit part",
+        source=history_until(fit_history, inner),
+    )  # fmt: skip
 
 
 @dataclass
@@ -208,54 +255,60 @@ def _replay(scenario: Scenario, seed: int | None = None) -> Run:
     return run_one(resolve(scenario, label="<calibrated scenario>"), None, seed)
 
 
-@dataclass
-class _Fold:
-    """One fold of the fit's scoring (``calibration_scoring``) with what its replays share."""
+def _wait_score(
+    measured: Measured, run: Run, tol: dict[str, float], scored: BoolArray | None = None
+) -> dict[str, float]:
+    """The fit's objective for a candidate: the worse of its KS distance and its p95 relative error
+    (``p95_rel_error``), each over its tolerance, over the ``scored`` jobs (every job by default)."""
+    simulated = Simulated.of(run, measured.ids, measured.gpus, measured.cpus)
+    every = np.ones(len(measured.ids), dtype=bool) if scored is None else scored
+    rows = {
+        r.metric: r for r in compare_class("all", measured.side(every), simulated.side(every, measured), tol)
+    }
+    ks = rows["wait_ks"].error or 0.0
+    rel = p95_rel_error(rows["wait_p95_s"])
+    score = max(ks / tol["wait_ks"], (rel or 0.0) / tol["wait_quantile_rel"])
+    out = {"wait_ks": ks, "score": score}
+    if rel is not None:
+        out["wait_p95_rel"] = rel
+    return out
 
-    fold: ScoringFold
-    setup: _Setup
-    measured: Measured
 
-    @classmethod
-    def of(cls, fold: ScoringFold, recorded: ReplayPolicy | None, grouping: str | None) -> _Fold:
-        setup = _Setup(fold.history, recorded, grouping, JobSpans.of(fold.history), fold.source)
-        return cls(fold, setup, Measured.of(fold.history))
+def p95_rel_error(p95: MetricRow) -> float | None:
+    """|replayed − measured| / measured p95. A replayed p95 that is a lower bound (the replay left more
+    than 5 % of the jobs waiting at its end) at or above the measured one is at least that far off and
+    counts so — else a backlog that never clears would be judged by KS alone; any other lower bound, on
+    either side, gives None (the p95 then counts only through KS)."""
+    m, s = p95.measured, p95.simulated
+    if m is None or s is None or p95.measured_lower_bound:
+        return None
+    if not p95.simulated_lower_bound:
+        return abs(s - m) / m if m else (0.0 if s == m else 1.0)
+    return (s - m) / m if m and s >= m else None
 
 
 def _seed_scores(
-    folds: list[_Fold], candidate: Knobs, metric: str, tol: dict[str, float], seeds: int
-) -> dict[str, float]:
-    """A candidate's score over the folds' scored jobs pooled (``_wait_score``): from its one replay per
-    fold when it draws nothing at random, else the means over ``seeds`` seeds (the scenario's and the next
-    ones, as the validation replays them) of its KS distance and p95 relative error (over the seeds that
-    have one), each over its tolerance, the worse of the two — as the validation judges the mean of each."""
-    scenarios = [part.setup.scenario(candidate, part.fold.until_s)[0] for part in folds]
-    count = seeds if random_parts(scenarios[0]) else 1
+    fit_history: History, measured: Measured, scenario: Scenario, candidate: Knobs, metric: str,
+    tol: dict[str, float], scored: BoolArray | None, seeds: int,
+) -> dict[str, float]:  # fmt: skip
+    """A candidate's score: from its one replay when it draws nothing at random, else from the means over
+    ``seeds`` seeds (the scenario's and the next ones, as the validation replays them) of its KS distance
+    and p95 relative error (over the seeds that have one), as the validation judges the mean of each."""
+    count = seeds if random_parts(scenario) else 1
     per_seed = []
     for k in range(count):
-        sides, pulls = [], []
-        for part, scenario in zip(folds, scenarios, strict=True):
-            run = _replay(scenario, None if k == 0 else scenario.seed + k)
-            measured = part.measured
-            scored = part.fold.scored(measured)
-            mask = np.ones(len(measured.ids), dtype=bool) if scored is None else scored
-            simulated = Simulated.of(run, measured.ids, measured.gpus, measured.cpus)
-            sides.append((measured.side(mask), simulated.side(mask, measured)))
-            if metric == "image_pull_ks":
-                pulls.append(_pull_ks(part.fold.history, measured, run, candidate))
-        scores = pooled_wait_score(sides, tol)
-        if pulls:
-            scores["image_pull_ks"] = float(np.mean(pulls))
+        run = _replay(scenario, None if k == 0 else scenario.seed + k)
+        scores = _wait_score(measured, run, tol, scored)
+        if metric == "image_pull_ks":
+            scores["image_pull_ks"] = _pull_ks(fit_history, measured, run, candidate)
         per_seed.append(scores)
-    out = per_seed[0]
-    if count > 1:
-        keys = [k for k in ("wait_ks", "wait_p95_rel", "image_pull_ks") if any(k in s for s in per_seed)]
-        out = {key: float(np.mean([s[key] for s in per_seed if key in s])) for key in keys}
-        rel = out.get("wait_p95_rel", 0.0)
-        out["score"] = max(out["wait_ks"] / tol["wait_ks"], rel / tol["wait_quantile_rel"])
-        out["seeds"] = count
-    if len(folds) > 1:
-        out["folds"] = len(folds)
+    if count == 1:
+        return per_seed[0]
+    keys = [k for k in ("wait_ks", "wait_p95_rel", "image_pull_ks") if any(k in s for s in per_seed)]
+    out = {key: float(np.mean([s[key] for s in per_seed if key in s])) for key in keys}
+    rel = out.get("wait_p95_rel", 0.0)
+    out["score"] = max(out["wait_ks"] / tol["wait_ks"], rel / tol["wait_quantile_rel"])
+    out["seeds"] = count
     return out
 
 
@@ -296,14 +349,13 @@ def queueing_grid(history: History) -> list[str]:
     return ["best-effort-fifo", "fifo", *backfill]
 
 
-def _grids(fit_history: History, folds: list[_Fold], background: bool) -> list[tuple[str, list[Any], str]]:
+def _grids(fit_history: History, setup: _Setup, background: bool) -> list[tuple[str, list[Any], str]]:
     grids: list[tuple[str, list[Any], str]] = []
-    setup = folds[-1].setup
     if setup.recorded is None and setup.grouping is not None:
         grids.append(("limit_quantile", list(LIMIT_GRID), "wait_ks"))
         grids.append(("job_limit_quantile", list(LIMIT_GRID), "wait_ks"))
     grids.append(("scheduling_latency_s", latency_grid(fit_history), "wait_ks"))
-    if all(f.setup.drawn_delay()[0] is not None for f in folds):  # the alternative: a delay drawn per job
+    if setup.drawn_delay()[0] is not None:  # the alternative to the constant: a delay drawn per job
         grids.append(("scheduling_delay", [None, UNEXPLAINED], "wait_ks"))
     grids.append(("queueing", queueing_grid(fit_history), "wait_ks"))
     if has_node_arrivals(fit_history):
@@ -317,20 +369,22 @@ def _grids(fit_history: History, folds: list[_Fold], background: bool) -> list[t
 
 def _fit(
     fit_history: History,
-    folds: list[_Fold],
+    setup: _Setup,
+    horizon: float | None,
     tol: dict[str, float],
     progress: Callable[[int, int], None] | None,
     background: bool = False,
+    scored: BoolArray | None = None,
     seeds: int = 1,
 ) -> tuple[Knobs, list[dict[str, Any]], list[str]]:
     """Each knob in turn on its grid, by the lowest score on the fit part: a candidate replaces the best
     so far only when it scores more than MIN_GAIN lower (ties and noise keep the earlier, simpler value).
     The policy knobs are fitted first (so a latency does not soak up waits a limit explains) and once more
-    after the others, which they were chosen without. ``folds``: where and on which jobs a candidate is
-    scored (``calibration_scoring``); ``seeds``: how many seeds a candidate that draws at random is scored
-    on (``_seed_scores``)."""
-    first = _grids(fit_history, folds, background)
+    after the others, which they were chosen without. ``scored``: the jobs that score (every job: None);
+    ``seeds``: how many seeds a candidate that draws at random is scored on (``_seed_scores``)."""
+    first = _grids(fit_history, setup, background)
     grids = first + [g for g in first if g[0] in REFITTED]
+    measured = Measured.of(fit_history)
     total = sum(len(g) for _, g, _ in grids) or 1
     knobs = Knobs()
     tried: list[dict[str, Any]] = []
@@ -342,7 +396,8 @@ def _fit(
             candidate = _candidate(knobs, knob, value)
             scores = seen.get((candidate, metric))
             if scores is None:
-                scores = _seed_scores(folds, candidate, metric, tol, seeds)
+                scenario, _ = setup.scenario(candidate, horizon)
+                scores = _seed_scores(fit_history, measured, scenario, candidate, metric, tol, scored, seeds)
                 seen[(candidate, metric)] = scores
             tried.append({"knob": knob, "value": value, **scores})
             score = scores[metric] if metric == "image_pull_ks" else scores["score"]
@@ -409,15 +464,17 @@ def calibrate(
     offer_background, background_words = background_evidence(causes, use)
     notes.append(background_words)
     grouping = choose_grouping(fit_history, fit_spans) if recorded is None and can_fit else None
-    horizon = split if split < end else None
-    scoring = fit_scoring(fit_history, grouping is not None, horizon)
-    fit_recorded = recorded_policy(fit_history) if recorded else None
-    folds = [_Fold.of(f, fit_recorded, grouping) for f in scoring.folds] if can_fit else []
+    scoring = fit_scoring(fit_history, grouping is not None)
+    fit_setup = _Setup(
+        fit_history, recorded_policy(fit_history) if recorded else None, grouping, fit_spans, scoring.source
+    )
     if can_fit and scoring.method == "rolling-origin":
         notes.append(f"fit scored out of sample (rolling origin): {scoring.reason}")
     if can_fit:
+        horizon = split if split < end else None
         knobs, tried, fitted = _fit(
-            fit_history, folds, tol, progress, offer_background, min(seeds, FIT_SEEDS)
+            fit_history, fit_setup, horizon, tol, progress, offer_background, scoring.scored(measured_fit),
+            min(seeds, FIT_SEEDS),
         )  # fmt: skip
     else:
         knobs, tried, fitted = Knobs(), [], []
@@ -444,7 +501,7 @@ def calibrate(
     flags = _flags(knobs, fitted, fit_history, max_latency_s)
     if can_fit:
         chosen = knobs.scheduling_delay == UNEXPLAINED
-        notes.append(delay_note(folds[-1].setup.drawn_delay()[1], tried, chosen, MIN_GAIN))
+        notes.append(delay_note(fit_setup.drawn_delay()[1], tried, chosen, MIN_GAIN))
     drawn = delay_flag(scenario, measured, earlier)
     flags += [drawn] if drawn else []
     if knobs.background_share > 0:
