@@ -329,6 +329,7 @@ def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None 
     slurm = SlurmPlacement(history)
     jobs: list[Job] = []
     templates: dict[str, Job] = {}
+    runtimes: dict[float, Runtime] = {}
     for i, row in enumerate(rows):
         runtime = compute[i] if ran[i] else medians[classes[i]]
         gpus = row["gpus_per_pod"] if row["gpu_milli_per_pod"] is None else 0.0
@@ -364,7 +365,7 @@ def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None 
             data["affinity"] = _affinity(row["gpu_model"])
         gpu_term = _model_expression(row["gpu_model"]) if row["gpu_model"] and labelled else None
         data.update(slurm.fields(row["queue"], row["qos"], gpu_term))
-        jobs.append(_job(data, templates))
+        jobs.append(_job(data, templates, runtimes))
     return jobs
 
 
@@ -373,14 +374,18 @@ _PER_JOB = ("id", "submit_s", "runtime", "pods")
 _RUNTIME = Runtime(default=MIN_RUNTIME_S)
 
 
-def _job(data: dict[str, Any], templates: dict[str, Job]) -> Job:
+def _job(data: dict[str, Any], templates: dict[str, Job], runtimes: dict[float, Runtime]) -> Job:
     """The job ``data`` describes, validated once per shape: a job whose other fields equal an earlier
     one's is that job's copy with its own id, submit time, runtime and pod count (checked here), which
-    keeps a long history's jobs small and quick to build."""
+    keeps a long history's jobs small and quick to build. Jobs of equal runtime share one (frozen)
+    ``Runtime`` from ``runtimes``."""
     key = repr(sorted((k, v) for k, v in data.items() if k not in _PER_JOB))
     template = templates.get(key)
     if template is not None and data["id"] and 1 <= data["pods"] <= MAX_PODS_PER_JOB:
-        runtime = _RUNTIME.model_copy(update={"default": float(data["runtime"])})
+        seconds = float(data["runtime"])
+        runtime = runtimes.get(seconds)
+        if runtime is None:
+            runtime = runtimes[seconds] = _RUNTIME.model_copy(update={"default": seconds})
         update = {"id": data["id"], "submit_s": data["submit_s"], "runtime": runtime, "pods": data["pods"]}
         return template.model_copy(update=update)
     try:

@@ -2,14 +2,19 @@
 
 Choosing ``count`` identical pods pod by pod is ``count`` rounds of ``Scheduler.select`` and
 ``ClusterState.bind``; after the first round, the only change the pod spec's cache has not seen is the node
-the previous member took. That one-node catch-up and the choice by the per-node score are done here
-without the general catch-up's tests and calls, writing exactly what ``select`` writes (the cache's fit
-mask, scores and log position, the same random tie-break draws); whenever the state is anything else (a
-mask of allowed nodes, a GPU share, a cache near its budget or rebuilt, global scorers) the round is an
-ordinary ``select``.
+the previous member took. That one-node catch-up (``Scheduler.catch_up_nodes``, the general catch-up's
+own) and the choice by the per-node score are done here without the general catch-up's tests, writing
+exactly what ``select`` writes (the cache's fit mask, scores and log position, the same random tie-break
+draws); whenever the state is anything else (a mask of allowed nodes, a GPU share, a cache near its budget
+or rebuilt, global scorers) the round is an ordinary ``select``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.scheduler import (
@@ -21,20 +26,71 @@ from fleetlab.placement.scheduler import (
 from fleetlab.placement.state import BoolArray
 
 
+class TieDraws:
+    """A gang's random tie-breaks drawn ahead in one call where each round's number of tied nodes can be
+    foreseen: one fewer each round, as the node taken leaves the best (``count``, ``count`` − 1, … 2).
+    numpy's Generator gives the same numbers from one call over several bounds as from one call per
+    bound, and leaves the same state (tests/test_tie_draws.py). A round with another count, an ordinary
+    ``select`` in between, or the gang's end first takes the unused draws back (``settle``): the generator
+    is then where the draws used so far, made one at a time, would have left it."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.bounds: list[int] = []
+        self.values: list[int] = []
+        self.used = 0
+        self.saved: Mapping[str, Any] | None = None
+
+    def draw(self, tied: int, rounds: int) -> int:
+        """The index among ``tied`` nodes (at least 2) for this round, with ``rounds`` rounds left in all
+        (this one included): ``rng.integers(tied)`` as the one-at-a-time choice draws it."""
+        used = self.used
+        if used < len(self.bounds) and self.bounds[used] == tied:
+            self.used = used + 1
+            return self.values[used]
+        self.settle()
+        ahead = min(rounds, tied - 1)
+        if ahead <= 1:
+            return int(self.rng.integers(tied))
+        self.saved = self.rng.bit_generator.state
+        self.bounds = list(range(tied, tied - ahead, -1))
+        self.values = self.rng.integers(0, self.bounds).tolist()
+        self.used = 1
+        return self.values[0]
+
+    def settle(self) -> None:
+        """Take back the draws not used: the generator as the used ones alone leave it."""
+        if self.used < len(self.bounds):
+            assert self.saved is not None
+            self.rng.bit_generator.state = self.saved
+            if self.used:
+                self.rng.integers(0, self.bounds[: self.used])
+        self.bounds, self.values, self.used, self.saved = [], [], 0, None
+
+
 def select_and_bind(
     scheduler: Scheduler, pod: CompiledPod, count: int, mask: BoolArray | None, chosen: list[int]
 ) -> bool:
     """Choose a node for each of ``count`` pods of ``pod``'s spec among ``mask``'s nodes (all when None)
     and bind it before the next is chosen, appending each to ``chosen``; False as soon as one finds no
-    node (the binds made stay for the caller to roll back)."""
+    node (the binds made stay for the caller to roll back).
+
+    Between rounds of one-node catch-ups the best nodes (``tied``, in node order, of score ``top``) are
+    kept: only the node just taken changed, and it was one of them, so they stay, lose that node, or
+    become that node alone; an array pass finds them again only when none is left."""
     state = scheduler.state
     request, nonzero = pod.request, pod.nonzero
-    bind, select = state.bind, scheduler.select
-    log, usage_key, node_usage_key = state.changes, state.usage_key, state.node_usage_key
+    bind, select, catch_up_nodes = state.bind, scheduler.select, scheduler.catch_up_nodes
+    log = state.changes
     # One changed node never takes the batched catch-up or a rebuild (Scheduler._incremental's tests).
     one_node_catch_up = state.n // FULL_RESCORE_FRACTION >= 1 and FULL_RESCORE_FRACTION <= REBUILD_FROM
     plain = mask is None and pod.spec.claims is None and one_node_catch_up
-    for _ in range(count):
+    tied: list[int] = []
+    top = 0
+    kept: object = None  # the cache ``tied`` was read from
+    first_of_ties = scheduler._first_of_ties
+    draws = TieDraws(scheduler.rng)
+    for k in range(count):
         inc = pod.cache.get("incremental") if plain else None
         if (
             inc is not None
@@ -47,22 +103,32 @@ def select_and_bind(
             and not scheduler.caches_near_budget()
         ):
             node = log[-1]
-            if inc.static_view[node]:
-                memo_key = usage_key[node] or node_usage_key(node)
-                hit = inc.memo.get(memo_key)
-                if hit is None:
-                    hit = scheduler._memo_entry(pod, node, inc.wanted, inc.memo, memo_key)
-                ok, best = hit
-                inc.best_view[node] = best
-                if ok != inc.fits_view[node]:
-                    inc.fits_view[node] = ok
-                    inc.n_fit += 1 if ok else -1
+            catch_up_nodes(pod, inc, (node,))
             inc.log_pos = len(log)
-            node = scheduler.choose_by_best(inc.best) if inc.n_fit else -1
+            same = kept is inc
+            if not same or not chosen or node != chosen[-1]:
+                tied = []
+            elif (now := inc.best_view[node]) > top:
+                tied, top = [node], now
+            elif now < top:
+                tied.remove(node)
+            if not inc.n_fit:
+                node = -1
+            else:
+                if not tied:
+                    best = inc.best
+                    top = int(best[best.argmax()])
+                    tied = (best == top).nonzero()[0].tolist()
+                    kept = inc
+                node = tied[0] if len(tied) == 1 or first_of_ties else tied[draws.draw(len(tied), count - k)]
         else:
+            draws.settle()  # select draws from the same generator
             node = select(pod, mask)
+            kept = None
         if node < 0:
+            draws.settle()
             return False
         bind(node, request, nonzero)
         chosen.append(node)
+    draws.settle()
     return True

@@ -8,7 +8,7 @@ array operations over the nodes that pass, never a Python loop over nodes.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import partial
 
@@ -357,31 +357,13 @@ class Scheduler:
                 inc = self._rebuild(pod)
                 rebuilt = True
             else:
-                static, fits_view = inc.static_view, inc.fits_view
-                best_view, memo, share = inc.best_view, inc.memo, inc.share
-                devices = state.devices
-                usage_key, node_usage_key, memo_get = state.usage_key, state.node_usage_key, memo.get
-                n_fit = inc.n_fit
+                share, devices = inc.share, state.devices
                 share_fits = (  # pods that take a share of one GPU: does a GPU of the node have it
                     partial(devices.share_fits_one, milli=share[0], memory=share[1])
                     if share is not None and devices is not None
                     else None
                 )
-                for node in changed:
-                    if not static[node]:
-                        continue
-                    memo_key = usage_key[node] or node_usage_key(node)
-                    hit = memo_get(memo_key)
-                    if hit is None:
-                        hit = self._memo_entry(pod, node, inc.wanted, memo, memo_key)
-                    ok, best = hit
-                    if share_fits is not None and ok and not share_fits(node):
-                        ok, best = False, UNFIT
-                    best_view[node] = best
-                    if ok != fits_view[node]:
-                        fits_view[node] = ok
-                        n_fit += 1 if ok else -1
-                inc.n_fit = n_fit
+                self.catch_up_nodes(pod, inc, changed, share_fits)
                 inc.log_pos = len(log)
         if rebuilt:
             pod.cache["incremental"] = inc
@@ -394,6 +376,36 @@ class Scheduler:
         elif len(self._cached) * 2 > self._max_cached:
             self._touch(pod)  # recency matters only once the caches near their budget
         return inc
+
+    def catch_up_nodes(
+        self,
+        pod: CompiledPod,
+        inc: _Incremental,
+        nodes: Iterable[int],
+        share_fits: Callable[[int], bool] | None = None,
+    ) -> None:
+        """Changed ``nodes`` brought up to date in the pod spec's cache: each statically allowed one's fit
+        and per-node score from the usage memo (computed for a usage not seen before), no fit where
+        ``share_fits`` says no GPU of the node has the pod's share. The log position is the caller's."""
+        state = self.state
+        static, fits_view, best_view, memo = inc.static_view, inc.fits_view, inc.best_view, inc.memo
+        usage_key, node_usage_key, memo_get = state.usage_key, state.node_usage_key, memo.get
+        n_fit = inc.n_fit
+        for node in nodes:
+            if not static[node]:
+                continue
+            memo_key = usage_key[node] or node_usage_key(node)
+            hit = memo_get(memo_key)
+            if hit is None:
+                hit = self._memo_entry(pod, node, inc.wanted, memo, memo_key)
+            ok, best = hit
+            if share_fits is not None and ok and not share_fits(node):
+                ok, best = False, UNFIT
+            best_view[node] = best
+            if ok != fits_view[node]:
+                fits_view[node] = ok
+                n_fit += 1 if ok else -1
+        inc.n_fit = n_fit
 
     def _catch_up_together(self, since: int, changed: set[int]) -> bool:
         """Bring cached pod specs up to date at once: every spec whose catch-up starts at ``since`` or

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
 from fleetlab.placement.scheduler import Scheduler
 from fleetlab.placement.state import BoolArray, ClusterState
-from fleetlab.sim import held_jobs
+from fleetlab.sim import held_jobs, pod_removal
 from fleetlab.sim.book import PodBook
 from fleetlab.sim.counters import Counters
 from fleetlab.sim.events import (
@@ -56,7 +56,6 @@ from fleetlab.sim.pod_preemption import preempt_for
 from fleetlab.sim.prebound import bind_prebound
 from fleetlab.sim.progress import progress_at, wall_needed
 from fleetlab.sim.queue import SchedulingQueue
-from fleetlab.sim.result import NEVER
 from fleetlab.sim.runtime_model import WorkRuntimes
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.spec_table import SpecTable
@@ -263,65 +262,88 @@ class Engine:
     def bind(self, pod: int, node: int, gpus_before: int = -1) -> None:
         """Bind a pod: take its resources, start its image pull (unless cached) and data download;
         ``gpus_before`` >= 0: a kept trial bind took them, when the node held that many GPUs."""
-        state, book, c = self.state, self.book, self.counters
-        node_at = book.node_at
-        if node_at[pod] >= 0 and book.end_ms_at[pod] < 0:
-            raise RuntimeError(f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})")
-        job_index = self._pod_job[pod]
+        self.bind_each((pod,), (node,), (gpus_before,))
+
+    def bind_each(self, pods: Sequence[int], nodes: Sequence[int], gpus_before: Sequence[int]) -> None:
+        """``bind`` each of one job's ``pods`` (at least one) to its node in turn, as many calls of it would
+        (a gang's members in plan order): the job's spec, image and data size are read once."""
+        state, book, c, now = self.state, self.book, self.counters, self.now
+        node_at, end_ms_at, attempt_at = book.node_at, book.end_ms_at, book.attempt_at
+        job_index = self._pod_job[pods[0]]
         sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
+        request, nonzero, label_set = compiled.request, compiled.nonzero, self._label_set[job_index]
         g = self._spec_gpus[sid]
-        if gpus_before < 0:
-            gpus_before = state.requested_at[node * state.width + state.gpu_col] if g else 0
-            state.bind(node, compiled.request, compiled.nonzero, self._label_set[job_index])
-        for hook in self._on_bind:
-            hook(pod, node, compiled, g)
-        self.touched.add(node)
-        self.placements += 1
-        if g:
-            c.gpus_taken(g, gpus_before == 0)
-        self.node_pods[node].add(pod)
-        self.bound_pods += 1
-        self.bound_by_priority[self._priority[job_index]].add(pod)  # no new set per bind
-        now = self.now
-        node_at[pod] = node
-        book.bound_ms_at[pod] = now
-        book.stop_pending(pod, now)
-        pool = self._node_pool[node]
-        wait = 0
+        on_bind, touched, node_pods, node_pool = self._on_bind, self.touched, self.node_pods, self._node_pool
+        by_priority = self.bound_by_priority[self._priority[job_index]]  # no new set per bind
         image, image_size = self._image_name[job_index], self._image_size[job_index]
-        if image is not None and image_size > 0:
-            have = self.image_ready[node].get(image)
-            if have is None:
-                have = now + transfer_ms(image_size, pool.image_pull_bandwidth)
-                self.image_ready[node][image] = have
-            wait = max(0, have - now)
         data_size = self._data_size[job_index]  # most jobs download nothing: no call for them
-        data = transfer_ms(data_size, pool.data_bandwidth) if data_size > 0 else 0
-        book.image_wait_ms_at[pod] = wait
-        book.data_ms_at[pod] = data
-        self.events.push(now + wait + data, PREP_DONE, pod, book.attempt_at[pod])
+        push = self.events.push
+        for pod, node, before in zip(pods, nodes, gpus_before, strict=True):
+            if node_at[pod] >= 0 and end_ms_at[pod] < 0:
+                raise RuntimeError(
+                    f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})"
+                )
+            if before < 0:
+                before = state.requested_at[node * state.width + state.gpu_col] if g else 0
+                state.bind(node, request, nonzero, label_set)
+            for hook in on_bind:
+                hook(pod, node, compiled, g)
+            touched.add(node)
+            self.placements += 1
+            if g:
+                c.gpus_taken(g, before == 0)
+            node_pods[node].add(pod)
+            self.bound_pods += 1
+            by_priority.add(pod)
+            node_at[pod] = node
+            book.bound_ms_at[pod] = now
+            book.stop_pending(pod, now)
+            wait = 0
+            if image is not None and image_size > 0:
+                have = self.image_ready[node].get(image)
+                if have is None:
+                    have = now + transfer_ms(image_size, node_pool[node].image_pull_bandwidth)
+                    self.image_ready[node][image] = have
+                wait = max(0, have - now)
+            data = transfer_ms(data_size, node_pool[node].data_bandwidth) if data_size > 0 else 0
+            book.image_wait_ms_at[pod] = wait
+            book.data_ms_at[pod] = data
+            push(now + wait + data, PREP_DONE, pod, attempt_at[pod])
 
     def prepared(self, pod: int) -> None:
         """Image and data are there; start computing, or wait for the rest of a gang."""
-        book = self.book
-        node_at = book.node_at
-        book.ready_ms_at[pod] = self.now
-        job_index = self._pod_job[pod]
-        image = self._image_name[job_index]
-        if image is not None:
-            self.state.add_image(node_at[pod], image, self._image_size[job_index])
-        if self._multi_gang[job_index]:
-            book.job_ready_at[job_index] += 1
-            if book.job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
-                pods = self.unfinished_pods(job_index)
-                total = self.work.gang_ms(job_index, [node_at[p] for p in pods]) or max(
-                    self.runtime_ms(job_index, node_at[p]) for p in pods
-                )
-                for p in pods:
-                    self.start(p, total)
-            return
-        self.start(pod, self.runtime_ms(job_index, node_at[pod]))
+        self.prepared_each((pod,), (-1,))
+
+    def prepared_each(self, pods: Sequence[int], attempts: Sequence[int]) -> None:
+        """``prepared`` for each of ``pods`` in turn (a shared prep-done entry's, in push order) whose
+        attempt is still the one in ``attempts`` (-1: not checked) when its turn comes."""
+        book, now, pod_job = self.book, self.now, self._pod_job
+        node_at, ready_ms_at, attempt_at, job_ready_at = (
+            book.node_at,
+            book.ready_ms_at,
+            book.attempt_at,
+            book.job_ready_at,
+        )
+        image_name, multi_gang = self._image_name, self._multi_gang
+        for pod, attempt in zip(pods, attempts, strict=True):
+            if attempt >= 0 and attempt != attempt_at[pod]:
+                continue  # evicted since its prep-done event was scheduled
+            ready_ms_at[pod] = now
+            job_index = pod_job[pod]
+            image = image_name[job_index]
+            if image is not None:
+                self.state.add_image(node_at[pod], image, self._image_size[job_index])
+            if multi_gang[job_index]:
+                job_ready_at[job_index] += 1
+                if job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
+                    members = self.unfinished_pods(job_index)
+                    total = self.work.gang_ms(job_index, [node_at[p] for p in members]) or max(
+                        self.runtime_ms(job_index, node_at[p]) for p in members
+                    )
+                    self.start_each(members, total)
+                continue
+            self.start_each((pod,), self.runtime_ms(job_index, node_at[pod]))
 
     def _checkpointing(self, job: int) -> tuple[int | None, int]:
         interval = self._checkpoint_interval[job]
@@ -329,112 +351,117 @@ class Engine:
 
     def start(self, pod: int, total_ms: int) -> None:
         """Compute what is left of the pod's work (after saved progress), checkpointing as configured."""
+        self.start_each((pod,), total_ms)
+
+    def start_each(self, pods: Sequence[int], total_ms: int) -> None:
+        """``start`` each of one job's ``pods`` in turn with the same run time (a gang's members): the
+        checkpointing is read once, the wall time computed again only where the saved progress differs."""
         book, now = self.book, self.now
-        book.start_ms_at[pod] = now
-        book.run_total_ms_at[pod] = total_ms
-        remaining = math.ceil(total_ms * (1.0 - book.done_fraction_at[pod]))
-        interval, write = self._checkpointing(self._pod_job[pod])
-        wall = max(1, wall_needed(remaining, interval, write))
-        self.events.push(now + wall, POD_FINISH, pod, book.attempt_at[pod])
-        for hook in self._on_start:
-            hook(pod, wall)
+        interval, write = self._checkpointing(self._pod_job[pods[0]])
+        done_at, attempt_at, on_start, push = (
+            book.done_fraction_at,
+            book.attempt_at,
+            self._on_start,
+            self.events.push,
+        )
+        done, wall = -1.0, 0
+        for pod in pods:
+            book.start_ms_at[pod] = now
+            book.run_total_ms_at[pod] = total_ms
+            if done_at[pod] != done:
+                done = done_at[pod]
+                wall = max(1, wall_needed(math.ceil(total_ms * (1.0 - done)), interval, write))
+            push(now + wall, POD_FINISH, pod, attempt_at[pod])
+            for hook in on_start:
+                hook(pod, wall)
 
     def release(self, pod: int, evicted: bool) -> int:
         """Give the pod's node back; returns the compute lost (evictions only)."""
-        state, book, c = self.state, self.book, self.counters
-        node = book.node_at[pod]
-        job_index = self._pod_job[pod]
-        sid = self.spec_of(job_index)
-        compiled = self.compiled[sid]
-        state.release(node, compiled.request, compiled.nonzero, self._label_set[job_index])
-        for stop in self._on_stop:
-            stop(pod)
-        for hook in self._on_release:
-            hook(pod, node)
-        self.touched.add(node)
-        g = self._spec_gpus[sid]
-        if g:
-            c.gpus_returned(g, state.requested_at[node * state.width + state.gpu_col] == 0)
-        self.node_pods[node].discard(pod)
-        self.bound_pods -= 1
-        self.bound_by_priority[self._priority[job_index]].discard(pod)
-        lost = 0
-        if evicted and book.start_ms_at[pod] >= 0:
-            interval, write = self._checkpointing(job_index)
-            elapsed = book.work_done_ms_at[pod]  # a paced pod's work at full speed (sim/pod_pace.py)
-            if elapsed < 0:
-                elapsed = self.now - book.start_ms_at[pod]
-            else:
-                book.work_done_ms_at[pod] = -1
-            saved, lost = progress_at(elapsed, interval, write)
-            total = book.run_total_ms_at[pod]
-            if total > 0:
-                book.done_fraction_at[pod] = min(1.0, book.done_fraction_at[pod] + saved / total)
-        book.log_release(pod, self.now, lost, evicted)
-        return lost
+        return self._release_each((pod,), (-1,), evicted, False)
 
     def finish(self, pod: int) -> None:
         """The pod succeeded; the last pod of a Kueue job releases its quota."""
-        self.release(pod, False)
-        book, now = self.book, self.now
-        book.end_ms_at[pod] = now
-        book.done_fraction_at[pod] = 1.0
-        self.last_completion_ms = now
-        for gone in self._on_gone:
-            gone(pod)
-        job_index = self._pod_job[pod]
-        done = self._pods_done_at[job_index] + 1
-        self._pods_done_at[job_index] = done
-        if done == self._pods[job_index]:
-            for hook in self._on_job_done:
-                hook(job_index)
+        self._release_each((pod,), (-1,), False, True)
+
+    def finish_each(self, pods: Sequence[int], attempts: Sequence[int]) -> int:
+        """``finish`` each of ``pods`` in turn (a shared finish entry's, in push order) whose attempt is
+        still the one in ``attempts`` when its turn comes; returns how many finished."""
+        return self._release_each(pods, attempts, False, True)
+
+    def _release_each(
+        self, pods: Sequence[int], attempts: Sequence[int], evicted: bool, finishing: bool
+    ) -> int:
+        """Release each of ``pods`` in turn (skipping one whose attempt in ``attempts``, where not -1, is
+        no longer its own), and with ``finishing`` record each as succeeded; returns how many finished
+        (``finishing``), else the compute lost. Per job and spec its columns are read once."""
+        state, book, c = self.state, self.book, self.counters
+        attempt_at, pod_job, touched, node_pods = book.attempt_at, self._pod_job, self.touched, self.node_pods
+        on_stop, on_release, on_gone, pods_done_at = (
+            self._on_stop,
+            self._on_release,
+            self._on_gone,
+            self._pods_done_at,
+        )
+        key, now = (-1, -1), self.now
+        handled = lost = 0
+        for pod, attempt in zip(pods, attempts, strict=True):
+            if attempt >= 0 and attempt != attempt_at[pod]:
+                continue  # evicted or re-timed since its finish event was scheduled
+            node = book.node_at[pod]
+            job_index = pod_job[pod]
+            sid = self.spec_of(job_index)
+            if key != (job_index, sid):
+                key = (job_index, sid)
+                compiled = self.compiled[sid]
+                request, nonzero, label_set = compiled.request, compiled.nonzero, self._label_set[job_index]
+                g = self._spec_gpus[sid]
+                by_priority = self.bound_by_priority[self._priority[job_index]]
+            state.release(node, request, nonzero, label_set)
+            for stop in on_stop:
+                stop(pod)
+            for hook in on_release:
+                hook(pod, node)
+            touched.add(node)
+            if g:
+                c.gpus_returned(g, state.requested_at[node * state.width + state.gpu_col] == 0)
+            node_pods[node].discard(pod)
+            self.bound_pods -= 1
+            by_priority.discard(pod)
+            lost = 0
+            if evicted and book.start_ms_at[pod] >= 0:
+                interval, write = self._checkpointing(job_index)
+                elapsed = book.work_done_ms_at[pod]  # a paced pod's work at full speed (sim/pod_pace.py)
+                if elapsed < 0:
+                    elapsed = now - book.start_ms_at[pod]
+                else:
+                    book.work_done_ms_at[pod] = -1
+                saved, lost = progress_at(elapsed, interval, write)
+                total = book.run_total_ms_at[pod]
+                if total > 0:
+                    book.done_fraction_at[pod] = min(1.0, book.done_fraction_at[pod] + saved / total)
+            book.log_release(pod, now, lost, evicted)
+            if finishing:  # it succeeded: its end, its job's count of done pods
+                book.end_ms_at[pod] = now
+                book.done_fraction_at[pod] = 1.0
+                self.last_completion_ms = now
+                for gone in on_gone:
+                    gone(pod)
+                done = pods_done_at[job_index] + 1
+                pods_done_at[job_index] = done
+                if done == self._pods[job_index]:
+                    for job_done in self._on_job_done:
+                        job_done(job_index)
+                handled += 1
+        return handled if finishing else lost
 
     def evict_job(self, job: int) -> None:
         """Take every unfinished pod of a job off its node or out of the scheduling queue; they are not
         requeued (Kueue requeues the workload in its ClusterQueue)."""
-        book = self.book
-        if self.job_spec[job] >= 0:
-            self.queue.remove(self.group_of(job), set(book.pods_of(job)))
-        self._evict(book.pods_of(job), drop_unbound=True)
-        book.job_ready[job] = 0
+        pod_removal.evict_job(self, job)
 
     def evict_job_pods(self, pod: int) -> None:
         """Evict a pod (and, for a gang job, every pod of its job) and requeue what was evicted."""
-        for take in self._on_evict:
-            if take(pod):
-                return  # evicted its own way (Kueue evicts the whole workload)
-        book = self.book
-        job_index = int(book.job[pod])
-        multi_gang = self._multi_gang[job_index]
-        members = list(book.pods_of(job_index)) if multi_gang else [pod]
-        requeue = self._evict(members, drop_unbound=multi_gang)
-        if multi_gang:
-            book.job_ready[job_index] = 0
-            if self.is_gang(job_index):
-                self.enqueue(job_index)
-                return
-        if requeue:
-            self.enqueue(job_index, requeue)
-
-    def _evict(self, pods: Iterable[int], drop_unbound: bool) -> list[int]:
-        """Take the unfinished ones of ``pods`` off their nodes (work since the last checkpoint lost; each
-        pending again from now) and return them; ``drop_unbound``: the others' pending events go too."""
-        book, evicted = self.book, []
-        for p in pods:
-            if book.end_ms[p] >= 0:
-                continue
-            if book.node[p] >= 0:
-                self.release(p, evicted=True)
-                book.reset_for_requeue(p, self.now)
-                self.evictions += 1
-                evicted.append(p)
-            elif drop_unbound:
-                book.attempt[p] += 1
-            else:
-                continue
-            for gone in self._on_gone:  # deleted; its controller creates it again when requeued
-                gone(p)
-        return evicted
+        pod_removal.evict_job_pods(self, pod)
 
     # -- scheduling ----------------------------------------------------------------------------------
     def try_place(self, group_id: int, pod: int) -> bool:
@@ -479,8 +506,7 @@ class Engine:
             return False
         gpus = self._spec_gpus[self.spec_of(job)]
         before = gpus_before_each(self.state, plan, gpus) if kept else [-1] * len(plan)
-        for member, node, held in zip(self.unfinished_pods(job), plan, before, strict=True):
-            self.bind(member, node, held)
+        self.bind_each(self.unfinished_pods(job), plan, before)
         return True
 
     # -- arrivals held and withdrawn (sim/held_jobs.py) ------------------------------------------------
@@ -535,41 +561,13 @@ class Engine:
         self.failing.append(pod)
 
     def _fail_now(self) -> None:
-        """Fail this step's pods: a failed pod is not retried (a Job with ``backoffLimit: 0``); every pod
-        of a gang job fails with it."""
+        """Fail this step's pods, each with its gang (sim/pod_removal.py)."""
         failing, self.failing = self.failing, []
-        book = self.book
-        for pod in failing:
-            job_index = book.job_at[pod]
-            members = list(book.pods_of(job_index)) if self._multi_gang[job_index] else [pod]
-            for p in members:
-                if book.end_ms[p] >= 0 or book.failed[p]:
-                    continue
-                if book.node[p] >= 0:
-                    self.release(p, evicted=True)
-                    book.node[p] = -1
-                    book.attempt[p] += 1
-                book.stop_pending(p, self.now)  # a failed pod waits for nothing any more
-                book.failed[p] = True
-                for gone in self._on_gone:
-                    gone(p)
-            for hook in self._on_job_failed:
-                hook(job_index)
+        pod_removal.fail_now(self, failing)
 
     def delete_pod(self, pod: int) -> None:
         """Take a pod off its node (not an eviction: nothing is requeued) or out of the queue."""
-        book = self.book
-        if book.node[pod] >= 0:
-            self.release(pod, evicted=False)
-            book.node[pod] = -1
-            for column in (book.bound_ms, book.ready_ms, book.start_ms):
-                column[pod] = NEVER
-        else:
-            self.queue.remove(self.group_of(book.job_at[pod]), {pod})
-        book.stop_pending(pod, self.now)  # a deleted pod waits for nothing
-        book.attempt[pod] += 1  # drops the pod's pending prep-done / finish events
-        for gone in self._on_gone:
-            gone(pod)
+        pod_removal.delete_pod(self, pod)
 
     def schedule(self, time_ms: int, kind: int, index: int, attempt: int = 0) -> None:
         """An event of a feature's kind at ``time_ms``."""

@@ -44,7 +44,7 @@ def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
     enqueue, record = sim.enqueue, sim.end_step
     heappop = heapq.heappop
     pod_events = (PREP_DONE, POD_FINISH)  # a local tuple: not rebuilt from globals at every test
-    prepared, finish = sim.prepared, sim.finish
+    prepared_each, finish_each = sim.prepared_each, sim.finish_each
     more_of = events.more  # an entry's pod events after its first (sim/events.py)
     while True:
         if heap is not None:
@@ -102,19 +102,13 @@ def run_events(sim: Engine, progress: ProgressCallback | None) -> None:
                     if seq == events.open_seq:  # events.taken(seq), in line
                         events.open_seq = -1
                     more = more_of.pop(seq, None) if more_of else None
-                    handle = prepared if kind == PREP_DONE else finish
-                    handled = 0
-                    if attempt == attempt_of[index]:  # else evicted since this event was scheduled
-                        handle(index)
-                        handled = 1
-                    if more is not None:  # the same time's next events of this kind, in push order
-                        for k in range(0, len(more), 2):
-                            pod = more[k]
-                            if more[k + 1] == attempt_of[pod]:
-                                handle(pod)
-                                handled += 1
+                    # The entry's pods in push order, each unless evicted since its event was pushed.
+                    pods = (index,) if more is None else [index, *more[::2]]
+                    attempts = (attempt,) if more is None else [attempt, *more[1::2]]
                     if kind == POD_FINISH:
-                        finished += handled
+                        finished += finish_each(pods, attempts)
+                    else:
+                        prepared_each(pods, attempts)
                 else:
                     finished += _other_event(sim, handlers, kind, index, attempt)
         else:

@@ -68,21 +68,30 @@ class UsageMeter:
         self._free = state.free.data
         self._ready = state.ready.data
         self._gpu_col = state.gpu_col
+        #: The job and pod spec ``_full_speed_milli`` answered last, and its answer.
+        self._last_job, self._last_sid, self._last_milli = -1, -1, 0.0
         sim.on.start.append(self.started)
         sim.on.release.append(self.released)
 
     # -- utilisation ---------------------------------------------------------------------------------
     def _full_speed_milli(self, pod: int) -> float:
-        """Milli-GPU the pod keeps busy at full speed: its GPUs (or GPU share) × its gpu_utilization."""
+        """Milli-GPU the pod keeps busy at full speed: its GPUs (or GPU share) × its gpu_utilization. The
+        value depends only on the job and its pod spec; the last pair's is kept, as a gang's members
+        start one after another."""
         sim = self.sim
-        job_index = int(sim.book.job[pod])
+        job_index = sim.book.job_at[pod]
+        sid = sim.spec_of(job_index)
+        if job_index == self._last_job and sid == self._last_sid:
+            return self._last_milli
         job = sim.job_table.template_of(job_index)  # GPU share and utilisation are template fields
         if job.shares_gpu:
             milli = float(job.gpu_milli or 0)
         else:
-            request = sim.compiled[sim.spec_of(job_index)].request
+            request = sim.compiled[sid].request
             milli = float(MILLI_PER_GPU * int(request[sim.state.gpu_col]))
-        return milli * job.gpu_utilization
+        self._last_job, self._last_sid = job_index, sid
+        self._last_milli = milli * job.gpu_utilization
+        return self._last_milli
 
     def started(self, pod: int, wall_ms: int) -> None:
         """The pod began computing."""
