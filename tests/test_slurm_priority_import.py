@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from builders import by_job
 from fleetlab.cli import app
+from fleetlab.experiment.calibration import calibrate
 from fleetlab.experiment.history_batch import recorded_fair_share
 from fleetlab.experiment.history_partitions import partition_notes
 from fleetlab.experiment.history_scenario import Knobs, history_scenario, scenario_yaml
@@ -181,3 +182,24 @@ def test_bad_settings_are_one_paragraph_with_exit_2(
     assert result.exit_code == 2 and expected in result.output and "Traceback" not in result.output
     assert "config.txt" in result.output or "partitions.txt" in result.output
     assert not out.exists()
+
+
+def test_recorded_priority_without_sacctmgr_tables_is_replayed(tmp_path: Path) -> None:
+    """Only ``sacct``, the nodes and ``scontrol show config``/``partition``: no association or QOS table,
+    so the replay's limits are inferred from the history (or none), and the recorded multifactor priority
+    (job size 500, age 1000, partition 2000, ...) still orders its queue: the calibrated scenario carries
+    it, whatever the fitted knobs."""
+    files = [str(WORLD / "sacct.txt"), str(WORLD / "nodes.txt")]
+    (tmp_path / "config.txt").write_text(CONFIG)
+    (tmp_path / "partitions.txt").write_text(PARTITIONS)
+    h = import_sources([*files, str(tmp_path / "partitions.txt"), str(tmp_path / "config.txt")])
+    assert not h.policy.slurm_associations and not h.policy.slurm_qos
+    fair = recorded_fair_share(h)
+    assert fair is not None and (fair.weight_job_size, fair.weight_age, fair.weight_partition) == (
+        500,
+        1000,
+        2000,
+    )
+    result = calibrate(h, seeds=1)
+    assert result.policy is None or result.policy.source != "slurm"
+    assert result.scenario.scheduler.fair_share == fair
