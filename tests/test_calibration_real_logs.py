@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
-from fleetlab.experiment.calibration import calibrate
+from fleetlab.experiment.calibration import calibrate, fit_scoring
+from fleetlab.experiment.calibration_compare import Measured
 from fleetlab.experiment.delay_fit import UNEXPLAINED, unexplained_delay
 from fleetlab.experiment.history_split import history_until, split_instant
+from fleetlab.metrics.policy_evidence import group_labels
 from fleetlab.metrics.wait_causes import diagnose_waits, free_waits
 from fleetlab.model.history import History
 from fleetlab.report.calibration_text import cause_lines
@@ -122,6 +125,41 @@ def test_hpc2n_drawn_delay_reads_the_censored_waits(seth: History) -> None:
         assert free is not None and (int(free[1].sum()), int((~free[1]).sum())) == (started, 0)
     delay, words = unexplained_delay(history_until(seth, split), "user")
     assert delay is not None and "the 422 started job(s)" in words and "censored" not in words
+
+
+@needs_hpc2n
+def test_hpc2n_half_split_scores_its_candidates_on_a_quiet_stretch(seth: History) -> None:
+    # docs/calibration.md, "Split robustness": with --fit-until 0.5 the split is at 2,771,806 s (1,585 jobs
+    # on each side), the rolling origin at the fit part's own two-thirds point, 2,427,614 s: candidates
+    # score on the 529 jobs submitted between the two (1,056 before them).
+    split = split_instant(seth, 0.5)
+    fit = history_until(seth, split)
+    scoring = fit_scoring(fit, inferred=True)
+    assert (split, scoring.read_until_s, scoring.scored_jobs) == (2_771_806.0, 2_427_614.0, 529)
+    m = Measured.of(seth)
+    assert bool(m.started.all())  # every wait measured in full: plain quantiles describe them
+    stretches = {
+        "before": m.submit < 2_427_614.0,
+        "scored": (m.submit >= 2_427_614.0) & (m.submit < split),
+        "later": m.submit >= split,
+    }
+    figures = {
+        name: (int(mask.sum()), *np.quantile(m.waits[mask], [0.5, 0.95]).round(), float(np.mean(m.waits[mask] > 3600)))
+        for name, mask in stretches.items()
+    }  # fmt: skip
+    # The scored stretch waited a fifth as long at the 95th percentile as the jobs on either side of it.
+    assert figures["before"][:3] == (1056, 3612.0, 87_898.0)
+    assert figures["scored"][:3] == (529, 1009.0, 18_728.0)
+    assert figures["later"][:3] == (1585, 5062.0, 86_160.0)
+    assert [round(f[3], 3) for f in figures.values()] == [0.501, 0.329, 0.553]
+    # The later half's users unseen in the earlier: 164 jobs, 165.5 of its 8,938.9 h of waiting (1.9 %).
+    users = group_labels(seth, "user")
+    known = set(group_labels(fit, "user").tolist())
+    unseen = stretches["later"] & ~np.isin(users, list(known))
+    assert sorted(set(users[unseen].tolist())) == [f"user-{u}" for u in (17, 18, 28, 33, 36, 40)]
+    assert int(unseen.sum()) == 164
+    assert m.waits[unseen].sum() / 3600 == pytest.approx(165.5, abs=0.1)
+    assert m.waits[stretches["later"]].sum() / 3600 == pytest.approx(8938.9, abs=0.1)
 
 
 @needs_openb

@@ -1,4 +1,4 @@
-"""Slurm's multifactor priority beyond fair share (``scheduler.fair_share``: job size, partition, QOS) and its
+"""Slurm's multifactor priority beyond fair share (``scheduler.fair_share``: job size, partition, QOS, TRES) and its
 recalculation period (``calc_period_s``), sim/job_priority.py — worked out by hand.
 
 Semantics from https://slurm.schedmd.com/priority_multifactor.html and SchedMD/slurm
@@ -6,7 +6,10 @@ src/plugins/priority/multifactor/priority_multifactor.c @01551acc1914b8c69b622c9
 (``set_priority_factors``: job size ``(nodes/N + cpus/C)/2``, favor small ``((N-nodes)/N + (C-cpus)/C)/2``,
 SMALL_RELATIVE_TO_TIME ``max(nodes·C/N, cpus)/minutes/C``; partition and QOS factors are ``norm_priority``,
 the value over the largest; ``_get_priority_internal``: the weighted sum cast to uint32, at least 1;
-``decay_apply_weighted_factors`` recomputes pending jobs on the decay thread, every PriorityCalcPeriod).
+``decay_apply_weighted_factors`` recomputes pending jobs on the decay thread, every PriorityCalcPeriod;
+the TRES factors: ``set_priority_factors`` sets each ``priority_tres`` to the job's allocated, else requested,
+count of the TRES over its partition's ``tres_cnt``, and ``_get_priority_internal`` adds each times its
+PriorityWeightTRES weight, unclamped).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pytest
 from builders import by_job, scenario
 from fleetlab.experiment.run import profile_for
 from fleetlab.model.batch_policy import FairShare as Config
-from fleetlab.sim.job_priority import job_size_factor
+from fleetlab.sim.job_priority import job_size_factor, tres_part
 from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.simulator import Simulator
 
@@ -91,6 +94,57 @@ def test_partition_factor_is_the_job_factor_over_the_largest() -> None:
         job["labels"]["fleetlab.io/partition"] = part
     _, result = _run(NODES, jobs, weight_partition=1000, partition_job_factors={"a": 4, "b": 1})
     assert _starts(result) == {"B": 0, "S": 100, "Q": 200, "L": 300}
+
+
+def test_tres_memory_weight_orders_the_queue() -> None:
+    """PriorityWeightTRES Mem=2000: 4 nodes of 8 GiB = 32 GiB; each pod asks 1 GiB. Q 3/32 · 2000 = 187.5,
+    L 4/32 · 2000 = 250, S 2/32 · 2000 = 125: L starts at 100 (all 4 nodes), Q at 200 (3 nodes; S's 2 do
+    not fit beside it), S at 300. Without the weight the order is Q, L, S (the job-size case above)."""
+    _, result = _run(NODES, _world(), tres_weights={"mem": 2000})
+    assert _starts(result) == {"B": 0, "L": 100, "Q": 200, "S": 300}
+
+
+def test_tres_factors_are_over_the_jobs_partition() -> None:
+    """Pool small: 2 nodes (4 CPUs, 16 GiB, 1 GPU each) labelled for partition small; pool big: 6 nodes
+    (8 CPUs, 32 GiB, 2 GPUs) for partition big. Weights cpu 600, node 300, gres/gpu 1000.
+
+    J (partition small, 2 pods of 2 CPUs + 1 GPU): cpu 4 / 8 · 600 = 300, node 2 / 2 · 300 = 300, GPU 2 / 2
+    · 1000 = 1000: 1600. K (big, the same pods): 4 / 48 · 600 = 50, 2 / 6 · 300 = 100, 2 / 12 · 1000 =
+    166.67: 316.67. M (no partition: the whole cluster, 8 nodes, 56 CPUs, 16 GPUs; 1 pod of 1 CPU, no GPU):
+    1 / 56 · 600 + 1 / 8 · 300 = 10.71 + 37.5 = 48.21."""
+    key = "partition.slurm.fleetlab.io/"
+    pools = [
+        {"name": "small", "count": 2, "cpu": "4", "memory": "16Gi", "gpus_per_node": 1, "gpu_model": "H100",
+         "price_per_hour": 1.0, "labels": {key + "small": "true"}},
+        {"name": "big", "count": 6, "cpu": "8", "memory": "32Gi", "gpus_per_node": 2, "gpu_model": "H100",
+         "price_per_hour": 1.0, "labels": {key + "big": "true"}},
+    ]  # fmt: skip
+    pod = {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": 1}
+    jobs = [
+        {"id": "J", "submit_s": 0, "pods": 2, "gang": True, "runtime": 10, "requests": pod,
+         "labels": {"fleetlab.io/partition": "small"}},
+        {"id": "K", "submit_s": 0, "pods": 2, "gang": True, "runtime": 10, "requests": pod,
+         "labels": {"fleetlab.io/partition": "big"}},
+        {"id": "M", "submit_s": 0, "pods": 1, "runtime": 10, "requests": {"cpu": "1", "memory": "1Gi"}},
+    ]  # fmt: skip
+    resolved = scenario(
+        pools, jobs, scheduler={"queueing": "fifo", "tie_break": "first", "fair_share": {
+            "weight_fairshare": 0, "tres_weights": {"cpu": 600, "node": 300, "gres/gpu": 1000}}},
+    )  # fmt: skip
+    sim = Simulator(resolved, profile_for(resolved, None))
+    priority = sim.features.job_priority
+    assert priority is not None
+    assert priority.fixed == pytest.approx([1600.0, 50 + 100 + 1000 * 2 / 12, 600 / 56 + 37.5])
+
+
+def test_tres_part_skips_what_the_job_or_partition_lacks() -> None:
+    """A TRES the job does not ask (GPUs) or the partition does not hold adds nothing (Slurm tests
+    ``value && part tres_cnt[i]``); one over the partition's total is not clamped: 3 nodes of 2 → 1.5."""
+    totals = {"cpu": 8000.0, "mem": 0.0, "node": 2.0, "gres/gpu": 0.0}
+    weights = {"cpu": 100.0, "mem": 100.0, "node": 10.0, "gres/gpu": 100.0}
+    assert tres_part({"cpu": 2000, "memory": 1 << 30}, 3, weights, totals) == pytest.approx(
+        100 * 6000 / 8000 + 10 * 3 / 2
+    )
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 
 from builders import by_job
 from fleetlab.cli import app
+from fleetlab.experiment.calibration import calibrate
 from fleetlab.experiment.history_batch import recorded_fair_share
+from fleetlab.experiment.history_partitions import partition_notes
 from fleetlab.experiment.history_scenario import Knobs, history_scenario, scenario_yaml
 from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
@@ -81,6 +83,35 @@ def test_the_settings_are_read(tmp_path: Path) -> None:
     assert (qos["long"].grace_time_s, qos["long"].preempt_exempt_time_s) == (60.0, None)
 
 
+TRES_CONFIG = CONFIG + "PriorityWeightTRES      = CPU=1000,Mem=2000,GRES/gpu=3000,Billing=5,license/x=0\n"
+
+
+def test_tres_weights_are_read_replayed_and_the_rest_named(tmp_path: Path) -> None:
+    """``PriorityWeightTRES`` as ``scontrol show config`` prints it: names lower-cased; cpu, mem and gres/gpu
+    reach ``fair_share.tres_weights``; billing (weight 5) is named in a calibration note as not replayed,
+    license/x (weight 0) is not; jobs carry their partition label for the TRES factors."""
+    h = import_sources(_files(tmp_path, TRES_CONFIG))
+    assert h.policy.slurm_scheduler.tres_weights == {
+        "cpu": 1000.0, "mem": 2000.0, "gres/gpu": 3000.0, "billing": 5.0, "license/x": 0.0,
+    }  # fmt: skip
+    fair = recorded_fair_share(h)
+    assert fair is not None and fair.tres_weights == {"cpu": 1000.0, "gres/gpu": 3000.0, "mem": 2000.0}
+    notes = partition_notes(h)
+    assert any("PriorityWeightTRES weighs billing," in n for n in notes)
+    assert not any("license/x" in n for n in notes)
+    only_tres = TRES_CONFIG.replace("PriorityWeightPartition = 2000", "PriorityWeightPartition = 0")
+    only_tres = only_tres.replace("= ALL", "= NO").replace("MaxTime=2-00:00:00", "MaxTime=UNLIMITED")
+    h = import_sources(
+        _files(tmp_path, only_tres, PARTITIONS.replace("DefaultTime=01:00:00", "DefaultTime=NONE"))
+    )
+    s = history_scenario(h, Knobs(queueing="fifo"), fair_share=recorded_fair_share(h))
+    jobs = {j.id: j for j in s.workload.jobs or ()}
+    assert jobs["C"].labels["fleetlab.io/partition"] == "gpu"
+    resolved = resolve(s)
+    sim = Simulator(resolved, profile_for(resolved, None))
+    assert sim.features.job_priority is not None
+
+
 def test_the_calibrated_scenario_carries_them_and_replays(tmp_path: Path) -> None:
     """``scheduler.fair_share`` gets the weights, PriorityCalcPeriod, PriorityMaxAge, PriorityDecayHalfLife,
     PriorityFavorSmall, SMALL_RELATIVE_TO_TIME, the partitions' job factors and the QOS priorities; the
@@ -134,6 +165,12 @@ def test_the_calibrated_scenario_carries_them_and_replays(tmp_path: Path) -> Non
          "DefaultTime: 'soon' is not a Slurm time"),
         (CONFIG, PARTITIONS.replace("GraceTime=30", "GraceTime=1e9"),
          "GraceTime: '1e9' is not a whole number"),
+        (CONFIG + "PriorityWeightTRES      = CPU=1000,Mem=lots\n", PARTITIONS,
+         "PriorityWeightTRES 'Mem': 'lots' is not a number"),
+        (CONFIG + "PriorityWeightTRES      = CPU=1e12\n", PARTITIONS,
+         "PriorityWeightTRES 'CPU': '1e12' is not a weight in 0..1e9"),
+        (CONFIG + "PriorityWeightTRES      = CPU\n", PARTITIONS,
+         "PriorityWeightTRES: 'CPU' is not TYPE=WEIGHT"),
     ],
 )  # fmt: skip
 def test_bad_settings_are_one_paragraph_with_exit_2(
@@ -145,3 +182,24 @@ def test_bad_settings_are_one_paragraph_with_exit_2(
     assert result.exit_code == 2 and expected in result.output and "Traceback" not in result.output
     assert "config.txt" in result.output or "partitions.txt" in result.output
     assert not out.exists()
+
+
+def test_recorded_priority_without_sacctmgr_tables_is_replayed(tmp_path: Path) -> None:
+    """Only ``sacct``, the nodes and ``scontrol show config``/``partition``: no association or QOS table,
+    so the replay's limits are inferred from the history (or none), and the recorded multifactor priority
+    (job size 500, age 1000, partition 2000, ...) still orders its queue: the calibrated scenario carries
+    it, whatever the fitted knobs."""
+    files = [str(WORLD / "sacct.txt"), str(WORLD / "nodes.txt")]
+    (tmp_path / "config.txt").write_text(CONFIG)
+    (tmp_path / "partitions.txt").write_text(PARTITIONS)
+    h = import_sources([*files, str(tmp_path / "partitions.txt"), str(tmp_path / "config.txt")])
+    assert not h.policy.slurm_associations and not h.policy.slurm_qos
+    fair = recorded_fair_share(h)
+    assert fair is not None and (fair.weight_job_size, fair.weight_age, fair.weight_partition) == (
+        500,
+        1000,
+        2000,
+    )
+    result = calibrate(h, seeds=1)
+    assert result.policy is None or result.policy.source != "slurm"
+    assert result.scenario.scheduler.fair_share == fair

@@ -21,6 +21,7 @@ from fleetlab.cli.common import (
     output_format,
     print_table,
 )
+from fleetlab.experiment.calibration_seeds import DEFAULT_SEEDS, MAX_SEEDS
 from fleetlab.model.history import History
 from fleetlab.report.baseline_report import history_title
 from fleetlab.spec.errors import SpecError
@@ -191,12 +192,12 @@ def calibrate_cmd(
         typer.Option(
             "--seeds",
             min=1,
-            max=100,
+            max=MAX_SEEDS,
             help="Replay the calibrated scenario under this many seeds (each part is judged on the mean); "
             "once when nothing in it is drawn at random. Knob candidates that draw at random are scored "
-            "on the mean over the first 5 at most.",
+            f"on the mean over the first {DEFAULT_SEEDS} at most.",
         ),
-    ] = 5,
+    ] = DEFAULT_SEEDS,
 ) -> None:
     """Say why jobs waited, replay the history on its own nodes with its policy, fit on the earlier part
     and validate on the later part, metric by metric."""

@@ -52,6 +52,7 @@ from fleetlab.experiment.calibration_compare import (
 from fleetlab.experiment.calibration_record import calibration_record, pull_row
 from fleetlab.experiment.calibration_seeds import DEFAULT_SEEDS, SeedReplay, mean_rows, random_parts
 from fleetlab.experiment.delay_fit import UNEXPLAINED, delay_flag, delay_note, unexplained_delay
+from fleetlab.experiment.history_batch import recorded_fair_share
 from fleetlab.experiment.history_partitions import partition_notes
 from fleetlab.experiment.history_policy import ReplayPolicy, choose_grouping, inferred_policy, recorded_policy
 from fleetlab.experiment.history_scenario import (
@@ -243,7 +244,7 @@ class _Setup:
             kueue=policy.objects if queued and policy else None,
             fair_sharing=bool(policy and policy.fair_sharing),
             job_limits=policy.job_limits if policy else (),
-            fair_share=policy.fair_share if policy else None,
+            fair_share=(policy and policy.fair_share) or recorded_fair_share(self.history),
             scheduling_delay=self.drawn_delay()[0] if knobs.scheduling_delay == UNEXPLAINED else None,
         )  # fmt: skip
         if horizon is not None:

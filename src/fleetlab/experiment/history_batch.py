@@ -8,14 +8,15 @@
   ``MaxJobsPU`` / ``MaxSubmitPU`` cap each user of the QOS (every user when no association names QOSes).
   Where a user falls under several, the smallest holds.
 * **Fair share and the multifactor priority** (``scheduler.fair_share``, sim/fair_share.py,
-  sim/job_priority.py) when Slurm ran ``priority/multifactor`` with a fair-share, age, job-size, partition
-  or QOS weight > 0: per user when ``sshare`` recorded user rows, else per account, shares from ``sshare``
-  NormShares (RawShares when no NormShares), a user without a row of its own taking its account's (1 where
-  nothing is known), the recorded weights, ``PriorityDecayHalfLife``, ``PriorityMaxAge``,
-  ``PriorityCalcPeriod``, ``PriorityFavorSmall`` and ``PriorityFlags=SMALL_RELATIVE_TO_TIME``, the
-  partitions' ``PriorityJobFactor`` and the QOS ``Priority`` values; Slurm's defaults for what the record
-  lacks (a 7-day half-life and max age), and the priority recomputed at every cycle when it records no
-  ``PriorityCalcPeriod``.
+  sim/job_priority.py) when Slurm ran ``priority/multifactor`` with a fair-share, age, job-size, partition,
+  QOS or CPU/memory/node/GPU TRES weight > 0: per user when ``sshare`` recorded user rows, else per
+  account, shares from ``sshare`` NormShares (RawShares when no NormShares), a user without a row of its
+  own taking its account's (1 where nothing is known), the recorded weights, ``PriorityDecayHalfLife``,
+  ``PriorityMaxAge``, ``PriorityCalcPeriod``, ``PriorityFavorSmall`` and
+  ``PriorityFlags=SMALL_RELATIVE_TO_TIME``, the partitions' ``PriorityJobFactor``, the QOS ``Priority``
+  values and the ``PriorityWeightTRES`` weights of CPUs, memory, nodes and GPUs (other TRES are named in a
+  note); Slurm's defaults for what the record lacks (a 7-day half-life and max age), and the priority
+  recomputed at every cycle when it records no ``PriorityCalcPeriod``.
 * **Inferred job-count ceilings**: per group of an inferred policy, the ``quantile`` level of the jobs the
   group ran while it had work waiting (``history_policy``; where that is 0, the most it ran while waiting),
   and none for a group that never ran a job while another of its jobs waited.
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 
 from fleetlab.metrics.baseline import UNSET
 from fleetlab.metrics.policy_evidence import CEILING_RESOURCES, JobSpans, group_labels, limit_level
-from fleetlab.model.batch_policy import FairShare, JobLimit
+from fleetlab.model.batch_policy import TRES_NAMES, FairShare, JobLimit
 from fleetlab.model.history import History
 from fleetlab.model.history_policy import SlurmLimits
 
@@ -117,7 +118,7 @@ def recorded_fair_share(history: History) -> FairShare | None:
     policy = history.policy
     weights = policy.priority_weights
     multifactor = policy.priority_type in (None, "priority/multifactor")
-    if not multifactor or not any(weights.get(name, 0) > 0 for name in WEIGHTS):
+    if not multifactor or not (any(weights.get(name, 0) > 0 for name in WEIGHTS) or replayed_tres(history)):
         return None
     rows = policy.fair_share
     by_user = any(r.user is not None for r in rows)
@@ -148,6 +149,19 @@ def recorded_fair_share(history: History) -> FairShare | None:
     )
 
 
+def replayed_tres(history: History) -> dict[str, float]:
+    """The recorded ``PriorityWeightTRES`` weights > 0 of the TRES the replay computes (``TRES_NAMES``)."""
+    recorded = history.policy.slurm_scheduler.tres_weights or {}
+    return {name: w for name, w in sorted(recorded.items()) if name in TRES_NAMES and w > 0}
+
+
+def unreplayed_tres(history: History) -> list[str]:
+    """The TRES ``PriorityWeightTRES`` weighs above 0 that the replay does not compute (billing, licenses,
+    typed GPUs ...)."""
+    recorded = history.policy.slurm_scheduler.tres_weights or {}
+    return sorted(name for name, w in recorded.items() if name not in TRES_NAMES and w > 0)
+
+
 def multifactor_settings(history: History) -> dict[str, object]:
     """The multifactor fields beyond fair share and age, only those the record sets (module docstring)."""
     policy = history.policy
@@ -166,6 +180,9 @@ def multifactor_settings(history: History) -> dict[str, object]:
         out["partition_job_factors"] = {p.name: p.priority_job_factor for p in policy.slurm_partitions}
     if out.get("weight_qos"):
         out["qos_priorities"] = {q.name: q.priority or 0 for q in policy.slurm_qos}
+    tres = replayed_tres(history)
+    if tres:
+        out["tres_weights"] = tres
     for field, value in (("half_life_s", recorded.decay_half_life_s), ("max_age_s", recorded.max_age_s),
                          ("calc_period_s", recorded.calc_period_s)):  # fmt: skip
         if value is not None and (value > 0 or field == "half_life_s"):

@@ -33,27 +33,25 @@ scheduler's backfill fields.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from fleetlab.model.batch_policy import PARTITION_LABEL, QOS_LABEL, BatchPreemption, TimeLimits
+from fleetlab.experiment.history_batch import replayed_tres, unreplayed_tres
+from fleetlab.model.batch_policy import (
+    PARTITION_LABEL,
+    QOS_LABEL,
+    BatchPreemption,
+    TimeLimits,
+    partition_key,
+)
 from fleetlab.model.history import History
 from fleetlab.model.history_policy import SlurmPartition
 
-PARTITION_KEY_PREFIX = "partition.slurm.fleetlab.io/"
 TIER_CLASS_PREFIX = "slurm-tier-"
 #: Slurm's defaults for the backfill parameters (slurm.conf(5), SchedulerParameters).
 BF_INTERVAL_S = 30.0
 BF_WINDOW_S = 1440 * 60.0
 BF_MAX_JOB_TEST = 500
 _MODES = {"OFF": "off", "CANCEL": "cancel", "REQUEUE": "requeue", "SUSPEND": "suspend"}
-
-
-def partition_key(name: str) -> str:
-    """The node label key of a partition (its name cut to a label name's 63 characters, other characters
-    as ``-``)."""
-    clean = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-_.")[:63].rstrip("-_.")
-    return PARTITION_KEY_PREFIX + (clean or "partition")
 
 
 def label_partition_nodes(nodes: list[dict[str, Any]], partitions: tuple[SlurmPartition, ...]) -> None:
@@ -86,11 +84,13 @@ class SlurmPlacement:
         self.by_qos = self.preempt_type == "preempt/qos" and bool(policy.slurm_qos)
         self.by_partition = self.preempt_type == "preempt/partition_prio" and self.tiered
         weights = policy.priority_weights
-        #: Jobs carry their QOS / partition label where preemption, the multifactor priority or the
-        #: partition time limits read it.
+        #: Jobs carry their QOS / partition label where preemption, the multifactor priority (its partition
+        #: and TRES factors) or the partition time limits read it.
         self.qos_label = self.by_qos or (weights.get("PriorityWeightQOS", 0) > 0 and bool(policy.slurm_qos))
         self.partition_label = (
-            self.by_partition or (weights.get("PriorityWeightPartition", 0) > 0 and bool(self.partitions))
+            self.by_partition
+            or (bool(self.partitions)
+                and (weights.get("PriorityWeightPartition", 0) > 0 or bool(replayed_tres(history))))
             or any(p.max_time_s is not None or p.default_time_s is not None for p in policy.slurm_partitions)
         )  # fmt: skip
         self.unknown = 0
@@ -137,18 +137,26 @@ class SlurmPlacement:
 
 
 def partition_notes(history: History) -> list[str]:
-    """A note counting the jobs that name a partition the record does not have (they replay anywhere)."""
+    """Notes on recorded partition-side policy the replay cannot follow: jobs naming a partition the record
+    does not have (they replay anywhere), ``PriorityWeightTRES`` weights of TRES it does not compute."""
+    notes = []
+    unweighed = unreplayed_tres(history)
+    if unweighed:
+        notes.append(
+            f"PriorityWeightTRES weighs {', '.join(unweighed[:8])}, which the replay does not compute: their "
+            "part of the job priority is left out (cpu, mem, node and gres/gpu are replayed)"
+        )
     placement = SlurmPlacement(history)
     if not placement.partitions:
-        return []
+        return notes
     for queue in history.jobs.column("queue").to_pylist():
         placement.names(queue)
-    if not placement.unknown:
-        return []
-    return [
-        f"{placement.unknown} job(s) name a partition that `scontrol show partition` did not record: they "
-        "replay on any node"
-    ]
+    if placement.unknown:
+        notes.append(
+            f"{placement.unknown} job(s) name a partition that `scontrol show partition` did not record: "
+            "they replay on any node"
+        )
+    return notes
 
 
 def tier_classes(history: History) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ fair-share priority (docs/scenario.md, "Batch scheduler policy").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -28,8 +29,10 @@ from fleetlab.model.units import PositiveSeconds, Seconds
 
 __all__ = [
     "JOB_LIMIT_SCOPES",
+    "PARTITION_KEY_PREFIX",
     "PARTITION_LABEL",
     "QOS_LABEL",
+    "TRES_NAMES",
     "BatchPreemption",
     "FairShare",
     "JobLimit",
@@ -38,6 +41,7 @@ __all__ = [
     "PreemptionClass",
     "TimeLimits",
     "check_job_limits",
+    "partition_key",
 ]
 
 #: Whose jobs a limit counts: the job's ``user``, ``team`` (a Slurm account), Kueue LocalQueue
@@ -48,6 +52,17 @@ WEEK_S = 7 * 86400.0
 #: The job label naming a job's Slurm QOS (and, for partition tiers, ``PARTITION_LABEL`` its partition).
 QOS_LABEL = "fleetlab.io/qos"
 PARTITION_LABEL = "fleetlab.io/partition"
+#: The node label key prefix marking a Slurm partition's nodes (``partition.slurm.fleetlab.io/NAME: "true"``).
+PARTITION_KEY_PREFIX = "partition.slurm.fleetlab.io/"
+#: The TRES whose ``PriorityWeightTRES`` the replay computes (Slurm's names, lower case).
+TRES_NAMES: tuple[str, ...] = ("cpu", "mem", "node", "gres/gpu")
+
+
+def partition_key(name: str) -> str:
+    """The node label key of a partition (its name cut to a label name's 63 characters, other characters
+    as ``-``)."""
+    clean = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-_.")[:63].rstrip("-_.")
+    return PARTITION_KEY_PREFIX + (clean or "partition")
 
 
 class JobLimit(SpecModel):
@@ -105,7 +120,8 @@ class FairShare(SpecModel):
     SMALL_RELATIVE_TO_TIME), ``weight_partition`` × the job's partition's ``PriorityJobFactor`` over the
     largest (``partition_job_factors``, partition from the job's ``fleetlab.io/partition`` label),
     ``weight_qos`` × its QOS ``Priority`` over the largest (``qos_priorities``, QOS from the job's
-    ``fleetlab.io/qos`` label). With ``calc_period_s`` (PriorityCalcPeriod) a job's priority is a whole
+    ``fleetlab.io/qos`` label), and per TRES its ``tres_weights`` × the job's amount over its partition's
+    (PriorityWeightTRES). With ``calc_period_s`` (PriorityCalcPeriod) a job's priority is a whole
     number (Slurm's uint32, at least 1) set when it is queued and recomputed only every period since the
     run began, so the queue order changes only then; None: recomputed at every scheduling cycle."""
 
@@ -131,6 +147,9 @@ class FairShare(SpecModel):
     partition_job_factors: dict[str, Int] = Field(default_factory=dict)
     #: Per QOS (the job's ``fleetlab.io/qos`` label) its ``Priority``.
     qos_priorities: dict[str, Int] = Field(default_factory=dict)
+    #: ``PriorityWeightTRES``: per TRES (``cpu``, ``mem``, ``node``, ``gres/gpu``) the weight of the job's
+    #: amount of it over its partition's.
+    tres_weights: dict[str, Float] = Field(default_factory=dict, max_length=len(TRES_NAMES))
     #: ``PriorityCalcPeriod``: whole-number priorities set at queueing and recomputed only every period
     #: (the queue order changes only then); None: recomputed at every scheduling cycle.
     calc_period_s: PositiveSeconds | None = None
@@ -145,6 +164,12 @@ class FairShare(SpecModel):
             bad = sorted(k for k, v in table.items() if not 0 <= v <= 2**32)
             if bad:
                 raise ValueError(f"fair_share.{name} must be in 0..2^32; not so for {', '.join(bad[:5])}")
+        bad = sorted(k for k, v in self.tres_weights.items() if k not in TRES_NAMES or not 0 <= v <= 1e9)
+        if bad:
+            raise ValueError(
+                f"fair_share.tres_weights takes {', '.join(TRES_NAMES)} with weights in 0..1e9; not so for "
+                f"{', '.join(bad[:5])}"
+            )
         return self
 
 

@@ -114,6 +114,7 @@ class SlurmBackfill(_Record):
     favor_small: bool | None = None  # PriorityFavorSmall (Yes/No)
     priority_flags: tuple[str, ...] | None = None  # PriorityFlags (SMALL_RELATIVE_TO_TIME, ...)
     enforce_part_limits: str | None = None  # EnforcePartLimits: NO | ALL | ANY | YES
+    tres_weights: dict[str, float] | None = None  # PriorityWeightTRES: TRES name (lower case) -> weight
 
 
 class FairShareRow(_Record):

@@ -26,12 +26,17 @@ now + grace, and the preemptor waits; at that end the victim is cancelled or req
 as above (if it finished meanwhile, it is not preempted), and the pod is tried again in that step's cycle.
 A signalled victim is taken first for any later preemptor (its room is on its way) and never signalled
 twice. Every preempted job is counted, with the pod-seconds and GPU-seconds it had
-run (the work lost). Multi-node (gang) jobs can be victims; a gang preempting is not modelled (its pods do
-not come through this hook). The search costs O(pods on the eligible nodes) per failed attempt of a job that
-may preempt, nothing otherwise.
+run (the work lost). Multi-node (gang) jobs can be victims, and preemptors: a gang that found no plan takes
+candidates in the same order until the nodes it may use would hold all its members (each node as many as
+its free room plus what was taken there allows), then stops only the victims on the nodes that were needed
+— those that gained room, in the order they did, until the gang fits — as Slurm drops the preemptees
+outside the allocation; once requeued victims are off, the gang is planned again at once (a plan that
+still fails, on topology, waits as any gang does). A gang for which room enough exists without victims
+preempts nothing. The search costs O(pods on the eligible nodes) per failed attempt of a job that may
+preempt, nothing otherwise.
 
-Subscribes to ``make_room`` (and ``tick`` where a class has a grace time); registers a wake-up event kind,
-an exemption end's and, with a grace time, the grace end's.
+Subscribes to ``make_room``, ``make_gang_room`` (and ``tick`` where a class has a grace time); registers a
+wake-up event kind, an exemption end's and, with a grace time, the grace end's.
 May change: the state's release generation (``note_room``, at an exemption's end); asks to evict
 (``evict_job_pods``) or fail (``fail``) the victims' pods.
 """
@@ -88,23 +93,98 @@ class BatchPreemption:
             self._end = sim.on.event_kind(self.grace_over, stale=self.grace_is_stale)
             sim.on.tick.append(self._wake_after_cancel)
         sim.on.make_room.append(self.make_room)
+        sim.on.make_gang_room.append(self.make_gang_room)
 
     def make_room(self, pod: int, compiled: CompiledPod, scheduler: Scheduler) -> int:
         """Stop the preemptable jobs (in victim order) that let ``pod`` fit on one node; its node, or -1."""
+        sim = self.sim
+        found = self._candidates(pod, compiled, scheduler)
+        if found is None:
+            return -1
+        candidates, exempt_until = found
+        state, book = sim.state, sim.book
+        cols = compiled.request_cols
+        want = compiled.request[cols]
+        freed: dict[int, tuple[np.ndarray, list[int]]] = {}
+        chosen: list[int] = []
+        node = -1
+        for p in candidates:
+            at = int(book.node[p])
+            free, on_node = freed.setdefault(at, (state.free[at, cols].copy(), []))
+            free += sim.compiled[sim.spec_of(book.job_at[p])].request[cols]
+            on_node.append(p)
+            if (free >= want).all():
+                node, chosen = at, on_node
+                break
+        if node < 0:
+            self._wait_for_exemption(exempt_until)
+            return -1
+        if not self._stop_all(chosen):
+            return -1
+        return node if bool(scheduler.fits_now(compiled)[node]) else -1
+
+    def make_gang_room(self, pod: int, count: int, compiled: CompiledPod, scheduler: Scheduler) -> bool:
+        """Stop the preemptable jobs (in victim order) that let ``count`` members of ``pod``'s gang fit on
+        the nodes it may use (module docstring); True when their room is free now (requeued victims)."""
+        sim = self.sim
+        found = self._candidates(pod, compiled, scheduler)
+        if found is None:
+            return False
+        candidates, exempt_until = found
+        state, book = sim.state, sim.book
+        cols = compiled.request_cols
+        want = compiled.request[cols]
+        asked = want > 0
+        nodes = np.flatnonzero(scheduler.static_mask(compiled))
+        base = (state.free[nodes][:, cols][:, asked] // want[asked]).min(axis=1) if asked.any() else None
+        room = int(base.clip(min=0).sum()) if base is not None else count
+        if room >= count:
+            return False  # room enough without victims: the plan failed on something preemption cannot help
+        before = dict(zip(nodes.tolist(), base.clip(min=0).tolist(), strict=True)) if base is not None else {}
+        freed: dict[int, tuple[np.ndarray, list[int]]] = {}
+        gained: list[int] = []  # nodes in the order victims first let them hold one more member
+        for p in candidates:
+            at = int(book.node[p])
+            free, on_node = freed.setdefault(at, (state.free[at, cols].copy(), []))
+            free += sim.compiled[sim.spec_of(book.job_at[p])].request[cols]
+            on_node.append(p)
+            members = int((free[asked] // want[asked]).min())
+            if members > before.get(at, 0):
+                room += members - before[at]
+                before[at] = members
+                if at not in gained:
+                    gained.append(at)
+                if room >= count:
+                    break
+        if room < count:
+            self._wait_for_exemption(exempt_until)
+            return False
+        # Only the victims on the nodes that were needed: those that gained, in order, until the gang fits.
+        room -= sum(before[at] for at in gained)
+        chosen: list[int] = []
+        for at in gained:
+            if room >= count:
+                break
+            room += before[at]
+            chosen += freed[at][1]
+        return self._stop_all(chosen)
+
+    def _candidates(
+        self, pod: int, compiled: CompiledPod, scheduler: Scheduler
+    ) -> tuple[list[int], int] | None:
+        """The running pods ``pod``'s job may preempt on the nodes it may use, in victim order, and the
+        soonest an exempt one may be taken (ms; -1: none); None when its class preempts nothing."""
         sim = self.sim
         book = sim.book
         job = book.job_at[pod]
         mine = self.class_of[job]
         if mine < 0 or not self.targets[mine]:
-            return -1
+            return None
         targets, class_of = self.targets[mine], self.class_of
-        state = sim.state
-        cols = compiled.request_cols
-        want = compiled.request[cols]
         job_at, bound_ms, now, exempt = book.job_at, book.bound_ms_at, sim.now, self.exempt_ms
         ending = self.terminating
         candidates: list[int] = []
-        exempt_until = -1  # the soonest a target exempt now may be taken (ms; -1: none)
+        exempt_until = -1
         for node in np.flatnonzero(scheduler.static_mask(compiled)).tolist():
             for p in sim.node_pods[node]:
                 victim = job_at[p]
@@ -118,22 +198,19 @@ class BatchPreemption:
         candidates.sort(
             key=lambda p: (job_at[p] not in ending, self.priority[class_of[job_at[p]]], -bound_ms[p], p)
         )
-        freed: dict[int, tuple[np.ndarray, list[int]]] = {}
-        chosen: list[int] = []
-        node = -1
-        for p in candidates:
-            at = int(book.node[p])
-            free, on_node = freed.setdefault(at, (state.free[at, cols].copy(), []))
-            free += sim.compiled[sim.spec_of(job_at[p])].request[cols]
-            on_node.append(p)
-            if (free >= want).all():
-                node, chosen = at, on_node
-                break
-        if node < 0:
-            if exempt_until > 0 and exempt_until not in self._exempt_ends:  # try again when one may be taken
-                self._exempt_ends.add(exempt_until)
-                sim.schedule(exempt_until, self._exempt_over, 0)
-            return -1
+        return candidates, exempt_until
+
+    def _wait_for_exemption(self, exempt_until: int) -> None:
+        """No room: try again when the soonest exempt target may be taken."""
+        if exempt_until > 0 and exempt_until not in self._exempt_ends:
+            self._exempt_ends.add(exempt_until)
+            self.sim.schedule(exempt_until, self._exempt_over, 0)
+
+    def _stop_all(self, chosen: list[int]) -> bool:
+        """Signal, cancel or requeue the jobs of the ``chosen`` pods; True when their room is free now."""
+        sim = self.sim
+        book, now = sim.book, sim.now
+        ending, class_of = self.terminating, self.class_of
         waiting = cancelled = False
         done: set[int] = set()
         for p in chosen:
@@ -153,9 +230,7 @@ class BatchPreemption:
                 cancelled = self._stop(p) or cancelled
         if cancelled:  # the room frees at the end of this step: try again in the same instant
             sim.schedule(now, self._wake, 0)
-        if waiting or cancelled:
-            return -1
-        return node if bool(scheduler.fits_now(compiled)[node]) else -1
+        return not (waiting or cancelled)
 
     def _exemption_ended(self, _index: int, _attempt: int) -> None:
         """A target may be taken from now on: the waiting pods are tried again in this step's cycle."""

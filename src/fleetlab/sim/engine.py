@@ -496,12 +496,14 @@ class Engine:
         return True
 
     def _place_gang(self, group_id: int, pod: int, allowed: BoolArray | None) -> bool:
-        """Plan the gang of ``pod``'s job and bind its unfinished pods to the plan's nodes (its trial binds
-        kept where sim/gang_binds.py says they may stay); False when no plan was found."""
-        compiled, _, placer, count, topology, _ = self._group_plan[group_id]
+        """Plan ``pod``'s gang (room made by ``make_gang_room`` if need be), bind its pods; False: no plan."""
+        compiled, scheduler, placer, count, topology, _ = self._group_plan[group_id]
         job = self._pod_job[pod]
         keep = trial_binds_stay(self._bind_state_blind, len(self._on_bind), compiled, self._label_set[job])
         plan, kept = placer.plan(compiled, count, topology, allowed, keep)
+        rooms = self.on.make_gang_room
+        if plan is None and allowed is None and any(r(pod, count, compiled, scheduler) for r in rooms):
+            plan, kept = placer.plan(compiled, count, topology, allowed, keep)
         if plan is None:
             return False
         gpus = self._spec_gpus[self.spec_of(job)]

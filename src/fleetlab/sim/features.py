@@ -122,7 +122,11 @@ def build_features(sim: EngineHandle) -> Features:
         fair is not None
         and fair_share is not None
         and (
-            fair.weight_job_size or fair.weight_partition or fair.weight_qos or fair.calc_period_s is not None
+            fair.weight_job_size
+            or fair.weight_partition
+            or fair.weight_qos
+            or fair.tres_weights
+            or fair.calc_period_s is not None
         )
     ):
         job_priority = JobPriority(sim, fair_share, job_time_limits_s(sim))

@@ -48,6 +48,7 @@ PodHook = Callable[[int], None]
 PodNodeHook = Callable[[int, int], None]
 TakeHook = Callable[[int], bool]
 MakeRoom = Callable[[int, CompiledPod, Scheduler], int]
+MakeGangRoom = Callable[[int, int, CompiledPod, Scheduler], bool]
 NextTime = Callable[[int | None, int | None], int | None]
 TimeHook = Callable[[int], None]
 EventHandler = Callable[[int, int], None]
@@ -92,6 +93,9 @@ class Subscriptions:
         #: No node fits a pod and preemption found none: ``(pod, compiled, scheduler) -> node`` made room on
         #: (its victims evicted), or -1. The first that finds one wins.
         self.make_room: list[MakeRoom] = []
+        #: No plan holds a gang: ``(pod, members, compiled, scheduler) -> True`` when room for the members
+        #: was made now (its victims off), so the gang is planned again at once.
+        self.make_gang_room: list[MakeGangRoom] = []
         #: Before each step: ``(next event time, next arrival) -> next event time`` with the subscriber's own
         #: timers merged in (None: nothing due). A subscriber's timers keep the run going only as it says.
         self.next_time: list[NextTime] = []

@@ -11,6 +11,11 @@ and ``_get_priority_internal``), with ``N`` the cluster's nodes and ``C`` its CP
   whole minutes (at least 1), ``1 −`` that with ``favor_small``; clamped to 0..1;
 * **partition**: the ``PriorityJobFactor`` of the job's partition over the largest one;
 * **QOS**: the ``Priority`` of the job's QOS over the largest one;
+* **TRES** (PriorityWeightTRES, ``tres_weights``): per weighted TRES (``cpu``, ``mem``, ``node``,
+  ``gres/gpu``) the job's amount (its pods' requests; its pods as nodes) over its partition's — the
+  nodes labelled ``partition.slurm.fleetlab.io/NAME`` for its ``fleetlab.io/partition`` label, else the
+  whole cluster (Slurm's one default partition) — ``set_priority_factors``'s ``priority_tres``, added up
+  unclamped;
 
 each times its weight. These parts do not change while a job waits, so they are worked out once per job
 when the run starts (O(jobs)); fair share and age change (sim/fair_share.py). Nice is not replayed (no
@@ -34,8 +39,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fleetlab.model.batch_policy import PARTITION_LABEL, QOS_LABEL
+from fleetlab.model.batch_policy import PARTITION_LABEL, QOS_LABEL, partition_key
 from fleetlab.model.batch_policy import FairShare as FairShareConfig
+from fleetlab.model.resources import CPU, GPU, MEMORY
 from fleetlab.sim.events import to_ms
 from fleetlab.sim.fair_share import FairShare
 from fleetlab.sim.handle import EngineHandle
@@ -70,6 +76,40 @@ def _minutes(limit_s: float | None) -> float:
     return float(max(math.ceil(limit_s / 60.0 - 1e-9), 1)) if limit_s is not None else 1.0
 
 
+def tres_totals(sim: EngineHandle, partition: str) -> dict[str, float]:
+    """Per TRES the amount the partition's present nodes hold (the cluster's where no node is labelled for it
+    or ``partition`` is empty): CPUs in millicores, memory in bytes, nodes, GPUs."""
+    state = sim.state
+    present = sim.initially_present
+    if partition:
+        key = partition_key(partition)
+        member = np.asarray([info.labels.get(key) == "true" for info in sim.node_infos], dtype=bool) & present
+        if member.any():
+            present = member
+    column = state.column
+    allocatable = state.allocatable[present]
+    return {
+        "cpu": float(allocatable[:, column[CPU]].sum()),
+        "mem": float(allocatable[:, column[MEMORY]].sum()),
+        "node": float(np.count_nonzero(present)),
+        "gres/gpu": float(allocatable[:, column[GPU]].sum()) if GPU in column else 0.0,
+    }
+
+
+def tres_part(
+    requests: dict[str, int], pods: int, weights: dict[str, float], totals: dict[str, float]
+) -> float:
+    """The weighted TRES factors of a job of ``pods`` pods, each asking ``requests`` (module docstring)."""
+    amounts = {"cpu": requests.get(CPU, 0) * pods, "mem": requests.get(MEMORY, 0) * pods, "node": pods,
+               "gres/gpu": requests.get(GPU, 0) * pods}  # fmt: skip
+    part = 0.0
+    for name, weight in weights.items():
+        total = totals[name]
+        if amounts[name] and total > 0:
+            part += weight * (amounts[name] / total)
+    return part
+
+
 def normalised(table: dict[str, int]) -> dict[str, float]:
     """Each value over the largest (Slurm's ``norm_priority`` of partitions and QOSes); all 0 when it is 0."""
     top = max(table.values(), default=0)
@@ -92,6 +132,8 @@ class JobPriority:
         qos = normalised(config.qos_priorities)
         templates = table.templates
         pods = table.column("pods").tolist()
+        tres = config.tres_weights
+        totals: dict[str, dict[str, float]] = {}
         fixed: list[float] = []
         for job, template in enumerate(table.column("template").tolist()):
             spec = templates[template]
@@ -105,8 +147,13 @@ class JobPriority:
                 part += config.weight_partition * partitions.get(spec.labels.get(PARTITION_LABEL, ""), 0.0)
             if config.weight_qos:
                 part += config.weight_qos * qos.get(spec.labels.get(QOS_LABEL, ""), 0.0)
+            if tres:
+                name = spec.labels.get(PARTITION_LABEL, "")
+                if name not in totals:
+                    totals[name] = tres_totals(sim, name)
+                part += tres_part(spec.requests, int(pods[job]), tres, totals[name])
             fixed.append(part)
-        #: Per job (submit order) its job-size, partition and QOS parts, weighted.
+        #: Per job (submit order) its job-size, partition, QOS and TRES parts, weighted.
         self.fixed = fixed
         period = config.calc_period_s
         self.period_ms = None if period is None else to_ms(period)

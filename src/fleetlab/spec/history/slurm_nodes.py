@@ -34,7 +34,7 @@ from fleetlab.spec.history.common import (
     short,
 )
 from fleetlab.spec.history.slurm import parse_wall
-from fleetlab.spec.history.slurm_fold import MODELS_LOWER
+from fleetlab.spec.history.slurm_fold import MODELS_LOWER, parse_tres
 
 __all__ = ["parse_hostlist", "read_scontrol_nodes", "read_scontrol_partitions"]
 
@@ -240,11 +240,9 @@ def _model(kind: str | None) -> str | None:
 
 
 def _alloc_gpus(tres: str) -> int:
-    for part in tres.split(","):
-        name, _, value = part.partition("=")
-        if name == "gres/gpu" and value.isdigit():
-            return int(value)
-    return 0
+    """The ``gres/gpu`` count of an AllocTRES, read as sacct's AllocTRES is (0 when absent or not a count)."""
+    value = parse_tres(tres).get("gres/gpu", "")
+    return int(value) if value.isdigit() else 0
 
 
 def read_scontrol_nodes(path: Path) -> SourceData:

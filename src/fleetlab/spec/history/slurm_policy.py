@@ -300,6 +300,29 @@ def _yes_no(value: str, source: str, where: str) -> bool:
     return _choice(value, ("YES", "NO"), source, where) == "YES"
 
 
+#: The most TRES a ``PriorityWeightTRES`` line may weigh (Slurm's TRES table is a few dozen types).
+MAX_TRES_WEIGHTS = 64
+
+
+def _tres_weights(value: str, source: str, where: str) -> dict[str, float]:
+    """``CPU=1000,Mem=2000,GRES/gpu=3000``: per TRES (lower case) a weight in 0..1e9."""
+    weights: dict[str, float] = {}
+    for part in value.split(","):
+        name, sep, weight = part.partition("=")
+        if not part.strip():
+            continue
+        if not sep or not name.strip():
+            raise SpecError(source, [f"{where}: {short(part)} is not TYPE=WEIGHT (such as CPU=1000)"])
+        place = f"{where} {short(name.strip())}"
+        number = _float(weight.strip(), source, place)
+        if number is None or number > 1e9:
+            raise SpecError(source, [f"{place}: {short(weight)} is not a weight in 0..1e9"])
+        weights[name.strip().lower()] = number
+        if len(weights) > MAX_TRES_WEIGHTS:
+            raise SpecError(source, [f"{where}: more than {MAX_TRES_WEIGHTS} TRES weights"])
+    return weights
+
+
 def read_scontrol_config(path: Path) -> SourceData:
     """``PriorityType``, the ``PriorityWeight*`` whole numbers, ``SchedulerType``, the backfill
     ``SchedulerParameters``, ``PreemptType`` and ``PreemptMode`` of ``scontrol show config``."""
@@ -333,6 +356,8 @@ def read_scontrol_config(path: Path) -> SourceData:
                 scheduler["priority_flags"] = tuple(
                     f.strip().upper() for f in value.split(",") if f.strip() and value != "(null)"
                 )
+            elif name == "PriorityWeightTRES" and value not in ("", "(null)"):
+                scheduler["tres_weights"] = _tres_weights(value, source, f"line {number} {name}")
             elif name == "EnforcePartLimits":
                 scheduler["enforce_part_limits"] = _choice(
                     value, ("NO", "ALL", "ANY", "YES"), source, f"line {number} {name}"
