@@ -147,3 +147,22 @@ def provisioning_check(name: str = "prov", config: str = "p") -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def _equal(left: Any, right: Any) -> bool:
+    if isinstance(left, np.ndarray):
+        return bool(np.array_equal(left, right))
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(_equal(v, right[k]) for k, v in left.items())
+    return bool(left == right)
+
+
+def assert_same_pod_tables(a: SimulationResult, b: SimulationResult) -> None:
+    """Two runs' pod, segment and timeline tables column by column, and their ends, are the same (a
+    restructured engine path against the one it replaces)."""
+    for table in ("pods", "segments", "timeline"):
+        left, right = vars(getattr(a, table)), vars(getattr(b, table))
+        assert left.keys() == right.keys()
+        for name, column in left.items():
+            assert _equal(column, right[name]), (table, name)
+    assert a.end_ms == b.end_ms

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pytest
 
-from builders import job, pool, scenario
+from builders import assert_same_pod_tables, job, pool, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.sim.engine import Engine
 from fleetlab.sim.usage_meter import UsageMeter
@@ -73,28 +72,11 @@ def _run(resolved: Any, batched: bool, monkeypatch: pytest.MonkeyPatch) -> tuple
     return run_one(resolved, "default").result, several
 
 
-def _equal(left: Any, right: Any) -> bool:
-    if isinstance(left, np.ndarray):
-        return bool(np.array_equal(left, right))
-    if isinstance(left, dict):
-        return left.keys() == right.keys() and all(_equal(v, right[k]) for k, v in left.items())
-    return bool(left == right)
-
-
-def _same(a: Any, b: Any) -> None:
-    for table in ("pods", "segments", "timeline"):
-        left, right = vars(getattr(a, table)), vars(getattr(b, table))
-        assert left.keys() == right.keys()
-        for name, column in left.items():
-            assert _equal(column, right[name]), (table, name)
-    assert a.end_ms == b.end_ms
-
-
 def _both(resolved: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     batched, several = _run(resolved, True, monkeypatch)
     one_by_one, _ = _run(resolved, False, monkeypatch)
     assert several > 0  # the world did give the engine several pods in one call
-    _same(batched, one_by_one)
+    assert_same_pod_tables(batched, one_by_one)
     return batched
 
 

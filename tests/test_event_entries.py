@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
-from builders import job, pool, scenario
+from builders import assert_same_pod_tables, job, pool, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.sim import engine, loop
 from fleetlab.sim.events import POD_FINISH, PREP_DONE, EventQueue
@@ -36,23 +35,6 @@ def _run(resolved: Any, entries_shared: bool, monkeypatch: pytest.MonkeyPatch) -
     return result
 
 
-def _equal(left: Any, right: Any) -> bool:
-    if isinstance(left, np.ndarray):
-        return bool(np.array_equal(left, right))
-    if isinstance(left, dict):
-        return left.keys() == right.keys() and all(_equal(v, right[k]) for k, v in left.items())
-    return bool(left == right)
-
-
-def _same(a: Any, b: Any) -> None:
-    for table in ("pods", "segments", "timeline"):
-        left, right = vars(getattr(a, table)), vars(getattr(b, table))
-        assert left.keys() == right.keys()
-        for name, column in left.items():
-            assert _equal(column, right[name]), (table, name)
-    assert a.end_ms == b.end_ms
-
-
 def test_gang_of_four_with_equal_prep_times(monkeypatch: pytest.MonkeyPatch) -> None:
     # Four 1-GPU nodes; a gang of 4 one-GPU pods with no image and no data is prepared the moment it is
     # bound (t = 0) and computes 100 s: one prep-done entry and one finish entry for the 4 pods; a second
@@ -65,7 +47,7 @@ def test_gang_of_four_with_equal_prep_times(monkeypatch: pytest.MonkeyPatch) -> 
         ],
     )
     shared, own = _run(resolved, True, monkeypatch), _run(resolved, False, monkeypatch)
-    _same(shared, own)
+    assert_same_pod_tables(shared, own)
     assert shared.end_ms == 200_000
     assert shared.segments.ready_ms.tolist() == [0] * 4 + [100_000] * 4
 
@@ -90,7 +72,7 @@ def test_gang_of_four_with_unequal_prep_times(monkeypatch: pytest.MonkeyPatch) -
         scheduler={"tie_break": "first"},
     )
     shared, own = _run(resolved, True, monkeypatch), _run(resolved, False, monkeypatch)
-    _same(shared, own)
+    assert_same_pod_tables(shared, own)
     seg = shared.segments  # in release order: job b's pod (pod 4) first
     assert seg.pod.tolist() == [4, 0, 1, 2, 3]
     assert seg.ready_ms.tolist() == [1000, 2000, 2000, 1000, 1000]
@@ -113,7 +95,7 @@ def test_evicted_pods_in_shared_entries(monkeypatch: pytest.MonkeyPatch) -> None
         scheduler={"tie_break": "first"},
     )
     shared, own = _run(resolved, True, monkeypatch), _run(resolved, False, monkeypatch)
-    _same(shared, own)
+    assert_same_pod_tables(shared, own)
     seg = shared.segments
     assert seg.evicted.sum() == 1
     assert sorted(seg.end_ms.tolist()) == [50_000] + [100_000] * 3 + [180_000] + [280_000] * 4
