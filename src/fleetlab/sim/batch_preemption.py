@@ -135,37 +135,39 @@ class BatchPreemption:
         cols = compiled.request_cols
         want = compiled.request[cols]
         asked = want > 0
+        if not asked.any():
+            return False  # asks for nothing: room is not what it lacks
         nodes = np.flatnonzero(scheduler.static_mask(compiled))
-        base = (state.free[nodes][:, cols][:, asked] // want[asked]).min(axis=1) if asked.any() else None
-        room = int(base.clip(min=0).sum()) if base is not None else count
+        base = (state.free[nodes][:, cols][:, asked] // want[asked]).min(axis=1).clip(min=0)
+        room = int(base.sum())
         if room >= count:
             return False  # room enough without victims: the plan failed on something preemption cannot help
-        before = dict(zip(nodes.tolist(), base.clip(min=0).tolist(), strict=True)) if base is not None else {}
+        # Per node the members it would hold; the nodes in the order victims first let them hold more.
+        members_at = dict(zip(nodes.tolist(), base.tolist(), strict=True))
+        gained: dict[int, None] = {}
         freed: dict[int, tuple[np.ndarray, list[int]]] = {}
-        gained: list[int] = []  # nodes in the order victims first let them hold one more member
         for p in candidates:
             at = int(book.node[p])
             free, on_node = freed.setdefault(at, (state.free[at, cols].copy(), []))
             free += sim.compiled[sim.spec_of(book.job_at[p])].request[cols]
             on_node.append(p)
             members = int((free[asked] // want[asked]).min())
-            if members > before.get(at, 0):
-                room += members - before[at]
-                before[at] = members
-                if at not in gained:
-                    gained.append(at)
+            if members > members_at[at]:
+                room += members - members_at[at]
+                members_at[at] = members
+                gained[at] = None
                 if room >= count:
                     break
         if room < count:
             self._wait_for_exemption(exempt_until)
             return False
         # Only the victims on the nodes that were needed: those that gained, in order, until the gang fits.
-        room -= sum(before[at] for at in gained)
+        room -= sum(members_at[at] for at in gained)
         chosen: list[int] = []
         for at in gained:
             if room >= count:
                 break
-            room += before[at]
+            room += members_at[at]
             chosen += freed[at][1]
         return self._stop_all(chosen)
 
