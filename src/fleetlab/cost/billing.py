@@ -90,11 +90,7 @@ def node_costs(result: SimulationResult) -> NodeCost:
     topup_ms = minimum_topup_ms(result)
     unit_total = capacity * (billed_ms + topup_ms)
     _, per = segment_units(result)
-    units: dict[str, NDArray[np.int64]] = {}
-    for bucket, values in per.items():
-        acc = np.zeros(n, dtype=np.int64)
-        np.add.at(acc, result.segments.node, values)
-        units[bucket] = acc
+    units = {bucket: int_sums(result.segments.node, values, n) for bucket, values in per.items()}
     for bucket, node_ms in (("boot", nodes.boot_ms), ("down", nodes.down_ms)):
         units[bucket] = capacity * (
             np.zeros(n, dtype=np.int64) if node_ms is None else node_ms.astype(np.int64)
@@ -112,6 +108,23 @@ def node_costs(result: SimulationResult) -> NodeCost:
         for bucket in units:
             dollars[bucket].append(Fraction(price * int(units[bucket][i]), denominator))
     return NodeCost(unit_total, units, dollars, billed)
+
+
+#: Integers summed as float64 stay exact while every partial sum is below this.
+_EXACT_FLOAT = 2**53
+
+
+def int_sums(index: NDArray[np.integer], values: NDArray[np.int64], n: int) -> NDArray[np.int64]:
+    """``out[index[i]] += values[i]`` over all i into ``n`` zeros, as ``np.add.at`` gives it: by a float64
+    bincount (one pass in C) when no sum can reach 2**53, where float64 holds every integer exactly."""
+    if len(values) == 0:
+        return np.zeros(n, dtype=np.int64)
+    largest = max(abs(int(values.max())), abs(int(values.min())))
+    if largest * len(values) < _EXACT_FLOAT:
+        return np.bincount(index, weights=values, minlength=n).astype(np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, index, values)
+    return out
 
 
 def minimum_topup_ms(result: SimulationResult) -> NDArray[np.int64]:
@@ -181,10 +194,9 @@ def job_costs(result: SimulationResult) -> NDArray[np.float64]:
 def lost_unit_ms_per_job(result: SimulationResult) -> NDArray[np.int64]:
     """GPU-ms (units × ms) of compute each job lost to evictions."""
     _, per = segment_units(result)
-    out = np.zeros(len(result.jobs.ids), dtype=np.int64)
-    if len(result.segments.pod):
-        np.add.at(out, result.pods.job[result.segments.pod], per["lost"])
-    return out
+    if not len(result.segments.pod):
+        return np.zeros(len(result.jobs.ids), dtype=np.int64)
+    return int_sums(result.pods.job[result.segments.pod], per["lost"], len(result.jobs.ids))
 
 
 def eviction_delay_ms(result: SimulationResult) -> NDArray[np.int64]:

@@ -91,13 +91,14 @@ def _held_rows(result: SimulationResult) -> tuple[IntArray, IntArray, IntArray, 
         if not mask.any():
             continue
         keys = seg.node[mask].astype(np.int64) * n_jobs + job_of[mask].astype(np.int64)
-        unique, inverse = np.unique(keys, return_inverse=True)
-        total = np.zeros(len(unique), dtype=np.int64)
-        np.add.at(total, inverse, units[mask])
-        first = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first, inverse, seg.bound_ms[mask])
-        last = np.full(len(unique), np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(last, inverse, seg.end_ms[mask])
+        # sorted by key, each key's segments are one run: summed, min'd and max'd per run (exact integers)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        unique = keys[starts]
+        total = np.add.reduceat(units[mask][order], starts).astype(np.int64, copy=False)
+        first = np.minimum.reduceat(seg.bound_ms[mask][order], starts).astype(np.int64, copy=False)
+        last = np.maximum.reduceat(seg.end_ms[mask][order], starts).astype(np.int64, copy=False)
         category = np.full(len(unique), index, dtype=np.int64)
         parts.append((unique // n_jobs, unique % n_jobs, category, total, first, last))
     if not parts:

@@ -330,64 +330,101 @@ def history_jobs(history: History, queues: Mapping[str, tuple[str, str]] | None 
     jobs: list[Job] = []
     templates: dict[str, Job] = {}
     runtimes: dict[float, Runtime] = {}
+    # a row's fields but its id, submit time and runtime -> (its template's key, its replayed pod count,
+    # its GPU model term): a long history repeats them, so most jobs are a template's copy at once
+    seen: dict[tuple[Any, ...], tuple[str, int, dict[str, Any] | None]] = {}
     for i, row in enumerate(rows):
-        runtime = compute[i] if ran[i] else medians[classes[i]]
+        runtime = max(float(compute[i] if ran[i] else medians[classes[i]]), MIN_RUNTIME_S)
+        job_id = row["job_id"]
+        queue = queues.get(job_id) if queues is not None else None
+        utilization = None if np.isnan(cols.util[i]) else min(max(float(cols.util[i]), 0.0), 1.0)
+        data_size = round(prep[i] * PREP_BANDWIDTH)
+        same = (*(row[k] for k in _SHARED_COLUMNS), queue, repr(utilization), data_size)
+        known = seen.get(same)
+        if known is not None and _copyable(job_id, known[1]):
+            template = templates[known[0]]
+            slurm.fields(row["queue"], row["qos"], known[2])  # for its count of unknown partitions
+            jobs.append(_copy(template, job_id, float(cols.submit[i]), runtime, known[1], runtimes))
+            continue
         gpus = row["gpus_per_pod"] if row["gpu_milli_per_pod"] is None else 0.0
         if not math.isclose(gpus, round(gpus)):
-            raise SpecError("<history jobs>", [f"job {row['job_id']!r}: {gpus} GPUs per pod is not whole"])
+            raise SpecError("<history jobs>", [f"job {job_id!r}: {gpus} GPUs per pod is not whole"])
         plan = node_sized(
             row["pods"], row["cpu_per_pod"], round(gpus), row["memory_per_pod"], shapes, row["owner_kind"]
         )
         requests: dict[str, Any] = {"cpu": f"{round(plan.cpu * 1000)}m", "memory": plan.memory}
         data: dict[str, Any] = {
-            "id": row["job_id"],
+            "id": job_id,
             "submit_s": float(cols.submit[i]),
             "class": row["job_class"],
             "team": row["team"] or "default",
             **({"user": str(row["user"])} if row["user"] else {}),
             "priority": row["priority"] or 0,
             "pods": plan.pods,
-            "runtime": max(float(runtime), MIN_RUNTIME_S),
-            "data_size": round(prep[i] * PREP_BANDWIDTH),
+            "runtime": runtime,
+            "data_size": data_size,
         }
         if plan.gang:
             data["gang"] = True
-        if queues is not None and row["job_id"] in queues:
-            data["namespace"], data["queue"] = queues[row["job_id"]]
+        if queue is not None:
+            data["namespace"], data["queue"] = queue
         if row["gpu_milli_per_pod"] is not None:
             data["gpu_milli"] = row["gpu_milli_per_pod"]
         elif plan.gpus:
             requests["nvidia.com/gpu"] = plan.gpus
         data["requests"] = requests
-        if not np.isnan(cols.util[i]):
-            data["gpu_utilization"] = min(max(float(cols.util[i]), 0.0), 1.0)
+        if utilization is not None:
+            data["gpu_utilization"] = utilization
         if row["gpu_model"] and labelled:
             data["affinity"] = _affinity(row["gpu_model"])
         gpu_term = _model_expression(row["gpu_model"]) if row["gpu_model"] and labelled else None
         data.update(slurm.fields(row["queue"], row["qos"], gpu_term))
-        jobs.append(_job(data, templates, runtimes))
+        key = _template_key(data)
+        jobs.append(_job(data, templates, runtimes, key))
+        seen[same] = (key, plan.pods, gpu_term)
     return jobs
 
 
 #: Per-job fields; a history's jobs share everything else with many others (``_job``).
 _PER_JOB = ("id", "submit_s", "runtime", "pods")
+#: The history's job columns a replayed job is built from, but its id.
+_SHARED_COLUMNS = (
+    "job_class", "team", "user", "priority", "pods", "gpus_per_pod", "gpu_milli_per_pod",
+    "cpu_per_pod", "memory_per_pod", "gpu_model", "owner_kind", "queue", "qos",
+)  # fmt: skip
 _RUNTIME = Runtime(default=MIN_RUNTIME_S)
 
 
-def _job(data: dict[str, Any], templates: dict[str, Job], runtimes: dict[float, Runtime]) -> Job:
-    """The job ``data`` describes, validated once per shape: a job whose other fields equal an earlier
-    one's is that job's copy with its own id, submit time, runtime and pod count (checked here), which
-    keeps a long history's jobs small and quick to build. Jobs of equal runtime share one (frozen)
-    ``Runtime`` from ``runtimes``."""
-    key = repr(sorted((k, v) for k, v in data.items() if k not in _PER_JOB))
+def _template_key(data: dict[str, Any]) -> str:
+    """What a job shares with its copies: every field of ``data`` but the per-job ones."""
+    return repr(sorted((k, v) for k, v in data.items() if k not in _PER_JOB))
+
+
+def _copyable(job_id: Any, pods: int) -> bool:
+    """Whether a job with this id and pod count may be a template's copy (else it is validated itself)."""
+    return bool(job_id) and 1 <= pods <= MAX_PODS_PER_JOB
+
+
+def _copy(
+    template: Job, job_id: str, submit_s: float, runtime_s: float, pods: int, runtimes: dict[float, Runtime]
+) -> Job:
+    """``template`` with its own id, submit time, runtime (shared with jobs of equal runtime) and pods."""
+    seconds = float(runtime_s)
+    runtime = runtimes.get(seconds)
+    if runtime is None:
+        runtime = runtimes[seconds] = _RUNTIME.model_copy(update={"default": seconds})
+    update = {"id": job_id, "submit_s": submit_s, "runtime": runtime, "pods": pods}
+    return template.model_copy(update=update)
+
+
+def _job(data: dict[str, Any], templates: dict[str, Job], runtimes: dict[float, Runtime], key: str) -> Job:
+    """The job ``data`` describes, validated once per shape (``key``: its ``_template_key``): a job whose
+    other fields equal an earlier one's is that job's copy with its own id, submit time, runtime and pod
+    count (checked here), which keeps a long history's jobs small and quick to build. Jobs of equal
+    runtime share one (frozen) ``Runtime`` from ``runtimes``."""
     template = templates.get(key)
-    if template is not None and data["id"] and 1 <= data["pods"] <= MAX_PODS_PER_JOB:
-        seconds = float(data["runtime"])
-        runtime = runtimes.get(seconds)
-        if runtime is None:
-            runtime = runtimes[seconds] = _RUNTIME.model_copy(update={"default": seconds})
-        update = {"id": data["id"], "submit_s": data["submit_s"], "runtime": runtime, "pods": data["pods"]}
-        return template.model_copy(update=update)
+    if template is not None and _copyable(data["id"], data["pods"]):
+        return _copy(template, data["id"], data["submit_s"], data["runtime"], data["pods"], runtimes)
     try:
         job = Job.model_validate(data)
     except ValidationError as exc:
