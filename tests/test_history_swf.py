@@ -106,3 +106,37 @@ def test_nasa_ipsc_log_imports_every_job_with_its_wait_unmeasured() -> None:
     history = import_sources([str(shared_path("traces", "pwa-nasa-ipsc", "NASA-iPSC-1993-3.1-cln.swf"))])
     assert history.jobs.num_rows == 18_239 and history.epoch.startswith("1993-10-01")
     assert history_meta(history)["jobs_wait_unmeasured"] == 18_239 and history.nodes.num_rows == 128
+
+
+@pytest.mark.parametrize(
+    ("cell", "field", "shown"),
+    [
+        ("nan", 4, "nan"),  # a NaN anywhere in the line, even after good values
+        ("-0.5", 4, "-0.5"),  # negative but not the -1 of "unknown"
+        ("-2", 4, "-2"),
+        ("inf", 4, "inf"),
+        ("3.2e10", 4, "3.2e10"),  # past a hundred years of seconds
+    ],
+)
+def test_a_field_outside_minus_one_or_0_to_max_is_a_corrupt_line(
+    tmp_path: Path, cell: str, field: int, shown: str
+) -> None:
+    # field 4 (the run time) of the second line; the first line is good (fields of -1 and 0 included)
+    good = "1 0 -1 3600 2 -1 -1 2 0 -1 1 1 1 -1 1 -1 -1 -1\n"
+    bad = f"2 100 40 {cell} 2 -1 -1 2 7200 -1 1 1 1 -1 1 -1 -1 -1\n"
+    history = import_sources([str(_swf(tmp_path, good + bad))])
+    assert history.jobs.num_rows == 1
+    assert history.skipped == {
+        f"swf: corrupt job line (the first: line 5: field {field} is {shown}; allowed: -1 or 0..3.2e9)": 1
+    }
+
+
+def test_a_record_value_outside_its_range_is_named(tmp_path: Path) -> None:
+    # job 2: 1,000,000 processors x 2e9 KB a processor = 2e9 x 1024 x 1e6 = 2.048e18 bytes, past 2**60
+    # (1.15e18); job 1 is within every range
+    good = "1 0 60 3600 2 -1 -1 2 7200 100 1 1 1 -1 1 -1 -1 -1\n"
+    wide = "2 5 60 3600 1000000 -1 -1 1000000 7200 2000000000 1 1 1 -1 1 -1 -1 -1\n"
+    with pytest.raises(
+        SpecError, match="job log/2: memory_per_pod 2048000000000000000 is outside the allowed"
+    ):
+        import_sources([str(_swf(tmp_path, good + wide))])

@@ -100,6 +100,7 @@ def read_swf(
     data = SourceData(label=source, kind="swf")
     state = _Reading()
     partials: dict[str, int] = {}
+    stem = path.stem
     with open_text(path) as fh:
         try:
             for number, line in enumerate(iter(lambda: fh.readline(MAX_LINE_CHARS), ""), start=1):
@@ -119,7 +120,7 @@ def read_swf(
                     )  # fmt: skip
                 data.count_rows(number)
                 try:
-                    record = _job(text, number, state, path, processors_as, data, partials)
+                    record = _job(text, number, state, stem, processors_as, data, partials)
                 except _Corrupt as bad:
                     state.corrupt += 1
                     state.first_corrupt = state.first_corrupt or str(bad)
@@ -154,26 +155,45 @@ def _header(text: str, number: int, source: str, state: _Reading) -> None:
         setattr(state, "max_nodes" if key == "MaxNodes" else "max_procs", int(value))
 
 
+#: The largest value of a job line's field (a hundred years of seconds).
+MAX_FIELD = 100 * 365 * 86400
+
+
+def _in_range(values: list[float]) -> bool:
+    """Whether every value is -1 or in 0..MAX_FIELD, checked in C: sorted, the -1s (unknown) come first and
+    the value after them is the smallest real one; a NaN anywhere makes the sum NaN."""
+    ordered = sorted(values)
+    unknown = ordered.count(-1.0)
+    total = sum(values)
+    return (
+        total == total
+        and ordered[-1] <= MAX_FIELD
+        and (unknown == len(ordered) or ordered[unknown] >= 0)
+        and ordered[0] >= -1
+    )
+
+
 class _Corrupt(ValueError):
     """A job line that cannot be read; skipped and counted unless no line is good."""
 
 
 def _job(
-    text: str, number: int, state: _Reading, path: Path, processors_as: str, data: SourceData,
+    text: str, number: int, state: _Reading, stem: str, processors_as: str, data: SourceData,
     partials: dict[str, int],
 ) -> JobRecord | None:  # fmt: skip
     cells = text.split()
     if len(cells) != FIELDS:
         raise _Corrupt(f"line {number}: {len(cells)} fields; SWF job lines have {FIELDS}")
     try:
-        values = [float(c) for c in cells]
+        values = list(map(float, cells))
     except ValueError:
         bad = next(c for c in cells if not _is_number(c))
         raise _Corrupt(f"line {number}: field {cells.index(bad) + 1} is {short(bad)}, not a number") from None
-    for i, value in enumerate(values):
-        if value != value or not -1 <= value <= 100 * 365 * 86400 or (value < 0 and value != -1):
-            raise _Corrupt(f"line {number}: field {i + 1} is {cells[i]}; allowed: -1 or 0..3.2e9")
-    job_id = f"{path.stem}/{int(values[0])}"
+    if not _in_range(values):
+        for i, value in enumerate(values):
+            if value != value or not -1 <= value <= MAX_FIELD or (value < 0 and value != -1):
+                raise _Corrupt(f"line {number}: field {i + 1} is {cells[i]}; allowed: -1 or 0..3.2e9")
+    job_id = f"{stem}/{int(values[0])}"
     status = int(values[10])
     if status == 2:
         partials[job_id] = partials.get(job_id, 0) + 1
