@@ -14,8 +14,10 @@ up to the bill exactly; dollars are derived at the end.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -81,7 +83,35 @@ def segment_units(result: SimulationResult) -> tuple[NDArray[np.int64], dict[str
 
 
 def node_costs(result: SimulationResult) -> NodeCost:
-    """Bill every node and split each bill exactly into the buckets."""
+    """Bill every node and split each bill exactly into the buckets. Writing a run's files asks for it
+    several times (summary, node table, dynamics, ledger): the last run's is kept while that run and
+    the tables it was computed from are the same objects (a result is never changed once made)."""
+    inputs = _cost_inputs(result)
+    last = _last_cost
+    if last and last[0]() is result and last[1] == result.end_ms and _same_objects(last[2], inputs):
+        return last[3]  # type: ignore[no-any-return]
+    cost = _node_costs(result)
+    refs = [None if x is None else weakref.ref(x) for x in inputs]
+    _last_cost[:] = [weakref.ref(result), result.end_ms, refs, cost]
+    return cost
+
+
+#: (the result, its end, its tables, their cost) of the last ``node_costs``; the objects held weakly.
+_last_cost: list[Any] = []
+
+
+def _cost_inputs(result: SimulationResult) -> list[Any]:
+    """The objects a run's node costs are computed from."""
+    return [result.nodes, result.segments, result.pods, result.jobs, result.billing, result.lifecycle]
+
+
+def _same_objects(refs: list[Any], objects: list[Any]) -> bool:
+    return all(
+        (r is None and x is None) or (r is not None and r() is x) for r, x in zip(refs, objects, strict=True)
+    )
+
+
+def _node_costs(result: SimulationResult) -> NodeCost:
     nodes = result.nodes
     n = len(nodes.names)
     capacity = _capacity(result)
