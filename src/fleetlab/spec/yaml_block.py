@@ -30,6 +30,11 @@ _KEY_MAX = 100
 _RESOLVER: Any = yaml.resolver.Resolver()  # PyYAML is untyped
 
 
+#: Keys found plain and short enough (a document repeats its few keys in every item), at most _KEYS_KEPT.
+_PLAIN_KEYS: set[str] = set()
+_KEYS_KEPT = 4096
+
+
 class _NotPlain(Exception):
     """The item holds something only PyYAML lays out the way PyYAML does."""
 
@@ -83,25 +88,36 @@ def _mapping(data: dict[Any, Any], indent: int, first: str, out: list[str]) -> N
     pad = " " * indent
     lead = first
     for key, value in data.items():
-        if type(key) is not str or len(key) > _KEY_MAX or not _plain(key):
-            raise _NotPlain
-        out.append(f"{lead}{key}:")
-        lead = pad
+        if type(key) is not str or key not in _PLAIN_KEYS:
+            if type(key) is not str or len(key) > _KEY_MAX or not _plain(key):
+                raise _NotPlain
+            if len(_PLAIN_KEYS) < _KEYS_KEPT:
+                _PLAIN_KEYS.add(key)
         kind = type(value)
-        if kind is dict:
-            if value:
-                out.append("\n")
-                _mapping(value, indent + 2, " " * (indent + 2), out)
-            else:
-                out.append(" {}\n")
-        elif kind is list:
-            if value:
-                out.append("\n")
-                _sequence(value, indent, out)  # a list in a mapping is not indented further
-            else:
-                out.append(" []\n")
+        # the most common entries in one piece: ints (a bool's type is bool) and plain strings as they are
+        if kind is int or (kind is str and _plain(value)):
+            out.append(f"{lead}{key}: {value}\n")
+        elif kind is not dict and kind is not list:
+            out.append(f"{lead}{key}: {_scalar(value)}\n")
         else:
-            out.append(f" {_scalar(value)}\n")
+            out.append(f"{lead}{key}:")
+            _nested(value, kind, indent, out)
+        lead = pad
+
+
+def _nested(value: Any, kind: type, indent: int, out: list[str]) -> None:
+    """A mapping entry's dict or list ``value`` (of type ``kind``), after its ``key:``."""
+    if kind is dict:
+        if value:
+            out.append("\n")
+            _mapping(value, indent + 2, " " * (indent + 2), out)
+        else:
+            out.append(" {}\n")
+    elif value:
+        out.append("\n")
+        _sequence(value, indent, out)  # a list in a mapping is not indented further
+    else:
+        out.append(" []\n")
 
 
 def _sequence(items: list[Any], indent: int, out: list[str]) -> None:
