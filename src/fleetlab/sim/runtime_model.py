@@ -98,7 +98,7 @@ class WorkRuntimes:
     def gang_ms(self, job_index: int, nodes: Sequence[int]) -> int | None:
         """The gang's runtime on ``nodes`` (one entry per pod), or None where the job has no work
         profile or a node's GPU model has no performance profile."""
-        job = self.sim.jobs[job_index]
+        job = self.sim.job_table.template_of(job_index)  # work and GPUs per pod are template fields
         if job.work is None:
             return None
         models = {self.sim.state.gpu_model[n] for n in nodes}
