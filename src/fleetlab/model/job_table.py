@@ -111,8 +111,9 @@ class JobTable(Sequence[Job]):
         self._id_offsets: npt.NDArray[np.int64] | None = None
         self._cache: dict[int, Job] = {}
         #: Per template, the fields a job of it has set: the template's own plus the per-job ones. One set
-        #: is shared by the template's jobs (pydantic copies it before changing it, in model_copy).
-        self._fields = tuple(t.model_fields_set | {"id", "submit_s", "runtime"} for t in self._templates)
+        #: is shared by the template's jobs (pydantic copies it before changing it, in model_copy); made
+        #: when a job of the template is first built (a table of built jobs has a template per job).
+        self._fields: dict[int, set[str]] = {}
 
     # --- building -----------------------------------------------------------------------------------
 
@@ -327,7 +328,10 @@ class JobTable(Sequence[Job]):
         values["runtime"] = runtime
         values["requests"] = dict(template.requests)
         values["node_selector"] = dict(template.node_selector)
-        return _build(Job, values, self._fields[k])  # type: ignore[no-any-return]
+        fields = self._fields.get(k)
+        if fields is None:
+            fields = self._fields[k] = template.model_fields_set | {"id", "submit_s", "runtime"}
+        return _build(Job, values, fields)  # type: ignore[no-any-return]
 
     # --- protocol -----------------------------------------------------------------------------------
 

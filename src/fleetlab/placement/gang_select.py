@@ -86,7 +86,7 @@ def select_and_bind(
     one_node_catch_up = state.n // FULL_RESCORE_FRACTION >= 1 and FULL_RESCORE_FRACTION <= REBUILD_FROM
     plain = mask is None and pod.spec.claims is None and one_node_catch_up
     tied: list[int] = []
-    top = 0
+    top = taken = 0
     kept: object = None  # the cache ``tied`` was read from
     first_of_ties = scheduler._first_of_ties
     draws = TieDraws(scheduler.rng)
@@ -110,8 +110,11 @@ def select_and_bind(
                 tied = []
             elif (now := inc.best_view[node]) > top:
                 tied, top = [node], now
-            elif now < top:
-                tied.remove(node)
+            elif now < top:  # the node taken last round, at ``taken`` in ``tied``
+                if taken < len(tied) and tied[taken] == node:
+                    del tied[taken]
+                else:
+                    tied.remove(node)
             if not inc.n_fit:
                 node = -1
             else:
@@ -120,7 +123,8 @@ def select_and_bind(
                     top = int(best[best.argmax()])
                     tied = (best == top).nonzero()[0].tolist()
                     kept = inc
-                node = tied[0] if len(tied) == 1 or first_of_ties else tied[draws.draw(len(tied), count - k)]
+                taken = 0 if len(tied) == 1 or first_of_ties else draws.draw(len(tied), count - k)
+                node = tied[taken]
         else:
             draws.settle()  # select draws from the same generator
             node = select(pod, mask)
