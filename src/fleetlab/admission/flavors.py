@@ -251,7 +251,7 @@ class ResourceAssignment(NamedTuple):
     borrow: int
 
 
-@dataclass
+@dataclass(slots=True)
 class PodSetAssignment:
     """Flavors for one podset's resources, with the reasons the choice is not a plain fit."""
 
@@ -272,7 +272,7 @@ class PodSetAssignment:
         return min(a.mode for a in self.flavors.values())
 
 
-@dataclass
+@dataclass(slots=True)
 class Assignment:
     """A workload's flavor assignment in one ClusterQueue: per-podset flavors, usage, borrowing level."""
 

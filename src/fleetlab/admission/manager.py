@@ -74,7 +74,7 @@ Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Protocol
 
@@ -205,6 +205,7 @@ class AdmissionManager:
             for name in sorted(self._specs)
         }
         self._root_of: dict[str, Node] = {name: self.tree.cluster_queue(name).root() for name in self._queues}
+        self._queue_roots = [(queue, id(self._root_of[name])) for name, queue in self._queues.items()]
         self._members: dict[int, list[str]] = {}
         for name, root in self._root_of.items():
             self._members.setdefault(id(root), []).append(name)
@@ -216,10 +217,7 @@ class AdmissionManager:
         self._seq = 0
         self._requests: list[PreemptionRequest] = []
         self._requested_victims: set[str] = set()
-        #: Nominations per pod-set shape in the state they were made in, and per flavor the answers of
-        #: flavor assignment and preemption (a strategy's answers depend on the manager's state and the
-        #: workload's priority, podsets and, under withinClusterQueue LowerOrNewerEqualPriority, its
-        #: timestamps).
+        #: Nominations per pod-set shape and priority in the state they were made in (nomination_cache.py).
         self._nominations: NominationCache[tuple[Assignment, tuple[str, ...]]] = NominationCache()
         self._requested_version = 0
         self._newer_counts = {
@@ -383,13 +381,15 @@ class AdmissionManager:
 
     def _heads(self) -> list[Tracked]:
         heads: list[Tracked] = []
-        for name, queue in self._queues.items():
+        generation, tracked = self._generation, self._tracked
+        for queue, root in self._queue_roots:
             wid = queue.head()
             if wid is None:
                 continue
-            if queue.blocked == (wid, self._generation[id(self._root_of[name])]):
+            blocked = queue.blocked
+            if blocked is not None and blocked[0] == wid and blocked[1] == generation[root]:
                 continue
-            heads.append(self._tracked[wid])
+            heads.append(tracked[wid])
         return heads
 
     def has_work(self) -> bool:
@@ -432,21 +432,6 @@ class AdmissionManager:
             tree.version = version
             self.assigning = 0
 
-    def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:
-        """Quota a preempting head without candidates holds for the rest of the cycle (upstream
-        ``quotaResourcesToReserve``, clamped at 0)."""
-        node = self.tree.cluster_queue(nominee.cluster_queue)
-        out: dict[FlavorResource, int] = {}
-        for fr, value in nominee.assignment.usage.items():
-            quota = node.quotas[fr]
-            used = node.usage.get(fr, 0)
-            if nominee.assignment.borrowing > 0:
-                cap = value if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit - used
-            else:
-                cap = quota.nominal - used
-            out[fr] = max(0, min(value, cap))
-        return out
-
     def cycle(self, now_ms: int) -> list[Admission]:
         """One scheduling cycle: heads → nominate → classic order → admit one by one, re-checking fit."""
         heads = self._heads()
@@ -461,15 +446,19 @@ class AdmissionManager:
         # Heads whose preemptions were issued in an earlier cycle go first (kueue#13797): otherwise a
         # workload reclaimed from, or another borrower, can take the quota just freed for them, and the
         # same preemptions repeat forever.
-        sticky = {q.sticky for q in self._queues.values() if q.sticky is not None}
-        first = [e for e in entries if e.workload.id in sticky]
-        rest = [e for e in entries if e.workload.id not in sticky]
-        first.sort(key=self._classic_key)
-        if self.fair_sharing is None:
-            rest.sort(key=self._classic_key)
-            ordered: Iterator[Nominee] = iter([*first, *rest])
+        ordered: Iterable[Nominee]
+        if len(entries) == 1 and self.fair_sharing is None:
+            ordered = entries  # (the usual cycle at saturation: one queue's head)
         else:
-            ordered = itertools.chain(first, self._fair_order(rest))
+            sticky = {q.sticky for q, _ in self._queue_roots if q.sticky is not None}
+            first = [e for e in entries if e.workload.id in sticky]
+            rest = [e for e in entries if e.workload.id not in sticky]
+            first.sort(key=self._classic_key)
+            if self.fair_sharing is None:
+                rest.sort(key=self._classic_key)
+                ordered = [*first, *rest]
+            else:
+                ordered = itertools.chain(first, self._fair_order(rest))
         for entry in ordered:
             admission = self._process(entry, now_ms, temporary, preempted)
             if admission is not None:
@@ -516,7 +505,7 @@ class AdmissionManager:
         if mode == _PREEMPT and not entry.targets:
             entry.requeue_reason = _NO_CANDIDATES
             if self._specs[cq].spec.preemption.reclaim_within_cohort != "Any":
-                reserve = self._to_reserve(entry)
+                reserve = self.tree.reservable(cq, entry.assignment.usage, entry.assignment.borrowing > 0)
                 self.tree.add_cq_usage(cq, reserve)
                 temporary.append((cq, reserve))
             return None

@@ -313,6 +313,24 @@ class ResourceTree:
         for fr, value in usage.items():
             self.remove_usage(node, fr, value)
 
+    def reservable(
+        self, cq: str, usage: Mapping[FlavorResource, int], borrowing: bool
+    ) -> dict[FlavorResource, int]:
+        """Quota a preempting head without candidates holds for the rest of its cycle (upstream
+        ``quotaResourcesToReserve``, clamped at 0): up to nominal, or nominal + borrowingLimit when its
+        assignment borrows."""
+        node = self.cluster_queues[cq]
+        out: dict[FlavorResource, int] = {}
+        for fr, value in usage.items():
+            quota = node.quotas[fr]
+            used = node.usage.get(fr, 0)
+            if borrowing:
+                cap = value if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit - used
+            else:
+                cap = quota.nominal - used
+            out[fr] = max(0, min(value, cap))
+        return out
+
     @contextmanager
     def simulate_removal(self, usages: Iterable[tuple[str, Mapping[FlavorResource, int]]]) -> Iterator[None]:
         """Temporarily release ``(cq, usage)`` pairs (preemption targets), restoring them on exit."""

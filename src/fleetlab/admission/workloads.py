@@ -56,7 +56,7 @@ class PreemptionRequest:
     issued_ms: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Nominee:
     """A head nominated in a cycle: its flavor assignment and, when it needs preemption, the victims."""
 
@@ -71,7 +71,7 @@ class Nominee:
     message: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Tracked:
     """The manager's entry for a submitted workload: its queue, order, state, pending reason and, once
     admitted, its admission and usage."""
