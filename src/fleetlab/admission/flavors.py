@@ -352,6 +352,7 @@ def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetReques
 
 #: Modes and resource assignments are immutable tuples: the few distinct ones of a run are shared.
 _FIT_BORROWING: dict[int, GranularMode] = {}
+_GRANULAR: dict[tuple[PreemptionMode, int], GranularMode] = {}
 _RESOURCE_ASSIGNMENTS: dict[tuple[str, AssignmentMode, int], ResourceAssignment] = {}
 
 
@@ -360,6 +361,17 @@ def _fit_borrowing(borrow: int) -> GranularMode:
     mode = _FIT_BORROWING.get(borrow)
     if mode is None:
         mode = _FIT_BORROWING[borrow] = GranularMode(_P_FIT, borrow)
+    return mode
+
+
+def _granular(preemption: PreemptionMode, borrow: int) -> GranularMode:
+    """``GranularMode(preemption, borrow)``, one object per value (bounded)."""
+    key = (preemption, borrow)
+    mode = _GRANULAR.get(key)
+    if mode is None:
+        if len(_GRANULAR) > 4096:
+            _GRANULAR.clear()
+        mode = _GRANULAR[key] = GranularMode(preemption, borrow)
     return mode
 
 
@@ -406,6 +418,7 @@ def _find_flavor(
     # ``available`` without a lending or borrowing limit below the root: the root's unused quota.
     limited, top_quota, top_usage = node.limited, node.top.subtree_quota, node.top.usage
     flat_height = node.flat_height
+    name, beyond_nominal = rules.name, rules.may_preempt_beyond_nominal
     # Taints and node constraints can only exclude a flavor when either side has some.
     matching = podset is not None and bool(
         rules.flavor_taints or podset.node_selector or podset.required_terms
@@ -417,21 +430,18 @@ def _find_flavor(
             if not least_severe or _SEVERITY[NO_MATCHING_FLAVOR] < _SEVERITY[least_severe]:
                 least_severe = NO_MATCHING_FLAVOR
             continue
-        too_small = (
-            [
+        if probe:
+            too_small = [
                 f"insufficient quota for {r} in flavor {flavor}, one pod per zero-count podset request "
                 f"({format_amount(r, v)}) > maximum capacity ({format_amount(r, cap)})"
                 for r, v in sorted(probe.items())
                 if r in covered and (cap := tree.potential_available(node, FlavorResource(flavor, r))) < v
             ]
-            if probe
-            else None
-        )
-        if too_small:
-            reasons += too_small
-            if not least_severe or _SEVERITY[EXCEEDS_MAX_QUOTA] < _SEVERITY[least_severe]:
-                least_severe = EXCEEDS_MAX_QUOTA
-            continue
+            if too_small:
+                reasons += too_small
+                if not least_severe or _SEVERITY[EXCEEDS_MAX_QUOTA] < _SEVERITY[least_severe]:
+                    least_severe = EXCEEDS_MAX_QUOTA
+                continue
         assignments: dict[str, ResourceAssignment] = {}
         mode = _BEST
         flavor_reason = ""
@@ -465,8 +475,8 @@ def _find_flavor(
                 f"insufficient unused quota for {resource} in flavor {flavor}, "
                 f"{format_amount(resource, value - available)} more needed"
             )
-            if within_nominal or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
-                outcome = can_preempt(rules.name, {fr: value})
+            if within_nominal or may_reclaim_in_hierarchy or beyond_nominal:
+                outcome = can_preempt(name, {fr: value})
                 if outcome is None:
                     pmode = _P_NO_CANDIDATES
                 else:
@@ -476,13 +486,13 @@ def _find_flavor(
                 if _SEVERITY[WAITING_FOR_QUOTA] > _SEVERITY[flavor_reason]:
                     flavor_reason = WAITING_FOR_QUOTA
             if pmode != _P_FIT or borrow:  # a plain fit is never worse than ``mode``
-                candidate = GranularMode(pmode, borrow)
-                if is_preferred(mode, candidate, fungibility):
+                candidate = _granular(pmode, borrow)
+                if candidate != mode and is_preferred(mode, candidate, fungibility):
                     mode = candidate
                 if mode[0] == _P_NO_FIT:  # (``mode.preemption``)
                     break
             assignments[resource] = _resource_assignment(flavor, _ASSIGNMENT_MODE[pmode], borrow)
-        if mode.preemption == _P_NO_FIT and (
+        if mode[0] == _P_NO_FIT and (
             not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]
         ):
             least_severe = flavor_reason
@@ -491,7 +501,7 @@ def _find_flavor(
             break
         if is_preferred(mode, best_mode, fungibility):
             best, best_mode = assignments, mode
-    if best_mode.preemption == _P_FIT:
+    if best_mode[0] == _P_FIT:
         return best, [], ""
     return best, reasons, least_severe if not best else ""
 
