@@ -492,9 +492,7 @@ def _find_flavor(
                 if mode[0] == _P_NO_FIT:  # (``mode.preemption``)
                     break
             assignments[resource] = _resource_assignment(flavor, _ASSIGNMENT_MODE[pmode], borrow)
-        if mode[0] == _P_NO_FIT and (
-            not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]
-        ):
+        if mode[0] == _P_NO_FIT and (not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]):
             least_severe = flavor_reason
         if not should_try_next_flavor(mode, fungibility):
             best, best_mode = assignments, mode
