@@ -544,13 +544,16 @@ def assign_flavors(
             chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps, probe)
             if probe is not None and not chosen:  # the probe is a preference, not a barrier
                 chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps)
-            if reasons:
-                psa.reasons += reasons
+            if reasons:  # (both lists are this assignment's own)
+                psa.reasons = reasons if not psa.reasons else psa.reasons + reasons
             if not chosen:
                 psa.flavors = {}
                 psa.no_fit_reason = no_fit or WAITING_FOR_QUOTA
                 break
-            psa.flavors.update(chosen)
+            if psa.flavors:
+                psa.flavors.update(chosen)
+            else:
+                psa.flavors = chosen  # (a dict _find_flavor built for this call)
         if psa.reasons and not psa.flavors:
             worst_reason = max(worst_reason, psa.no_fit_reason, key=lambda r: _SEVERITY[r])
             return Assignment(

@@ -44,6 +44,7 @@ from fleetlab.admission.classic_candidates import (
     quantities_fit_in_quota,
 )
 from fleetlab.admission.fair_sharing import DominantResourceShare, dominant_resource_share
+from fleetlab.admission.flavor_rows import pair
 from fleetlab.admission.flavors import AssignmentMode, PreemptionMode, PreemptionOutcome
 from fleetlab.admission.manager import AdmissionManager, Nominee, Workload
 from fleetlab.admission.no_victims import NoVictimNotes
@@ -172,7 +173,7 @@ def resources_needing_preemption(nominee: Nominee) -> set[FlavorResource]:
     """The (flavor, resource) pairs whose assignment mode is Preempt (upstream
     ``flavorResourcesNeedPreemption``)."""
     return {
-        FlavorResource(ra.flavor, resource)
+        pair(ra.flavor, resource)
         for ps in nominee.assignment.podsets
         for resource, ra in ps.flavors.items()
         if ra.mode == _PREEMPT_MODE
