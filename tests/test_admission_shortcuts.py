@@ -6,7 +6,9 @@ Random cohort forests (cohort quota, borrowing and lending limits), random preem
 submit / finish / evict sequences run through two managers: one as shipped, one with the shortcuts
 switched off; every cycle must admit, request and report the same (the requested victims are evicted
 in between, as the simulator does). ``available`` and ``borrowing_height`` are checked against their
-recursive definitions (``shared/reference/queues.md`` §1.2) at every step.
+recursive definitions (``shared/reference/queues.md`` §1.2) at every step, and so are the answers flavor
+assignment reads off a node without walking: the root's unused quota where no limit applies below the
+root, and the root's height for a ClusterQueue borrowing right below its root.
 """
 
 from __future__ import annotations
@@ -145,9 +147,15 @@ def test_shortcuts_give_the_answers_of_the_long_way(
         tree = fast.tree
         for node in [*tree.cluster_queues.values(), *tree.cohorts.values()]:
             for fr in node.subtree_quota:
-                assert tree.available(node, fr) == available_by_recursion(tree, node, fr)
+                available = available_by_recursion(tree, node, fr)
+                assert tree.available(node, fr) == available
+                if not node.limited:  # what flavor assignment reads off the root (flavors._find_flavor)
+                    assert available == node.top.subtree_quota.get(fr, 0) - node.top.usage.get(fr, 0)
                 for value in (1, 4):
-                    assert tree.borrowing_height(node, fr, value) == height_by_walk(tree, node, fr, value)
+                    walked = height_by_walk(tree, node, fr, value)
+                    assert tree.borrowing_height(node, fr, value) == walked
+                    if node.flat_height is not None and walked[0]:  # borrowing right below the root
+                        assert walked == (node.flat_height, False)
 
 
 def test_a_head_of_the_same_shape_reuses_the_nomination_until_the_state_moves() -> None:

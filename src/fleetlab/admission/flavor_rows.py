@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 
-__all__ = ["Row", "pair", "pairs_of", "podset_totals", "rows"]
+__all__ = ["Row", "kept_rows", "pair", "pairs_of", "podset_totals", "rows"]
 
 #: Per flavor name, its (flavor, resource) pairs, built once each.
 _PAIRS: dict[str, dict[str, FlavorResource]] = {}
@@ -115,6 +115,13 @@ def rows(
         held = node.prepared[key] = (rules, totals, built)
         _bound(node)
     return held[2]  # type: ignore[no-any-return]
+
+
+def kept_rows(node: Node, rules: object, totals: object, group: int) -> list[tuple[Row, ...]] | None:
+    """The rows :func:`rows` kept for a first podset's ``totals`` object, or None before it built them
+    (so a caller builds its ``wanted`` list only when they must be built)."""
+    held: Any = node.prepared.get(("rows", id(rules), id(totals), group))
+    return None if held is None else held[2]  # type: ignore[no-any-return]
 
 
 def _bound(node: Node) -> None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
-from fleetlab.admission.flavor_rows import pair, podset_totals, rows
+from fleetlab.admission.flavor_rows import kept_rows, pair, podset_totals, rows
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 from fleetlab.model.kube import (
     NodeSelectorRequirement,
@@ -113,13 +113,17 @@ class AssignmentMode(IntEnum):
     FIT = 2
 
 
+#: The members read in the hot loops, bound once: reading an Enum class's member is a slow lookup.
+_P_NO_FIT, _P_NO_CANDIDATES, _P_PREEMPT, _P_RECLAIM, _P_FIT = PreemptionMode
+_A_NO_FIT, _A_PREEMPT, _A_FIT = AssignmentMode
+
 #: Upstream ``FlavorAssignmentMode`` of each granular mode, indexed by it.
 _ASSIGNMENT_MODE = (
-    AssignmentMode.NO_FIT,  # NO_FIT
-    AssignmentMode.PREEMPT,  # NO_CANDIDATES
-    AssignmentMode.PREEMPT,  # PREEMPT
-    AssignmentMode.PREEMPT,  # RECLAIM
-    AssignmentMode.FIT,  # FIT
+    _A_NO_FIT,  # NO_FIT
+    _A_PREEMPT,  # NO_CANDIDATES
+    _A_PREEMPT,  # PREEMPT
+    _A_PREEMPT,  # RECLAIM
+    _A_FIT,  # FIT
 )
 
 
@@ -148,21 +152,21 @@ def _never(_cq: str, _amounts: Mapping[FlavorResource, int]) -> PreemptionOutcom
     return None
 
 
-_BEST = GranularMode(PreemptionMode.FIT, 0)
-_WORST = GranularMode(PreemptionMode.NO_FIT, 1 << 62)
-_NO_FIT_UNBORROWED = GranularMode(PreemptionMode.NO_FIT, 0)
+_BEST = GranularMode(_P_FIT, 0)
+_WORST = GranularMode(_P_NO_FIT, 1 << 62)
+_NO_FIT_UNBORROWED = GranularMode(_P_NO_FIT, 0)
 
 
 def is_preferred(a: GranularMode, b: GranularMode, fungibility: FlavorFungibility) -> bool:
     """Whether ``a`` beats ``b`` under ``fungibility.preference`` (upstream ``isPreferred``)."""
     a_mode, a_borrow = a
     b_mode, b_borrow = b
-    if a_mode == PreemptionMode.NO_FIT:
+    if a_mode == _P_NO_FIT:
         return False
-    if b_mode == PreemptionMode.NO_FIT:
+    if b_mode == _P_NO_FIT:
         return True
-    a_none = a_mode == PreemptionMode.NO_CANDIDATES
-    if a_none != (b_mode == PreemptionMode.NO_CANDIDATES):
+    a_none = a_mode == _P_NO_CANDIDATES
+    if a_none != (b_mode == _P_NO_CANDIDATES):
         return not a_none
     if fungibility.preference == "PreemptionOverBorrowing":
         if a_borrow != b_borrow:
@@ -175,9 +179,9 @@ def is_preferred(a: GranularMode, b: GranularMode, fungibility: FlavorFungibilit
 
 def should_try_next_flavor(mode: GranularMode, fungibility: FlavorFungibility) -> bool:
     """Whether the search goes on past a flavor with ``mode`` (upstream ``shouldTryNextFlavor``)."""
-    if mode.preemption in (PreemptionMode.NO_FIT, PreemptionMode.NO_CANDIDATES):
+    if mode.preemption in (_P_NO_FIT, _P_NO_CANDIDATES):
         return True
-    preempting = mode.preemption in (PreemptionMode.PREEMPT, PreemptionMode.RECLAIM)
+    preempting = mode.preemption in (_P_PREEMPT, _P_RECLAIM)
     if preempting and fungibility.when_can_preempt == "TryNextFlavor":
         return True
     return mode.borrowing != 0 and fungibility.when_can_borrow == "TryNextFlavor"
@@ -247,7 +251,7 @@ class ResourceAssignment(NamedTuple):
     borrow: int
 
 
-@dataclass
+@dataclass(slots=True)
 class PodSetAssignment:
     """Flavors for one podset's resources, with the reasons the choice is not a plain fit."""
 
@@ -262,13 +266,13 @@ class PodSetAssignment:
     def mode(self) -> AssignmentMode:
         """Worst mode over the podset's resources; NoFit when a requested resource got no flavor."""
         if not self.reasons:
-            return AssignmentMode.FIT
+            return _A_FIT
         if not self.flavors:
-            return AssignmentMode.NO_FIT
+            return _A_NO_FIT
         return min(a.mode for a in self.flavors.values())
 
 
-@dataclass
+@dataclass(slots=True)
 class Assignment:
     """A workload's flavor assignment in one ClusterQueue: per-podset flavors, usage, borrowing level."""
 
@@ -286,7 +290,7 @@ class Assignment:
         if self.final_mode is not None:
             return self.final_mode
         if not self.podsets or self.failed:
-            return AssignmentMode.NO_FIT
+            return _A_NO_FIT
         return min(ps.mode for ps in self.podsets)
 
     def message(self) -> str:
@@ -346,6 +350,42 @@ def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetReques
     return None
 
 
+#: Modes and resource assignments are immutable tuples: the few distinct ones of a run are shared.
+_FIT_BORROWING: dict[int, GranularMode] = {}
+_GRANULAR: dict[tuple[PreemptionMode, int], GranularMode] = {}
+_RESOURCE_ASSIGNMENTS: dict[tuple[str, AssignmentMode, int], ResourceAssignment] = {}
+
+
+def _fit_borrowing(borrow: int) -> GranularMode:
+    """``GranularMode(FIT, borrow)``, one object per level."""
+    mode = _FIT_BORROWING.get(borrow)
+    if mode is None:
+        mode = _FIT_BORROWING[borrow] = GranularMode(_P_FIT, borrow)
+    return mode
+
+
+def _granular(preemption: PreemptionMode, borrow: int) -> GranularMode:
+    """``GranularMode(preemption, borrow)``, one object per value (bounded)."""
+    key = (preemption, borrow)
+    mode = _GRANULAR.get(key)
+    if mode is None:
+        if len(_GRANULAR) > 4096:
+            _GRANULAR.clear()
+        mode = _GRANULAR[key] = GranularMode(preemption, borrow)
+    return mode
+
+
+def _resource_assignment(flavor: str, mode: AssignmentMode, borrow: int) -> ResourceAssignment:
+    """``ResourceAssignment(flavor, mode, borrow)``, one object per distinct value (bounded)."""
+    key = (flavor, mode, borrow)
+    held = _RESOURCE_ASSIGNMENTS.get(key)
+    if held is None:
+        if len(_RESOURCE_ASSIGNMENTS) > 4096:
+            _RESOURCE_ASSIGNMENTS.clear()
+        held = _RESOURCE_ASSIGNMENTS[key] = ResourceAssignment(flavor, mode, borrow)
+    return held
+
+
 def _find_flavor(
     tree: ResourceTree,
     node: Node,
@@ -365,14 +405,20 @@ def _find_flavor(
     ``probe`` (a zero-count podset's per-pod requests) skips flavors whose maximum capacity could not hold
     one pod, so the podset lands where it could grow."""
     covered, flavor_names = rules.groups[group]
-    wanted = [(r, requests[r]) for r in sorted(requests) if r in covered]
     reasons: list[str] = []
     best: dict[str, ResourceAssignment] = {}
     best_mode = _WORST
     least_severe = ""
     fungibility = rules.fungibility
-    per_flavor = rows(tree, node, rules, group, flavor_names, wanted, requests, usage, rules.nominal)
+    per_flavor = None if usage else kept_rows(node, rules, requests, group)
+    if per_flavor is None:
+        wanted = [(r, requests[r]) for r in sorted(requests) if r in covered]
+        per_flavor = rows(tree, node, rules, group, flavor_names, wanted, requests, usage, rules.nominal)
     rooted, node_usage, node_quota = node.parent is not None, node.usage, node.subtree_quota
+    # ``available`` without a lending or borrowing limit below the root: the root's unused quota.
+    limited, top_quota, top_usage = node.limited, node.top.subtree_quota, node.top.usage
+    flat_height = node.flat_height
+    name, beyond_nominal = rules.name, rules.may_preempt_beyond_nominal
     # Taints and node constraints can only exclude a flavor when either side has some.
     matching = podset is not None and bool(
         rules.flavor_taints or podset.node_selector or podset.required_terms
@@ -384,21 +430,18 @@ def _find_flavor(
             if not least_severe or _SEVERITY[NO_MATCHING_FLAVOR] < _SEVERITY[least_severe]:
                 least_severe = NO_MATCHING_FLAVOR
             continue
-        too_small = (
-            [
+        if probe:
+            too_small = [
                 f"insufficient quota for {r} in flavor {flavor}, one pod per zero-count podset request "
                 f"({format_amount(r, v)}) > maximum capacity ({format_amount(r, cap)})"
                 for r, v in sorted(probe.items())
                 if r in covered and (cap := tree.potential_available(node, FlavorResource(flavor, r))) < v
             ]
-            if probe
-            else None
-        )
-        if too_small:
-            reasons += too_small
-            if not least_severe or _SEVERITY[EXCEEDS_MAX_QUOTA] < _SEVERITY[least_severe]:
-                least_severe = EXCEEDS_MAX_QUOTA
-            continue
+            if too_small:
+                reasons += too_small
+                if not least_severe or _SEVERITY[EXCEEDS_MAX_QUOTA] < _SEVERITY[least_severe]:
+                    least_severe = EXCEEDS_MAX_QUOTA
+                continue
         assignments: dict[str, ResourceAssignment] = {}
         mode = _BEST
         flavor_reason = ""
@@ -414,49 +457,49 @@ def _find_flavor(
                     flavor_reason = EXCEEDS_MAX_QUOTA
                 mode = _NO_FIT_UNBORROWED
                 break
-            available = tree.available(node, fr)
+            available = tree.available(node, fr) if limited else top_quota.get(fr, 0) - top_usage.get(fr, 0)
             if rooted and node_usage.get(fr, 0) + value <= node_quota.get(fr, 0):
                 borrow, may_reclaim_in_hierarchy = 0, True  # ``borrowing_height``'s answer when not borrowing
+            elif flat_height is not None:
+                borrow, may_reclaim_in_hierarchy = flat_height, False  # (the same answer, read off the node)
             else:
                 borrow, may_reclaim_in_hierarchy = tree.borrowing_height(node, fr, value)
             if value <= available:
                 if borrow:
-                    candidate = GranularMode(PreemptionMode.FIT, borrow)
-                    if is_preferred(mode, candidate, fungibility):
+                    candidate = _fit_borrowing(borrow)
+                    if candidate != mode and is_preferred(mode, candidate, fungibility):
                         mode = candidate
-                assignments[resource] = ResourceAssignment(flavor, AssignmentMode.FIT, borrow)
+                assignments[resource] = _resource_assignment(flavor, _A_FIT, borrow)
                 continue
             reasons.append(
                 f"insufficient unused quota for {resource} in flavor {flavor}, "
                 f"{format_amount(resource, value - available)} more needed"
             )
-            if within_nominal or may_reclaim_in_hierarchy or rules.may_preempt_beyond_nominal:
-                outcome = can_preempt(rules.name, {fr: value})
+            if within_nominal or may_reclaim_in_hierarchy or beyond_nominal:
+                outcome = can_preempt(name, {fr: value})
                 if outcome is None:
-                    pmode = PreemptionMode.NO_CANDIDATES
+                    pmode = _P_NO_CANDIDATES
                 else:
                     pmode, borrow = outcome.mode, outcome.borrowing
             else:
-                pmode = PreemptionMode.NO_FIT
+                pmode = _P_NO_FIT
                 if _SEVERITY[WAITING_FOR_QUOTA] > _SEVERITY[flavor_reason]:
                     flavor_reason = WAITING_FOR_QUOTA
-            if pmode != PreemptionMode.FIT or borrow:  # a plain fit is never worse than ``mode``
-                candidate = GranularMode(pmode, borrow)
-                if is_preferred(mode, candidate, fungibility):
+            if pmode != _P_FIT or borrow:  # a plain fit is never worse than ``mode``
+                candidate = _granular(pmode, borrow)
+                if candidate != mode and is_preferred(mode, candidate, fungibility):
                     mode = candidate
-                if mode.preemption == PreemptionMode.NO_FIT:
+                if mode[0] == _P_NO_FIT:  # (``mode.preemption``)
                     break
-            assignments[resource] = ResourceAssignment(flavor, _ASSIGNMENT_MODE[pmode], borrow)
-        if mode.preemption == PreemptionMode.NO_FIT and (
-            not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]
-        ):
+            assignments[resource] = _resource_assignment(flavor, _ASSIGNMENT_MODE[pmode], borrow)
+        if mode[0] == _P_NO_FIT and (not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]):
             least_severe = flavor_reason
         if not should_try_next_flavor(mode, fungibility):
             best, best_mode = assignments, mode
             break
         if is_preferred(mode, best_mode, fungibility):
             best, best_mode = assignments, mode
-    if best_mode.preemption == PreemptionMode.FIT:
+    if best_mode[0] == _P_FIT:
         return best, [], ""
     return best, reasons, least_severe if not best else ""
 
@@ -477,14 +520,16 @@ def assign_flavors(
     out: list[PodSetAssignment] = []
     borrowing = 0
     worst_reason = ""
-    pods = PODS if PODS in rules.group_of else None
+    group_of = rules.group_of
+    pods = PODS if PODS in group_of else None
+    worst = _A_FIT  # the worst podset mode so far (``Assignment.mode``, computed once)
     for ps in podsets:
         totals, resources = podset_totals(node, rules, ps, ps.requests, ps.count, pods)
         psa = PodSetAssignment(ps.name, ps.count, dict(totals))
         out.append(psa)
         done: set[int] = set()
         for resource in resources:
-            group = rules.group_of.get(resource)
+            group = group_of.get(resource)
             if group is None:
                 if totals[resource] == 0:
                     continue  # kueue#8079: a zero request of an undeclared resource needs no flavor
@@ -495,16 +540,20 @@ def assign_flavors(
             if group in done:
                 continue
             done.add(group)
-            probe = _zero_count_probe(ps, PODS in rules.group_of) if ps.count == 0 else None
+            probe = _zero_count_probe(ps, pods is not None) if ps.count == 0 else None
             chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps, probe)
             if probe is not None and not chosen:  # the probe is a preference, not a barrier
                 chosen, reasons, no_fit = _find_flavor(tree, node, rules, group, totals, usage, hook, ps)
-            psa.reasons += reasons
+            if reasons:  # (both lists are this assignment's own)
+                psa.reasons = reasons if not psa.reasons else psa.reasons + reasons
             if not chosen:
                 psa.flavors = {}
                 psa.no_fit_reason = no_fit or WAITING_FOR_QUOTA
                 break
-            psa.flavors.update(chosen)
+            if psa.flavors:
+                psa.flavors.update(chosen)
+            else:
+                psa.flavors = chosen  # (a dict _find_flavor built for this call)
         if psa.reasons and not psa.flavors:
             worst_reason = max(worst_reason, psa.no_fit_reason, key=lambda r: _SEVERITY[r])
             return Assignment(
@@ -513,14 +562,18 @@ def assign_flavors(
                 borrowing,
                 failed=True,
                 no_fit_reason=worst_reason,
-                final_mode=AssignmentMode.NO_FIT,
+                final_mode=_A_NO_FIT,
             )
         for resource, chosen_flavor in psa.flavors.items():
             fr = pair(chosen_flavor.flavor, resource)
             usage[fr] = usage.get(fr, 0) + totals[resource]
-            borrowing = max(borrowing, chosen_flavor.borrow)
-    assignment = Assignment(out, usage, borrowing)
-    assignment.final_mode = assignment.mode
-    if assignment.final_mode == AssignmentMode.NO_FIT:
+            if chosen_flavor.borrow > borrowing:
+                borrowing = chosen_flavor.borrow
+            if psa.reasons and chosen_flavor.mode < worst:  # ``PodSetAssignment.mode``: FIT without reasons
+                worst = chosen_flavor.mode
+    if not out:
+        worst = _A_NO_FIT
+    assignment = Assignment(out, usage, borrowing, final_mode=worst)
+    if worst == _A_NO_FIT:
         assignment.no_fit_reason = WAITING_FOR_QUOTA
     return assignment

@@ -74,8 +74,7 @@ Read-only views for the strategy: ``manager.tree`` (:class:`~fleetlab.admission.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Protocol
 
@@ -98,7 +97,14 @@ from fleetlab.admission.flavors import (
 from fleetlab.admission.nomination_cache import NominationCache
 from fleetlab.admission.queue_heap import ClusterQueueHeap
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
-from fleetlab.admission.workloads import Admission, AdmittedWorkload, Nominee, PreemptionRequest, Workload
+from fleetlab.admission.workloads import (
+    Admission,
+    AdmittedWorkload,
+    Nominee,
+    PreemptionRequest,
+    Tracked,
+    Workload,
+)
 from fleetlab.model.kueue_config import FairSharingConfig
 from fleetlab.model.queues import ClusterQueue, QueueConfig
 
@@ -115,6 +121,9 @@ __all__ = [
     "PreemptionStrategy",
     "Workload",
 ]
+
+#: Assignment modes read per nominated head, bound once (an Enum class's member is a slow lookup).
+_NO_FIT_MODE, _PREEMPT = AssignmentMode.NO_FIT, AssignmentMode.PREEMPT
 
 #: Kueue's ``inadmissibleMsg`` strings (pkg/scheduler/scheduler.go).
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
@@ -168,22 +177,6 @@ class NoPreemption:
         return ()
 
 
-@dataclass
-class _Tracked:
-    workload: Workload
-    cluster_queue: str
-    seq: int
-    timestamp_ms: int
-    state: str = "queued"  # queued | inadmissible | admitted
-    message: str = ""
-    admission: Admission | None = None
-    usage: dict[FlavorResource, int] = field(default_factory=dict)
-
-    def key(self) -> tuple[int, int, int, str]:
-        """Heap order: higher priority, then earlier timestamp, then submission order."""
-        return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
-
-
 class AdmissionManager:
     """Kueue's queue manager and scheduler for one configuration; see the module docstring."""
 
@@ -212,21 +205,19 @@ class AdmissionManager:
             for name in sorted(self._specs)
         }
         self._root_of: dict[str, Node] = {name: self.tree.cluster_queue(name).root() for name in self._queues}
+        self._queue_roots = [(queue, id(self._root_of[name])) for name, queue in self._queues.items()]
         self._members: dict[int, list[str]] = {}
         for name, root in self._root_of.items():
             self._members.setdefault(id(root), []).append(name)
         self._generation: dict[int, int] = dict.fromkeys(self._members, 0)
         self._preemption: PreemptionStrategy = preemption or NoPreemption()
-        self._tracked: dict[str, _Tracked] = {}
+        self._tracked: dict[str, Tracked] = {}
         #: Admitted workloads per ClusterQueue in candidate order, read lazily by candidate search.
-        self.admitted: AdmittedIndex[_Tracked] = AdmittedIndex(list(self._queues))
+        self.admitted: AdmittedIndex[Tracked] = AdmittedIndex(list(self._queues))
         self._seq = 0
         self._requests: list[PreemptionRequest] = []
         self._requested_victims: set[str] = set()
-        #: Nominations per pod-set shape in the state they were made in, and per flavor the answers of
-        #: flavor assignment and preemption (a strategy's answers depend on the manager's state and the
-        #: workload's priority, podsets and, under withinClusterQueue LowerOrNewerEqualPriority, its
-        #: timestamps).
+        #: Nominations per pod-set shape and priority in the state they were made in (nomination_cache.py).
         self._nominations: NominationCache[tuple[Assignment, tuple[str, ...]]] = NominationCache()
         self._requested_version = 0
         self._newer_counts = {
@@ -301,7 +292,7 @@ class AdmissionManager:
                     f"workload {workload.id!r}: podset {ps.name!r} has a negative count or request"
                 )
         self._seq += 1
-        tracked = _Tracked(workload, self._local_queues[key], self._seq, workload.created_ms)
+        tracked = Tracked(workload, self._local_queues[key], self._seq, workload.created_ms)
         self._tracked[workload.id] = tracked
         self._queues[tracked.cluster_queue].push(tracked)
 
@@ -352,14 +343,14 @@ class AdmissionManager:
         if not keep_creation_timestamp:
             tracked.timestamp_ms = now_ms
         tracked.state, tracked.admission, tracked.usage = "queued", None, {}
-        tracked.message = f"Requeued after eviction at {now_ms} ms"
+        tracked.message, tracked.answer = f"Requeued after eviction at {now_ms} ms", None
         self._queues[tracked.cluster_queue].push(tracked)
 
     def tracks(self, workload_id: str) -> bool:
         """Whether the workload is queued or admitted (submitted and not finished)."""
         return workload_id in self._tracked
 
-    def _get(self, workload_id: str) -> _Tracked:
+    def _get(self, workload_id: str) -> Tracked:
         try:
             return self._tracked[workload_id]
         except KeyError:
@@ -367,7 +358,7 @@ class AdmissionManager:
                 f"unknown workload {workload_id!r} (never submitted, or already finished)"
             ) from None
 
-    def _release(self, tracked: _Tracked) -> None:
+    def _release(self, tracked: Tracked) -> None:
         """Free quota and :meth:`wake` the tree, as Kueue's QueueInadmissibleWorkloads does."""
         self.tree.remove_cq_usage(tracked.cluster_queue, tracked.usage)
         self.admitted.remove(tracked.workload.id, tracked)
@@ -388,27 +379,33 @@ class AdmissionManager:
 
     # ---- the cycle -----------------------------------------------------------------------------------------
 
-    def _heads(self) -> list[_Tracked]:
-        heads: list[_Tracked] = []
-        for name, queue in self._queues.items():
+    def _heads(self) -> list[Tracked]:
+        heads: list[Tracked] = []
+        generation, tracked = self._generation, self._tracked
+        for queue, root in self._queue_roots:
             wid = queue.head()
             if wid is None:
                 continue
-            if queue.blocked == (wid, self._generation[id(self._root_of[name])]):
+            blocked = queue.blocked
+            if blocked is not None and blocked[0] == wid and blocked[1] == generation[root]:
                 continue
-            heads.append(self._tracked[wid])
+            heads.append(tracked[wid])
         return heads
 
     def has_work(self) -> bool:
         """Whether ``cycle()`` could admit or change anything (some head's answer may have changed)."""
         return bool(self._heads())
 
-    def _nominate(self, tracked: _Tracked) -> Nominee:
+    def _nominate(self, tracked: Tracked) -> Nominee:
         wl, cq = tracked.workload, tracked.cluster_queue
-        workload_key: tuple[int, ...] = (wl.priority,)
-        if self._newer_counts[cq]:
-            workload_key += (wl.created_ms, tracked.timestamp_ms)
-        key = (cq, self._nominations.shape(wl.podsets), workload_key)
+        key = tracked.nomination_key
+        if key is None:
+            workload_key: tuple[int, ...] = (wl.priority,)
+            if self._newer_counts[cq]:
+                workload_key += (wl.created_ms, tracked.timestamp_ms)
+            key = (cq, self._nominations.shape(wl.podsets), workload_key)
+            if not self._newer_counts[cq]:  # fixed for the workload's life
+                tracked.nomination_key = key
         root = self._root_of[cq]
         state = (self.tree.version, self._generation[id(root)], self._requested_version)
         known = self._nominations.entries(id(root), state)
@@ -417,7 +414,7 @@ class AdmissionManager:
             answer = known[key] = self._assign(tracked)
         return Nominee(wl, cq, tracked.timestamp_ms, answer[0], answer[1], seq=tracked.seq)
 
-    def _assign(self, tracked: _Tracked) -> tuple[Assignment, tuple[str, ...]]:
+    def _assign(self, tracked: Tracked) -> tuple[Assignment, tuple[str, ...]]:
         """Flavor assignment and, when it needs preemption, the targets."""
         wl, cq, tree = tracked.workload, tracked.cluster_queue, self.tree
         hook: CanPreempt = partial(self._preemption.can_preempt, self, wl)
@@ -427,28 +424,13 @@ class AdmissionManager:
         version = tree.version
         try:
             assignment = assign_flavors(tree, self.rules[cq], wl.podsets, hook)
-            if assignment.mode != AssignmentMode.PREEMPT:
+            if assignment.mode != _PREEMPT:
                 return assignment, ()
             nominee = Nominee(wl, cq, tracked.timestamp_ms, assignment, seq=tracked.seq)
             return assignment, tuple(self._preemption.targets(self, nominee))
         finally:
             tree.version = version
             self.assigning = 0
-
-    def _to_reserve(self, nominee: Nominee) -> dict[FlavorResource, int]:
-        """Quota a preempting head without candidates holds for the rest of the cycle (upstream
-        ``quotaResourcesToReserve``, clamped at 0)."""
-        node = self.tree.cluster_queue(nominee.cluster_queue)
-        out: dict[FlavorResource, int] = {}
-        for fr, value in nominee.assignment.usage.items():
-            quota = node.quotas[fr]
-            used = node.usage.get(fr, 0)
-            if nominee.assignment.borrowing > 0:
-                cap = value if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit - used
-            else:
-                cap = quota.nominal - used
-            out[fr] = max(0, min(value, cap))
-        return out
 
     def cycle(self, now_ms: int) -> list[Admission]:
         """One scheduling cycle: heads → nominate → classic order → admit one by one, re-checking fit."""
@@ -464,15 +446,19 @@ class AdmissionManager:
         # Heads whose preemptions were issued in an earlier cycle go first (kueue#13797): otherwise a
         # workload reclaimed from, or another borrower, can take the quota just freed for them, and the
         # same preemptions repeat forever.
-        sticky = {q.sticky for q in self._queues.values() if q.sticky is not None}
-        first = [e for e in entries if e.workload.id in sticky]
-        rest = [e for e in entries if e.workload.id not in sticky]
-        first.sort(key=self._classic_key)
-        if self.fair_sharing is None:
-            rest.sort(key=self._classic_key)
-            ordered: Iterator[Nominee] = iter([*first, *rest])
+        ordered: Iterable[Nominee]
+        if len(entries) == 1 and self.fair_sharing is None:
+            ordered = entries  # (the usual cycle at saturation: one queue's head)
         else:
-            ordered = itertools.chain(first, self._fair_order(rest))
+            sticky = {q.sticky for q, _ in self._queue_roots if q.sticky is not None}
+            first = [e for e in entries if e.workload.id in sticky]
+            rest = [e for e in entries if e.workload.id not in sticky]
+            first.sort(key=self._classic_key)
+            if self.fair_sharing is None:
+                rest.sort(key=self._classic_key)
+                ordered = [*first, *rest]
+            else:
+                ordered = itertools.chain(first, self._fair_order(rest))
         for entry in ordered:
             admission = self._process(entry, now_ms, temporary, preempted)
             if admission is not None:
@@ -513,13 +499,13 @@ class AdmissionManager:
         """Upstream ``processEntry`` for one nominated head; sets ``requeue_reason`` unless admitted."""
         mode = entry.assignment.mode
         cq = entry.cluster_queue
-        if mode == AssignmentMode.NO_FIT:
+        if mode == _NO_FIT_MODE:
             entry.requeue_reason = _NO_FIT
             return None
-        if mode == AssignmentMode.PREEMPT and not entry.targets:
+        if mode == _PREEMPT and not entry.targets:
             entry.requeue_reason = _NO_CANDIDATES
             if self._specs[cq].spec.preemption.reclaim_within_cohort != "Any":
-                reserve = self._to_reserve(entry)
+                reserve = self.tree.reservable(cq, entry.assignment.usage, entry.assignment.borrowing > 0)
                 self.tree.add_cq_usage(cq, reserve)
                 temporary.append((cq, reserve))
             return None
@@ -535,14 +521,14 @@ class AdmissionManager:
         if not fits:
             entry.requeue_reason, entry.message = _FAILED_AFTER_NOMINATION, NO_LONGER_FITS
             return None
-        if mode != AssignmentMode.PREEMPT and self._topology is not None:
+        if mode != _PREEMPT and self._topology is not None:
             refused = self._topology(entry.workload, cq, entry.assignment.flavors())
             if refused is not None:  # the quota fits, the topology does not
                 entry.requeue_reason, entry.message = _NO_FIT, refused
                 return None
         preempted.update(victims)
         usage = dict(entry.assignment.usage)
-        if mode == AssignmentMode.PREEMPT:
+        if mode == _PREEMPT:
             self.tree.add_cq_usage(cq, usage)
             temporary.append((cq, usage))
             new = tuple(t for t in entry.targets if t not in self._requested_victims)
@@ -562,14 +548,16 @@ class AdmissionManager:
         admission = Admission(
             entry.workload.id, cq, entry.assignment.flavors(), entry.assignment.borrowing > 0, now_ms
         )
-        tracked.state, tracked.admission, tracked.usage, tracked.message = "admitted", admission, usage, ""
+        tracked.state, tracked.admission, tracked.usage = "admitted", admission, usage
+        tracked.message, tracked.answer = "", None
         self.admitted.add(entry.workload.id, tracked, entry.workload.priority, now_ms)
         return admission
 
     def _requeue(self, entry: Nominee, generation: int) -> None:
         """Upstream ``RequeueIfNotPresent``: keep the head, or set it aside until quota is released."""
         tracked = self._tracked[entry.workload.id]
-        tracked.message = entry.message or entry.assignment.message()
+        tracked.message = entry.message  # else the assignment's, formatted when read (``pending``)
+        tracked.answer = None if entry.message else entry.assignment
         queue = self._queues[entry.cluster_queue]
         reason = entry.requeue_reason
         queue.sticky = entry.workload.id if reason == _PENDING_PREEMPTION else None
@@ -590,7 +578,12 @@ class AdmissionManager:
         waiting = [t for t in self._tracked.values() if t.state != "admitted"]
         waiting.sort(key=lambda t: (t.cluster_queue, t.key()))
         return [
-            (t.workload.id, t.message or f"Pending: not yet nominated in ClusterQueue {t.cluster_queue}")
+            (
+                t.workload.id,
+                t.message
+                or (t.answer.message() if t.answer is not None else "")
+                or f"Pending: not yet nominated in ClusterQueue {t.cluster_queue}",
+            )
             for t in waiting
         ]
 

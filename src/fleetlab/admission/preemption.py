@@ -44,6 +44,7 @@ from fleetlab.admission.classic_candidates import (
     quantities_fit_in_quota,
 )
 from fleetlab.admission.fair_sharing import DominantResourceShare, dominant_resource_share
+from fleetlab.admission.flavor_rows import pair
 from fleetlab.admission.flavors import AssignmentMode, PreemptionMode, PreemptionOutcome
 from fleetlab.admission.manager import AdmissionManager, Nominee, Workload
 from fleetlab.admission.no_victims import NoVictimNotes
@@ -165,14 +166,17 @@ def minimal_preemptions(
             tree.add_cq_usage(cand.cluster_queue, cand.usage)
 
 
+_PREEMPT_MODE = AssignmentMode.PREEMPT  # bound once: an Enum class's member is a slow lookup
+
+
 def resources_needing_preemption(nominee: Nominee) -> set[FlavorResource]:
     """The (flavor, resource) pairs whose assignment mode is Preempt (upstream
     ``flavorResourcesNeedPreemption``)."""
     return {
-        FlavorResource(ra.flavor, resource)
+        pair(ra.flavor, resource)
         for ps in nominee.assignment.podsets
         for resource, ra in ps.flavors.items()
-        if ra.mode == AssignmentMode.PREEMPT
+        if ra.mode == _PREEMPT_MODE
     }
 
 
@@ -243,21 +247,36 @@ def _nothing_to_take(
     queues leaves its usage as it is. Without a cohort (or ``reclaimWithinCohort: Never``) only the own
     queue could give victims."""
     policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
-    bwc = policy.borrow_within_cohort
-    if bwc is not None and bwc.policy != "Never":
+    held = _EARLY_TEST.get(id(policy))
+    if held is None or held[0] is not policy:
+        bwc = policy.borrow_within_cohort
+        within = policy.within_cluster_queue
+        offset = None if within == "Never" else (1 if within == "LowerPriority" else 0)
+        held = _EARLY_TEST[id(policy)] = (
+            policy,
+            bwc is not None and bwc.policy != "Never",
+            offset,
+            policy.reclaim_within_cohort != "Never",
+        )
+    _, borrows_within_cohort, offset, reclaims = held
+    if borrows_within_cohort:
         return False
     tree, index = manager.tree, manager.admitted
     node = tree.cluster_queue(cluster_queue)
-    if policy.within_cluster_queue != "Never":
+    if offset is not None:
         # Candidate keys start with the priority: the smallest is the first; equal priority may be newer.
-        limit = workload.priority - (1 if policy.within_cluster_queue == "LowerPriority" else 0)
+        limit = workload.priority - offset
         for fr in frs:
             keys = index.keys(cluster_queue, fr)
             if keys and keys[0][0] <= limit:
                 return False
-    if node.parent is not None and policy.reclaim_within_cohort != "Never":
+    parent = node.parent
+    if parent is not None and reclaims:
+        if parent.parent is None:  # right below the root: only the own queue's fit is an advantage
+            used, quota = node.usage, node.subtree_quota
+            return any(used.get(fr, 0) + value > quota.get(fr, 0) for fr, value in usage.items())
         advantage, remaining = quantities_fit_in_quota(tree, node, usage)  # False: the own queue borrows
-        subtree: Node | None = node.parent
+        subtree: Node | None = parent
         while subtree is not None:
             if advantage:
                 return False
@@ -266,6 +285,12 @@ def _nothing_to_take(
             advantage, remaining = quantities_fit_in_quota(tree, subtree, remaining)
             subtree = subtree.parent
     return True
+
+
+#: Per preemption policy object (kept alive here, so its id is not reused): whether borrowWithinCohort
+#: is on, what the own-queue test subtracts from the preemptor's priority (None: withinClusterQueue
+#: Never) and whether reclaimWithinCohort allows anything.
+_EARLY_TEST: dict[int, tuple[object, bool, int | None, bool]] = {}
 
 
 def preemption_targets(

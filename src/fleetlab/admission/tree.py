@@ -59,7 +59,9 @@ class Node:
         "borrowing_limits",
         "children",
         "descent",
+        "flat_height",
         "is_cohort",
+        "limited",
         "local_quota",
         "name",
         "parent",
@@ -93,6 +95,12 @@ class Node:
         #: structure is static in a run): ``available`` walks them without rebuilding the path.
         self.top: Node = self
         self.descent: tuple[Node, ...] = ()
+        #: Whether a node on the descent sets a lendingLimit or borrowingLimit (set when the tree is
+        #: linked): without any, ``available`` is the root's unused quota alone.
+        self.limited = False
+        #: For a ClusterQueue right below its root without a lendingLimit of its own: the height
+        #: ``borrowing_height`` gives whenever it borrows (the root's, whatever the usage); else None.
+        self.flat_height: int | None = None
 
     def __repr__(self) -> str:
         return f"{'Cohort' if self.is_cohort else 'ClusterQueue'}({self.name!r})"
@@ -162,6 +170,9 @@ class ResourceTree:
         for node in (*self.cohorts.values(), *self.cluster_queues.values()):
             path = [n for n in node.path_to_root() if n.parent is not None]
             node.top, node.descent = node.root(), tuple(reversed(path))
+            node.limited = any(n.local_quota or n.borrowing_limits for n in node.descent)
+            if node.parent is not None and node.parent.parent is None and not node.local_quota:
+                node.flat_height = node.parent.height()
         #: potentialAvailable and node heights are static (quotas and structure never change in a run).
         self._heights: dict[int, int] = {}
         #: A count of usage changes (see :meth:`restored`): answers read from the tree can be remembered
@@ -219,9 +230,12 @@ class ResourceTree:
         """How much of ``fr`` ``node`` can still use now; a request ``v`` fits when ``v <= available``.
 
         Upstream's recursion (the parent's available, capped by a borrowing limit, plus the node's own
-        LocalAvailable) computed from the root down."""
+        LocalAvailable) computed from the root down. Without a lending or borrowing limit below the root
+        every step of the walk adds nothing (usage is never negative): the root's unused quota."""
         top = node.top
         avail = top.subtree_quota.get(fr, 0) - top.usage.get(fr, 0)
+        if not node.limited:
+            return avail
         for current in node.descent:
             local = current.local_quota.get(fr, 0)
             used = current.usage.get(fr, 0)
@@ -298,6 +312,24 @@ class ResourceTree:
         node = self.cluster_queues[cq]
         for fr, value in usage.items():
             self.remove_usage(node, fr, value)
+
+    def reservable(
+        self, cq: str, usage: Mapping[FlavorResource, int], borrowing: bool
+    ) -> dict[FlavorResource, int]:
+        """Quota a preempting head without candidates holds for the rest of its cycle (upstream
+        ``quotaResourcesToReserve``, clamped at 0): up to nominal, or nominal + borrowingLimit when its
+        assignment borrows."""
+        node = self.cluster_queues[cq]
+        out: dict[FlavorResource, int] = {}
+        for fr, value in usage.items():
+            quota = node.quotas[fr]
+            used = node.usage.get(fr, 0)
+            if borrowing:
+                cap = value if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit - used
+            else:
+                cap = quota.nominal - used
+            out[fr] = max(0, min(value, cap))
+        return out
 
     @contextmanager
     def simulate_removal(self, usages: Iterable[tuple[str, Mapping[FlavorResource, int]]]) -> Iterator[None]:

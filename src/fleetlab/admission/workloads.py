@@ -5,12 +5,12 @@ nominated in a cycle (re-exported by :mod:`fleetlab.admission.manager`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fleetlab.admission.flavors import Assignment, PodSetRequest
 from fleetlab.admission.tree import FlavorResource
 
-__all__ = ["Admission", "AdmittedWorkload", "Nominee", "PreemptionRequest", "Workload"]
+__all__ = ["Admission", "AdmittedWorkload", "Nominee", "PreemptionRequest", "Tracked", "Workload"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class PreemptionRequest:
     issued_ms: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Nominee:
     """A head nominated in a cycle: its flavor assignment and, when it needs preemption, the victims."""
 
@@ -69,3 +69,26 @@ class Nominee:
     requeue_reason: str = ""
     #: Why it was not admitted when that is not the assignment's own message (built only when needed).
     message: str = ""
+
+
+@dataclass(slots=True)
+class Tracked:
+    """The manager's entry for a submitted workload: its queue, order, state, pending reason and, once
+    admitted, its admission and usage."""
+
+    workload: Workload
+    cluster_queue: str
+    seq: int
+    timestamp_ms: int
+    state: str = "queued"  # queued | inadmissible | admitted
+    message: str = ""
+    #: The assignment whose message is the pending reason when ``message`` is empty (formatted on read).
+    answer: Assignment | None = None
+    admission: Admission | None = None
+    usage: dict[FlavorResource, int] = field(default_factory=dict)
+    #: The nomination cache's key, once computed (None while the timestamp is part of it).
+    nomination_key: tuple[object, ...] | None = None
+
+    def key(self) -> tuple[int, int, int, str]:
+        """Heap order: higher priority, then earlier timestamp, then submission order."""
+        return (-self.workload.priority, self.timestamp_ms, self.seq, self.workload.id)
