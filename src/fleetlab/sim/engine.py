@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from fleetlab.model.scenario import ResolvedScenario
-from fleetlab.placement.element_views import int_elements
+from fleetlab.placement.element_views import int64_elements, int_elements
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.gang import GangPlacer
 from fleetlab.placement.profiles import Profile, resolve_profile
@@ -180,16 +180,12 @@ class Engine:
     def _hot_columns(self, columns: JobArrays) -> None:
         """Element views of the per-job columns the loop reads one at a time: an index several times cheaper
         than a numpy scalar's, 8 bytes a job (a list held an int object per job beside its pointer)."""
-        c = columns
-        hot = (c.pods, c.priority, c.image_size, c.data_size, c.checkpoint_interval_ms, c.checkpoint_write_ms)
-        (
-            self._pods,
-            self._priority,
-            self._image_size,
-            self._data_size,
-            self._checkpoint_interval,
-            self._checkpoint_write,
-        ) = (int_elements(np.ascontiguousarray(column, dtype=np.int64)) for column in hot)
+        self._pods = int64_elements(columns.pods)
+        self._priority = int64_elements(columns.priority)
+        self._image_size = int64_elements(columns.image_size)
+        self._data_size = int64_elements(columns.data_size)
+        self._checkpoint_interval = int64_elements(columns.checkpoint_interval_ms)
+        self._checkpoint_write = int64_elements(columns.checkpoint_write_ms)
         self._image_name: list[str | None] = columns.image_name.tolist()  # the names shared, not per job
         #: Per pod its job (the book's element view: a list would hold an int object per pod), per job its
         #: pods' label set, per node its pool (fixed for the run).
