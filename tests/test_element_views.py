@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fleetlab.placement.devices import GpuDevices
-from fleetlab.placement.element_views import float_elements, int_elements
+from fleetlab.placement.element_views import float_elements, int64_elements, int_elements
 from fleetlab.placement.state import ClusterState, NodeInfo
 from fleetlab.sim.book import PodBook
 
@@ -84,3 +84,18 @@ def test_state_rows_and_usage_key_follow_bind_and_release() -> None:
         + state.alloc_class[1].to_bytes(8, "little", signed=True)
     )
     assert state.node_usage_key(1) == expected
+
+
+def test_int64_elements_reads_any_integer_column_as_python_ints() -> None:
+    """An int32 column is converted (a copy: writing the column later is not seen); an int64 column is read
+    in place (a write to the column is seen)."""
+    small = np.array([3, -1, 70000], dtype=np.int32)
+    view = int64_elements(small)
+    assert list(view) == [3, -1, 70000] and type(view[2]) is int
+    small[0] = 9
+    assert view[0] == 3
+    wide = np.array([5, 2**40], dtype=np.int64)
+    same = int64_elements(wide)
+    wide[0] = 6
+    assert list(same) == [6, 2**40]
+    assert len(int64_elements(np.zeros(0, dtype=np.int16))) == 0

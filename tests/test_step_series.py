@@ -54,3 +54,40 @@ def test_a_row_of_the_wrong_width_is_refused_and_an_empty_series_has_no_last_row
         series.record(0, (1,))
     with pytest.raises(IndexError):
         series.last()
+
+
+def test_close_hands_over_the_buffer_as_the_rows_worked_by_hand() -> None:
+    """Rows (0, 4, 1) and (10, 7, 2) go into the buffer at the next change; (30, 0, 0) is held apart until
+    ``close`` appends it. The rows returned are the buffer itself: writing to them is seen in their
+    transpose, and the series is empty afterwards."""
+    series = StepSeries(3)
+    series.record(0, (4, 1))
+    series.record(10, (6, 1))
+    series.record(10, (7, 2))
+    series.record(30, (0, 0))
+    rows = series.close()
+    assert rows.dtype == np.int64 and rows.shape == (3, 3)
+    assert rows.tolist() == [[0, 4, 1], [10, 7, 2], [30, 0, 0]]
+    columns = rows.T
+    assert columns.tolist() == [[0, 10, 30], [4, 7, 0], [1, 2, 0]]
+    rows[1, 1] = 99
+    assert columns[1, 1] == 99  # a view, not a copy
+    assert len(series) == 0 and not series
+    assert StepSeries(2).close().shape == (0, 2)
+
+
+def test_close_gives_the_rows_and_columns_the_copies_gave_on_random_series() -> None:
+    rng = np.random.default_rng(7)
+    for width in (2, 3, 9):
+        for _ in range(20):
+            a, b = StepSeries(width), StepSeries(width)
+            now = 0
+            for _ in range(int(rng.integers(0, 200))):
+                now += int(rng.integers(0, 3))  # same-instant replacements are frequent
+                values = tuple(int(v) for v in rng.integers(0, 3, width - 1))
+                a.record(now, values)
+                b.record(now, values)
+            rows, columns = a.rows(), a.columns()
+            closed = b.close()
+            assert closed.shape == rows.shape and (closed == rows).all()
+            assert (columns == closed.T).all()

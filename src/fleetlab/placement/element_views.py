@@ -7,6 +7,8 @@ reads. A view is valid only while its array is not replaced; an array with a vie
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -17,6 +19,12 @@ def int_elements(array: NDArray[np.int64]) -> memoryview[int]:
     if array.dtype != np.int64:
         raise TypeError(f"int_elements wants an int64 array, not {array.dtype}")
     return array.reshape(-1).data.cast("B").cast("q")  # 1-D first: a view of no rows cannot be cast
+
+
+def int64_elements(column: NDArray[np.integer[Any]]) -> memoryview[int]:
+    """An element view of any 1-D integer column as int64: the column's own storage where it is a
+    C-contiguous int64 array, else a converted copy (8 bytes an element, no int object per element)."""
+    return int_elements(np.ascontiguousarray(column, dtype=np.int64))
 
 
 def float_elements(array: NDArray[np.float64]) -> memoryview[float]:

@@ -20,7 +20,7 @@ from fleetlab.sim.result import NEVER
 IntArray = NDArray[np.int64]
 
 
-def scenario_positions(order: Sequence[int]) -> IntArray:
+def scenario_positions(order: Sequence[int] | IntArray) -> IntArray:
     """Per job in scenario order, its index in submit order (``order[i]`` is the scenario index of the i-th
     job submitted): indexing a per-job array in submit order with it gives scenario order."""
     inverse = np.empty(len(order), dtype=np.int64)

@@ -156,7 +156,7 @@ class FragmentationMeter:
 
     def finish(self, parts: ResultParts) -> None:
         """The fragmentation samples of the run."""
-        parts.fragmentation = self.rows.rows()
+        parts.fragmentation = self.rows.close()
 
     def _refresh_eligibility(self) -> None:
         scheduler = self.sim.scheduler

@@ -249,7 +249,7 @@ class EngineHandle(Protocol):
         """Per-job columns in submit order."""
 
     @property
-    def order(self) -> list[int]:
+    def order(self) -> IntArray:
         """``order[i]``: the scenario position of the i-th job submitted."""
 
     @property

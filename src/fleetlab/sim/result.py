@@ -47,7 +47,7 @@ class PendingJob:
 class JobTable:
     """One row per job; times in ms, NEVER where the job did not get that far."""
 
-    ids: list[str]
+    ids: Sequence[str]  # an IdColumn from a run (sim/id_column.py)
     job_class: list[str]
     team: list[str]
     priority: IntArray

@@ -39,7 +39,7 @@ class SpecTable:
         placers: dict[str, GangPlacer],
         config: SchedulerConfig,
         with_labels: bool,
-        pods: list[int],
+        pods: Sequence[int],
         pods_done_at: memoryview[int],
     ) -> None:
         self.jobs = jobs

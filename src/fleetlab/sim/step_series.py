@@ -5,7 +5,8 @@ later sample at the same ``t_ms`` replaces the earlier one (a step at the same i
 held apart until the next change (it may still be replaced), so appending costs one buffer extend and a
 row costs 8 bytes a column instead of a tuple of Python ints (about five times less). A row goes into the
 buffer packed by one ``struct`` call: ``array.extend`` converts item by item through ``PyArg_Parse``,
-several times slower per row.
+several times slower per row. At the end of a run ``close`` hands the buffer itself over as the rows (a
+copy of every row beside the buffer was part of the run's peak of memory).
 """
 
 from __future__ import annotations
@@ -62,6 +63,17 @@ class StepSeries:
             out[done, 0] = self._t
             out[done, 1:] = self._values
         return out
+
+    def close(self) -> NDArray[np.int64]:
+        """Every row as an (n, width) int64 array that is the series' own buffer, not a copy, for the end of
+        a run: the series is left empty. Its transpose gives the columns as strided views (``close().T[k]``
+        is column k)."""
+        if self._values is not None:
+            self._flat.frombytes(self._pack(self._t, *self._values))
+            self._values = None
+        rows = np.frombuffer(self._flat, dtype=np.int64).reshape(-1, self.width)
+        self._flat = array("q")  # the rows own the buffer now; the series holds none of it
+        return rows
 
     def columns(self) -> NDArray[np.int64]:
         """Every column as a (width, n) int64 array: ``columns()[k]`` is column k, contiguous, so result

@@ -67,5 +67,5 @@ class StrandedMeter:
 
     def finish(self, parts: ResultParts) -> None:
         """The series and the figure at the run's end."""
-        parts.stranded = self.meter.stranded_rows.rows()
+        parts.stranded = self.meter.stranded_rows.close()
         parts.stranded_end = stranded_gpu_milli(self.sim, self.meter.specs)

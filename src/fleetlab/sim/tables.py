@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from fleetlab.sim.billing_inputs import billing_inputs, node_prices
 from fleetlab.sim.book import scenario_positions
 from fleetlab.sim.handle import EngineHandle, ResultParts
+from fleetlab.sim.id_column import IdColumn
 from fleetlab.sim.lifecycle_result import LifecycleRecord
 from fleetlab.sim.node_lifecycle import billed_columns
 from fleetlab.sim.pending import pending_at_end
@@ -63,7 +64,7 @@ def job_table(sim: EngineHandle, parts: ResultParts) -> JobTable:
         withdrawn[job] = at
     provisioning, refused = parts.provisioning_wait_ms, parts.namespace_quota_wait_ms
     return JobTable(
-        ids=table.ids.to_pylist(),
+        ids=IdColumn(table.ids),  # the workload's Arrow ids, not a Python string per job
         job_class=table.per_template(lambda job: job.job_class.value, dtype=object).tolist(),
         team=table.per_template(lambda job: job.team, dtype=object).tolist(),
         priority=table.per_template(lambda job: job.priority, dtype=np.int64),
