@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
-from fleetlab.admission.flavor_rows import kept_rows, pair, podset_totals, rows
+from fleetlab.admission.flavor_rows import kept_rows, pair, pairs_of, podset_totals, rows
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
 from fleetlab.model.kube import (
     NodeSelectorRequirement,
@@ -354,6 +354,8 @@ def _flavor_mismatch(rules: ClusterQueueRules, flavor: str, podset: PodSetReques
 _FIT_BORROWING: dict[int, GranularMode] = {}
 _GRANULAR: dict[tuple[PreemptionMode, int], GranularMode] = {}
 _RESOURCE_ASSIGNMENTS: dict[tuple[str, AssignmentMode, int], ResourceAssignment] = {}
+#: "insufficient unused quota" reasons by (flavor, resource, amount short): a run repeats few of them.
+_UNUSED_REASONS: dict[tuple[str, str, int], str] = {}
 
 
 def _fit_borrowing(borrow: int) -> GranularMode:
@@ -384,6 +386,17 @@ def _resource_assignment(flavor: str, mode: AssignmentMode, borrow: int) -> Reso
             _RESOURCE_ASSIGNMENTS.clear()
         held = _RESOURCE_ASSIGNMENTS[key] = ResourceAssignment(flavor, mode, borrow)
     return held
+
+
+def _unused_reason(flavor: str, resource: str, short: int) -> str:
+    """Upstream's reason for a request beyond the unused quota, one string per distinct value (bounded)."""
+    if len(_UNUSED_REASONS) > 4096:
+        _UNUSED_REASONS.clear()
+    text = _UNUSED_REASONS[flavor, resource, short] = (
+        f"insufficient unused quota for {resource} in flavor {flavor}, "
+        f"{format_amount(resource, short)} more needed"
+    )
+    return text
 
 
 def _find_flavor(
@@ -445,6 +458,7 @@ def _find_flavor(
         assignments: dict[str, ResourceAssignment] = {}
         mode = _BEST
         flavor_reason = ""
+        fit_unborrowed = _resource_assignment(flavor, _A_FIT, 0)  # most rows' answer, looked up once
         for resource, request, assumed, value, fr, maximum, within_nominal in flavor_rows:
             if value > maximum:  # NoFit, ExceedsMaxQuota: the worst mode, so the flavor is done
                 reasons.append(
@@ -469,11 +483,13 @@ def _find_flavor(
                     candidate = _fit_borrowing(borrow)
                     if candidate != mode and is_preferred(mode, candidate, fungibility):
                         mode = candidate
-                assignments[resource] = _resource_assignment(flavor, _A_FIT, borrow)
+                    assignments[resource] = _resource_assignment(flavor, _A_FIT, borrow)
+                else:
+                    assignments[resource] = fit_unborrowed
                 continue
+            short = value - available
             reasons.append(
-                f"insufficient unused quota for {resource} in flavor {flavor}, "
-                f"{format_amount(resource, value - available)} more needed"
+                _UNUSED_REASONS.get((flavor, resource, short)) or _unused_reason(flavor, resource, short)
             )
             if within_nominal or may_reclaim_in_hierarchy or beyond_nominal:
                 outcome = can_preempt(name, {fr: value})
@@ -565,7 +581,7 @@ def assign_flavors(
                 final_mode=_A_NO_FIT,
             )
         for resource, chosen_flavor in psa.flavors.items():
-            fr = pair(chosen_flavor.flavor, resource)
+            fr = pairs_of(chosen_flavor.flavor).get(resource) or pair(chosen_flavor.flavor, resource)
             usage[fr] = usage.get(fr, 0) + totals[resource]
             if chosen_flavor.borrow > borrowing:
                 borrowing = chosen_flavor.borrow

@@ -261,13 +261,14 @@ def _nothing_to_take(
     _, borrows_within_cohort, offset, reclaims = held
     if borrows_within_cohort:
         return False
-    tree, index = manager.tree, manager.admitted
-    node = tree.cluster_queue(cluster_queue)
+    tree = manager.tree
+    node = tree.cluster_queues[cluster_queue]
     if offset is not None:
         # Candidate keys start with the priority: the smallest is the first; equal priority may be newer.
         limit = workload.priority - offset
+        keys_of = manager.admitted.keys
         for fr in frs:
-            keys = index.keys(cluster_queue, fr)
+            keys = keys_of(cluster_queue, fr)
             if keys and keys[0][0] <= limit:
                 return False
     parent = node.parent
@@ -377,13 +378,13 @@ class ClassicPreemption:
         amounts: Mapping[FlavorResource, int],
     ) -> PreemptionOutcome | None:
         """Upstream ``SimulatePreemption``: what victims that free ``amounts`` alone would mean."""
-        frs = set(amounts)
-        if _nothing_to_take(manager, workload, cluster_queue, amounts, frs):
+        # (the early test and the note read only the pairs: the mapping's keys serve, no set is built)
+        if _nothing_to_take(manager, workload, cluster_queue, amounts, amounts.keys()):
             if manager.assigning:
-                self._no_victims.note(self._stamp(manager, workload, cluster_queue), frs)
+                self._no_victims.note(self._stamp(manager, workload, cluster_queue), amounts.keys())
             return None
         found = preemption_targets(
-            manager, workload, cluster_queue, amounts, frs, workload.created_ms, checked=True
+            manager, workload, cluster_queue, amounts, set(amounts), workload.created_ms, checked=True
         )
         return simulate_preemption(manager.tree, cluster_queue, amounts, found)
 
