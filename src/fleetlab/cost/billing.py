@@ -86,18 +86,19 @@ def node_costs(result: SimulationResult) -> NodeCost:
     """Bill every node and split each bill exactly into the buckets. Writing a run's files asks for it
     several times (summary, node table, dynamics, ledger): the last run's is kept while that run and
     the tables it was computed from are the same objects (a result is never changed once made)."""
+    global _last_cost
     inputs = _cost_inputs(result)
-    last = _last_cost
+    last = _last_cost  # one read: another thread may rebind it, never change the tuple read
     if last and last[0]() is result and last[1] == result.end_ms and _same_objects(last[2], inputs):
         return last[3]  # type: ignore[no-any-return]
     cost = _node_costs(result)
     refs = [None if x is None else weakref.ref(x) for x in inputs]
-    _last_cost[:] = [weakref.ref(result), result.end_ms, refs, cost]
+    _last_cost = (weakref.ref(result), result.end_ms, refs, cost)
     return cost
 
 
 #: (the result, its end, its tables, their cost) of the last ``node_costs``; the objects held weakly.
-_last_cost: list[Any] = []
+_last_cost: tuple[Any, ...] = ()
 
 
 def _cost_inputs(result: SimulationResult) -> list[Any]:
