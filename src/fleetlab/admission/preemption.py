@@ -249,6 +249,8 @@ def _nothing_to_take(
     policy = manager.cluster_queue_spec(cluster_queue).spec.preemption
     held = _EARLY_TEST.get(id(policy))
     if held is None or held[0] is not policy:
+        if len(_EARLY_TEST) > _EARLY_TEST_KEPT:  # a long-lived process runs many scenarios' policies
+            _EARLY_TEST.clear()
         bwc = policy.borrow_within_cohort
         within = policy.within_cluster_queue
         offset = None if within == "Never" else (1 if within == "LowerPriority" else 0)
@@ -292,6 +294,7 @@ def _nothing_to_take(
 #: is on, what the own-queue test subtracts from the preemptor's priority (None: withinClusterQueue
 #: Never) and whether reclaimWithinCohort allows anything.
 _EARLY_TEST: dict[int, tuple[object, bool, int | None, bool]] = {}
+_EARLY_TEST_KEPT = 4096
 
 
 def preemption_targets(

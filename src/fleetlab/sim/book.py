@@ -8,7 +8,7 @@ from what really happened, however often a pod was placed.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,7 +20,7 @@ from fleetlab.sim.result import NEVER
 IntArray = NDArray[np.int64]
 
 
-def scenario_positions(order: Sequence[int] | IntArray) -> IntArray:
+def scenario_positions(order: IntArray) -> IntArray:
     """Per job in scenario order, its index in submit order (``order[i]`` is the scenario index of the i-th
     job submitted): indexing a per-job array in submit order with it gives scenario order."""
     inverse = np.empty(len(order), dtype=np.int64)

@@ -43,9 +43,7 @@ class Consolidator:
         columns = sim.job_columns
         preemptible = sim.resolved.jobs.per_template(lambda job: job.preemptible, dtype=bool)
         self.movable_job = (
-            preemptible[np.asarray(sim.order, dtype=np.int64)]
-            & ~(columns.gang & (columns.pods > 1))
-            & ~columns.kueue_managed
+            preemptible[sim.order] & ~(columns.gang & (columns.pods > 1)) & ~columns.kueue_managed
         )
         self._spec_rows = 0
         self._spec_request = np.zeros((0, len(sim.state.resource_names)), dtype=np.int64)

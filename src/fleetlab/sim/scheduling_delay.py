@@ -65,7 +65,7 @@ class DrawnDelay:
 
     def __init__(self, sim: EngineHandle, delay: SchedulingDelay) -> None:
         self.sim = sim
-        drawn = drawn_delays_s(delay, sim.seed, np.asarray(sim.order, dtype=np.int64))
+        drawn = drawn_delays_s(delay, sim.seed, sim.order)
         #: Per job (submit order) its delay in engine milliseconds, rounded as ``to_ms`` rounds.
         self.delay_ms: list[int] = np.floor(drawn * 1000 + 0.5).astype(np.int64).tolist()
         self.held: set[int] = set()

@@ -240,7 +240,7 @@ def build_result(sim: EngineHandle, parts: ResultParts, wall_s: float) -> Simula
     assert parts.timeline is not None
     pending = pending_at_end(sim, parts)
     book = sim.book
-    order = np.asarray(sim.order, dtype=np.int64)
+    order = sim.order
     segments = segment_table(sim, end_ms)
     return SimulationResult(
         scenario=sim.resolved.scenario.name,

@@ -94,10 +94,7 @@ def _mapping(data: dict[Any, Any], indent: int, first: str, out: list[str]) -> N
             if len(_PLAIN_KEYS) < _KEYS_KEPT:
                 _PLAIN_KEYS.add(key)
         kind = type(value)
-        # the most common entries in one piece: ints (a bool's type is bool) and plain strings as they are
-        if kind is int or (kind is str and _plain(value)):
-            out.append(f"{lead}{key}: {value}\n")
-        elif kind is not dict and kind is not list:
+        if kind is not dict and kind is not list:  # a scalar entry in one piece
             out.append(f"{lead}{key}: {_scalar(value)}\n")
         else:
             out.append(f"{lead}{key}:")
