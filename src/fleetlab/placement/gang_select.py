@@ -79,7 +79,7 @@ def select_and_bind(
     kept: only the node just taken changed, and it was one of them, so they stay, lose that node, or
     become that node alone; an array pass finds them again only when none is left."""
     state = scheduler.state
-    request, nonzero = pod.request, pod.nonzero
+    request, nonzero, delta = pod.request, pod.nonzero, pod.usage_delta
     bind, select, catch_up_nodes = state.bind, scheduler.select, scheduler.catch_up_nodes
     log = state.changes
     # One changed node never takes the batched catch-up or a rebuild (Scheduler._incremental's tests).
@@ -132,7 +132,7 @@ def select_and_bind(
         if node < 0:
             draws.settle()
             return False
-        bind(node, request, nonzero)
+        bind(node, request, nonzero, -1, delta)
         chosen.append(node)
     draws.settle()
     return True

@@ -273,6 +273,7 @@ class Engine:
         sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         request, nonzero, label_set = compiled.request, compiled.nonzero, self._label_set[job_index]
+        delta = compiled.usage_delta
         g = self._spec_gpus[sid]
         on_bind, touched, node_pods, node_pool = self._on_bind, self.touched, self.node_pods, self._node_pool
         by_priority = self.bound_by_priority[self._priority[job_index]]  # no new set per bind
@@ -285,8 +286,8 @@ class Engine:
                     f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})"
                 )
             if before < 0:
-                before = state.requested_at[node * state.width + state.gpu_col] if g else 0
-                state.bind(node, request, nonzero, label_set)
+                before = state.requested_at[node * state.row_width + state.gpu_col] if g else 0
+                state.bind(node, request, nonzero, label_set, delta)
             for hook in on_bind:
                 hook(pod, node, compiled, g)
             touched.add(node)
@@ -414,16 +415,17 @@ class Engine:
                 key = (job_index, sid)
                 compiled = self.compiled[sid]
                 request, nonzero, label_set = compiled.request, compiled.nonzero, self._label_set[job_index]
+                delta = compiled.usage_delta
                 g = self._spec_gpus[sid]
                 by_priority = self.bound_by_priority[self._priority[job_index]]
-            state.release(node, request, nonzero, label_set)
+            state.release(node, request, nonzero, label_set, delta)
             for stop in on_stop:
                 stop(pod)
             for hook in on_release:
                 hook(pod, node)
             touched.add(node)
             if g:
-                c.gpus_returned(g, state.requested_at[node * state.width + state.gpu_col] == 0)
+                c.gpus_returned(g, state.requested_at[node * state.row_width + state.gpu_col] == 0)
             node_pods[node].discard(pod)
             self.bound_pods -= 1
             by_priority.discard(pod)
