@@ -339,9 +339,8 @@ class Engine:
                 job_ready_at[job_index] += 1
                 if job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
                     members = self.unfinished_pods(job_index)
-                    total = self.work.gang_ms(job_index, [node_at[p] for p in members]) or max(
-                        self.runtime_ms(job_index, node_at[p]) for p in members
-                    )
+                    nodes = [node_at[p] for p in members]
+                    total = self.work.gang_ms(job_index, nodes) or self.work.longest_on_ms(job_index, nodes)
                     self.start_each(members, total)
                 continue
             self.start_each((pod,), self.runtime_ms(job_index, node_at[pod]))
