@@ -1,0 +1,60 @@
+"""On a cluster without GPUs GPU tenancy subscribes to no bind or release (no pod can take a GPU): the run
+is the one with its hooks subscribed, and with GPUs anywhere (a whole GPU pool, GPUs stated only as an
+extended resource) the hooks stay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import fleetlab.sim.gpu_tenancy as gpu_tenancy
+from builders import assert_same_pod_tables, job, pool, scenario
+from fleetlab.experiment.run import run_one
+from fleetlab.sim.gpu_tenancy import GpuTenancy
+
+_init = GpuTenancy.__init__
+
+
+def _run(
+    pools: list[dict[str, Any]], jobs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, hooks: bool
+) -> tuple[Any, bool]:
+    """The run's result and whether GPU tenancy found the cluster GPU-less; ``hooks`` forces its
+    bind and release hooks on."""
+    seen: list[bool] = []
+
+    def init(self: GpuTenancy, *args: Any) -> None:
+        with monkeypatch.context() as m:
+            if hooks:
+                m.setattr(gpu_tenancy, "gpu_slots", lambda p: 1)
+            _init(self, *args)
+        seen.append(self.gpu_less)
+
+    monkeypatch.setattr(GpuTenancy, "__init__", init)
+    result = run_one(scenario(pools, jobs, scheduler={"gang_scheduling": True}), "default").result
+    monkeypatch.setattr(GpuTenancy, "__init__", _init)
+    return result, seen[0]
+
+
+def _jobs() -> list[dict[str, Any]]:
+    gangs = [job(f"g{k}", gpus=0, runtime=50 + 7 * k, pods=3, gang=True, submit_s=k) for k in range(6)]
+    singles = [job(f"s{k}", gpus=0, runtime=30 + 11 * k, submit_s=2 * k) for k in range(6)]
+    return gangs + singles
+
+
+def test_cpu_only_cluster_runs_as_with_the_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    pools = [pool("cpu", count=2, gpus=0, cpu="4")]
+    skipped, gpu_less = _run(pools, _jobs(), monkeypatch, hooks=False)
+    hooked, forced = _run(pools, _jobs(), monkeypatch, hooks=True)
+    assert gpu_less and not forced
+    assert skipped.jobs.completed.all()
+    assert_same_pod_tables(skipped, hooked)
+
+
+def test_any_gpu_keeps_the_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    cpu = pool("cpu", count=2, gpus=0, cpu="4")
+    _, gpu_less = _run([cpu, pool("gpu", count=1, gpus=2)], _jobs(), monkeypatch, hooks=False)
+    assert not gpu_less
+    stated = pool("snap", count=1, gpus=0, extended_resources={"nvidia.com/gpu": 2})
+    _, gpu_less = _run([cpu, stated], _jobs(), monkeypatch, hooks=False)
+    assert not gpu_less
