@@ -1,6 +1,6 @@
-"""On a cluster without GPUs GPU tenancy subscribes to no bind or release (no pod can take a GPU): the run
-is the one with its hooks subscribed, and with GPUs anywhere (a whole GPU pool, GPUs stated only as an
-extended resource) the hooks stay."""
+"""On a cluster without GPUs GPU tenancy subscribes to no bind or release and the usage meter to no start
+(no pod can take a GPU): the run is the one with those hooks subscribed, and with GPUs anywhere (a whole
+GPU pool, GPUs stated only as an extended resource) the hooks stay."""
 
 from __future__ import annotations
 
@@ -9,18 +9,20 @@ from typing import Any
 import pytest
 
 import fleetlab.sim.gpu_tenancy as gpu_tenancy
+import fleetlab.sim.usage_meter as usage_meter
 from builders import assert_same_pod_tables, job, pool, scenario
 from fleetlab.experiment.run import run_one
 from fleetlab.sim.gpu_tenancy import GpuTenancy
+from fleetlab.sim.usage_meter import UsageMeter
 
-_init = GpuTenancy.__init__
+_init, _meter_init = GpuTenancy.__init__, UsageMeter.__init__
 
 
 def _run(
     pools: list[dict[str, Any]], jobs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, hooks: bool
 ) -> tuple[Any, bool]:
-    """The run's result and whether GPU tenancy found the cluster GPU-less; ``hooks`` forces its
-    bind and release hooks on."""
+    """The run's result and whether GPU tenancy and the usage meter both found the cluster GPU-less;
+    ``hooks`` forces their hooks on."""
     seen: list[bool] = []
 
     def init(self: GpuTenancy, *args: Any) -> None:
@@ -30,9 +32,18 @@ def _run(
             _init(self, *args)
         seen.append(self.gpu_less)
 
-    monkeypatch.setattr(GpuTenancy, "__init__", init)
-    result = run_one(scenario(pools, jobs, scheduler={"gang_scheduling": True}), "default").result
-    monkeypatch.setattr(GpuTenancy, "__init__", _init)
+    def meter_init(self: UsageMeter, *args: Any) -> None:
+        with monkeypatch.context() as m:
+            if hooks:
+                m.setattr(usage_meter, "gpu_slots", lambda p: 1)
+            _meter_init(self, *args)
+        seen.append(self.gpu_less)
+
+    with monkeypatch.context() as m:
+        m.setattr(GpuTenancy, "__init__", init)
+        m.setattr(UsageMeter, "__init__", meter_init)
+        result = run_one(scenario(pools, jobs, scheduler={"gang_scheduling": True}), "default").result
+    assert len(seen) == 2 and seen[0] == seen[1]
     return result, seen[0]
 
 
