@@ -179,10 +179,10 @@ class ClusterState:
         request: IntArray,
         nonzero: IntArray,
         label_set: int = -1,
-        delta: IntArray | None = None,
+        adds: IntArray | None = None,
     ) -> None:
         """Add a pod's requests (``request`` has 1 in the pods column) to a node; a ``label_set`` of
-        ``pod_labels`` makes the pod count for spread and anti-affinity. ``delta``: the pod's
+        ``pod_labels`` makes the pod count for spread and anti-affinity. ``adds``: the pod's
         ``usage_delta``, where the caller keeps it."""
         if label_set >= 0:
             self.pod_labels.add(node, label_set, 1)
@@ -190,7 +190,7 @@ class ClusterState:
                 self.release_generation += 1
         # In-place on a row view: ``a[node] += x`` would also write the row back onto itself.
         row = self._usage_rows[node]
-        row += self.usage_delta(request, nonzero) if delta is None else delta
+        row += self.usage_delta(request, nonzero) if adds is None else adds
         self._pod_count_at[node] += 1
         self.changes.append(node)
         self.usage_key[node] = None
@@ -201,13 +201,13 @@ class ClusterState:
         request: IntArray,
         nonzero: IntArray,
         label_set: int = -1,
-        delta: IntArray | None = None,
+        adds: IntArray | None = None,
     ) -> None:
-        """Remove a finished pod's requests from a node (``delta`` as for ``bind``)."""
+        """Remove a finished pod's requests from a node (``adds`` as for ``bind``)."""
         if label_set >= 0:
             self.pod_labels.add(node, label_set, -1)
         row = self._usage_rows[node]
-        row -= self.usage_delta(request, nonzero) if delta is None else delta
+        row -= self.usage_delta(request, nonzero) if adds is None else adds
         self._pod_count_at[node] -= 1
         self.release_generation += 1
         self.changes.append(node)
