@@ -1,6 +1,7 @@
-"""On a cluster without GPUs GPU tenancy subscribes to no bind or release and the usage meter to no start
-(no pod can take a GPU): the run is the one with those hooks subscribed, and with GPUs anywhere (a whole
-GPU pool, GPUs stated only as an extended resource) the hooks stay."""
+"""On a cluster without GPUs GPU tenancy subscribes to no bind or release and the usage meter to no start,
+nor refreshes touched nodes' free GPU blocks (no pod can take a GPU, no node is counted): the run is the
+one with those hooks subscribed and the refreshes made, and with GPUs anywhere (a whole GPU pool, GPUs
+stated only as an extended resource) the hooks stay."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def _run(
             if hooks:
                 m.setattr(usage_meter, "gpu_slots", lambda p: 1)
             _meter_init(self, *args)
+        if hooks:
+            self._any_gpu_node = True  # every touched node refreshed after each step, as before
         seen.append(self.gpu_less)
 
     with monkeypatch.context() as m:

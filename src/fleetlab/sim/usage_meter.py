@@ -66,6 +66,9 @@ class UsageMeter:
         #: Per node whether it has GPUs at all, and Python-int views of free resources and readiness (the
         #: arrays are never replaced): ``_refresh`` reads single cells, where numpy scalars cost most.
         self._has_gpus: list[bool] = (self.capacity > 0).tolist()
+        #: Some node has GPUs (fixed, as ``capacity``): without one no node is ever counted, so a touched
+        #: node's refresh would change nothing.
+        self._any_gpu_node = any(self._has_gpus)
         self._state = state
         self._free = state.free.data
         self._ready = state.ready.data
@@ -193,7 +196,7 @@ class UsageMeter:
             self.generation = generation
             self._rebuild()
             changed = True
-        elif dirty:
+        elif dirty and self._any_gpu_node:
             for node in dirty:
                 changed = self._refresh(node) or changed
         busy = self.busy_milli
