@@ -174,18 +174,13 @@ class ClusterState:
         return np.concatenate([request, nonzero, -request, [0]]).astype(np.int64)
 
     def bind(
-        self,
-        node: int,
-        request: IntArray,
-        nonzero: IntArray,
-        label_set: int = -1,
-        adds: IntArray | None = None,
+        self, node: int, request: IntArray, nonzero: IntArray, labels: int = -1, adds: IntArray | None = None
     ) -> None:
-        """Add a pod's requests (``request`` has 1 in the pods column) to a node; a ``label_set`` of
-        ``pod_labels`` makes the pod count for spread and anti-affinity. ``adds``: the pod's
+        """Add a pod's requests (``request`` has 1 in the pods column) to a node; ``labels``, a label set
+        of ``pod_labels``, makes the pod count for spread and anti-affinity. ``adds``: the pod's
         ``usage_delta``, where the caller keeps it."""
-        if label_set >= 0:
-            self.pod_labels.add(node, label_set, 1)
+        if labels >= 0:
+            self.pod_labels.add(node, labels, 1)
             if self.binds_can_help:
                 self.release_generation += 1
         # In-place on a row view: ``a[node] += x`` would also write the row back onto itself.
@@ -196,16 +191,11 @@ class ClusterState:
         self.usage_key[node] = None
 
     def release(
-        self,
-        node: int,
-        request: IntArray,
-        nonzero: IntArray,
-        label_set: int = -1,
-        adds: IntArray | None = None,
+        self, node: int, request: IntArray, nonzero: IntArray, labels: int = -1, adds: IntArray | None = None
     ) -> None:
         """Remove a finished pod's requests from a node (``adds`` as for ``bind``)."""
-        if label_set >= 0:
-            self.pod_labels.add(node, label_set, -1)
+        if labels >= 0:
+            self.pod_labels.add(node, labels, -1)
         row = self._usage_rows[node]
         row -= self.usage_delta(request, nonzero) if adds is None else adds
         self._pod_count_at[node] -= 1
