@@ -77,13 +77,11 @@ def test_state_rows_and_usage_key_follow_bind_and_release() -> None:
     assert state.requested[1].tolist() == request.tolist() and state.requested[[0, 2]].sum() == 0
     assert (state.free == state.allocatable - state.requested).all()
     assert state.nonzero_requested[1].tolist() == [1500, 0] and state.pod_count.tolist() == [0, 1, 0]
-    assert state.requested_at[1 * state.width + state.cpu_col] == 1500
-    expected = (
-        state.requested[1].tobytes()
-        + state.nonzero_requested[1].tobytes()
-        + state.alloc_class[1].to_bytes(8, "little", signed=True)
-    )
-    assert state.node_usage_key(1) == expected
+    assert state.requested_at[1 * state.row_width + state.cpu_col] == 1500
+    expected = np.concatenate(
+        [state.requested[1], state.nonzero_requested[1], state.free[1], [state.alloc_class[1]]]
+    ).astype(np.int64)
+    assert state.node_usage_key(1) == expected.tobytes()
 
 
 def test_int64_elements_reads_any_integer_column_as_python_ints() -> None:

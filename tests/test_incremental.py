@@ -109,9 +109,8 @@ def _incremental_equals_rebuild(
         for node in range(state.n):  # a cached usage key is the node's usage now
             key = state.usage_key[node]
             if key is not None:
-                assert key == state.requested[node].tobytes() + state.nonzero_requested[
-                    node
-                ].tobytes() + state.alloc_class[node].to_bytes(8, "little", signed=True)
+                row = [state.requested[node], state.nonzero_requested[node], state.free[node]]
+                assert key == np.concatenate([*row, [state.alloc_class[node]]]).astype(np.int64).tobytes()
 
 
 ints = st.integers(0, 10**7)

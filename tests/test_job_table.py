@@ -12,6 +12,7 @@ import pickle
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -310,3 +311,90 @@ def test_runtime_and_template_of_one_job_without_building_it() -> None:
         assert table.template_of(i).requests == job.requests and table.template_of(i).team == job.team
         for model in (None, "H100", "T4"):
             assert table.runtime_of(i, model) == job.runtime.on(model)
+
+
+def _own_templates(jobs: list[Job]) -> JobTable:
+    """``from_jobs`` as it was: every job its own template."""
+    models = sorted({m for job in jobs for m in job.runtime.by_gpu})
+    return JobTable(
+        _arrow_ids(jobs),
+        np.array([j.submit_s for j in jobs], dtype=np.float64),
+        np.array([j.runtime.default for j in jobs], dtype=np.float64),
+        np.array([j.pods for j in jobs], dtype=np.int32),
+        np.arange(len(jobs), dtype=np.int32),
+        jobs,
+        [tuple(j.runtime.by_gpu) for j in jobs],
+        {m: np.array([j.runtime.by_gpu.get(m, np.nan) for j in jobs]) for m in models},
+    )
+
+
+def _arrow_ids(jobs: list[Job]) -> Any:
+    return pa.array([j.id for j in jobs], type=pa.large_string())
+
+
+def _copy(job: Job, k: int, **shared: Any) -> Job:
+    """``job`` with its own per-job fields (and ``shared`` fields changed, when given)."""
+    runtime = job.runtime.model_copy(update={"default": 10.0 + k})
+    return job.model_copy(
+        update={"id": f"c{k}", "submit_s": float(k), "runtime": runtime, "pods": 1 + k % 3, **shared}
+    )
+
+
+def test_copies_of_one_job_share_its_template_by_hand() -> None:
+    """a, its copies c1 and c2, b validated apart with a's values, c3 a copy with another priority, c4 a
+    copy of b, c5 a copy with a by-GPU override, c6 a copy of a job that did not set its pods (the copy
+    sets them): templates a (a, c1, c2), b (b, c4), c3, c5, d, c6 — 6 templates for 9 jobs, each job read
+    back as the table of one template per job reads it."""
+    spec = {"id": "a", "submit_s": 0, "pods": 2, "requests": {"cpu": "2", "nvidia.com/gpu": 1}, "runtime": 30}
+    a = Job.model_validate(spec)
+    b = Job.model_validate({**spec, "id": "b"})
+    override = a.runtime.model_copy(update={"by_gpu": {"H100": 5.0}})
+    c5 = a.model_copy(update={"id": "c5", "runtime": override})
+    d = Job.model_validate({"id": "d", "requests": {"cpu": "1"}, "runtime": 30})
+    jobs = [a, _copy(a, 1), b, _copy(a, 2), _copy(a, 3, priority=2), _copy(b, 4), c5, d, _copy(d, 6)]
+    table = JobTable.from_jobs(jobs)
+    assert table.column("template").tolist() == [0, 0, 1, 0, 2, 1, 3, 4, 5]
+    assert [t.id for t in table.templates] == ["a", "b", "c3", "c5", "d", "c6"]
+    reference = _own_templates(jobs)  # a table sets submit_s on every job it builds, as it always did
+    for got, old, want in zip(table, reference, jobs, strict=True):
+        assert got == want
+        same_job(got, old)
+    assert table == reference
+
+
+def test_interned_tables_read_as_one_template_per_job_on_random_mixes() -> None:
+    rng = np.random.default_rng(5)
+    bases = [
+        Job.model_validate(
+            {
+                "id": f"b{i}",
+                "submit_s": 0,
+                "pods": 1,
+                "requests": {"cpu": str(1 + i)},
+                "runtime": 20 + i,
+                "team": t,
+            }
+        )
+        for i, t in enumerate(["x", "y", "x"])
+    ]
+    for _ in range(20):
+        jobs: list[Job] = []
+        for k in range(int(rng.integers(1, 40))):
+            base = bases[int(rng.integers(len(bases)))]
+            choice = int(rng.integers(4))
+            if choice == 0:
+                jobs.append(base)
+            elif choice == 1:
+                jobs.append(_copy(base, k))
+            elif choice == 2:
+                jobs.append(_copy(base, k, priority=int(rng.integers(3))))
+            else:
+                jobs.append(Job.model_validate({**base.model_dump(by_alias=True), "id": f"v{k}"}))
+        table, reference = JobTable.from_jobs(jobs), _own_templates(jobs)
+        assert len(table.templates) <= len(jobs)
+        for got, old, want in zip(table, reference, jobs, strict=True):
+            same_job(got, want)
+            same_job(got, old)
+        assert table == reference and reference == table
+        for value in (lambda j: j.priority, lambda j: j.team, lambda j: j.requests.get("cpu", 0)):
+            assert table.per_template(value).tolist() == reference.per_template(value).tolist()

@@ -4,6 +4,7 @@ a ring across the nodes' network) runs for different times, each the perf model'
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from fleetlab.experiment.run import run_one
 from fleetlab.model.perf import Layout, training_seconds
 from fleetlab.model.plan_job import WorkProfile
 from fleetlab.sim.events import to_ms
+from fleetlab.sim.runtime_model import WorkRuntimes
 
 WORK: dict[str, Any] = {
     "profile": {
@@ -116,3 +118,35 @@ def test_scenario_job_reads_a_recorded_profile_file(tmp_path: Any) -> None:
     result = run_one(load(str(tmp_path / "s.yaml"))).result
     runtime = (result.jobs.end_ms[0] - result.jobs.running_ms[0]) / 1000.0
     assert runtime == pytest.approx(500 * 128 / 256.0)
+
+
+def test_a_gangs_longest_runtime_asks_each_gpu_model_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``longest_on_ms`` is ``max(runtime_ms(job, n) for n in nodes)``: checked on every gang start of a run
+    whose gangs span an H100 pool (a 300 s override), an A100 pool (the 500 s default), and a pool of
+    another model (a 200 s override), and on random node lists of the same run; the run itself starts
+    each 3-pod gang on two models at once (2 + 1 GPUs free), so its runtime is the longer one's."""
+    longest = WorkRuntimes.longest_on_ms
+    asked: list[int] = []
+    rnd = random.Random(7)
+
+    def checked(work: WorkRuntimes, job_index: int, nodes: Any) -> int:
+        value = longest(work, job_index, nodes)
+        assert value == max(work.runtime_ms(job_index, n) for n in nodes)
+        everyone = range(len(work.sim.state.gpu_model))
+        for _ in range(20):
+            picked = [rnd.choice(everyone) for _ in range(rnd.randint(1, 6))]
+            assert longest(work, job_index, picked) == max(work.runtime_ms(job_index, n) for n in picked)
+        asked.append(value)
+        return value
+
+    monkeypatch.setattr(WorkRuntimes, "longest_on_ms", checked)
+    runtime = {"default": 500, "by_gpu": {"H100": 300, "L4": 200}}
+    pools = [
+        pool("h100", count=1, gpus=2),
+        pool("a100", count=1, gpus=1, gpu_model="A100-80GB"),
+        pool("l4", count=1, gpus=1, gpu_model="L4"),
+    ]
+    jobs = [job(f"g{k}", gpus=1, runtime=runtime, pods=3, gang=True, submit_s=k) for k in range(3)]
+    result = run_one(scenario(pools, jobs, scheduler={"gang_scheduling": True})).result
+    assert result.jobs.completed.all() and len(asked) == 3
+    assert all(v in (300_000, 500_000) for v in asked) and 500_000 in asked

@@ -10,6 +10,7 @@ without validating again, so every consumer of ``Sequence[Job]`` keeps working; 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -40,6 +41,39 @@ def _build(cls: type[Any], values: dict[str, Any], fields_set: set[str]) -> Any:
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj
+
+
+def _interned(jobs: Sequence[Job]) -> tuple[npt.NDArray[np.int32], list[Job]]:
+    """Per job its template's index, and the templates: jobs of one class whose fields but the per-job
+    ones are the same objects (by identity, so equal values of another type or sharing stay apart), with
+    the same set fields and the same runtime overrides' models and set fields, share the first's."""
+    out = np.empty(len(jobs), dtype=np.int32)
+    templates: list[Job] = []
+    index: dict[tuple[Any, ...], int] = {}
+    shared: Callable[[dict[str, Any]], tuple[Any, ...]] | None = None
+    width = 0
+    for i, job in enumerate(jobs):
+        values = job.__dict__
+        if shared is None:
+            names = [k for k in values if k not in PER_JOB_FIELDS]
+            shared, width = itemgetter(*names), len(values)
+        if type(job) is not Job or len(values) != width:  # another layout: its own template
+            out[i] = len(templates)
+            templates.append(job)
+            continue
+        runtime = job.runtime
+        key = (
+            tuple(map(id, shared(values))),
+            frozenset(job.__pydantic_fields_set__),
+            tuple(runtime.by_gpu),
+            frozenset(runtime.__pydantic_fields_set__),
+        )
+        k = index.get(key)
+        if k is None:
+            k = index[key] = len(templates)
+            templates.append(job)
+        out[i] = k
+    return out, templates
 
 
 def _shape(job: Job) -> dict[str, Any]:
@@ -119,19 +153,24 @@ class JobTable(Sequence[Job]):
 
     @classmethod
     def from_jobs(cls, jobs: Iterable[Job]) -> JobTable:
-        """A table of already built jobs (inline YAML, snapshots, services); each is its own template."""
+        """A table of already built jobs (inline YAML, snapshots, services, a history's replayed jobs).
+        Jobs that hold the very same objects in every field but the per-job ones (copies of one job with
+        their own id, submit time, runtime and pods, as a history's are) and the same set fields share a
+        template, the first of them; any other job is its own template. A job of the table is then the
+        one given, field for field."""
         if isinstance(jobs, JobTable):
             return jobs
         items = list(jobs)
+        template, templates = _interned(items)
         models = sorted({m for job in items for m in job.runtime.by_gpu})
         return cls(
             pa.array([job.id for job in items], type=pa.large_string()),
             np.fromiter((job.submit_s for job in items), np.float64, len(items)),
             np.fromiter((job.runtime.default for job in items), np.float64, len(items)),
             np.fromiter((job.pods for job in items), np.int32, len(items)),
-            np.arange(len(items), dtype=np.int32),
-            items,
-            [tuple(job.runtime.by_gpu) for job in items],
+            template,
+            templates,
+            [tuple(job.runtime.by_gpu) for job in templates],
             {
                 m: np.fromiter((job.runtime.by_gpu.get(m, np.nan) for job in items), np.float64, len(items))
                 for m in models

@@ -317,14 +317,20 @@ class GpuDevices:
         return np.asarray(self.milli_cap - self.milli_used, dtype=np.int64)
 
 
+def gpu_slots(pool: NodePool) -> int:
+    """GPU slots of each of the pool's nodes (a pool may state its GPUs only as an extended resource, as
+    cluster snapshots do)."""
+    return pool.gpus_per_node or int(pool.extended_resources.get(GPU, 0))
+
+
 def build_devices(pools: Sequence[NodePool], node_pool: IntArray) -> GpuDevices:
     """Every node's GPU slots from its pool: plain, time-sliced or MIG (the first ``mig.gpus`` GPUs)."""
     n = len(node_pool)
-    widths = [pool.gpus_per_node or int(pool.extended_resources.get(GPU, 0)) for pool in pools]
+    widths = [gpu_slots(pool) for pool in pools]
     devices = GpuDevices(n, max(widths, default=0))
     for p_index, pool in enumerate(pools):
         rows = np.flatnonzero(node_pool == p_index)
-        g = widths[p_index]  # a pool may state its GPUs only as an extended resource (cluster snapshots)
+        g = widths[p_index]
         if not len(rows) or g == 0:
             continue
         devices.mem_cap[np.ix_(rows, np.arange(g))] = pool.gpu_memory_bytes or 0

@@ -96,6 +96,8 @@ class CompiledPod:
     static_generation: int = -1
     #: The pod's label set in ``ClusterState.pod_labels`` (-1: it counts for no selector).
     label_set: int = -1
+    #: ``ClusterState.usage_delta`` of ``request`` and ``nonzero``: what a bind adds to its node's row.
+    usage_delta: IntArray | None = None
 
 
 @dataclass(frozen=True)

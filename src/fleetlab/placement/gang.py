@@ -176,7 +176,7 @@ class GangPlacer:
             for count, mask in parts:
                 if not select_and_bind(self.scheduler, pod, count, mask, chosen):
                     for taken in reversed(chosen):
-                        state.release(taken, pod.request, pod.nonzero)
+                        state.release(taken, pod.request, pod.nonzero, -1, pod.usage_delta)
                     return None
             state.keep_trial(chosen)
             return chosen
@@ -186,7 +186,7 @@ class GangPlacer:
                     node = self.scheduler.select(pod, mask)
                     if node < 0:
                         return None
-                    state.bind(node, pod.request, pod.nonzero, pod.label_set)
+                    state.bind(node, pod.request, pod.nonzero, pod.label_set, pod.usage_delta)
                     chosen.append(node)
                     if dra is not None:
                         assert pod.spec.claims is not None
@@ -200,4 +200,4 @@ class GangPlacer:
                 for instance in reversed(held):
                     dra.release(pod, instance)
             for node in reversed(chosen):
-                state.release(node, pod.request, pod.nonzero, pod.label_set)
+                state.release(node, pod.request, pod.nonzero, pod.label_set, pod.usage_delta)

@@ -22,6 +22,7 @@ from fleetlab.placement.scheduler import (
     MAX_CHANGE_LOG,
     REBUILD_FROM,
     Scheduler,
+    _Incremental,
 )
 from fleetlab.placement.state import BoolArray
 
@@ -79,7 +80,7 @@ def select_and_bind(
     kept: only the node just taken changed, and it was one of them, so they stay, lose that node, or
     become that node alone; an array pass finds them again only when none is left."""
     state = scheduler.state
-    request, nonzero = pod.request, pod.nonzero
+    request, nonzero, delta = pod.request, pod.nonzero, pod.usage_delta
     bind, select, catch_up_nodes = state.bind, scheduler.select, scheduler.catch_up_nodes
     log = state.changes
     # One changed node never takes the batched catch-up or a rebuild (Scheduler._incremental's tests).
@@ -90,18 +91,9 @@ def select_and_bind(
     kept: object = None  # the cache ``tied`` was read from
     first_of_ties = scheduler._first_of_ties
     draws = TieDraws(scheduler.rng)
+    inc = _one_node_cache(scheduler, pod) if plain else None
     for k in range(count):
-        inc = pod.cache.get("incremental") if plain else None
-        if (
-            inc is not None
-            and inc.by_best
-            and inc.share is None
-            and len(log) == inc.log_pos + 1
-            and len(log) <= MAX_CHANGE_LOG
-            and inc.epoch == scheduler._epoch
-            and inc.topology == state.topology_generation
-            and not scheduler.caches_near_budget()
-        ):
+        if inc is not None and len(log) == inc.log_pos + 1 and len(log) <= MAX_CHANGE_LOG:
             node = log[-1]
             catch_up_nodes(pod, inc, (node,))
             inc.log_pos = len(log)
@@ -129,10 +121,28 @@ def select_and_bind(
             draws.settle()  # select draws from the same generator
             node = select(pod, mask)
             kept = None
+            inc = _one_node_cache(scheduler, pod) if plain else None
         if node < 0:
             draws.settle()
             return False
-        bind(node, request, nonzero)
+        bind(node, request, nonzero, -1, delta)
         chosen.append(node)
     draws.settle()
     return True
+
+
+def _one_node_cache(scheduler: Scheduler, pod: CompiledPod) -> _Incremental | None:
+    """The pod spec's cache where a round after a one-node change may take the one-node catch-up, as far as
+    a round's binds cannot change it: only ``select`` replaces the cache, moves the epoch or adds cached
+    specs, and the topology moves only between scheduling cycles; the change log's length is each round's."""
+    inc: _Incremental | None = pod.cache.get("incremental")
+    if (
+        inc is not None
+        and inc.by_best
+        and inc.share is None
+        and inc.epoch == scheduler._epoch
+        and inc.topology == scheduler.state.topology_generation
+        and not scheduler.caches_near_budget()
+    ):
+        return inc
+    return None

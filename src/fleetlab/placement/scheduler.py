@@ -242,6 +242,7 @@ class Scheduler:
             request_cols=cols,
             tolerations=tolerations,
             label_set=label_set,
+            usage_delta=state.usage_delta(request, nonzero),
         )
         self._compiled[spec] = pod
         return pod

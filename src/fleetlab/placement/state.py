@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
-#: A node's requested row, non-zero requested row and allocatable class as bytes (fixed widths, so equal
-#: bytes mean equal values): equal keys, equal fit and per-node scores. Bytes keep their hash once
+#: A node's row of usage (requested, non-zero requested, free, allocatable class) as bytes (fixed widths,
+#: so equal bytes mean equal values): equal keys, equal fit and per-node scores. Bytes keep their hash once
 #: computed, so every pod spec's memo looks one up without hashing the rows again.
 UsageKey = bytes
 
@@ -97,14 +97,21 @@ class ClusterState:
         _, alloc_class = np.unique(self.allocatable, axis=0, return_inverse=True)
         #: Nodes with identical allocatable share a class id (memo keys for per-node scores).
         self.alloc_class: list[int] = [int(c) for c in np.asarray(alloc_class).reshape(-1)]
-        #: Each node's class id as the last 8 bytes of its UsageKey (made once: nodes keep their class).
-        self._alloc_class_key = [c.to_bytes(8, "little", signed=True) for c in self.alloc_class]
         self.width = width
-        self.requested = np.zeros((n, width), dtype=np.int64)
-        #: ``requested`` element by element (``node * width + column``), for one-number reads on hot paths.
-        self.requested_at = int_elements(self.requested)
-        self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
-        self.free = self.allocatable.copy()
+        #: Per node one row of ``usage``: its requested (``width`` columns), non-zero requested (2), free
+        #: (``width``) and allocatable class (1). ``requested``, ``nonzero_requested`` and ``free`` are
+        #: views of it, so a bind or release is one row operation (``usage_delta``) and a UsageKey the
+        #: row's bytes.
+        self.row_width = 2 * width + 3
+        usage = np.zeros((n, self.row_width), dtype=np.int64)
+        self.requested = usage[:, :width]
+        self.nonzero_requested = usage[:, width : width + 2]
+        self.free = usage[:, width + 2 : 2 * width + 2]
+        self.free[:] = self.allocatable
+        usage[:, -1] = self.alloc_class
+        #: ``requested`` element by element (``node * row_width + column``), for one-number reads on hot
+        #: paths.
+        self.requested_at = int_elements(usage)
         self.ready = np.zeros(n, dtype=bool)
         self.ready_count = 0
         self.unschedulable = np.asarray([node.unschedulable for node in nodes], dtype=bool)
@@ -116,9 +123,9 @@ class ClusterState:
         self.image_nodes: dict[str, int] = {}
         #: Per image, the size each node reports for it (bytes; 0 where absent).
         self.image_sizes: dict[str, IntArray] = {}
-        #: Per node, its rows of ``requested``, ``free`` and ``nonzero_requested`` as views made once (a
-        #: bind or release updates them in place without indexing three arrays first).
-        self._usage_rows = [(self.requested[i], self.free[i], self.nonzero_requested[i]) for i in range(n)]
+        #: Per node, its row of ``usage`` as a view made once (a bind or release updates it in place
+        #: without indexing first).
+        self._usage_rows = [usage[i] for i in range(n)]
         self.pod_count = np.zeros(n, dtype=np.int64)
         self._pod_count_at = int_elements(self.pod_count)
         #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
@@ -161,30 +168,36 @@ class ClusterState:
             self.release_generation += 1
 
     # -- accounting of pods --------------------------------------------------------------------------
-    def bind(self, node: int, request: IntArray, nonzero: IntArray, label_set: int = -1) -> None:
-        """Add a pod's requests (``request`` has 1 in the pods column) to a node; a ``label_set`` of
-        ``pod_labels`` makes the pod count for spread and anti-affinity."""
-        if label_set >= 0:
-            self.pod_labels.add(node, label_set, 1)
+    def usage_delta(self, request: IntArray, nonzero: IntArray) -> IntArray:
+        """What binding a pod of ``request`` and ``nonzero`` adds to its node's row of usage (requested
+        up, non-zero requested up, free down, the class unchanged); a compiled pod keeps its own."""
+        return np.concatenate([request, nonzero, -request, [0]]).astype(np.int64)
+
+    def bind(
+        self, node: int, request: IntArray, nonzero: IntArray, labels: int = -1, adds: IntArray | None = None
+    ) -> None:
+        """Add a pod's requests (``request`` has 1 in the pods column) to a node; ``labels``, a label set
+        of ``pod_labels``, makes the pod count for spread and anti-affinity. ``adds``: the pod's
+        ``usage_delta``, where the caller keeps it."""
+        if labels >= 0:
+            self.pod_labels.add(node, labels, 1)
             if self.binds_can_help:
                 self.release_generation += 1
-        # In-place on row views: ``a[node] += x`` would also write the row back onto itself.
-        requested, free, counted = self._usage_rows[node]
-        requested += request
-        free -= request
-        counted += nonzero
+        # In-place on a row view: ``a[node] += x`` would also write the row back onto itself.
+        row = self._usage_rows[node]
+        row += self.usage_delta(request, nonzero) if adds is None else adds
         self._pod_count_at[node] += 1
         self.changes.append(node)
         self.usage_key[node] = None
 
-    def release(self, node: int, request: IntArray, nonzero: IntArray, label_set: int = -1) -> None:
-        """Remove a finished pod's requests from a node."""
-        if label_set >= 0:
-            self.pod_labels.add(node, label_set, -1)
-        requested, free, counted = self._usage_rows[node]
-        requested -= request
-        free += request
-        counted -= nonzero
+    def release(
+        self, node: int, request: IntArray, nonzero: IntArray, labels: int = -1, adds: IntArray | None = None
+    ) -> None:
+        """Remove a finished pod's requests from a node (``adds`` as for ``bind``)."""
+        if labels >= 0:
+            self.pod_labels.add(node, labels, -1)
+        row = self._usage_rows[node]
+        row -= self.usage_delta(request, nonzero) if adds is None else adds
         self._pod_count_at[node] -= 1
         self.release_generation += 1
         self.changes.append(node)
@@ -206,10 +219,9 @@ class ClusterState:
     def hold(self, node: int, delta: IntArray) -> None:
         """Take (``delta`` > 0) or give back room that no pod holds (a background load): placement sees it
         as requested; no pod is counted."""
-        requested, free, counted = self._usage_rows[node]
-        requested += delta
-        free -= delta
-        counted[0] += int(delta[self.cpu_col])
+        self.requested[node] += delta
+        self.free[node] -= delta
+        self.nonzero_requested[node, 0] += int(delta[self.cpu_col])
         self.hold_generation += 1
         if (delta < 0).any():
             self.release_generation += 1
@@ -219,9 +231,9 @@ class ClusterState:
     def node_usage_key(self, node: int) -> UsageKey:
         """The node's UsageKey, computed once per change of its usage and shared by every pod spec. Code
         that adjusts ``requested`` outside ``bind``/``release`` does it right after one of them, before any
-        scheduler reads the key."""
-        requested, _, counted = self._usage_rows[node]
-        key: bytes = requested.tobytes() + counted.tobytes() + self._alloc_class_key[node]
+        scheduler reads the key. Its free part adds nothing to the requested and class parts (free is
+        allocatable less requested, and the class fixes allocatable); it comes with the row's bytes."""
+        key: bytes = self._usage_rows[node].tobytes()
         self.usage_key[node] = key
         return key
 

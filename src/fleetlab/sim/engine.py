@@ -273,20 +273,22 @@ class Engine:
         sid = self.spec_of(job_index)
         compiled = self.compiled[sid]
         request, nonzero, label_set = compiled.request, compiled.nonzero, self._label_set[job_index]
+        delta = compiled.usage_delta
         g = self._spec_gpus[sid]
         on_bind, touched, node_pods, node_pool = self._on_bind, self.touched, self.node_pods, self._node_pool
         by_priority = self.bound_by_priority[self._priority[job_index]]  # no new set per bind
         image, image_size = self._image_name[job_index], self._image_size[job_index]
         data_size = self._data_size[job_index]  # most jobs download nothing: no call for them
-        push = self.events.push
+        push, stop_pending = self.events.push, book.stop_pending
+        bound_ms_at, image_wait_ms_at, data_ms_at = book.bound_ms_at, book.image_wait_ms_at, book.data_ms_at
         for pod, node, before in zip(pods, nodes, gpus_before, strict=True):
             if node_at[pod] >= 0 and end_ms_at[pod] < 0:
                 raise RuntimeError(
                     f"internal error: pod {pod} is bound twice (node {node_at[pod]} and {node})"
                 )
             if before < 0:
-                before = state.requested_at[node * state.width + state.gpu_col] if g else 0
-                state.bind(node, request, nonzero, label_set)
+                before = state.requested_at[node * state.row_width + state.gpu_col] if g else 0
+                state.bind(node, request, nonzero, label_set, delta)
             for hook in on_bind:
                 hook(pod, node, compiled, g)
             touched.add(node)
@@ -297,8 +299,8 @@ class Engine:
             self.bound_pods += 1
             by_priority.add(pod)
             node_at[pod] = node
-            book.bound_ms_at[pod] = now
-            book.stop_pending(pod, now)
+            bound_ms_at[pod] = now
+            stop_pending(pod, now)
             wait = 0
             if image is not None and image_size > 0:
                 have = self.image_ready[node].get(image)
@@ -307,8 +309,8 @@ class Engine:
                     self.image_ready[node][image] = have
                 wait = max(0, have - now)
             data = transfer_ms(data_size, node_pool[node].data_bandwidth) if data_size > 0 else 0
-            book.image_wait_ms_at[pod] = wait
-            book.data_ms_at[pod] = data
+            image_wait_ms_at[pod] = wait
+            data_ms_at[pod] = data
             push(now + wait + data, PREP_DONE, pod, attempt_at[pod])
 
     def prepared(self, pod: int) -> None:
@@ -338,9 +340,8 @@ class Engine:
                 job_ready_at[job_index] += 1
                 if job_ready_at[job_index] == self._pods[job_index] - self._pods_done_at[job_index]:
                     members = self.unfinished_pods(job_index)
-                    total = self.work.gang_ms(job_index, [node_at[p] for p in members]) or max(
-                        self.runtime_ms(job_index, node_at[p]) for p in members
-                    )
+                    nodes = [node_at[p] for p in members]
+                    total = self.work.gang_ms(job_index, nodes) or self.work.longest_on_ms(job_index, nodes)
                     self.start_each(members, total)
                 continue
             self.start_each((pod,), self.runtime_ms(job_index, node_at[pod]))
@@ -396,34 +397,31 @@ class Engine:
         (``finishing``), else the compute lost. Per job and spec its columns are read once."""
         state, book, c = self.state, self.book, self.counters
         attempt_at, pod_job, touched, node_pods = book.attempt_at, self._pod_job, self.touched, self.node_pods
-        on_stop, on_release, on_gone, pods_done_at = (
-            self._on_stop,
-            self._on_release,
-            self._on_gone,
-            self._pods_done_at,
-        )
-        key, now = (-1, -1), self.now
+        on_stop, on_release, on_gone = self._on_stop, self._on_release, self._on_gone
+        pods_done_at, now, node_at, spec_of = self._pods_done_at, self.now, book.node_at, self.spec_of
+        key_job = key_sid = -1
         handled = lost = 0
         for pod, attempt in zip(pods, attempts, strict=True):
             if attempt >= 0 and attempt != attempt_at[pod]:
                 continue  # evicted or re-timed since its finish event was scheduled
-            node = book.node_at[pod]
+            node = node_at[pod]
             job_index = pod_job[pod]
-            sid = self.spec_of(job_index)
-            if key != (job_index, sid):
-                key = (job_index, sid)
+            sid = spec_of(job_index)
+            if job_index != key_job or sid != key_sid:
+                key_job, key_sid = job_index, sid
                 compiled = self.compiled[sid]
                 request, nonzero, label_set = compiled.request, compiled.nonzero, self._label_set[job_index]
+                delta = compiled.usage_delta
                 g = self._spec_gpus[sid]
                 by_priority = self.bound_by_priority[self._priority[job_index]]
-            state.release(node, request, nonzero, label_set)
+            state.release(node, request, nonzero, label_set, delta)
             for stop in on_stop:
                 stop(pod)
             for hook in on_release:
                 hook(pod, node)
             touched.add(node)
             if g:
-                c.gpus_returned(g, state.requested_at[node * state.width + state.gpu_col] == 0)
+                c.gpus_returned(g, state.requested_at[node * state.row_width + state.gpu_col] == 0)
             node_pods[node].discard(pod)
             self.bound_pods -= 1
             by_priority.discard(pod)

@@ -17,7 +17,8 @@ MPS (``sharing.mps``) hands out replicas the same way but isolates its clients: 
 the GPU (n = replicas) whoever else runs, and only a pod declaring more than 1/n of the GPU's memory is
 OOM-killed (its own limit, ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``, is exceeded).
 
-Subscribes to ``bind``, ``release`` and ``run_end``; with time-sliced or MPS GPUs also ``start`` and ``stop``.
+Subscribes to ``bind`` and ``release`` (not on a cluster without GPUs) and ``run_end``; with time-sliced or
+MPS GPUs also ``start`` and ``stop``.
 May change: GPU devices, the nvidia.com/gpu column and GPU counters; asks to ``fail`` OOM-killed pods.
 """
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fleetlab.model.resources import GPU
-from fleetlab.placement.devices import MIG, PLAIN, TIME_SLICED, Holding, build_devices
+from fleetlab.placement.devices import MIG, PLAIN, TIME_SLICED, Holding, build_devices, gpu_slots
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.sim.handle import EngineHandle, ResultParts
 from fleetlab.sim.pod_pace import PodPace
@@ -70,10 +71,15 @@ class GpuTenancy:
         self.share_view = attach_share_view(sim)
         #: Whether every node's GPUs are plain (fixed, like ``time_sliced``).
         self.all_plain = bool((self.devices.kind == PLAIN).all())
+        #: No pool has a GPU of any kind (whole, shared, time-sliced or MIG; pools are fixed for the run)
+        #: and no share view scores binds: no pod can take a GPU, so ``bound`` and ``released`` would do
+        #: nothing for any pod and are not subscribed (two calls per pod fewer on a CPU-only cluster).
+        self.gpu_less = self.share_view is None and not any(gpu_slots(p) for p in sim.pools)
         on = sim.on
-        on.bind.append(self.bound)
-        on.bind_state_blind.append(self.state_blind)
-        on.release.append(self.released)
+        if not self.gpu_less:
+            on.bind.append(self.bound)
+            on.bind_state_blind.append(self.state_blind)
+            on.release.append(self.released)
         if self.time_sliced:
             on.start.append(self.started)
             on.stop.append(self.stopped)

@@ -53,7 +53,16 @@ class WorkRuntimes:
 
     def runtime_ms(self, job: int, node: int) -> int:
         """The job's full runtime on this node's GPU model."""
-        model = self._gpu_model[node]
+        return self.runtime_on_ms(job, self._gpu_model[node])
+
+    def longest_on_ms(self, job: int, nodes: Sequence[int]) -> int:
+        """The longest of the job's runtimes on ``nodes`` (at least one): ``max(runtime_ms(job, n) for n in
+        nodes)``, each distinct GPU model asked once (a gang's members mostly share one)."""
+        gpu_model = self._gpu_model
+        return max(self.runtime_on_ms(job, model) for model in {gpu_model[n] for n in nodes})
+
+    def runtime_on_ms(self, job: int, model: str | None) -> int:
+        """The job's full runtime on GPU ``model`` (None: a node without GPUs)."""
         column = self._columns.get(model)
         if column is None:
             column = self._columns[model] = int_elements(self._runtime_column(model))

@@ -11,7 +11,8 @@ in the timeline); the sum is updated when a pod starts, stops or changes speed, 
 allocated). Per sample: how many ready GPU nodes have a block of at least k GPUs for k in BLOCK_SIZES, and
 the cluster's largest block. Only nodes a bind or release touched are re-read (all when readiness changes).
 
-Subscribes to ``start`` and ``release``; the timeline recorder samples it after each step.
+Subscribes to ``start`` (not on a cluster without GPUs) and ``release``; the timeline recorder samples it
+after each step.
 May change: nothing (pod pace tells it a pod's new speed).
 """
 
@@ -22,6 +23,7 @@ from bisect import bisect_right
 import numpy as np
 
 from fleetlab.model.gpu_share import MILLI_PER_GPU
+from fleetlab.placement.devices import gpu_slots
 from fleetlab.sim.handle import EngineHandle
 
 #: Block sizes (free whole GPUs on one node) counted in the timeline, ascending.
@@ -64,13 +66,20 @@ class UsageMeter:
         #: Per node whether it has GPUs at all, and Python-int views of free resources and readiness (the
         #: arrays are never replaced): ``_refresh`` reads single cells, where numpy scalars cost most.
         self._has_gpus: list[bool] = (self.capacity > 0).tolist()
+        #: Some node has GPUs (fixed, as ``capacity``): without one no node is ever counted, so a touched
+        #: node's refresh would change nothing.
+        self._any_gpu_node = any(self._has_gpus)
         self._state = state
         self._free = state.free.data
         self._ready = state.ready.data
         self._gpu_col = state.gpu_col
         #: The job and pod spec ``_full_speed_milli`` answered last, and its answer.
         self._last_job, self._last_sid, self._last_milli = -1, -1, 0.0
-        sim.on.start.append(self.started)
+        #: No node has GPUs and no pool can bring one (pools are fixed for the run): every pod's full-speed
+        #: weight is 0, so ``started`` would record nothing and is not subscribed.
+        self.gpu_less = not self.capacity.any() and not any(gpu_slots(p) for p in sim.pools)
+        if not self.gpu_less:
+            sim.on.start.append(self.started)
         sim.on.release.append(self.released)
 
     # -- utilisation ---------------------------------------------------------------------------------
@@ -187,7 +196,7 @@ class UsageMeter:
             self.generation = generation
             self._rebuild()
             changed = True
-        elif dirty:
+        elif dirty and self._any_gpu_node:
             for node in dirty:
                 changed = self._refresh(node) or changed
         busy = self.busy_milli
