@@ -226,3 +226,12 @@ def test_runs_with_and_without_the_memo_write_the_same_bytes(
     assert none == 0
     if name == "kueue":
         assert replayed > 0  # the memo answered offers: the comparison is not vacuous
+
+
+def test_a_gang_free_to_use_every_node_is_always_tried() -> None:
+    # Every node in zone a: nothing narrows the gang's nodes, any release can help it.
+    w = World(["a", "a"], gang=2)
+    w.fill(0)
+    for trials in (1, 2, 3):
+        assert w.offer() == (False, trials, 1, 2)
+    assert w.retry.replayed == 0

@@ -14,7 +14,8 @@ trial-bound; while the fingerprint holds, a retry fails with the same effect on 
 generation moves by that number. The change log is left alone: the nodes the trial would log hold, after
 its rollback, the usage they held, and a cache catching them up computes the same rows. Groups whose trial
 reads anything else (pod labels, GPU shares, claims, a hook that makes room, another global scorer) are
-always tried.
+always tried, and so are groups that may use every ready node: any release can help them, so the
+fingerprint would rarely hold and would cost more than it saves (the workloads without Kueue).
 """
 
 from __future__ import annotations
@@ -84,7 +85,11 @@ class GangRetry:
             state.release_generation += failed.released
             self.replayed += 1
             return False
-        if not self.enabled or not self._can_replay(group, compiled, scheduler):
+        if (
+            not self.enabled
+            or not self._can_replay(group, compiled, scheduler)
+            or self._uses_every_node(compiled, scheduler)
+        ):
             return place_gang(group, pod, None)
         rng = scheduler.rng.bit_generator
         draws, generation, start = rng.state, state.release_generation, len(state.changes)
@@ -123,6 +128,11 @@ class GangRetry:
             return False
         members = failed.members
         return not any(members[node] for node in log[failed.log_pos :])
+
+    def _uses_every_node(self, pod: CompiledPod, scheduler: Scheduler) -> bool:
+        """Whether every ready node passes the pod's static filters (no zone or selector narrows them)."""
+        scheduler.static_mask(pod)
+        return len(pod.cache["static_nodes"]) >= self.state.ready_count
 
     def _fingerprint(self, pod: CompiledPod, scheduler: Scheduler) -> Fingerprint:
         """Everything a replayable trial reads that can change: the static filters' nodes (the topology
