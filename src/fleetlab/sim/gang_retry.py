@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from fleetlab.placement.framework import CompiledPod
 from fleetlab.placement.scheduler import Scheduler
-from fleetlab.placement.state import BoolArray, ClusterState
+from fleetlab.placement.state import BoolArray, ClusterState, IntArray
 from fleetlab.sim.spec_table import GroupPlan
 
 #: Global scorers whose scores read only static node facts (taints, labels), the images and the ready
@@ -69,6 +69,8 @@ class GangRetry:
         self._rooms = rooms
         self._failed: dict[int, FailedTrial] = {}
         self._replayable: dict[int, bool] = {}
+        #: Per group, its static filters' nodes when last read and how to read their rows (a slice or them).
+        self._rows: dict[int, tuple[IntArray, slice | IntArray]] = {}
         #: Offers answered from a failed trial (read by tests and benchmarks, in no output).
         self.replayed = 0
 
@@ -79,7 +81,8 @@ class GangRetry:
         failed = self._failed.get(group)
         key: Fingerprint | None = None
         if failed is not None and (
-            self._unchanged(failed) or (key := self._fingerprint(compiled, scheduler)) == failed.fingerprint
+            self._unchanged(failed)
+            or (key := self._fingerprint(group, compiled, scheduler)) == failed.fingerprint
         ):
             failed.log_pos, failed.cleared = len(state.changes), state.changes_cleared
             state.release_generation += failed.released
@@ -106,7 +109,7 @@ class GangRetry:
             self._failed.pop(group, None)  # the log cut short or a tie drawn: nothing to write again
             return False
         # The trial rolled every bind back: the rows it read are the rows now.
-        key = key or self._fingerprint(compiled, scheduler)
+        key = key or self._fingerprint(group, compiled, scheduler)
         members = failed.members if failed is not None and failed.fingerprint[0] == key[0] else None
         if members is None:
             members = scheduler.static_mask(compiled).tolist()
@@ -134,17 +137,24 @@ class GangRetry:
         scheduler.static_mask(pod)
         return len(pod.cache["static_nodes"]) >= self.state.ready_count
 
-    def _fingerprint(self, pod: CompiledPod, scheduler: Scheduler) -> Fingerprint:
+    def _fingerprint(self, group: int, pod: CompiledPod, scheduler: Scheduler) -> Fingerprint:
         """Everything a replayable trial reads that can change: the static filters' nodes (the topology
         generation), the images, and those nodes' requested and non-zero requested rows."""
         state = self.state
         scheduler.static_mask(pod)
-        nodes = pod.cache["static_nodes"]
+        nodes: IntArray = pod.cache["static_nodes"]
+        rows = self._rows.get(group)
+        if rows is None or rows[0] is not nodes:
+            # A zone's nodes are usually numbered together: a slice reads their rows without a copy.
+            whole = len(nodes) and int(nodes[-1]) - int(nodes[0]) + 1 == len(nodes)
+            rows = (nodes, slice(int(nodes[0]), int(nodes[-1]) + 1) if whole else nodes)
+            self._rows[group] = rows
+        at = rows[1]
         return (
             state.topology_generation,
             state.image_generation,
-            state.requested[nodes].tobytes(),
-            state.nonzero_requested[nodes].tobytes(),
+            state.requested[at].tobytes(),
+            state.nonzero_requested[at].tobytes(),
         )
 
     def _can_replay(self, group: int, pod: CompiledPod, scheduler: Scheduler) -> bool:
