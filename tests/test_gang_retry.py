@@ -94,11 +94,14 @@ def test_releases_in_the_other_zone_replay_the_failure_and_one_in_its_zone_retri
 
 def test_a_gang_with_no_node_at_all_replays_a_failure_that_moves_nothing() -> None:
     w = World(["a", "b"], gang=2)
-    w.fill(0)  # zone a full: the first select fails, nothing trial-bound
-    assert w.offer() == (False, 1, 0, 0)
+    w.fill(0)  # zone a full: no node fits one pod, the plan would stop at the fit count: no trial at all
+    assert w.offer() == (False, 0, 0, 0)
     w.fill(1)
     w.free(1)
-    assert w.offer() == (False, 1, 0, 0)
+    assert w.offer() == (False, 0, 0, 0)
+    assert w.retry.replayed == 1
+    w.free(0)  # a release in zone a: n0 fits one pod of the 2, so a trial binds it and rolls it back
+    assert w.offer() == (False, 1, 1, 2)
     assert w.retry.replayed == 1
 
 

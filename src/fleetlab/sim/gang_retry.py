@@ -69,8 +69,9 @@ class GangRetry:
         self._rooms = rooms
         self._failed: dict[int, FailedTrial] = {}
         self._replayable: dict[int, bool] = {}
-        #: Per group, its static filters' nodes when last read and how to read their rows (a slice or them).
-        self._rows: dict[int, tuple[IntArray, slice | IntArray]] = {}
+        #: Per group, its static filters' nodes when last read, how to read their rows (a slice or them)
+        #: and, per node, whether it is one of them.
+        self._rows: dict[int, tuple[IntArray, slice | IntArray, list[bool]]] = {}
         #: Offers answered from a failed trial (read by tests and benchmarks, in no output).
         self.replayed = 0
 
@@ -94,25 +95,28 @@ class GangRetry:
             or self._uses_every_node(compiled, scheduler)
         ):
             return place_gang(group, pod, None)
-        rng = scheduler.rng.bit_generator
-        draws, generation, start = rng.state, state.release_generation, len(state.changes)
-        if place_gang(group, pod, None):
-            self._failed.pop(group, None)
-            return True
-        released = state.release_generation - generation
-        written = state.changes[start:]
-        if (
-            len(written) != 2 * released
-            or written[:released] != written[released:][::-1]
-            or rng.state != draws
-        ):
-            self._failed.pop(group, None)  # the log cut short or a tie drawn: nothing to write again
-            return False
+        if scheduler.fit_count(compiled):
+            rng = scheduler.rng.bit_generator
+            draws, generation, start = rng.state, state.release_generation, len(state.changes)
+            if place_gang(group, pod, None):
+                self._failed.pop(group, None)
+                return True
+            released = state.release_generation - generation
+            written = state.changes[start:]
+            if (
+                len(written) != 2 * released
+                or written[:released] != written[released:][::-1]
+                or rng.state != draws
+            ):
+                self._failed.pop(group, None)  # the log cut short or a tie drawn: nothing to write again
+                return False
+        else:
+            # No node fits even one pod: the gang's plan stops at this same test, binding and drawing
+            # nothing (GangPlacer.plan), and no hook makes room (a replayable group has none).
+            released = 0
         # The trial rolled every bind back: the rows it read are the rows now.
         key = key or self._fingerprint(group, compiled, scheduler)
-        members = failed.members if failed is not None and failed.fingerprint[0] == key[0] else None
-        if members is None:
-            members = scheduler.static_mask(compiled).tolist()
+        members = self._rows[group][2]
         self._failed[group] = FailedTrial(key, released, members, len(state.changes), state.changes_cleared)
         return False
 
@@ -147,7 +151,8 @@ class GangRetry:
         if rows is None or rows[0] is not nodes:
             # A zone's nodes are usually numbered together: a slice reads their rows without a copy.
             whole = len(nodes) and int(nodes[-1]) - int(nodes[0]) + 1 == len(nodes)
-            rows = (nodes, slice(int(nodes[0]), int(nodes[-1]) + 1) if whole else nodes)
+            at = slice(int(nodes[0]), int(nodes[-1]) + 1) if whole else nodes
+            rows = (nodes, at, scheduler.static_mask(pod).tolist())
             self._rows[group] = rows
         at = rows[1]
         return (
