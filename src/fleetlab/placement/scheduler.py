@@ -339,6 +339,7 @@ class Scheduler:
         log = state.changes
         if len(log) > MAX_CHANGE_LOG:
             log.clear()
+            state.changes_cleared += 1
             self._epoch += 1
         inc: _Incremental | None = pod.cache.get("incremental")
         rebuilt = False

@@ -120,6 +120,8 @@ class ClusterState:
         self.pod_labels = PodLabelCounts(self.labels)
         self.taint_classes = _taint_classes(nodes)
         self.images: dict[str, BoolArray] = {}
+        #: Bumped whenever a node gains or loses an image or an image's size on a node changes.
+        self.image_generation = 0
         self.image_nodes: dict[str, int] = {}
         #: Per image, the size each node reports for it (bytes; 0 where absent).
         self.image_sizes: dict[str, IntArray] = {}
@@ -130,6 +132,8 @@ class ClusterState:
         self._pod_count_at = int_elements(self.pod_count)
         #: Node indices whose usage changed, in order; schedulers rescore only these incrementally.
         self.changes: list[int] = []
+        #: How many times ``changes`` was emptied (a position in it holds only while this is unchanged).
+        self.changes_cleared = 0
         #: Per node, its UsageKey (None until asked for since its usage last changed).
         self.usage_key: list[UsageKey | None] = [None] * n
         #: Bumped whenever a change could make a previously unschedulable pod fit.
@@ -247,10 +251,21 @@ class ClusterState:
             self.images[image] = present
             self.image_nodes[image] = 0
             self.image_sizes[image] = np.zeros(self.n, dtype=np.int64)
-        self.image_sizes[image][node] = size
+        sizes = self.image_sizes[image]
+        if not present[node] or sizes[node] != size:
+            self.image_generation += 1
+        sizes[node] = size
         if not present[node]:
             present[node] = True
             self.image_nodes[image] += 1
+
+    def forget_images(self, node: int) -> None:
+        """The node holds no image any more (a new or rebuilt node)."""
+        for image, present in self.images.items():
+            if present[node]:
+                present[node] = False
+                self.image_nodes[image] -= 1
+                self.image_generation += 1
 
     def has_image(self, node: int, image: str) -> bool:
         """Whether ``node`` already holds ``image``."""

@@ -39,6 +39,7 @@ from fleetlab.sim.events import (
     transfer_ms,
 )
 from fleetlab.sim.gang_binds import gpus_before_each, trial_binds_stay
+from fleetlab.sim.gang_retry import GangRetry
 from fleetlab.sim.handle import (
     BindHook,
     CreateHook,
@@ -160,6 +161,7 @@ class Engine:
         self.spec_ids, self.compiled, self.spec_profile = specs.spec_ids, specs.compiled, specs.spec_profile
         self.job_spec, self.groups = specs.job_spec, specs.groups
         self._spec_gpus, self._group_plan = specs.gpus, specs.plans
+        self.gang_retry = GangRetry(self.state, self._group_plan, self._place_gang, self.on.make_gang_room)
         self._multi_gang, self._placed_as_gang = specs.multi_gang, specs.placed_as_gang
         self.node_pods: list[set[int]] = [set() for _ in range(self.state.n)]
         self.work = WorkRuntimes(self)
@@ -247,11 +249,7 @@ class Engine:
 
     def forget_images(self, node: int) -> None:
         """A new or rebuilt node starts with an empty image cache (pulls are paid again)."""
-        state = self.state
-        for image, present in state.images.items():
-            if present[node]:
-                present[node] = False
-                state.image_nodes[image] -= 1
+        self.state.forget_images(node)
         self.image_ready[node].clear()
 
     def cordon(self, node: int, unschedulable: bool) -> None:
@@ -466,7 +464,7 @@ class Engine:
         """One scheduling attempt for a queue entry: a pod, or a whole gang."""
         compiled, scheduler, _, gang_size, _, preempts = self._group_plan[group_id]
         if gang_size:
-            return self._place_gang(group_id, pod, None)
+            return self.gang_retry.place(group_id, pod)
         node = scheduler.select(compiled)
         if node < 0:
             if preempts:
