@@ -49,11 +49,27 @@ def select_victims_on_node(
 ) -> list[Victim] | None:
     """SelectVictimsOnNode: the minimal set of lower-priority pods whose removal lets ``pod`` fit."""
     cols = pod.request_cols
-    return _victims_on_columns(free[cols].tolist(), pod.request[cols].tolist(), cols, priority, pods_on_node)
+    need = pod.request[cols].tolist()
+    return _victims_on_columns(free[cols].tolist(), need, _RequestParts(cols), priority, pods_on_node)
+
+
+class _RequestParts:
+    """Victims' requests on the preemptor's requested columns, as Python integers, once per request array
+    (the pods of one spec share it). The array is kept beside its part, so its ``id`` stays its own."""
+
+    def __init__(self, cols: IntArray) -> None:
+        self.cols = cols
+        self.parts: dict[int, tuple[IntArray, list[int]]] = {}
+
+    def of(self, request: IntArray) -> list[int]:
+        known = self.parts.get(id(request))
+        if known is None:
+            known = self.parts[id(request)] = (request, request[self.cols].tolist())
+        return known[1]
 
 
 def _victims_on_columns(
-    room: list[int], need: list[int], cols: IntArray, priority: int, pods_on_node: Sequence[Victim]
+    room: list[int], need: list[int], parts_of: _RequestParts, priority: int, pods_on_node: Sequence[Victim]
 ) -> list[Victim] | None:
     """``select_victims_on_node`` on the pod's requested columns only (the only ones its fit reads), as
     Python integers: a dry run tries a hundred nodes or more, each with a few pods, and a numpy operation
@@ -61,7 +77,8 @@ def _victims_on_columns(
     lower = [v for v in pods_on_node if v.priority < priority]
     if not lower:
         return None
-    parts = [v.request[cols].tolist() for v in lower]
+    of = parts_of.of
+    parts = [of(v.request) for v in lower]
     for part in parts:
         room = [r + x for r, x in zip(room, part, strict=True)]
     if any(r < n for r, n in zip(room, need, strict=True)):
@@ -113,19 +130,23 @@ def find_preemption(
         static = static & scheduler.pod_filters_pass(pod)
     cols = pod.request_cols
     resolvable = (state.allocatable[:, cols] >= pod.request[cols]).all(axis=1)
-    helps = ((state.free[:, cols] + reclaimable[:, cols]) >= pod.request[cols]).all(axis=1)
+    free = state.free[:, cols]
+    helps = ((free + reclaimable[:, cols]) >= pod.request[cols]).all(axis=1)
     potential = np.flatnonzero(static & resolvable & helps & ~scheduler._incremental(pod).fits)
     if len(potential) == 0:
         return None
     n = state.n
     budget = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
     offset = int(scheduler.rng.integers(len(potential)))
-    order = [int(x) for x in np.roll(potential, -offset)]
+    rolled = np.roll(potential, -offset)
+    order: list[int] = rolled.tolist()
+    rooms: list[list[int]] = free[rolled].tolist()
     candidates: dict[int, list[Victim]] = {}
     scanned: list[int] = []
     need = pod.request[cols].tolist()
-    for node in order:
-        victims = _victims_on_columns(state.free[node, cols].tolist(), need, cols, priority, pods_on(node))
+    parts_of = _RequestParts(cols)
+    for node, room in zip(order, rooms, strict=True):
+        victims = _victims_on_columns(room, need, parts_of, priority, pods_on(node))
         if victims:
             candidates[node] = victims
             scanned.append(node)
