@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import add, ge, sub
 
 import numpy as np
 
@@ -80,15 +81,15 @@ def _victims_on_columns(
     of = parts_of.of
     parts = [of(v.request) for v in lower]
     for part in parts:
-        room = [r + x for r, x in zip(room, part, strict=True)]
-    if any(r < n for r, n in zip(room, need, strict=True)):
+        room = list(map(add, room, part))  # (map over builtins: no Python frame per value)
+    if not all(map(ge, room, need)):
         return None
     # MoreImportantPod: higher priority first, then earlier start.
     order = sorted(range(len(lower)), key=lambda i: (-lower[i].priority, lower[i].start_ms, lower[i].pod))
     victims: list[Victim] = []
     for i in order:
-        trial = [r - x for r, x in zip(room, parts[i], strict=True)]
-        if all(t >= n for t, n in zip(trial, need, strict=True)):
+        trial = list(map(sub, room, parts[i]))
+        if all(map(ge, trial, need)):
             room = trial  # reprieved: the pod stays
         else:
             victims.append(lower[i])
@@ -140,13 +141,13 @@ def find_preemption(
     offset = int(scheduler.rng.integers(len(potential)))
     rolled = np.roll(potential, -offset)
     order: list[int] = rolled.tolist()
-    rooms: list[list[int]] = free[rolled].tolist()
+    rooms = free[rolled]  # a row made a list only when its node is scanned: the scan stops at the budget
     candidates: dict[int, list[Victim]] = {}
     scanned: list[int] = []
     need = pod.request[cols].tolist()
     parts_of = _RequestParts(cols)
-    for node, room in zip(order, rooms, strict=True):
-        victims = _victims_on_columns(room, need, parts_of, priority, pods_on(node))
+    for k, node in enumerate(order):
+        victims = _victims_on_columns(rooms[k].tolist(), need, parts_of, priority, pods_on(node))
         if victims:
             candidates[node] = victims
             scanned.append(node)
