@@ -94,6 +94,8 @@ NOT_RUN = {
     "fleetlab cost profile": "times PyTorch training steps (pip install 'fleetlab[profile]'); "
     "tests/test_profile_recorder.py runs it where torch is installed",
     "fleetlab plan profile": "as fleetlab cost profile",
+    "fleetlab --show-completion": "prints the completion script of the shell above the process (none in a detached "
+    "run); tests/test_cli_conventions.py checks the script with the shell named",
 }
 #: Exit codes that mean "ran as documented" for commands that report a finding with their status.
 FINDING_EXIT = {"diagnose": (0, 1), "lint": (0, 1), "check": (0, 1)}
