@@ -21,10 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetlab.admission import preemption
+from fleetlab.admission.flavors import _WORST, GranularMode, PreemptionMode, is_preferred
 from fleetlab.admission.manager import AdmissionManager, Workload
 from fleetlab.admission.nomination_cache import NominationCache
 from fleetlab.admission.preemption import ClassicPreemption
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.model.queues import FlavorFungibility
 from test_admission import config, cq, quota, wl, worlds
 
 POLICY = st.fixed_dictionaries(
@@ -179,3 +181,17 @@ def test_a_head_of_the_same_shape_reuses_the_nomination_until_the_state_moves() 
     m.tree.add_cq_usage("a", {FlavorResource("default", "nvidia.com/gpu"): 1})
     assert m.cycle(2) == []
     assert seen == ["w0", "w2"]
+
+
+def test_against_no_flavor_chosen_is_preferred_is_not_no_fit() -> None:
+    """``_find_flavor`` compares the first flavor it keeps with ``_WORST`` (nothing chosen) without calling
+    ``is_preferred``: the answer is "the mode is not NoFit", for every mode, borrowing level and
+    preference (upstream ``isPreferred``: a NoFit ``a`` loses, else a NoFit ``b`` loses)."""
+    both = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+    for preference in ("BorrowingOverPreemption", "PreemptionOverBorrowing", None):
+        spec = {**both, "preference": preference} if preference else {}
+        fungibility = FlavorFungibility.model_validate(spec)
+        for mode in PreemptionMode:
+            for borrow in (0, 1, 2, 1 << 62):
+                candidate = GranularMode(mode, borrow)
+                assert is_preferred(candidate, _WORST, fungibility) == (mode != PreemptionMode.NO_FIT)

@@ -513,7 +513,8 @@ def _find_flavor(
         if not should_try_next_flavor(mode, fungibility):
             best, best_mode = assignments, mode
             break
-        if is_preferred(mode, best_mode, fungibility):
+        # (against nothing chosen yet, ``is_preferred`` is "not NoFit")
+        if is_preferred(mode, best_mode, fungibility) if best_mode is not _WORST else mode[0] != _P_NO_FIT:
             best, best_mode = assignments, mode
     if best_mode[0] == _P_FIT:
         return best, [], ""
