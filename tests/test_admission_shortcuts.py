@@ -21,10 +21,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetlab.admission import preemption
+from fleetlab.admission.flavors import (
+    _WORST,
+    GranularMode,
+    PreemptionMode,
+    is_preferred,
+    should_try_next_flavor,
+)
 from fleetlab.admission.manager import AdmissionManager, Workload
 from fleetlab.admission.nomination_cache import NominationCache
 from fleetlab.admission.preemption import ClassicPreemption
 from fleetlab.admission.tree import FlavorResource, Node, ResourceTree
+from fleetlab.model.queues import FlavorFungibility
 from test_admission import config, cq, quota, wl, worlds
 
 POLICY = st.fixed_dictionaries(
@@ -179,3 +187,27 @@ def test_a_head_of_the_same_shape_reuses_the_nomination_until_the_state_moves() 
     m.tree.add_cq_usage("a", {FlavorResource("default", "nvidia.com/gpu"): 1})
     assert m.cycle(2) == []
     assert seen == ["w0", "w2"]
+
+
+def test_the_flavor_loop_shortcuts_give_the_answers_of_the_calls() -> None:
+    """``_find_flavor`` compares the first flavor it keeps with ``_WORST`` (nothing chosen) without calling
+    ``is_preferred``: the answer is "the mode is not NoFit", for every mode, borrowing level and
+    preference (upstream ``isPreferred``: a NoFit ``a`` loses, else a NoFit ``b`` loses). And it goes on
+    to the next flavor after NoFit or NoCandidates without calling ``should_try_next_flavor``, whatever
+    the fungibility (upstream ``shouldTryNextFlavor`` returns true for both first)."""
+    both = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+    specs: list[dict[str, str]] = [
+        {},
+        {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"},
+        both,
+        {**both, "preference": "BorrowingOverPreemption"},
+        {**both, "preference": "PreemptionOverBorrowing"},
+    ]
+    for spec in specs:
+        fungibility = FlavorFungibility.model_validate(spec)
+        for mode in PreemptionMode:
+            for borrow in (0, 1, 2, 1 << 62):
+                candidate = GranularMode(mode, borrow)
+                assert is_preferred(candidate, _WORST, fungibility) == (mode != PreemptionMode.NO_FIT)
+                if mode <= PreemptionMode.NO_CANDIDATES:
+                    assert should_try_next_flavor(candidate, fungibility)

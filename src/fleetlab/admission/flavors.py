@@ -510,10 +510,12 @@ def _find_flavor(
             assignments[resource] = _resource_assignment(flavor, _ASSIGNMENT_MODE[pmode], borrow)
         if mode[0] == _P_NO_FIT and (not least_severe or _SEVERITY[flavor_reason] < _SEVERITY[least_severe]):
             least_severe = flavor_reason
-        if not should_try_next_flavor(mode, fungibility):
+        # (NoFit and NoCandidates always try the next flavor: the usual answer at saturation, no call)
+        if mode[0] > _P_NO_CANDIDATES and not should_try_next_flavor(mode, fungibility):
             best, best_mode = assignments, mode
             break
-        if is_preferred(mode, best_mode, fungibility):
+        # (against nothing chosen yet, ``is_preferred`` is "not NoFit")
+        if is_preferred(mode, best_mode, fungibility) if best_mode is not _WORST else mode[0] != _P_NO_FIT:
             best, best_mode = assignments, mode
     if best_mode[0] == _P_FIT:
         return best, [], ""
