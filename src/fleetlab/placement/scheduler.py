@@ -96,8 +96,7 @@ class _Incremental:
     #: Whether ``best`` alone decides ``select`` (no global scorer applies and the pod depends on no other
     #: pods); None until the first ``select``, which decides it from the pod's cached global scorers.
     by_best: bool | None = None
-    #: What fits and per-node scores read of the pod (request and non-zero request vectors): specs equal
-    #: here (one shape admitted to flavors in two zones) share the usage memo and one batched row.
+    #: The request and non-zero request vectors' bytes, all that fits and per-node scores read of the pod.
     scoring: bytes = b""
 
 
@@ -197,8 +196,7 @@ class Scheduler:
         #: Every per-node scorer scores many pod specs in one pass: large catch-ups are done together.
         self._batched = all(plugin.rows_batched for plugin, _ in self.local_scorers)
         self._rows = _Rows(state.n)
-        #: Per scoring key (``_Incremental.scoring``): the usage memo its specs share.
-        self._memos: dict[bytes, dict[UsageKey, tuple[bool, int]]] = {}
+        self._memos: dict[bytes, dict[UsageKey, tuple[bool, int]]] = {}  # per ``_Incremental.scoring``
 
     # -- compile -------------------------------------------------------------------------------------
     def compile(self, spec: PodSpec) -> CompiledPod:
@@ -451,19 +449,16 @@ class Scheduler:
         at = np.ix_(rows, nodes)
         store = self._rows
         first: dict[bytes, int] = {}  # each scoring key fitted and scored once, on its first spec
-        pods: list[CompiledPod] = []
-        for pod, inc in members:
-            if first.setdefault(inc.scoring, len(pods)) == len(pods):
-                pods.append(pod)
+        each = [first.setdefault(inc.scoring, len(first)) for inc in incs]
+        pods = [members[each.index(i)][0] for i in range(len(first))]
         requests = np.stack([pod.request for pod in pods])
         free = state.free[nodes]
         fits = ((free[None, :, :] >= requests[:, None, :]) | (requests[:, None, :] <= 0)).all(axis=2)
         total = np.zeros(fits.shape, dtype=np.int64)
         for plugin, weight in self.local_scorers:
             total += weight * plugin.score_rows(state, pods, nodes)
-        if len(pods) < len(members):
-            each = np.fromiter((first[inc.scoring] for inc in incs), dtype=np.int64, count=len(incs))
-            fits, total = fits[each], total[each]
+        if len(pods) < len(members):  # a zone's twin takes its key's rows, then its own static mask
+            fits, total = np.take(fits, each, axis=0), np.take(total, each, axis=0)
         fits &= store.static[at]
         store.best[at] = np.where(fits, total, UNFIT)
         before = np.count_nonzero(store.fits[at], axis=1)
