@@ -81,8 +81,8 @@ class _Incremental:
     #: is a max over this one array.
     best: IntArray
     #: The pod's (column, amount) requests, its share of one GPU (None: whole GPUs or none), and its
-    #: usage-key memo (kept across rebuilds in ``pod.cache``): per node usage, whether the pod fits by its
-    #: resources and the value ``best`` takes there.
+    #: usage-key memo (one per scoring key, kept across rebuilds): per node usage, whether the pod fits
+    #: by its resources and the value ``best`` takes there.
     wanted: list[tuple[int, int]]
     share: tuple[int, int] | None
     memo: dict[UsageKey, tuple[bool, int]]
