@@ -28,12 +28,22 @@ def _nodes(shapes: list[tuple[int, int, int]]) -> list[NodeInfo]:
         NodeInfo(
             name=f"n{i}",
             pool=0,
-            labels={"kubernetes.io/hostname": f"n{i}"},
+            labels={"kubernetes.io/hostname": f"n{i}", ZONE: ZONES[i % 3 % 2]},
             taints=(),
             allocatable={"cpu": cpu, "memory": mem, "pods": 110, "nvidia.com/gpu": gpus},
         )
         for i, (cpu, mem, gpus) in enumerate(shapes)
     ]
+
+
+ZONE = "topology.kubernetes.io/zone"
+#: Nodes 0, 2, 3, 5, 6, ... in zone-a, 1, 4, 7, ... in zone-b.
+ZONES = ("zone-a", "zone-b")
+
+
+def _in_zone(spec: PodSpec, zone: str) -> PodSpec:
+    """The spec with a zone node selector, as a Kueue ResourceFlavor's nodeLabels inject it."""
+    return PodSpec(requests=spec.requests, node_selector=((ZONE, zone),))
 
 
 @settings(max_examples=40, deadline=None)
@@ -49,7 +59,7 @@ def _nodes(shapes: list[tuple[int, int, int]]) -> list[NodeInfo]:
     ),
     policy=st.sampled_from(["default", "least-allocated", "most-allocated", "bin-packing"]),
     version=st.sampled_from(["1.35", "1.36"]),
-    ops=st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=80),
+    ops=st.lists(st.tuples(st.integers(0, 7), st.booleans()), min_size=1, max_size=80),
     batch_from=st.sampled_from([None, 0, 2]),
 )
 def test_incremental_equals_rebuild(
@@ -59,8 +69,9 @@ def test_incremental_equals_rebuild(
     ops: list[tuple[int, bool]],
     batch_from: int | None,
 ) -> None:
-    """Random binds and releases of four pod specs; after each, every spec's cache equals a fresh
-    scheduler's full computation. ``batch_from`` 0 or 2 makes (nearly) every catch-up the one vector pass
+    """Random binds and releases of eight pod specs (four shapes, and three of them again with a zone
+    node selector: twins that share the usage memo and one batched row); after each, every spec's cache
+    equals a fresh scheduler's full computation. ``batch_from`` 0 or 2 makes (nearly) every catch-up the one vector pass
     over all specs behind (``Scheduler._catch_up_together``, from one spec behind on); None keeps the
     default thresholds (with four specs: one node at a time)."""
     if batch_from is None:
@@ -86,6 +97,8 @@ def _incremental_equals_rebuild(
         PodSpec(requests=(("cpu", 1000), ("memory", GI))),
         PodSpec(requests=(("memory", 2 * GI),)),
     ]
+    specs += [_in_zone(specs[0], "zone-a"), _in_zone(specs[0], "zone-b"), _in_zone(specs[1], "zone-b")]
+    specs.append(_in_zone(specs[2], "zone-a"))
     compiled = [scheduler.compile(s) for s in specs]
     placed: list[tuple[int, int]] = []
     for which, release in ops:
@@ -220,3 +233,32 @@ def test_score_rows_equal_score_per_pod(
         for i, pod in enumerate(specs):
             alone = plugin.score(state, pod, nodes)
             assert np.array_equal(rows[i], np.zeros(state.n, dtype=np.int64) if alone is None else alone)
+
+
+def test_zone_twins_share_memo_and_rows() -> None:
+    """One shape selected into zone-a and into zone-b (nodes 0, 2, 3 and node 1): both share the usage
+    memo of the shape without a selector, and after a batched catch-up each equals that shape's row on its
+    own zone's nodes and is UNFIT on the other zone's."""
+    state = ClusterState(_nodes([(32000, 64 * GI, 8)] * 4))
+    for i in range(state.n):
+        state.set_ready(i)
+    scheduler = Scheduler(state, resolve_profile(SchedulerConfig()))
+    shape = PodSpec(requests=(("cpu", 2000), ("memory", 8 * GI), ("nvidia.com/gpu", 1)))
+    plain, in_a, in_b = (
+        scheduler.compile(s) for s in (shape, _in_zone(shape, "zone-a"), _in_zone(shape, "zone-b"))
+    )
+    incs = [scheduler._incremental(p) for p in (plain, in_a, in_b)]
+    assert incs[0].memo is incs[1].memo is incs[2].memo
+    for node in (0, 1):  # one bind in each zone: both zones' rows change
+        state.bind(node, plain.request, plain.nonzero)
+    with (
+        mock.patch.object(scheduler_module, "BATCH_FROM", 0),
+        mock.patch.object(scheduler_module, "BATCH_SPECS", 1),
+    ):
+        scheduler._incremental(in_a)  # the one vector pass brings all three up to date
+    assert all(inc.log_pos == len(state.changes) for inc in incs)
+    best = incs[0].best
+    assert best[0] == best[1] < best[2] == best[3]  # a used node scores below an empty one (LeastAllocated)
+    assert list(incs[1].best) == [best[0], UNFIT, best[2], best[3]]
+    assert list(incs[2].best) == [UNFIT, best[1], UNFIT, UNFIT]
+    assert [inc.n_fit for inc in incs] == [4, 3, 1]

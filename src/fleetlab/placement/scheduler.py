@@ -81,8 +81,8 @@ class _Incremental:
     #: is a max over this one array.
     best: IntArray
     #: The pod's (column, amount) requests, its share of one GPU (None: whole GPUs or none), and its
-    #: usage-key memo (kept across rebuilds in ``pod.cache``): per node usage, whether the pod fits by its
-    #: resources and the value ``best`` takes there.
+    #: usage-key memo (one per scoring key, kept across rebuilds): per node usage, whether the pod fits
+    #: by its resources and the value ``best`` takes there.
     wanted: list[tuple[int, int]]
     share: tuple[int, int] | None
     memo: dict[UsageKey, tuple[bool, int]]
@@ -96,6 +96,8 @@ class _Incremental:
     #: Whether ``best`` alone decides ``select`` (no global scorer applies and the pod depends on no other
     #: pods); None until the first ``select``, which decides it from the pod's cached global scorers.
     by_best: bool | None = None
+    #: The request and non-zero request vectors' bytes, all that fits and per-node scores read of the pod.
+    scoring: bytes = b""
 
 
 class _Rows:
@@ -194,6 +196,7 @@ class Scheduler:
         #: Every per-node scorer scores many pod specs in one pass: large catch-ups are done together.
         self._batched = all(plugin.rows_batched for plugin, _ in self.local_scorers)
         self._rows = _Rows(state.n)
+        self._memos: dict[bytes, dict[UsageKey, tuple[bool, int]]] = {}  # per ``_Incremental.scoring``
 
     # -- compile -------------------------------------------------------------------------------------
     def compile(self, spec: PodSpec) -> CompiledPod:
@@ -308,6 +311,7 @@ class Scheduler:
                 scores = plugin.score(state, pod, nodes)
                 if scores is not None:
                     local[nodes] += weight * scores
+        scoring = pod.request.tobytes() + pod.nonzero.tobytes()
         previous: _Incremental | None = pod.cache.get("incremental")
         row = previous.row if previous is not None else self._rows.take()
         rows = self._rows
@@ -324,11 +328,12 @@ class Scheduler:
             rows.best[row],
             [(int(c), int(pod.request[c])) for c in pod.request_cols],
             pod.spec.gpu_share if any(pod.spec.gpu_share) else None,
-            pod.cache.setdefault("memo", {}),
+            self._memos.setdefault(scoring, {}),
             rows.best[row].data,
             rows.fits[row].data,
             rows.static[row].data,
             row,
+            scoring=scoring,
         )
         rows.attach(inc)
         return inc
@@ -439,18 +444,22 @@ class Scheduler:
                 since, changed = earliest, wider
         members = [(pod, inc) for pod, inc in behind if inc.log_pos >= since]
         nodes = np.fromiter(sorted(changed), dtype=np.int64, count=len(changed))
-        pods = [pod for pod, _ in members]
         incs = [inc for _, inc in members]
         rows = np.fromiter((inc.row for inc in incs), dtype=np.int64, count=len(incs))
         at = np.ix_(rows, nodes)
         store = self._rows
+        first: dict[bytes, int] = {}  # each scoring key fitted and scored once, on its first spec
+        each = [first.setdefault(inc.scoring, len(first)) for inc in incs]
+        pods = [members[each.index(i)][0] for i in range(len(first))]
         requests = np.stack([pod.request for pod in pods])
         free = state.free[nodes]
         fits = ((free[None, :, :] >= requests[:, None, :]) | (requests[:, None, :] <= 0)).all(axis=2)
-        fits &= store.static[at]
         total = np.zeros(fits.shape, dtype=np.int64)
         for plugin, weight in self.local_scorers:
             total += weight * plugin.score_rows(state, pods, nodes)
+        if len(pods) < len(members):  # a zone's twin takes its key's rows, then its own static mask
+            fits, total = np.take(fits, each, axis=0), np.take(total, each, axis=0)
+        fits &= store.static[at]
         store.best[at] = np.where(fits, total, UNFIT)
         before = np.count_nonzero(store.fits[at], axis=1)
         store.fits[at] = fits
