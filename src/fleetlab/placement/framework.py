@@ -170,7 +170,9 @@ class ScorePlugin(ABC):
     """A Score extension point (with its NormalizeScore folded in); returns None to Skip.
 
     ``per_node`` plugins score a node from that node's state alone (no normalisation across nodes), so
-    the scheduler may cache their scores and rescore only the nodes a bind or release changed.
+    the scheduler may cache their scores and rescore only the nodes a bind or release changed. Of the pod
+    they read only its request and non-zero request vectors: pod specs equal in those share one cache of
+    scores by node usage (specs that differ only by a selector, such as one shape per zone).
     """
 
     name: ClassVar[str]

@@ -145,14 +145,14 @@ class GangRetry:
         """Everything a replayable trial reads that can change: the static filters' nodes (the topology
         generation), the images, and those nodes' requested and non-zero requested rows."""
         state = self.state
-        scheduler.static_mask(pod)
+        mask = scheduler.static_mask(pod)
         nodes: IntArray = pod.cache["static_nodes"]
         rows = self._rows.get(group)
         if rows is None or rows[0] is not nodes:
             # A zone's nodes are usually numbered together: a slice reads their rows without a copy.
             whole = len(nodes) and int(nodes[-1]) - int(nodes[0]) + 1 == len(nodes)
             at = slice(int(nodes[0]), int(nodes[-1]) + 1) if whole else nodes
-            rows = (nodes, at, scheduler.static_mask(pod).tolist())
+            rows = (nodes, at, mask.tolist())
             self._rows[group] = rows
         at = rows[1]
         return (
