@@ -19,17 +19,38 @@ from pathlib import Path
 import pytest
 
 from fleetlab import compiled
-from fleetlab.compiled import COMPILED_MODULES, PURE_ENV, RECORD_NAME, make_record, pure_reason, source_path
+from fleetlab.compiled import (
+    COMPILED_MODULES,
+    PURE_ENV,
+    RECORD_NAME,
+    dependencies,
+    make_record,
+    pure_reason,
+    source_digest,
+    source_path,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tree(tmp_path: Path) -> Path:
-    """A package tree with every compiled module's source (small, distinct bodies)."""
+    """A package tree with every compiled module's source (small, distinct bodies); ``tree`` imports a model
+    module, which imports another."""
     for module in COMPILED_MODULES:
         path = source_path(module, tmp_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"NAME = {module!r}\n", encoding="utf-8")
+    source_path("fleetlab.admission.tree", tmp_path).write_text(
+        "from fleetlab.model.queues import QueueConfig\nimport numpy\n", encoding="utf-8"
+    )
+    (tmp_path / "fleetlab" / "model").mkdir()
+    for name, body in (
+        ("__init__", ""),
+        ("queues", "from fleetlab.model import quantity\n"),
+        ("quantity", ""),
+    ):
+        (tmp_path / "fleetlab" / "model" / f"{name}.py").write_text(body, encoding="utf-8")
+    (tmp_path / "fleetlab" / "model" / "unused.py").write_text("", encoding="utf-8")
     return tmp_path
 
 
@@ -63,9 +84,51 @@ def test_an_edited_source_turns_the_whole_build_off(tmp_path: Path) -> None:
     _record(root)
     edited = source_path("fleetlab.admission.preemption", root)
     edited.write_text(edited.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
-    assert (
-        pure_reason(root, environ={}) == "preemption.py changed since the build (reinstall to recompile it)"
+    assert pure_reason(root, environ={}) == (
+        "fleetlab/admission/preemption.py changed since the build (reinstall to recompile admission)"
     )
+
+
+def test_the_record_covers_every_fleetlab_module_the_compiled_ones_import() -> None:
+    """Their types are compiled in, so the record watches what they import, directly or not."""
+    found = dependencies(ROOT / "src", ["fleetlab.admission.tree"])
+    assert {"fleetlab", "fleetlab.admission", "fleetlab.model", "fleetlab.model.queues"} <= set(found)
+    assert all(name.startswith("fleetlab") and name != "fleetlab.admission.tree" for name in found)
+
+
+def test_a_changed_dependency_turns_the_build_off(tmp_path: Path) -> None:
+    """``tree`` → ``model.queues`` → ``model.quantity`` (and the package that runs on the way) are watched;
+    numpy and the model module nothing imports are not."""
+    root = _tree(tmp_path)
+    record = make_record(root, COMPILED_MODULES, "mypyc test")
+    assert record["depends_on"] == {
+        name: source_digest(root / "fleetlab" / "model" / file)
+        for name, file in (
+            ("fleetlab.model", "__init__.py"),
+            ("fleetlab.model.quantity", "quantity.py"),
+            ("fleetlab.model.queues", "queues.py"),
+        )
+    }
+    _record(root)
+    (root / "fleetlab" / "model" / "unused.py").write_text("X = 1\n", encoding="utf-8")
+    assert pure_reason(root, environ={}) is None
+    (root / "fleetlab" / "model" / "quantity.py").write_text("X = 1\n", encoding="utf-8")
+    assert pure_reason(root, environ={}) == (
+        "fleetlab/model/quantity.py changed since the build (reinstall to recompile admission)"
+    )
+    (root / "fleetlab" / "model" / "quantity.py").unlink()
+    reason = pure_reason(root, environ={})
+    assert reason is not None and "'fleetlab.model.quantity', which has no readable source here" in reason
+
+
+def test_a_record_naming_a_path_outside_the_package_is_not_followed(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    path = _record(root)
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["depends_on"]["fleetlab./etc/passwd"] = "0" * 64
+    path.write_text(json.dumps(record), encoding="utf-8")
+    reason = pure_reason(root, environ={})
+    assert reason is not None and "'fleetlab./etc/passwd', which has no readable source here" in reason
 
 
 @pytest.mark.parametrize(

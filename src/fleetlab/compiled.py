@@ -13,11 +13,13 @@ This module reads only the standard library: ``setup.py`` runs it without fleetl
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,6 +50,8 @@ RECORD_NAME = "_compiled.json"
 #: Set to a non-empty value other than ``0`` to run the Python sources even where a compiled build is there.
 PURE_ENV = "FLEETLAB_PURE_PYTHON"
 _RECORD_MAX_BYTES = 65_536
+_MAX_DEPENDENCIES = 1_000
+_MODULE_NAME = re.compile(r"fleetlab(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # the folder holding the fleetlab package
 
@@ -62,12 +66,62 @@ def source_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def module_file(module: str, root: Path = _PACKAGE_ROOT) -> Path | None:
+    """The source of a module or package under ``root`` (``None``: no such fleetlab module)."""
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _fleetlab_imports(path: Path, root: Path) -> set[str]:
+    """The fleetlab modules and packages a source imports (with their parent packages, which run too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)  # a submodule, if one
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    found: set[str] = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] != "fleetlab":
+            continue
+        prefixes = (".".join(parts[:end]) for end in range(1, len(parts) + 1))
+        found.update(prefix for prefix in prefixes if module_file(prefix, root) is not None)
+    return found
+
+
+def dependencies(root: Path, modules: Sequence[str]) -> list[str]:
+    """Every fleetlab module the compiled ones import, directly or through others: their types are compiled
+    into the build, so a change to one of them makes the build stale too."""
+    parents = {".".join(m.split(".")[:end]) for m in modules for end in range(1, m.count(".") + 1)}
+    seen = {p for p in parents - set(modules) if module_file(p, root)}  # a module's packages run before it
+    todo = [*modules, *sorted(seen)]
+    while todo:
+        path = module_file(todo.pop(), root)
+        for imported in _fleetlab_imports(path, root) if path is not None else ():
+            if imported not in seen and imported not in modules:
+                seen.add(imported)
+                todo.append(imported)
+    return sorted(seen)
+
+
 def make_record(root: Path, modules: Sequence[str], compiler: str) -> dict[str, object]:
-    """The build record for ``modules`` compiled from the sources under ``root`` by ``compiler``."""
+    """The build record for ``modules`` compiled from the sources under ``root`` by ``compiler``: each
+    compiled module's digest, and each fleetlab module they depend on."""
+    depends_on = {}
+    for module in dependencies(root, modules):
+        path = module_file(module, root)
+        assert path is not None  # dependencies() lists only modules that have a source
+        depends_on[module] = source_digest(path)
     return {
         "compiler": compiler,
         "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
         "modules": {module: source_digest(source_path(module, root)) for module in modules},
+        "depends_on": depends_on,
     }
 
 
@@ -89,13 +143,20 @@ def pure_reason(root: Path = _PACKAGE_ROOT, environ: Mapping[str, str] = os.envi
         return f"{record_path} does not list the modules this version compiles"
     if record.get("python") != f"{sys.version_info[0]}.{sys.version_info[1]}":
         return f"compiled for Python {record.get('python')}"
-    for module in COMPILED_MODULES:
+    depends_on = record.get("depends_on")
+    if not isinstance(depends_on, dict) or len(depends_on) > _MAX_DEPENDENCIES:
+        return f"{record_path} does not list what the build depends on"
+    for module, recorded in [*modules.items(), *depends_on.items()]:
+        named = isinstance(module, str) and _MODULE_NAME.fullmatch(module) is not None
+        path = module_file(module, root) if named else None
         try:
-            digest = source_digest(source_path(module, root))
+            digest = source_digest(path) if path is not None else None
         except OSError:
-            return f"{source_path(module, root)} cannot be read"
-        if digest != modules[module]:
-            return f"{source_path(module, root).name} changed since the build (reinstall to recompile it)"
+            digest = None
+        if path is None or digest is None:
+            return f"{record_path} names {module!r}, which has no readable source here"
+        if digest != recorded:
+            return f"{path.relative_to(root)} changed since the build (reinstall to recompile admission)"
     return None
 
 
