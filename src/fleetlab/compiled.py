@@ -13,7 +13,6 @@ This module reads only the standard library: ``setup.py`` runs it without fleetl
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -77,6 +76,8 @@ def module_file(module: str, root: Path = _PACKAGE_ROOT) -> Path | None:
 
 def _fleetlab_imports(path: Path, root: Path) -> set[str]:
     """The fleetlab modules and packages a source imports (with their parent packages, which run too)."""
+    import ast  # only the build reads imports; keep it off every ``import fleetlab``
+
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_bytes())):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
