@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fleetlab.compiled import describe
 from fleetlab.experiment.output import write_run_files
 from fleetlab.experiment.run import run_one
 from workloads import NAMES, bare_inputs, bare_loop, resolve_workload
@@ -60,6 +61,7 @@ def one(args: argparse.Namespace) -> dict[str, Any]:
     name, jobs, policy = args.workload[0], args.jobs[0], args.policy[0]
     prof = cProfile.Profile() if args.profile else None
     row: dict[str, Any] = {"workload": name, "jobs": jobs, "gpus": args.gpus, "policy": policy}
+    row["admission"] = describe()  # compiled or pure Python (fleetlab.compiled)
     resolved, cpu, wall = timed(
         lambda: resolve_workload(name, jobs, args.gpus, policy, shapes=args.shapes), prof
     )
@@ -131,6 +133,7 @@ def main() -> None:
         print(json.dumps(one(args) if args.child == "run" else bare(args)))
         return
     if not args.json:
+        print(f"Kueue admission: {describe()}", flush=True)
         print(" ".join(f"{title:>{width}}" for _, width, title in COLUMNS), flush=True)
     for workload in args.workload:
         for jobs in args.jobs:

@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from doc_tables import write_table
+from fleetlab.compiled import describe
 from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
 from fleetlab.sim.simulator import Simulator
@@ -119,6 +120,7 @@ def main() -> None:
         return
     rows = []
     if not args.markdown:
+        print(f"Kueue admission: {describe()}", flush=True)
         print(" ".join(f"{title:>{width}}" for _, title, width in COLUMNS), flush=True)
     for workload in args.workload:
         for jobs in args.jobs:
@@ -132,7 +134,7 @@ def main() -> None:
                 if not args.markdown:
                     print(" ".join(f"{row[key]!s:>{width}}" for key, _, width in COLUMNS), flush=True)
     if args.markdown:
-        print(f"`{shlex.join(['bench/bench_scale.py', *sys.argv[1:]])}`:\n")
+        print(f"`{shlex.join(['bench/bench_scale.py', *sys.argv[1:]])}` (Kueue admission: {describe()}):\n")
         print("| " + " | ".join(title for _, title, _ in COLUMNS) + " |")
         print(
             "|" + "|".join("---" if key in ("workload", "policy") else "---:" for key, _, _ in COLUMNS) + "|"

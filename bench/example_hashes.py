@@ -74,7 +74,7 @@ def bench_workload(case: str, out: Path) -> None:
     write_run_files(run_one(resolve_workload(name, jobs, gpus, shapes=shapes)), out)
 
 
-def run_all(only: str | None, bench_workloads: bool = False) -> dict[str, str]:
+def run_all(only: list[str] | None, bench_workloads: bool = False) -> dict[str, str]:
     """Run every case and return ``case/file`` → hash."""
     runner = CliRunner()
     cases: list[tuple[str, list[str]]] = [(f"compare:{b}", ["compare", b]) for b in BUILTINS]
@@ -84,7 +84,7 @@ def run_all(only: str | None, bench_workloads: bool = False) -> dict[str, str]:
         cases += [(f"workload:{w[0]}", ["workload", w[0]]) for w in BENCH_WORKLOADS]
     hashes: dict[str, str] = {}
     for name, argv in cases:
-        if only and only not in name:
+        if only and not any(text in name for text in only):
             continue
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
@@ -111,7 +111,11 @@ def main() -> None:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", type=Path, help="record the hashes in this JSON file")
     group.add_argument("--check", type=Path, help="compare with hashes recorded earlier")
-    parser.add_argument("--only", help="run only cases whose name contains this text")
+    parser.add_argument(
+        "--only",
+        action="append",
+        help="run only cases whose name contains this text (repeatable: any of them)",
+    )
     parser.add_argument(
         "--bench-workloads", action="store_true", help="also run bench/workloads.py's workloads, small"
     )
@@ -123,7 +127,7 @@ def main() -> None:
         return
     want = json.loads(args.check.read_text(encoding="utf-8"))
     if args.only:
-        want = {k: v for k, v in want.items() if args.only in k}
+        want = {k: v for k, v in want.items() if any(text in k for text in args.only)}
     if not args.bench_workloads:
         want = {k: v for k, v in want.items() if not k.startswith("workload:")}
     differ = sorted(k for k in want.keys() | hashes.keys() if want.get(k) != hashes.get(k))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from admission_sources import patches_admission
 from fleetlab.admission.classic_candidates import build_candidates
 from fleetlab.admission.manager import AdmissionManager
 from fleetlab.admission.preemption import ClassicPreemption
@@ -37,6 +38,7 @@ def test_admitted_in_follows_admission_finish_and_eviction() -> None:
     assert [aw.workload.id for aw in m.admitted_in("b")] == ["b1"]
 
 
+@patches_admission
 def test_no_candidates_without_a_policy_reads_no_admitted_workload(monkeypatch: pytest.MonkeyPatch) -> None:
     """withinClusterQueue Never and no cohort: nothing can be a candidate, so the search returns at once
     (a StrictFIFO head that does not fit is nominated again after every change of usage)."""

@@ -20,6 +20,7 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from admission_sources import patches_admission
 from fleetlab.admission import preemption
 from fleetlab.admission.flavors import (
     _WORST,
@@ -137,6 +138,7 @@ def step(m: AdmissionManager, now: int) -> list[tuple[Any, ...]]:
     return [tuple(admitted), tuple(requests), tuple(m.pending())]
 
 
+@patches_admission
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(preempting_worlds())
 def test_shortcuts_give_the_answers_of_the_long_way(
@@ -166,6 +168,7 @@ def test_shortcuts_give_the_answers_of_the_long_way(
                         assert walked == (node.flat_height, False)
 
 
+@patches_admission
 def test_a_head_of_the_same_shape_reuses_the_nomination_until_the_state_moves() -> None:
     """Two 6-GPU heads in a BestEffortFIFO queue of 4 GPUs, nothing admitted between them: the second is
     nominated with the first one's assignment (the same object). Usage added to the tree by hand then

@@ -19,10 +19,11 @@ TOP = 8  # the cli package, api.py, __main__.py: nothing imports them but each o
 
 #: Each package's rank; a module imports only from lower ranks (and its own package).
 RANK: dict[str, int] = {
+    "compiled": -1,  # which admission build runs: standard library only (setup.py runs it alone)
     "model": 0,
     "data": 0,
     "scenarios": 0,
-    "__init__": 0,  # the root package: its version string, importing nothing of fleetlab
+    "__init__": 0,  # the root package: its version string and the choice of admission build
     "spec": 1,
     "placement": 2,
     "admission": 2,

@@ -20,6 +20,7 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from admission_sources import patches_admission
 from fleetlab.admission import flavor_rows
 from fleetlab.admission.flavors import PodSetRequest
 from fleetlab.admission.manager import AdmissionManager, Workload
@@ -69,6 +70,7 @@ class Fresh(ClassicPreemption):
             return super().targets(manager, nominee)
 
 
+@patches_admission
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(two_resource_worlds())
 def test_notes_and_kept_rows_give_the_answers_of_the_long_way(
@@ -85,6 +87,7 @@ def test_notes_and_kept_rows_give_the_answers_of_the_long_way(
             assert step(fast, now) == step(slow, now)
 
 
+@patches_admission
 def test_a_head_without_victims_gets_no_search_for_its_targets() -> None:
     """A queue of 8 GPUs without a cohort holds a 4-GPU workload of priority 1; a 6-GPU head of priority
     0 does not fit (8 − 4 = 4 available) and the queue holds nothing of lower priority: the early test

@@ -97,4 +97,6 @@ def test_python_dash_m_and_one_version() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "fleetlab", "--version"], capture_output=True, text=True, check=True
     )
-    assert out.stdout.strip() == f"fleetlab {fleetlab.__version__}"
+    from fleetlab.compiled import describe
+
+    assert out.stdout.splitlines() == [f"fleetlab {fleetlab.__version__}", f"Kueue admission: {describe()}"]

@@ -54,7 +54,10 @@ app.add_typer(plan_app, name="cost", hidden=True)  # the same commands under the
 @app.callback(invoke_without_command=True)
 def _root(
     ctx: typer.Context,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version, and which build of admission runs, and exit."),
+    ] = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log diagnostics (engines, trace cache) to stderr.")
     ] = False,
@@ -65,7 +68,10 @@ def _root(
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     if version:
-        out_console.print(f"fleetlab {__version__}")
+        from fleetlab.compiled import describe
+
+        out_console.print(f"fleetlab {__version__}", highlight=False)
+        out_console.print(f"Kueue admission: {describe()}", highlight=False)
         raise typer.Exit(0)
 
 

@@ -485,7 +485,7 @@ class Autoscaler:
                 continue
             if self.unneeded_since[node] < 0:
                 self.unneeded_since[node] = now
-            due = self.unneeded_since[node] + self.unneeded_ms[node]
+            due = int(self.unneeded_since[node] + self.unneeded_ms[node])
             if now < due or blocked_by_add:
                 after_add = 0
                 if blocked_by_add and self.last_scale_up_ms is not None:
