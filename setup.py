@@ -94,7 +94,7 @@ class BuildExt(build_ext):
     def _drop_built(self) -> None:
         """Remove extension files this build made, so none is imported in place of a source."""
         for ext in self.extensions:
-            for folder in {Path(self.build_lib), SRC if self.inplace else Path(self.build_lib)}:
+            for folder in {Path(self.build_lib), self._record_folder()}:
                 built = folder / self.get_ext_filename(ext.name)
                 if built.is_file() and not built.is_symlink():
                     built.unlink()
