@@ -18,8 +18,13 @@ so the columns show where the peak was reached. The fair bare loop (``workloads.
 arrivals, a heap of pod finishes, garbage collected first, best of ``--repeat``) runs in a second child
 on the same jobs; **ratio %** = 100 × bare-loop CPU s ÷ simulate CPU s.
 
+**build** says which Kueue admission ran: ``compiled`` (mypyc, as the install built it) or ``pure`` (its
+Python sources; ``fleetlab.compiled``). ``--admission both`` runs every case both ways, the order
+alternating from case to case, for an interleaved comparison on one install.
+
 Run: .venv/bin/python bench/bench_million.py [--workload mix] [--jobs 1000000] [--gpus 10000]
          [--shapes 16] [--policy default] [--repeat 3] [--profile FILE.prof] [--json]
+         [--admission installed|pure|both]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -36,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fleetlab.compiled import describe
+from fleetlab.compiled import PURE_ENV, describe, is_compiled
 from fleetlab.experiment.output import write_run_files
 from fleetlab.experiment.run import run_one
 from workloads import NAMES, bare_inputs, bare_loop, resolve_workload
@@ -62,6 +68,7 @@ def one(args: argparse.Namespace) -> dict[str, Any]:
     prof = cProfile.Profile() if args.profile else None
     row: dict[str, Any] = {"workload": name, "jobs": jobs, "gpus": args.gpus, "policy": policy}
     row["admission"] = describe()  # compiled or pure Python (fleetlab.compiled)
+    row["build"] = "compiled" if is_compiled() else "pure"
     resolved, cpu, wall = timed(
         lambda: resolve_workload(name, jobs, args.gpus, policy, shapes=args.shapes), prof
     )
@@ -98,6 +105,7 @@ def children_cpu() -> float:
 
 COLUMNS = (
     ("workload", 8, "workload"),
+    ("build", 8, "build"),
     ("jobs", 8, "jobs"),
     ("policy", 14, "policy"),
     ("generate_cpu_s", 7, "gen s"),
@@ -127,33 +135,57 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="bare-loop runs, the best is reported")
     parser.add_argument("--profile", help="write a cProfile of all three phases to this file (one run)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per run instead")
+    parser.add_argument(
+        "--admission",
+        choices=sorted(SIDES),
+        default="installed",
+        help="Kueue admission as installed, its Python sources (FLEETLAB_PURE_PYTHON=1), or both in turn",
+    )
     parser.add_argument("--child", choices=["run", "bare"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(one(args) if args.child == "run" else bare(args)))
         return
     if not args.json:
-        print(f"Kueue admission: {describe()}", flush=True)
+        print(f"Kueue admission as installed: {describe()}", flush=True)
         print(" ".join(f"{title:>{width}}" for _, width, title in COLUMNS), flush=True)
-    for workload in args.workload:
-        for jobs in args.jobs:
-            for policy in args.policy:
-                base = [sys.executable, __file__, "--workload", workload, "--jobs", str(jobs)]
-                base += ["--gpus", str(args.gpus), "--shapes", str(args.shapes), "--policy", policy]
-                base += ["--repeat", str(args.repeat)] + (["--profile", args.profile] if args.profile else [])
-                before = children_cpu()
-                out = subprocess.run([*base, "--child", "run"], check=True, capture_output=True, text=True)
-                row = json.loads(out.stdout)
-                row["process_cpu_s"] = round(children_cpu() - before, 2)
-                row["other_cpu_s"] = round(row["process_cpu_s"] - row["phases_cpu_s"], 2)
-                out = subprocess.run([*base, "--child", "bare"], check=True, capture_output=True, text=True)
-                bare_s = json.loads(out.stdout)["bare_cpu_s"]
-                row["bare_jobs_per_s"] = round(jobs / bare_s)
-                row["ratio_pct"] = round(100 * bare_s / row["simulate_cpu_s"], 2)
-                if args.json:
-                    print(json.dumps(row), flush=True)
-                else:
-                    print(" ".join(f"{row[key]!s:>{width}}" for key, width, _ in COLUMNS), flush=True)
+    cases = [(w, j, p) for w in args.workload for j in args.jobs for p in args.policy]
+    for number, (workload, jobs, policy) in enumerate(cases):
+        sides = SIDES[args.admission]
+        for pure in sides if number % 2 == 0 else sides[::-1]:  # "both": the order alternates per case
+            row = measure(args, workload, jobs, policy, pure)
+            if args.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print(" ".join(f"{row[key]!s:>{width}}" for key, width, _ in COLUMNS), flush=True)
+
+
+#: ``--admission``: per case, the children's ``FLEETLAB_PURE_PYTHON`` (``None``: the environment as it is).
+SIDES: dict[str, list[bool | None]] = {"installed": [None], "pure": [True], "both": [False, True]}
+
+
+def measure(
+    args: argparse.Namespace, workload: str, jobs: int, policy: str, pure: bool | None
+) -> dict[str, Any]:
+    """One case in fresh children (the run, then the bare loop), with the pure path forced on or off."""
+    env = dict(os.environ)
+    if pure is not None:
+        env.pop(PURE_ENV, None)
+        if pure:
+            env[PURE_ENV] = "1"
+    base = [sys.executable, __file__, "--workload", workload, "--jobs", str(jobs)]
+    base += ["--gpus", str(args.gpus), "--shapes", str(args.shapes), "--policy", policy]
+    base += ["--repeat", str(args.repeat)] + (["--profile", args.profile] if args.profile else [])
+    before = children_cpu()
+    out = subprocess.run([*base, "--child", "run"], check=True, capture_output=True, text=True, env=env)
+    row: dict[str, Any] = json.loads(out.stdout)
+    row["process_cpu_s"] = round(children_cpu() - before, 2)
+    row["other_cpu_s"] = round(row["process_cpu_s"] - row["phases_cpu_s"], 2)
+    out = subprocess.run([*base, "--child", "bare"], check=True, capture_output=True, text=True, env=env)
+    bare_s = json.loads(out.stdout)["bare_cpu_s"]
+    row["bare_jobs_per_s"] = round(jobs / bare_s)
+    row["ratio_pct"] = round(100 * bare_s / row["simulate_cpu_s"], 2)
+    return row
 
 
 if __name__ == "__main__":

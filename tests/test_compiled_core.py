@@ -263,3 +263,32 @@ def test_the_admission_tests_pass_on_the_sources_too() -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout.splitlines()[-1], done.stdout[-500:]
+
+
+def test_the_million_job_bench_runs_each_case_both_ways_in_turn() -> None:
+    """``bench/bench_million.py --admission both``: per case one row per build, the order alternating per
+    case, each row naming the build its child ran (compiled only where this install is)."""
+    bench = str(ROOT / "bench" / "bench_million.py")
+    sizes = ["--jobs", "300", "--gpus", "80", "--repeat", "1"]
+    done = subprocess.run(
+        [sys.executable, bench, "--workload", "mix", "kueue", *sizes, "--admission", "both", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    installed = "compiled" if compiled.is_compiled() else "pure"
+    assert [(r["workload"], r["build"]) for r in rows] == [
+        ("mix", installed),
+        ("mix", "pure"),
+        ("kueue", "pure"),
+        ("kueue", installed),
+    ]
+    assert all(r["completed"] == 300 and r["simulate_cpu_s"] > 0 for r in rows)
+    assert [r["admission"] == f"pure Python ({PURE_ENV} is set)" for r in rows] == [
+        installed == "pure" and "FLEETLAB_PURE_PYTHON" in os.environ,
+        True,
+        True,
+        installed == "pure" and "FLEETLAB_PURE_PYTHON" in os.environ,
+    ]
