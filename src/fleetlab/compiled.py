@@ -143,7 +143,7 @@ def pure_reason(root: Path = _PACKAGE_ROOT, environ: Mapping[str, str] = os.envi
     if not isinstance(modules, dict) or set(modules) != set(COMPILED_MODULES):
         return f"{record_path} does not list the modules this version compiles"
     if record.get("python") != f"{sys.version_info[0]}.{sys.version_info[1]}":
-        return f"compiled for Python {record.get('python')}"
+        return f"compiled for Python {str(record.get('python'))[:20]}"
     depends_on = record.get("depends_on")
     if not isinstance(depends_on, dict) or len(depends_on) > _MAX_DEPENDENCIES:
         return f"{record_path} does not list what the build depends on"
