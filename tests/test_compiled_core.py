@@ -292,3 +292,10 @@ def test_the_million_job_bench_runs_each_case_both_ways_in_turn() -> None:
         True,
         installed == "pure" and "FLEETLAB_PURE_PYTHON" in os.environ,
     ]
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true", reason="CI's install must compile admission (.ci/run)")
+def test_ci_runs_the_compiled_build() -> None:
+    """.ci/run installs a C compiler and Python's headers, so a pure build there means the compile failed
+    (a type error under the pinned mypy, say) and the comparisons above skipped: fail instead."""
+    assert compiled.is_compiled(), compiled.describe()
