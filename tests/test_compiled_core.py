@@ -198,7 +198,8 @@ needs_compiled = pytest.mark.skipif(
 
 def _hashes(tmp_path: Path, name: str, environ: dict[str, str]) -> dict[str, str]:
     out = tmp_path / f"{name}.json"
-    cases = ["--only", "two-teams", "--only", "kueue-16"]  # every two-team example, a saturated cohort
+    # Every example with Kueue (two-teams/, tas/), the built-in two-team comparison, a saturated cohort.
+    cases = ["--only", "two-teams", "--only", "tas/", "--only", "kueue-16"]
     subprocess.run(
         [
             sys.executable,
@@ -219,7 +220,8 @@ def _hashes(tmp_path: Path, name: str, environ: dict[str, str]) -> dict[str, str
 
 @needs_compiled
 def test_compiled_and_pure_admission_write_the_same_bytes(tmp_path: Path) -> None:
-    """Every Kueue example and the built-in two-team comparison: the same files, the same bytes."""
+    """Every example with Kueue, the built-in two-team comparison and a saturated 4,000-job cohort: the same
+    files, the same bytes."""
     compiled_hashes = _hashes(tmp_path, "compiled", dict(os.environ))
     pure_hashes = _hashes(tmp_path, "pure", {**os.environ, PURE_ENV: "1"})
     assert len(compiled_hashes) > 20
