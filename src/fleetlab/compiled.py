@@ -67,8 +67,7 @@ def source_digest(path: Path) -> str:
 
 def module_file(module: str, root: Path = _PACKAGE_ROOT) -> Path | None:
     """The source of a module or package under ``root`` (``None``: no such fleetlab module)."""
-    base = root.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+    for candidate in (source_path(module, root), root.joinpath(*module.split("."), "__init__.py")):
         if candidate.is_file():
             return candidate
     return None
