@@ -21,7 +21,13 @@ Every job of the trace is one pod asking for ``scale_factor`` GPUs; its runtime 
 (``simulation_throughputs.json``), so both simulators run the same work. See docs/scale.md for where the
 semantics differ (Gavel's rounds and leases against fleetlab's events).
 
-Run: .venv/bin/python bench/bench_gavel.py [--gavel-repo PATH] [--jobs 2000] [--lam 250] [--profile F]
+``--gavel-python`` runs Gavel's generator and simulator with another interpreter (Gavel's declared
+requirements, ``torch==1.4.0`` among them, install only up to Python 3.8); ``--rounds N`` runs every side N
+times, interleaved (Gavel first in even rounds, fleetlab's modes first and in reverse order in odd ones), and
+reports each round and the range of the ratios; ``--json`` prints every round's figures as one JSON object.
+
+Run: .venv/bin/python bench/bench_gavel.py [--gavel-repo PATH] [--gavel-python PY] [--jobs 2000] [--lam 250]
+         [--rounds 3] [--json] [--profile F]
 """
 
 from __future__ import annotations
@@ -293,7 +299,7 @@ def usable_lines(lines: list[str], oracle: dict[str, dict[tuple[str, int], float
 def gavel_trace_from_repo(repo: Path, args: argparse.Namespace, drawn: int, out: Path) -> None:
     """Gavel's own generator, run from ``scheduler/`` as its scripts are."""
     script = repo / "scheduler" / "scripts" / "utils" / "generate_trace.py"
-    argv = [sys.executable, str(script), "--num_jobs", str(drawn), "--lam", str(args.lam)]
+    argv = [args.gavel_python, str(script), "--num_jobs", str(drawn), "--lam", str(args.lam)]
     argv += ["--seed", str(args.seed), "--generate-multi-gpu-jobs", "--throughputs_file", str(args.oracle)]
     timed_child([*argv, "--output_file", str(out)], out.parent, cwd=repo / "scheduler")
 
@@ -326,7 +332,7 @@ def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float,
     spec = ":".join(str(n * args.gpus_per_node) for n in args.nodes)
     per_server = ":".join([str(args.gpus_per_node)] * 3)
     argv = [
-        sys.executable,
+        args.gavel_python,
         __file__,
         "--gavel-driver",
         str(script),
@@ -349,6 +355,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--gavel-repo", type=Path, help="a checkout of stanford-futuredata/gavel")
+    parser.add_argument(
+        "--gavel-python",
+        default=sys.executable,
+        help="the Python that runs Gavel's scripts, with its requirements installed (default: this one)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every side")
+    parser.add_argument("--json", action="store_true", help="also print every round's figures as JSON")
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument(
         "--lam", type=float, default=250.0, help="mean inter-arrival time, seconds (Gavel's -l)"
@@ -375,6 +388,10 @@ def main() -> None:
         return
     if not args.oracle.is_file():
         sys.exit(f"{args.oracle}: Gavel's simulation_throughputs.json not found; pass --oracle")
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: at least 1 round")
+    if args.gavel_repo:
+        print(f"gavel: {args.gavel_repo} run by Python {gavel_version(args)} ({args.gavel_python})")
     with tempfile.TemporaryDirectory() as tmp:
         generated, trace = Path(tmp) / "generated.trace", Path(tmp) / "gavel.trace"
         oracle = read_oracle(args.oracle)
@@ -402,46 +419,101 @@ def main() -> None:
                 f"{n}×{args.gpus_per_node} {w}" for n, (w, _) in zip(args.nodes, GPU_TYPES, strict=True)
             )
         )
-        figures: dict[str, tuple[float, float]] = {}  # process CPU s, simulate CPU s
-        if args.gavel_repo:
+        rounds = [run_round(args, trace, Path(tmp), k) for k in range(args.rounds)]
+    summary = ratio_ranges(rounds, args.modes)
+    for line in summary["lines"]:
+        print(line)
+    if args.json:
+        print(
+            json.dumps({"gavel_python": gavel_version(args), "rounds": rounds, "ratios": summary["ratios"]})
+        )
+
+
+def gavel_version(args: argparse.Namespace) -> str | None:
+    """The Python that ran Gavel, as it names itself (None without ``--gavel-repo``)."""
+    if not args.gavel_repo:
+        return None
+    done = subprocess.run(
+        [args.gavel_python, "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def run_round(args: argparse.Namespace, trace: Path, tmp: Path, k: int) -> dict[str, dict[str, float]]:
+    """One round: Gavel (with ``--gavel-repo``) and every fleetlab mode, each in a fresh child process; Gavel
+    first in even rounds, last in odd ones (the modes then in reverse order), so no side always runs on a
+    machine the other has just warmed or loaded."""
+    sides: list[str] = (["gavel"] if args.gavel_repo else []) + list(args.modes)
+    if k % 2:
+        sides.reverse()
+    figures: dict[str, dict[str, float]] = {}
+    for side in sides:
+        if side == "gavel":
             cpu, wall, tail, simulate_s = run_gavel(args.gavel_repo, args, trace)
-            figures["gavel"] = (cpu, simulate_s)
+            figures["gavel"] = {
+                "process_cpu_s": round(cpu, 3),
+                "wall_s": round(wall, 3),
+                "simulate_s": simulate_s,
+            }
             print(
-                f"{'gavel fifo':<25} process CPU {cpu:7.2f} s  wall {wall:7.2f} s  (simulate {simulate_s} s; "
-                f"{tail})",
+                f"round {k + 1}  {'gavel fifo':<25} process CPU {cpu:7.2f} s  wall {wall:7.2f} s  "
+                f"(simulate {simulate_s} s; {tail})",
                 flush=True,
             )
-        for k, mode in enumerate(args.modes):
-            argv = [
-                sys.executable,
-                __file__,
-                "--child",
-                mode,
-                "--trace",
-                str(trace),
-                "--oracle",
-                str(args.oracle),
-            ]
-            argv += ["--nodes", *map(str, args.nodes), "--gpus-per-node", str(args.gpus_per_node)]
-            if args.profile and k == 0:
-                argv += ["--profile", args.profile]
-            cpu, wall, out = timed_child(argv, Path(tmp), cwd=ROOT)
-            row = json.loads(out)
-            figures[mode] = (cpu, row["simulate_s"])
-            print(
-                f"{'fleetlab ' + mode:<25} process CPU {cpu:7.2f} s  wall {wall:7.2f} s  "
-                f"(setup {row['setup_s']} s, simulate {row['simulate_s']} s; "
-                f"{row['completed']} completed, {row['not_completed']} not)",
-                flush=True,
-            )
-        if "gavel" in figures:
-            gavel_cpu, gavel_sim = figures["gavel"]
-            for mode in args.modes:
-                cpu, sim = figures[mode]
-                print(
-                    f"Gavel ÷ fleetlab {mode}: {gavel_cpu / cpu:.1f}× process CPU, "
-                    f"{gavel_sim / max(sim, 0.01):.1f}× simulate CPU"
-                )
+            continue
+        argv = [
+            sys.executable,
+            __file__,
+            "--child",
+            side,
+            "--trace",
+            str(trace),
+            "--oracle",
+            str(args.oracle),
+        ]
+        argv += ["--nodes", *map(str, args.nodes), "--gpus-per-node", str(args.gpus_per_node)]
+        if args.profile and k == 0 and side == args.modes[0]:
+            argv += ["--profile", args.profile]
+        cpu, wall, out = timed_child(argv, tmp, cwd=ROOT)
+        row = json.loads(out)
+        figures[side] = {"process_cpu_s": round(cpu, 3), "wall_s": round(wall, 3), **row}
+        print(
+            f"round {k + 1}  {'fleetlab ' + side:<25} process CPU {cpu:7.2f} s  wall {wall:7.2f} s  "
+            f"(setup {row['setup_s']} s, simulate {row['simulate_s']} s; "
+            f"{row['completed']} completed, {row['not_completed']} not)",
+            flush=True,
+        )
+    return figures
+
+
+def ratio_ranges(rounds: list[dict[str, dict[str, float]]], modes: list[str]) -> dict[str, Any]:
+    """Gavel's CPU seconds ÷ each mode's, per round (process and simulate), and the lines that report their
+    ranges; empty without Gavel."""
+    ratios: dict[str, dict[str, list[float]]] = {}
+    lines: list[str] = []
+    if not rounds or "gavel" not in rounds[0]:
+        return {"ratios": ratios, "lines": lines}
+    for mode in modes:
+        process = [r["gavel"]["process_cpu_s"] / r[mode]["process_cpu_s"] for r in rounds]
+        simulate = [r["gavel"]["simulate_s"] / max(r[mode]["simulate_s"], 0.01) for r in rounds]
+        ratios[mode] = {
+            "process": [round(x, 2) for x in process],
+            "simulate": [round(x, 2) for x in simulate],
+        }
+        lines.append(
+            f"Gavel ÷ fleetlab {mode}: {spread(process)} process CPU, {spread(simulate)} simulate CPU "
+            f"({len(rounds)} round{'s' if len(rounds) > 1 else ''})"
+        )
+    return {"ratios": ratios, "lines": lines}
+
+
+def spread(values: list[float]) -> str:
+    """``4.2×`` for one value, ``4.1–4.3×`` for several."""
+    low, high = min(values), max(values)
+    return f"{low:.1f}×" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}–{high:.1f}×"
 
 
 if __name__ == "__main__":

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 from fleetlab.experiment.run import profile_for
 from fleetlab.model.scenario import Scenario
@@ -95,3 +99,51 @@ def test_scenario_runtimes_and_strict_fifo_order() -> None:
     assert result.jobs.admitted_ms.tolist() == [0, 1000, 2000]
     assert result.jobs.running_ms.tolist() == [0, 1000, 2000]
     assert result.jobs.end_ms.tolist() == [3_600_000, 1000 + 7_200_000, 2000 + 14_400_000]
+
+
+def test_ratio_ranges_divide_gavels_seconds_by_each_modes_per_round() -> None:
+    b = bench()
+    rounds = [
+        {
+            "gavel": {"process_cpu_s": 10.0, "simulate_s": 8.0},
+            "kube": {"process_cpu_s": 2.0, "simulate_s": 0.5},
+        },
+        {
+            "kube": {"process_cpu_s": 2.5, "simulate_s": 0.004},
+            "gavel": {"process_cpu_s": 11.0, "simulate_s": 9.0},
+        },
+    ]
+    summary = b.ratio_ranges(rounds, ["kube"])
+    # 10 / 2 = 5, 11 / 2.5 = 4.4; simulate 8 / 0.5 = 16, 9 / max(0.004, 0.01) = 900
+    assert summary["ratios"] == {"kube": {"process": [5.0, 4.4], "simulate": [16.0, 900.0]}}
+    assert summary["lines"] == [
+        "Gavel ÷ fleetlab kube: 4.4–5.0× process CPU, 16.0–900.0× simulate CPU (2 rounds)"
+    ]
+    assert b.ratio_ranges([{"kube": {"process_cpu_s": 1.0, "simulate_s": 1.0}}], ["kube"])["lines"] == []
+    assert b.spread([3.04, 2.96]) == "3.0×"
+
+
+def test_rounds_interleave_the_sides_and_print_every_round_as_json() -> None:
+    if not bench().ORACLE.is_file():
+        pytest.skip("Gavel's simulation_throughputs.json (shared/traces/gavel) is not here")
+    argv = [
+        sys.executable,
+        str(BENCH),
+        "--jobs",
+        "40",
+        "--rounds",
+        "2",
+        "--json",
+        "--modes",
+        "kube",
+        "kueue-strictfifo",
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.splitlines()
+    order = [line.split()[3] for line in out if line.startswith("round ")]
+    assert order == ["kube", "kueue-strictfifo", "kueue-strictfifo", "kube"]
+    report = json.loads(out[-1])
+    assert report["gavel_python"] is None and report["ratios"] == {}
+    assert [sorted(r) for r in report["rounds"]] == [["kube", "kueue-strictfifo"]] * 2
+    assert all(r[m]["completed"] == 40 for r in report["rounds"] for m in r)
+    bad = subprocess.run([*argv[:2], "--rounds", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--rounds 0: at least 1 round" in bad.stderr
