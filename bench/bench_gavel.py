@@ -40,6 +40,7 @@ import json
 import math
 import os
 import random
+import re
 import resource
 import runpy
 import subprocess
@@ -74,6 +75,8 @@ TEMPLATE_FAMILIES = (
     ("Recommendation", (512, 1024, 2048, 4096, 8192), False),
 )
 MODE_NAMES = ("kueue-strictfifo", "kube")
+#: The line Gavel's trace driver prints for every completed job.
+COMPLETED_LINE = re.compile(r"Job \d+(?: \(high priority\))?: \d+\.\d{3}$")
 
 
 def job_templates() -> list[tuple[str, bool]]:
@@ -325,9 +328,11 @@ def gavel_driver(driver: str, argv: list[str]) -> None:
     print(json.dumps({"simulate_s": round(sum(spent), 2)}))
 
 
-def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float, float, str, float]:
+def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float, float, str, float, int]:
     """Gavel's simulator with its FIFO policy on ``trace``: process CPU s, wall s, the summary lines it
-    printed, and the CPU seconds of ``Scheduler.simulate`` alone."""
+    printed, the CPU seconds of ``Scheduler.simulate`` alone, and the jobs it completed (the driver prints
+    ``Job N: <completion time>`` for each; a job Gavel gives up on, after its ``MAX_FAILED_ATTEMPTS`` failed
+    micro-tasks, gets no such line)."""
     script = repo / "scheduler" / "scripts" / "drivers" / "simulate_scheduler_with_trace.py"
     spec = ":".join(str(n * args.gpus_per_node) for n in args.nodes)
     per_server = ":".join([str(args.gpus_per_node)] * 3)
@@ -347,7 +352,8 @@ def run_gavel(repo: Path, args: argparse.Namespace, trace: Path) -> tuple[float,
     cpu, wall, out = timed_child(argv, trace.parent, cwd=repo / "scheduler")
     lines = out.splitlines()
     tail = [line for line in lines if "Average job completion time" in line or "utilization" in line]
-    return cpu, wall, "; ".join(tail[-2:]), float(json.loads(lines[-1])["simulate_s"])
+    completed = sum(1 for line in lines if COMPLETED_LINE.match(line))
+    return cpu, wall, "; ".join(tail[-2:]), float(json.loads(lines[-1])["simulate_s"]), completed
 
 
 def main() -> None:
@@ -359,6 +365,12 @@ def main() -> None:
         "--gavel-python",
         default=sys.executable,
         help="the Python that runs Gavel's scripts, with its requirements installed (default: this one)",
+    )
+    parser.add_argument(
+        "--own-trace",
+        action="store_true",
+        help="with --gavel-repo, draw the trace with this script's copy of Gavel's generator "
+        "(for a checkout whose scripts/utils/generate_trace.py does not run)",
     )
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every side")
     parser.add_argument("--json", action="store_true", help="also print every round's figures as JSON")
@@ -397,7 +409,7 @@ def main() -> None:
         oracle = read_oracle(args.oracle)
         drawn = args.jobs + args.jobs // 20 + 20  # spare draws for the rows usable_lines drops
         own = generate_trace(drawn, args.lam, args.seed, oracle)
-        if args.gavel_repo:
+        if args.gavel_repo and not args.own_trace:
             gavel_trace_from_repo(args.gavel_repo, args, drawn, generated)
             same = read_gavel_trace(generated) == own
             print(
@@ -405,7 +417,8 @@ def main() -> None:
             )
         else:
             write_gavel_trace(own, generated)
-            print("trace: this script's copy of Gavel's generator draws (no --gavel-repo)")
+            why = "--own-trace" if args.gavel_repo else "no --gavel-repo"
+            print(f"trace: this script's copy of Gavel's generator draws ({why})")
         lines = generated.read_text().splitlines(keepends=True)
         kept = usable_lines(lines, oracle, args.jobs)
         trace.write_text("".join(kept))
@@ -452,15 +465,16 @@ def run_round(args: argparse.Namespace, trace: Path, tmp: Path, k: int) -> dict[
     figures: dict[str, dict[str, float]] = {}
     for side in sides:
         if side == "gavel":
-            cpu, wall, tail, simulate_s = run_gavel(args.gavel_repo, args, trace)
+            cpu, wall, tail, simulate_s, completed = run_gavel(args.gavel_repo, args, trace)
             figures["gavel"] = {
                 "process_cpu_s": round(cpu, 3),
                 "wall_s": round(wall, 3),
                 "simulate_s": simulate_s,
+                "completed": completed,
             }
             print(
                 f"round {k + 1}  {'gavel fifo':<25} process CPU {cpu:7.2f} s  wall {wall:7.2f} s  "
-                f"(simulate {simulate_s} s; {tail})",
+                f"(simulate {simulate_s} s; {completed} completed; {tail})",
                 flush=True,
             )
             continue

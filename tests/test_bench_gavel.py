@@ -147,3 +147,11 @@ def test_rounds_interleave_the_sides_and_print_every_round_as_json() -> None:
     assert all(r[m]["completed"] == 40 for r in report["rounds"] for m in r)
     bad = subprocess.run([*argv[:2], "--rounds", "0"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--rounds 0: at least 1 round" in bad.stderr
+
+
+def test_gavels_completed_jobs_are_its_completion_time_lines() -> None:
+    """Gavel's driver prints ``Job N: <seconds>`` per completed job (with ``(high priority)`` for weighted
+    ones); its completed-steps listing (``Job N: 12 steps``) and other counts are not completions."""
+    line = bench().COMPLETED_LINE
+    printed = ["Job 12: 15350.024", "Job 3 (high priority): 1.000", "Job 4: 12 steps", "Job 5: 12", "Job 6:"]
+    assert [bool(line.match(x)) for x in printed] == [True, True, False, False, False]
