@@ -81,19 +81,21 @@ class GangPlacer:
         #: Topology levels from the top (widest, e.g. zone) to the bottom (hostname).
         self.levels = list(levels)
 
-    def _domain_masks(self, key: str, feasible: BoolArray, pod: CompiledPod, count: int) -> list[BoolArray]:
-        """Masks of the domains of label ``key`` that can hold ``count`` pods, BestFit order."""
+    def _domain_masks(
+        self, key: str, feasible: BoolArray, fitting: tuple[IntArray, IntArray], count: int
+    ) -> list[BoolArray]:
+        """Masks of the domains of label ``key`` that can hold ``count`` pods, BestFit order; ``fitting``
+        is the feasible nodes and how many pods each could take (read once per plan, for every level)."""
         state = self.state
-        nodes = np.flatnonzero(feasible)
+        nodes, fit = fitting
         if len(nodes) == 0:
             return []
         codes = state.labels.codes(key)[nodes]
-        fit = pods_that_fit(state, pod, nodes)
         keep = codes >= 0
         if not keep.any():
             return []
         capacity = np.bincount(codes[keep], weights=fit[keep]).astype(np.int64)
-        domains = [int(d) for d in np.flatnonzero(capacity >= count)]
+        domains: list[int] = (capacity >= count).nonzero()[0].tolist()
         domains.sort(key=lambda d: (int(capacity[d]), d))
         all_codes = state.labels.codes(key)
         return [feasible & (all_codes == d) for d in domains]
@@ -124,8 +126,10 @@ class GangPlacer:
         feasible = self.scheduler.fits_now(pod).copy()
         if allowed is not None:
             feasible &= allowed
+        nodes = feasible.nonzero()[0]
+        fitting = (nodes, pods_that_fit(self.state, pod, nodes) if len(nodes) else nodes)
         if topology.required is not None:
-            for mask in self._domain_masks(topology.required, feasible, pod, count):
+            for mask in self._domain_masks(topology.required, feasible, fitting, count):
                 plan = self._plan_in(pod, count, mask)
                 if plan is not None:
                     return plan, False
@@ -133,7 +137,7 @@ class GangPlacer:
         if topology.preferred is not None:
             start = self.levels.index(topology.preferred) if topology.preferred in self.levels else 0
             for level in reversed(self.levels[: start + 1]):
-                for mask in self._domain_masks(level, feasible, pod, count):
+                for mask in self._domain_masks(level, feasible, fitting, count):
                     plan = self._plan_in(pod, count, mask)
                     if plan is not None:
                         return plan, False

@@ -542,7 +542,7 @@ class Scheduler:
         if by_best and allowed is None:
             return self.choose_by_best(inc.best)
         fits = inc.fits & self.pod_filters_pass(pod) if pod.spec.pod_dependent else inc.fits
-        nodes = np.flatnonzero(fits if allowed is None else fits & allowed)
+        nodes = (fits if allowed is None else fits & allowed).nonzero()[0]
         if len(nodes) <= 1:
             return int(nodes[0]) if len(nodes) else -1
         total = inc.best[nodes]  # every node in ``nodes`` fits: its per-node score

@@ -46,6 +46,11 @@ class ImageLocalityScore(ScorePlugin):
         if not found:
             return 0  # no node holds any of the images: every node scores 0
         max_threshold = MAX_CONTAINER_THRESHOLD * max(pod.spec.containers, len(images))
-        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
-        scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
-        return scores.astype(np.int64)
+        # In place, in the order of 100 × (clamp(sums) − min) // (max − min): np.clip's wrapper alone cost
+        # more than the arithmetic at a bind per call.
+        np.maximum(sums, MIN_THRESHOLD, out=sums)
+        np.minimum(sums, max_threshold, out=sums)
+        sums -= MIN_THRESHOLD
+        sums *= MAX_NODE_SCORE
+        sums //= max_threshold - MIN_THRESHOLD
+        return sums
