@@ -22,12 +22,14 @@ Every job of the trace is one pod asking for ``scale_factor`` GPUs; its runtime 
 semantics differ (Gavel's rounds and leases against fleetlab's events).
 
 ``--gavel-python`` runs Gavel's generator and simulator with another interpreter (Gavel's declared
-requirements, ``torch==1.4.0`` among them, install only up to Python 3.8); ``--rounds N`` runs every side N
-times, interleaved (Gavel first in even rounds, fleetlab's modes first and in reverse order in odd ones), and
-reports each round and the range of the ratios; ``--json`` prints every round's figures as one JSON object.
+requirements, ``torch==1.4.0`` among them, install only up to Python 3.8); ``--own-trace`` draws the trace
+with this file's copy of the generator even with ``--gavel-repo`` (for a checkout whose generator does not
+run against its ``utils.py``); ``--rounds N`` runs every side N times, interleaved (Gavel first in rounds 1,
+3, ..., last in rounds 2, 4, ..., where fleetlab's modes also run in reverse order), and reports each round
+and the range of the ratios; ``--json`` prints every round's figures as one JSON object.
 
-Run: .venv/bin/python bench/bench_gavel.py [--gavel-repo PATH] [--gavel-python PY] [--jobs 2000] [--lam 250]
-         [--rounds 3] [--json] [--profile F]
+Run: .venv/bin/python bench/bench_gavel.py [--gavel-repo PATH] [--gavel-python PY] [--own-trace]
+         [--jobs 2000] [--lam 250] [--rounds 3] [--json] [--profile F]
 """
 
 from __future__ import annotations
@@ -456,9 +458,9 @@ def gavel_version(args: argparse.Namespace) -> str | None:
 
 
 def run_round(args: argparse.Namespace, trace: Path, tmp: Path, k: int) -> dict[str, dict[str, float]]:
-    """One round: Gavel (with ``--gavel-repo``) and every fleetlab mode, each in a fresh child process; Gavel
-    first in even rounds, last in odd ones (the modes then in reverse order), so no side always runs on a
-    machine the other has just warmed or loaded."""
+    """Round ``k + 1``: Gavel (with ``--gavel-repo``) and every fleetlab mode, each in a fresh child process;
+    Gavel first when ``k`` is even, last when it is odd (the modes then in reverse order), so no side always
+    runs on a machine the other has just warmed or loaded."""
     sides: list[str] = (["gavel"] if args.gavel_repo else []) + list(args.modes)
     if k % 2:
         sides.reverse()
