@@ -32,8 +32,9 @@ COMPUTE, GKE, GCS = ("6F81-5844-456A", "Compute Engine"), ("CCD8-9BF1-090E", "Ku
     "Cloud Storage",
 )
 # pool -> (family, GPU SKU, vCPUs, memory GiB, core $/vCPU-h, ram $/GiB-h, GPU bill factor)
+H100_FACTOR = 9.79655 / 4.20076
 POOLS = {
-    "h100": ("A3", "Nvidia H100 80GB GPU running in Americas", 208, 1872, 0.020614, 0.002763, 9.79655 / 4.20076),
+    "h100": ("A3", "Nvidia H100 80GB GPU running in Americas", 208, 1872, 0.020614, 0.002763, H100_FACTOR),
     "a100": ("A2", "Nvidia A100 80GB GPU running in Americas", 96, 1360, 0.031611, 0.004237, 1.0),
     "l4": ("G2", "Nvidia L4 GPU running in Americas", 48, 192, 0.024988, 0.002927, 1.0),
     "cpu": ("N2", None, 32, 128, 0.031611, 0.004237, 1.0),
@@ -73,7 +74,9 @@ def labels(team: str | None) -> str:
 def main() -> None:
     resolved = load(str(HERE / "gcp-cluster.yaml"))
     run = run_one(resolved)
-    ledger = ledger_columns(resolved, run.result, "fixture")
+    columns = ledger_columns(run.pools, run.result, "fixture")
+    # string columns come as Arrow arrays, numbers as numpy arrays: read them all as Python values
+    ledger = {k: v.to_pylist() if hasattr(v, "to_pylist") else v for k, v in columns.items()}
     host: dict[tuple[datetime, str, str], float] = defaultdict(float)
     gpu: dict[tuple[datetime, str, str], float] = defaultdict(float)
     for i in range(len(ledger["cost_usd"])):
