@@ -8,13 +8,14 @@ inter-zone egress, the GKE cluster fee with its free-tier credit. H100 GPU hours
 a3-highgpu-8g in us-east4 (9.79655 $/GPU-h), where the catalog's us-central1 figure (4.20076) is flagged as
 anomalous in the pricing notes. SKU and billing-account ids are placeholders.
 
-Run: .venv/bin/python examples/plan/make_billing_fixture.py
+Run: .venv/bin/python examples/plan/make_billing_fixture.py [OUT.csv]   (default: the file above)
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import sys
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -71,7 +72,7 @@ def labels(team: str | None) -> str:
     return json.dumps(items, separators=(",", ":"))
 
 
-def main() -> None:
+def main(out: Path) -> None:
     resolved = load(str(HERE / "gcp-cluster.yaml"))
     run = run_one(resolved)
     columns = ledger_columns(run.pools, run.result, "fixture")
@@ -136,7 +137,7 @@ def main() -> None:
         free = json.dumps([{"name": "Free tier", "amount": -0.1, "full_name": "Free tier", "id": "",
                             "type": "FREE_TIER"}], separators=(",", ":"))
         add(hour, GKE, "Zonal Kubernetes Clusters", None, 0.1, 3600, "seconds", 1.0, "hour", free)
-    with (HERE / "gcp-billing-export.csv").open("w", newline="", encoding="utf-8") as handle:
+    with out.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(HEADER)
         writer.writerows(rows)
@@ -144,4 +145,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "gcp-billing-export.csv")
