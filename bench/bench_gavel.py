@@ -404,8 +404,9 @@ def main() -> None:
         sys.exit(f"{args.oracle}: Gavel's simulation_throughputs.json not found; pass --oracle")
     if args.rounds < 1:
         parser.error(f"--rounds {args.rounds}: at least 1 round")
+    gavel_python = gavel_version(args)
     if args.gavel_repo:
-        print(f"gavel: {args.gavel_repo} run by Python {gavel_version(args)} ({args.gavel_python})")
+        print(f"gavel: {args.gavel_repo} run by Python {gavel_python} ({args.gavel_python})")
     with tempfile.TemporaryDirectory() as tmp:
         generated, trace = Path(tmp) / "generated.trace", Path(tmp) / "gavel.trace"
         oracle = read_oracle(args.oracle)
@@ -439,9 +440,7 @@ def main() -> None:
     for line in summary["lines"]:
         print(line)
     if args.json:
-        print(
-            json.dumps({"gavel_python": gavel_version(args), "rounds": rounds, "ratios": summary["ratios"]})
-        )
+        print(json.dumps({"gavel_python": gavel_python, "rounds": rounds, "ratios": summary["ratios"]}))
 
 
 def gavel_version(args: argparse.Namespace) -> str | None:
