@@ -31,6 +31,7 @@ def _same_cell(written: str, committed: str) -> bool:
 
 def test_the_script_writes_the_committed_bill(tmp_path: Path) -> None:
     out = tmp_path / "bill.csv"
+    committed_bytes = COMMITTED.read_bytes()
     done = subprocess.run([sys.executable, str(SCRIPT), str(out)], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     written, committed = _rows(out), _rows(COMMITTED)
@@ -44,4 +45,4 @@ def test_the_script_writes_the_committed_bill(tmp_path: Path) -> None:
         if not _same_cell(w, c)
     ]
     assert differing == []
-    assert not (ROOT / "examples" / "plan" / "bill.csv").exists()
+    assert COMMITTED.read_bytes() == committed_bytes  # it wrote only where it was told
