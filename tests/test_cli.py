@@ -21,8 +21,9 @@ from rich.console import Console
 from typer.testing import CliRunner, Result
 
 from fleetlab import cli
-from fleetlab.experiment.run import DEFAULT_COMPARE, compare
+from fleetlab.experiment.run import compare
 from fleetlab.metrics.summary import summarize
+from fleetlab.model.policy_names import DEFAULT_COMPARE
 from fleetlab.placement.profiles import PRESETS
 from fleetlab.spec.loader import load
 from fleetlab.spec.out_folder import MARKER, mark

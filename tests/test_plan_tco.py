@@ -20,10 +20,10 @@ from fleetlab.cost.tco import (
     DemandCurve,
     break_even_utilisation,
     cloud_gpu_hour_price,
-    default_rates,
     default_server,
     hybrid_option,
 )
+from fleetlab.cost.tco_defaults import default_rates
 from fleetlab.spec.catalog import builtin_catalog
 
 runner = CliRunner()

@@ -14,9 +14,10 @@ import pyarrow as pa
 from fleetlab.api.frames import Frame, to_frame
 from fleetlab.cost.ledger_io import ledger_table, run_id_of
 from fleetlab.experiment.output import write_results
-from fleetlab.experiment.run import DEFAULT_COMPARE, Run, compare, run_one
+from fleetlab.experiment.run import Run, compare, run_one
 from fleetlab.metrics.summary import summarize
 from fleetlab.metrics.tables import job_columns, node_columns, pod_columns, timeline_columns
+from fleetlab.model.policy_names import DEFAULT_COMPARE
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.spec.loader import load as _load
 

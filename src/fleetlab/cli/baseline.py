@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,10 +21,11 @@ from fleetlab.cli.common import (
     output_format,
     print_table,
 )
-from fleetlab.experiment.calibration_seeds import DEFAULT_SEEDS, MAX_SEEDS
-from fleetlab.model.history import History
-from fleetlab.report.baseline_report import history_title
+from fleetlab.experiment.seed_counts import DEFAULT_SEEDS, MAX_SEEDS
 from fleetlab.spec.errors import SpecError
+
+if TYPE_CHECKING:
+    from fleetlab.model.history import History
 
 HistoryArg = Annotated[
     Path | None,
@@ -68,7 +69,6 @@ def load_history_checked(folder: Path) -> History:
 def _write_out(out: Path, fill: Callable[[Path], None]) -> None:
     """Stage ``fill``'s files and rename them into ``out``; an OS error is one clear line, exit 2."""
     from fleetlab.report.baseline_files import write_staged
-    from fleetlab.spec.errors import SpecError
 
     try:
         write_staged(out, fill)
@@ -89,7 +89,7 @@ def baseline_cmd(
     """Measure today's cluster from its history: waits, prep, compute, failures, idle capacity, cost."""
     from fleetlab.metrics.baseline import compute_baseline
     from fleetlab.report.baseline_files import baseline_payload, write_baseline_files
-    from fleetlab.report.baseline_report import baseline_table, baseline_tables, cluster_lines
+    from fleetlab.report.baseline_report import baseline_table, baseline_tables, cluster_lines, history_title
 
     fmt = output_format(json_out, output)
     check_out(out)
@@ -206,7 +206,7 @@ def calibrate_cmd(
         calibration_payload,
         write_calibration_files,
     )
-    from fleetlab.report.baseline_report import calibration_table
+    from fleetlab.report.baseline_report import calibration_table, history_title
     from fleetlab.report.progress import DelayedProgress
 
     fmt = output_format(json_out, output)

@@ -18,7 +18,7 @@ def _default_help(rate: str, label: str) -> str:
     """Option help naming the shipped default (data/plan/tco_defaults.json), so --help shows it."""
     from rich.markup import escape
 
-    from fleetlab.cost.tco import default_rates
+    from fleetlab.cost.tco_defaults import default_rates
 
     return escape(f"{label} [default: {default_rates()[rate]['value']}]")
 
@@ -190,12 +190,12 @@ def buy_vs_rent_cmd(
         DemandCurve,
         break_even_utilisation,
         cloud_gpu_hour_price,
-        default_rates,
         default_server,
         hybrid_option,
         rental_options,
         tco_inputs,
     )
+    from fleetlab.cost.tco_defaults import default_rates
     from fleetlab.report.plan_report import print_buy_vs_rent
     from fleetlab.spec.catalog import builtin_catalog
     from fleetlab.spec.errors import SpecError

@@ -15,7 +15,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from fleetlab.cli.common import JsonOpt, OutputOpt, emit, output_format
-from fleetlab.metrics.check import check_run
 from fleetlab.spec.errors import SpecError
 
 
@@ -26,6 +25,8 @@ def check_cmd(
 ) -> None:
     """Recompute bills, the cost split, waits, counts by state and makespan from the Parquet files alone and
     compare them with summary.json (docs/metrics.md)."""
+    from fleetlab.metrics.check import check_run
+
     out, err = Console(), Console(stderr=True)
     fmt = output_format(json_out, output)
     try:

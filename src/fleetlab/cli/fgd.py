@@ -9,7 +9,6 @@ import typer
 
 from fleetlab.cli.common import err_console, fail, finite_float, out_console, out_path
 from fleetlab.cli.experiment import runs_progress
-from fleetlab.model.limits import MAX_SEED
 
 POLICY_HELP = "Policy to run (repeatable): random, dotprod, clustering, packing, bestfit, fgd, fgd-exact."
 
@@ -20,6 +19,8 @@ MAX_FGD_SEEDS = 1_000
 
 def parse_seeds(text: str) -> list[int]:
     """``42-51`` (a range), ``42,44,45`` (a list) or a mix; raises ValueError naming the bad part."""
+    from fleetlab.model.limits import MAX_SEED
+
     seeds: list[int] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:

@@ -6,15 +6,17 @@ Exit codes: 0 no errors (warnings allowed), 1 at least one error, 2 a file or sc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from fleetlab.cli.common import JsonOpt, OutputOpt, emit, make_console, output_format
-from fleetlab.lint.check import LintReport, lint_paths
 from fleetlab.spec.errors import SpecError
+
+if TYPE_CHECKING:
+    from fleetlab.lint.check import LintReport
 
 
 def _table(report: LintReport) -> Table:
@@ -49,6 +51,8 @@ def lint_cmd(
     output: OutputOpt = None,
 ) -> None:
     """Check workload manifests for GPU request mistakes (rules: GPU000-GPU012)."""
+    from fleetlab.lint.check import lint_paths
+
     out, err = make_console(), make_console(stderr=True)
     fmt = output_format(json_out, output)
     try:

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from fleetlab.cli.common import fail, out_console, out_path
 
 
 def write_profile_file(data: dict[str, object], out: Path) -> None:
     """Write JSON (or YAML for .yaml/.yml) through a temporary file and a rename."""
+    import yaml
+
     text = (
         yaml.safe_dump(data, sort_keys=False)
         if out.suffix in (".yaml", ".yml")

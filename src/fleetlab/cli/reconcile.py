@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fleetlab.cli.common import JsonOpt, OutputOpt, emit, fail, out_console, output_format
-from fleetlab.model.limits import MAX_CONVERSION_RATE, MIN_CONVERSION_RATE
 
 if TYPE_CHECKING:
     from fleetlab.cost.attached import AttachedRequest
@@ -24,6 +23,8 @@ if TYPE_CHECKING:
 
 def _stated(option: str, value: float, source: str | None, date: str | None) -> tuple[str, str]:
     """A rate is only used with its source and its date (YYYY-MM-DD): evidence, not a guess."""
+    from fleetlab.model.limits import MAX_CONVERSION_RATE, MIN_CONVERSION_RATE
+
     if option == "--tax-rate" and not 0 <= value < 1:
         raise fail(f"--tax-rate {value:g}: allowed 0 <= fraction < 1 (0.1 for 10 %)")
     if option == "--exchange-rate" and not MIN_CONVERSION_RATE <= value <= MAX_CONVERSION_RATE:

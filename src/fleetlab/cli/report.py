@@ -4,13 +4,15 @@ finished sweep: DIR/report holds index.html and the artefacts; a sweep it has to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from fleetlab.cli.common import MinEffectOpt, PriceOpt, ResampleOpt, err_console, fail, out_console, out_path
 from fleetlab.cli.experiment import runs_progress
-from fleetlab.experiment.plan import Experiment
+
+if TYPE_CHECKING:
+    from fleetlab.experiment.plan import Experiment
 
 SourceArg = Annotated[
     str | None,
@@ -140,9 +142,9 @@ def _experiment_of(
     ``--seeds auto`` cap (None otherwise)."""
     from fleetlab.experiment.pricing import parse_prices
     from fleetlab.experiment.replicates import Resampling
-    from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY
     from fleetlab.experiment.seeded import parse_seed_plan
     from fleetlab.experiment.sweep import keep_experiment
+    from fleetlab.model.policy_names import DEFAULT_COMPARE, SCENARIO_POLICY
     from fleetlab.spec.errors import SpecError
     from fleetlab.spec.loader import load_scenario, parse_yaml
 

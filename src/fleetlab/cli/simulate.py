@@ -3,7 +3,7 @@ and print where time and money went."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,11 +26,12 @@ from fleetlab.cli.common import (
     write_runs,
 )
 from fleetlab.cli.snapshot import AddNodesOpt, FromSnapshotOpt, SnapshotRuntimeOpt, load_or_snapshot
-from fleetlab.experiment.run import DEFAULT_COMPARE, SCENARIO_POLICY, Run, run_one
-from fleetlab.model.scenario import ResolvedScenario
-from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS, UnknownPolicyError
+from fleetlab.model.policy_names import DEFAULT_COMPARE, PRESET_NAMES, SCENARIO_POLICY, SHARE_POLICY_NAMES
 from fleetlab.spec.errors import SpecError
-from fleetlab.spec.loader import builtin_scenarios, load
+
+if TYPE_CHECKING:
+    from fleetlab.experiment.run import Run
+    from fleetlab.model.scenario import ResolvedScenario
 
 
 def simulate(
@@ -52,7 +53,9 @@ def simulate(
     snapshot_runtime: SnapshotRuntimeOpt = "1h",
 ) -> None:
     """Run one scenario under one policy and print where time and money went."""
+    from fleetlab.experiment.run import run_one
     from fleetlab.metrics.summary import summarize
+    from fleetlab.placement.profiles import UnknownPolicyError
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes, print_runs
 
@@ -97,8 +100,8 @@ def compare_cmd(
         list[str] | None,
         typer.Option(
             "--policy",
-            help=f"Policy per column; repeat it. Presets: {', '.join(PRESETS)}; FGD-paper policies: "
-            f"{', '.join(SHARE_POLICY_DESCRIPTIONS)}; '{SCENARIO_POLICY}' = the file's. "
+            help=f"Policy per column; repeat it. Presets: {', '.join(PRESET_NAMES)}; FGD-paper policies: "
+            f"{', '.join(SHARE_POLICY_NAMES)}; '{SCENARIO_POLICY}' = the file's. "
             f"Default: {', '.join(DEFAULT_COMPARE)}.",
         ),
     ] = None,
@@ -116,9 +119,11 @@ def compare_cmd(
     on what each changes against the first column, then every metric with its interval."""
     from fleetlab.experiment.comparison import run_compare
     from fleetlab.experiment.seeded import SeedsError
+    from fleetlab.placement.profiles import UnknownPolicyError
     from fleetlab.report.compare_seeds import compare_payload, print_seeded
     from fleetlab.report.progress import DelayedProgress
     from fleetlab.report.table import print_notes
+    from fleetlab.spec.loader import load
 
     fmt = output_format(json_out, output)
     files = list(scenarios or [None])  # type: ignore[list-item]
@@ -154,6 +159,8 @@ def _title(resolved: ResolvedScenario, run: Run) -> str:
 def validate(scenario: Annotated[str, typer.Argument(help="Scenario YAML file to check.")]) -> None:
     """Check a scenario file (and its trace or generator) without running it."""
     from fleetlab.experiment.run import preflight, profile_for
+    from fleetlab.placement.profiles import UnknownPolicyError
+    from fleetlab.spec.loader import load
 
     try:
         resolved = load(scenario)
@@ -173,6 +180,9 @@ def validate(scenario: Annotated[str, typer.Argument(help="Scenario YAML file to
 
 def policies() -> None:
     """List the placement policy presets."""
+    from fleetlab.placement.profiles import PRESETS, SHARE_POLICY_DESCRIPTIONS
+    from fleetlab.spec.loader import builtin_scenarios
+
     for name, (_, _, _, description) in PRESETS.items():
         out_console.print(f"[bold]{name}[/bold]: {description}", highlight=False)
     for name, description in SHARE_POLICY_DESCRIPTIONS.items():

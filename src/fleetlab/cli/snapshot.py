@@ -4,12 +4,14 @@ current kubeconfig) and the ``simulate --from-snapshot`` options that replay a s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fleetlab.cli.common import fail, out_console, out_path
-from fleetlab.model.scenario import ResolvedScenario
+
+if TYPE_CHECKING:
+    from fleetlab.model.scenario import ResolvedScenario
 
 FromSnapshotOpt = Annotated[
     Path | None,

@@ -17,16 +17,15 @@ and pay egress on the data the rented work sends back.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, fields
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fleetlab.cost.tco_defaults import default_rates
 from fleetlab.spec.catalog import Catalog
 
 HOURS_PER_YEAR = 8760.0
@@ -88,13 +87,6 @@ def break_even_utilisation(server: OwnedServer, cloud_usd_per_gpu_hour: float) -
 
 
 @cache
-def default_rates() -> dict[str, dict[str, Any]]:
-    """The shipped default rates, each ``{"value": ..., "source": ...}``."""
-    text = resources.files("fleetlab.data").joinpath("plan/tco_defaults.json").read_text(encoding="utf-8")
-    rates: dict[str, dict[str, Any]] = json.loads(text)["rates"]
-    return rates
-
-
 def default_server(**overrides: Any) -> OwnedServer:
     """The default owned server with any rate replaced."""
     rates = default_rates()

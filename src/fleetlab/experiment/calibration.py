@@ -50,7 +50,7 @@ from fleetlab.experiment.calibration_compare import (
     verdict,
 )
 from fleetlab.experiment.calibration_record import calibration_record, pull_row
-from fleetlab.experiment.calibration_seeds import DEFAULT_SEEDS, SeedReplay, mean_rows, random_parts
+from fleetlab.experiment.calibration_seeds import SeedReplay, mean_rows, random_parts
 from fleetlab.experiment.delay_fit import UNEXPLAINED, delay_flag, delay_note, unexplained_delay
 from fleetlab.experiment.history_batch import recorded_fair_share
 from fleetlab.experiment.history_partitions import partition_notes
@@ -65,6 +65,7 @@ from fleetlab.experiment.history_scenario import (
 )
 from fleetlab.experiment.history_split import history_until, split_instant
 from fleetlab.experiment.run import Run, run_one
+from fleetlab.experiment.seed_counts import DEFAULT_SEEDS
 from fleetlab.metrics.baseline import job_columns, job_times
 from fleetlab.metrics.baseline_cost import cluster_cost, idle_capacity
 from fleetlab.metrics.policy_evidence import JobSpans

@@ -14,11 +14,6 @@ import numpy as np
 from fleetlab.experiment.calibration_compare import MetricRow
 from fleetlab.model.scenario import Scenario
 
-#: Seeds the calibrated scenario is replayed under by default (HPC2N: about 2 CPU s a replay).
-DEFAULT_SEEDS = 5
-#: The most seeds ``--seeds`` accepts.
-MAX_SEEDS = 100
-
 
 def random_parts(scenario: Scenario) -> list[str]:
     """What the scenario draws from its seed; an empty list: every seed replays the same."""

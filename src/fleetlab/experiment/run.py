@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from fleetlab.model.cluster import NodePool
 from fleetlab.model.job_table import ids_of, templates_by
+from fleetlab.model.policy_names import DEFAULT_COMPARE, SCENARIO_POLICY
 from fleetlab.model.resources import format_amount
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.model.scheduler import SchedulerConfig
@@ -25,9 +26,6 @@ from fleetlab.sim.result import SimulationResult
 from fleetlab.sim.service_replicas import with_service_replicas
 from fleetlab.sim.simulator import Simulator
 from fleetlab.sim.specs import build_nodes, gpu_memory_note, largest_gpu_memory_mib, pod_spec
-
-SCENARIO_POLICY = "scenario"
-DEFAULT_COMPARE = ("default", "least-allocated", "most-allocated", "bin-packing")
 
 Progress = Callable[[int, int], None]
 

@@ -19,10 +19,11 @@ from typing import Any
 from fleetlab.experiment.accounting import accounting_of, put_on_window
 from fleetlab.experiment.pricing import with_prices
 from fleetlab.experiment.replicates import Resampling, Variation, replicate, variation
-from fleetlab.experiment.run import SCENARIO_POLICY, Run, compare
+from fleetlab.experiment.run import Run, compare
 from fleetlab.experiment.stats import Samples
 from fleetlab.experiment.verdict import CandidateVerdict
 from fleetlab.metrics.summary import summarize
+from fleetlab.model.policy_names import DEFAULT_COMPARE, SCENARIO_POLICY
 from fleetlab.model.scenario import ResolvedScenario
 from fleetlab.placement.profiles import UnknownPolicyError
 from fleetlab.spec.errors import SpecError
@@ -222,8 +223,6 @@ def columns_for(
 ) -> Columns:
     """The columns of a comparison: each file under each policy (compare's four presets for one file, each
     file's own policy for several)."""
-    from fleetlab.experiment.run import DEFAULT_COMPARE
-
     default = DEFAULT_COMPARE if len(files) == 1 else (SCENARIO_POLICY,)
     return Columns(
         tuple(files), tuple(dict.fromkeys(policies or default)), resampling or Resampling(),

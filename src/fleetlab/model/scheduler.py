@@ -11,6 +11,7 @@ from fleetlab.model.batch_policy import FairShare
 from fleetlab.model.cluster import SpecModel
 from fleetlab.model.limits import Int, PluginWeight
 from fleetlab.model.pod_constraints import TopologySpreadConstraint
+from fleetlab.model.policy_names import POLICY_NAMES
 from fleetlab.model.scheduling_delay import SchedulingDelay
 from fleetlab.model.units import PositiveSeconds, Seconds
 
@@ -22,11 +23,6 @@ KubernetesVersion = Literal["1.34", "1.35", "1.36"]
 #: wall times.
 Queueing = Literal["best-effort-fifo", "fifo", "easy-backfill"]
 
-#: Policy presets (defined in fleetlab.placement.profiles); named here so a scenario is checked on load.
-PRESET_NAMES: tuple[str, ...] = ("default", "least-allocated", "most-allocated", "bin-packing")
-#: The FGD paper's GPU-sharing policies (fleetlab.placement.share_policies) as main-simulator policies.
-SHARE_POLICY_NAMES: tuple[str, ...] = ("fgd", "bestfit", "dotprod", "packing", "clustering", "random")
-POLICY_NAMES: tuple[str, ...] = PRESET_NAMES + SHARE_POLICY_NAMES
 
 #: Score plugins fleetlab implements and the default profile's weights (default_plugins.go @01db4ae9).
 DEFAULT_PLUGIN_WEIGHTS: dict[str, int] = {

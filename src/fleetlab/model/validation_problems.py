@@ -7,9 +7,10 @@ re-exports it for the readers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # only a type here: the CLI's error paragraph must not cost pydantic's import
+    from pydantic import ValidationError
 
 
 def location(loc: Sequence[int | str], prefix: str = "") -> str:

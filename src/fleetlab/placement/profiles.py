@@ -11,13 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fleetlab.model.pod_constraints import SYSTEM_DEFAULT_CONSTRAINTS, TopologySpreadConstraint
-from fleetlab.model.scheduler import (
-    DEFAULT_PLUGIN_WEIGHTS,
-    PRESET_NAMES,
-    SHARE_POLICY_NAMES,
-    SchedulerConfig,
-    ScoringStrategy,
-)
+from fleetlab.model.policy_names import PRESET_NAMES, SHARE_POLICY_NAMES
+from fleetlab.model.scheduler import DEFAULT_PLUGIN_WEIGHTS, SchedulerConfig, ScoringStrategy
 
 
 @dataclass(frozen=True)
@@ -70,7 +65,7 @@ PRESETS: dict[str, tuple[str, tuple[tuple[str, int], ...], tuple[tuple[int, int]
 }
 
 
-assert tuple(PRESETS) == PRESET_NAMES, "model.scheduler.PRESET_NAMES must list the presets in order"
+assert tuple(PRESETS) == PRESET_NAMES, "model.policy_names.PRESET_NAMES must list the presets in order"
 
 #: The SharePolicy plugin's weight: it decides, taint and affinity preferences (3, 2) still count a little.
 SHARE_POLICY_WEIGHT = 10
