@@ -8,6 +8,7 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fleetlab.experiment.output import write_run_files
@@ -238,3 +239,17 @@ def test_a_gang_free_to_use_every_node_is_always_tried() -> None:
     for trials in (1, 2, 3):
         assert w.offer() == (False, trials, 1, 2)
     assert w.retry.replayed == 0
+
+
+@pytest.mark.parametrize(
+    "nodes",
+    [[], [3], [3, 9], [0, 1, 2, 3], [0, 2, 4, 6, 8], [1, 3, 5, 7], [0, 2, 3, 6], [0, 1, 4], [2, 5, 8, 11]],
+)
+def test_rows_at_reads_the_same_rows_as_the_node_numbers(nodes: list[int]) -> None:
+    """A slice where the numbers step evenly, the numbers otherwise: the fingerprint's bytes are the same."""
+    rows = np.arange(12 * 3, dtype=np.int64).reshape(12, 3)
+    numbers = np.asarray(nodes, dtype=np.int64)
+    at = gang_retry.rows_at(numbers)
+    assert rows[at].tobytes() == rows[numbers].tobytes()
+    evenly = len(nodes) > 0 and (len(nodes) < 3 or len(set(np.diff(nodes).tolist())) == 1)
+    assert isinstance(at, slice) == evenly

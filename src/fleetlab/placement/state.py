@@ -104,6 +104,7 @@ class ClusterState:
         #: row's bytes.
         self.row_width = 2 * width + 3
         usage = np.zeros((n, self.row_width), dtype=np.int64)
+        self.usage = usage
         self.requested = usage[:, :width]
         self.nonzero_requested = usage[:, width : width + 2]
         self.free = usage[:, width + 2 : 2 * width + 2]
