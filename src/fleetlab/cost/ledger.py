@@ -34,6 +34,7 @@ from fleetlab.cost.billing import (
     price_micro_per_hour,
     segment_units,
 )
+from fleetlab.model.arrow_arrays import arrow_array, string_array
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
 from fleetlab.spec.catalog import BUILTIN_FILES, builtin_catalog
@@ -115,11 +116,12 @@ def coded(values: Sequence[str | None], codes: IntArray, missing: str = "") -> A
     """``values[i]`` for each i of ``codes`` (``missing`` where i is -1) as an Arrow string column, decoded
     from a dictionary of the few distinct values: the column pa.table builds from the same strings as a
     list, without a Python string per row (a ledger has a row per node, job and category)."""
-    table = [*values, missing]
-    if not all(isinstance(v, str) for v in table):
+    table = [v for v in (*values, missing) if isinstance(v, str)]
+    if len(table) != len(values) + 1:
         return [missing if c < 0 else values[c] for c in codes.tolist()]  # None among them: as a list
     indices = np.where(codes < 0, len(values), codes).astype(np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(table, pa.string())).dictionary_decode()
+    dictionary = string_array(table, pa.string())
+    return pa.DictionaryArray.from_arrays(arrow_array(indices), dictionary).dictionary_decode()
 
 
 def _committed(pool: NodePool, node_name: str) -> bool:

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.cost.ledger import LedgerRows, ledger_columns, ledger_rows
+from fleetlab.model.arrow_arrays import arrow_table, string_array
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
 
@@ -35,9 +36,9 @@ def ledger_table(
 ) -> pa.Table:
     """The run's ledger as Arrow (a ``variant`` column in front for experiment runs); rows ``start`` to
     ``stop`` of ``rows`` where given."""
-    table = pa.table(ledger_columns(pools, result, run_id, rows, start, stop))
+    table = arrow_table(ledger_columns(pools, result, run_id, rows, start, stop))
     if variant is not None:
-        table = table.add_column(0, "variant", pa.array([variant] * table.num_rows, pa.string()))
+        table = table.add_column(0, "variant", string_array([variant] * table.num_rows, pa.string()))
     return table
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fleetlab.model.arrow_arrays import arrow_column, arrow_table
+
 #: Rows per row group: pyarrow's own default cut, so every file keeps the bytes ``pq.write_table`` gave it
 #: (with 131,072-row groups a 300,000-job run folder was 17 % larger: dictionaries and statistics per
 #: group); only tables longer than this are converted to Arrow in parts.
@@ -39,7 +41,7 @@ def write_parquet_columns(
     """Write ``columns`` to ``path`` (zstd) in row groups of ``row_group_rows``; returns the row count.
     ``metadata`` is added to the schema's key-value metadata (e.g. the results schema version)."""
     n = column_rows(columns)
-    first = pa.table({name: values[:row_group_rows] for name, values in columns.items()})
+    first = arrow_table({name: values[:row_group_rows] for name, values in columns.items()})
     if metadata:
         first = first.replace_schema_metadata({**(first.schema.metadata or {}), **metadata})
     schema = first.schema
@@ -47,6 +49,6 @@ def write_parquet_columns(
         writer.write_table(first)
         for start in range(row_group_rows, n, row_group_rows):
             stop = start + row_group_rows
-            arrays = [pa.array(columns[f.name][start:stop], type=f.type) for f in schema]
+            arrays = [arrow_column(columns[f.name][start:stop], f.type) for f in schema]
             writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
     return n

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from fleetlab.model.arrow_arrays import arrow_array, string_array
 from fleetlab.model.job import Job, Runtime
 
 __all__ = ["JobTable", "ids_of", "templates_by"]
@@ -164,7 +165,7 @@ class JobTable(Sequence[Job]):
         template, templates = _interned(items)
         models = sorted({m for job in items for m in job.runtime.by_gpu})
         return cls(
-            pa.array([job.id for job in items], type=pa.large_string()),
+            string_array([job.id for job in items], pa.large_string()),
             np.fromiter((job.submit_s for job in items), np.float64, len(items)),
             np.fromiter((job.runtime.default for job in items), np.float64, len(items)),
             np.fromiter((job.pods for job in items), np.int32, len(items)),
@@ -191,7 +192,7 @@ class JobTable(Sequence[Job]):
         n = sum(len(t) for t in tables)
         models = sorted({m for t in tables for m in t._by_gpu})
         return cls(
-            pa.concat_arrays([t._ids for t in tables]) if tables else pa.array([], pa.large_string()),
+            pa.concat_arrays([t._ids for t in tables]) if tables else string_array([], pa.large_string()),
             np.concatenate([t._submit for t in tables]) if tables else np.empty(0),
             np.concatenate([t._runtime for t in tables]) if tables else np.empty(0),
             np.concatenate([t._pods for t in tables]) if tables else np.empty(0, np.int32),
@@ -212,7 +213,7 @@ class JobTable(Sequence[Job]):
         # column; Array.take would import pyarrow.compute (0.03 s of start-up) for nothing.
         same = len(idx) == len(self) and bool(np.array_equal(idx, np.arange(len(idx))))
         return JobTable(
-            self._ids if same else self._ids.take(pa.array(idx)),
+            self._ids if same else self._ids.take(arrow_array(idx)),
             self._submit[idx],
             self._runtime[idx],
             self._pods[idx],
@@ -445,5 +446,5 @@ def templates_by(jobs: JobTable, value: Callable[[Job], K | None]) -> dict[K, li
 def ids_of(jobs: JobTable, templates: Sequence[int]) -> list[str]:
     """Ids of the jobs of ``templates``, in job order."""
     rows = np.flatnonzero(np.isin(jobs.column("template"), np.asarray(templates, dtype=np.int32)))
-    ids: list[str] = jobs.ids.take(pa.array(rows)).to_pylist()
+    ids: list[str] = jobs.ids.take(arrow_array(rows)).to_pylist()
     return ids

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import ValidationError
 
+from fleetlab.model.arrow_arrays import arrow_array, string_scalar
 from fleetlab.model.job import Job
 from fleetlab.model.job_table import JobTable
 from fleetlab.model.limits import MAX_PODS_PER_JOB, MAX_SECONDS
@@ -136,8 +137,8 @@ def _class_jobs(rng: np.random.Generator, spec: JobClassSpec, start_s: float, la
         templates[k] = validated(i)
     if first_bad < n:
         validated(first_bad)
-    numbers = pc.utf8_lpad(pc.cast(pa.array(np.arange(n)), pa.large_string()), width=5, padding="0")
-    prefix, empty = pa.scalar(f"{spec.name}-", pa.large_string()), pa.scalar("", pa.large_string())
+    numbers = pc.utf8_lpad(pc.cast(arrow_array(np.arange(n)), pa.large_string()), width=5, padding="0")
+    prefix, empty = string_scalar(f"{spec.name}-", pa.large_string()), string_scalar("", pa.large_string())
     ids = pc.binary_join_element_wise(prefix, numbers, empty)  # f"{name}-{i:05d}"
     models = tuple(spec.speedup_by_gpu)
     return JobTable(
