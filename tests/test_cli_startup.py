@@ -32,22 +32,25 @@ HEAVY = (
 PROBE = """
 import json, sys
 from fleetlab.cli import app
-import typer.main
 sys.argv = ["fleetlab", *json.loads(sys.argv[1])]
+code = 0
 try:
     app()
-except SystemExit:
-    pass
-sys.stderr.write(json.dumps(sorted(sys.modules)))
+except SystemExit as exc:
+    code = exc.code or 0
+sys.stderr.write("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def _imported(argv: list[str]) -> list[str]:
+def imported_modules(argv: list[str]) -> list[str]:
+    """Every module a fresh ``fleetlab ARGV`` process holds once the command has succeeded."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(argv)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", PROBE, json.dumps(argv)], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    modules: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stderr[-2000:]
+    modules: list[str] = report["modules"]
     return modules
 
 
@@ -68,14 +71,14 @@ def _heavy(modules: list[str]) -> list[str]:
     ],
 )
 def test_help_and_version_import_nothing_heavy(argv: list[str]) -> None:
-    modules = _imported(argv)
+    modules = imported_modules(argv)
     assert "fleetlab.cli.simulate" in modules  # the probe did build the whole app
     assert _heavy(modules) == []
 
 
 def test_a_command_that_runs_still_imports_what_it_needs() -> None:
     """The probe can see heavy imports: ``policies`` reads the presets and the built-in scenarios."""
-    assert "fleetlab.placement.profiles" in _heavy(_imported(["policies"]))
+    assert "fleetlab.placement.profiles" in _heavy(imported_modules(["policies"]))
 
 
 def test_help_lists_the_policy_names_the_presets_define() -> None:
