@@ -107,8 +107,7 @@ REFITTED = ("limit_quantile", "job_limit_quantile")
 INNER_FIT_SHARE = 2.0 / 3.0
 #: ... when at least this many of those have a measured wait (else in sample, on every job of the fit part).
 MIN_SCORED_WAITS = 20
-#: Most seeds a candidate that draws at random is scored on (the first of the seeds the validation uses;
-#: the default --seeds, so a larger --seeds does not multiply the search).
+#: Most seeds a random candidate is scored on: the validation's first, as many as the default --seeds.
 FIT_SEEDS = DEFAULT_SEEDS
 
 
