@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -86,7 +85,6 @@ def break_even_utilisation(server: OwnedServer, cloud_usd_per_gpu_hour: float) -
     return server.yearly()["total"] / (server.gpu_hours_per_year * cloud_usd_per_gpu_hour)
 
 
-@cache
 def default_server(**overrides: Any) -> OwnedServer:
     """The default owned server with any rate replaced."""
     rates = default_rates()

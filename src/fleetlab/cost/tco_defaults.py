@@ -4,10 +4,12 @@ model: ``plan buy-vs-rent --help`` shows them, and help must not import catalogs
 from __future__ import annotations
 
 import json
+from functools import cache
 from importlib import resources
 from typing import Any
 
 
+@cache
 def default_rates() -> dict[str, dict[str, Any]]:
     """The shipped default rates, each ``{"value": ..., "source": ...}``."""
     text = resources.files("fleetlab.data").joinpath("plan/tco_defaults.json").read_text(encoding="utf-8")
