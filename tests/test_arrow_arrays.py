@@ -4,6 +4,7 @@ imports pandas through pyarrow's check for it."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from fleetlab.model import arrow_arrays
 from fleetlab.model.arrow_arrays import arrow_array, arrow_column, arrow_table, string_array, string_scalar
 from test_cli_startup import imported_modules
 
@@ -57,6 +59,22 @@ def test_arrow_array_leaves_other_dtypes_to_pa_array() -> None:
         arrow_array(np.array([1, 2], dtype=">i8"))
 
 
+@pytest.fixture
+def joined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strings joined in Python whatever the column's length and whether pandas is loaded (this process
+    may have imported it), so the tests below compare the joining with ``pa.array``."""
+    monkeypatch.setattr(arrow_arrays, "_pa_array_is_cheaper", lambda rows: False)
+
+
+def test_long_string_columns_and_a_loaded_pandas_go_to_pa_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    assert not arrow_arrays._pa_array_is_cheaper(arrow_arrays.CONVERT_FROM_ROWS - 1)
+    assert arrow_arrays._pa_array_is_cheaper(arrow_arrays.CONVERT_FROM_ROWS)
+    monkeypatch.setitem(sys.modules, "pandas", sys)  # (any module object: only its presence is read)
+    assert arrow_arrays._pa_array_is_cheaper(1)
+
+
+@pytest.mark.usefixtures("joined")
 @pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string()])
 @pytest.mark.parametrize("values", [[], ["a"], ["job-00001", "", "ünï-çødé ✓", "x" * 1000]])
 def test_string_array_equals_pa_array(values: list[str], arrow_type: pa.DataType) -> None:
@@ -80,6 +98,7 @@ def test_string_scalar_as_a_compute_argument() -> None:
     assert ids.to_pylist() == ["gang-00000", "gang-00001", "gang-00002"]
 
 
+@pytest.mark.usefixtures("joined")
 @pytest.mark.parametrize(
     ("values", "arrow_type"),
     [
@@ -107,6 +126,7 @@ def test_arrow_column_equals_pa_array(values: Any, arrow_type: pa.DataType | Non
     assert built.equals(expected)
 
 
+@pytest.mark.usefixtures("joined")
 def test_arrow_table_equals_pa_table() -> None:
     columns = {
         "id": ["a", "b", "c"],

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fleetlab.cost.ledger import LedgerRows, ledger_columns, ledger_rows
-from fleetlab.model.arrow_arrays import arrow_table, string_array
+from fleetlab.model.arrow_arrays import arrow_table, string_scalar
 from fleetlab.model.cluster import NodePool
 from fleetlab.sim.result import SimulationResult
 
@@ -38,7 +38,7 @@ def ledger_table(
     ``stop`` of ``rows`` where given."""
     table = arrow_table(ledger_columns(pools, result, run_id, rows, start, stop))
     if variant is not None:
-        table = table.add_column(0, "variant", string_array([variant] * table.num_rows, pa.string()))
+        table = table.add_column(0, "variant", pa.repeat(string_scalar(variant, pa.string()), table.num_rows))
     return table
 
 
